@@ -1,0 +1,26 @@
+//! Values that may cross the host/device boundary by bit copy.
+
+/// A type whose values may be copied bit for bit between host and device and passed by value
+/// to a kernel or a foreign device function.
+///
+/// Implemented for the primitive numeric types, `bool`, `()` and arrays of such types (not
+/// tuples: their layout is unspecified).
+/// Implement it for your own `#[repr(C)]` structs of `DeviceCopy` fields.
+///
+/// # Safety
+/// The type must be `Copy`, have a layout that is the same on the host and on nvptx64
+/// (`#[repr(C)]` or `#[repr(transparent)]`, or a primitive), hold no references or host
+/// pointers, and every bit pattern the device may write into it must be a valid value when the
+/// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1).
+pub unsafe trait DeviceCopy: Copy + 'static {}
+
+macro_rules! impl_device_copy {
+    ($($t:ty),* $(,)?) => { $(
+        // SAFETY: primitive with the same layout on every target; all values plain data.
+        unsafe impl DeviceCopy for $t {}
+    )* };
+}
+impl_device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64, bool, ());
+
+// SAFETY: an array of DeviceCopy has the element's layout repeated.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

@@ -1,0 +1,120 @@
+//! The device library of gpukernel: what a `#[kernel]` body calls.
+//!
+//! The same source compiles twice:
+//! * for `nvptx64-nvidia-cuda` (by `nvptx-builder`), where every function lowers to a PTX
+//!   special register read or instruction;
+//! * for the host, where the same functions read the simulated thread's context, which the
+//!   runtime's simulator installs (see [`host`]).
+//!
+//! On the host this crate also carries what the runtime needs to launch a kernel with typed
+//! arguments: the [`Kernel`] trait that `#[kernel]` implements for a marker type named after
+//! the kernel, and [`DeviceCopy`] for values that may cross to the device by bit copy.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(
+        abi_gpu_kernel,
+        stdarch_nvptx,
+        asm_experimental_arch,
+        link_llvm_intrinsics,
+        gpu_intrinsics,
+        gpu_launch_sized_workgroup_mem
+    )
+)]
+#![warn(missing_docs)]
+
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
+pub use gpukernel_macros::{declare_device, kernel};
+
+pub mod atomic;
+mod copy;
+pub mod ffi;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod host;
+#[cfg(not(target_arch = "nvptx64"))]
+mod kernel;
+pub mod shared;
+pub mod slice;
+pub mod sync;
+pub mod thread;
+pub mod time;
+pub mod warp;
+
+pub use copy::DeviceCopy;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use kernel::{Kernel, SimEntry};
+pub use slice::{DisjointSlice, ThreadIndex};
+
+/// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
+pub mod prelude {
+    pub use crate::{DeviceCopy, DisjointSlice, ThreadIndex, declare_device, kernel};
+}
+
+/// Stops the kernel because index `i` is outside a slice of `len` elements: `trap` on the
+/// GPU (the launch fails with an error at the next synchronization), a panic in the simulator
+/// (which reports it as an error naming the kernel and the thread).
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub fn __trap_out_of_bounds(i: usize, len: usize) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (i, len);
+        // SAFETY: `trap` has no preconditions; it aborts the kernel.
+        unsafe { core::arch::nvptx::trap() }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    panic!("index out of bounds: the len is {len} but the index is {i}")
+}
+
+/// Device builds abort the kernel on panic (the launch then fails at synchronization); host
+/// builds use std's handler, which the simulator catches.
+#[cfg(target_arch = "nvptx64")]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
+    // SAFETY: `trap` has no preconditions; it aborts the kernel.
+    unsafe { core::arch::nvptx::trap() }
+}
+
+/// Support code for what the macros expand to. Not a public API: it may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
+    pub use crate::slice::disjoint_from_raw;
+    pub use core;
+
+    /// Rebuilds a shared slice from the two ABI parameters a `&[T]` kernel parameter lowers to.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `len` elements for `'a`, and nothing may write them
+    /// during `'a` (the runtime's typed launch guarantees this for `&DeviceBuffer` arguments).
+    #[inline(always)]
+    pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+        if len == 0 {
+            return &[];
+        }
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { core::slice::from_raw_parts(ptr, len) }
+    }
+
+    /// Rebuilds a mutable slice from its two ABI parameters (only `unsafe fn` kernels take
+    /// `&mut [T]`).
+    ///
+    /// # Safety
+    /// As [`slice_from_raw`], for writes too; the kernel's author promises that no two threads
+    /// access one element unless all accesses are reads.
+    #[inline(always)]
+    pub unsafe fn slice_from_raw_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
+        if len == 0 {
+            return &mut [];
+        }
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { core::slice::from_raw_parts_mut(ptr, len) }
+    }
+
+    /// Compile-time check that a by-value kernel parameter or foreign-call type is `DeviceCopy`.
+    pub const fn assert_device_copy<T: crate::DeviceCopy>() {}
+}

@@ -1,0 +1,79 @@
+//! The example kernels of gpukernel.
+//!
+//! This crate compiles twice. For `nvptx64-nvidia-cuda` (driven by its `build.rs` through
+//! `nvptx-builder`) every `#[kernel]` becomes a PTX entry; for the host, each kernel is a
+//! marker type that the runtime launches by value, on the GPU with [`PTX`] or on the simulator.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
+
+use gpukernel_device::{prelude::*, thread};
+
+/// The PTX of every kernel in this crate (for the architecture `GPUKERNEL_ARCH`, default sm_90).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// Does nothing: the launch-cost benchmark's kernel.
+#[kernel]
+pub fn empty_kernel() {}
+
+/// `y[i] = a * x[i] + y[i]` for every `i < y.len()`; one thread per element.
+#[kernel]
+pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(yi) = y.get_mut(i) {
+        *yi = a * x[i.get()] + *yi;
+    }
+}
+
+/// An affine map passed by value, to test `#[repr(C)]` struct parameters across the ABI.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Affine {
+    /// Multiplier.
+    pub scale: f32,
+    /// Addend.
+    pub offset: f32,
+    /// A 64-bit field after two 32-bit ones (checks alignment and padding).
+    pub bias: f64,
+}
+
+// SAFETY: `#[repr(C)]`, plain numbers only.
+unsafe impl DeviceCopy for Affine {}
+
+/// `y[i] = p.scale * x[i] + p.offset + p.bias`.
+#[kernel]
+pub fn affine(p: Affine, x: &[f32], mut y: DisjointSlice<f64>) {
+    let i = thread::index();
+    if let Some(yi) = y.get_mut(i) {
+        *yi = (p.scale * x[i.get()] + p.offset) as f64 + p.bias;
+    }
+}
+
+/// Writes each scalar parameter, converted to f64, into `out[0..6]` (thread 0 only): checks
+/// that every scalar kind crosses the ABI intact.
+#[kernel]
+pub fn scalar_abi(a: i8, b: u16, c: i32, d: u64, e: f64, f: bool, mut out: DisjointSlice<f64>) {
+    let i = thread::index();
+    if i.get() == 0 {
+        let vals = [a as f64, b as f64, c as f64, d as f64, e, if f { 1.0 } else { 0.0 }];
+        for (k, v) in vals.into_iter().enumerate() {
+            // SAFETY: only thread 0 writes, and nothing reads `out` during the launch.
+            unsafe { out.write(k, v) };
+        }
+    }
+}
+
+/// Scales `x` in place with a grid-stride loop: an `unsafe` kernel, because every thread holds
+/// `&mut` to the whole slice; it promises that thread `t` touches only indices `t + k*stride`.
+///
+/// # Safety
+/// Launch with any configuration; the kernel itself keeps threads on disjoint indices.
+#[kernel]
+pub unsafe fn scale_in_place(x: &mut [f32], s: f32) {
+    let stride = thread::grid_stride_x();
+    let mut i = thread::global_index_x();
+    while i < x.len() {
+        x[i] *= s;
+        i += stride;
+    }
+}

@@ -1,0 +1,704 @@
+//! Compile a gpukernel kernels crate to PTX from a build script.
+//!
+//! The kernels crate is a `no_std` library whose `#[kernel]` functions become PTX entries. This
+//! crate runs, from the kernels crate's own `build.rs`, the pipeline that turns it into one
+//! self-contained PTX file:
+//!
+//! ```text
+//! rustup run nightly cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core
+//!     (RUSTFLAGS: -Clinker-plugin-lto -Ctarget-cpu=sm_XX, so every rlib holds LLVM bitcode)
+//! llvm-link <bitcode of every rlib: the kernels crate, its dependencies, core>
+//! opt -passes=internalize,globaldce,default<O3>   (keeps the kernels and #[no_mangle] items)
+//! llc -mcpu=sm_XX                                  → $OUT_DIR/<crate>.ptx
+//! ```
+//!
+//! Whole-program linking at the LLVM level is what makes calls into `gpukernel-device` and
+//! `core` resolve: PTX emitted per crate would leave them as unresolved `.extern .func`s.
+//!
+//! ```no_run
+//! // build.rs of a kernels crate
+//! fn main() {
+//!     nvptx_builder::Builder::from_build_script().build_or_exit();
+//! }
+//! ```
+//! and in the kernels crate, for the host:
+//! ```ignore
+//! #[cfg(not(target_arch = "nvptx64"))]
+//! pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+//! ```
+//!
+//! Environment variables: `GPUKERNEL_ARCH` (default `sm_90`), `GPUKERNEL_NIGHTLY` (the
+//! toolchain name, default `nightly`), `GPUKERNEL_NVPTX_TARGET_DIR` (where the device build
+//! goes; default `<target dir>/nvptx-kernels`, shared by every kernels crate of a workspace so
+//! that `core` is built once), `GPUKERNEL_CUDA_TOOLS` (where `bin/ptxas` is, for validation).
+
+#![warn(missing_docs)]
+
+pub mod host_cc;
+mod tools;
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub use tools::{cuda_tools_dir, find_cuda_tool};
+
+/// The default GPU architecture: the H100's.
+pub const DEFAULT_ARCH: &str = "sm_90";
+
+/// The target triple of device builds.
+pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// What went wrong, with what to do about it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The nightly toolchain is not installed.
+    NightlyMissing {
+        /// The toolchain name that was asked for.
+        toolchain: String,
+        /// What rustup said.
+        detail: String,
+    },
+    /// `rustup` itself is not on `PATH`.
+    RustupMissing(std::io::Error),
+    /// A component of the nightly toolchain is missing.
+    ComponentMissing {
+        /// The rustup component's name (`rust-src`, `llvm-tools-preview`).
+        component: &'static str,
+        /// The toolchain name.
+        toolchain: String,
+        /// The path that was expected to exist.
+        expected: PathBuf,
+    },
+    /// The architecture is not of the form `sm_XX` with XX ≥ 70.
+    BadArch {
+        /// The value given.
+        arch: String,
+        /// Where it came from (`GPUKERNEL_ARCH` or the builder).
+        source: &'static str,
+    },
+    /// The kernels crate failed to compile for nvptx64; `diagnostics` are rustc's, with
+    /// file:line.
+    CompileFailed {
+        /// The kernels crate's manifest.
+        manifest: PathBuf,
+        /// The command that ran.
+        command: String,
+        /// rustc's and cargo's diagnostics.
+        diagnostics: String,
+    },
+    /// An LLVM tool or ptxas failed.
+    ToolFailed {
+        /// The tool.
+        tool: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its output.
+        output: String,
+    },
+    /// ptxas rejected the PTX we produced.
+    PtxasRejected {
+        /// The PTX file.
+        ptx: PathBuf,
+        /// The architecture it was checked for.
+        arch: String,
+        /// ptxas's log.
+        log: String,
+    },
+    /// The device build produced no bitcode for the kernels crate.
+    NoBitcode {
+        /// The kernels crate's manifest.
+        manifest: PathBuf,
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NightlyMissing { toolchain, detail } => write!(
+                f,
+                "the Rust toolchain `{toolchain}` (needed to compile kernels for nvptx64) is not installed.\n\
+                 hint: run `rustup toolchain install {toolchain} --profile minimal --component rust-src,llvm-tools-preview` \
+                 (or `cargo xtask doctor`), or set GPUKERNEL_NIGHTLY to an installed nightly toolchain.\n\
+                 rustup said: {detail}"
+            ),
+            Error::RustupMissing(e) => write!(
+                f,
+                "`rustup` was not found on PATH ({e}); kernels are compiled with a rustup-managed nightly toolchain.\n\
+                 hint: install rustup from https://rustup.rs, then run `cargo xtask doctor`"
+            ),
+            Error::ComponentMissing { component, toolchain, expected } => write!(
+                f,
+                "the `{component}` component of the `{toolchain}` toolchain is missing (looked for {}).\n\
+                 hint: run `rustup component add {component} --toolchain {toolchain}` (or `cargo xtask doctor`)",
+                expected.display()
+            ),
+            Error::BadArch { arch, source } => write!(
+                f,
+                "invalid GPU architecture `{arch}` (from {source}): expected `sm_XX` with XX >= 70, e.g. `sm_90` for an H100 or `sm_80` for an A100"
+            ),
+            Error::CompileFailed { manifest, command, diagnostics } => write!(
+                f,
+                "the kernels crate {} failed to compile for nvptx64 (file paths below are relative to its package or workspace root).\ncommand: {command}\n{diagnostics}",
+                manifest.display()
+            ),
+            Error::ToolFailed { tool, args, output } => {
+                write!(f, "`{} {}` failed:\n{output}", tool.display(), args.join(" "))
+            }
+            Error::PtxasRejected { ptx, arch, log } => write!(
+                f,
+                "ptxas rejected {} for {arch} (this is a bug in gpukernel or the nightly's nvptx backend; please report it):\n{log}",
+                ptx.display()
+            ),
+            Error::NoBitcode { manifest } => write!(
+                f,
+                "the device build of {} produced no LLVM bitcode (is it a library crate with `crate-type = [\"rlib\"]`?)",
+                manifest.display()
+            ),
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::RustupMissing(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io { path: path.to_path_buf(), source }
+}
+
+/// What a device build produced.
+#[derive(Debug, Clone)]
+pub struct PtxOutput {
+    /// The PTX file.
+    pub ptx: PathBuf,
+    /// The linked, optimised LLVM bitcode the PTX was made from (input for build-time LTO).
+    pub bitcode: PathBuf,
+    /// The symbols kept visible: kernel entries and other `#[no_mangle]` items.
+    pub exported: Vec<String>,
+    /// The architecture (`sm_XX`).
+    pub arch: String,
+}
+
+/// Configures and runs a device build of one kernels crate.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    manifest_dir: PathBuf,
+    out_dir: PathBuf,
+    arch: Option<String>,
+    toolchain: String,
+    target_dir: Option<PathBuf>,
+    output_name: String,
+    validate: bool,
+    emit_cargo_directives: bool,
+}
+
+impl Builder {
+    /// A builder for the crate whose `build.rs` is running (`CARGO_MANIFEST_DIR`, `OUT_DIR`).
+    ///
+    /// # Panics
+    /// If called outside a build script (the two variables are unset): that is a programming
+    /// error of the build script, not of its user.
+    pub fn from_build_script() -> Self {
+        let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+            .expect("nvptx_builder::Builder::from_build_script must run inside a build script (CARGO_MANIFEST_DIR unset)");
+        let out_dir = std::env::var_os("OUT_DIR")
+            .expect("nvptx_builder::Builder::from_build_script must run inside a build script (OUT_DIR unset)");
+        let mut b = Builder::new(PathBuf::from(manifest_dir), PathBuf::from(out_dir));
+        b.emit_cargo_directives = true;
+        b
+    }
+
+    /// A builder for the kernels crate at `manifest_dir`, writing into `out_dir`.
+    pub fn new(manifest_dir: impl Into<PathBuf>, out_dir: impl Into<PathBuf>) -> Self {
+        Builder {
+            manifest_dir: manifest_dir.into(),
+            out_dir: out_dir.into(),
+            arch: None,
+            toolchain: std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into()),
+            target_dir: std::env::var_os("GPUKERNEL_NVPTX_TARGET_DIR").map(PathBuf::from),
+            output_name: "kernels".into(),
+            validate: true,
+            emit_cargo_directives: false,
+        }
+    }
+
+    /// The GPU architecture, e.g. `"sm_90"`. Default: `GPUKERNEL_ARCH`, else [`DEFAULT_ARCH`].
+    pub fn arch(mut self, arch: impl Into<String>) -> Self {
+        self.arch = Some(arch.into());
+        self
+    }
+
+    /// The name of the output files (`<name>.ptx`, `<name>.bc`). Default `kernels`.
+    pub fn output_name(mut self, name: impl Into<String>) -> Self {
+        self.output_name = name.into();
+        self
+    }
+
+    /// The nightly toolchain to build with. Default: `GPUKERNEL_NIGHTLY`, else `nightly`.
+    pub fn toolchain(mut self, toolchain: impl Into<String>) -> Self {
+        self.toolchain = toolchain.into();
+        self
+    }
+
+    /// Where the device build's cargo target dir goes.
+    pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.target_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether to check the PTX with `ptxas` when ptxas can be found (default `true`).
+    pub fn validate_with_ptxas(mut self, yes: bool) -> Self {
+        self.validate = yes;
+        self
+    }
+
+    /// Runs the build, or prints the error and exits the build script with status 1 (cargo
+    /// shows the message). On the device build of the kernels crate itself (the build script
+    /// runs again for nvptx64), does nothing.
+    pub fn build_or_exit(self) -> Option<PtxOutput> {
+        if is_device_build() {
+            return None;
+        }
+        match self.build() {
+            Ok(out) => Some(out),
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// Runs the device build and returns what it wrote.
+    pub fn build(&self) -> Result<PtxOutput, Error> {
+        let arch = self.resolve_arch()?;
+        let toolchain = tools::Toolchain::locate(&self.toolchain)?;
+        let manifest = self.manifest_dir.join("Cargo.toml");
+        let package = package_name(&manifest)?;
+        let target_dir = self.target_dir.clone().unwrap_or_else(|| default_target_dir(&self.out_dir));
+
+        if self.emit_cargo_directives {
+            println!("cargo:rerun-if-env-changed=GPUKERNEL_ARCH");
+            println!("cargo:rerun-if-env-changed=GPUKERNEL_NIGHTLY");
+            println!("cargo:rerun-if-env-changed=GPUKERNEL_NVPTX_TARGET_DIR");
+            println!("cargo:rerun-if-changed={}", manifest.display());
+        }
+
+        let rlibs = self.cargo_build(&toolchain, &manifest, &target_dir, &arch)?;
+        let lib_name = package.replace('-', "_");
+        let (own, deps): (Vec<_>, Vec<_>) = rlibs.into_iter().partition(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("lib{lib_name}-")) || n == format!("lib{lib_name}.rlib"))
+        });
+
+        let work = self.out_dir.join(format!("{}-nvptx-work", self.output_name));
+        if work.exists() {
+            std::fs::remove_dir_all(&work).map_err(io_err(&work))?;
+        }
+        std::fs::create_dir_all(&work).map_err(io_err(&work))?;
+
+        let own_bc = extract_bitcode(&toolchain, &own, &work.join("own"))?;
+        if own_bc.is_empty() {
+            return Err(Error::NoBitcode { manifest });
+        }
+        let dep_bc = extract_bitcode(&toolchain, &deps, &work.join("deps"))?;
+
+        let mut exported = exported_symbols(&toolchain, &own_bc)?;
+        exported.insert(gpukernel_ffi_symbol().to_string());
+        let exported: Vec<String> = exported.into_iter().collect();
+
+        let linked = work.join("linked.bc");
+        let mut args: Vec<OsString> = own_bc.iter().map(|p| p.clone().into_os_string()).collect();
+        args.extend(dep_bc.iter().map(|p| p.clone().into_os_string()));
+        args.push("-o".into());
+        args.push(linked.clone().into_os_string());
+        run_tool(&toolchain.llvm_link, &args)?;
+
+        let bitcode = self.out_dir.join(format!("{}.bc", self.output_name));
+        run_tool(
+            &toolchain.opt,
+            &[
+                "-passes=internalize,globaldce,default<O3>".into(),
+                format!("--internalize-public-api-list={}", exported.join(",")).into(),
+                linked.into_os_string(),
+                "-o".into(),
+                bitcode.clone().into_os_string(),
+            ],
+        )?;
+
+        let ptx = self.out_dir.join(format!("{}.ptx", self.output_name));
+        run_tool(
+            &toolchain.llc,
+            &[
+                format!("-mcpu={arch}").into(),
+                "-O3".into(),
+                bitcode.clone().into_os_string(),
+                "-o".into(),
+                ptx.clone().into_os_string(),
+            ],
+        )?;
+
+        if self.validate {
+            if let Some(ptxas) = find_cuda_tool("ptxas") {
+                validate_ptx(&ptxas, &ptx, &arch)?;
+            } else if self.emit_cargo_directives {
+                println!(
+                    "cargo:warning=ptxas not found: {} was not validated (run `cargo xtask doctor` to install the CUDA compiler tools)",
+                    ptx.display()
+                );
+            }
+        }
+
+        Ok(PtxOutput { ptx, bitcode, exported, arch })
+    }
+
+    fn resolve_arch(&self) -> Result<String, Error> {
+        let (arch, source) = match (&self.arch, std::env::var("GPUKERNEL_ARCH")) {
+            (Some(a), _) => (a.clone(), "Builder::arch"),
+            (None, Ok(a)) => (a, "GPUKERNEL_ARCH"),
+            (None, Err(_)) => (DEFAULT_ARCH.to_string(), "the default"),
+        };
+        parse_arch(&arch).map(|_| arch.clone()).ok_or(Error::BadArch { arch, source })
+    }
+
+    /// Runs the nightly cargo for nvptx64 and returns the rlibs of every crate it built.
+    fn cargo_build(
+        &self,
+        toolchain: &tools::Toolchain,
+        manifest: &Path,
+        target_dir: &Path,
+        arch: &str,
+    ) -> Result<Vec<PathBuf>, Error> {
+        let mut cmd = Command::new("rustup");
+        cmd.args(["run", &toolchain.name, "cargo", "build", "--release", "--target", NVPTX_TARGET])
+            .arg("-Zbuild-std=core")
+            .arg("--manifest-path")
+            .arg(manifest)
+            .arg("--target-dir")
+            .arg(target_dir)
+            .arg("--message-format=json-render-diagnostics");
+        scrub_cargo_env(&mut cmd);
+        // Every crate of the PTX must share one target-cpu; linker-plugin-lto makes each rlib
+        // hold LLVM bitcode instead of per-crate PTX.
+        let flags = ["-Clinker-plugin-lto", &format!("-Ctarget-cpu={arch}"), "-Cdebuginfo=0"];
+        cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let command = format!(
+            "CARGO_ENCODED_RUSTFLAGS='{}' rustup run {} cargo build --release --target {NVPTX_TARGET} -Zbuild-std=core --manifest-path {} --target-dir {}",
+            flags.join(" "),
+            toolchain.name,
+            manifest.display(),
+            target_dir.display()
+        );
+        let mut child = cmd.spawn().map_err(Error::RustupMissing)?;
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let err_thread = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = stderr.read_to_string(&mut s);
+            s
+        });
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut rlibs = Vec::new();
+        let mut deps_files = Vec::new();
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+            if msg["reason"] != "compiler-artifact" {
+                continue;
+            }
+            for f in msg["filenames"].as_array().into_iter().flatten() {
+                if let Some(f) = f.as_str() {
+                    let p = PathBuf::from(f);
+                    if f.ends_with(".rlib") && f.contains(NVPTX_TARGET) {
+                        rlibs.push(p);
+                    }
+                }
+            }
+            if let Some(d) = msg["filenames"].as_array().and_then(|a| a.first()).and_then(|f| f.as_str()) {
+                deps_files.push(PathBuf::from(d));
+            }
+        }
+        let status = child.wait().map_err(Error::RustupMissing)?;
+        let stderr = err_thread.join().unwrap_or_default();
+        if !status.success() {
+            if stderr.contains("is not installed") || stderr.contains("toolchain '") && stderr.contains("not installed") {
+                return Err(Error::NightlyMissing { toolchain: toolchain.name.clone(), detail: stderr });
+            }
+            return Err(Error::CompileFailed { manifest: manifest.to_path_buf(), command, diagnostics: stderr });
+        }
+        if self.emit_cargo_directives {
+            emit_rerun_if_changed(&rlibs, &toolchain.sysroot);
+        }
+        Ok(rlibs)
+    }
+}
+
+/// Whether this build script runs for a device build (the kernels crate compiled for nvptx64
+/// by nvptx-builder itself), where it must not start another device build.
+pub fn is_device_build() -> bool {
+    std::env::var("CARGO_CFG_TARGET_ARCH").is_ok_and(|a| a == "nvptx64")
+        || std::env::var("TARGET").is_ok_and(|t| t.starts_with("nvptx64"))
+}
+
+/// `sm_90` → `Some(90)`; anything else (or below 70, the nightly's floor) → `None`.
+pub fn parse_arch(arch: &str) -> Option<u32> {
+    let n: u32 = arch.strip_prefix("sm_")?.trim_end_matches('a').parse().ok()?;
+    (n >= 70).then_some(n)
+}
+
+/// The name of the global that records failed foreign calls (see gpukernel-device's `ffi`).
+fn gpukernel_ffi_symbol() -> &'static str {
+    "__gpukernel_ffi_error"
+}
+
+/// Removes what cargo sets for build scripts so the child cargo uses the nightly's own rustc
+/// and flags.
+fn scrub_cargo_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        let Some(k) = k.to_str() else { continue };
+        let drop = (k.starts_with("CARGO_") && k != "CARGO_HOME" && k != "CARGO_NET_OFFLINE")
+            || k.starts_with("RUSTC")
+            || k.starts_with("RUSTDOC")
+            || matches!(
+                k,
+                "CARGO" | "RUSTFLAGS" | "RUSTUP_TOOLCHAIN" | "OUT_DIR" | "TARGET" | "HOST" | "PROFILE"
+                    | "OPT_LEVEL" | "DEBUG" | "NUM_JOBS" | "CARGO_MAKEFLAGS" | "MAKEFLAGS" | "MFLAGS"
+            );
+        if drop {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+/// `<target dir>/nvptx-kernels`, found by walking up from OUT_DIR to the directory cargo
+/// marked with `CACHEDIR.TAG`.
+fn default_target_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|a| a.join("CACHEDIR.TAG").exists())
+        .map(|t| t.join("nvptx-kernels"))
+        .unwrap_or_else(|| out_dir.join("nvptx-kernels"))
+}
+
+fn package_name(manifest: &Path) -> Result<String, Error> {
+    let text = std::fs::read_to_string(manifest).map_err(io_err(manifest))?;
+    let mut in_package = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_package = t == "[package]";
+            continue;
+        }
+        if in_package {
+            if let Some(rest) = t.strip_prefix("name") {
+                let rest = rest.trim_start();
+                if let Some(v) = rest.strip_prefix('=') {
+                    return Ok(v.trim().trim_matches('"').to_string());
+                }
+            }
+        }
+    }
+    Err(Error::Io {
+        path: manifest.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "no `name` in [package]"),
+    })
+}
+
+/// Emits `rerun-if-changed` for every source file of the device build (from cargo's dep-info
+/// files next to the rlibs), except the standard library's.
+fn emit_rerun_if_changed(rlibs: &[PathBuf], sysroot: &Path) {
+    let mut seen = BTreeSet::new();
+    for rlib in rlibs {
+        let d = rlib.with_extension("d");
+        let Ok(text) = std::fs::read_to_string(&d) else { continue };
+        for line in text.lines() {
+            let Some((_, deps)) = line.split_once(": ") else { continue };
+            for dep in split_make_deps(deps) {
+                let p = PathBuf::from(&dep);
+                if p.starts_with(sysroot) || !p.is_file() {
+                    continue;
+                }
+                if seen.insert(p.clone()) {
+                    println!("cargo:rerun-if-changed={}", p.display());
+                }
+            }
+        }
+    }
+}
+
+/// Splits a Makefile dependency list on unescaped spaces.
+fn split_make_deps(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            ' ' => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// Extracts the LLVM bitcode members of each rlib into `dir`.
+fn extract_bitcode(toolchain: &tools::Toolchain, rlibs: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let mut out = Vec::new();
+    for (i, rlib) in rlibs.iter().enumerate() {
+        let sub = dir.join(i.to_string());
+        std::fs::create_dir_all(&sub).map_err(io_err(&sub))?;
+        let rlib_abs = std::fs::canonicalize(rlib).map_err(io_err(rlib))?;
+        let output = Command::new(&toolchain.llvm_ar)
+            .arg("x")
+            .arg(&rlib_abs)
+            .current_dir(&sub)
+            .output()
+            .map_err(io_err(&toolchain.llvm_ar))?;
+        if !output.status.success() {
+            return Err(Error::ToolFailed {
+                tool: toolchain.llvm_ar.clone(),
+                args: vec!["x".into(), rlib_abs.display().to_string()],
+                output: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        let mut members: Vec<PathBuf> = std::fs::read_dir(&sub)
+            .map_err(io_err(&sub))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| is_bitcode(p))
+            .collect();
+        members.sort();
+        out.extend(members);
+    }
+    Ok(out)
+}
+
+fn is_bitcode(p: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"BC\xC0\xDE"
+}
+
+/// The symbols of the kernels crate that stay visible: those rustc did not mangle (kernel
+/// entries and `#[no_mangle]` items).
+fn exported_symbols(toolchain: &tools::Toolchain, own: &[PathBuf]) -> Result<BTreeSet<String>, Error> {
+    let mut args: Vec<OsString> = vec!["--defined-only".into(), "--extern-only".into(), "--format=just-symbols".into()];
+    args.extend(own.iter().map(|p| p.clone().into_os_string()));
+    let text = run_tool(&toolchain.llvm_nm, &args)?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && !s.ends_with(':'))
+        .filter(|s| !s.starts_with("_R") && !s.starts_with("_ZN"))
+        .map(String::from)
+        .collect())
+}
+
+fn run_tool(tool: &Path, args: &[OsString]) -> Result<String, Error> {
+    let output = Command::new(tool).args(args).output().map_err(io_err(tool))?;
+    if !output.status.success() {
+        return Err(Error::ToolFailed {
+            tool: tool.to_path_buf(),
+            args: args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+            output: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+        });
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Checks `ptx` with `ptxas -arch=<arch> -c` (relocatable, so foreign `.extern .func`s may stay
+/// unresolved until the runtime links them).
+pub fn validate_ptx(ptxas: &Path, ptx: &Path, arch: &str) -> Result<(), Error> {
+    let out = std::env::temp_dir().join(format!("gpukernel-ptxas-{}-{arch}.o", std::process::id()));
+    let output = Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-c")
+        .arg(ptx)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .map_err(io_err(ptxas))?;
+    let _ = std::fs::remove_file(&out);
+    if !output.status.success() {
+        return Err(Error::PtxasRejected {
+            ptx: ptx.to_path_buf(),
+            arch: arch.to_string(),
+            log: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_parsing() {
+        assert_eq!(parse_arch("sm_90"), Some(90));
+        assert_eq!(parse_arch("sm_90a"), Some(90));
+        assert_eq!(parse_arch("sm_80"), Some(80));
+        assert_eq!(parse_arch("sm_61"), None);
+        assert_eq!(parse_arch("compute_90"), None);
+        assert_eq!(parse_arch("90"), None);
+    }
+
+    #[test]
+    fn bad_arch_error_names_the_source() {
+        let b = Builder::new("/nonexistent", "/tmp").arch("sm_x");
+        let e = b.resolve_arch().unwrap_err().to_string();
+        assert!(e.contains("sm_x") && e.contains("Builder::arch"), "{e}");
+    }
+
+    #[test]
+    fn make_deps_split_on_unescaped_spaces() {
+        assert_eq!(split_make_deps("/a/b.rs /c\\ d.rs  /e.rs"), vec!["/a/b.rs", "/c d.rs", "/e.rs"]);
+    }
+
+    #[test]
+    fn default_target_dir_uses_cachedir_tag() {
+        let base = std::env::temp_dir().join(format!("nvptx-builder-test-{}", std::process::id()));
+        let out = base.join("debug/build/x-123/out");
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(base.join("CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55").unwrap();
+        assert_eq!(default_target_dir(&out), base.join("nvptx-kernels"));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn package_name_is_read_from_the_package_table() {
+        let dir = std::env::temp_dir().join(format!("nvptx-builder-pkg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let m = dir.join("Cargo.toml");
+        std::fs::write(&m, "[workspace]\nname = \"no\"\n[package]\nname = \"my-kernels\"\nversion = \"0.1.0\"\n").unwrap();
+        assert_eq!(package_name(&m).unwrap(), "my-kernels");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,119 @@
+//! Finding the nightly toolchain, its LLVM tools, and the CUDA compiler tools.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Error;
+
+/// The nightly toolchain and the LLVM tools of its `llvm-tools` component.
+#[derive(Debug, Clone)]
+pub(crate) struct Toolchain {
+    pub name: String,
+    pub sysroot: PathBuf,
+    pub llvm_link: PathBuf,
+    pub llvm_ar: PathBuf,
+    pub llvm_nm: PathBuf,
+    pub opt: PathBuf,
+    pub llc: PathBuf,
+}
+
+impl Toolchain {
+    /// Locates toolchain `name` and checks its `rust-src` and `llvm-tools` components.
+    pub(crate) fn locate(name: &str) -> Result<Self, Error> {
+        let out = Command::new("rustup")
+            .args(["run", name, "rustc", "-vV"])
+            .env_remove("RUSTC")
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .output()
+            .map_err(Error::RustupMissing)?;
+        if !out.status.success() {
+            return Err(Error::NightlyMissing {
+                toolchain: name.to_string(),
+                detail: first_paragraph(&String::from_utf8_lossy(&out.stderr)),
+            });
+        }
+        let vv = String::from_utf8_lossy(&out.stdout);
+        let host = vv
+            .lines()
+            .find_map(|l| l.strip_prefix("host: "))
+            .unwrap_or("x86_64-unknown-linux-gnu")
+            .trim()
+            .to_string();
+        let out = Command::new("rustup")
+            .args(["run", name, "rustc", "--print", "sysroot"])
+            .env_remove("RUSTC")
+            .env_remove("RUSTUP_TOOLCHAIN")
+            .output()
+            .map_err(Error::RustupMissing)?;
+        let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+
+        let core_src = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
+        if !core_src.is_file() {
+            return Err(Error::ComponentMissing { component: "rust-src", toolchain: name.into(), expected: core_src });
+        }
+        let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
+        let tool = |t: &str| bin.join(format!("{t}{}", std::env::consts::EXE_SUFFIX));
+        let llvm_link = tool("llvm-link");
+        for t in ["llvm-link", "llvm-ar", "llvm-nm", "opt", "llc"] {
+            if !tool(t).is_file() {
+                return Err(Error::ComponentMissing {
+                    component: "llvm-tools-preview",
+                    toolchain: name.into(),
+                    expected: tool(t),
+                });
+            }
+        }
+        Ok(Toolchain {
+            name: name.to_string(),
+            llvm_ar: tool("llvm-ar"),
+            llvm_nm: tool("llvm-nm"),
+            opt: tool("opt"),
+            llc: tool("llc"),
+            llvm_link,
+            sysroot,
+        })
+    }
+}
+
+/// The directory holding the CUDA compiler tools (`bin/ptxas`, `bin/nvcc`, `lib/libnvrtc.so*`,
+/// `include/`), searched in this order: `GPUKERNEL_CUDA_TOOLS`, `CUDA_HOME`, `CUDA_PATH`,
+/// `/usr/local/cuda`, then `.cuda-tools/nvidia/cu13` in this workspace (where
+/// `cargo xtask doctor` installs the CUDA 13.0 compiler wheels).
+pub fn cuda_tools_dir() -> Option<PathBuf> {
+    let candidates = ["GPUKERNEL_CUDA_TOOLS", "CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
+        .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
+        .chain(workspace_tools_dir());
+    candidates.into_iter().find(|d| d.join("bin").is_dir() || d.join("include").is_dir())
+}
+
+/// `<workspace>/.cuda-tools/nvidia/cu13`, the workspace being the nearest ancestor of this
+/// crate's (or the calling build script's) manifest dir that has a `.cuda-tools` folder.
+fn workspace_tools_dir() -> Option<PathBuf> {
+    let starts = [std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from), Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")))];
+    starts.into_iter().flatten().find_map(|s| {
+        s.ancestors().map(|a| a.join(".cuda-tools/nvidia/cu13")).find(|d| d.is_dir())
+    })
+}
+
+/// Finds a CUDA tool (`ptxas`, `nvcc`, `fatbinary`, `nvlink`, `cuobjdump`) in
+/// [`cuda_tools_dir`], or any of the searched directories that has it.
+pub fn find_cuda_tool(name: &str) -> Option<PathBuf> {
+    let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let dirs = ["GPUKERNEL_CUDA_TOOLS", "CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
+        .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
+        .chain(workspace_tools_dir());
+    dirs.map(|d| d.join("bin").join(&exe)).find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
+}
+
+/// The part of a tool's message before any backtrace.
+fn first_paragraph(s: &str) -> String {
+    s.split("Stack backtrace").next().unwrap_or(s).trim().to_string()
+}

@@ -1,0 +1,377 @@
+//! Project automation for gpukernel: `cargo xtask <command>`.
+//!
+//! * `doctor [--check]` — checks, and unless `--check` installs, what builds and tests need:
+//!   the nightly toolchain with `rust-src` and `llvm-tools-preview`, the CUDA 13.0 compiler
+//!   wheels (NVRTC, nvcc/ptxas, nvJitLink, libdevice) into `.cuda-tools/`, and clang-19.
+//! * `test` — the README's test command: doctor, the whole test suite (GPU tests run on the
+//!   simulator or show as ignored when no GPU is present), then `ptx-check`.
+//! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
+//!   if one is present, else on the simulator.
+//! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
+//! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
+//!   `run.sh`, for a machine with a GPU and no Rust toolchain.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const CUDA_WHEELS: &[&str] = &[
+    "nvidia-cuda-nvrtc==13.0.*",
+    "nvidia-cuda-nvcc==13.0.*",
+    "nvidia-nvjitlink==13.0.*",
+    "nvidia-nvvm==13.0.*",
+    "nvidia-cuda-runtime==13.0.*",
+    "nvidia-cuda-cccl==13.0.*",
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("doctor") => doctor(!args.iter().any(|a| a == "--check")),
+        Some("test") => test(&args[1..]),
+        Some("example") => example(args.get(1).map(String::as_str).unwrap_or("multiply_vectors")),
+        Some("ptx-check") => ptx_check(),
+        Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
+        Some(other) => Err(format!("unknown command `{other}`\n{USAGE}")),
+        None => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | ptx-check | gpu-bundle [DIR]>";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn cuda_tools() -> PathBuf {
+    root().join(".cuda-tools/nvidia/cu13")
+}
+
+fn nightly() -> String {
+    std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into())
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    eprintln!("$ {}", show(cmd));
+    let status = cmd.status().map_err(|e| format!("could not start `{}`: {e}", show(cmd)))?;
+    if status.success() { Ok(()) } else { Err(format!("`{}` failed ({status})", show(cmd))) }
+}
+
+fn output(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn show(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// Environment for commands that load NVRTC/nvJitLink or run nvcc from the wheels.
+fn with_cuda_env(cmd: &mut Command) -> &mut Command {
+    let tools = cuda_tools();
+    if tools.is_dir() && std::env::var_os("GPUKERNEL_CUDA_TOOLS").is_none() {
+        cmd.env("GPUKERNEL_CUDA_TOOLS", &tools);
+    }
+    let mut ld = vec![tools.join("lib")];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        ld.extend(std::env::split_paths(&old));
+    }
+    if let Ok(joined) = std::env::join_paths(ld) {
+        cmd.env("LD_LIBRARY_PATH", joined);
+    }
+    cmd
+}
+
+fn doctor(install: bool) -> Result<(), String> {
+    let mut problems = Vec::new();
+    let tc = nightly();
+
+    // 1. The nightly toolchain and its components.
+    let have_nightly = output(Command::new("rustup").args(["run", &tc, "rustc", "-V"])).is_some();
+    if !have_nightly {
+        if install {
+            run(Command::new("rustup").args([
+                "toolchain", "install", &tc, "--profile", "minimal", "--component", "rust-src,llvm-tools-preview",
+            ]))?;
+        } else {
+            problems.push(format!("nightly toolchain `{tc}` missing: rustup toolchain install {tc} --profile minimal --component rust-src,llvm-tools-preview"));
+        }
+    }
+    let installed = output(Command::new("rustup").args(["component", "list", "--installed", "--toolchain", &tc])).unwrap_or_default();
+    for comp in ["rust-src", "llvm-tools"] {
+        if !installed.lines().any(|l| l.starts_with(comp)) {
+            let name = if comp == "llvm-tools" { "llvm-tools-preview" } else { comp };
+            if install {
+                run(Command::new("rustup").args(["component", "add", name, "--toolchain", &tc]))?;
+            } else {
+                problems.push(format!("component `{name}` missing: rustup component add {name} --toolchain {tc}"));
+            }
+        }
+    }
+
+    // 2. The CUDA compiler wheels, pinned to the GPU machine's CUDA 13.0.
+    let tools = cuda_tools();
+    let needed = ["bin/ptxas", "bin/nvcc", "lib/libnvrtc.so.13", "lib/libnvJitLink.so.13", "nvvm/libdevice/libdevice.10.bc", "include/cuda_runtime.h"];
+    let missing: Vec<_> = needed.iter().filter(|p| !tools.join(p).exists()).collect();
+    if !missing.is_empty() {
+        if install {
+            let python = ["python3", "python"].into_iter().find(|p| output(Command::new(p).arg("--version")).is_some())
+                .ok_or("python3 with pip is needed to install the CUDA compiler wheels from PyPI")?;
+            let mut cmd = Command::new(python);
+            cmd.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps", "--upgrade", "--target"])
+                .arg(root().join(".cuda-tools"))
+                .args(CUDA_WHEELS);
+            run(&mut cmd)?;
+            let still: Vec<_> = needed.iter().filter(|p| !tools.join(p).exists()).collect();
+            if !still.is_empty() {
+                return Err(format!("after installing the CUDA wheels these are still missing under {}: {still:?}", tools.display()));
+            }
+        } else {
+            problems.push(format!("CUDA compiler tools missing under {}: {missing:?} (cargo xtask doctor installs them)", tools.display()));
+        }
+    }
+
+    // 3. clang-19 (build-time LTO of foreign CUDA C with Rust kernels).
+    if output(Command::new("clang-19").arg("--version")).is_none() {
+        if install {
+            let sudo = if output(Command::new("id").arg("-u")).is_some_and(|u| u.trim() == "0") { None } else { Some("sudo") };
+            let apt = |args: &[&str]| {
+                let mut c = match sudo { Some(s) => { let mut c = Command::new(s); c.arg("apt-get"); c } None => Command::new("apt-get") };
+                c.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+                c
+            };
+            if run(&mut apt(&["install", "-y", "-qq", "clang-19"])).is_err() {
+                run(&mut apt(&["update", "-qq"]))?;
+                run(&mut apt(&["install", "-y", "-qq", "clang-19"]))?;
+            }
+        } else {
+            problems.push("clang-19 missing: apt-get install clang-19".into());
+        }
+    }
+
+    if problems.is_empty() {
+        eprintln!("doctor: nightly `{tc}` with rust-src and llvm-tools, CUDA 13.0 tools in {}, clang-19: all present", tools.display());
+        Ok(())
+    } else {
+        Err(format!("doctor found problems:\n  - {}", problems.join("\n  - ")))
+    }
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    with_cuda_env(&mut c);
+    c
+}
+
+fn test(extra: &[String]) -> Result<(), String> {
+    doctor(true)?;
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--exclude", "xtask"]);
+    let extra: Vec<&String> = extra.iter().filter(|a| *a != "--").collect();
+    if !extra.is_empty() {
+        cmd.arg("--").args(extra);
+    }
+    run(&mut cmd)?;
+    run(cargo().args(["test", "-p", "xtask"]))?;
+    ptx_check()
+}
+
+fn example(name: &str) -> Result<(), String> {
+    doctor(true)?;
+    run(cargo().args(["run", "--release", "-p", "ffi-examples", "--example", name]))
+}
+
+/// Every `*.ptx` (with its `*.bc`) that nvptx-builder wrote under target/.
+fn built_ptx() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target"));
+    for profile in ["debug", "release"] {
+        let build = target.join(profile).join("build");
+        let Ok(rd) = std::fs::read_dir(&build) else { continue };
+        for e in rd.flatten() {
+            let Ok(files) = std::fs::read_dir(e.path().join("out")) else { continue };
+            for f in files.flatten() {
+                let p = f.path();
+                if p.extension().is_some_and(|x| x == "ptx") && p.with_extension("bc").is_file() {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn ptx_check() -> Result<(), String> {
+    let ptxas = cuda_tools().join("bin/ptxas");
+    let ptxas = if ptxas.is_file() { ptxas } else { PathBuf::from("ptxas") };
+    let sysroot = output(Command::new("rustup").args(["run", &nightly(), "rustc", "--print", "sysroot"]))
+        .ok_or("nightly toolchain not found (run cargo xtask doctor)")?;
+    let host = output(Command::new("rustc").arg("-vV"))
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)))
+        .unwrap_or_else(|| "x86_64-unknown-linux-gnu".into());
+    let llc = PathBuf::from(sysroot.trim()).join("lib/rustlib").join(host).join("bin/llc");
+
+    let ptxs = built_ptx();
+    if ptxs.is_empty() {
+        return Err("no PTX found under target/*/build/*/out: build the workspace first (cargo build)".into());
+    }
+    let tmp = std::env::temp_dir().join(format!("gpukernel-ptx-check-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
+    let mut checked = 0;
+    for ptx in &ptxs {
+        // sm_90: the PTX as built. sm_80: the same bitcode through llc for sm_80.
+        let ptx80 = tmp.join(format!("{checked}-sm_80.ptx"));
+        run(Command::new(&llc).arg("-mcpu=sm_80").arg("-O3").arg(ptx.with_extension("bc")).arg("-o").arg(&ptx80))?;
+        for (file, arch) in [(ptx.clone(), "sm_90"), (ptx80, "sm_80")] {
+            let obj = tmp.join(format!("{checked}-{arch}.o"));
+            let out = Command::new(&ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg("-c")
+                .arg(&file)
+                .arg("-o")
+                .arg(&obj)
+                .output()
+                .map_err(|e| format!("could not run {} ({e}); run cargo xtask doctor", ptxas.display()))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "ptxas -arch={arch} rejected {} (from {}):\n{}{}",
+                    file.display(),
+                    ptx.display(),
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            let entries = std::fs::read_to_string(&file).map(|t| t.matches(".entry ").count()).unwrap_or(0);
+            eprintln!("ptx-check: {} OK for {arch} ({entries} entries)", file.display());
+        }
+        checked += 1;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    eprintln!("ptx-check: {checked} PTX file(s) accepted by ptxas for sm_90 and sm_80");
+    Ok(())
+}
+
+fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
+    let dir = dir.unwrap_or_else(|| root().join("gpu-bundle"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bin")).map_err(|e| e.to_string())?;
+
+    // Test binaries with the GPU tests compiled in.
+    let out = cargo()
+        .args(["test", "--release", "--no-run", "--message-format=json", "--features", "gpu"])
+        .args(["-p", "gpukernel-runtime", "-p", "gpukernel-tests", "-p", "ffi-examples"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("building the GPU test binaries failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+    }
+    let mut tests = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        if !line.contains("\"reason\":\"compiler-artifact\"") || !line.contains("\"test\":true") {
+            continue;
+        }
+        if let Some(exe) = json_str(line, "executable") {
+            let name = json_str(line, "name").unwrap_or_default();
+            let file = Path::new(&exe).file_name().unwrap().to_string_lossy().into_owned();
+            tests.push((name, file.clone()));
+            copy(Path::new(&exe), &dir.join("bin").join(&file))?;
+        }
+    }
+    // Examples and benchmarks.
+    run(cargo().args(["build", "--release", "--features", "gpu", "-p", "ffi-examples", "--examples", "--bins"]))?;
+    let release = root().join("target/release");
+    let mut examples = Vec::new();
+    for e in std::fs::read_dir(release.join("examples")).map_err(|e| e.to_string())?.flatten() {
+        let p = e.path();
+        let n = p.file_name().unwrap().to_string_lossy().into_owned();
+        if p.is_file() && !n.contains('-') && p.extension().is_none() {
+            copy(&p, &dir.join("bin").join(&n))?;
+            examples.push(n);
+        }
+    }
+    examples.sort();
+    let mut benches = Vec::new();
+    for e in std::fs::read_dir(root().join("ffi-examples/src/bin")).map_err(|e| e.to_string())?.flatten() {
+        if let Some(stem) = e.path().file_stem() {
+            let n = stem.to_string_lossy().into_owned();
+            copy(&release.join(&n), &dir.join("bin").join(&n))?;
+            benches.push(n);
+        }
+    }
+    benches.sort();
+    for f in std::fs::read_dir(dir.join("bin")).map_err(|e| e.to_string())?.flatten() {
+        let _ = Command::new("strip").arg(f.path()).status();
+    }
+    // Data files the examples and tests read at run time.
+    copy_dir(&root().join("ffi-examples/kernels/cuda"), &dir.join("data/cuda"))?;
+
+    let mut sh = String::from("#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; \"$@\" || { echo \"FAILED: $*\"; fail=1; }; }\n");
+    sh.push_str("nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true\n");
+    for (name, file) in &tests {
+        sh.push_str(&format!("step bin/{file} --include-ignored --test-threads=1 # {name}\n"));
+    }
+    for e in &examples {
+        sh.push_str(&format!("step bin/{e}\n"));
+    }
+    for b in &benches {
+        sh.push_str(&format!("step bin/{b}\n"));
+    }
+    sh.push_str("echo; if [ $fail -eq 0 ]; then echo 'ALL GPU STEPS PASSED'; else echo 'SOME GPU STEPS FAILED'; fi\nexit $fail\n");
+    let run_sh = dir.join("run.sh");
+    std::fs::write(&run_sh, sh).map_err(|e| e.to_string())?;
+    let _ = Command::new("chmod").arg("+x").arg(&run_sh).status();
+    let size = output(Command::new("du").arg("-sh").arg(&dir)).unwrap_or_default();
+    eprintln!("gpu-bundle: {} tests, {} examples, {} benchmarks in {}", tests.len(), examples.len(), benches.len(), size.trim());
+    Ok(())
+}
+
+/// The string value of `"key":"..."` in one line of cargo's JSON (no escapes in paths here).
+fn json_str(line: &str, key: &str) -> Option<String> {
+    let pat = format!("\"{key}\":\"");
+    let start = line.find(&pat)? + pat.len();
+    let end = line[start..].find('"')? + start;
+    Some(line[start..end].to_string())
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("copy {} → {}: {e}", from.display(), to.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
+    for e in std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()))?;
+        } else {
+            copy(&p, &to.join(e.file_name()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_str_reads_a_key() {
+        let l = r#"{"reason":"compiler-artifact","executable":"/t/release/deps/x-12ab","name":"x"}"#;
+        assert_eq!(json_str(l, "executable").as_deref(), Some("/t/release/deps/x-12ab"));
+        assert_eq!(json_str(l, "name").as_deref(), Some("x"));
+        assert_eq!(json_str(l, "missing"), None);
+    }
+}
