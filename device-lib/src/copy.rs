@@ -12,6 +12,11 @@
 /// (`#[repr(C)]` or `#[repr(transparent)]`, or a primitive), hold no references or host
 /// pointers, and every bit pattern the device may write into it must be a valid value when the
 /// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot cross to the device: it does not implement `DeviceCopy`",
+    label = "not `DeviceCopy`",
+    note = "for a `#[repr(C)]` struct of `DeviceCopy` fields, implement it: `unsafe impl DeviceCopy for {Self} {{}}`"
+)]
 pub unsafe trait DeviceCopy: Copy + 'static {}
 
 macro_rules! impl_device_copy {
@@ -20,7 +25,24 @@ macro_rules! impl_device_copy {
         unsafe impl DeviceCopy for $t {}
     )* };
 }
-impl_device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64, bool, ());
+impl_device_copy!(
+    u8,
+    i8,
+    u16,
+    i16,
+    u32,
+    i32,
+    u64,
+    i64,
+    u128,
+    i128,
+    usize,
+    isize,
+    f32,
+    f64,
+    bool,
+    ()
+);
 
 // SAFETY: an array of DeviceCopy has the element's layout repeated.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}

@@ -34,8 +34,13 @@ pub const FFI_ERROR_SYMBOL: &str = "__gpukernel_ffi_error";
 #[allow(non_upper_case_globals)]
 #[unsafe(no_mangle)]
 /// The module-global failure record (device build). Written only through atomics here.
-pub static mut __gpukernel_ffi_error: FfiErrorRecord =
-    FfiErrorRecord { claimed: 0, status: 0, name_ptr: 0, name_len: 0, thread: 0 };
+pub static mut __gpukernel_ffi_error: FfiErrorRecord = FfiErrorRecord {
+    claimed: 0,
+    status: 0,
+    name_ptr: 0,
+    name_len: 0,
+    thread: 0,
+};
 
 /// Records a failed foreign call (first one wins). Called by `declare_device!` wrappers.
 #[inline(never)]
@@ -49,7 +54,10 @@ pub fn report_foreign_failure(name: &'static str, status: i32) {
         // accessed atomically, and the other fields only by the thread that won the claim.
         unsafe {
             let claimed = AtomicU32::from_ptr(&raw mut (*rec).claimed);
-            if claimed.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            if claimed
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
                 (*rec).status = status;
                 (*rec).name_ptr = name.as_ptr() as u64;
                 (*rec).name_len = name.len() as u64;

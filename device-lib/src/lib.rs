@@ -17,10 +17,14 @@
         stdarch_nvptx,
         asm_experimental_arch,
         link_llvm_intrinsics,
+        core_intrinsics,
         gpu_intrinsics,
         gpu_launch_sized_workgroup_mem
     )
 )]
+// `link_llvm_intrinsics` / `core_intrinsics` reach NVVM intrinsics (which LLVM knows are
+// convergent, unlike inline asm) and the dynamic-shared-memory intrinsic; device builds only.
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 #![warn(missing_docs)]
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -48,7 +48,11 @@ pub struct DisjointSlice<'a, T> {
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn disjoint_from_raw<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice<'a, T> {
-    DisjointSlice { ptr, len, _marker: PhantomData }
+    DisjointSlice {
+        ptr,
+        len,
+        _marker: PhantomData,
+    }
 }
 
 impl<'a, T> DisjointSlice<'a, T> {

@@ -16,10 +16,8 @@
 //! `core` resolve: PTX emitted per crate would leave them as unresolved `.extern .func`s.
 //!
 //! ```no_run
-//! // build.rs of a kernels crate
-//! fn main() {
-//!     nvptx_builder::Builder::from_build_script().build_or_exit();
-//! }
+//! // build.rs of a kernels crate: `fn main() {` … `}` around this line
+//! nvptx_builder::Builder::from_build_script().build_or_exit();
 //! ```
 //! and in the kernels crate, for the host:
 //! ```ignore
@@ -35,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod host_cc;
+pub mod shared_rewrite;
 mod tools;
 
 use std::collections::BTreeSet;
@@ -114,6 +113,8 @@ pub enum Error {
         /// The kernels crate's manifest.
         manifest: PathBuf,
     },
+    /// The shared-memory pass could not rewrite the linked IR.
+    SharedRewrite(String),
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -165,6 +166,10 @@ impl fmt::Display for Error {
                 f,
                 "the device build of {} produced no LLVM bitcode (is it a library crate with `crate-type = [\"rlib\"]`?)",
                 manifest.display()
+            ),
+            Error::SharedRewrite(e) => write!(
+                f,
+                "moving `shared_array!` storage to shared memory failed (a bug in gpukernel; please report it): {e}"
             ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
@@ -333,13 +338,32 @@ impl Builder {
         args.push(linked.clone().into_os_string());
         run_tool(&toolchain.llvm_link, &args)?;
 
+        // Drop everything the kernels do not reach before the textual pass: the module is then
+        // small (core's IR alone is tens of megabytes).
+        let pruned = work.join("pruned.bc");
+        run_tool(
+            &toolchain.opt,
+            &[
+                "-passes=internalize,globaldce".into(),
+                format!("--internalize-public-api-list={}", exported.join(",")).into(),
+                linked.into_os_string(),
+                "-o".into(),
+                pruned.clone().into_os_string(),
+            ],
+        )?;
+        // `shared_array!` statics move to the `.shared` state space (see `shared_rewrite`).
+        let ir = run_tool(&toolchain.llvm_dis, &[pruned.into_os_string(), "-o".into(), "-".into()])?;
+        let ir = shared_rewrite::rewrite_shared_statics(&ir)
+            .map_err(|e| Error::SharedRewrite(e.to_string()))?;
+        let shared_ll = work.join("shared.ll");
+        std::fs::write(&shared_ll, ir).map_err(io_err(&shared_ll))?;
+
         let bitcode = self.out_dir.join(format!("{}.bc", self.output_name));
         run_tool(
             &toolchain.opt,
             &[
-                "-passes=internalize,globaldce,default<O3>".into(),
-                format!("--internalize-public-api-list={}", exported.join(",")).into(),
-                linked.into_os_string(),
+                "-passes=default<O3>".into(),
+                shared_ll.into_os_string(),
                 "-o".into(),
                 bitcode.clone().into_os_string(),
             ],
@@ -508,13 +532,11 @@ fn package_name(manifest: &Path) -> Result<String, Error> {
             in_package = t == "[package]";
             continue;
         }
-        if in_package {
-            if let Some(rest) = t.strip_prefix("name") {
-                let rest = rest.trim_start();
-                if let Some(v) = rest.strip_prefix('=') {
-                    return Ok(v.trim().trim_matches('"').to_string());
-                }
-            }
+        if in_package
+            && let Some(rest) = t.strip_prefix("name")
+            && let Some(v) = rest.trim_start().strip_prefix('=')
+        {
+            return Ok(v.trim().trim_matches('"').to_string());
         }
     }
     Err(Error::Io {

@@ -13,6 +13,7 @@ pub(crate) struct Toolchain {
     pub llvm_link: PathBuf,
     pub llvm_ar: PathBuf,
     pub llvm_nm: PathBuf,
+    pub llvm_dis: PathBuf,
     pub opt: PathBuf,
     pub llc: PathBuf,
 }
@@ -54,7 +55,7 @@ impl Toolchain {
         let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
         let tool = |t: &str| bin.join(format!("{t}{}", std::env::consts::EXE_SUFFIX));
         let llvm_link = tool("llvm-link");
-        for t in ["llvm-link", "llvm-ar", "llvm-nm", "opt", "llc"] {
+        for t in ["llvm-link", "llvm-ar", "llvm-nm", "llvm-dis", "opt", "llc"] {
             if !tool(t).is_file() {
                 return Err(Error::ComponentMissing {
                     component: "llvm-tools-preview",
@@ -67,6 +68,7 @@ impl Toolchain {
             name: name.to_string(),
             llvm_ar: tool("llvm-ar"),
             llvm_nm: tool("llvm-nm"),
+            llvm_dis: tool("llvm-dis"),
             opt: tool("opt"),
             llc: tool("llc"),
             llvm_link,

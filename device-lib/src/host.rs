@@ -1,0 +1,373 @@
+//! The host backend: the simulated thread's context that the runtime's simulator installs,
+//! and the C entry points that foreign `.cu` code compiled for the host calls.
+//!
+//! device-lib does not know how the simulator schedules threads. The simulator owns one
+//! [`ThreadContext`] per simulated thread, makes it current on the OS thread with
+//! [`set_current`] before it resumes that thread's coroutine, and implements [`SimHooks`]:
+//! the barrier, the warp exchange and the block's shared memory. Every intrinsic on the host
+//! reads the current context; outside a simulated launch it panics with a message naming the
+//! intrinsic.
+
+use crate::thread::{Dim3, WARP_SIZE};
+use core::cell::Cell;
+use core::ptr::NonNull;
+
+/// The values the lanes of a warp contributed to one warp-wide operation.
+#[derive(Debug, Clone, Copy)]
+pub struct WarpExchange {
+    /// `values[lane]` is what `lane` contributed; lanes not in `participants` hold 0.
+    pub values: [u64; 32],
+    /// The lanes that took part: the operation's mask, restricted to the lanes that exist in
+    /// the warp (the last warp of a block whose size is not a multiple of 32 is partial).
+    pub participants: u32,
+}
+
+/// What the simulator provides to the simulated thread whose context names it.
+///
+/// Every method is called from inside that thread's coroutine, on the OS thread that
+/// resumed it; a method that has to wait for other threads (a barrier, a warp exchange)
+/// suspends the coroutine and returns once the other threads arrived.
+pub trait SimHooks {
+    /// `__syncthreads`: waits until every thread of the block arrived, then returns the number
+    /// of threads that passed `predicate == true`.
+    fn sync_threads(&self, predicate: bool) -> u32;
+
+    /// A warp-synchronous exchange: waits until every lane of `mask` that exists in the
+    /// calling thread's warp called it (with the same mask), then returns what each lane
+    /// contributed. The calling lane must be in `mask`.
+    fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange;
+
+    /// The block's storage for the static shared-memory array identified by `key` (the
+    /// address of a static unique to the declaration), `size` bytes aligned to `align`,
+    /// zeroed when a block first asks for it and the same for every thread of the block.
+    fn static_shared(&self, key: usize, size: usize, align: usize) -> *mut u8;
+
+    /// The block's dynamic shared memory: its address (aligned to 16 bytes) and the size the
+    /// launch asked for, in bytes.
+    fn dynamic_shared(&self) -> (*mut u8, usize);
+
+    /// Records a failed foreign call of this launch (the first one of the launch wins); the
+    /// simulator hands it to the launching thread with [`post_foreign_failure`].
+    fn record_foreign_failure(&self, failure: ForeignFailure);
+}
+
+/// The context of one simulated thread: its indices and the hooks of its block.
+#[derive(Debug, Clone, Copy)]
+pub struct ThreadContext {
+    /// `threadIdx`.
+    pub thread_idx: Dim3,
+    /// `blockIdx`.
+    pub block_idx: Dim3,
+    /// `blockDim`.
+    pub block_dim: Dim3,
+    /// `gridDim`.
+    pub grid_dim: Dim3,
+    /// The simulator's hooks for this thread; valid while the context is current.
+    pub hooks: NonNull<dyn SimHooks>,
+}
+
+impl ThreadContext {
+    /// The thread's linear index in its block.
+    pub fn linear_thread(&self) -> u32 {
+        let (t, d) = (self.thread_idx, self.block_dim);
+        t.x + t.y * d.x + t.z * d.x * d.y
+    }
+
+    /// The block's linear index in the grid.
+    pub fn linear_block(&self) -> u64 {
+        let (b, g) = (self.block_idx, self.grid_dim);
+        b.x as u64 + b.y as u64 * g.x as u64 + b.z as u64 * g.x as u64 * g.y as u64
+    }
+
+    /// The thread's linear index in the launch (what [`crate::thread::index`] returns).
+    pub fn linear_global(&self) -> u64 {
+        self.linear_block() * self.block_dim.volume() + self.linear_thread() as u64
+    }
+
+    /// The hooks.
+    pub fn hooks(&self) -> &dyn SimHooks {
+        // SAFETY: `set_current`'s caller promised the hooks outlive the context's time as
+        // the current one, and hooks are only reached through the current context.
+        unsafe { self.hooks.as_ref() }
+    }
+}
+
+std::thread_local! {
+    static CURRENT: Cell<*const ThreadContext> = const { Cell::new(core::ptr::null()) };
+}
+
+/// Makes `cx` the current simulated thread of this OS thread (null: none) and returns the
+/// previous one.
+///
+/// # Safety
+/// Until the context is replaced, `cx` (when not null) and its `hooks` must stay valid, and
+/// the context must not be mutated.
+#[inline]
+pub unsafe fn set_current(cx: *const ThreadContext) -> *const ThreadContext {
+    CURRENT.with(|c| c.replace(cx))
+}
+
+/// Whether a simulated thread is current on this OS thread.
+#[inline]
+pub fn in_launch() -> bool {
+    CURRENT.with(|c| !c.get().is_null())
+}
+
+/// Runs `f` with the current simulated thread's context.
+///
+/// # Panics
+/// Outside a simulated launch, naming `what` (the intrinsic that was called).
+#[inline]
+#[track_caller]
+pub fn with_context<R>(what: &str, f: impl FnOnce(&ThreadContext) -> R) -> R {
+    let cx = CURRENT.with(|c| c.get());
+    if cx.is_null() {
+        outside_launch(what);
+    }
+    // SAFETY: non-null; `set_current`'s caller keeps it valid while it is current.
+    f(unsafe { &*cx })
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn outside_launch(what: &str) -> ! {
+    panic!(
+        "gpukernel_device::{what} called outside a kernel launch: device intrinsics only work \
+         in a kernel body run by the GPU or by the simulator"
+    )
+}
+
+/// A failed foreign call recorded during a simulated launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForeignFailure {
+    /// The foreign symbol's name.
+    pub name: &'static str,
+    /// The non-zero status it returned.
+    pub status: i32,
+    /// The linear index (as [`crate::thread::index`]) of the failing thread, or `u64::MAX`
+    /// when it was called outside a launch.
+    pub thread: u64,
+}
+
+std::thread_local! {
+    /// The failed foreign call pending for this OS thread (the launching thread, for
+    /// simulated launches).
+    static FOREIGN_FAILURE: Cell<Option<ForeignFailure>> = const { Cell::new(None) };
+}
+
+/// Records a failed foreign call: in a simulated launch, for that launch (the first one wins);
+/// outside a launch, for the calling OS thread. (`declare_device!` wrappers reach this through
+/// `ffi::report_foreign_failure`.)
+pub fn record_foreign_failure(name: &'static str, status: i32) {
+    let cx = CURRENT.with(|c| c.get());
+    if cx.is_null() {
+        post_foreign_failure(ForeignFailure {
+            name,
+            status,
+            thread: u64::MAX,
+        });
+    } else {
+        // SAFETY: non-null contexts are valid while current (see `set_current`).
+        let cx = unsafe { &*cx };
+        cx.hooks().record_foreign_failure(ForeignFailure {
+            name,
+            status,
+            thread: cx.linear_global(),
+        });
+    }
+}
+
+/// Makes `failure` pending for the calling OS thread unless one already is (the first wins
+/// until it is taken). The simulator calls this on the launching thread when a launch
+/// recorded a failure.
+pub fn post_foreign_failure(failure: ForeignFailure) {
+    FOREIGN_FAILURE.with(|slot| {
+        let current = slot.take();
+        slot.set(Some(current.unwrap_or(failure)));
+    });
+}
+
+/// Takes (and clears) the failed foreign call pending for the calling OS thread, if any. The
+/// runtime calls this when the launch's stream is synchronized.
+pub fn take_foreign_failure() -> Option<ForeignFailure> {
+    FOREIGN_FAILURE.with(|slot| slot.take())
+}
+
+/// The source lane a shuffle reads from, or `None` when the lane keeps its own value.
+/// `mode`: 0 = index (`arg` is the source lane), 1 = up, 2 = down, 3 = xor; `width` is a
+/// power of two in 1..=32 splitting the warp into independent segments (CUDA's `width`).
+pub fn shuffle_source(mode: u32, lane: u32, arg: u32, width: u32) -> Option<u32> {
+    let width = if width.is_power_of_two() && width <= WARP_SIZE {
+        width
+    } else {
+        WARP_SIZE
+    };
+    let base = lane & !(width - 1);
+    let src = match mode {
+        0 => base + (arg % width),
+        1 => {
+            if lane - base < arg {
+                return None;
+            }
+            lane - arg
+        }
+        2 => {
+            let s = lane.checked_add(arg)?;
+            if s >= base + width {
+                return None;
+            }
+            s
+        }
+        _ => {
+            let s = lane ^ arg;
+            if s >= base + width {
+                return None;
+            }
+            s
+        }
+    };
+    Some(src)
+}
+
+/// Performs a shuffle for the current simulated thread: the value of the source lane when it
+/// is a participant, else the caller's own value (CUDA leaves that case undefined).
+pub(crate) fn shuffle(what: &str, mask: u32, value: u64, mode: u32, arg: u32, width: u32) -> u64 {
+    with_context(what, |cx| {
+        let lane = cx.linear_thread() % WARP_SIZE;
+        let ex = cx.hooks().warp_exchange(mask, value);
+        match shuffle_source(mode, lane, arg, width) {
+            Some(src) if ex.participants & (1 << src) != 0 => ex.values[src as usize],
+            _ => value,
+        }
+    })
+}
+
+/// A vote for the current simulated thread: the ballot of the participants' predicates.
+pub(crate) fn ballot(what: &str, mask: u32, predicate: bool) -> (u32, u32) {
+    with_context(what, |cx| {
+        let ex = cx.hooks().warp_exchange(mask, predicate as u64);
+        let mut bits = 0u32;
+        for lane in 0..32 {
+            if ex.participants & (1 << lane) != 0 && ex.values[lane] != 0 {
+                bits |= 1 << lane;
+            }
+        }
+        (bits, ex.participants)
+    })
+}
+
+fn dim(what: &str, d: Dim3, which: u32) -> u32 {
+    match which {
+        0 => d.x,
+        1 => d.y,
+        2 => d.z,
+        _ => panic!("{what}: dimension {which} is not 0 (x), 1 (y) or 2 (z)"),
+    }
+}
+
+/// `threadIdx` component `which` (0 = x, 1 = y, 2 = z), for foreign code.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_thread_idx(which: u32) -> u32 {
+    with_context("threadIdx", |cx| dim("threadIdx", cx.thread_idx, which))
+}
+
+/// `blockIdx` component `which`, for foreign code.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_block_idx(which: u32) -> u32 {
+    with_context("blockIdx", |cx| dim("blockIdx", cx.block_idx, which))
+}
+
+/// `blockDim` component `which`, for foreign code.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_block_dim(which: u32) -> u32 {
+    with_context("blockDim", |cx| dim("blockDim", cx.block_dim, which))
+}
+
+/// `gridDim` component `which`, for foreign code.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_grid_dim(which: u32) -> u32 {
+    with_context("gridDim", |cx| dim("gridDim", cx.grid_dim, which))
+}
+
+/// `__syncthreads_count(predicate)` (and `__syncthreads` with any predicate), for foreign code.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_sync_threads_count(predicate: i32) -> i32 {
+    with_context("__syncthreads", |cx| {
+        cx.hooks().sync_threads(predicate != 0)
+    }) as i32
+}
+
+/// `__shfl*_sync` on 32 bits, for foreign code: `mode` 0 = index, 1 = up, 2 = down, 3 = xor.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_shfl_sync(
+    mask: u32,
+    value: u32,
+    mode: u32,
+    arg: u32,
+    width: u32,
+) -> u32 {
+    shuffle("__shfl_sync", mask, value as u64, mode, arg, width) as u32
+}
+
+/// `__ballot_sync(mask, predicate)`, for foreign code (`__all_sync`/`__any_sync` derive from it).
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_ballot_sync(mask: u32, predicate: i32) -> u32 {
+    ballot("__ballot_sync", mask, predicate != 0).0
+}
+
+/// The participants of a warp vote with `mask` (the mask restricted to existing lanes), for
+/// foreign code's `__all_sync`.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_all_sync(mask: u32, predicate: i32) -> i32 {
+    let (bits, participants) = ballot("__all_sync", mask, predicate != 0);
+    (bits == participants) as i32
+}
+
+/// `__activemask()`, for foreign code: the lanes that exist in the caller's warp (see
+/// [`crate::warp::active_mask`]).
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_active_mask() -> u32 {
+    crate::warp::active_mask()
+}
+
+/// `%laneid`, for foreign code.
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn gpukernel_sim_lane_id() -> u32 {
+    with_context("__lane_id", |cx| cx.linear_thread() % WARP_SIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffle_sources() {
+        assert_eq!(shuffle_source(0, 5, 3, 32), Some(3));
+        assert_eq!(shuffle_source(0, 5, 35, 32), Some(3));
+        assert_eq!(shuffle_source(0, 20, 3, 16), Some(19));
+        assert_eq!(shuffle_source(1, 5, 3, 32), Some(2));
+        assert_eq!(shuffle_source(1, 2, 3, 32), None);
+        assert_eq!(shuffle_source(1, 17, 2, 16), None);
+        assert_eq!(shuffle_source(2, 5, 3, 32), Some(8));
+        assert_eq!(shuffle_source(2, 30, 3, 32), None);
+        assert_eq!(shuffle_source(2, 13, 3, 16), None);
+        assert_eq!(shuffle_source(3, 5, 1, 32), Some(4));
+        assert_eq!(shuffle_source(3, 5, 16, 16), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "thread_idx_x called outside a kernel launch")]
+    fn outside_a_launch_panics() {
+        let _ = crate::thread::thread_idx_x();
+    }
+
+    #[test]
+    fn foreign_failure_first_wins() {
+        record_foreign_failure("f", 3);
+        record_foreign_failure("g", 4);
+        let f = take_foreign_failure().expect("recorded");
+        assert_eq!((f.name, f.status, f.thread), ("f", 3, u64::MAX));
+        assert_eq!(take_foreign_failure(), None);
+    }
+}

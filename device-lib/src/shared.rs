@@ -1,0 +1,308 @@
+//! Shared memory: per-block arrays declared in a kernel body with [`shared_array!`], and the
+//! launch-sized dynamic shared memory from [`dynamic_shared`].
+//!
+//! Shared memory is visible to every thread of one block and to no other block. Accesses are
+//! not synchronized: write, [`sync_threads`](crate::sync::sync_threads), then read — the
+//! `unsafe` accessors' callers promise that discipline.
+//!
+//! On the GPU a `shared_array!` is an uninitialized module global in the `.shared` state
+//! space (see the macro for how it gets there), and its contents are undefined when a block
+//! starts. In the simulator each block gets its own zeroed storage for each declaration.
+//!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::{shared::shared_array, sync, thread};
+//!
+//! /// Each block of 128 threads writes its 128 elements of `x`, reversed, to `out`.
+//! #[kernel]
+//! pub fn reverse_blocks(x: &[u32], out: DisjointSlice<u32>) {
+//!     let tile = shared_array!(u32, 128);
+//!     let t = thread::thread_idx_x() as usize;
+//!     let base = thread::block_idx_x() as usize * 128;
+//!     // SAFETY: each thread writes only its own slot.
+//!     unsafe { tile.write(t, x[base + t]) };
+//!     sync::sync_threads();
+//!     // SAFETY: after the barrier nobody writes `tile`; slot `base + t` is this thread's alone.
+//!     unsafe { out.write(base + t, tile.read(127 - t)) };
+//! }
+//! ```
+
+use core::marker::PhantomData;
+
+/// A statically sized shared-memory array of `N` elements of `T`, the same storage for every
+/// thread of the block. Made by [`shared_array!`]; `Copy`, so it can be passed to helpers.
+#[derive(Debug)]
+pub struct SharedArray<T, const N: usize> {
+    ptr: *mut T,
+    _marker: PhantomData<*mut [T; N]>,
+}
+
+impl<T, const N: usize> Clone for SharedArray<T, N> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize> Copy for SharedArray<T, N> {}
+
+impl<T: Copy, const N: usize> SharedArray<T, N> {
+    /// Device: the array behind a `static` that `nvptx-builder` placed in the `.shared` state
+    /// space. Used by [`shared_array!`] only.
+    ///
+    /// # Safety
+    /// `storage` must be such a static, used for this array only.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn __from_raw(storage: *mut T) -> Self {
+        SharedArray {
+            ptr: storage,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Host: the current simulated block's storage for the declaration `key`.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn __host(key: &'static __SharedKey) -> Self {
+        let ptr = crate::host::with_context("shared_array!", |cx| {
+            cx.hooks().static_shared(
+                key as *const __SharedKey as usize,
+                core::mem::size_of::<[T; N]>(),
+                core::mem::align_of::<[T; N]>(),
+            )
+        });
+        SharedArray {
+            ptr: ptr.cast(),
+            _marker: PhantomData,
+        }
+    }
+
+    /// The number of elements, `N`.
+    #[inline(always)]
+    pub const fn len(&self) -> usize {
+        N
+    }
+
+    /// Whether `N == 0`.
+    #[inline(always)]
+    pub const fn is_empty(&self) -> bool {
+        N == 0
+    }
+
+    /// Reads element `i`. Out of bounds traps the kernel (a panic in the simulator).
+    ///
+    /// # Safety
+    /// No other thread writes element `i` concurrently (separate writes and reads by other
+    /// threads with a barrier). Elements not written since the block started hold undefined
+    /// values on the GPU; `T` must accept any bit pattern or the element must have been
+    /// written.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn read(&self, i: usize) -> T {
+        if i >= N {
+            crate::__trap_out_of_bounds(i, N);
+        }
+        // SAFETY: in bounds of the block's storage; the race-freedom is the caller's promise.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Writes element `i`. Out of bounds traps the kernel (a panic in the simulator).
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` concurrently.
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn write(&self, i: usize, value: T) {
+        if i >= N {
+            crate::__trap_out_of_bounds(i, N);
+        }
+        // SAFETY: in bounds of the block's storage; exclusivity is the caller's promise.
+        unsafe { self.ptr.add(i).write(value) }
+    }
+
+    /// The first element's address (a generic address of the block's shared memory on the
+    /// GPU), e.g. for [`crate::atomic`] operations on shared memory.
+    #[inline(always)]
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+/// The identity of one `shared_array!` declaration in the simulator: a static with interior
+/// mutability, so that no two declarations can share an address.
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct __SharedKey(
+    // Never read: it only gives the key's static a unique, unmergeable address.
+    #[allow(dead_code)] core::sync::atomic::AtomicU8,
+);
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl __SharedKey {
+    #[doc(hidden)]
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        __SharedKey(core::sync::atomic::AtomicU8::new(0))
+    }
+}
+
+/// The section `nvptx-builder` moves into the `.shared` state space (LLVM address space 3).
+#[doc(hidden)]
+pub const SHARED_SECTION: &str = ".gpukernel.shared";
+
+/// Declares a statically sized shared-memory array in a kernel body and evaluates to its
+/// [`SharedArray`] handle: `let tile = shared_array!(f32, 256);`.
+///
+/// Each use of the macro is one array per block (a loop or a second call of the function
+/// reaches the same array). The element type must be `Copy` and must not name generic
+/// parameters of the enclosing function (the storage is a `static`).
+///
+/// On nvptx64 the storage is an uninitialized `static` in the link section
+/// `.gpukernel.shared`, which `nvptx-builder` moves to the `.shared` state space before
+/// code generation, so its accesses compile to `ld.shared`/`st.shared`.
+#[cfg(target_arch = "nvptx64")]
+#[macro_export]
+macro_rules! shared_array {
+    ($t:ty, $n:expr $(,)?) => {{
+        #[unsafe(link_section = ".gpukernel.shared")]
+        static mut __GPUKERNEL_SHARED: $crate::__private::core::mem::MaybeUninit<[$t; $n]> =
+            $crate::__private::core::mem::MaybeUninit::uninit();
+        // SAFETY: the static is this declaration's own storage.
+        unsafe {
+            $crate::shared::SharedArray::<$t, { $n }>::__from_raw(
+                (&raw mut __GPUKERNEL_SHARED).cast::<$t>(),
+            )
+        }
+    }};
+}
+
+/// Declares a statically sized shared-memory array in a kernel body and evaluates to its
+/// [`SharedArray`] handle: `let tile = shared_array!(f32, 256);`.
+///
+/// Each use of the macro is one array per block (a loop or a second call of the function
+/// reaches the same array). The element type must be `Copy` and must not name generic
+/// parameters of the enclosing function (the storage is a `static`).
+///
+/// In the simulator each block gets its own zeroed storage per declaration, found through the
+/// address of a static unique to the declaration.
+#[cfg(not(target_arch = "nvptx64"))]
+#[macro_export]
+macro_rules! shared_array {
+    ($t:ty, $n:expr $(,)?) => {{
+        static __GPUKERNEL_SHARED_KEY: $crate::shared::__SharedKey =
+            $crate::shared::__SharedKey::new();
+        $crate::shared::SharedArray::<$t, { $n }>::__host(&__GPUKERNEL_SHARED_KEY)
+    }};
+}
+
+pub use crate::shared_array;
+
+/// The block's dynamic shared memory, viewed as elements of `T`: as many as fit in the size
+/// the launch asked for.
+#[derive(Debug)]
+pub struct DynamicShared<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+impl<T> Clone for DynamicShared<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for DynamicShared<T> {}
+
+/// The block's dynamic shared memory (CUDA's `extern __shared__ T buf[];`), sized by the
+/// launch's `dynamic_shared_bytes` and aligned to 16 bytes. Every call in a block, whatever
+/// `T`, views the same bytes.
+///
+/// `T`'s alignment must be at most 16 (a compile-time error otherwise).
+#[inline(always)]
+#[track_caller]
+pub fn dynamic_shared<T: Copy>() -> DynamicShared<T> {
+    const {
+        assert!(
+            core::mem::align_of::<T>() <= 16,
+            "dynamic shared memory is 16-byte aligned"
+        )
+    };
+    let (ptr, bytes) = dynamic_shared_bytes();
+    let len = match core::mem::size_of::<T>() {
+        0 => 0,
+        size => bytes / size,
+    };
+    DynamicShared {
+        ptr: ptr.cast(),
+        len,
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn dynamic_shared_bytes() -> (*mut u8, usize) {
+    let bytes: u32;
+    // SAFETY: reads the `%dynamic_smem_size` special register.
+    unsafe {
+        core::arch::asm!("mov.u32 {0}, %dynamic_smem_size;", out(reg32) bytes, options(pure, nomem, nostack))
+    };
+    let ptr = core::intrinsics::gpu::gpu_launch_sized_workgroup_mem::<u128>();
+    (ptr.cast(), bytes as usize)
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[track_caller]
+fn dynamic_shared_bytes() -> (*mut u8, usize) {
+    crate::host::with_context("shared::dynamic_shared", |cx| cx.hooks().dynamic_shared())
+}
+
+impl<T: Copy> DynamicShared<T> {
+    /// The number of `T` elements that fit in the launch's dynamic shared memory.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no element fits.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads element `i`. Out of bounds traps the kernel (a panic in the simulator).
+    ///
+    /// # Safety
+    /// As [`SharedArray::read`].
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn read(&self, i: usize) -> T {
+        if i >= self.len {
+            crate::__trap_out_of_bounds(i, self.len);
+        }
+        // SAFETY: in bounds of the launch's dynamic shared memory; race-freedom is the
+        // caller's promise.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Writes element `i`. Out of bounds traps the kernel (a panic in the simulator).
+    ///
+    /// # Safety
+    /// As [`SharedArray::write`].
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn write(&self, i: usize, value: T) {
+        if i >= self.len {
+            crate::__trap_out_of_bounds(i, self.len);
+        }
+        // SAFETY: in bounds; exclusivity is the caller's promise.
+        unsafe { self.ptr.add(i).write(value) }
+    }
+
+    /// The first element's address.
+    #[inline(always)]
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}

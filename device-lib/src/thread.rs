@@ -1,0 +1,236 @@
+//! Thread, block and grid indices and dimensions (CUDA's `threadIdx`, `blockIdx`,
+//! `blockDim`, `gridDim`), and the derived global indices.
+//!
+//! On nvptx64 each function reads a PTX special register (`%tid`, `%ctaid`, `%ntid`,
+//! `%nctaid`, `%laneid`); on the host it reads the simulated thread's context (see
+//! [`crate::host`]) and panics when called outside a simulated launch.
+
+use crate::ThreadIndex;
+
+/// The number of threads in a warp.
+pub const WARP_SIZE: u32 = 32;
+
+/// A three-dimensional index or size, like CUDA's `dim3` / `uint3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Dim3 {
+    /// The x component (fastest varying).
+    pub x: u32,
+    /// The y component.
+    pub y: u32,
+    /// The z component (slowest varying).
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// A `Dim3` from its three components.
+    #[inline(always)]
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Dim3 { x, y, z }
+    }
+
+    /// The number of elements of a box of this size: `x * y * z`.
+    #[inline(always)]
+    pub const fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod imp {
+    use core::arch::nvptx;
+
+    macro_rules! sreg {
+        ($($(#[$m:meta])* $name:ident => $intr:ident;)*) => { $(
+            $(#[$m])*
+            #[inline(always)]
+            pub fn $name() -> u32 {
+                // SAFETY: reading a PTX special register has no preconditions.
+                unsafe { nvptx::$intr() }
+            }
+        )* };
+    }
+    sreg! {
+        thread_idx_x => _thread_idx_x;
+        thread_idx_y => _thread_idx_y;
+        thread_idx_z => _thread_idx_z;
+        block_idx_x => _block_idx_x;
+        block_idx_y => _block_idx_y;
+        block_idx_z => _block_idx_z;
+        block_dim_x => _block_dim_x;
+        block_dim_y => _block_dim_y;
+        block_dim_z => _block_dim_z;
+        grid_dim_x => _grid_dim_x;
+        grid_dim_y => _grid_dim_y;
+        grid_dim_z => _grid_dim_z;
+    }
+
+    #[inline(always)]
+    pub fn lane_id() -> u32 {
+        let lane: u32;
+        // SAFETY: reads the `%laneid` special register; no memory access.
+        unsafe {
+            core::arch::asm!("mov.u32 {0}, %laneid;", out(reg32) lane, options(pure, nomem, nostack));
+        }
+        lane
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod imp {
+    use crate::host;
+
+    macro_rules! field {
+        ($($name:ident => $field:ident . $c:ident;)*) => { $(
+            #[inline(always)]
+            #[track_caller]
+            pub fn $name() -> u32 {
+                host::with_context(stringify!($name), |cx| cx.$field.$c)
+            }
+        )* };
+    }
+    field! {
+        thread_idx_x => thread_idx.x;
+        thread_idx_y => thread_idx.y;
+        thread_idx_z => thread_idx.z;
+        block_idx_x => block_idx.x;
+        block_idx_y => block_idx.y;
+        block_idx_z => block_idx.z;
+        block_dim_x => block_dim.x;
+        block_dim_y => block_dim.y;
+        block_dim_z => block_dim.z;
+        grid_dim_x => grid_dim.x;
+        grid_dim_y => grid_dim.y;
+        grid_dim_z => grid_dim.z;
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    pub fn lane_id() -> u32 {
+        host::with_context("lane_id", |cx| cx.linear_thread() % super::WARP_SIZE)
+    }
+}
+
+macro_rules! reexport {
+    ($($(#[$m:meta])* $name:ident;)*) => { $(
+        $(#[$m])*
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub fn $name() -> u32 {
+            imp::$name()
+        }
+    )* };
+}
+reexport! {
+    /// The thread's x index in its block (`threadIdx.x`).
+    thread_idx_x;
+    /// The thread's y index in its block (`threadIdx.y`).
+    thread_idx_y;
+    /// The thread's z index in its block (`threadIdx.z`).
+    thread_idx_z;
+    /// The block's x index in the grid (`blockIdx.x`).
+    block_idx_x;
+    /// The block's y index in the grid (`blockIdx.y`).
+    block_idx_y;
+    /// The block's z index in the grid (`blockIdx.z`).
+    block_idx_z;
+    /// Threads per block along x (`blockDim.x`).
+    block_dim_x;
+    /// Threads per block along y (`blockDim.y`).
+    block_dim_y;
+    /// Threads per block along z (`blockDim.z`).
+    block_dim_z;
+    /// Blocks in the grid along x (`gridDim.x`).
+    grid_dim_x;
+    /// Blocks in the grid along y (`gridDim.y`).
+    grid_dim_y;
+    /// Blocks in the grid along z (`gridDim.z`).
+    grid_dim_z;
+    /// The thread's lane in its warp, 0..32 (`%laneid`). Warps are formed from the linear
+    /// thread index in the block (`x + y * block_dim_x + z * block_dim_x * block_dim_y`).
+    lane_id;
+}
+
+/// The thread's index in its block (`threadIdx`).
+#[inline(always)]
+pub fn thread_idx() -> Dim3 {
+    Dim3::new(thread_idx_x(), thread_idx_y(), thread_idx_z())
+}
+
+/// The block's index in the grid (`blockIdx`).
+#[inline(always)]
+pub fn block_idx() -> Dim3 {
+    Dim3::new(block_idx_x(), block_idx_y(), block_idx_z())
+}
+
+/// The number of threads per block (`blockDim`).
+#[inline(always)]
+pub fn block_dim() -> Dim3 {
+    Dim3::new(block_dim_x(), block_dim_y(), block_dim_z())
+}
+
+/// The number of blocks in the grid (`gridDim`).
+#[inline(always)]
+pub fn grid_dim() -> Dim3 {
+    Dim3::new(grid_dim_x(), grid_dim_y(), grid_dim_z())
+}
+
+/// `block_idx_x * block_dim_x + thread_idx_x`: the thread's global x index.
+#[inline(always)]
+pub fn global_index_x() -> usize {
+    block_idx_x() as usize * block_dim_x() as usize + thread_idx_x() as usize
+}
+
+/// `block_idx_y * block_dim_y + thread_idx_y`: the thread's global y index.
+#[inline(always)]
+pub fn global_index_y() -> usize {
+    block_idx_y() as usize * block_dim_y() as usize + thread_idx_y() as usize
+}
+
+/// `block_idx_z * block_dim_z + thread_idx_z`: the thread's global z index.
+#[inline(always)]
+pub fn global_index_z() -> usize {
+    block_idx_z() as usize * block_dim_z() as usize + thread_idx_z() as usize
+}
+
+/// `grid_dim_x * block_dim_x`: the stride of a grid-stride loop along x.
+#[inline(always)]
+pub fn grid_stride_x() -> usize {
+    grid_dim_x() as usize * block_dim_x() as usize
+}
+
+/// The thread's linear index in its block:
+/// `x + y * block_dim_x + z * block_dim_x * block_dim_y`.
+#[inline(always)]
+pub fn linear_thread_idx() -> u32 {
+    let (dx, dy) = (block_dim_x(), block_dim_y());
+    thread_idx_x() + thread_idx_y() * dx + thread_idx_z() * dx * dy
+}
+
+/// The block's linear index in the grid: `x + y * grid_dim_x + z * grid_dim_x * grid_dim_y`.
+#[inline(always)]
+pub fn linear_block_idx() -> u64 {
+    let (gx, gy) = (grid_dim_x() as u64, grid_dim_y() as u64);
+    block_idx_x() as u64 + block_idx_y() as u64 * gx + block_idx_z() as u64 * gx * gy
+}
+
+/// The threads per block: `block_dim_x * block_dim_y * block_dim_z`.
+#[inline(always)]
+pub fn threads_per_block() -> u32 {
+    block_dim_x() * block_dim_y() * block_dim_z()
+}
+
+/// The calling thread's warp in its block: `linear_thread_idx() / 32`.
+#[inline(always)]
+pub fn warp_id() -> u32 {
+    linear_thread_idx() / WARP_SIZE
+}
+
+/// The calling thread's [`ThreadIndex`]: unique in the launch, `linear_block_idx() *
+/// threads_per_block() + linear_thread_idx()`. For a one-dimensional launch it equals
+/// [`global_index_x`].
+#[inline(always)]
+pub fn index() -> ThreadIndex {
+    let i =
+        linear_block_idx() as usize * threads_per_block() as usize + linear_thread_idx() as usize;
+    ThreadIndex::new_unchecked(i)
+}

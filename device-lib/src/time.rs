@@ -1,0 +1,65 @@
+//! Clocks: `clock()`, `clock64()` and `%globaltimer`.
+//!
+//! On the GPU the cycle counters are per multiprocessor and only meaningful as differences
+//! within one thread. In the simulator they count nanoseconds of a monotonic host clock.
+
+#[cfg(not(target_arch = "nvptx64"))]
+fn host_nanos() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// `clock64()`: a 64-bit per-multiprocessor cycle counter (`%clock64`).
+#[inline(always)]
+pub fn clock64() -> u64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let t: u64;
+        // SAFETY: reads a special register; `volatile` (no `pure`) so reads are not merged.
+        unsafe {
+            core::arch::asm!("mov.u64 {0}, %clock64;", out(reg64) t, options(nomem, nostack))
+        };
+        t
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host_nanos()
+    }
+}
+
+/// `clock()`: the low 32 bits of the cycle counter (`%clock`); wraps.
+#[inline(always)]
+pub fn clock() -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let t: u32;
+        // SAFETY: reads a special register.
+        unsafe { core::arch::asm!("mov.u32 {0}, %clock;", out(reg32) t, options(nomem, nostack)) };
+        t
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host_nanos() as u32
+    }
+}
+
+/// `%globaltimer`: a device-wide nanosecond timer (its resolution is about a microsecond on
+/// current GPUs).
+#[inline(always)]
+pub fn global_timer() -> u64 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let t: u64;
+        // SAFETY: reads a special register.
+        unsafe {
+            core::arch::asm!("mov.u64 {0}, %globaltimer;", out(reg64) t, options(nomem, nostack))
+        };
+        t
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host_nanos()
+    }
+}

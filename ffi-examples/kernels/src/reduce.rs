@@ -1,0 +1,140 @@
+//! Sum reductions, four ways: a block-wide tree in static shared memory, the same in dynamic
+//! shared memory, a warp-wide shuffle reduction, and a grid-wide sum with atomics.
+//!
+//! All of them accept any input length: threads past the end contribute 0. Every thread of a
+//! block reaches every barrier (no early return before `sync_threads`), as CUDA requires.
+
+use gpukernel_device::prelude::*;
+use gpukernel_device::shared::{dynamic_shared, shared_array};
+use gpukernel_device::{atomic, sync, thread, warp};
+
+/// The most threads per block [`block_reduce_sum`] supports (the size of its shared array).
+pub const REDUCE_MAX_BLOCK: u32 = 256;
+
+/// `out[b]` = the sum of the inputs of block `b`'s threads (`input[b * block_dim_x ..][..block_dim_x]`).
+///
+/// Launch with one-dimensional blocks of at most [`REDUCE_MAX_BLOCK`] threads (any count, not
+/// only powers of two) and `out.len() >= grid_dim_x`. A larger block traps (an out-of-bounds
+/// shared-memory index).
+#[kernel]
+pub fn block_reduce_sum(input: &[f32], out: DisjointSlice<f32>) {
+    let tile = shared_array!(f32, REDUCE_MAX_BLOCK as usize);
+    let t = thread::thread_idx_x() as usize;
+    let i = thread::global_index_x();
+    let v = if i < input.len() { input[i] } else { 0.0 };
+    // SAFETY: each thread writes only slot `t`; `tree_sum` separates the rounds with barriers.
+    unsafe { tile.write(t, v) };
+    let total = tree_sum(
+        // SAFETY: `tree_sum` reads a slot only after a barrier that follows its last write.
+        |k| unsafe { tile.read(k) },
+        // SAFETY: in each round, slot `k` is written by thread `k` only.
+        |k, x| unsafe { tile.write(k, x) },
+    );
+    if t == 0 {
+        // SAFETY: only thread 0 of each block writes, to its block's own slot.
+        unsafe { out.write(thread::block_idx_x() as usize, total) };
+    }
+}
+
+/// Like [`block_reduce_sum`], with the block's scratch space in dynamic shared memory: launch
+/// with at least `block_dim_x * 4` bytes of dynamic shared memory (less traps) and any block
+/// size up to 1024.
+#[kernel]
+pub fn block_reduce_sum_dynamic(input: &[f32], out: DisjointSlice<f32>) {
+    let tile = dynamic_shared::<f32>();
+    let t = thread::thread_idx_x() as usize;
+    let i = thread::global_index_x();
+    let v = if i < input.len() { input[i] } else { 0.0 };
+    // SAFETY: as in `block_reduce_sum`.
+    unsafe { tile.write(t, v) };
+    let total = tree_sum(
+        // SAFETY: `tree_sum` reads a slot only after a barrier that follows its last write.
+        |k| unsafe { tile.read(k) },
+        // SAFETY: in each round, slot `k` is written by thread `k` only.
+        |k, x| unsafe { tile.write(k, x) },
+    );
+    if t == 0 {
+        // SAFETY: only thread 0 of each block writes, to its block's own slot.
+        unsafe { out.write(thread::block_idx_x() as usize, total) };
+    }
+}
+
+/// The block-wide tree: after the first barrier, round `s` has thread `t < s` add slot `t + s`
+/// into slot `t`; returns slot 0 (meaningful in thread 0). Every thread must call it.
+///
+/// `read`/`write` access the block's scratch; each slot `t` was written by thread `t` before.
+#[inline(always)]
+fn tree_sum(read: impl Fn(usize) -> f32, write: impl Fn(usize, f32)) -> f32 {
+    let t = thread::thread_idx_x() as usize;
+    let n = thread::block_dim_x() as usize;
+    let mut stride = n.next_power_of_two() / 2;
+    while stride > 0 {
+        sync::sync_threads();
+        if t < stride && t + stride < n {
+            // Slots `t` and `t + stride` are touched by thread `t` only in this round.
+            write(t, read(t) + read(t + stride));
+        }
+        stride /= 2;
+    }
+    sync::sync_threads();
+    read(0)
+}
+
+/// The sum of the calling warp's `v`s, valid in lane 0; lanes past the end of a partial warp
+/// (a block size that is not a multiple of 32) are left out. Every lane of the warp must call
+/// it, before any lane diverges.
+#[inline(always)]
+pub fn warp_sum(v: f32) -> f32 {
+    let mask = warp::active_mask();
+    let lanes = mask.count_ones();
+    let lane = thread::lane_id();
+    let mut v = v;
+    let mut offset = warp::FULL_MASK.count_ones() / 2;
+    while offset > 0 {
+        let other = warp::shfl_down_sync(mask, v, offset);
+        if lane + offset < lanes {
+            v += other;
+        }
+        offset /= 2;
+    }
+    v
+}
+
+/// `out[w]` = the sum of the inputs of warp `w`'s threads, where `w = block_idx_x *
+/// warps_per_block + warp_id` and `warps_per_block = ceil(block_dim_x / 32)`. Launch with
+/// one-dimensional blocks of any size and `out.len() >= grid_dim_x * warps_per_block`.
+#[kernel]
+pub fn warp_reduce_sum(input: &[f32], out: DisjointSlice<f32>) {
+    let i = thread::global_index_x();
+    let v = if i < input.len() { input[i] } else { 0.0 };
+    let total = warp_sum(v);
+    if thread::lane_id() == 0 {
+        let warps_per_block = thread::block_dim_x().div_ceil(thread::WARP_SIZE) as usize;
+        let w = thread::block_idx_x() as usize * warps_per_block + thread::warp_id() as usize;
+        // SAFETY: only lane 0 of each warp writes, to its warp's own slot.
+        unsafe { out.write(w, total) };
+    }
+}
+
+/// Adds the sum of `input` to `*out` (which the caller zeroes first): each thread sums a
+/// grid-stride slice, each warp combines its lanes with shuffles, and lane 0 adds the warp's
+/// total with one `atomicAdd`. Any launch configuration works (one-dimensional).
+///
+/// # Safety
+/// `out` must point to an `f32` in device memory that nothing else accesses during the launch
+/// except atomically.
+#[kernel]
+pub unsafe fn atomic_sum(input: &[f32], out: *mut f32) {
+    let stride = thread::grid_stride_x();
+    let mut i = thread::global_index_x();
+    let mut v = 0.0f32;
+    while i < input.len() {
+        v += input[i];
+        i += stride;
+    }
+    let total = warp_sum(v);
+    if thread::lane_id() == 0 {
+        // SAFETY: the caller's contract: `out` is valid and only accessed atomically.
+        unsafe { atomic::add(out, total) };
+    }
+}

@@ -1,0 +1,624 @@
+//! One worker's block scheduler: the threads of a block as coroutines, the barrier and warp
+//! exchanges between them, and the block's shared memory.
+
+use core::cell::{Cell, RefCell};
+use core::ffi::c_void;
+use core::ptr::NonNull;
+use std::alloc::Layout;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Mutex, Once};
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use gpukernel_device::SimEntry;
+use gpukernel_device::host::{self, ForeignFailure, SimHooks, ThreadContext, WarpExchange};
+use gpukernel_device::thread::Dim3;
+
+use super::{SimError, SimLaunch};
+
+/// Why a simulated thread suspended.
+enum Suspend {
+    Barrier(bool),
+    Warp { mask: u32, value: u64 },
+}
+
+/// What a suspended simulated thread is resumed with.
+enum Resume {
+    Start,
+    Barrier(u32),
+    /// The completed exchange, in the runner's slot for the lane group (valid until the lane
+    /// suspends again).
+    Warp(*const WarpExchange),
+    /// The launch failed: unwind out of the kernel body.
+    Abort,
+}
+
+/// How a simulated thread's body ended.
+enum Ended {
+    Finished,
+    Panicked(String),
+    Aborted,
+}
+
+/// The panic payload that unwinds an aborted thread (never reaches the panic hook).
+struct Aborted;
+
+type Coro = Coroutine<Resume, Suspend, Ended, DefaultStack>;
+
+/// Where a simulated thread stands in the block's schedule.
+#[derive(Clone, Copy)]
+enum State {
+    NotStarted,
+    Ready,
+    AtBarrier(bool),
+    AtWarp { mask: u32, value: u64 },
+    Done,
+}
+
+/// One simulated thread: its context (whose hooks point back here) and the yielder of its
+/// running coroutine. Lives at a stable address (a boxed slice) for the runner's lifetime.
+struct SimThread {
+    ctx: ThreadContext,
+    lane: u32,
+    /// The lanes that exist in this thread's warp.
+    warp_lanes: u32,
+    yielder: Cell<*const Yielder<Resume, Suspend>>,
+    mem: *const BlockMem,
+    /// The launch's foreign-failure record (in the launch state, which outlives the runner).
+    foreign: *const Mutex<Option<ForeignFailure>>,
+}
+
+impl SimThread {
+    fn suspend(&self, why: Suspend) -> Resume {
+        let y = self.yielder.get();
+        // SAFETY: hooks are only reached through the current context, which is current only
+        // while this thread's coroutine runs; the coroutine stored its yielder before calling
+        // the kernel body, and the yielder lives as long as the coroutine.
+        match unsafe { &*y }.suspend(why) {
+            Resume::Abort => std::panic::resume_unwind(Box::new(Aborted)),
+            r => r,
+        }
+    }
+}
+
+impl SimHooks for SimThread {
+    fn sync_threads(&self, predicate: bool) -> u32 {
+        if std::thread::panicking() {
+            // A destructor running while this thread unwinds: the launch has already failed,
+            // and suspending mid-unwind could start a second panic on this OS thread.
+            return 0;
+        }
+        match self.suspend(Suspend::Barrier(predicate)) {
+            Resume::Barrier(count) => count,
+            _ => unreachable!("a barrier is resumed with its count"),
+        }
+    }
+
+    fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange {
+        let own = 1u32 << self.lane;
+        if mask & own == 0 {
+            panic!(
+                "warp operation with mask {mask:#010x} called by lane {}, which is not in the mask",
+                self.lane
+            );
+        }
+        let participants = mask & self.warp_lanes;
+        if participants == own || std::thread::panicking() {
+            let mut values = [0u64; 32];
+            values[self.lane as usize] = value;
+            return WarpExchange {
+                values,
+                participants,
+            };
+        }
+        match self.suspend(Suspend::Warp { mask, value }) {
+            // SAFETY: the runner keeps the exchange in place until every lane of the group has
+            // been resumed (it reuses the slot only in a later release, after a full pass).
+            Resume::Warp(ex) => unsafe { *ex },
+            _ => unreachable!("a warp exchange is resumed with the lanes' values"),
+        }
+    }
+
+    fn static_shared(&self, key: usize, size: usize, align: usize) -> *mut u8 {
+        // SAFETY: the block memory outlives every thread record that points to it.
+        unsafe { &*self.mem }.static_shared(key, size, align)
+    }
+
+    fn dynamic_shared(&self) -> (*mut u8, usize) {
+        // SAFETY: as above.
+        let mem = unsafe { &*self.mem };
+        (mem.dynamic.get(), mem.dynamic_len)
+    }
+
+    fn record_foreign_failure(&self, failure: ForeignFailure) {
+        // SAFETY: the launch state outlives every runner of the launch.
+        let slot = unsafe { &*self.foreign };
+        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(failure);
+        }
+    }
+}
+
+/// One `shared_array!` declaration's storage on this worker.
+struct StaticAlloc {
+    key: usize,
+    layout: Layout,
+    ptr: NonNull<u8>,
+    /// The block (by `BlockMem::epoch`) that last zeroed it.
+    epoch: u64,
+}
+
+/// A worker's shared memory, reused (and re-zeroed) from block to block.
+struct BlockMem {
+    epoch: Cell<u64>,
+    statics: RefCell<Vec<StaticAlloc>>,
+    dynamic: Cell<*mut u8>,
+    dynamic_len: usize,
+    dynamic_buf: RefCell<Vec<u128>>,
+}
+
+impl BlockMem {
+    fn new(dynamic_len: usize) -> Self {
+        let mut buf = vec![0u128; dynamic_len.div_ceil(16)];
+        let dynamic = Cell::new(buf.as_mut_ptr().cast::<u8>());
+        BlockMem {
+            epoch: Cell::new(0),
+            statics: RefCell::new(Vec::new()),
+            dynamic,
+            dynamic_len,
+            dynamic_buf: RefCell::new(buf),
+        }
+    }
+
+    /// Starts a new block: static arrays are zeroed on their first use, dynamic memory now.
+    fn next_block(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+        if self.dynamic_len > 0 {
+            let mut buf = self.dynamic_buf.borrow_mut();
+            buf.fill(0);
+            self.dynamic.set(buf.as_mut_ptr().cast());
+        }
+    }
+
+    fn static_shared(&self, key: usize, size: usize, align: usize) -> *mut u8 {
+        let epoch = self.epoch.get();
+        let mut statics = self.statics.borrow_mut();
+        if let Some(a) = statics
+            .iter_mut()
+            .find(|a| a.key == key && a.layout.size() == size.max(1) && a.layout.align() == align)
+        {
+            if a.epoch != epoch {
+                // SAFETY: `ptr` is a live allocation of `layout.size()` bytes; no thread of the
+                // new block has been handed it yet.
+                unsafe { a.ptr.as_ptr().write_bytes(0, a.layout.size()) };
+                a.epoch = epoch;
+            }
+            return a.ptr.as_ptr();
+        }
+        let layout = match Layout::from_size_align(size.max(1), align) {
+            Ok(l) => l,
+            Err(e) => panic!("shared_array! of {size} bytes aligned to {align}: {e}"),
+        };
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = NonNull::new(ptr) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        statics.push(StaticAlloc {
+            key,
+            layout,
+            ptr,
+            epoch,
+        });
+        ptr.as_ptr()
+    }
+}
+
+impl Drop for BlockMem {
+    fn drop(&mut self) {
+        for a in self.statics.get_mut().drain(..) {
+            // SAFETY: allocated in `static_shared` with this layout, freed once.
+            unsafe { std::alloc::dealloc(a.ptr.as_ptr(), a.layout) };
+        }
+    }
+}
+
+/// Coroutine stacks kept between launches, so that a launch does not map fresh stacks.
+static STACK_POOL: Mutex<Vec<(usize, DefaultStack)>> = Mutex::new(Vec::new());
+/// At most this many stacks stay pooled (the memory of one is only committed where touched).
+const MAX_POOLED_STACKS: usize = 4096;
+
+/// Runs blocks of one launch, one after another, on the calling OS thread.
+pub(super) struct BlockRunner {
+    kernel: &'static str,
+    entry: SimEntry,
+    params: *const *mut c_void,
+    threads: Box<[SimThread]>,
+    coros: Vec<Option<Coro>>,
+    states: Vec<State>,
+    /// Completed warp exchanges, one slot per lane group, indexed by the group's first thread.
+    exchanges: Box<[WarpExchange]>,
+    stacks: Vec<DefaultStack>,
+    stack_bytes: usize,
+    // Last: the thread records point into it.
+    mem: Box<BlockMem>,
+}
+
+impl BlockRunner {
+    pub(super) fn new(
+        l: &SimLaunch<'_>,
+        params: *const *mut c_void,
+        foreign: &Mutex<Option<ForeignFailure>>,
+        stack_bytes: usize,
+    ) -> Self {
+        let block_dim = Dim3::new(l.block[0], l.block[1], l.block[2]);
+        let grid_dim = Dim3::new(l.grid[0], l.grid[1], l.grid[2]);
+        let n = block_dim.volume() as u32;
+        let mem = Box::new(BlockMem::new(l.dynamic_shared_bytes as usize));
+        let mem_ptr: *const BlockMem = &*mem;
+        let dangling: NonNull<dyn SimHooks> = NonNull::<SimThread>::dangling();
+        let mut threads: Box<[SimThread]> = (0..n)
+            .map(|t| {
+                let warp_start = t / 32 * 32;
+                let lanes = (n - warp_start).min(32);
+                SimThread {
+                    ctx: ThreadContext {
+                        thread_idx: Dim3::new(
+                            t % block_dim.x,
+                            t / block_dim.x % block_dim.y,
+                            t / (block_dim.x * block_dim.y),
+                        ),
+                        block_idx: Dim3::default(),
+                        block_dim,
+                        grid_dim,
+                        hooks: dangling,
+                    },
+                    lane: t % 32,
+                    warp_lanes: if lanes == 32 {
+                        u32::MAX
+                    } else {
+                        (1u32 << lanes) - 1
+                    },
+                    yielder: Cell::new(core::ptr::null()),
+                    mem: mem_ptr,
+                    foreign,
+                }
+            })
+            .collect();
+        for t in threads.iter_mut() {
+            let hooks: NonNull<dyn SimHooks> = NonNull::from(&*t);
+            t.ctx.hooks = hooks;
+        }
+        let mut stacks = Vec::new();
+        {
+            let mut pool = STACK_POOL.lock().unwrap_or_else(|e| e.into_inner());
+            let mut i = 0;
+            while i < pool.len() && stacks.len() < n as usize {
+                if pool[i].0 == stack_bytes {
+                    stacks.push(pool.swap_remove(i).1);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        BlockRunner {
+            kernel: l.kernel,
+            entry: l.entry,
+            params,
+            threads,
+            coros: (0..n).map(|_| None).collect(),
+            states: vec![State::NotStarted; n as usize],
+            exchanges: vec![
+                WarpExchange {
+                    values: [0; 32],
+                    participants: 0
+                };
+                n as usize
+            ]
+            .into_boxed_slice(),
+            stacks,
+            stack_bytes,
+            mem,
+        }
+    }
+
+    /// Gives the stacks back to the pool.
+    pub(super) fn finish(mut self) {
+        let mut pool = STACK_POOL.lock().unwrap_or_else(|e| e.into_inner());
+        for s in self.stacks.drain(..) {
+            if pool.len() >= MAX_POOLED_STACKS {
+                break;
+            }
+            pool.push((self.stack_bytes, s));
+        }
+    }
+
+    fn error(&self, t: usize, message: String) -> SimError {
+        let cx = &self.threads[t].ctx;
+        SimError {
+            kernel: self.kernel,
+            block: [cx.block_idx.x, cx.block_idx.y, cx.block_idx.z],
+            thread: [cx.thread_idx.x, cx.thread_idx.y, cx.thread_idx.z],
+            message,
+        }
+    }
+
+    fn thread_name(&self, t: usize) -> String {
+        let i = self.threads[t].ctx.thread_idx;
+        format!("({}, {}, {})", i.x, i.y, i.z)
+    }
+
+    /// Runs every thread of block `block_idx` to completion.
+    pub(super) fn run_block(&mut self, block_idx: [u32; 3]) -> Result<(), SimError> {
+        self.mem.next_block();
+        let b = Dim3::new(block_idx[0], block_idx[1], block_idx[2]);
+        for t in self.threads.iter_mut() {
+            t.ctx.block_idx = b;
+        }
+        self.states.fill(State::NotStarted);
+        let result = self.schedule();
+        if result.is_err() {
+            self.abort_all();
+        }
+        result
+    }
+
+    /// Resumes thread `t` with `input`; records where it stopped. A panic ends the block.
+    fn resume(&mut self, t: usize, input: Resume) -> Result<(), SimError> {
+        if self.coros[t].is_none() {
+            let stack = match self.stacks.pop() {
+                Some(s) => s,
+                None => DefaultStack::new(self.stack_bytes).map_err(|e| {
+                    self.error(
+                        t,
+                        format!(
+                            "could not allocate a {} KiB coroutine stack: {e}",
+                            self.stack_bytes / 1024
+                        ),
+                    )
+                })?,
+            };
+            let thread: *const SimThread = &self.threads[t];
+            let (entry, params) = (self.entry, self.params);
+            self.coros[t] = Some(Coroutine::with_stack(
+                stack,
+                move |y: &Yielder<Resume, Suspend>, _: Resume| {
+                    // SAFETY: the runner keeps the thread record alive and in place until this
+                    // coroutine has completed (it never drops a suspended coroutine).
+                    unsafe { (*thread).yielder.set(y) };
+                    // SAFETY: the launch's parameter array matches the entry's ABI (the runtime's
+                    // typed launch, or the caller of an untyped launch, guarantees it).
+                    match catch_unwind(AssertUnwindSafe(|| unsafe { entry(params) })) {
+                        Ok(()) => Ended::Finished,
+                        Err(payload) if payload.is::<Aborted>() => Ended::Aborted,
+                        Err(payload) => Ended::Panicked(panic_message(payload)),
+                    }
+                },
+            ));
+        }
+        let coro = self.coros[t].as_mut().expect("created above");
+        // SAFETY: the context lives in `self.threads`, which outlives the resume; it is not
+        // modified while current; it is replaced right after.
+        unsafe { host::set_current(&self.threads[t].ctx) };
+        let r = coro.resume(input);
+        // SAFETY: clearing the current context.
+        unsafe { host::set_current(core::ptr::null()) };
+        match r {
+            CoroutineResult::Yield(Suspend::Barrier(p)) => self.states[t] = State::AtBarrier(p),
+            CoroutineResult::Yield(Suspend::Warp { mask, value }) => {
+                self.states[t] = State::AtWarp { mask, value }
+            }
+            CoroutineResult::Return(end) => {
+                self.states[t] = State::Done;
+                if let Some(c) = self.coros[t].take() {
+                    self.stacks.push(c.into_stack());
+                }
+                if let Ended::Panicked(msg) = end {
+                    return Err(self.error(t, format!("panicked: {msg}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn schedule(&mut self) -> Result<(), SimError> {
+        let n = self.threads.len();
+        let mut inputs: Vec<Option<Resume>> = (0..n).map(|_| None).collect();
+        loop {
+            for (t, slot) in inputs.iter_mut().enumerate() {
+                let input = match self.states[t] {
+                    State::NotStarted => Resume::Start,
+                    State::Ready => slot.take().unwrap_or(Resume::Start),
+                    _ => continue,
+                };
+                self.resume(t, input)?;
+            }
+            // Every thread now waits or is done.
+            if self.release_warps(&mut inputs) {
+                continue;
+            }
+            let mut done = 0;
+            let mut at_barrier = 0;
+            let mut count = 0;
+            for s in &self.states {
+                match s {
+                    State::Done => done += 1,
+                    State::AtBarrier(p) => {
+                        at_barrier += 1;
+                        count += *p as u32;
+                    }
+                    _ => {}
+                }
+            }
+            if done == n {
+                return Ok(());
+            }
+            if at_barrier != n {
+                return Err(self.stuck());
+            }
+            self.states.fill(State::Ready);
+            for slot in inputs.iter_mut() {
+                *slot = Some(Resume::Barrier(count));
+            }
+        }
+    }
+
+    /// Completes every warp exchange whose lanes have all arrived; returns whether any did.
+    fn release_warps(&mut self, inputs: &mut [Option<Resume>]) -> bool {
+        let n = self.threads.len();
+        let mut any = false;
+        for base in (0..n).step_by(32) {
+            for lane in 0..(n - base).min(32) {
+                let State::AtWarp { mask, .. } = self.states[base + lane] else {
+                    continue;
+                };
+                let participants = mask & self.threads[base + lane].warp_lanes;
+                let ready = (0..32).filter(|l| participants & (1 << l) != 0).all(
+                    |l| matches!(self.states[base + l], State::AtWarp { mask: m, .. } if m == mask),
+                );
+                if !ready {
+                    continue;
+                }
+                let mut values = [0u64; 32];
+                for (l, v) in values.iter_mut().enumerate() {
+                    if participants & (1 << l) != 0
+                        && let State::AtWarp { value, .. } = self.states[base + l]
+                    {
+                        *v = value;
+                    }
+                }
+                let slot = base + participants.trailing_zeros() as usize;
+                self.exchanges[slot] = WarpExchange {
+                    values,
+                    participants,
+                };
+                let ex: *const WarpExchange = &self.exchanges[slot];
+                for l in 0..32 {
+                    if participants & (1 << l) != 0 {
+                        self.states[base + l] = State::Ready;
+                        inputs[base + l] = Some(Resume::Warp(ex));
+                    }
+                }
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Describes why no thread of the block can make progress.
+    fn stuck(&self) -> SimError {
+        let n = self.threads.len();
+        let first_done = (0..n).find(|&t| matches!(self.states[t], State::Done));
+        // A warp operation that cannot complete.
+        for t in 0..n {
+            let State::AtWarp { mask, .. } = self.states[t] else {
+                continue;
+            };
+            let base = t / 32 * 32;
+            let participants = mask & self.threads[t].warp_lanes;
+            for l in 0..32 {
+                if participants & (1 << l) == 0 {
+                    continue;
+                }
+                let why = match self.states[base + l] {
+                    State::AtWarp { mask: m, .. } if m == mask => continue,
+                    State::AtWarp { mask: m, .. } => {
+                        format!("waits in a warp operation with mask {m:#010x}")
+                    }
+                    State::AtBarrier(_) => "waits at sync_threads".to_owned(),
+                    State::Done => "has finished".to_owned(),
+                    State::NotStarted | State::Ready => continue,
+                };
+                return self.error(
+                    t,
+                    format!(
+                        "warp divergence: lane {} waits in a warp operation with mask {mask:#010x}, but lane {l} (thread {}) of the mask {why}",
+                        t - base,
+                        self.thread_name(base + l),
+                    ),
+                );
+            }
+        }
+        let waiting = (0..n).find(|&t| matches!(self.states[t], State::AtBarrier(_)));
+        match (waiting, first_done) {
+            (Some(w), Some(d)) => {
+                let finished = self
+                    .states
+                    .iter()
+                    .filter(|s| matches!(s, State::Done))
+                    .count();
+                self.error(
+                    w,
+                    format!(
+                        "barrier divergence: this thread waits at sync_threads, but {finished} thread(s) of the block finished without reaching it (e.g. thread {}); every thread of a block must reach each barrier",
+                        self.thread_name(d)
+                    ),
+                )
+            }
+            _ => self.error(0, "the block's threads cannot make progress".to_owned()),
+        }
+    }
+
+    /// Unwinds every suspended thread (after a failure), so that no coroutine is dropped
+    /// while suspended.
+    fn abort_all(&mut self) {
+        for t in 0..self.threads.len() {
+            while self.coros[t].is_some() {
+                // Ignore further failures: the launch has already failed.
+                let _ = self.resume(t, Resume::Abort);
+            }
+            self.states[t] = State::Done;
+        }
+    }
+}
+
+impl Drop for BlockRunner {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+std::thread_local! {
+    /// The message and location of the last panic of a simulated thread on this OS thread.
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs (once per process) a panic hook that, for panics in simulated threads, records
+/// the message and location for the `SimError` instead of printing them; other panics go to
+/// the previous hook.
+pub(super) fn install_panic_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if host::in_launch() {
+                let msg = info
+                    .payload_as_str()
+                    .unwrap_or("(a non-string panic payload)");
+                let text = match info.location() {
+                    Some(loc) => {
+                        format!("{msg} (at {}:{}:{})", loc.file(), loc.line(), loc.column())
+                    }
+                    None => msg.to_owned(),
+                };
+                LAST_PANIC.with(|p| *p.borrow_mut() = Some(text));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = LAST_PANIC.with(|p| p.borrow_mut().take()) {
+        return text;
+    }
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a non-string panic payload)".to_owned()
+    }
+}

@@ -1,0 +1,256 @@
+//! The CPU simulator: runs a kernel's body (its `Kernel::SIM_ENTRY`) for every thread of a
+//! grid on the host.
+//!
+//! * Blocks run in parallel on a pool of OS threads (one per available core, or
+//!   `GPUKERNEL_SIM_THREADS`), each worker taking the next block index from a shared counter.
+//! * The threads of one block run on one worker as stackful coroutines (corosensei), switched
+//!   only where a thread must wait for others: at a barrier (`sync_threads*`) or a warp
+//!   operation (shuffles, votes, `sync_warp`). A kernel that never waits runs each thread
+//!   start to finish in one resume.
+//! * Shared memory is per block: each `shared_array!` declaration and the dynamic shared
+//!   memory get storage that is zeroed when a block starts.
+//! * A panic in a kernel body (an out-of-bounds index, an explicit `panic!`) is caught inside
+//!   its coroutine and ends the launch with a [`SimError`] naming the kernel, block and thread.
+//!   So does a block that can never make progress (some threads finished while others wait at
+//!   a barrier, or a warp operation whose lanes never all arrive) instead of hanging.
+//!
+//! Device memory in the simulator is host memory, so the pointers in the parameter array are
+//! host addresses.
+//!
+//! Environment: `GPUKERNEL_SIM_THREADS` (worker threads; default: the available cores) and
+//! `GPUKERNEL_SIM_STACK_KIB` (coroutine stack per simulated thread, default 128 KiB; a kernel
+//! body that overflows it crashes the process, as a stack overflow does on any thread).
+//! Kernel crates run on the simulator need `panic = "unwind"` on the host (the default) for
+//! panics to become errors.
+
+mod block;
+#[cfg(test)]
+mod tests;
+
+use core::ffi::c_void;
+use std::fmt;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use gpukernel_device::SimEntry;
+use gpukernel_device::host::ForeignFailure;
+
+/// One launch for the simulator.
+#[derive(Debug)]
+pub(crate) struct SimLaunch<'a> {
+    /// The kernel's name (for errors).
+    pub kernel: &'static str,
+    /// The body of one thread.
+    pub entry: SimEntry,
+    /// Blocks per grid, x y z.
+    pub grid: [u32; 3],
+    /// Threads per block, x y z.
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub dynamic_shared_bytes: u32,
+    /// The kernel's parameter array: one pointer to each ABI value, as for `cuLaunchKernel`.
+    pub params: &'a [*mut c_void],
+}
+
+/// A simulated launch failed: a thread panicked, a block could not make progress, or the
+/// launch configuration is invalid (then `block` and `thread` are zero).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SimError {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// The failing block's index.
+    pub block: [u32; 3],
+    /// The failing thread's index in its block.
+    pub thread: [u32; 3],
+    /// What happened (the panic message with its location, or the divergence found).
+    pub message: String,
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [bx, by, bz] = self.block;
+        let [tx, ty, tz] = self.thread;
+        write!(
+            f,
+            "kernel `{}` failed in the simulator at block ({bx}, {by}, {bz}), thread ({tx}, {ty}, {tz}): {}",
+            self.kernel, self.message
+        )
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// Takes (and clears) the first foreign-call failure recorded by the launches made from the
+/// calling OS thread since the last call: `(symbol, status, linear thread index)`.
+///
+/// Simulated launches run to completion inside [`launch`], so the record belongs to the thread
+/// that called it; keeping it per thread stops concurrent launches from other threads (e.g.
+/// parallel tests) from taking or shadowing each other's failures.
+pub(crate) fn take_foreign_failure() -> Option<(String, i32, u64)> {
+    gpukernel_device::host::take_foreign_failure().map(|f| (f.name.to_owned(), f.status, f.thread))
+}
+
+/// The most threads per block CUDA allows.
+const MAX_THREADS_PER_BLOCK: u64 = 1024;
+
+/// Runs every block of the launch to completion; the first failure ends the launch (blocks
+/// not yet started are skipped) and is returned.
+pub(crate) fn launch(l: &SimLaunch<'_>) -> Result<(), SimError> {
+    let config_error = |message: String| SimError {
+        kernel: l.kernel,
+        block: [0; 3],
+        thread: [0; 3],
+        message,
+    };
+    let [bx, by, bz] = l.block;
+    let [gx, gy, gz] = l.grid;
+    if l.block.contains(&0) || l.grid.contains(&0) {
+        return Err(config_error(format!(
+            "invalid launch configuration: grid ({gx}, {gy}, {gz}) and block ({bx}, {by}, {bz}) must have no zero dimension"
+        )));
+    }
+    let threads = bx as u64 * by as u64 * bz as u64;
+    if threads > MAX_THREADS_PER_BLOCK || bz > 64 {
+        return Err(config_error(format!(
+            "invalid launch configuration: block ({bx}, {by}, {bz}) has {threads} threads; at most {MAX_THREADS_PER_BLOCK} per block and 64 along z"
+        )));
+    }
+    if gy > 65535 || gz > 65535 {
+        return Err(config_error(format!(
+            "invalid launch configuration: grid ({gx}, {gy}, {gz}) exceeds 65535 blocks along y or z"
+        )));
+    }
+    let config = SimConfig::from_env().map_err(config_error)?;
+    block::install_panic_hook();
+
+    let blocks = gx as u64 * gy as u64 * gz as u64;
+    let workers = (config.workers as u64).min(blocks).max(1) as usize;
+    let shared = LaunchState {
+        launch: l,
+        params: l.params.as_ptr(),
+        next_block: AtomicU64::new(0),
+        blocks,
+        failed: AtomicBool::new(false),
+        error: Mutex::new(None),
+        foreign: Mutex::new(None),
+        stack_bytes: config.stack_bytes,
+    };
+    if workers == 1 {
+        worker(&shared);
+    } else {
+        std::thread::scope(|s| {
+            for i in 0..workers {
+                let shared = &shared;
+                let spawned = std::thread::Builder::new()
+                    .name(format!("gpukernel-sim-{i}"))
+                    .spawn_scoped(s, move || worker(shared));
+                if let Err(e) = spawned {
+                    shared.fail(config_error(format!(
+                        "could not start simulator worker thread: {e}"
+                    )));
+                    break;
+                }
+            }
+        });
+    }
+    if let Some(f) = shared
+        .foreign
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+    {
+        gpukernel_device::host::post_foreign_failure(f);
+    }
+    match shared.error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// What the workers of one launch share.
+struct LaunchState<'a, 'p> {
+    launch: &'a SimLaunch<'p>,
+    params: *const *mut c_void,
+    next_block: AtomicU64,
+    blocks: u64,
+    failed: AtomicBool,
+    error: Mutex<Option<SimError>>,
+    /// The first failed foreign call of the launch.
+    foreign: Mutex<Option<ForeignFailure>>,
+    stack_bytes: usize,
+}
+
+// SAFETY: `params` points to the launch's parameter array, which outlives the launch (it is
+// borrowed by `launch`); the simulator only passes it to the kernel entry, whose contract
+// (the runtime's typed launch) makes the values it points to safe to use from any thread.
+unsafe impl Sync for LaunchState<'_, '_> {}
+
+impl LaunchState<'_, '_> {
+    fn fail(&self, e: SimError) {
+        let mut slot = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+        self.failed.store(true, Ordering::Relaxed);
+    }
+}
+
+fn worker(state: &LaunchState<'_, '_>) {
+    let l = state.launch;
+    let mut runner = block::BlockRunner::new(l, state.params, &state.foreign, state.stack_bytes);
+    let [gx, gy, _] = l.grid;
+    while !state.failed.load(Ordering::Relaxed) {
+        let b = state.next_block.fetch_add(1, Ordering::Relaxed);
+        if b >= state.blocks {
+            break;
+        }
+        let plane = gx as u64 * gy as u64;
+        let block_idx = [
+            (b % gx as u64) as u32,
+            (b % plane / gx as u64) as u32,
+            (b / plane) as u32,
+        ];
+        if let Err(e) = runner.run_block(block_idx) {
+            state.fail(e);
+        }
+    }
+    runner.finish();
+}
+
+/// Simulator settings read from the environment.
+struct SimConfig {
+    workers: usize,
+    stack_bytes: usize,
+}
+
+/// The default coroutine stack size (per simulated thread; the pages are only committed when
+/// touched).
+const DEFAULT_STACK_KIB: usize = 128;
+
+impl SimConfig {
+    fn from_env() -> Result<SimConfig, String> {
+        let workers = match env_positive("GPUKERNEL_SIM_THREADS")? {
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        let stack_kib = env_positive("GPUKERNEL_SIM_STACK_KIB")?.unwrap_or(DEFAULT_STACK_KIB);
+        Ok(SimConfig {
+            workers,
+            stack_bytes: stack_kib.saturating_mul(1024),
+        })
+    }
+}
+
+fn env_positive(name: &str) -> Result<Option<usize>, String> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(format!(
+                "environment variable {name}={v:?} must be a positive integer"
+            )),
+        },
+        Err(std::env::VarError::NotUnicode(v)) => Err(format!(
+            "environment variable {name}={v:?} must be a positive integer"
+        )),
+    }
+}

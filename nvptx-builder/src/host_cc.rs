@@ -1,0 +1,314 @@
+//! Compiles foreign CUDA C++ device code for the host, so that the simulator can run kernels
+//! that call it.
+//!
+//! Each `.cu` file is compiled as C++17 (`-x c++`) with the compat header
+//! `include/gpukernel_sim.h` force-included (`-include`): `__device__` and friends vanish,
+//! `threadIdx`/`blockIdx`/`blockDim`/`gridDim`, `__syncthreads`, the warp shuffles and votes
+//! call the simulator through `gpukernel_device::host`'s `extern "C"` functions, `atomic*` map
+//! to GCC atomics, and the CUDA math intrinsics to `<cmath>`. Features the simulator cannot
+//! run (`__global__` kernels, `__shared__` memory, inline PTX, textures, surfaces) stop the
+//! compile with an error that names the feature at the offending file:line.
+//!
+//! The objects go into one static library that the kernels crate links on the host; the
+//! foreign functions keep their names (`extern "C" __device__ int mul_f32_f32(float*, ...)`
+//! becomes the host symbol `mul_f32_f32`), which is what `declare_device!` calls on the host.
+//!
+//! ```no_run
+//! // in `fn main` of a kernels crate's build.rs
+//! if !nvptx_builder::is_device_build() {
+//!     nvptx_builder::host_cc::compile_foreign_for_host(&["cuda/mul.cu"], "foreign_sim")
+//!         .unwrap_or_else(|e| panic!("{e}"));
+//! }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Error;
+
+/// The compat header's text.
+pub const COMPAT_HEADER: &str = include_str!("../include/gpukernel_sim.h");
+
+/// The compat header's file name.
+pub const COMPAT_HEADER_NAME: &str = "gpukernel_sim.h";
+
+/// From a build script: compiles `sources` (paths relative to the package, or absolute) for
+/// the host into the static library `lib_name` in `OUT_DIR`, and tells cargo to link it and to
+/// rerun when a source changes.
+pub fn compile_foreign_for_host(sources: &[impl AsRef<Path>], lib_name: &str) -> Result<(), Error> {
+    let out_dir = std::env::var_os("OUT_DIR")
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::Io {
+            path: PathBuf::from("$OUT_DIR"),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "OUT_DIR is not set: compile_foreign_for_host runs from a build script",
+            ),
+        })?;
+    HostCc::new(cc::Build::new(), out_dir)
+        .compile(sources, lib_name)
+        .map(|_| ())
+}
+
+/// The host compile of foreign `.cu` files, with a caller-configured [`cc::Build`] (for tests
+/// or for extra flags and include directories).
+#[derive(Debug, Clone)]
+pub struct HostCc {
+    build: cc::Build,
+    out_dir: PathBuf,
+    cargo_metadata: bool,
+}
+
+impl HostCc {
+    /// Compiles with `build` (its flags, include directories, defines and target settings are
+    /// kept) into `out_dir`, printing cargo directives.
+    pub fn new(build: cc::Build, out_dir: impl Into<PathBuf>) -> Self {
+        HostCc {
+            build,
+            out_dir: out_dir.into(),
+            cargo_metadata: true,
+        }
+    }
+
+    /// Whether to print `cargo:` directives (link the library, rerun on change); on by
+    /// default, off for use outside build scripts.
+    pub fn cargo_metadata(mut self, yes: bool) -> Self {
+        self.cargo_metadata = yes;
+        self
+    }
+
+    /// Writes the compat header into `out_dir/gpukernel-sim-include/` and returns its path.
+    fn write_header(&self) -> Result<PathBuf, Error> {
+        let dir = self.out_dir.join("gpukernel-sim-include");
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let path = dir.join(COMPAT_HEADER_NAME);
+        let current = std::fs::read_to_string(&path).ok();
+        if current.as_deref() != Some(COMPAT_HEADER) {
+            std::fs::write(&path, COMPAT_HEADER).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        Ok(path)
+    }
+
+    /// Compiles `sources` into the static library `lib_name` (`lib<lib_name>.a` in the output
+    /// directory) and returns its path. A compile error is returned with the compiler's log,
+    /// which names the file and line.
+    pub fn compile(&self, sources: &[impl AsRef<Path>], lib_name: &str) -> Result<PathBuf, Error> {
+        let header = self.write_header()?;
+        let mut build = self.build.clone();
+        build
+            .cpp(true)
+            .std("c++17")
+            .flag("-x")
+            .flag("c++")
+            .flag("-include")
+            .flag(header.as_os_str())
+            .define("GPUKERNEL_SIM", "1")
+            .out_dir(&self.out_dir)
+            .cargo_metadata(self.cargo_metadata);
+        for src in sources {
+            let src = src.as_ref();
+            if !src.is_file() {
+                return Err(Error::Io {
+                    path: src.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        "foreign CUDA source not found (compiling it for the simulator)",
+                    ),
+                });
+            }
+            if self.cargo_metadata {
+                println!("cargo:rerun-if-changed={}", src.display());
+            }
+            self.check(&build, src)?;
+            build.file(src);
+        }
+        let compiler = build.get_compiler();
+        build.try_compile(lib_name).map_err(|e| Error::ToolFailed {
+            tool: compiler.path().to_path_buf(),
+            args: vec![format!("(cc crate building lib{lib_name}.a)")],
+            output: e.to_string(),
+        })?;
+        Ok(self.out_dir.join(format!("lib{lib_name}.a")))
+    }
+
+    /// Runs the compiler on `src` with `-fsyntax-only` and returns its log on failure (cc
+    /// itself would only print it as cargo warnings).
+    fn check(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
+        let compiler = build.try_get_compiler().map_err(|e| Error::ToolFailed {
+            tool: PathBuf::from("c++"),
+            args: Vec::new(),
+            output: format!(
+                "no host C++ compiler found (needed to compile {} for the simulator): {e}",
+                src.display()
+            ),
+        })?;
+        let mut cmd: Command = compiler.to_command();
+        cmd.arg("-fsyntax-only").arg(src);
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let output = cmd.output().map_err(|source| Error::Io {
+            path: compiler.path().to_path_buf(),
+            source,
+        })?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&output.stdout));
+        Err(Error::ToolFailed {
+            tool: compiler.path().to_path_buf(),
+            args,
+            output: format!(
+                "compiling foreign CUDA source {} for the simulator failed:\n{log}",
+                src.display()
+            ),
+        })
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn host_triple() -> String {
+        format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
+    }
+
+    fn test_build() -> cc::Build {
+        let mut b = cc::Build::new();
+        let triple = host_triple();
+        b.target(&triple)
+            .host(&triple)
+            .opt_level(1)
+            .debug(false)
+            .cargo_metadata(false);
+        b
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("gpukernel-host-cc-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    const GOOD: &str = r#"
+extern "C" __device__ int mul_f32_f32(float* ret, float a, float b) {
+    *ret = a * b;
+    return 0;
+}
+__device__ __forceinline__ float sq(float x) { return x * x; }
+extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += sq(v[i]);
+    unsigned count = 0;
+    atomicAdd(&count, 1u);
+    float f = __fdividef(rsqrtf(4.0f), 1.0f) + fmaf(1.0f, 2.0f, 3.0f) + __expf(0.0f) + min(1, 2);
+    s += __shfl_down_sync(0xffffffffu, s, 1) * 0.0f + f * 0.0f;
+    __syncthreads();
+    *ret = sqrtf(s);
+    return 0;
+}
+"#;
+
+    #[test]
+    fn compiles_foreign_sources_into_a_static_library() {
+        let dir = scratch("good");
+        let src = dir.join("foreign.cu");
+        std::fs::write(&src, GOOD).unwrap();
+        let lib = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[&src], "foreign_sim")
+            .unwrap();
+        let bytes = std::fs::read(&lib).unwrap();
+        assert!(
+            bytes.starts_with(b"!<arch>\n"),
+            "{} is an ar archive",
+            lib.display()
+        );
+        let has = |sym: &str| bytes.windows(sym.len()).any(|w| w == sym.as_bytes());
+        assert!(
+            has("mul_f32_f32") && has("block_norm"),
+            "the foreign symbols are defined"
+        );
+        assert!(
+            has("gpukernel_sim_thread_idx"),
+            "threadIdx calls the simulator"
+        );
+        assert!(
+            dir.join("gpukernel-sim-include")
+                .join(COMPAT_HEADER_NAME)
+                .is_file()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn compile_error(name: &str, body: &str) -> String {
+        let dir = scratch(name);
+        let src = dir.join(format!("{name}.cu"));
+        std::fs::write(&src, format!("// line 1\n{body}\n")).unwrap();
+        let err = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[&src], name)
+            .unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        err.to_string()
+    }
+
+    #[test]
+    fn unsupported_features_are_compile_errors_naming_file_and_line() {
+        let cases = [
+            (
+                "shared",
+                "__device__ void f() { __shared__ float tile[32]; tile[0] = 1; }",
+                "__shared__ memory",
+            ),
+            (
+                "global",
+                "__global__ void k(float* x) { x[0] = 1; }",
+                "__global__ kernels",
+            ),
+            (
+                "inline_asm",
+                "__device__ int f() { int x; asm(\"mov.u32 %0, 1;\" : \"=r\"(x)); return x; }",
+                "inline PTX",
+            ),
+            (
+                "textures",
+                "__device__ float f(cudaTextureObject_t t) { return tex1Dfetch<float>(t, 3); }",
+                "textures",
+            ),
+        ];
+        for (name, body, feature) in cases {
+            let e = compile_error(name, body);
+            assert!(
+                e.contains(feature),
+                "{name}: the error names the feature: {e}"
+            );
+            assert!(
+                e.contains(&format!("{name}.cu:2")),
+                "{name}: the error names file:line: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_sources_are_errors_naming_the_file() {
+        let dir = scratch("missing");
+        let e = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[dir.join("nope.cu")], "missing")
+            .unwrap_err();
+        assert!(e.to_string().contains("nope.cu"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
