@@ -8,6 +8,9 @@
 
 use gpukernel_device::{prelude::*, thread};
 
+pub mod ffi;
+pub mod reduce;
+
 /// The PTX of every kernel in this crate (for the architecture `GPUKERNEL_ARCH`, default sm_90).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
@@ -21,7 +24,7 @@ pub fn empty_kernel() {}
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
     if let Some(yi) = y.get_mut(i) {
-        *yi = a * x[i.get()] + *yi;
+        *yi += a * x[i.get()];
     }
 }
 
@@ -52,7 +55,7 @@ pub fn affine(p: Affine, x: &[f32], mut y: DisjointSlice<f64>) {
 /// Writes each scalar parameter, converted to f64, into `out[0..6]` (thread 0 only): checks
 /// that every scalar kind crosses the ABI intact.
 #[kernel]
-pub fn scalar_abi(a: i8, b: u16, c: i32, d: u64, e: f64, f: bool, mut out: DisjointSlice<f64>) {
+pub fn scalar_abi(a: i8, b: u16, c: i32, d: u64, e: f64, f: bool, out: DisjointSlice<f64>) {
     let i = thread::index();
     if i.get() == 0 {
         let vals = [a as f64, b as f64, c as f64, d as f64, e, if f { 1.0 } else { 0.0 }];

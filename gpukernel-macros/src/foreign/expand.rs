@@ -1,0 +1,269 @@
+//! [`Entry`] → the `extern "C"` declaration and the typed wrapper that owns the return slot
+//! and checks the status.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::Type;
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+
+use super::Entry;
+use crate::ty::{TypeKind, classify, strip};
+
+pub(super) fn expand(entry: &Entry) -> TokenStream {
+    let Some(name) = entry.rust_name() else {
+        // `check` refuses such entries; nothing to expand.
+        return TokenStream::new();
+    };
+    let symbol = &entry.symbol;
+    let symbol_str = symbol.value();
+    let ffi_name = format_ident!("__gk_ffi_{}", name.unraw());
+    let (cfgs, attrs, vis) = (&entry.cfgs, &entry.attrs, &entry.vis);
+
+    let params: Vec<_> = entry
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| a.name.clone().unwrap_or_else(|| format_ident!("a{}", i)))
+        .collect();
+    let tys: Vec<_> = entry.args.iter().map(|a| &a.ty).collect();
+    let has_pointer = entry
+        .args
+        .iter()
+        .any(|a| matches!(classify(&a.ty), TypeKind::Ptr { .. }));
+    let unsafety = (entry.unsafety.is_some() || has_pointer).then(|| quote!(unsafe));
+
+    let asserts: TokenStream = entry
+        .args
+        .iter()
+        .map(|a| &a.ty)
+        .chain(entry.ret.as_ref())
+        .filter(|ty| classify(ty) == TypeKind::Struct)
+        .filter(crate::ty::first_of_its_spelling())
+        .map(|ty| {
+            quote_spanned! {ty.span()=>
+                #(#cfgs)*
+                const _: () = ::gpukernel_device::__private::assert_device_copy::<#ty>();
+            }
+        })
+        .collect();
+
+    let docs = docs(entry, &symbol_str, unsafety.is_some());
+    let inline =
+        (!attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline(always)]));
+    let call = quote!(#ffi_name(__gk_ret_ptr, #(#params),*));
+    let check = quote! {
+        if __gk_status != 0 {
+            ::gpukernel_device::__private::report_foreign_failure(#symbol_str, __gk_status);
+        }
+    };
+
+    let (slot, arrow, body) = match &entry.ret {
+        None => (
+            quote!(u8),
+            quote!(),
+            quote! {
+                let mut __gk_ret: u8 = 0;
+                let __gk_ret_ptr: *mut u8 = &raw mut __gk_ret;
+                // SAFETY: the return slot is a live local; the arguments' validity is the
+                // caller's promise where they are pointers, plain values otherwise.
+                let __gk_status = unsafe { #call };
+                #check
+            },
+        ),
+        Some(ret) => (
+            ret.to_token_stream(),
+            quote!(-> #ret),
+            quote! {
+                let mut __gk_ret = ::core::mem::MaybeUninit::<#ret>::zeroed();
+                let __gk_ret_ptr: *mut #ret = __gk_ret.as_mut_ptr();
+                // SAFETY: the return slot is a live local; the arguments' validity is the
+                // caller's promise where they are pointers, plain values otherwise.
+                let __gk_status = unsafe { #call };
+                if __gk_status != 0 {
+                    ::gpukernel_device::__private::report_foreign_failure(#symbol_str, __gk_status);
+                    // A failed call returns zero, whatever the callee left in the slot.
+                    __gk_ret = ::core::mem::MaybeUninit::zeroed();
+                }
+                // SAFETY: the slot is zero-initialised and the type is a scalar, raw pointer
+                // or `DeviceCopy` value, for which all-zero is valid; a successful callee may
+                // only have overwritten it with a value of that type.
+                unsafe { __gk_ret.assume_init() }
+            },
+        ),
+    };
+
+    quote! {
+        #asserts
+
+        #(#cfgs)*
+        unsafe extern "C" {
+            #[link_name = #symbol_str]
+            fn #ffi_name(ret: *mut #slot, #(#params: #tys),*) -> i32;
+        }
+
+        #(#cfgs)*
+        #(#attrs)*
+        #docs
+        #inline
+        // The argument list mirrors the foreign function's, which the caller cannot change.
+        #[allow(clippy::too_many_arguments)]
+        #vis #unsafety fn #name(#(#params: #tys),*) #arrow {
+            #body
+        }
+    }
+}
+
+/// The generated documentation: the C declaration the symbol must have, and how failures are
+/// reported.
+fn docs(entry: &Entry, symbol: &str, is_unsafe: bool) -> TokenStream {
+    let ret = entry.ret.as_ref().map_or_else(|| "void".to_owned(), c_type);
+    let mut c_args = vec![format!("{ret}* ret")];
+    c_args.extend(entry.args.iter().map(|a| c_type(&a.ty)));
+    let separator = if entry.attrs.iter().any(|a| a.path().is_ident("doc")) {
+        quote!(#[doc = ""])
+    } else {
+        quote!()
+    };
+    let calls = format!(
+        " Calls the foreign device function `{symbol}`, declared in CUDA C as \
+         `extern \"C\" __device__ int {symbol}({})`.",
+        c_args.join(", ")
+    );
+    let status = " A non-zero status is never ignored: the first failure of a launch is recorded \
+                  and reported by the runtime as an error at the next synchronization, and this \
+                  call returns the zero-initialised return value.";
+    let safety = is_unsafe.then(|| {
+        let text = format!(
+            " The arguments must satisfy `{symbol}`'s own contract: each pointer valid for the \
+             reads and writes it does through it during the call."
+        );
+        quote! {
+            #[doc = ""]
+            #[doc = " # Safety"]
+            #[doc = #text]
+        }
+    });
+    quote! {
+        #separator
+        #[doc = #calls]
+        #[doc = ""]
+        #[doc = #status]
+        #safety
+    }
+}
+
+/// The C spelling of a (valid) argument or return type, for the docs.
+fn c_type(ty: &Type) -> String {
+    match strip(ty) {
+        Type::Ptr(p) => {
+            let pointee = c_type(&p.elem);
+            if p.mutability.is_some() {
+                format!("{pointee}*")
+            } else {
+                format!("const {pointee}*")
+            }
+        }
+        Type::Tuple(t) if t.elems.is_empty() => "void".to_owned(),
+        Type::Path(p) => {
+            let last = p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            match last.as_str() {
+                "f32" => "float",
+                "f64" => "double",
+                "i8" => "int8_t",
+                "i16" => "int16_t",
+                "i32" => "int32_t",
+                "i64" => "int64_t",
+                "u8" => "uint8_t",
+                "u16" => "uint16_t",
+                "u32" => "uint32_t",
+                "u64" => "uint64_t",
+                "usize" => "size_t",
+                "isize" => "ptrdiff_t",
+                "bool" => "bool",
+                "c_void" => "void",
+                other => other,
+            }
+            .to_owned()
+        }
+        other => other.to_token_stream().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(tokens: TokenStream) -> String {
+        let mut errors = crate::diag::Errors::default();
+        let entries = super::super::parse::parse(tokens, &mut errors);
+        assert!(errors.is_empty());
+        entries
+            .iter()
+            .map(expand)
+            .collect::<TokenStream>()
+            .to_string()
+    }
+
+    #[test]
+    fn c_types_for_the_docs() {
+        let c = |s: &str| c_type(&syn::parse_str(s).unwrap());
+        assert_eq!(c("*const f32"), "const float*");
+        assert_eq!(c("*mut *mut u8"), "uint8_t**");
+        assert_eq!(c("Pair"), "Pair");
+        assert_eq!(c("crate::Pair"), "Pair");
+        assert_eq!(c("usize"), "size_t");
+    }
+
+    #[test]
+    fn safe_wrapper_for_scalars() {
+        let out = expand_str(quote::quote!(pub mul = "mul_f32_f32", fn(f32, f32) -> f32));
+        assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
+        assert!(
+            out.contains("fn __gk_ffi_mul (ret : * mut f32 , a0 : f32 , a1 : f32) -> i32"),
+            "{out}"
+        );
+        assert!(
+            out.contains("pub fn mul (a0 : f32 , a1 : f32) -> f32"),
+            "{out}"
+        );
+        assert!(
+            out.contains("report_foreign_failure (\"mul_f32_f32\" , __gk_status)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("int mul_f32_f32(float* ret, float, float)"),
+            "{out}"
+        );
+        assert!(!out.contains("assert_device_copy"), "{out}");
+    }
+
+    #[test]
+    fn unsafe_wrapper_for_pointers_and_unit_return() {
+        let out = expand_str(quote::quote!("touch", fn(p: *mut u32)));
+        assert!(out.contains("unsafe fn touch (p : * mut u32)"), "{out}");
+        assert!(
+            out.contains("fn __gk_ffi_touch (ret : * mut u8 , p : * mut u32) -> i32"),
+            "{out}"
+        );
+        assert!(out.contains("# Safety"), "{out}");
+        assert!(out.contains("int touch(void* ret, uint32_t*)"), "{out}");
+        assert!(!out.contains("assume_init"), "{out}");
+    }
+
+    #[test]
+    fn structs_are_checked_for_device_copy() {
+        let out = expand_str(quote::quote!("f", fn(Pair) -> Pair));
+        assert_eq!(
+            out.matches("assert_device_copy :: < Pair >").count(),
+            1,
+            "{out}"
+        );
+        assert!(out.contains("fn f (a0 : Pair) -> Pair"), "{out}");
+    }
+}

@@ -1,0 +1,78 @@
+//! `declare_device!`: typed Rust wrappers for foreign CUDA C device functions that follow
+//! Numba's ABI, `extern "C" __device__ int f(T* ret, args...)` with 0 meaning success.
+//!
+//! Pipeline: [`parse`] (tokens → [`Entry`] list; a malformed entry is reported and skipped, the
+//! others still parse) → [`check`] → [`expand`]. The expansion is the same on both targets: on
+//! the host the symbol comes from the `.cu` file compiled for the host.
+
+mod check;
+mod expand;
+mod parse;
+
+use proc_macro2::{Ident, TokenStream};
+use syn::{Attribute, LitStr, Type, Visibility};
+
+use crate::diag::Errors;
+
+/// One declared foreign function.
+pub(crate) struct Entry {
+    /// `#[cfg]` / `#[cfg_attr]`: on every generated item.
+    pub cfgs: Vec<Attribute>,
+    /// Every other attribute, doc comments included: on the wrapper.
+    pub attrs: Vec<Attribute>,
+    /// The wrapper's visibility.
+    pub vis: Visibility,
+    /// The Rust name given with `name = "symbol"`.
+    pub alias: Option<Ident>,
+    /// The foreign symbol.
+    pub symbol: LitStr,
+    /// `unsafe fn(..)`: the wrapper is `unsafe` even without pointer arguments.
+    pub unsafety: Option<syn::Token![unsafe]>,
+    /// An explicit ABI (an error).
+    pub abi: Option<syn::Abi>,
+    /// `for<'a>` or `fn<T>` (an error).
+    pub generics: Option<TokenStream>,
+    /// The arguments after the return slot.
+    pub args: Vec<Arg>,
+    /// `...` (an error).
+    pub variadic: Option<syn::Token![...]>,
+    /// The return type; `None` for `()` written or omitted.
+    pub ret: Option<Type>,
+}
+
+/// One argument of a foreign function.
+pub(crate) struct Arg {
+    /// `name: T` gives the wrapper's parameter a name.
+    pub name: Option<Ident>,
+    /// The type as written.
+    pub ty: Type,
+}
+
+impl Entry {
+    /// The Rust name of the wrapper: the alias, else the symbol (if it is a valid identifier).
+    pub(crate) fn rust_name(&self) -> Option<Ident> {
+        match &self.alias {
+            Some(alias) => Some(alias.clone()),
+            None => {
+                let mut ident: Ident = syn::parse_str(&self.symbol.value()).ok()?;
+                ident.set_span(self.symbol.span());
+                Some(ident)
+            }
+        }
+    }
+}
+
+/// Expands `declare_device!(...)`.
+pub(crate) fn declare_device(input: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let entries = parse::parse(input, &mut errors);
+    let valid = check::check(&entries, &mut errors);
+    let mut tokens: TokenStream = entries
+        .iter()
+        .zip(valid)
+        .filter(|(_, ok)| *ok)
+        .map(|(e, _)| expand::expand(e))
+        .collect();
+    tokens.extend(errors.to_compile_errors());
+    tokens
+}

@@ -1,0 +1,342 @@
+//! Every way a `#[kernel]` can be misused, each reported on the offending tokens.
+
+use quote::{ToTokens, quote};
+use syn::{GenericParam, Item};
+
+use super::{Binding, Kernel, ParamKind};
+use crate::diag::{Errors, error};
+use crate::ty::Unsupported;
+
+const ALLOWED: &str = "a kernel takes scalars, `&[T]`, `DisjointSlice<T>`, `&mut [T]` (in an \
+                       `unsafe fn`), raw pointers, and `#[repr(C)]` structs that implement \
+                       `DeviceCopy`";
+
+pub(super) fn check(kernel: &Kernel, errors: &mut Errors) {
+    let sig = &kernel.item.sig;
+    if let Some(constness) = &sig.constness {
+        errors.push(error(
+            constness,
+            "a kernel cannot be a `const fn`",
+            Some("remove `const`"),
+        ));
+    }
+    if let Some(asyncness) = &sig.asyncness {
+        errors.push(error(
+            asyncness,
+            "a kernel cannot be `async`",
+            Some("remove `async`"),
+        ));
+    }
+    if let Some(abi) = &sig.abi {
+        errors.push(error(
+            abi,
+            "`#[kernel]` chooses the ABI itself",
+            Some("remove the `extern` ABI: the device entry point is generated as `extern \"gpu-kernel\"`"),
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        let only_lifetimes = sig
+            .generics
+            .params
+            .iter()
+            .all(|p| matches!(p, GenericParam::Lifetime(_)));
+        errors.push(if only_lifetimes {
+            error(
+                &sig.generics,
+                "a kernel cannot have lifetime parameters",
+                Some("remove them: `&[T]` and `DisjointSlice<T>` work with elided lifetimes"),
+            )
+        } else {
+            error(
+                &sig.generics,
+                "a kernel cannot be generic",
+                Some("a GPU entry point needs concrete types: write one kernel per type (a `macro_rules!` can stamp them out)"),
+            )
+        });
+    }
+    if let Some(where_clause) = &sig.generics.where_clause {
+        errors.push(error(
+            where_clause,
+            "a kernel cannot have a `where` clause",
+            Some("remove it: a kernel has no generic parameters to constrain"),
+        ));
+    }
+    if let Some(receiver) = &kernel.receiver {
+        errors.push(error(
+            receiver,
+            "a kernel cannot take `self`",
+            Some("a kernel is a free function: move it out of the `impl` block and pass the data as parameters"),
+        ));
+    }
+    if let Some(variadic) = &sig.variadic {
+        errors.push(error(
+            variadic,
+            "a kernel cannot be variadic",
+            Some("pass the values in a slice (`&[T]`)"),
+        ));
+    }
+    if let syn::ReturnType::Type(_, ty) = &sig.output
+        && !matches!(crate::ty::strip(ty), syn::Type::Tuple(t) if t.elems.is_empty())
+    {
+        errors.push(error(
+            ty,
+            "a kernel cannot return a value",
+            Some("write results into an output parameter, such as `out: DisjointSlice<T>`"),
+        ));
+    }
+
+    for param in &kernel.params {
+        for attr in &param.arg.attrs {
+            if attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr") {
+                errors.push(error(
+                    attr,
+                    "a kernel parameter cannot be conditional: it would change the kernel's ABI",
+                    Some("make the whole kernel conditional instead"),
+                ));
+            }
+        }
+        if let Binding::Unsupported = param.binding {
+            errors.push(error(
+                &param.arg.pat,
+                "kernel parameters must be plain names",
+                Some("bind the parameter to a name (`x: T` or `mut x: T`) and destructure it in the body"),
+            ));
+        }
+        match &param.kind {
+            ParamKind::SliceMut { elem } if sig.unsafety.is_none() => {
+                let elem = elem.to_token_stream();
+                errors.push(error(
+                    &param.arg.ty,
+                    "`&mut [T]` is only allowed in an `unsafe fn` kernel: every thread would get the whole slice, so safe code could race",
+                    Some(&format!(
+                        "take `DisjointSlice<{elem}>` (each thread writes its own index) or declare the kernel `unsafe fn`"
+                    )),
+                ));
+            }
+            ParamKind::Unsupported(why) => {
+                let (message, hint) = unsupported(*why);
+                errors.push(error(&param.arg.ty, message, Some(hint)));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The message and the hint for a parameter type that cannot reach the device.
+fn unsupported(why: Unsupported) -> (&'static str, &'static str) {
+    match why {
+        Unsupported::Reference => (
+            "a kernel cannot take a reference to one value: it would point into host memory",
+            "pass it by value (its type must implement `DeviceCopy`) or as a one-element `&[T]`",
+        ),
+        Unsupported::Text => (
+            "strings cannot be kernel parameters",
+            "pass the bytes as `&[u8]`",
+        ),
+        Unsupported::Char => ("`char` cannot be a kernel parameter", "pass it as `u32`"),
+        Unsupported::Int128 => (
+            "128-bit integers cannot be kernel parameters: the GPU ABI has no 128-bit parameter",
+            "pass it as two `u64` halves",
+        ),
+        Unsupported::Tuple => (
+            "tuples cannot be kernel parameters: their layout is unspecified",
+            "pass each element as its own parameter, or a `#[repr(C)]` struct that implements `DeviceCopy`",
+        ),
+        Unsupported::Array => (
+            "arrays cannot be kernel parameters by value",
+            "take `&[T]`, or wrap the array in a `#[repr(C)]` struct that implements `DeviceCopy`",
+        ),
+        Unsupported::ImplTrait => (
+            "`impl Trait` cannot be a kernel parameter: a kernel cannot be generic",
+            "name a concrete type",
+        ),
+        Unsupported::TraitObject => (
+            "trait objects cannot be kernel parameters",
+            "name a concrete type",
+        ),
+        Unsupported::FnPointer => (
+            "function pointers cannot be kernel parameters: host functions cannot run on the GPU",
+            "call the function from the kernel body (use `declare_device!` for foreign device functions)",
+        ),
+        Unsupported::GenericPath => (
+            "generic types other than `DisjointSlice<T>` cannot be kernel parameters",
+            ALLOWED,
+        ),
+        Unsupported::BadDisjoint => (
+            "`DisjointSlice` takes one element type",
+            "write `DisjointSlice<T>`",
+        ),
+        Unsupported::QualifiedPath => (
+            "associated types cannot be kernel parameters",
+            "name the concrete type",
+        ),
+        Unsupported::Never | Unsupported::Infer | Unsupported::Other => {
+            ("this type cannot be a kernel parameter", ALLOWED)
+        }
+    }
+}
+
+/// The error for `#[kernel]` on something other than a function, spanned on the item's
+/// keyword and name.
+pub(super) fn not_a_function(item: &Item) -> syn::Error {
+    let head = match item {
+        Item::Struct(i) => {
+            let (kw, id) = (&i.struct_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Enum(i) => {
+            let (kw, id) = (&i.enum_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Union(i) => {
+            let (kw, id) = (&i.union_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Const(i) => {
+            let (kw, id) = (&i.const_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Static(i) => {
+            let (kw, id) = (&i.static_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Mod(i) => {
+            let (kw, id) = (&i.mod_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Trait(i) => {
+            let (kw, id) = (&i.trait_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Type(i) => {
+            let (kw, id) = (&i.type_token, &i.ident);
+            quote!(#kw #id)
+        }
+        Item::Impl(i) => {
+            let (kw, ty) = (&i.impl_token, &i.self_ty);
+            quote!(#kw #ty)
+        }
+        other => other.to_token_stream(),
+    };
+    error(
+        head,
+        "`#[kernel]` applies to functions only",
+        Some("write `#[kernel] pub fn name(..) { .. }`"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    fn messages(item: TokenStream) -> Vec<String> {
+        let kernel = super::super::parse::parse(syn::parse2(item).unwrap());
+        let mut errors = Errors::default();
+        check(&kernel, &mut errors);
+        errors.messages()
+    }
+
+    #[test]
+    fn accepts_every_parameter_kind() {
+        let errors = messages(quote! {
+            /// Docs.
+            pub unsafe fn k(a: f32, x: &[f32], mut y: DisjointSlice<'_, f32>, z: &mut [u8],
+                            p: *mut u32, q: *const Pair, s: Pair, _: bool) -> () {}
+        });
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn reports_every_signature_misuse_at_once() {
+        let errors = messages(quote! {
+            const async extern "C" fn k<T: Copy>(x: T) -> f32 where T: Clone {}
+        });
+        let expected = [
+            "a kernel cannot be a `const fn`",
+            "a kernel cannot be `async`",
+            "`#[kernel]` chooses the ABI itself",
+            "a kernel cannot be generic",
+            "a kernel cannot have a `where` clause",
+            "a kernel cannot return a value",
+        ];
+        assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+        for (error, expected) in errors.iter().zip(expected) {
+            assert!(error.starts_with(expected), "{error} / {expected}");
+            assert!(error.contains("\nhint: "), "{error}");
+        }
+    }
+
+    #[test]
+    fn lifetimes_receivers_and_variadics() {
+        let errors = messages(quote!(
+            fn k<'a>(&self, x: &'a [f32], ...) {}
+        ));
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert!(errors[0].starts_with("a kernel cannot have lifetime parameters"));
+        assert!(errors[1].starts_with("a kernel cannot take `self`"));
+        assert!(errors[2].starts_with("a kernel cannot be variadic"));
+    }
+
+    #[test]
+    fn mutable_slices_need_an_unsafe_kernel() {
+        let errors = messages(quote!(
+            fn k(x: &mut [f32]) {}
+        ));
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("only allowed in an `unsafe fn` kernel"));
+        assert!(errors[0].contains(
+            "hint: take `DisjointSlice<f32>` (each thread writes its own index) or declare the kernel `unsafe fn`"
+        ));
+        assert!(
+            messages(quote!(
+                unsafe fn k(x: &mut [f32]) {}
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn unsupported_parameters_and_patterns() {
+        let errors = messages(quote! {
+            fn k(a: (f32, f32), b: [f32; 4], c: &f32, d: &str, e: impl Copy, f: fn(), g: dyn Tr,
+                 h: u128, i: char, j: Vec<f32>, (l, m): Pair, ref n: u32, #[cfg(x)] o: u32) {}
+        });
+        let expected = [
+            "tuples cannot be kernel parameters",
+            "arrays cannot be kernel parameters",
+            "a kernel cannot take a reference to one value",
+            "strings cannot be kernel parameters",
+            "`impl Trait` cannot be a kernel parameter",
+            "function pointers cannot be kernel parameters",
+            "trait objects cannot be kernel parameters",
+            "128-bit integers cannot be kernel parameters",
+            "`char` cannot be a kernel parameter",
+            "generic types other than `DisjointSlice<T>` cannot be kernel parameters",
+            "kernel parameters must be plain names",
+            "kernel parameters must be plain names",
+            "a kernel parameter cannot be conditional",
+        ];
+        assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+        for (error, expected) in errors.iter().zip(expected) {
+            assert!(error.starts_with(expected), "{error} / {expected}");
+        }
+    }
+
+    #[test]
+    fn not_a_function_names_the_item() {
+        let item: Item = syn::parse2(quote!(
+            pub struct S {
+                x: u32,
+            }
+        ))
+        .unwrap();
+        let error = not_a_function(&item);
+        assert!(
+            error
+                .to_string()
+                .starts_with("`#[kernel]` applies to functions only")
+        );
+    }
+}

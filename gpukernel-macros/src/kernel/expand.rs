@@ -1,0 +1,436 @@
+//! [`Kernel`] → tokens: the nvptx64 entry point and the host's marker type, `Kernel` impl and
+//! simulator entry, each gated on `target_arch` (the macro runs on the host for both builds).
+
+use proc_macro2::{Ident, Literal, Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{FnArg, Type};
+
+use super::{Binding, Kernel, Param, ParamKind};
+use crate::ty::{all_static, explicit_disjoint_lifetime};
+
+/// How one kernel parameter crosses the ABI.
+struct Lowered {
+    /// The ABI parameters: `(name, type)`, one or two.
+    abi: Vec<(Ident, TokenStream)>,
+    /// Rebuilds the Rust value from the ABI parameters (for slices).
+    rebuild: Option<TokenStream>,
+    /// The expression passed to the body.
+    value: Ident,
+}
+
+fn lower(param: &Param) -> Lowered {
+    let base = match &param.binding {
+        Binding::Ident(ident) => format_ident!("__gk_{}_{}", param.index, ident.unraw()),
+        Binding::Wild | Binding::Unsupported => format_ident!("__gk_{}", param.index),
+    };
+    let ptr = format_ident!("{}_ptr", base);
+    let len = format_ident!("{}_len", base);
+    let private = quote!(::gpukernel_device::__private);
+    let ty = &param.arg.ty;
+    let (elem_ptr, rebuild_fn) = match &param.kind {
+        ParamKind::Slice { elem } => (quote!(*const #elem), quote!(slice_from_raw::<#elem>)),
+        ParamKind::SliceMut { elem } => (quote!(*mut #elem), quote!(slice_from_raw_mut::<#elem>)),
+        ParamKind::Disjoint { elem } => (quote!(*mut #elem), quote!(disjoint_from_raw::<#elem>)),
+        ParamKind::Scalar | ParamKind::Struct | ParamKind::Ptr | ParamKind::Unsupported(_) => {
+            return Lowered {
+                abi: vec![(base.clone(), ty.to_token_stream())],
+                rebuild: None,
+                value: base,
+            };
+        }
+    };
+    let rebuild = quote! {
+        // SAFETY: the runtime passes a pointer and a length that describe one live buffer
+        // for the whole launch, borrowed as the parameter's type says (see `Kernel`).
+        let #base = unsafe { #private::#rebuild_fn(#ptr, #len) };
+    };
+    Lowered {
+        abi: vec![(ptr, elem_ptr), (len, quote!(usize))],
+        rebuild: Some(rebuild),
+        value: base,
+    }
+}
+
+/// The user's parameters as the body function takes them (with `DisjointSlice<'_, T>`).
+fn body_params(kernel: &Kernel) -> Vec<FnArg> {
+    kernel
+        .params
+        .iter()
+        .map(|p| {
+            let mut arg = p.arg.clone();
+            *arg.ty = explicit_disjoint_lifetime(&arg.ty);
+            FnArg::Typed(arg)
+        })
+        .collect()
+}
+
+/// `const _: () = assert_device_copy::<T>();` for each by-value struct and each slice element
+/// type, spanned on the user's type so that a missing `DeviceCopy` is reported there.
+fn device_copy_asserts(kernel: &Kernel) -> TokenStream {
+    let cfgs = &kernel.cfgs;
+    kernel
+        .params
+        .iter()
+        .filter_map(|p| match &p.kind {
+            ParamKind::Struct => Some(&*p.arg.ty),
+            ParamKind::Slice { elem }
+            | ParamKind::SliceMut { elem }
+            | ParamKind::Disjoint { elem } => Some(elem),
+            _ => None,
+        })
+        .filter(crate::ty::first_of_its_spelling())
+        .map(|ty: &Type| {
+            let ty = all_static(ty);
+            quote_spanned! {ty.span()=>
+                #(#cfgs)*
+                const _: () = ::gpukernel_device::__private::assert_device_copy::<#ty>();
+            }
+        })
+        .collect()
+}
+
+pub(super) fn expand(kernel: &Kernel) -> TokenStream {
+    let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
+    let asserts = device_copy_asserts(kernel);
+    let device = device(kernel, &lowered);
+    let host = host(kernel, &lowered);
+    quote! { #asserts #device #host }
+}
+
+fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
+    let sig = &kernel.item.sig;
+    let name = &sig.ident;
+    let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
+    let unsafety = &sig.unsafety;
+    let output = &sig.output;
+    let block = &kernel.item.block;
+    let params = body_params(kernel);
+    let inline = (!has_inline(kernel)).then(|| quote!(#[inline(always)]));
+    let abi = lowered
+        .iter()
+        .flat_map(|l| &l.abi)
+        .map(|(n, t)| quote!(#n: #t));
+    let rebuild = lowered.iter().filter_map(|l| l.rebuild.as_ref());
+    let values = lowered.iter().map(|l| &l.value);
+    // rustc warns that aggregates in the "gpu-kernel" ABI "may have unexpected behavior"; a
+    // `DeviceCopy` struct is `#[repr(C)]` and lowers to `.param .align A .b8 name[size]`, the
+    // layout nvcc gives a struct kernel parameter (checked with ptxas), so the warning is
+    // silenced for those parameters only. `unknown_lints`: older nightlies lack the lint.
+    let allow_structs = kernel
+        .params
+        .iter()
+        .any(|p| matches!(p.kind, ParamKind::Struct))
+        .then(|| {
+            quote! {
+                #[allow(unknown_lints)]
+                #[allow(improper_gpu_kernel_arg)]
+            }
+        });
+    let call = quote!(__gk_body(#(#values),*));
+    let call = match unsafety {
+        Some(_) => quote! {
+            // SAFETY: the kernel's author states the conditions in its `# Safety` docs; the
+            // launch that reached this entry point is `unsafe` or checked them.
+            unsafe { #call }
+        },
+        None => call,
+    };
+    quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #(#cfgs)*
+        #(#docs)*
+        ///
+        /// # Safety
+        /// A GPU entry point: launched by the driver with the parameters laid out as the
+        /// `gpukernel_device::Kernel` ABI says, never called from Rust.
+        #[unsafe(no_mangle)]
+        #allow_structs
+        pub unsafe extern "gpu-kernel" fn #name(#(#abi),*) {
+            #inline
+            #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+            #(#body_attrs)*
+            #unsafety fn __gk_body(#(#params),*) #output #block
+
+            #(#rebuild)*
+            #call;
+        }
+    }
+}
+
+fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
+    let sig = &kernel.item.sig;
+    let name = &sig.ident;
+    let name_str = name.unraw().to_string();
+    let body_name = format_ident!("__gk_body_{}", name.unraw());
+    let vis = &kernel.item.vis;
+    let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
+    let unsafety = &sig.unsafety;
+    let output = &sig.output;
+    let block = &kernel.item.block;
+    let params = body_params(kernel);
+    let param_tys = kernel.params.iter().map(|p| all_static(&p.arg.ty));
+
+    let params_ident = Ident::new("__gk_params", Span::call_site());
+    let mut reads = Vec::new();
+    for (k, (abi_name, abi_ty)) in lowered.iter().flat_map(|l| &l.abi).enumerate() {
+        let k = Literal::usize_unsuffixed(k);
+        reads.push(quote! {
+            // SAFETY: the runtime's parameter array holds one pointer per ABI parameter, in
+            // order, each to a value of that parameter's type.
+            let #abi_name = unsafe { (*#params_ident.add(#k)).cast::<#abi_ty>().read_unaligned() };
+        });
+    }
+    if reads.is_empty() {
+        reads.push(quote!(let _ = #params_ident;));
+    }
+    let rebuild = lowered.iter().filter_map(|l| l.rebuild.as_ref());
+    let values = lowered.iter().map(|l| &l.value);
+    let call = quote!(#body_name(#(#values),*));
+    let call = match unsafety {
+        Some(_) => quote! {
+            // SAFETY: as on the GPU, the launch is `unsafe` or checked the kernel's contract.
+            unsafe { #call }
+        },
+        None => call,
+    };
+
+    quote! {
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#cfgs)*
+        #(#docs)*
+        #[doc(hidden)]
+        #[allow(non_snake_case, dead_code)]
+        // The parameter list is the kernel's launch interface, taken by value by design.
+        #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+        #(#body_attrs)*
+        #vis #unsafety fn #body_name(#(#params),*) #output #block
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#cfgs)*
+        #(#docs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #[derive(Clone, Copy, Debug)]
+        #vis struct #name;
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#cfgs)*
+        // SAFETY: generated by `#[kernel]`: `NAME` is the entry point's unmangled name, `Params`
+        // the parameter types in order and `SIM_ENTRY` reads them in the documented ABI.
+        unsafe impl ::gpukernel_device::Kernel for #name {
+            const NAME: &'static str = #name_str;
+            type Params = (#(#param_tys,)*);
+            const SIM_ENTRY: ::gpukernel_device::SimEntry = {
+                unsafe fn __gk_sim_entry(#params_ident: *const *mut ::core::ffi::c_void) {
+                    #(#reads)*
+                    #(#rebuild)*
+                    #call;
+                }
+                __gk_sim_entry
+            };
+        }
+    }
+}
+
+fn has_inline(kernel: &Kernel) -> bool {
+    kernel
+        .body_attrs
+        .iter()
+        .any(|a| a.path().is_ident("inline"))
+}
+
+/// What is emitted next to the errors: the function as written (so that its body is still
+/// type-checked and IDEs keep working), minus a variadic, which would only add an error.
+pub(super) fn fallback(kernel: &Kernel) -> TokenStream {
+    let mut item = kernel.item.clone();
+    if item.sig.variadic.take().is_some() {
+        // `fn f(a: u32, ...)`: the comma before `...` is the inputs' trailing punctuation.
+        item.sig.inputs = item.sig.inputs.into_iter().collect();
+    }
+    item.into_token_stream()
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    fn expand(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+        super::super::kernel(attr, item).to_string()
+    }
+
+    #[test]
+    fn device_entry_lowers_slices_to_pointer_and_length() {
+        let out = expand(
+            quote!(),
+            quote!(
+                pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+                    body();
+                }
+            ),
+        );
+        assert!(
+            out.contains(
+                "pub unsafe extern \"gpu-kernel\" fn saxpy (__gk_0_a : f32 , \
+                 __gk_1_x_ptr : * const f32 , __gk_1_x_len : usize , \
+                 __gk_2_y_ptr : * mut f32 , __gk_2_y_len : usize)"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "fn __gk_body (a : f32 , x : & [f32] , mut y : DisjointSlice < '_ , f32 >)"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("slice_from_raw :: < f32 > (__gk_1_x_ptr , __gk_1_x_len)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("disjoint_from_raw :: < f32 > (__gk_2_y_ptr , __gk_2_y_len)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("__gk_body (__gk_0_a , __gk_1_x , __gk_2_y) ;"),
+            "{out}"
+        );
+        assert!(out.contains("# [cfg (target_arch = \"nvptx64\")]"), "{out}");
+        assert!(
+            out.contains("# [cfg (not (target_arch = \"nvptx64\"))]"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn host_side_implements_kernel() {
+        let out = expand(
+            quote!(),
+            quote!(
+                pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+            ),
+        );
+        assert!(out.contains("pub struct saxpy ;"), "{out}");
+        assert!(
+            out.contains("unsafe impl :: gpukernel_device :: Kernel for saxpy"),
+            "{out}"
+        );
+        assert!(
+            out.contains("const NAME : & 'static str = \"saxpy\""),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "type Params = (f32 , & 'static [f32] , DisjointSlice < 'static , f32 > ,) ;"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("pub fn __gk_body_saxpy ("), "{out}");
+        for (k, ty) in [
+            (0, "f32"),
+            (1, "* const f32"),
+            (2, "usize"),
+            (3, "* mut f32"),
+            (4, "usize"),
+        ] {
+            let read =
+                format!("(* __gk_params . add ({k})) . cast :: < {ty} > () . read_unaligned ()");
+            assert!(out.contains(&read), "{read}\n{out}");
+        }
+        assert_eq!(
+            out.matches("assert_device_copy :: < f32 >").count(),
+            1,
+            "{out}"
+        );
+        assert!(!out.contains("gpukernel_runtime"));
+    }
+
+    #[test]
+    fn unsafe_kernels_keep_their_unsafety() {
+        let out = expand(
+            quote!(),
+            quote!(
+                pub unsafe fn k(x: &mut [u32]) {}
+            ),
+        );
+        assert!(
+            out.contains("unsafe fn __gk_body (x : & mut [u32])"),
+            "{out}"
+        );
+        assert!(
+            out.contains("unsafe fn __gk_body_k (x : & mut [u32])"),
+            "{out}"
+        );
+        assert!(out.contains("slice_from_raw_mut :: < u32 >"), "{out}");
+        assert!(out.contains("unsafe { __gk_body (__gk_0_x) }"), "{out}");
+    }
+
+    #[test]
+    fn no_parameters() {
+        let out = expand(
+            quote!(),
+            quote!(
+                fn empty() {}
+            ),
+        );
+        assert!(out.contains("fn empty ()"), "{out}");
+        assert!(out.contains("type Params = () ;"), "{out}");
+        assert!(out.contains("let _ = __gk_params ;"), "{out}");
+    }
+
+    #[test]
+    fn cfg_attributes_go_on_every_item_docs_on_the_type() {
+        let out = expand(
+            quote!(),
+            quote!(
+                #[doc = " Hi."]
+                #[cfg(feature = "k")]
+                #[allow(unused)]
+                fn k(s: Pair) {}
+            ),
+        );
+        // the DeviceCopy check, the device entry, the body, the type and the impl
+        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 5, "{out}");
+        assert!(
+            out.contains("# [doc = \" Hi.\"] # [allow (non_camel_case_types , dead_code)]"),
+            "{out}"
+        );
+        assert!(out.contains("assert_device_copy :: < Pair >"), "{out}");
+    }
+
+    #[test]
+    fn bad_input_still_emits_the_function() {
+        let out = expand(
+            quote!(fast),
+            quote!(
+                fn k(x: &mut [f32]) {
+                    work();
+                }
+            ),
+        );
+        assert!(
+            out.contains("fn k (x : & mut [f32]) { work () ; }"),
+            "{out}"
+        );
+        assert_eq!(out.matches("compile_error !").count(), 2, "{out}");
+        assert!(!out.contains("gpu-kernel"), "{out}");
+        let out = expand(
+            quote!(),
+            quote!(
+                unsafe extern "C" fn k(a: u32, ...) {}
+            ),
+        );
+        assert!(
+            out.contains("unsafe extern \"C\" fn k (a : u32) { }"),
+            "{out}"
+        );
+        let out = expand(
+            quote!(),
+            quote!(
+                struct S;
+            ),
+        );
+        assert!(out.starts_with("struct S ;"), "{out}");
+        assert!(out.contains("applies to functions only"), "{out}");
+    }
+}

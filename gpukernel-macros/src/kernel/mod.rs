@@ -1,0 +1,109 @@
+//! `#[kernel]`: a Rust function that becomes a GPU entry point (on nvptx64) and a launch
+//! descriptor plus simulator entry (on the host).
+//!
+//! Pipeline: [`parse`] (syn `ItemFn` → [`Kernel`] IR, total) → [`check`] (every misuse, all
+//! reported) → [`expand`] (both targets' code, gated by `cfg(target_arch = "nvptx64")`).
+
+mod check;
+mod expand;
+mod parse;
+
+use proc_macro2::{Ident, TokenStream};
+use quote::ToTokens;
+use syn::{Attribute, ItemFn, PatType, Type};
+
+use crate::diag::{Errors, error};
+use crate::ty::Unsupported;
+
+/// A `#[kernel]` function after parsing. Keeps the original syntax for spans and for the
+/// fallback expansion.
+pub(crate) struct Kernel {
+    /// The function as written (attributes included).
+    pub item: ItemFn,
+    /// `#[doc]` attributes: on the marker type, the body and the device entry.
+    pub docs: Vec<Attribute>,
+    /// `#[cfg]` / `#[cfg_attr]` attributes: on every generated item.
+    pub cfgs: Vec<Attribute>,
+    /// Every other attribute (lints, `#[inline]`, ...): on the function holding the body.
+    pub body_attrs: Vec<Attribute>,
+    /// A `self` receiver, which is an error.
+    pub receiver: Option<syn::Receiver>,
+    /// The typed parameters in order.
+    pub params: Vec<Param>,
+}
+
+/// One kernel parameter.
+pub(crate) struct Param {
+    /// Position among the parameters.
+    pub index: usize,
+    /// `pattern: Type` as written.
+    pub arg: PatType,
+    /// How the pattern binds.
+    pub binding: Binding,
+    /// How the type lowers to ABI parameters.
+    pub kind: ParamKind,
+}
+
+/// How a parameter's pattern binds its value.
+pub(crate) enum Binding {
+    /// `x` or `mut x`.
+    Ident(Ident),
+    /// `_`.
+    Wild,
+    /// Anything else (destructuring, `ref x`, `x @ ..`): an error.
+    Unsupported,
+}
+
+/// How a parameter lowers to the kernel ABI (see `gpukernel_device::Kernel`).
+pub(crate) enum ParamKind {
+    /// A primitive: one parameter by value.
+    Scalar,
+    /// A `DeviceCopy` struct: one parameter by value.
+    Struct,
+    /// `&[T]`: `*const T`, `usize`.
+    Slice { elem: Type },
+    /// `&mut [T]` (unsafe kernels only): `*mut T`, `usize`.
+    SliceMut { elem: Type },
+    /// `DisjointSlice<T>`: `*mut T`, `usize`.
+    Disjoint { elem: Type },
+    /// `*const T` / `*mut T`: one parameter.
+    Ptr,
+    /// Not allowed in a kernel.
+    Unsupported(Unsupported),
+}
+
+/// Expands `#[kernel]` (`attr` are the attribute's arguments, `item` the annotated item).
+pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    if !attr.is_empty() {
+        errors.push(error(
+            &attr,
+            "`#[kernel]` takes no arguments",
+            Some("write `#[kernel]`"),
+        ));
+    }
+    let item_fn = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Fn(item_fn)) => item_fn,
+        Ok(other) => {
+            errors.push(check::not_a_function(&other));
+            return with_errors(item, &errors);
+        }
+        Err(e) => {
+            errors.push(e);
+            return with_errors(item, &errors);
+        }
+    };
+    let kernel = parse::parse(item_fn);
+    check::check(&kernel, &mut errors);
+    if errors.is_empty() {
+        expand::expand(&kernel)
+    } else {
+        with_errors(expand::fallback(&kernel), &errors)
+    }
+}
+
+fn with_errors(item: impl ToTokens, errors: &Errors) -> TokenStream {
+    let mut tokens = item.into_token_stream();
+    tokens.extend(errors.to_compile_errors());
+    tokens
+}

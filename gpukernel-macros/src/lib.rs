@@ -1,0 +1,76 @@
+//! Procedural macros of gpukernel. Use them through `gpukernel_device`, which re-exports them
+//! (`use gpukernel_device::prelude::*`); the generated code names `::gpukernel_device`.
+//!
+//! * [`macro@kernel`] turns a Rust function into a GPU kernel (an nvptx64 entry point) and, on
+//!   the host, into a marker type implementing `gpukernel_device::Kernel` for typed launches
+//!   and the simulator.
+//! * [`declare_device!`] declares foreign CUDA C device functions (Numba's ABI
+//!   `extern "C" __device__ int f(T* ret, args...)`) as typed Rust functions.
+//!
+//! This crate is a thin shim: each macro is `parse → IR → check → expand` in an ordinary
+//! module (`kernel`, `foreign`), unit-tested on `proc_macro2` token streams.
+#![warn(missing_docs)]
+
+mod diag;
+mod foreign;
+mod kernel;
+mod ty;
+
+use proc_macro::TokenStream;
+
+/// Makes a function a GPU kernel.
+///
+/// ```ignore
+/// use gpukernel_device::prelude::*;
+///
+/// #[kernel]
+/// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = gpukernel_device::thread::index();
+///     if let (Some(y), Some(x)) = (y.get_mut(i), x.get(i.get())) {
+///         *y += a * x;
+///     }
+/// }
+/// ```
+///
+/// Parameters, lowered in order to the kernel ABI (`gpukernel_device::Kernel`):
+/// * scalars (`i8`..`i64`, `u8`..`u64`, `usize`, `isize`, `f32`, `f64`, `bool`) and
+///   `#[repr(C)]` structs implementing `DeviceCopy`: one parameter by value;
+/// * `&[T]`: a read-only slice (pointer and length);
+/// * `DisjointSlice<T>`: an output slice that each thread writes at its own index;
+/// * `&mut [T]`: a mutable slice, only in an `unsafe fn` kernel;
+/// * `*const T` / `*mut T`: one raw pointer.
+///
+/// The function must return `()`, and may not be generic, `async`, `const` or `extern`.
+///
+/// On nvptx64 it becomes `#[unsafe(no_mangle)] pub unsafe extern "gpu-kernel" fn name(..)`
+/// (the crate needs `#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]`). On the
+/// host it becomes a unit struct `name` implementing `Kernel`, which the runtime launches on a
+/// GPU or in the simulator.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::kernel(attr.into(), item.into()).into()
+}
+
+/// Declares foreign CUDA C device functions as typed Rust functions.
+///
+/// ```ignore
+/// use gpukernel_device::prelude::*;
+///
+/// declare_device!(pub "mul_f32_f32", fn(f32, f32) -> f32);
+/// declare_device! {
+///     /// Sums `n` floats.
+///     pub sum = "sum_reduce", fn(*const f32, i32) -> f32;
+///     pub "touch", fn(*mut u32);
+/// }
+/// ```
+///
+/// Each entry is `attributes visibility (rust_name =)? "symbol", fn(args) -> ret`. The symbol
+/// must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`, returning 0
+/// on success. The wrapper allocates the return slot, calls the symbol and reports a non-zero
+/// status to the runtime (an error at the next synchronization). Arguments are scalars, raw
+/// pointers (the wrapper is then `unsafe fn`) and `DeviceCopy` structs; the return type is a
+/// scalar, a raw pointer, a `DeviceCopy` struct or `()`.
+#[proc_macro]
+pub fn declare_device(input: TokenStream) -> TokenStream {
+    foreign::declare_device(input.into()).into()
+}

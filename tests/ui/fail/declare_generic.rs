@@ -1,0 +1,8 @@
+use gpukernel_device::prelude::*;
+
+declare_device! {
+    "mul", fn<T>(T, T) -> T;
+    "scale", for<'a> fn(&'a f32);
+}
+
+fn main() {}

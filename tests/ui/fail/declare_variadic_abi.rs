@@ -1,0 +1,8 @@
+use gpukernel_device::prelude::*;
+
+declare_device! {
+    "log", fn(*const u8, ...);
+    "add", extern "C" fn(f32, f32) -> f32;
+}
+
+fn main() {}

@@ -1,0 +1,106 @@
+//! Every accepted form of `declare_device!` compiles, and the wrappers call the symbols (here
+//! Rust stand-ins for the CUDA C functions).
+#![deny(warnings)]
+
+use gpukernel_device::prelude::*;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Complex {
+    pub re: f32,
+    pub im: f32,
+}
+
+// SAFETY: `#[repr(C)]` struct of two `f32`s.
+unsafe impl DeviceCopy for Complex {}
+
+declare_device!("mul_f32_f32", fn(f32, f32) -> f32);
+declare_device!(pub "add_f32_f32", fn(f32, f32) -> f32,);
+
+declare_device! {
+    /// Multiplies two complex numbers.
+    pub cmul = "complex_mul", fn(a: Complex, b: Complex) -> Complex;
+    pub(crate) sum = "sum_reduce", fn(data: *const f32, n: i32) -> f32;
+    pub "touch", fn(*mut u32);
+    "nothing", fn() -> ();
+    "checked", unsafe fn(u64) -> u64;
+    #[cfg(any())]
+    "never_declared", fn(UndefinedType);
+}
+
+mod cuda_side {
+    use super::Complex;
+
+    #[unsafe(no_mangle)]
+    extern "C" fn mul_f32_f32(ret: *mut f32, a: f32, b: f32) -> i32 {
+        // SAFETY: the wrapper passes its return slot.
+        unsafe { ret.write(a * b) };
+        0
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn add_f32_f32(ret: *mut f32, a: f32, b: f32) -> i32 {
+        // SAFETY: as above.
+        unsafe { ret.write(a + b) };
+        0
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn complex_mul(ret: *mut Complex, a: Complex, b: Complex) -> i32 {
+        let c = Complex {
+            re: a.re * b.re - a.im * b.im,
+            im: a.re * b.im + a.im * b.re,
+        };
+        // SAFETY: as above.
+        unsafe { ret.write(c) };
+        0
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn sum_reduce(ret: *mut f32, data: *const f32, n: i32) -> i32 {
+        // SAFETY: the caller passes `n` valid elements.
+        let s: f32 = unsafe { core::slice::from_raw_parts(data, n as usize) }
+            .iter()
+            .sum();
+        // SAFETY: as above.
+        unsafe { ret.write(s) };
+        0
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn touch(_ret: *mut u8, p: *mut u32) -> i32 {
+        // SAFETY: the caller passes a valid pointer.
+        unsafe { *p += 1 };
+        0
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn nothing(_ret: *mut u8) -> i32 {
+        0
+    }
+
+    #[unsafe(no_mangle)]
+    extern "C" fn checked(ret: *mut u64, x: u64) -> i32 {
+        // SAFETY: as above.
+        unsafe { ret.write(x + 1) };
+        0
+    }
+}
+
+fn main() {
+    declare_device!("mul_f32_f32", fn(f32, f32) -> f32);
+    assert_eq!(mul_f32_f32(2.0, 3.0), 6.0);
+    assert_eq!(add_f32_f32(2.0, 3.0), 5.0);
+    let i = Complex { re: 0.0, im: 1.0 };
+    assert_eq!(cmul(i, i), Complex { re: -1.0, im: 0.0 });
+    let data = [1.0f32, 2.0, 3.0];
+    // SAFETY: `data` holds 3 elements.
+    assert_eq!(unsafe { sum(data.as_ptr(), 3) }, 6.0);
+    let mut n = 0u32;
+    // SAFETY: `n` is valid for reads and writes.
+    unsafe { touch(&raw mut n) };
+    assert_eq!(n, 1);
+    nothing();
+    // SAFETY: `checked` has no requirements beyond the ABI.
+    assert_eq!(unsafe { checked(41) }, 42);
+}
