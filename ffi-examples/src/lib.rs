@@ -12,7 +12,9 @@ pub fn check_close(what: &str, got: &[f32], want: &[f32], rel_tol: f32) -> Resul
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let tol = rel_tol * w.abs().max(1.0);
-        if !((g - w).abs() <= tol) {
+        // Written so that NaN fails the check too.
+        let within = (g - w).abs() <= tol;
+        if !within {
             return Err(format!("{what}: element {i} is {g}, expected {w} (tolerance {tol})"));
         }
     }

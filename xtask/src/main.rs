@@ -21,6 +21,8 @@ const CUDA_WHEELS: &[&str] = &[
     "nvidia-nvvm==13.0.*",
     "nvidia-cuda-runtime==13.0.*",
     "nvidia-cuda-cccl==13.0.*",
+    // nvcc's crt/host_config.h and friends live in their own wheel.
+    "nvidia-cuda-crt==13.0.*",
 ];
 
 fn main() -> ExitCode {
@@ -122,7 +124,7 @@ fn doctor(install: bool) -> Result<(), String> {
 
     // 2. The CUDA compiler wheels, pinned to the GPU machine's CUDA 13.0.
     let tools = cuda_tools();
-    let needed = ["bin/ptxas", "bin/nvcc", "lib/libnvrtc.so.13", "lib/libnvJitLink.so.13", "nvvm/libdevice/libdevice.10.bc", "include/cuda_runtime.h"];
+    let needed = ["bin/ptxas", "bin/nvcc", "lib/libnvrtc.so.13", "lib/libnvJitLink.so.13", "nvvm/libdevice/libdevice.10.bc", "include/cuda_runtime.h", "include/crt/host_config.h"];
     let missing: Vec<_> = needed.iter().filter(|p| !tools.join(p).exists()).collect();
     if !missing.is_empty() {
         if install {

@@ -1,0 +1,38 @@
+//! A Rust kernel calling `archive_square` from a static library (`libforeign.a`, built by the
+//! build script with `nvcc -lib -rdc=true`). Needs a GPU: on the simulator it prints that it is
+//! skipped and exits 0.
+mod common;
+
+use ffi_examples_kernels::{PTX, ffi::square_archive};
+use gpukernel_runtime::{
+    LaunchConfig,
+    link::{InputKind, Linker},
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let Some(ctx) = common::gpu_context("link_archive")? else {
+        return Ok(());
+    };
+    let archive = common::artifact("static library", common::ARCHIVE)?;
+    let module = Linker::new(&ctx)?
+        .add_ptx_kernels(PTX, "kernels.ptx", &["square_archive"])
+        .add_data(InputKind::Library, archive, "libforeign.a")
+        .link_and_load()?;
+
+    let n = 100_000;
+    let x: Vec<f32> = (0..n).map(|i| (i % 513) as f32 * 0.25 - 64.0).collect();
+    let (dx, mut out) = (ctx.htod_copy(&x)?, ctx.alloc_zeros(n)?);
+    let kernel = module.kernel(square_archive)?;
+    ctx.default_stream()
+        .launch(&kernel, LaunchConfig::for_elements(n)?, (&dx, &mut out))?;
+
+    let got = out.to_host_vec()?;
+    let want: Vec<f32> = x.iter().map(|v| v * v).collect();
+    println!(
+        "link_archive on {}: out[..4] = {:?}",
+        ctx.device(),
+        &got[..4]
+    );
+    ffi_examples::check_close("square_archive", &got, &want, 0.0)?;
+    Ok(())
+}

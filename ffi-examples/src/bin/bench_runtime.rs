@@ -1,0 +1,325 @@
+//! Benchmark of the runtime on a CUDA device: what a typed launch costs next to a raw
+//! `cuLaunchKernel` and a CUDA C kernel, and whether the Rust saxpy reaches the bandwidth of
+//! the same kernel written in CUDA C.
+//!
+//! * Empty-kernel launch: `Stream::launch` of the Rust `empty_kernel` vs raw `cuLaunchKernel`
+//!   of the same function vs raw `cuLaunchKernel` of a CUDA C `__global__` kernel compiled by
+//!   NVRTC in this process (what `<<<>>>` does). Event-timed per launch over back-to-back
+//!   launches, plus the host time of the launch call; medians of many trials.
+//! * saxpy on 2^28 floats: Rust kernel (typed launch) vs the CUDA C kernel (NVRTC, default
+//!   device optimisation = nvcc -O3, arch from the device) vs `cuMemcpyDtoDAsync`; GB/s count
+//!   read + write bytes; results are checked before timing.
+//!
+//! Prints a table with ratios (ours / reference). Never asserts on time; exits non-zero only
+//! when a result is wrong or the GPU cannot be used. Targets: launch <= 1.05x raw, Rust saxpy
+//! >= 0.99x CUDA C.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use core::ffi::c_void;
+
+use cudarc::driver::sys;
+use ffi_examples_kernels::{PTX, empty_kernel, saxpy};
+use gpukernel_runtime::link::{self, Arch, CudaOutput};
+use gpukernel_runtime::{Context, Device, Event, Function, LaunchConfig, Stream};
+
+const CUDA_C: &str = r#"
+extern "C" __global__ void empty_kernel_c() {}
+
+extern "C" __global__ void saxpy_c(float a, const float* x, float* y, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] = a * x[i] + y[i];
+    }
+}
+"#;
+
+const LAUNCHES_PER_TRIAL: usize = 2000;
+const LAUNCH_TRIALS: usize = 31;
+const SAXPY_TRIALS: usize = 21;
+const SAXPY_N: usize = 1 << 28;
+
+type BoxError = Box<dyn std::error::Error>;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Event-timed milliseconds of `f` on `stream`.
+fn timed(
+    stream: &Stream,
+    start: &Event,
+    end: &Event,
+    f: impl FnOnce() -> Result<(), BoxError>,
+) -> Result<f64, BoxError> {
+    start.record(stream)?;
+    f()?;
+    end.record(stream)?;
+    Ok(start.elapsed_ms(end)? as f64)
+}
+
+/// Raw `cuLaunchKernel` of `f`.
+///
+/// # Safety
+/// `params` must match the kernel's parameters (null for none) and point at live values.
+unsafe fn raw_launch(
+    f: &Function,
+    stream: &Stream,
+    cfg: LaunchConfig,
+    params: *mut *mut c_void,
+) -> Result<(), BoxError> {
+    // SAFETY: the function and stream are live and of the current context (bound by the
+    // caller's runtime calls on this thread); `params` is the caller's responsibility.
+    let r = unsafe {
+        sys::cuLaunchKernel(
+            f.raw(),
+            cfg.grid.x,
+            cfg.grid.y,
+            cfg.grid.z,
+            cfg.block.x,
+            cfg.block.y,
+            cfg.block.z,
+            cfg.shared_mem_bytes,
+            stream.raw(),
+            params,
+            core::ptr::null_mut(),
+        )
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("cuLaunchKernel: {r:?}").into())
+    }
+}
+
+struct Row {
+    what: String,
+    value: String,
+    ratio: String,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("bench_runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<bool, BoxError> {
+    let device = Device::get(0)?;
+    let ctx: Context = device.primary_context()?;
+    let (major, minor) = device.compute_capability()?;
+    println!(
+        "# gpukernel-runtime benchmark: {} (sm_{major}{minor})",
+        device.name()?
+    );
+
+    // Rust kernels (nvptx64 PTX) and the CUDA C reference (NVRTC, this process).
+    let rust = ctx.load_module(PTX.as_bytes())?;
+    let k_empty = rust.kernel(empty_kernel)?;
+    let k_saxpy = rust.kernel(saxpy)?;
+    let t = Instant::now();
+    let c_ptx = link::compile_cuda(
+        CUDA_C,
+        "bench_reference.cu",
+        &[],
+        Arch::from_compute_capability(major, minor),
+        &[],
+        CudaOutput::Ptx,
+    )?;
+    println!(
+        "# NVRTC compile of the CUDA C reference: {:.0} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let c_module = ctx.load_module(&c_ptx)?;
+    let c_empty = c_module.function("empty_kernel_c")?;
+    let c_saxpy = c_module.function("saxpy_c")?;
+
+    let stream = ctx.new_stream()?;
+    let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    let mut rows = Vec::new();
+    let mut ok = true;
+
+    // ---- empty-kernel launch cost ----
+    let one = LaunchConfig::new(1, 1);
+    let raw_empty: &Function = &k_empty;
+    let methods = ["typed", "raw", "cuda_c"];
+    let launch = |m: &str| -> Result<(), BoxError> {
+        match m {
+            "typed" => Ok(stream.launch(&k_empty, one, ())?),
+            // SAFETY: both kernels take no parameters.
+            "raw" => unsafe { raw_launch(raw_empty, &stream, one, core::ptr::null_mut()) },
+            // SAFETY: as above.
+            _ => unsafe { raw_launch(&c_empty, &stream, one, core::ptr::null_mut()) },
+        }
+    };
+    for m in methods {
+        for _ in 0..200 {
+            launch(m)?;
+        }
+    }
+    stream.synchronize()?;
+    let mut gpu_us = vec![Vec::new(); 3];
+    let mut host_us = vec![Vec::new(); 3];
+    for _ in 0..LAUNCH_TRIALS {
+        for (j, m) in methods.iter().enumerate() {
+            let mut host = 0.0;
+            let ms = timed(&stream, &start, &end, || {
+                let t = Instant::now();
+                for _ in 0..LAUNCHES_PER_TRIAL {
+                    launch(m)?;
+                }
+                host = t.elapsed().as_secs_f64();
+                Ok(())
+            })?;
+            gpu_us[j].push(ms * 1e3 / LAUNCHES_PER_TRIAL as f64);
+            host_us[j].push(host * 1e6 / LAUNCHES_PER_TRIAL as f64);
+        }
+    }
+    stream.synchronize()?;
+    let g: Vec<f64> = gpu_us.into_iter().map(median).collect();
+    let h: Vec<f64> = host_us.into_iter().map(median).collect();
+    let names = [
+        "empty-kernel launch, typed `Stream::launch` (Rust PTX)",
+        "empty-kernel launch, raw `cuLaunchKernel` (Rust PTX)",
+        "empty-kernel launch, CUDA C (NVRTC) via raw `cuLaunchKernel`",
+    ];
+    for j in 0..3 {
+        rows.push(Row {
+            what: format!("{} — per launch, event-timed", names[j]),
+            value: format!("{:.2} µs", g[j]),
+            ratio: if j == 0 {
+                format!("{:.3} × raw (target ≤ 1.05)", g[0] / g[1])
+            } else if j == 2 {
+                format!("typed = {:.3} × CUDA C", g[0] / g[2])
+            } else {
+                "reference".into()
+            },
+        });
+        rows.push(Row {
+            what: format!("{} — host time of the call", names[j]),
+            value: format!("{:.3} µs", h[j]),
+            ratio: if j == 0 {
+                format!("{:.3} × raw", h[0] / h[1])
+            } else {
+                String::new()
+            },
+        });
+    }
+
+    // ---- saxpy bandwidth ----
+    let n = SAXPY_N;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 1021) as f32 * 0.25).collect();
+    let x = stream.htod_copy(&xs)?;
+    let y0 = stream.htod_copy(&vec![1.0f32; n])?;
+    let mut y = stream.alloc_zeros::<f32>(n)?;
+    let mut z = stream.alloc_zeros::<f32>(n)?;
+    let a = 2.0f32;
+    let cfg = LaunchConfig::for_elements(n)?;
+    let run_c = |y: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
+        let (mut a, mut xp, mut yp, mut nn) = (a, x.as_raw(), y.as_raw(), n as u64);
+        let mut params: [*mut c_void; 4] = [
+            (&raw mut a).cast(),
+            (&raw mut xp).cast(),
+            (&raw mut yp).cast(),
+            (&raw mut nn).cast(),
+        ];
+        // SAFETY: (f32, const float*, float*, u64) as `saxpy_c` declares; x and y are live
+        // buffers of n floats used on this stream only, and the launch is synchronized before
+        // they are dropped.
+        unsafe { raw_launch(&c_saxpy, &stream, cfg, params.as_mut_ptr()) }
+    };
+    // Correctness first: one launch of each on fresh data, checked on the host.
+    let expect = |i: usize| a * xs[i] + 1.0;
+    for which in ["Rust", "CUDA C"] {
+        y.copy_from_device(&y0)?;
+        if which == "Rust" {
+            stream.launch(&k_saxpy, cfg, (a, &x, &mut y))?;
+        } else {
+            run_c(&mut y)?;
+        }
+        let got = y.to_host_vec()?;
+        if let Some(i) = (0..n).find(|&i| got[i] != expect(i)) {
+            eprintln!(
+                "saxpy ({which}) is wrong at {i}: {} != {}",
+                got[i],
+                expect(i)
+            );
+            ok = false;
+        }
+    }
+    z.copy_from_device(&y0)?;
+    if z.slice(n - 4..)?.to_host_vec()? != [1.0; 4] {
+        eprintln!("device-to-device copy is wrong");
+        ok = false;
+    }
+    stream.synchronize()?;
+    let mut gbs = vec![Vec::new(); 3];
+    let saxpy_bytes = 3.0 * 4.0 * n as f64;
+    let copy_bytes = 2.0 * 4.0 * n as f64;
+    for _ in 0..SAXPY_TRIALS {
+        let ms = timed(&stream, &start, &end, || {
+            Ok(stream.launch(&k_saxpy, cfg, (a, &x, &mut y))?)
+        })?;
+        gbs[0].push(saxpy_bytes / (ms * 1e-3) / 1e9);
+        let ms = timed(&stream, &start, &end, || run_c(&mut y))?;
+        gbs[1].push(saxpy_bytes / (ms * 1e-3) / 1e9);
+        let ms = timed(&stream, &start, &end, || {
+            Ok(stream.memcpy_dtod_async(&mut z, &y0)?)
+        })?;
+        gbs[2].push(copy_bytes / (ms * 1e-3) / 1e9);
+    }
+    stream.synchronize()?;
+    let b: Vec<f64> = gbs.into_iter().map(median).collect();
+    rows.push(Row {
+        what: "saxpy 2^28 floats, Rust kernel (typed launch)".into(),
+        value: format!("{:.0} GB/s", b[0]),
+        ratio: format!("{:.3} × CUDA C (target ≥ 0.99)", b[0] / b[1]),
+    });
+    rows.push(Row {
+        what: "saxpy 2^28 floats, CUDA C (NVRTC) kernel".into(),
+        value: format!("{:.0} GB/s", b[1]),
+        ratio: "reference".into(),
+    });
+    rows.push(Row {
+        what: "device-to-device copy 2^28 floats (`cuMemcpyDtoDAsync`)".into(),
+        value: format!("{:.0} GB/s", b[2]),
+        ratio: format!("Rust saxpy = {:.3} × copy", b[0] / b[2]),
+    });
+
+    let w = rows
+        .iter()
+        .map(|r| r.what.chars().count())
+        .max()
+        .unwrap_or(0);
+    println!("| {:w$} | {:>12} | ratio (ours / reference) |", "what", "median");
+    println!(
+        "|{}|{}|{}|",
+        "-".repeat(w + 2),
+        "-".repeat(14),
+        "-".repeat(34)
+    );
+    for r in &rows {
+        println!("| {:w$} | {:>12} | {} |", r.what, r.value, r.ratio);
+    }
+    println!(
+        "# launch target (typed ≤ 1.05 × raw): {}; saxpy target (Rust ≥ 0.99 × CUDA C): {}",
+        if g[0] <= 1.05 * g[1] {
+            "met"
+        } else {
+            "NOT met"
+        },
+        if b[0] >= 0.99 * b[1] {
+            "met"
+        } else {
+            "NOT met"
+        }
+    );
+    Ok(ok)
+}

@@ -1,0 +1,317 @@
+//! Devices: CUDA devices by ordinal, or the CPU simulator.
+
+use std::fmt;
+
+use crate::context::Context;
+use crate::driver::{self, DeviceAttr};
+use crate::error::{Error, Result};
+
+/// The environment variable that selects the backend of [`Device::default_device`].
+pub const BACKEND_ENV: &str = "GPUKERNEL_BACKEND";
+
+/// Which kind of machine runs the kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// A CUDA device, through the driver API.
+    Cuda,
+    /// The CPU simulator: kernels run their Rust body on host threads.
+    Simulator,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Cuda {
+        ordinal: usize,
+        raw: driver::CUdevice,
+    },
+    Sim,
+}
+
+/// A device that runs kernels: a CUDA device (by ordinal) or the simulator.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Device {
+    kind: Kind,
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Kind::Cuda { ordinal, .. } => write!(f, "Device(cuda:{ordinal})"),
+            Kind::Sim => write!(f, "Device(simulator)"),
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Kind::Cuda { ordinal, .. } => write!(f, "CUDA device {ordinal}"),
+            Kind::Sim => write!(f, "the simulator"),
+        }
+    }
+}
+
+/// What a device is and what it can run (`cuDeviceGetAttribute` and friends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeviceProperties {
+    /// The device's name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Compute capability `(major, minor)`, e.g. `(9, 0)`.
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors (worker threads in the simulator).
+    pub multiprocessor_count: u32,
+    /// Global memory in bytes.
+    pub total_memory: usize,
+    /// Largest number of threads in one block.
+    pub max_threads_per_block: u32,
+    /// Largest block dimensions, x y z.
+    pub max_block_dim: [u32; 3],
+    /// Largest grid dimensions, x y z.
+    pub max_grid_dim: [u32; 3],
+    /// Shared memory per block without opting in, in bytes.
+    pub max_shared_memory_per_block: u32,
+    /// Shared memory per block with the opt-in attribute, in bytes.
+    pub max_shared_memory_per_block_optin: u32,
+    /// Threads per warp.
+    pub warp_size: u32,
+    /// L2 cache in bytes.
+    pub l2_cache_bytes: u32,
+    /// Whether stream-ordered allocation (`cuMemAllocAsync`) is supported.
+    pub memory_pools_supported: bool,
+}
+
+impl Device {
+    /// The number of CUDA devices. Fails with [`Error::DriverUnavailable`] when libcuda cannot
+    /// be loaded.
+    pub fn count() -> Result<usize> {
+        driver::device_count()
+    }
+
+    /// The CUDA device with this ordinal (`cuDeviceGet`).
+    pub fn get(ordinal: usize) -> Result<Device> {
+        let count = driver::device_count()?;
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let raw = driver::device_get(ordinal)?;
+        Ok(Device {
+            kind: Kind::Cuda { ordinal, raw },
+        })
+    }
+
+    /// The CPU simulator.
+    pub fn simulator() -> Device {
+        Device { kind: Kind::Sim }
+    }
+
+    /// CUDA device 0 if libcuda loads and a device exists, else the simulator.
+    pub fn auto() -> Result<Device> {
+        match driver::device_count() {
+            Ok(n) if n > 0 => Device::get(0),
+            _ => Ok(Device::simulator()),
+        }
+    }
+
+    /// The device chosen by the environment variable `GPUKERNEL_BACKEND`: `cuda` (CUDA device
+    /// 0, an error if there is none), `sim` (the simulator) or `auto` (the default:
+    /// [`Device::auto`]). Any other value is an error naming the variable and the accepted
+    /// values.
+    pub fn default_device() -> Result<Device> {
+        let value = std::env::var_os(BACKEND_ENV);
+        let value = match &value {
+            None => None,
+            Some(v) => Some(v.to_str().ok_or_else(|| Error::InvalidEnvVar {
+                variable: BACKEND_ENV,
+                value: v.to_string_lossy().into_owned(),
+                accepted: "cuda, sim, auto",
+            })?),
+        };
+        match parse_backend(value)? {
+            Some(Backend::Cuda) => Device::get(0),
+            Some(Backend::Simulator) => Ok(Device::simulator()),
+            None => Device::auto(),
+        }
+    }
+
+    /// Which backend this device is.
+    pub fn backend(&self) -> Backend {
+        match self.kind {
+            Kind::Cuda { .. } => Backend::Cuda,
+            Kind::Sim => Backend::Simulator,
+        }
+    }
+
+    /// Whether this is the simulator.
+    pub fn is_simulator(&self) -> bool {
+        self.kind == Kind::Sim
+    }
+
+    /// The CUDA ordinal (`None` for the simulator).
+    pub fn ordinal(&self) -> Option<usize> {
+        match self.kind {
+            Kind::Cuda { ordinal, .. } => Some(ordinal),
+            Kind::Sim => None,
+        }
+    }
+
+    pub(crate) fn raw(&self) -> Option<driver::CUdevice> {
+        match self.kind {
+            Kind::Cuda { raw, .. } => Some(raw),
+            Kind::Sim => None,
+        }
+    }
+
+    /// The device's name (`cuDeviceGetName`).
+    pub fn name(&self) -> Result<String> {
+        match self.kind {
+            // SAFETY: `raw` came from cuDeviceGet.
+            Kind::Cuda { raw, .. } => unsafe { driver::device_name(raw) },
+            Kind::Sim => Ok(SIM_NAME.to_owned()),
+        }
+    }
+
+    /// Compute capability `(major, minor)`.
+    pub fn compute_capability(&self) -> Result<(u32, u32)> {
+        Ok((
+            self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9)?,
+            self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0)?,
+        ))
+    }
+
+    /// Streaming multiprocessors (the simulator's worker threads).
+    pub fn multiprocessor_count(&self) -> Result<u32> {
+        self.attribute(
+            DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            sim_workers(),
+        )
+    }
+
+    /// Global memory in bytes (`cuDeviceTotalMem`; host memory for the simulator).
+    pub fn total_memory(&self) -> Result<usize> {
+        match self.kind {
+            // SAFETY: `raw` came from cuDeviceGet.
+            Kind::Cuda { raw, .. } => unsafe { driver::device_total_mem(raw) },
+            Kind::Sim => Ok(host_memory()),
+        }
+    }
+
+    /// All the properties at once.
+    pub fn properties(&self) -> Result<DeviceProperties> {
+        use DeviceAttr::*;
+        let a = |attr, sim| self.attribute(attr, sim);
+        Ok(DeviceProperties {
+            name: self.name()?,
+            compute_capability: self.compute_capability()?,
+            multiprocessor_count: self.multiprocessor_count()?,
+            total_memory: self.total_memory()?,
+            max_threads_per_block: a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024)?,
+            max_block_dim: [
+                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64)?,
+            ],
+            max_grid_dim: [
+                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, i32::MAX as u32)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535)?,
+            ],
+            max_shared_memory_per_block: a(
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+                48 * 1024,
+            )?,
+            max_shared_memory_per_block_optin: a(
+                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                227 * 1024,
+            )?,
+            warp_size: a(CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32)?,
+            l2_cache_bytes: a(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0)?,
+            memory_pools_supported: a(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0)? != 0,
+        })
+    }
+
+    /// A raw device attribute (`cuDeviceGetAttribute`); `sim` is the simulator's value.
+    fn attribute(&self, attr: DeviceAttr, sim: u32) -> Result<u32> {
+        match self.kind {
+            Kind::Cuda { raw, .. } => {
+                // SAFETY: `raw` came from cuDeviceGet.
+                unsafe { driver::device_attribute(raw, attr) }.map(|v| v.max(0) as u32)
+            }
+            Kind::Sim => Ok(sim),
+        }
+    }
+
+    /// The device's primary context (`cuDevicePrimaryCtxRetain`), shared by every caller in the
+    /// process: one context per device. It stays alive until the process exits.
+    pub fn primary_context(&self) -> Result<Context> {
+        Context::primary(*self)
+    }
+}
+
+const SIM_NAME: &str = "gpukernel CPU simulator";
+
+fn sim_workers() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+fn host_memory() -> usize {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<usize>().ok())
+        })
+        .map(|kb| kb.saturating_mul(1024))
+        .unwrap_or(0)
+}
+
+/// `None` means `auto`.
+fn parse_backend(value: Option<&str>) -> Result<Option<Backend>> {
+    match value {
+        None | Some("") | Some("auto") => Ok(None),
+        Some("cuda") => Ok(Some(Backend::Cuda)),
+        Some("sim") => Ok(Some(Backend::Simulator)),
+        Some(other) => Err(Error::InvalidEnvVar {
+            variable: BACKEND_ENV,
+            value: other.to_owned(),
+            accepted: "cuda, sim, auto",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_values() {
+        assert_eq!(parse_backend(None).unwrap(), None);
+        assert_eq!(parse_backend(Some("auto")).unwrap(), None);
+        assert_eq!(parse_backend(Some("cuda")).unwrap(), Some(Backend::Cuda));
+        assert_eq!(
+            parse_backend(Some("sim")).unwrap(),
+            Some(Backend::Simulator)
+        );
+        let e = parse_backend(Some("gpu")).unwrap_err().to_string();
+        assert!(
+            e.contains("GPUKERNEL_BACKEND") && e.contains("cuda, sim, auto"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn simulator_properties() {
+        let d = Device::simulator();
+        assert!(d.is_simulator());
+        assert_eq!(d.ordinal(), None);
+        let p = d.properties().unwrap();
+        assert_eq!(p.name, SIM_NAME);
+        assert_eq!(p.max_threads_per_block, 1024);
+        assert!(p.multiprocessor_count >= 1);
+        assert_eq!(format!("{d}"), "the simulator");
+    }
+}

@@ -1,0 +1,583 @@
+//! The crate's one error type.
+//!
+//! Driver failures keep the CUDA error code with its name and description ([`CudaError`]),
+//! never flattened into a string, plus what was being done: the driver call, the kernel, the
+//! file.
+
+use std::fmt;
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A CUDA driver error code (`CUresult`) with its name and description, as `cuGetErrorName`
+/// and `cuGetErrorString` give them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CudaError {
+    pub(crate) code: u32,
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+}
+
+impl CudaError {
+    /// The numeric `CUresult`, e.g. 700 for `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    pub fn code(&self) -> u32 {
+        self.code
+    }
+
+    /// The code's name, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The driver's description of the code.
+    pub fn description(&self) -> &'static str {
+        self.description
+    }
+
+    /// Whether this code leaves the context unusable: a fault of a running kernel (illegal
+    /// address, trap, misaligned access…), reported by the next call that synchronizes.
+    pub fn is_kernel_fault(&self) -> bool {
+        // CUDA_ERROR_ILLEGAL_ADDRESS (700), LAUNCH_TIMEOUT (702), ASSERT (710),
+        // HARDWARE_STACK_ERROR (714), ILLEGAL_INSTRUCTION (715), MISALIGNED_ADDRESS (716),
+        // INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719).
+        matches!(self.code, 700 | 702 | 710 | 714..=719)
+    }
+}
+
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.name, self.code, self.description)
+    }
+}
+
+/// Every error of gpukernel-runtime.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    // ---------------------------------------------------------------------------------------
+    // Driver, devices, contexts (owned by the core runtime).
+    // ---------------------------------------------------------------------------------------
+    /// A CUDA driver call failed.
+    #[error("{call} failed: {error}{}", in_context(.context))]
+    Driver {
+        /// The driver function, e.g. `cuMemAllocAsync`.
+        call: &'static str,
+        /// The code the driver returned.
+        error: CudaError,
+        /// What was being done (which kernel, which buffer size…), when known.
+        context: Option<String>,
+    },
+
+    /// The CUDA driver library (`libcuda`) could not be loaded, or `cuInit` failed.
+    #[error("the CUDA driver is not available: {reason}")]
+    DriverUnavailable {
+        /// Why (library not found, or `cuInit`'s error).
+        reason: String,
+        /// `cuInit`'s error, when the library loaded but initialisation failed.
+        error: Option<CudaError>,
+    },
+
+    /// No CUDA device has this ordinal.
+    #[error("no CUDA device {ordinal}: this machine has {count} device(s)")]
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
+    },
+
+    /// An environment variable has a value this crate does not accept.
+    #[error("invalid value {value:?} for {variable}: accepted values are {accepted}")]
+    InvalidEnvVar {
+        /// The variable, e.g. `GPUKERNEL_BACKEND`.
+        variable: &'static str,
+        /// Its value.
+        value: String,
+        /// The accepted values, e.g. `cuda, sim, auto`.
+        accepted: &'static str,
+    },
+
+    /// Two objects of different contexts (devices or backends) were used together.
+    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}")]
+    ContextMismatch {
+        /// What was being done.
+        operation: &'static str,
+        /// Which argument is foreign.
+        what: &'static str,
+        /// The context the operation runs in.
+        expected: String,
+        /// The argument's context.
+        found: String,
+    },
+
+    /// The operation is not available on this backend.
+    #[error("{operation} is not supported on the {backend}{}", fmt_hint(.hint))]
+    Unsupported {
+        /// What was asked.
+        operation: &'static str,
+        /// `CUDA device` or `simulator`.
+        backend: &'static str,
+        /// What to do instead, when there is something.
+        hint: Option<&'static str>,
+    },
+
+    // ---------------------------------------------------------------------------------------
+    // Kernel execution.
+    // ---------------------------------------------------------------------------------------
+    /// A kernel faulted on the GPU (illegal address, trap, misaligned access…); reported at the
+    /// next synchronization. The context cannot be used any more after this.
+    #[error(
+        "kernel fault reported by {call}: {error}{}",
+        match .last_launch { Some(k) => format!(" (last launch: `{k}`)"), None => String::new() }
+    )]
+    KernelFault {
+        /// The call that reported it (`cuStreamSynchronize`, `cuMemcpyDtoHAsync`…).
+        call: &'static str,
+        /// The driver's code (`CUDA_ERROR_ILLEGAL_ADDRESS`…).
+        error: CudaError,
+        /// The last kernel launched on the stream (or the context) before the fault.
+        last_launch: Option<String>,
+    },
+
+    /// A kernel failed in the simulator (a panic such as an out-of-bounds index, or a block
+    /// that could not make progress).
+    #[error(
+        "kernel `{kernel}` failed in the simulator at block {block:?}, thread {thread:?}: {message}"
+    )]
+    SimulatorFault {
+        /// The kernel.
+        kernel: String,
+        /// The failing block's index.
+        block: [u32; 3],
+        /// The failing thread's index in its block.
+        thread: [u32; 3],
+        /// The panic message (with its location) or the divergence found.
+        message: String,
+    },
+
+    /// A foreign device function (declared with `declare_device!`) returned a non-zero status.
+    #[error(
+        "foreign device function `{function}` returned status {status} (thread {thread}){}",
+        match .kernel { Some(k) => format!(" in a launch of `{k}`"), None => String::new() }
+    )]
+    ForeignCallFailed {
+        /// The foreign symbol.
+        function: String,
+        /// The status it returned.
+        status: i32,
+        /// The linear index of the first failing thread in its launch.
+        thread: u64,
+        /// The last kernel launched on the synchronized stream, when known.
+        kernel: Option<String>,
+    },
+
+    /// A launch configuration the device cannot run, caught before the driver sees it.
+    #[error(
+        "invalid launch configuration for `{kernel}`: {dimension} = {value}, allowed {min}..={max}"
+    )]
+    InvalidLaunchConfig {
+        /// The kernel (or `LaunchConfig` when no kernel is known yet).
+        kernel: String,
+        /// The dimension at fault, e.g. `block.x`, `grid.y`, `threads per block`,
+        /// `shared_mem_bytes`, `elements`.
+        dimension: &'static str,
+        /// Its value.
+        value: u64,
+        /// The smallest allowed value.
+        min: u64,
+        /// The largest allowed value.
+        max: u64,
+    },
+
+    /// A module has no kernel of this name.
+    #[error("the module has no kernel `{name}`; its kernels are: {}", list(.available))]
+    KernelNotFound {
+        /// The name asked for.
+        name: String,
+        /// The kernels the module has.
+        available: Vec<String>,
+    },
+
+    /// A module has no global of this name.
+    #[error("the module has no global `{name}`")]
+    GlobalNotFound {
+        /// The name asked for.
+        name: String,
+    },
+
+    /// An image given to `load_module` is not PTX, a cubin or a fatbin (or is malformed).
+    #[error("invalid module image{}: {reason}", match .origin { Some(o) => format!(" `{o}`"), None => String::new() })]
+    InvalidModuleImage {
+        /// What is wrong with it.
+        reason: String,
+        /// Where it came from (a file), when known.
+        origin: Option<String>,
+    },
+
+    // ---------------------------------------------------------------------------------------
+    // Memory.
+    // ---------------------------------------------------------------------------------------
+    /// A copy between slices of different lengths.
+    #[error(
+        "{operation}: length mismatch, destination has {destination} elements, source has {source_len}"
+    )]
+    LengthMismatch {
+        /// The copy, e.g. `copy_to_host`.
+        operation: &'static str,
+        /// Elements in the destination.
+        destination: usize,
+        /// Elements in the source.
+        source_len: usize,
+    },
+
+    /// A range outside a buffer.
+    #[error("{operation}: range {start}..{end} is out of bounds for {len} elements")]
+    OutOfBounds {
+        /// The operation, e.g. `slice`.
+        operation: &'static str,
+        /// Start of the range.
+        start: usize,
+        /// End of the range (exclusive).
+        end: usize,
+        /// Elements available.
+        len: usize,
+    },
+
+    /// A size in bytes does not fit the address space.
+    #[error("{operation}: {count} elements of {elem_size} bytes overflow the address space")]
+    SizeOverflow {
+        /// The operation.
+        operation: &'static str,
+        /// Elements asked for.
+        count: usize,
+        /// Bytes per element.
+        elem_size: usize,
+    },
+
+    /// A foreign pointer that cannot hold the element type.
+    #[error("{operation}: pointer {ptr:#x} is {problem}")]
+    InvalidPointer {
+        /// The operation.
+        operation: &'static str,
+        /// The pointer.
+        ptr: u64,
+        /// What is wrong (null, misaligned for N-byte elements).
+        problem: String,
+    },
+
+    /// An event was used before it was recorded.
+    #[error("{operation}: the event has not been recorded")]
+    EventNotRecorded {
+        /// The operation.
+        operation: &'static str,
+    },
+    // ---------------------------------------------------------------------------------------
+    // Linker (NVRTC, cuLink, nvJitLink, cache): variants below are owned by `link`.
+    // ---------------------------------------------------------------------------------------
+    /// A CUDA compiler library (libnvrtc, libnvJitLink) could not be found or loaded.
+    #[error("cannot load {library}: {reason}; searched: {}; hint: {hint}", paths(.searched))]
+    LibraryNotFound {
+        /// The library, e.g. `libnvrtc.so.13`.
+        library: String,
+        /// Every path tried.
+        searched: Vec<std::path::PathBuf>,
+        /// The loader's last error.
+        reason: String,
+        /// What to do.
+        hint: &'static str,
+    },
+
+    /// An NVRTC call other than the compilation itself failed.
+    #[error("{call} failed: {name} ({code})")]
+    Nvrtc {
+        /// The NVRTC function.
+        call: &'static str,
+        /// The `nvrtcResult` code.
+        code: i32,
+        /// Its name, from `nvrtcGetErrorString`.
+        name: String,
+    },
+
+    /// NVRTC could not compile a CUDA C++ source; the log says where (file:line).
+    #[error("NVRTC could not compile {}:\n{log}\noptions: {}", .file.display(), .options.join(" "))]
+    NvrtcCompile {
+        /// The source file (or the name given to `add_data`).
+        file: std::path::PathBuf,
+        /// Every option passed to NVRTC.
+        options: Vec<String>,
+        /// NVRTC's log.
+        log: String,
+    },
+
+    /// A linker or NVRTC option, or an architecture name, that cannot be used.
+    #[error("invalid link option {option:?}: {reason}")]
+    InvalidLinkOption {
+        /// The option as given.
+        option: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+
+    /// A link input file could not be read (missing, unreadable).
+    #[error("cannot read link input {}: {source}", .path.display())]
+    LinkInputRead {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+
+    /// A link input file whose extension names no known input kind.
+    #[error(
+        "unsupported link input {}: extension {extension} is not one the linker knows \
+         (supported: {supported}); hint: rename the file, or add its bytes with \
+         `Linker::add_data` and an explicit `InputKind`",
+        .path.display()
+    )]
+    UnsupportedLinkInput {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Its extension (with the dot), or `(none)`.
+        extension: String,
+        /// The supported extensions.
+        supported: String,
+    },
+
+    /// A link input whose bytes do not have the shape of its kind (checked before the driver
+    /// sees them: wrong magic, truncated, text that is not PTX…).
+    #[error("link input {name} is given as {kind}, but {found}")]
+    LinkInputMismatch {
+        /// The input (path or name).
+        name: String,
+        /// The kind it was given as (from its extension or `add_data`).
+        kind: crate::link::InputKind,
+        /// What its bytes are instead.
+        found: String,
+    },
+
+    /// `link` was called with no input.
+    #[error(
+        "nothing to link: add the kernels' PTX and the foreign code (`add_ptx`, `add_file`, `add_data`)"
+    )]
+    EmptyLink,
+
+    /// A symbol that some input uses is defined by no input.
+    #[error(
+        "undefined symbol `{symbol}`: no link input defines it; hint: if it is declared with \
+         `declare_device!`, add the .cu/.ptx/.cubin/.fatbin/.a that defines it to the Linker, \
+         or link only the kernels that need the inputs you have \
+         (`Linker::add_ptx_kernels`) (inputs: {})\nlinker error log:\n{error_log}",
+        list(.inputs)
+    )]
+    UndefinedSymbol {
+        /// The symbol, as the Rust declaration names it.
+        symbol: String,
+        /// The inputs that were linked.
+        inputs: Vec<String>,
+        /// The linker's error log.
+        error_log: String,
+        /// The linker's info log.
+        info_log: String,
+    },
+
+    /// A symbol defined by more than one input.
+    #[error(
+        "symbol `{symbol}` is defined more than once (in {}); hint: link each input once, and \
+         keep one definition per symbol\nlinker error log:\n{error_log}",
+        list(.defined_in)
+    )]
+    DuplicateSymbol {
+        /// The symbol.
+        symbol: String,
+        /// The inputs that define it, where known.
+        defined_in: Vec<String>,
+        /// The linker's error log.
+        error_log: String,
+        /// The linker's info log.
+        info_log: String,
+    },
+
+    /// An input has no code the target architecture can run.
+    #[error(
+        "link input {input} has no code for {arch}; hint: rebuild it with \
+         `-arch={arch}` (or include `compute_XX` PTX that {arch} can JIT)\nlinker info log:\n{info_log}"
+    )]
+    WrongArchitecture {
+        /// The input (path or name).
+        input: String,
+        /// The target architecture, e.g. `sm_90`.
+        arch: String,
+        /// The linker's info log.
+        info_log: String,
+    },
+
+    /// The linker (cuLink or nvJitLink) failed for another reason; both logs are kept.
+    #[error("{linker}: {call} failed with {code}\nerror log:\n{error_log}\ninfo log:\n{info_log}")]
+    LinkFailed {
+        /// Which linker.
+        linker: crate::link::LinkerKind,
+        /// The failing call, e.g. `cuLinkComplete`.
+        call: &'static str,
+        /// The code it returned.
+        code: crate::link::LinkErrorCode,
+        /// The linker's error log.
+        error_log: String,
+        /// The linker's info log.
+        info_log: String,
+    },
+}
+
+fn in_context(context: &Option<String>) -> String {
+    match context {
+        Some(c) => format!(" ({c})"),
+        None => String::new(),
+    }
+}
+
+fn fmt_hint(hint: &Option<&'static str>) -> String {
+    match hint {
+        Some(h) => format!("; hint: {h}"),
+        None => String::new(),
+    }
+}
+
+fn paths(paths: &[std::path::PathBuf]) -> String {
+    if paths.is_empty() {
+        "(nothing)".to_owned()
+    } else {
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn list(names: &[String]) -> String {
+    if names.is_empty() {
+        "(none)".to_owned()
+    } else {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl Error {
+    /// The CUDA error code behind this error, if it came from the driver.
+    pub fn cuda_error(&self) -> Option<CudaError> {
+        match self {
+            Error::Driver { error, .. } | Error::KernelFault { error, .. } => Some(*error),
+            Error::DriverUnavailable { error, .. } => *error,
+            Error::LinkFailed {
+                code: crate::link::LinkErrorCode::Driver(error),
+                ..
+            } => Some(*error),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn illegal_address() -> CudaError {
+        CudaError {
+            code: 700,
+            name: "CUDA_ERROR_ILLEGAL_ADDRESS",
+            description: "an illegal memory access was encountered",
+        }
+    }
+
+    #[test]
+    fn error_is_send_sync_static() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<Error>();
+    }
+
+    #[test]
+    fn driver_error_keeps_code_name_description_and_context() {
+        let e = Error::Driver {
+            call: "cuMemAllocAsync",
+            error: CudaError {
+                code: 2,
+                name: "CUDA_ERROR_OUT_OF_MEMORY",
+                description: "out of memory",
+            },
+            context: Some("allocating 1024 bytes".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cuMemAllocAsync failed: CUDA_ERROR_OUT_OF_MEMORY (2): out of memory (allocating 1024 bytes)"
+        );
+        assert_eq!(e.cuda_error().map(|c| c.code()), Some(2));
+    }
+
+    #[test]
+    fn kernel_fault_names_the_launch() {
+        let e = Error::KernelFault {
+            call: "cuStreamSynchronize",
+            error: illegal_address(),
+            last_launch: Some("write_null".into()),
+        };
+        let s = e.to_string();
+        assert!(s.contains("CUDA_ERROR_ILLEGAL_ADDRESS (700)"), "{s}");
+        assert!(s.contains("last launch: `write_null`"), "{s}");
+        assert!(illegal_address().is_kernel_fault());
+        assert!(
+            !CudaError {
+                code: 2,
+                name: "",
+                description: ""
+            }
+            .is_kernel_fault()
+        );
+    }
+
+    #[test]
+    fn kernel_not_found_lists_the_kernels() {
+        let e = Error::KernelNotFound {
+            name: "saxpi".into(),
+            available: vec!["saxpy".into(), "empty_kernel".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "the module has no kernel `saxpi`; its kernels are: `saxpy`, `empty_kernel`"
+        );
+        let none = Error::KernelNotFound {
+            name: "k".into(),
+            available: vec![],
+        };
+        assert!(none.to_string().ends_with("(none)"));
+    }
+
+    #[test]
+    fn invalid_env_var_names_variable_and_values() {
+        let e = Error::InvalidEnvVar {
+            variable: "GPUKERNEL_BACKEND",
+            value: "gpu".into(),
+            accepted: "cuda, sim, auto",
+        };
+        assert_eq!(
+            e.to_string(),
+            "invalid value \"gpu\" for GPUKERNEL_BACKEND: accepted values are cuda, sim, auto"
+        );
+    }
+
+    #[test]
+    fn foreign_call_failure_message() {
+        let e = Error::ForeignCallFailed {
+            function: "mul_f32_f32".into(),
+            status: 3,
+            thread: 17,
+            kernel: Some("saxpy_ffi".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "foreign device function `mul_f32_f32` returned status 3 (thread 17) in a launch of `saxpy_ffi`"
+        );
+    }
+}

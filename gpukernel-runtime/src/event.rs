@@ -1,0 +1,196 @@
+//! Events: markers in a stream, for ordering between streams and for timing.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::context::{ContextInner, LastLaunch};
+use crate::driver::{self, CUevent};
+use crate::error::{Error, Result};
+use crate::stream::{Stream, sync_result};
+
+enum Kind {
+    Cuda(CUevent),
+    /// The simulator runs work synchronously: recording takes the host time.
+    Sim(Mutex<Option<Instant>>),
+}
+
+/// A CUDA event (`cuEventCreate`): record it on a stream, wait for it, make another stream
+/// wait for it, or measure the time between two of them. `Send + Sync`.
+pub struct Event {
+    ctx: Arc<ContextInner>,
+    kind: Kind,
+    timing: bool,
+    /// The last launch on the stream when the event was recorded (for fault messages).
+    recorded_after: LastLaunch,
+}
+
+// SAFETY: CUDA events may be used from any thread; the other fields are Sync.
+unsafe impl Send for Event {}
+// SAFETY: as above.
+unsafe impl Sync for Event {}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("device", &self.ctx.device)
+            .field("timing", &self.timing)
+            .finish()
+    }
+}
+
+impl Event {
+    pub(crate) fn create(
+        ctx: Arc<ContextInner>,
+        timing: bool,
+        blocking_sync: bool,
+    ) -> Result<Event> {
+        let kind = if ctx.is_sim() {
+            Kind::Sim(Mutex::new(None))
+        } else {
+            ctx.bind()?;
+            // SAFETY: the context is current.
+            Kind::Cuda(unsafe { driver::event_create(timing, blocking_sync) }?)
+        };
+        Ok(Event {
+            ctx,
+            kind,
+            timing,
+            recorded_after: LastLaunch::default(),
+        })
+    }
+
+    pub(crate) fn ctx(&self) -> &Arc<ContextInner> {
+        &self.ctx
+    }
+
+    /// The raw `CUevent` (null on the simulator).
+    pub fn raw(&self) -> CUevent {
+        match &self.kind {
+            Kind::Cuda(e) => *e,
+            Kind::Sim(_) => core::ptr::null_mut(),
+        }
+    }
+
+    /// Records the event at the current end of `stream` (`cuEventRecord`).
+    pub fn record(&self, stream: &Stream) -> Result<()> {
+        crate::context::check_same("Event::record", "the stream", &self.ctx, stream.ctx())?;
+        self.recorded_after.copy_from(&stream.state().last_launch);
+        match &self.kind {
+            Kind::Cuda(e) => {
+                self.ctx.bind()?;
+                // SAFETY: event and stream are live and of the same, current context.
+                unsafe { driver::event_record(*e, stream.raw()) }
+            }
+            Kind::Sim(t) => {
+                *t.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+                Ok(())
+            }
+        }
+    }
+
+    /// Waits until the work recorded before the event is done (`cuEventSynchronize`); a kernel
+    /// fault is reported as [`Error::KernelFault`].
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.kind {
+            Kind::Cuda(e) => {
+                // SAFETY: the event is live.
+                let r = unsafe { driver::event_synchronize(*e) };
+                sync_result("cuEventSynchronize", r, self.recorded_after.get())
+            }
+            Kind::Sim(_) => Ok(()),
+        }
+    }
+
+    /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.
+    pub fn query(&self) -> Result<bool> {
+        match &self.kind {
+            // SAFETY: the event is live.
+            Kind::Cuda(e) => match unsafe { driver::event_query(*e) } {
+                Ok(done) => Ok(done),
+                Err(r) => sync_result("cuEventQuery", r, self.recorded_after.get()).map(|()| false),
+            },
+            Kind::Sim(_) => Ok(true),
+        }
+    }
+
+    /// Milliseconds from `self` (the start) to `end` (`cuEventElapsedTime`). Both must have
+    /// been recorded with timing enabled; waits for `end` first.
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
+        crate::context::check_same("Event::elapsed_ms", "the end event", &self.ctx, &end.ctx)?;
+        end.synchronize()?;
+        match (&self.kind, &end.kind) {
+            (Kind::Cuda(s), Kind::Cuda(e)) => {
+                // SAFETY: both events are live and of the same context.
+                unsafe { driver::event_elapsed(*s, *e) }
+            }
+            (Kind::Sim(s), Kind::Sim(e)) => {
+                let s = *s.lock().unwrap_or_else(|p| p.into_inner());
+                let e = *e.lock().unwrap_or_else(|p| p.into_inner());
+                if !self.timing || !end.timing {
+                    return Err(Error::Unsupported {
+                        operation: "Event::elapsed_ms on an event created without timing",
+                        backend: "simulator",
+                        hint: Some("create the events with Context::new_event"),
+                    });
+                }
+                match (s, e) {
+                    (Some(s), Some(e)) => {
+                        Ok(e.saturating_duration_since(s).as_secs_f64() as f32 * 1000.0)
+                    }
+                    _ => Err(Error::EventNotRecorded {
+                        operation: "Event::elapsed_ms",
+                    }),
+                }
+            }
+            // Same context implies the same backend.
+            _ => Err(Error::EventNotRecorded {
+                operation: "Event::elapsed_ms",
+            }),
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let Kind::Cuda(e) = self.kind
+            && self.ctx.bind().is_ok()
+        {
+            // SAFETY: `e` is not used after this; destroying a pending event is allowed (the
+            // driver releases it once it completes).
+            let _ = unsafe { driver::event_destroy(e) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Device, Error};
+
+    #[test]
+    fn events_and_streams_on_the_simulator() {
+        let ctx = Device::simulator().primary_context().unwrap();
+        let s = ctx.new_stream_with_priority(-1).unwrap();
+        assert_eq!(s.priority().unwrap(), 0);
+        assert_eq!(ctx.stream_priority_range().unwrap(), (0, 0));
+        let (a, b) = (ctx.new_event().unwrap(), ctx.new_event().unwrap());
+        assert!(matches!(
+            a.elapsed_ms(&b),
+            Err(Error::EventNotRecorded { .. })
+        ));
+        a.record(&s).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        s.record_event(&b).unwrap();
+        let ms = a.elapsed_ms(&b).unwrap();
+        assert!(ms >= 1.0, "{ms}");
+        assert!(a.query().unwrap() && s.query().unwrap());
+        b.synchronize().unwrap();
+        let other = ctx.new_stream().unwrap();
+        other.wait_event(&b).unwrap();
+        other.wait_stream(&s).unwrap();
+        other.synchronize().unwrap();
+        let untimed = ctx.new_event_with_flags(false, true).unwrap();
+        untimed.record(&s).unwrap();
+        assert!(a.elapsed_ms(&untimed).is_err());
+    }
+}

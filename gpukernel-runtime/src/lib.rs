@@ -1,0 +1,89 @@
+//! The host runtime of gpukernel: devices, contexts, memory, streams, events, modules, typed
+//! kernel launches, the run-time linker, and a CPU simulator that runs the same kernels when no
+//! GPU is present.
+//!
+//! Names follow the CUDA driver API: a [`Device`] has a primary [`Context`]; a [`Context`]
+//! allocates [`DeviceBuffer`]s, creates [`Stream`]s and [`Event`]s and loads [`Module`]s; a
+//! [`Stream`] launches kernels. Every type works on both backends: a CUDA device (through
+//! cudarc, with `libcuda` loaded at run time) or the simulator ([`Device::simulator`]).
+//! [`Device::default_device`] picks one from the environment variable `GPUKERNEL_BACKEND`
+//! (`cuda`, `sim` or `auto`).
+//!
+//! # Example
+//!
+//! A typed launch: the argument tuple is checked at compile time against the kernel's
+//! parameters (`saxpy(a: f32, x: &[f32], y: DisjointSlice<f32>)` here).
+//!
+//! ```no_run
+//! use gpukernel_runtime::{Context, Device, LaunchConfig};
+//! # use gpukernel_device::{DisjointSlice, Kernel};
+//! # #[allow(non_camel_case_types)]
+//! # #[derive(Clone, Copy)]
+//! # struct saxpy;
+//! # // SAFETY: documentation stand-in for a `#[kernel]` marker type.
+//! # unsafe impl Kernel for saxpy {
+//! #     const NAME: &'static str = "saxpy";
+//! #     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
+//! #     const SIM_ENTRY: gpukernel_device::SimEntry = { unsafe fn e(_: *const *mut core::ffi::c_void) {} e };
+//! # }
+//! # const PTX: &str = "";
+//! fn main() -> gpukernel_runtime::Result<()> {
+//!     let ctx: Context = Device::default_device()?.primary_context()?;
+//!     let module = ctx.load_module(PTX.as_bytes())?;
+//!     let kernel = module.kernel(saxpy)?; // looks the CUfunction up once
+//!
+//!     let n = 1 << 20;
+//!     let x = ctx.htod_copy(&vec![1.0f32; n])?;
+//!     let mut y = ctx.htod_copy(&vec![2.0f32; n])?;
+//!     let stream = ctx.default_stream();
+//!     stream.launch(&kernel, LaunchConfig::for_elements(n)?, (3.0f32, &x, &mut y))?;
+//!     let host = y.to_host_vec()?; // waits for the kernel; a fault is reported here
+//!     assert!(host.iter().all(|&v| v == 5.0));
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Soundness of asynchronous work
+//!
+//! A kernel runs after [`Stream::launch`] returns, while the borrows of its arguments have
+//! ended. Buffers are therefore *stream-ordered*: each remembers the streams that used it; use
+//! from another stream makes that stream wait on an event first (nothing is done when it is the
+//! same stream, so single-stream code pays nothing); host reads wait for the pending work; and
+//! dropping a buffer frees it in stream order (`cuMemFreeAsync`) or after synchronizing.
+#![warn(missing_docs)]
+
+mod context;
+mod device;
+mod driver;
+mod error;
+mod event;
+mod launch;
+pub mod link;
+mod memory;
+mod module;
+mod sim;
+mod stream;
+
+pub use context::Context;
+pub use device::{Backend, Device, DeviceProperties};
+pub use error::{CudaError, Error, Result};
+pub use event::Event;
+pub use launch::{
+    DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
+    RequiresLaunchUnchecked, Safe, SafetyLevel,
+};
+pub use memory::{
+    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
+    PinnedHostBuffer,
+};
+pub use module::{Function, ImageKind, Module, TypedKernel};
+pub use stream::Stream;
+
+pub use gpukernel_device::{DeviceCopy, DisjointSlice, Kernel};
+
+/// The traits whose methods the everyday operations use: `use gpukernel_runtime::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Context, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, Stream, TypedKernel,
+    };
+}

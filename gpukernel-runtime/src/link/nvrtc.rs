@@ -1,0 +1,129 @@
+//! Compiling CUDA C++ sources (`.cu` inputs) with NVRTC.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::link::{Arch, sys, tools};
+
+/// The NVRTC options for one source: `-rdc=true`, the architecture, the include directories
+/// (the source's own folder, the user's, then the CUDA include dir), then the user's options.
+pub(crate) fn options(
+    source_path: Option<&Path>,
+    arch: Arch,
+    include_dirs: &[PathBuf],
+    user_options: &[String],
+    ltoir: bool,
+) -> Vec<String> {
+    let mut options = vec![
+        "-rdc=true".to_string(),
+        format!("--gpu-architecture={arch}"),
+    ];
+    if ltoir {
+        options.push("-dlto".into());
+    }
+    if let Some(dir) = source_path
+        .and_then(Path::parent)
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    for dir in include_dirs {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    if let Some(cuda) = tools::cuda_include_dir() {
+        options.push(format!("--include-path={}", cuda.display()));
+    }
+    options.extend(user_options.iter().cloned());
+    options
+}
+
+/// Compiles `source` (named `name` in the log, normally its path) to PTX, or LTO-IR with
+/// `ltoir`. A compilation error becomes [`Error::NvrtcCompile`] with the log and options.
+pub(crate) fn compile(
+    source: &str,
+    name: &str,
+    headers: &[(String, String)],
+    options: &[String],
+    ltoir: bool,
+) -> Result<(Vec<u8>, String), Error> {
+    match sys::nvrtc_compile(source, name, headers, options, ltoir)? {
+        sys::NvrtcOutput::Compiled { code, log } => Ok((code, log)),
+        sys::NvrtcOutput::Failed { log } => Err(Error::NvrtcCompile {
+            file: PathBuf::from(name),
+            options: options.to_vec(),
+            log,
+        }),
+    }
+}
+
+/// The local headers a source includes (`#include "x"` or `<x>` found in its folder or the
+/// user's include directories), recursively: their bytes go into the cache key, so that
+/// editing a header invalidates the cached link. Headers of the CUDA toolkit are covered by
+/// NVRTC's version in the key instead.
+pub(crate) fn local_headers(
+    source_path: Option<&Path>,
+    source: &str,
+    include_dirs: &[PathBuf],
+) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found: Vec<(PathBuf, Vec<u8>)> = Vec::new();
+    let mut stack: Vec<(Option<PathBuf>, String)> = vec![(
+        source_path.and_then(Path::parent).map(Path::to_path_buf),
+        source.to_string(),
+    )];
+    while let Some((dir, text)) = stack.pop() {
+        for line in text.lines() {
+            let Some(name) = include_target(line) else {
+                continue;
+            };
+            let candidates = dir.iter().chain(include_dirs.iter()).map(|d| d.join(name));
+            for candidate in candidates {
+                let Ok(canonical) = std::fs::canonicalize(&candidate) else {
+                    continue;
+                };
+                if found.iter().any(|(p, _)| *p == canonical) {
+                    break;
+                }
+                if let Ok(bytes) = std::fs::read(&canonical) {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    stack.push((canonical.parent().map(Path::to_path_buf), text));
+                    found.push((canonical, bytes));
+                }
+                break;
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The file named by an `#include` line, if the line is one.
+fn include_target(line: &str) -> Option<&str> {
+    let rest = line
+        .trim_start()
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("include")?
+        .trim_start();
+    let (open, close) = match rest.chars().next()? {
+        '"' => ('"', '"'),
+        '<' => ('<', '>'),
+        _ => return None,
+    };
+    let inner = rest.strip_prefix(open)?;
+    inner.find(close).map(|end| &inner[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_lines() {
+        assert_eq!(include_target("#include \"a.h\""), Some("a.h"));
+        assert_eq!(
+            include_target("  #  include <cuda_fp16.h> // x"),
+            Some("cuda_fp16.h")
+        );
+        assert_eq!(include_target("int x; // #include \"no.h\""), None);
+    }
+}

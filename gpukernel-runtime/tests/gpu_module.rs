@@ -1,0 +1,93 @@
+//! Loading modules on a CUDA device (feature `gpu`).
+
+mod common;
+
+use common::{CUBIN, FATBIN, KERNELS, PTX, gpu, saxpy};
+use gpukernel_runtime::{Error, LaunchConfig};
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn ptx_cubin_and_fatbin_load_and_list_their_kernels() {
+    let ctx = gpu();
+    for (what, image) in [
+        ("ptx", PTX.as_bytes()),
+        ("cubin", CUBIN),
+        ("fatbin", FATBIN),
+    ] {
+        let m = ctx
+            .load_module(image)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(m.kernel_names(), KERNELS, "{what}");
+        let k = m.kernel(saxpy).unwrap();
+        assert!(k.max_threads_per_block() >= 256);
+        let x = ctx.htod_copy(&[1.0f32, 2.0]).unwrap();
+        let mut y = ctx.htod_copy(&[1.0f32, 1.0]).unwrap();
+        ctx.default_stream()
+            .launch(
+                &k,
+                LaunchConfig::for_elements(2).unwrap(),
+                (2.0f32, &x, &mut y),
+            )
+            .unwrap();
+        assert_eq!(y.to_host_vec().unwrap(), [3.0, 5.0], "{what}");
+        let (g, size) = m.global("__gpukernel_ffi_error").unwrap();
+        assert!(!g.is_null());
+        assert_eq!(size, 32);
+        assert!(matches!(
+            m.global("nope"),
+            Err(Error::GlobalNotFound { .. })
+        ));
+    }
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn wrong_kernel_name_lists_the_kernels() {
+    let ctx = gpu();
+    let m = ctx.load_module(PTX.as_bytes()).unwrap();
+    let e = m.function("saxpi").unwrap_err();
+    match &e {
+        Error::KernelNotFound { name, available } => {
+            assert_eq!(name, "saxpi");
+            assert_eq!(available, &KERNELS);
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert_eq!(
+        e.to_string(),
+        "the module has no kernel `saxpi`; its kernels are: `empty`, `fails_foreign`, `saxpy`, `write_null`"
+    );
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn bad_images_are_errors_before_the_driver() {
+    let ctx = gpu();
+    for (image, expect) in [
+        (&b"\x7fELF\x02\x01"[..], "truncated ELF header"),
+        (&CUBIN[..200], "truncated cubin"),
+        (&FATBIN[..40], "truncated fatbin"),
+        (b"!<arch>\n", "static library"),
+        (b"\x00\x01\x02\x03", "not PTX"),
+    ] {
+        let e = ctx.load_module(image).unwrap_err();
+        assert!(matches!(e, Error::InvalidModuleImage { .. }), "{e}");
+        assert!(e.to_string().contains(expect), "{e}");
+    }
+    // PTX the driver rejects: the driver's code and the call are kept.
+    let e = ctx
+        .load_module(b".version 7.8\n.target sm_90\n.address_size 64\n.entry broken( {")
+        .unwrap_err();
+    match &e {
+        Error::Driver {
+            call,
+            error,
+            context,
+        } => {
+            assert_eq!(*call, "cuModuleLoadData");
+            assert!(error.name().starts_with("CUDA_ERROR_"), "{e}");
+            assert!(context.as_deref().unwrap_or("").contains("Ptx"), "{e}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+}

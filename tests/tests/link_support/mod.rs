@@ -1,0 +1,121 @@
+//! Shared by `link_offline.rs` and `link_gpu.rs`: the example foreign sources (embedded, and
+//! written to a temporary folder so that tests run from a GPU bundle too), the precompiled
+//! artifacts (built with nvcc at test time), and small helpers.
+#![allow(dead_code)] // Each test file uses a part.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+#[path = "../../../ffi-examples/build/foreign.rs"]
+mod foreign;
+
+pub use foreign::Artifacts;
+
+/// The Rust kernels' PTX (every kernel of `ffi_examples_kernels`).
+pub const PTX: &str = ffi_examples_kernels::PTX;
+
+/// The example CUDA sources, by file name (relative to the folder they are written to).
+pub const SOURCES: [(&str, &str); 7] = [
+    (
+        "gpukernel_abi.h",
+        include_str!("../../../ffi-examples/kernels/cuda/gpukernel_abi.h"),
+    ),
+    (
+        "functions.cu",
+        include_str!("../../../ffi-examples/kernels/cuda/functions.cu"),
+    ),
+    (
+        "cubin_lib.cu",
+        include_str!("../../../ffi-examples/kernels/cuda/cubin_lib.cu"),
+    ),
+    (
+        "fatbin_lib.cu",
+        include_str!("../../../ffi-examples/kernels/cuda/fatbin_lib.cu"),
+    ),
+    (
+        "archive_lib.cu",
+        include_str!("../../../ffi-examples/kernels/cuda/archive_lib.cu"),
+    ),
+    (
+        "object_lib.cu",
+        include_str!("../../../ffi-examples/kernels/cuda/object_lib.cu"),
+    ),
+    (
+        "errors/syntax_error.cu",
+        include_str!("../../../ffi-examples/kernels/cuda/errors/syntax_error.cu"),
+    ),
+];
+
+/// What to do when a CUDA compiler piece is missing.
+pub const DOCTOR: &str = "run `cargo xtask doctor` (it installs the CUDA compiler wheels: \
+     nvcc, NVRTC, nvJitLink), or set GPUKERNEL_CUDA_TOOLS";
+
+/// A fresh, empty temporary folder for this process.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir =
+        std::env::temp_dir().join(format!("gpukernel-link-{}-{name}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a temporary folder");
+    dir
+}
+
+/// The folder holding the example sources (written once per process).
+pub fn cuda_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = temp_dir("cuda");
+        for (name, text) in SOURCES {
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    })
+}
+
+/// The path of an example source.
+pub fn source(name: &str) -> PathBuf {
+    cuda_dir().join(name)
+}
+
+/// The workspace root (for `.cuda-tools`).
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The precompiled artifacts for `sm_90`, built with nvcc once per process. Panics, naming
+/// what to run, when nvcc is missing or fails.
+pub fn artifacts() -> &'static Artifacts {
+    static ARTS: OnceLock<Result<Artifacts, String>> = OnceLock::new();
+    let built = ARTS.get_or_init(|| {
+        let nvcc =
+            foreign::find_nvcc(&workspace()).ok_or_else(|| format!("nvcc not found; {DOCTOR}"))?;
+        foreign::build_all(&nvcc, cuda_dir(), &temp_dir("artifacts"), 90)
+    });
+    match built {
+        Ok(arts) => arts,
+        Err(e) => panic!("cannot build the precompiled foreign code: {e}\n{DOCTOR}"),
+    }
+}
+
+/// Unwraps a link result, failing the test with the whole error (logs, hints) otherwise.
+#[track_caller]
+pub fn ok<T>(r: gpukernel_runtime::Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            panic!("unexpected error: {e}\n(debug: {e:?})\nif a CUDA library is missing: {DOCTOR}")
+        }
+    }
+}
+
+/// Unwraps an expected error.
+#[track_caller]
+pub fn err<T: std::fmt::Debug>(r: gpukernel_runtime::Result<T>) -> gpukernel_runtime::Error {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e,
+    }
+}

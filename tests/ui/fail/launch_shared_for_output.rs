@@ -1,0 +1,26 @@
+use core::ffi::c_void;
+use gpukernel_device::{DisjointSlice, Kernel, SimEntry};
+use gpukernel_runtime::{Device, LaunchConfig, Result};
+
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+struct saxpy;
+unsafe fn entry(_: *const *mut c_void) {}
+unsafe impl Kernel for saxpy {
+    const NAME: &'static str = "saxpy";
+    type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
+    const SIM_ENTRY: SimEntry = entry;
+}
+
+fn run() -> Result<()> {
+    let ctx = Device::simulator().primary_context()?;
+    let k = ctx.load_module(b".entry saxpy")?.kernel(saxpy)?;
+    let x = ctx.alloc_zeros::<f32>(4)?;
+    let y = ctx.alloc_zeros::<f32>(4)?;
+    // The output `DisjointSlice<f32>` needs `&mut`: a shared borrow is rejected.
+    ctx.default_stream().launch(&k, LaunchConfig::for_elements(4)?, (2.0f32, &x, &y))
+}
+
+fn main() {
+    run().unwrap();
+}
