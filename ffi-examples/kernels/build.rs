@@ -14,7 +14,9 @@ fn main() {
         "cuda/archive_lib.cu",
         "cuda/object_lib.cu",
     ];
-    if let Err(e) = nvptx_builder::host_cc::compile_foreign_for_host(&sources, "ffi_examples_foreign") {
+    if let Err(e) =
+        nvptx_builder::host_cc::compile_foreign_for_host(&sources, "ffi_examples_foreign")
+    {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

@@ -8,14 +8,20 @@
 /// naming the first mismatching index.
 pub fn check_close(what: &str, got: &[f32], want: &[f32], rel_tol: f32) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{what}: {} results, expected {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: {} results, expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let tol = rel_tol * w.abs().max(1.0);
         // Written so that NaN fails the check too.
         let within = (g - w).abs() <= tol;
         if !within {
-            return Err(format!("{what}: element {i} is {g}, expected {w} (tolerance {tol})"));
+            return Err(format!(
+                "{what}: element {i} is {g}, expected {w} (tolerance {tol})"
+            ));
         }
     }
     Ok(())

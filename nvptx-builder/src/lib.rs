@@ -139,7 +139,11 @@ impl fmt::Display for Error {
                 "`rustup` was not found on PATH ({e}); kernels are compiled with a rustup-managed nightly toolchain.\n\
                  hint: install rustup from https://rustup.rs, then run `cargo xtask doctor`"
             ),
-            Error::ComponentMissing { component, toolchain, expected } => write!(
+            Error::ComponentMissing {
+                component,
+                toolchain,
+                expected,
+            } => write!(
                 f,
                 "the `{component}` component of the `{toolchain}` toolchain is missing (looked for {}).\n\
                  hint: run `rustup component add {component} --toolchain {toolchain}` (or `cargo xtask doctor`)",
@@ -149,13 +153,22 @@ impl fmt::Display for Error {
                 f,
                 "invalid GPU architecture `{arch}` (from {source}): expected `sm_XX` with XX >= 70, e.g. `sm_90` for an H100 or `sm_80` for an A100"
             ),
-            Error::CompileFailed { manifest, command, diagnostics } => write!(
+            Error::CompileFailed {
+                manifest,
+                command,
+                diagnostics,
+            } => write!(
                 f,
                 "the kernels crate {} failed to compile for nvptx64 (file paths below are relative to its package or workspace root).\ncommand: {command}\n{diagnostics}",
                 manifest.display()
             ),
             Error::ToolFailed { tool, args, output } => {
-                write!(f, "`{} {}` failed:\n{output}", tool.display(), args.join(" "))
+                write!(
+                    f,
+                    "`{} {}` failed:\n{output}",
+                    tool.display(),
+                    args.join(" ")
+                )
             }
             Error::PtxasRejected { ptx, arch, log } => write!(
                 f,
@@ -187,7 +200,10 @@ impl std::error::Error for Error {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io { path: path.to_path_buf(), source }
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// What a device build produced.
@@ -298,7 +314,10 @@ impl Builder {
         let toolchain = tools::Toolchain::locate(&self.toolchain)?;
         let manifest = self.manifest_dir.join("Cargo.toml");
         let package = package_name(&manifest)?;
-        let target_dir = self.target_dir.clone().unwrap_or_else(|| default_target_dir(&self.out_dir));
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| default_target_dir(&self.out_dir));
 
         if self.emit_cargo_directives {
             println!("cargo:rerun-if-env-changed=GPUKERNEL_ARCH");
@@ -310,12 +329,14 @@ impl Builder {
         let rlibs = self.cargo_build(&toolchain, &manifest, &target_dir, &arch)?;
         let lib_name = package.replace('-', "_");
         let (own, deps): (Vec<_>, Vec<_>) = rlibs.into_iter().partition(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("lib{lib_name}-")) || n == format!("lib{lib_name}.rlib"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with(&format!("lib{lib_name}-")) || n == format!("lib{lib_name}.rlib")
+            })
         });
 
-        let work = self.out_dir.join(format!("{}-nvptx-work", self.output_name));
+        let work = self
+            .out_dir
+            .join(format!("{}-nvptx-work", self.output_name));
         if work.exists() {
             std::fs::remove_dir_all(&work).map_err(io_err(&work))?;
         }
@@ -352,7 +373,10 @@ impl Builder {
             ],
         )?;
         // `shared_array!` statics move to the `.shared` state space (see `shared_rewrite`).
-        let ir = run_tool(&toolchain.llvm_dis, &[pruned.into_os_string(), "-o".into(), "-".into()])?;
+        let ir = run_tool(
+            &toolchain.llvm_dis,
+            &[pruned.into_os_string(), "-o".into(), "-".into()],
+        )?;
         let ir = shared_rewrite::rewrite_shared_statics(&ir)
             .map_err(|e| Error::SharedRewrite(e.to_string()))?;
         let shared_ll = work.join("shared.ll");
@@ -392,7 +416,12 @@ impl Builder {
             }
         }
 
-        Ok(PtxOutput { ptx, bitcode, exported, arch })
+        Ok(PtxOutput {
+            ptx,
+            bitcode,
+            exported,
+            arch,
+        })
     }
 
     fn resolve_arch(&self) -> Result<String, Error> {
@@ -401,7 +430,9 @@ impl Builder {
             (None, Ok(a)) => (a, "GPUKERNEL_ARCH"),
             (None, Err(_)) => (DEFAULT_ARCH.to_string(), "the default"),
         };
-        parse_arch(&arch).map(|_| arch.clone()).ok_or(Error::BadArch { arch, source })
+        parse_arch(&arch)
+            .map(|_| arch.clone())
+            .ok_or(Error::BadArch { arch, source })
     }
 
     /// Runs the nightly cargo for nvptx64 and returns the rlibs of every crate it built.
@@ -413,17 +444,29 @@ impl Builder {
         arch: &str,
     ) -> Result<Vec<PathBuf>, Error> {
         let mut cmd = Command::new("rustup");
-        cmd.args(["run", &toolchain.name, "cargo", "build", "--release", "--target", NVPTX_TARGET])
-            .arg("-Zbuild-std=core")
-            .arg("--manifest-path")
-            .arg(manifest)
-            .arg("--target-dir")
-            .arg(target_dir)
-            .arg("--message-format=json-render-diagnostics");
+        cmd.args([
+            "run",
+            &toolchain.name,
+            "cargo",
+            "build",
+            "--release",
+            "--target",
+            NVPTX_TARGET,
+        ])
+        .arg("-Zbuild-std=core")
+        .arg("--manifest-path")
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .arg("--message-format=json-render-diagnostics");
         scrub_cargo_env(&mut cmd);
         // Every crate of the PTX must share one target-cpu; linker-plugin-lto makes each rlib
         // hold LLVM bitcode instead of per-crate PTX.
-        let flags = ["-Clinker-plugin-lto", &format!("-Ctarget-cpu={arch}"), "-Cdebuginfo=0"];
+        let flags = [
+            "-Clinker-plugin-lto",
+            &format!("-Ctarget-cpu={arch}"),
+            "-Cdebuginfo=0",
+        ];
         cmd.env("CARGO_ENCODED_RUSTFLAGS", flags.join("\x1f"));
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let command = format!(
@@ -445,7 +488,9 @@ impl Builder {
         let mut deps_files = Vec::new();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+            let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
             if msg["reason"] != "compiler-artifact" {
                 continue;
             }
@@ -457,17 +502,30 @@ impl Builder {
                     }
                 }
             }
-            if let Some(d) = msg["filenames"].as_array().and_then(|a| a.first()).and_then(|f| f.as_str()) {
+            if let Some(d) = msg["filenames"]
+                .as_array()
+                .and_then(|a| a.first())
+                .and_then(|f| f.as_str())
+            {
                 deps_files.push(PathBuf::from(d));
             }
         }
         let status = child.wait().map_err(Error::RustupMissing)?;
         let stderr = err_thread.join().unwrap_or_default();
         if !status.success() {
-            if stderr.contains("is not installed") || stderr.contains("toolchain '") && stderr.contains("not installed") {
-                return Err(Error::NightlyMissing { toolchain: toolchain.name.clone(), detail: stderr });
+            if stderr.contains("is not installed")
+                || stderr.contains("toolchain '") && stderr.contains("not installed")
+            {
+                return Err(Error::NightlyMissing {
+                    toolchain: toolchain.name.clone(),
+                    detail: stderr,
+                });
             }
-            return Err(Error::CompileFailed { manifest: manifest.to_path_buf(), command, diagnostics: stderr });
+            return Err(Error::CompileFailed {
+                manifest: manifest.to_path_buf(),
+                command,
+                diagnostics: stderr,
+            });
         }
         if self.emit_cargo_directives {
             emit_rerun_if_changed(&rlibs, &toolchain.sysroot);
@@ -485,7 +543,11 @@ pub fn is_device_build() -> bool {
 
 /// `sm_90` → `Some(90)`; anything else (or below 70, the nightly's floor) → `None`.
 pub fn parse_arch(arch: &str) -> Option<u32> {
-    let n: u32 = arch.strip_prefix("sm_")?.trim_end_matches('a').parse().ok()?;
+    let n: u32 = arch
+        .strip_prefix("sm_")?
+        .trim_end_matches('a')
+        .parse()
+        .ok()?;
     (n >= 70).then_some(n)
 }
 
@@ -504,8 +566,19 @@ fn scrub_cargo_env(cmd: &mut Command) {
             || k.starts_with("RUSTDOC")
             || matches!(
                 k,
-                "CARGO" | "RUSTFLAGS" | "RUSTUP_TOOLCHAIN" | "OUT_DIR" | "TARGET" | "HOST" | "PROFILE"
-                    | "OPT_LEVEL" | "DEBUG" | "NUM_JOBS" | "CARGO_MAKEFLAGS" | "MAKEFLAGS" | "MFLAGS"
+                "CARGO"
+                    | "RUSTFLAGS"
+                    | "RUSTUP_TOOLCHAIN"
+                    | "OUT_DIR"
+                    | "TARGET"
+                    | "HOST"
+                    | "PROFILE"
+                    | "OPT_LEVEL"
+                    | "DEBUG"
+                    | "NUM_JOBS"
+                    | "CARGO_MAKEFLAGS"
+                    | "MAKEFLAGS"
+                    | "MFLAGS"
             );
         if drop {
             cmd.env_remove(k);
@@ -551,9 +624,13 @@ fn emit_rerun_if_changed(rlibs: &[PathBuf], sysroot: &Path) {
     let mut seen = BTreeSet::new();
     for rlib in rlibs {
         let d = rlib.with_extension("d");
-        let Ok(text) = std::fs::read_to_string(&d) else { continue };
+        let Ok(text) = std::fs::read_to_string(&d) else {
+            continue;
+        };
         for line in text.lines() {
-            let Some((_, deps)) = line.split_once(": ") else { continue };
+            let Some((_, deps)) = line.split_once(": ") else {
+                continue;
+            };
             for dep in split_make_deps(deps) {
                 let p = PathBuf::from(&dep);
                 if p.starts_with(sysroot) || !p.is_file() {
@@ -593,7 +670,11 @@ fn split_make_deps(s: &str) -> Vec<String> {
 }
 
 /// Extracts the LLVM bitcode members of each rlib into `dir`.
-fn extract_bitcode(toolchain: &tools::Toolchain, rlibs: &[PathBuf], dir: &Path) -> Result<Vec<PathBuf>, Error> {
+fn extract_bitcode(
+    toolchain: &tools::Toolchain,
+    rlibs: &[PathBuf],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, Error> {
     let mut out = Vec::new();
     for (i, rlib) in rlibs.iter().enumerate() {
         let sub = dir.join(i.to_string());
@@ -625,13 +706,23 @@ fn extract_bitcode(toolchain: &tools::Toolchain, rlibs: &[PathBuf], dir: &Path) 
 
 fn is_bitcode(p: &Path) -> bool {
     let mut magic = [0u8; 4];
-    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"BC\xC0\xDE"
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"BC\xC0\xDE"
 }
 
 /// The symbols of the kernels crate that stay visible: those rustc did not mangle (kernel
 /// entries and `#[no_mangle]` items).
-fn exported_symbols(toolchain: &tools::Toolchain, own: &[PathBuf]) -> Result<BTreeSet<String>, Error> {
-    let mut args: Vec<OsString> = vec!["--defined-only".into(), "--extern-only".into(), "--format=just-symbols".into()];
+fn exported_symbols(
+    toolchain: &tools::Toolchain,
+    own: &[PathBuf],
+) -> Result<BTreeSet<String>, Error> {
+    let mut args: Vec<OsString> = vec![
+        "--defined-only".into(),
+        "--extern-only".into(),
+        "--format=just-symbols".into(),
+    ];
     args.extend(own.iter().map(|p| p.clone().into_os_string()));
     let text = run_tool(&toolchain.llvm_nm, &args)?;
     Ok(text
@@ -644,12 +735,22 @@ fn exported_symbols(toolchain: &tools::Toolchain, own: &[PathBuf]) -> Result<BTr
 }
 
 fn run_tool(tool: &Path, args: &[OsString]) -> Result<String, Error> {
-    let output = Command::new(tool).args(args).output().map_err(io_err(tool))?;
+    let output = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(io_err(tool))?;
     if !output.status.success() {
         return Err(Error::ToolFailed {
             tool: tool.to_path_buf(),
-            args: args.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
-            output: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+            args: args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
         });
     }
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
@@ -672,7 +773,11 @@ pub fn validate_ptx(ptxas: &Path, ptx: &Path, arch: &str) -> Result<(), Error> {
         return Err(Error::PtxasRejected {
             ptx: ptx.to_path_buf(),
             arch: arch.to_string(),
-            log: format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+            log: format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
         });
     }
     Ok(())
@@ -701,7 +806,10 @@ mod tests {
 
     #[test]
     fn make_deps_split_on_unescaped_spaces() {
-        assert_eq!(split_make_deps("/a/b.rs /c\\ d.rs  /e.rs"), vec!["/a/b.rs", "/c d.rs", "/e.rs"]);
+        assert_eq!(
+            split_make_deps("/a/b.rs /c\\ d.rs  /e.rs"),
+            vec!["/a/b.rs", "/c d.rs", "/e.rs"]
+        );
     }
 
     #[test]
@@ -709,7 +817,11 @@ mod tests {
         let base = std::env::temp_dir().join(format!("nvptx-builder-test-{}", std::process::id()));
         let out = base.join("debug/build/x-123/out");
         std::fs::create_dir_all(&out).unwrap();
-        std::fs::write(base.join("CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55").unwrap();
+        std::fs::write(
+            base.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
         assert_eq!(default_target_dir(&out), base.join("nvptx-kernels"));
         std::fs::remove_dir_all(&base).unwrap();
     }
@@ -719,7 +831,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("nvptx-builder-pkg-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let m = dir.join("Cargo.toml");
-        std::fs::write(&m, "[workspace]\nname = \"no\"\n[package]\nname = \"my-kernels\"\nversion = \"0.1.0\"\n").unwrap();
+        std::fs::write(
+            &m,
+            "[workspace]\nname = \"no\"\n[package]\nname = \"my-kernels\"\nversion = \"0.1.0\"\n",
+        )
+        .unwrap();
         assert_eq!(package_name(&m).unwrap(), "my-kernels");
         std::fs::remove_dir_all(&dir).unwrap();
     }

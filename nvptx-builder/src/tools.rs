@@ -50,7 +50,11 @@ impl Toolchain {
 
         let core_src = sysroot.join("lib/rustlib/src/rust/library/core/Cargo.toml");
         if !core_src.is_file() {
-            return Err(Error::ComponentMissing { component: "rust-src", toolchain: name.into(), expected: core_src });
+            return Err(Error::ComponentMissing {
+                component: "rust-src",
+                toolchain: name.into(),
+                expected: core_src,
+            });
         }
         let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
         let tool = |t: &str| bin.join(format!("{t}{}", std::env::consts::EXE_SUFFIX));
@@ -87,15 +91,22 @@ pub fn cuda_tools_dir() -> Option<PathBuf> {
         .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
         .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
         .chain(workspace_tools_dir());
-    candidates.into_iter().find(|d| d.join("bin").is_dir() || d.join("include").is_dir())
+    candidates
+        .into_iter()
+        .find(|d| d.join("bin").is_dir() || d.join("include").is_dir())
 }
 
 /// `<workspace>/.cuda-tools/nvidia/cu13`, the workspace being the nearest ancestor of this
 /// crate's (or the calling build script's) manifest dir that has a `.cuda-tools` folder.
 fn workspace_tools_dir() -> Option<PathBuf> {
-    let starts = [std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from), Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")))];
+    let starts = [
+        std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR"))),
+    ];
     starts.into_iter().flatten().find_map(|s| {
-        s.ancestors().map(|a| a.join(".cuda-tools/nvidia/cu13")).find(|d| d.is_dir())
+        s.ancestors()
+            .map(|a| a.join(".cuda-tools/nvidia/cu13"))
+            .find(|d| d.is_dir())
     })
 }
 
@@ -108,7 +119,8 @@ pub fn find_cuda_tool(name: &str) -> Option<PathBuf> {
         .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
         .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
         .chain(workspace_tools_dir());
-    dirs.map(|d| d.join("bin").join(&exe)).find(|p| is_executable(p))
+    dirs.map(|d| d.join("bin").join(&exe))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -117,5 +129,9 @@ fn is_executable(p: &Path) -> bool {
 
 /// The part of a tool's message before any backtrace.
 fn first_paragraph(s: &str) -> String {
-    s.split("Stack backtrace").next().unwrap_or(s).trim().to_string()
+    s.split("Stack backtrace")
+        .next()
+        .unwrap_or(s)
+        .trim()
+        .to_string()
 }

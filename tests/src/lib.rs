@@ -5,7 +5,8 @@
 //! so a GPU run never passes without a GPU). Results are compared with a host reference and
 //! between the devices.
 
-use gpukernel_runtime::{Context, Device};
+use gpukernel_runtime::link::Linker;
+use gpukernel_runtime::{Context, Device, Kernel, Module};
 
 /// The simulator, and CUDA device 0 when the `gpu` feature is on.
 ///
@@ -14,13 +15,20 @@ use gpukernel_runtime::{Context, Device};
 pub fn devices() -> Vec<(String, Context)> {
     let mut out = Vec::new();
     let sim = Device::simulator();
-    out.push(("simulator".to_string(), sim.primary_context().expect("simulator context")));
+    out.push((
+        "simulator".to_string(),
+        sim.primary_context().expect("simulator context"),
+    ));
     if cfg!(feature = "gpu") {
         let dev = Device::get(0).unwrap_or_else(|e| {
             panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
         });
         let name = dev.name().unwrap_or_else(|_| "CUDA device 0".into());
-        out.push((name, dev.primary_context().expect("primary context of CUDA device 0")));
+        out.push((
+            name,
+            dev.primary_context()
+                .expect("primary context of CUDA device 0"),
+        ));
     }
     out
 }
@@ -78,4 +86,29 @@ pub fn assert_close<T: Into<f64> + Copy>(what: &str, got: &[T], want: &[T], rel:
             "{what}: element {i} is {g}, expected {w}"
         );
     }
+}
+
+/// The example kernels that call no foreign function, linked (and cached) for `ctx`. The
+/// kernels crate's PTX also holds kernels with `.extern .func` foreign calls, which only link
+/// together with the code that defines them, so the rest are selected by name.
+pub fn plain_kernels(ctx: &Context) -> Module {
+    use ffi_examples_kernels::reduce::*;
+    use ffi_examples_kernels::*;
+    let names = [
+        empty_kernel::NAME,
+        saxpy::NAME,
+        affine::NAME,
+        scalar_abi::NAME,
+        scale_in_place::NAME,
+        block_reduce_sum::NAME,
+        block_reduce_sum_dynamic::NAME,
+        warp_reduce_sum::NAME,
+        atomic_sum::NAME,
+    ];
+    Linker::new(ctx)
+        .and_then(|mut l| {
+            l.add_ptx_kernels(PTX, "kernels.ptx", &names)
+                .link_and_load()
+        })
+        .unwrap_or_else(|e| panic!("linking the example kernels failed: {e}"))
 }

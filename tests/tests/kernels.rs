@@ -1,9 +1,9 @@
 //! The example kernels, launched with typed arguments on every test device (the simulator, and
 //! the GPU with the `gpu` feature), checked against host references and against each other.
 
-use ffi_examples_kernels::{Affine, PTX, affine, saxpy, scalar_abi, scale_in_place};
+use ffi_examples_kernels::{Affine, affine, saxpy, scalar_abi, scale_in_place};
 use gpukernel_runtime::LaunchConfig;
-use gpukernel_tests::{Rng, assert_close, devices};
+use gpukernel_tests::{Rng, assert_close, devices, plain_kernels};
 
 #[test]
 fn saxpy_matches_host_on_every_device() {
@@ -16,18 +16,29 @@ fn saxpy_matches_host_on_every_device() {
     let want: Vec<f32> = x.iter().zip(&y0).map(|(x, y)| a * x + y).collect();
     let mut results = Vec::new();
     for (name, ctx) in devices() {
-        let module = ctx.load_module(PTX.as_bytes()).unwrap();
+        let module = plain_kernels(&ctx);
         let k = module.kernel(saxpy).unwrap();
         let dx = ctx.htod_copy(&x).unwrap();
         let mut dy = ctx.htod_copy(&y0).unwrap();
         let stream = ctx.default_stream();
-        stream.launch(&k, LaunchConfig::for_elements(n).unwrap(), (a, &dx, &mut dy)).unwrap();
+        stream
+            .launch(
+                &k,
+                LaunchConfig::for_elements(n).unwrap(),
+                (a, &dx, &mut dy),
+            )
+            .unwrap();
         let got = dy.to_host_vec().unwrap();
         assert_close(&format!("saxpy on {name}"), &got, &want, 1e-6);
         results.push((name, got));
     }
     for w in results.windows(2) {
-        assert_close(&format!("saxpy {} vs {}", w[0].0, w[1].0), &w[1].1, &w[0].1, 1e-6);
+        assert_close(
+            &format!("saxpy {} vs {}", w[0].0, w[1].0),
+            &w[1].1,
+            &w[0].1,
+            1e-6,
+        );
     }
 }
 
@@ -38,7 +49,7 @@ fn saxpy_on_a_sub_view_touches_only_the_view() {
     let x = rng.vec_f32(n);
     let y0 = rng.vec_f32(n);
     for (name, ctx) in devices() {
-        let module = ctx.load_module(PTX.as_bytes()).unwrap();
+        let module = plain_kernels(&ctx);
         let k = module.kernel(saxpy).unwrap();
         let dx = ctx.htod_copy(&x).unwrap();
         let mut dy = ctx.htod_copy(&y0).unwrap();
@@ -47,12 +58,22 @@ fn saxpy_on_a_sub_view_touches_only_the_view() {
             let xv = dx.slice(lo..hi).unwrap();
             let mut yv = dy.slice_mut(lo..hi).unwrap();
             ctx.default_stream()
-                .launch(&k, LaunchConfig::for_elements(hi - lo).unwrap(), (2.0f32, &xv, &mut yv))
+                .launch(
+                    &k,
+                    LaunchConfig::for_elements(hi - lo).unwrap(),
+                    (2.0f32, &xv, &mut yv),
+                )
                 .unwrap();
         }
         let got = dy.to_host_vec().unwrap();
         let want: Vec<f32> = (0..n)
-            .map(|i| if (lo..hi).contains(&i) { 2.0 * x[i] + y0[i] } else { y0[i] })
+            .map(|i| {
+                if (lo..hi).contains(&i) {
+                    2.0 * x[i] + y0[i]
+                } else {
+                    y0[i]
+                }
+            })
             .collect();
         assert_close(&format!("saxpy view on {name}"), &got, &want, 1e-6);
     }
@@ -63,30 +84,63 @@ fn repr_c_struct_parameter_crosses_the_abi() {
     let mut rng = Rng::from_env("affine");
     let n = 1000;
     let x = rng.vec_f32(n);
-    let p = Affine { scale: 1.5, offset: -0.25, bias: 1e10 + 0.5 };
-    let want: Vec<f64> = x.iter().map(|&v| (p.scale * v + p.offset) as f64 + p.bias).collect();
+    let p = Affine {
+        scale: 1.5,
+        offset: -0.25,
+        bias: 1e10 + 0.5,
+    };
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&v| (p.scale * v + p.offset) as f64 + p.bias)
+        .collect();
     for (name, ctx) in devices() {
-        let module = ctx.load_module(PTX.as_bytes()).unwrap();
+        let module = plain_kernels(&ctx);
         let k = module.kernel(affine).unwrap();
         let dx = ctx.htod_copy(&x).unwrap();
         let mut dy = ctx.alloc_zeros::<f64>(n).unwrap();
         ctx.default_stream()
-            .launch(&k, LaunchConfig::for_elements(n).unwrap(), (p, &dx, &mut dy))
+            .launch(
+                &k,
+                LaunchConfig::for_elements(n).unwrap(),
+                (p, &dx, &mut dy),
+            )
             .unwrap();
-        assert_close(&format!("affine on {name}"), &dy.to_host_vec().unwrap(), &want, 1e-12);
+        assert_close(
+            &format!("affine on {name}"),
+            &dy.to_host_vec().unwrap(),
+            &want,
+            1e-12,
+        );
     }
 }
 
 #[test]
 fn every_scalar_kind_crosses_the_abi() {
     for (name, ctx) in devices() {
-        let module = ctx.load_module(PTX.as_bytes()).unwrap();
+        let module = plain_kernels(&ctx);
         let k = module.kernel(scalar_abi).unwrap();
         let mut out = ctx.alloc_zeros::<f64>(6).unwrap();
-        let args = (-7i8, 65_000u16, -123_456i32, (1u64 << 40) + 3, 2.5f64, true, &mut out);
-        ctx.default_stream().launch(&k, LaunchConfig::for_elements(32).unwrap(), args).unwrap();
+        let args = (
+            -7i8,
+            65_000u16,
+            -123_456i32,
+            (1u64 << 40) + 3,
+            2.5f64,
+            true,
+            &mut out,
+        );
+        ctx.default_stream()
+            .launch(&k, LaunchConfig::for_elements(32).unwrap(), args)
+            .unwrap();
         let got = out.to_host_vec().unwrap();
-        let want = [-7.0, 65_000.0, -123_456.0, ((1u64 << 40) + 3) as f64, 2.5, 1.0];
+        let want = [
+            -7.0,
+            65_000.0,
+            -123_456.0,
+            ((1u64 << 40) + 3) as f64,
+            2.5,
+            1.0,
+        ];
         assert_eq!(got, want, "scalar_abi on {name}");
     }
 }
@@ -97,22 +151,41 @@ fn unsafe_kernel_with_mut_slice_and_grid_stride_loop() {
     let n = 100_003;
     let x = rng.vec_f32(n);
     for (name, ctx) in devices() {
-        let module = ctx.load_module(PTX.as_bytes()).unwrap();
+        let module = plain_kernels(&ctx);
         let k = module.kernel(scale_in_place).unwrap();
         let mut dx = ctx.htod_copy(&x).unwrap();
         // Fewer threads than elements: the grid-stride loop must cover the rest.
-        let cfg = LaunchConfig { grid: (8, 1, 1).into(), block: (128, 1, 1).into(), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid: (8, 1, 1).into(),
+            block: (128, 1, 1).into(),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: `scale_in_place` keeps each thread on its own indices (grid-stride loop).
-        unsafe { ctx.default_stream().launch_unchecked(&k, cfg, (&mut dx, 3.0f32)) }.unwrap();
+        unsafe {
+            ctx.default_stream()
+                .launch_unchecked(&k, cfg, (&mut dx, 3.0f32))
+        }
+        .unwrap();
         let want: Vec<f32> = x.iter().map(|v| v * 3.0).collect();
-        assert_close(&format!("scale_in_place on {name}"), &dx.to_host_vec().unwrap(), &want, 1e-6);
+        assert_close(
+            &format!("scale_in_place on {name}"),
+            &dx.to_host_vec().unwrap(),
+            &want,
+            1e-6,
+        );
     }
 }
 
 /// Host reference: sum of each `chunk`-sized piece, in f64.
 fn chunk_sums(x: &[f32], chunk: usize, count: usize) -> Vec<f32> {
     (0..count)
-        .map(|c| x.iter().skip(c * chunk).take(chunk).map(|&v| v as f64).sum::<f64>() as f32)
+        .map(|c| {
+            x.iter()
+                .skip(c * chunk)
+                .take(chunk)
+                .map(|&v| v as f64)
+                .sum::<f64>() as f32
+        })
         .collect()
 }
 
@@ -126,23 +199,52 @@ fn block_reductions_static_and_dynamic_shared_memory() {
         let want = chunk_sums(&x, block as usize, blocks);
         let mut per_device = Vec::new();
         for (name, ctx) in devices() {
-            let module = ctx.load_module(PTX.as_bytes()).unwrap();
+            let module = plain_kernels(&ctx);
             let dx = ctx.htod_copy(&x).unwrap();
-            let cfg = LaunchConfig { grid: (blocks as u32, 1, 1).into(), block: (block, 1, 1).into(), shared_mem_bytes: 0 };
+            let cfg = LaunchConfig {
+                grid: (blocks as u32, 1, 1).into(),
+                block: (block, 1, 1).into(),
+                shared_mem_bytes: 0,
+            };
             let mut out_static = ctx.alloc_zeros::<f32>(blocks).unwrap();
             let k = module.kernel(block_reduce_sum).unwrap();
-            ctx.default_stream().launch(&k, cfg, (&dx, &mut out_static)).unwrap();
+            ctx.default_stream()
+                .launch(&k, cfg, (&dx, &mut out_static))
+                .unwrap();
             let mut out_dyn = ctx.alloc_zeros::<f32>(blocks).unwrap();
             let k = module.kernel(block_reduce_sum_dynamic).unwrap();
-            let cfg_dyn = LaunchConfig { shared_mem_bytes: block * 4, ..cfg };
-            ctx.default_stream().launch(&k, cfg_dyn, (&dx, &mut out_dyn)).unwrap();
-            let (s, d) = (out_static.to_host_vec().unwrap(), out_dyn.to_host_vec().unwrap());
-            assert_close(&format!("block_reduce_sum n={n} block={block} on {name}"), &s, &want, 1e-4);
-            assert_close(&format!("block_reduce_sum_dynamic n={n} on {name}"), &d, &want, 1e-4);
+            let cfg_dyn = LaunchConfig {
+                shared_mem_bytes: block * 4,
+                ..cfg
+            };
+            ctx.default_stream()
+                .launch(&k, cfg_dyn, (&dx, &mut out_dyn))
+                .unwrap();
+            let (s, d) = (
+                out_static.to_host_vec().unwrap(),
+                out_dyn.to_host_vec().unwrap(),
+            );
+            assert_close(
+                &format!("block_reduce_sum n={n} block={block} on {name}"),
+                &s,
+                &want,
+                1e-4,
+            );
+            assert_close(
+                &format!("block_reduce_sum_dynamic n={n} on {name}"),
+                &d,
+                &want,
+                1e-4,
+            );
             per_device.push((name, s));
         }
         for w in per_device.windows(2) {
-            assert_close(&format!("block_reduce {} vs {}", w[0].0, w[1].0), &w[1].1, &w[0].1, 1e-5);
+            assert_close(
+                &format!("block_reduce {} vs {}", w[0].0, w[1].0),
+                &w[1].1,
+                &w[0].1,
+                1e-5,
+            );
         }
     }
 }
@@ -161,17 +263,30 @@ fn warp_shuffle_reduction_full_and_partial_warps() {
                 let (b, wi) = (w / warps_per_block, w % warps_per_block);
                 let start = b * block as usize + wi * 32;
                 let end = (start + 32).min(b * block as usize + block as usize).min(n);
-                x.get(start..end.max(start)).map_or(0.0, |s| s.iter().map(|&v| v as f64).sum::<f64>()) as f32
+                x.get(start..end.max(start))
+                    .map_or(0.0, |s| s.iter().map(|&v| v as f64).sum::<f64>())
+                    as f32
             })
             .collect();
         for (name, ctx) in devices() {
-            let module = ctx.load_module(PTX.as_bytes()).unwrap();
+            let module = plain_kernels(&ctx);
             let k = module.kernel(warp_reduce_sum).unwrap();
             let dx = ctx.htod_copy(&x).unwrap();
             let mut out = ctx.alloc_zeros::<f32>(want.len()).unwrap();
-            let cfg = LaunchConfig { grid: (blocks as u32, 1, 1).into(), block: (block, 1, 1).into(), shared_mem_bytes: 0 };
-            ctx.default_stream().launch(&k, cfg, (&dx, &mut out)).unwrap();
-            assert_close(&format!("warp_reduce_sum n={n} block={block} on {name}"), &out.to_host_vec().unwrap(), &want, 1e-4);
+            let cfg = LaunchConfig {
+                grid: (blocks as u32, 1, 1).into(),
+                block: (block, 1, 1).into(),
+                shared_mem_bytes: 0,
+            };
+            ctx.default_stream()
+                .launch(&k, cfg, (&dx, &mut out))
+                .unwrap();
+            assert_close(
+                &format!("warp_reduce_sum n={n} block={block} on {name}"),
+                &out.to_host_vec().unwrap(),
+                &want,
+                1e-4,
+            );
         }
     }
 }
@@ -184,14 +299,25 @@ fn grid_wide_atomic_sum() {
     let x = rng.vec_f32(n);
     let want = x.iter().map(|&v| v as f64).sum::<f64>();
     for (name, ctx) in devices() {
-        let module = ctx.load_module(PTX.as_bytes()).unwrap();
+        let module = plain_kernels(&ctx);
         let k = module.kernel(atomic_sum).unwrap();
         let dx = ctx.htod_copy(&x).unwrap();
         let out = ctx.alloc_zeros::<f32>(1).unwrap();
-        let cfg = LaunchConfig { grid: (64, 1, 1).into(), block: (256, 1, 1).into(), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid: (64, 1, 1).into(),
+            block: (256, 1, 1).into(),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: `out` is a live f32 that only this launch touches, atomically.
-        unsafe { ctx.default_stream().launch_unchecked(&k, cfg, (&dx, out.device_ptr())) }.unwrap();
+        unsafe {
+            ctx.default_stream()
+                .launch_unchecked(&k, cfg, (&dx, out.device_ptr()))
+        }
+        .unwrap();
         let got = out.to_host_vec().unwrap()[0] as f64;
-        assert!((got - want).abs() <= 1e-3 * want.abs().max(1.0) + 1e-2, "atomic_sum on {name}: {got} vs {want}");
+        assert!(
+            (got - want).abs() <= 1e-3 * want.abs().max(1.0) + 1e-2,
+            "atomic_sum on {name}: {got} vs {want}"
+        );
     }
 }

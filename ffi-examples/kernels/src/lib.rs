@@ -58,7 +58,14 @@ pub fn affine(p: Affine, x: &[f32], mut y: DisjointSlice<f64>) {
 pub fn scalar_abi(a: i8, b: u16, c: i32, d: u64, e: f64, f: bool, out: DisjointSlice<f64>) {
     let i = thread::index();
     if i.get() == 0 {
-        let vals = [a as f64, b as f64, c as f64, d as f64, e, if f { 1.0 } else { 0.0 }];
+        let vals = [
+            a as f64,
+            b as f64,
+            c as f64,
+            d as f64,
+            e,
+            if f { 1.0 } else { 0.0 },
+        ];
         for (k, v) in vals.into_iter().enumerate() {
             // SAFETY: only thread 0 writes, and nothing reads `out` during the launch.
             unsafe { out.write(k, v) };
