@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use crate::device::Device;
 use crate::driver::{self, DeviceAttr};
@@ -149,6 +149,19 @@ fn sim_context() -> Arc<ContextInner> {
     .clone()
 }
 
+/// Every CUDA context this process made, by raw handle, for [`last_launch_of`]. Separate from
+/// the map of [`cuda_context`], whose lock is held across driver calls (whose errors look
+/// here); entries are never removed (primary contexts are never released).
+static BY_RAW: RwLock<Vec<(usize, Arc<ContextInner>)>> = RwLock::new(Vec::new());
+
+/// The last kernel launched in the context whose raw handle is `raw`, if this runtime made it.
+pub(crate) fn last_launch_of(raw: driver::CUcontext) -> Option<&'static str> {
+    let list = BY_RAW.read().unwrap_or_else(|p| p.into_inner());
+    list.iter()
+        .find(|(r, _)| *r == raw.addr())
+        .and_then(|(_, c)| c.last_launch.get())
+}
+
 fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<ContextInner>>>> = OnceLock::new();
     let ordinal = device.ordinal().unwrap_or(0);
@@ -201,6 +214,10 @@ fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
         ffi_modules: Mutex::new(Vec::new()),
         label: format!("CUDA device {ordinal} ({name})"),
     });
+    BY_RAW
+        .write()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((raw.addr(), inner.clone()));
     map.insert(ordinal, inner.clone());
     Ok(inner)
 }
@@ -284,8 +301,17 @@ impl Context {
     }
 
     /// Loads a module from an image: PTX text (NUL-terminated here if needed), a cubin or a
-    /// fatbin, told apart by their magic (`cuModuleLoadData`). On the simulator the module is
-    /// the set of kernel names the image declares.
+    /// fatbin, told apart by their magic (`cuModuleLoadDataEx`, with the JIT's logs captured).
+    ///
+    /// A PTX that calls foreign device functions it only declares (`.extern .func`, from
+    /// `declare_device!`) cannot be loaded alone: that is
+    /// [`Error::UnresolvedForeignSymbols`], naming them; link such PTX with
+    /// [`Linker`](crate::link::Linker). Other driver rejections are [`Error::ModuleLoad`], with
+    /// the JIT's error log.
+    ///
+    /// On the simulator the module is the set of kernel names the PTX declares (sorted, as on
+    /// CUDA); `.extern .func` declarations are fine there, since the kernels' Rust bodies run
+    /// with their foreign calls resolved when the host crate was built.
     pub fn load_module(&self, image: &[u8]) -> Result<Module> {
         Module::load(self.inner.clone(), image, None)
     }
@@ -333,5 +359,33 @@ pub(crate) fn mismatch(
         what,
         expected: expected.label.clone(),
         found: found.label.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_launch_is_found_by_raw_handle() {
+        let inner = Arc::new(ContextInner {
+            device: Device::simulator(),
+            kind: CtxKind::Sim,
+            limits: sim_context().limits,
+            default_stream: StreamState::sim(),
+            last_launch: LastLaunch::default(),
+            ffi_modules: Mutex::new(Vec::new()),
+            label: "a registered test context".to_owned(),
+        });
+        // A handle no driver would give (odd, in the zero page).
+        let raw: driver::CUcontext = core::ptr::without_provenance_mut(0x11);
+        BY_RAW.write().unwrap().push((raw.addr(), inner.clone()));
+        assert_eq!(last_launch_of(raw), None);
+        inner.last_launch.set(intern("write_null"));
+        assert_eq!(last_launch_of(raw), Some("write_null"));
+        assert_eq!(
+            last_launch_of(core::ptr::without_provenance_mut(0x13)),
+            None
+        );
     }
 }

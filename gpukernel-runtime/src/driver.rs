@@ -1,8 +1,9 @@
 //! Every raw CUDA driver call of the core runtime, on cudarc's `sys` layer (libcuda is loaded at
 //! run time).
 //!
-//! Each function here is a thin, checked wrapper: it turns the `CUresult` into
-//! [`Error::Driver`] naming the call. Functions that take raw handles are `unsafe` and state what
+//! Each function here is a thin, checked wrapper: it turns the `CUresult` into an [`Error`]
+//! naming the call, all through [`error_of`]: [`Error::KernelFault`] (naming the last launch)
+//! for a sticky kernel fault, whichever call observes it, else [`Error::Driver`]. Functions that take raw handles are `unsafe` and state what
 //! the handles must be; callers uphold it through the owning types (`Context`, `Stream`,
 //! `DeviceBuffer`…).
 //!
@@ -67,11 +68,48 @@ pub(crate) fn check(call: &'static str, r: sys::CUresult) -> Result<()> {
 #[cold]
 #[inline(never)]
 fn driver_error(call: &'static str, r: sys::CUresult) -> Error {
+    error_of(call, cuda_error(r), None)
+}
+
+/// The one conversion of a failed driver call into an [`Error`].
+///
+/// A sticky kernel-execution fault ([`CudaError::is_kernel_fault`]: illegal address, trap,
+/// misaligned access…) is reported by whichever call comes next in the faulted context, be it a
+/// synchronization, a copy, an allocation or a launch; it becomes [`Error::KernelFault`] naming
+/// `call` and the kernel launched last: `last_launch` when the caller knows a closer one (the
+/// synchronized stream's), else the last launch of the context current on this thread. Any
+/// other code is [`Error::Driver`].
+#[cold]
+#[inline(never)]
+pub(crate) fn error_of(
+    call: &'static str,
+    error: CudaError,
+    last_launch: Option<&'static str>,
+) -> Error {
+    if error.is_kernel_fault() {
+        let last_launch =
+            last_launch.or_else(|| current_context().and_then(crate::context::last_launch_of));
+        return Error::KernelFault {
+            call,
+            error,
+            last_launch: last_launch.map(str::to_owned),
+        };
+    }
     Error::Driver {
         call,
-        error: cuda_error(r),
+        error,
         context: None,
     }
+}
+
+/// The context current on this thread, if any (failures read as none: this serves messages).
+/// `cuCtxGetCurrent` does not report a context's sticky error.
+fn current_context() -> Option<CUcontext> {
+    init().ok()?;
+    let mut cur: CUcontext = core::ptr::null_mut();
+    // SAFETY: the driver is loaded and initialised (above); valid out-pointer.
+    let r = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+    (r == sys::CUresult::CUDA_SUCCESS && !cur.is_null()).then_some(cur)
 }
 
 #[derive(Clone)]
@@ -524,16 +562,76 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
 // Modules and functions
 // ----------------------------------------------------------------------------------------------
 
+/// Size of each JIT log buffer handed to `cuModuleLoadDataEx`.
+const JIT_LOG_BYTES: usize = 64 * 1024;
+
+/// Why `cuModuleLoadDataEx` failed: the driver's code and the JIT compiler's logs.
+#[derive(Debug)]
+pub(crate) struct ModuleLoadFailure {
+    pub(crate) error: CudaError,
+    pub(crate) error_log: String,
+    pub(crate) info_log: String,
+}
+
+/// Loads a module (`cuModuleLoadDataEx`) with the JIT's error and info logs captured
+/// (non-verbose), so a PTX the JIT rejects says why.
+///
 /// # Safety
 /// A context must be current; `image` must be a complete PTX (NUL-terminated), cubin or fatbin
 /// image (the caller checked its kind and shape).
-pub(crate) unsafe fn module_load_data(image: &[u8]) -> Result<CUmodule> {
+pub(crate) unsafe fn module_load_data_ex(
+    image: &[u8],
+) -> std::result::Result<CUmodule, ModuleLoadFailure> {
+    let mut info = vec![0u8; JIT_LOG_BYTES];
+    let mut error = vec![0u8; JIT_LOG_BYTES];
+    let mut options = [
+        sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        sys::CUjit_option::CU_JIT_LOG_VERBOSE,
+    ];
+    // Option values are pointer-sized slots: buffers by address, sizes and flags by value. The
+    // size slots are in/out: the driver writes back how many bytes of each log it used.
+    let mut values: [*mut c_void; 5] = [
+        info.as_mut_ptr().cast(),
+        core::ptr::without_provenance_mut(JIT_LOG_BYTES),
+        error.as_mut_ptr().cast(),
+        core::ptr::without_provenance_mut(JIT_LOG_BYTES),
+        core::ptr::without_provenance_mut(0), // CU_JIT_LOG_VERBOSE off
+    ];
     let mut m: CUmodule = core::ptr::null_mut();
-    // SAFETY: forwarded from the caller; the slice outlives the call (the driver copies it).
-    check("cuModuleLoadData", unsafe {
-        sys::cuModuleLoadData(&mut m, image.as_ptr().cast())
-    })?;
-    Ok(m)
+    // SAFETY: a context is current and the image is complete (caller); the slice outlives the
+    // call (the driver copies it); `options` and `values` have 5 entries each, and the log
+    // buffers have the announced sizes and outlive the call.
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut m,
+            image.as_ptr().cast(),
+            options.len() as c_uint,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        return Ok(m);
+    }
+    Err(ModuleLoadFailure {
+        error: cuda_error(r),
+        error_log: jit_log(error, values[3].addr()),
+        info_log: jit_log(info, values[1].addr()),
+    })
+}
+
+/// The text of a JIT log buffer of which the driver says it used `used` bytes (clamped to the
+/// buffer, cut at the first NUL, trailing whitespace trimmed).
+fn jit_log(mut buf: Vec<u8>, used: usize) -> String {
+    buf.truncate(used.min(buf.len()));
+    if let Some(nul) = buf.iter().position(|&b| b == 0) {
+        buf.truncate(nul);
+    }
+    let text = String::from_utf8_lossy(&buf);
+    text.trim_end().to_owned()
 }
 
 /// # Safety
@@ -712,3 +810,84 @@ pub(crate) fn is_success(r: CuResult) -> bool {
 pub(crate) use sys::CUdevice_attribute as DeviceAttr;
 /// Function attributes the runtime reads.
 pub(crate) use sys::CUfunction_attribute as FuncAttr;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jit_log_uses_the_size_the_driver_wrote_back() {
+        let mut buf = b"ptxas fatal   : Unresolved extern function 'f'\n".to_vec();
+        let used = buf.len();
+        buf.resize(64, 0);
+        assert_eq!(
+            jit_log(buf.clone(), used),
+            "ptxas fatal   : Unresolved extern function 'f'"
+        );
+        // Cut at the size written back, and at a NUL inside it; a size past the buffer clamps.
+        assert_eq!(jit_log(buf.clone(), 5), "ptxas");
+        assert_eq!(
+            jit_log(buf.clone(), 1 << 20),
+            "ptxas fatal   : Unresolved extern function 'f'"
+        );
+        assert_eq!(jit_log(vec![0; 16], 16), "");
+    }
+
+    fn code(code: u32, name: &'static str) -> CudaError {
+        CudaError {
+            code,
+            name,
+            description: "",
+        }
+    }
+
+    #[test]
+    fn every_call_reporting_a_sticky_fault_gives_a_kernel_fault() {
+        for (c, name) in [
+            (700, "CUDA_ERROR_ILLEGAL_ADDRESS"),
+            (702, "CUDA_ERROR_LAUNCH_TIMEOUT"),
+            (710, "CUDA_ERROR_ASSERT"),
+            (714, "CUDA_ERROR_HARDWARE_STACK_ERROR"),
+            (715, "CUDA_ERROR_ILLEGAL_INSTRUCTION"),
+            (716, "CUDA_ERROR_MISALIGNED_ADDRESS"),
+            (717, "CUDA_ERROR_INVALID_ADDRESS_SPACE"),
+            (718, "CUDA_ERROR_INVALID_PC"),
+            (719, "CUDA_ERROR_LAUNCH_FAILED"),
+            (721, "CUDA_ERROR_TENSOR_MEMORY_LEAK"),
+            (214, "CUDA_ERROR_ECC_UNCORRECTABLE"),
+            (226, "CUDA_ERROR_CONTAINED"),
+        ] {
+            match error_of("cuMemcpyDtoHAsync", code(c, name), Some("write_null")) {
+                Error::KernelFault {
+                    call,
+                    error,
+                    last_launch,
+                } => {
+                    assert_eq!(call, "cuMemcpyDtoHAsync");
+                    assert_eq!(error.code(), c);
+                    assert_eq!(last_launch.as_deref(), Some("write_null"));
+                }
+                other => panic!("{name}: unexpected {other}"),
+            }
+        }
+        for (c, name) in [
+            (1, "CUDA_ERROR_INVALID_VALUE"),
+            (2, "CUDA_ERROR_OUT_OF_MEMORY"),
+            (218, "CUDA_ERROR_INVALID_PTX"),
+            (701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"),
+            (720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"),
+        ] {
+            assert!(
+                matches!(
+                    error_of("cuMemAllocAsync", code(c, name), Some("k")),
+                    Error::Driver {
+                        call: "cuMemAllocAsync",
+                        context: None,
+                        ..
+                    }
+                ),
+                "{name}"
+            );
+        }
+    }
+}

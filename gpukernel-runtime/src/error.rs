@@ -34,13 +34,15 @@ impl CudaError {
         self.description
     }
 
-    /// Whether this code leaves the context unusable: a fault of a running kernel (illegal
-    /// address, trap, misaligned access…), reported by the next call that synchronizes.
+    /// Whether this code is a sticky fault of a running kernel (illegal address, trap,
+    /// misaligned access…) that leaves the context unusable; every driver call in the context
+    /// reports it from then on, not only synchronizations.
     pub fn is_kernel_fault(&self) -> bool {
-        // CUDA_ERROR_ILLEGAL_ADDRESS (700), LAUNCH_TIMEOUT (702), ASSERT (710),
-        // HARDWARE_STACK_ERROR (714), ILLEGAL_INSTRUCTION (715), MISALIGNED_ADDRESS (716),
-        // INVALID_ADDRESS_SPACE (717), INVALID_PC (718), LAUNCH_FAILED (719).
-        matches!(self.code, 700 | 702 | 710 | 714..=719)
+        // CUDA_ERROR_ECC_UNCORRECTABLE (214), CONTAINED (226), ILLEGAL_ADDRESS (700),
+        // LAUNCH_TIMEOUT (702), ASSERT (710), HARDWARE_STACK_ERROR (714),
+        // ILLEGAL_INSTRUCTION (715), MISALIGNED_ADDRESS (716), INVALID_ADDRESS_SPACE (717),
+        // INVALID_PC (718), LAUNCH_FAILED (719), TENSOR_MEMORY_LEAK (721).
+        matches!(self.code, 214 | 226 | 700 | 702 | 710 | 714..=719 | 721)
     }
 }
 
@@ -124,8 +126,10 @@ pub enum Error {
     // ---------------------------------------------------------------------------------------
     // Kernel execution.
     // ---------------------------------------------------------------------------------------
-    /// A kernel faulted on the GPU (illegal address, trap, misaligned access…); reported at the
-    /// next synchronization. The context cannot be used any more after this.
+    /// A kernel faulted on the GPU (illegal address, trap, misaligned access…). The fault is
+    /// sticky: the next driver call in the context reports it (a synchronization, a copy, an
+    /// allocation, a launch…), and so does every later one; the context cannot be used any
+    /// more.
     #[error(
         "kernel fault reported by {call}: {error}{}",
         match .last_launch { Some(k) => format!(" (last launch: `{k}`)"), None => String::new() }
@@ -203,6 +207,56 @@ pub enum Error {
     GlobalNotFound {
         /// The name asked for.
         name: String,
+    },
+
+    /// The driver could not load a module image (`cuModuleLoadDataEx`); the JIT compiler's
+    /// error log says why (for PTX: the line and the problem).
+    #[error(
+        "cuModuleLoadDataEx could not load the {kind} image{}: {error}\nJIT error log:\n{}{}",
+        from_origin(.origin),
+        or_empty(.error_log),
+        labelled("JIT info log", .info_log)
+    )]
+    ModuleLoad {
+        /// The image's kind.
+        kind: crate::module::ImageKind,
+        /// Where it came from (a file), when known.
+        origin: Option<String>,
+        /// The code the driver returned (e.g. `CUDA_ERROR_INVALID_PTX`).
+        error: CudaError,
+        /// The JIT compiler's error log.
+        error_log: String,
+        /// The JIT compiler's info log (non-verbose).
+        info_log: String,
+    },
+
+    /// A PTX image calls foreign device functions (`.extern .func`, from `declare_device!`)
+    /// that nothing defines: a module of one PTX cannot resolve them; it must be linked first.
+    #[error(
+        "cannot load the PTX image: unresolved foreign device function{} {}{}; hint: this PTX \
+         calls foreign device functions; link it with `gpukernel_runtime::link::Linker` \
+         together with the .cu/.ptx/cubin/fatbin/.a that defines them (use \
+         `Linker::add_ptx_kernels(ptx, name, &[kernels])` to keep only the kernels you \
+         launch)\ncuModuleLoadDataEx: {error}\nJIT error log:\n{}",
+        if .symbols.len() == 1 { "" } else { "s" },
+        list(.symbols),
+        if .also_declared.is_empty() {
+            String::new()
+        } else {
+            format!(" (the PTX also declares {})", list(.also_declared))
+        },
+        or_empty(.error_log)
+    )]
+    UnresolvedForeignSymbols {
+        /// Every symbol the JIT log names as unresolved.
+        symbols: Vec<String>,
+        /// The PTX's other `.extern .func` declarations (the JIT stops at the first
+        /// unresolved one, so these may be unresolved too).
+        also_declared: Vec<String>,
+        /// The code the driver returned (`CUDA_ERROR_INVALID_PTX`).
+        error: CudaError,
+        /// The JIT compiler's error log.
+        error_log: String,
     },
 
     /// An image given to `load_module` is not PTX, a cubin or a fatbin (or is malformed).
@@ -434,6 +488,29 @@ fn in_context(context: &Option<String>) -> String {
     }
 }
 
+fn from_origin(origin: &Option<String>) -> String {
+    match origin {
+        Some(o) => format!(" from `{o}`"),
+        None => String::new(),
+    }
+}
+
+fn or_empty(log: &str) -> &str {
+    if log.trim().is_empty() {
+        "(empty)"
+    } else {
+        log
+    }
+}
+
+fn labelled(label: &str, log: &str) -> String {
+    if log.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\n{label}:\n{log}")
+    }
+}
+
 fn fmt_hint(hint: &Option<&'static str>) -> String {
     match hint {
         Some(h) => format!("; hint: {h}"),
@@ -469,7 +546,10 @@ impl Error {
     /// The CUDA error code behind this error, if it came from the driver.
     pub fn cuda_error(&self) -> Option<CudaError> {
         match self {
-            Error::Driver { error, .. } | Error::KernelFault { error, .. } => Some(*error),
+            Error::Driver { error, .. }
+            | Error::KernelFault { error, .. }
+            | Error::ModuleLoad { error, .. }
+            | Error::UnresolvedForeignSymbols { error, .. } => Some(*error),
             Error::DriverUnavailable { error, .. } => *error,
             Error::LinkFailed {
                 code: crate::link::LinkErrorCode::Driver(error),

@@ -89,6 +89,14 @@ impl Event {
         }
     }
 
+    /// The launch a fault seen through this event is attributed to: the last one on the
+    /// recorded stream before the event, else the last in the context.
+    fn fault_suspect(&self) -> Option<&'static str> {
+        self.recorded_after
+            .get()
+            .or_else(|| self.ctx.last_launch.get())
+    }
+
     /// Waits until the work recorded before the event is done (`cuEventSynchronize`); a kernel
     /// fault is reported as [`Error::KernelFault`].
     pub fn synchronize(&self) -> Result<()> {
@@ -96,7 +104,7 @@ impl Event {
             Kind::Cuda(e) => {
                 // SAFETY: the event is live.
                 let r = unsafe { driver::event_synchronize(*e) };
-                sync_result("cuEventSynchronize", r, self.recorded_after.get())
+                sync_result("cuEventSynchronize", r, self.fault_suspect())
             }
             Kind::Sim(_) => Ok(()),
         }
@@ -108,7 +116,7 @@ impl Event {
             // SAFETY: the event is live.
             Kind::Cuda(e) => match unsafe { driver::event_query(*e) } {
                 Ok(done) => Ok(done),
-                Err(r) => sync_result("cuEventQuery", r, self.recorded_after.get()).map(|()| false),
+                Err(r) => sync_result("cuEventQuery", r, self.fault_suspect()).map(|()| false),
             },
             Kind::Sim(_) => Ok(true),
         }

@@ -944,8 +944,7 @@ fn memcpy_dtoh<T: DeviceCopy>(
     s.ctx().bind()?;
     // SAFETY: `dst` is `bytes` of writable host memory borrowed until we return, and we wait
     // for the copy below; the source range is inside a live allocation of the stream's context.
-    let r = unsafe { driver::memcpy_dtoh_async(dst.as_mut_ptr().cast(), src.ptr, bytes, s.raw()) };
-    s.name_fault(r)?;
+    unsafe { driver::memcpy_dtoh_async(dst.as_mut_ptr().cast(), src.ptr, bytes, s.raw()) }?;
     s.wait_idle()
 }
 
@@ -970,8 +969,7 @@ fn memcpy_htod<T: DeviceCopy>(
     s.ctx().bind()?;
     // SAFETY: `src` stays borrowed until the stream is idle (waited below); the destination
     // range is inside a live allocation of the context, exclusively borrowed.
-    let r = unsafe { driver::memcpy_htod_async(dst.ptr, src.as_ptr().cast(), bytes, s.raw()) };
-    s.name_fault(r)?;
+    unsafe { driver::memcpy_htod_async(dst.ptr, src.as_ptr().cast(), bytes, s.raw()) }?;
     s.wait_idle()
 }
 

@@ -26,6 +26,16 @@ pub enum ImageKind {
     Fatbin,
 }
 
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ImageKind::Ptx => "PTX",
+            ImageKind::Cubin => "cubin",
+            ImageKind::Fatbin => "fatbin",
+        })
+    }
+}
+
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 const EM_CUDA: u16 = 190;
 
@@ -116,8 +126,8 @@ fn trim_nul(b: &[u8]) -> &[u8] {
     &b[..end]
 }
 
-/// The `.entry` names of a PTX text, in order of appearance (comments skipped).
-pub(crate) fn ptx_entry_names(ptx: &str) -> Vec<String> {
+/// A PTX text with its comments replaced by a space (line comments keep their newline).
+fn strip_comments(ptx: &str) -> String {
     let mut clean = String::with_capacity(ptx.len());
     let mut rest = ptx;
     while !rest.is_empty() {
@@ -132,23 +142,109 @@ pub(crate) fn ptx_entry_names(ptx: &str) -> Vec<String> {
             rest = &rest[c.len_utf8()..];
         }
     }
-    let mut names = Vec::new();
-    let mut s = clean.as_str();
-    while let Some(i) = s.find(".entry") {
-        let before_ok = i == 0 || s[..i].ends_with(|c: char| c.is_whitespace());
-        s = &s[i + ".entry".len()..];
-        if !before_ok || !s.starts_with(|c: char| c.is_whitespace()) {
+    clean
+}
+
+fn is_ptx_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%'
+}
+
+/// The identifier at the start of `s` (after leading whitespace), if any.
+fn leading_ident(s: &str) -> Option<&str> {
+    let t = s.trim_start();
+    let end = t.find(|c: char| !is_ptx_ident(c)).unwrap_or(t.len());
+    (end > 0).then(|| &t[..end])
+}
+
+/// The positions just after each whole-word occurrence of `directive` (e.g. `.entry`) in a
+/// comment-free PTX text.
+fn after_directive<'a>(clean: &'a str, directive: &'a str) -> impl Iterator<Item = &'a str> {
+    clean.match_indices(directive).filter_map(move |(i, _)| {
+        let before_ok = i == 0 || clean[..i].ends_with(|c: char| c.is_whitespace());
+        let rest = &clean[i + directive.len()..];
+        (before_ok && rest.starts_with(|c: char| c.is_whitespace())).then_some(rest)
+    })
+}
+
+/// The `.entry` names of a PTX text, in order of appearance (comments skipped).
+pub(crate) fn ptx_entry_names(ptx: &str) -> Vec<String> {
+    let clean = strip_comments(ptx);
+    after_directive(&clean, ".entry")
+        .filter_map(leading_ident)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The functions a PTX text declares `.extern .func` (defined elsewhere), in order of
+/// appearance: `.extern .func (.param .b32 func_retval0) name(...)`, `.extern .func name(...)`.
+pub(crate) fn ptx_extern_functions(ptx: &str) -> Vec<String> {
+    let clean = strip_comments(ptx);
+    let mut names: Vec<String> = Vec::new();
+    for rest in after_directive(&clean, ".extern") {
+        let Some(rest) = rest.trim_start().strip_prefix(".func") else {
             continue;
+        };
+        let mut rest = rest.trim_start();
+        // The return parameter list, if any.
+        if rest.starts_with('(') {
+            let Some(close) = rest.find(')') else {
+                continue;
+            };
+            rest = &rest[close + 1..];
         }
-        let t = s.trim_start();
-        let end = t
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%'))
-            .unwrap_or(t.len());
-        if end > 0 {
-            names.push(t[..end].to_owned());
+        if let Some(name) = leading_ident(rest)
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_owned());
         }
     }
     names
+}
+
+/// Functions that the PTX JIT provides itself (system calls), so an `.extern .func` of them
+/// needs no definition.
+const PTX_SYSTEM_CALLS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+
+/// The error for a module image the driver rejected: a kernel fault if that is what the call
+/// reported, [`Error::UnresolvedForeignSymbols`] if the JIT log names unresolved foreign
+/// functions of a PTX, else [`Error::ModuleLoad`] with the logs.
+#[cold]
+fn load_error(
+    kind: ImageKind,
+    origin: Option<String>,
+    failure: driver::ModuleLoadFailure,
+    ptx_text: &str,
+) -> Error {
+    let driver::ModuleLoadFailure {
+        error,
+        error_log,
+        info_log,
+    } = failure;
+    if error.is_kernel_fault() {
+        return driver::error_of("cuModuleLoadDataEx", error, None);
+    }
+    if kind == ImageKind::Ptx {
+        let symbols = crate::link::diagnose::unresolved_functions(&error_log);
+        if !symbols.is_empty() {
+            let also_declared = ptx_extern_functions(ptx_text)
+                .into_iter()
+                .filter(|n| !symbols.contains(n) && !PTX_SYSTEM_CALLS.contains(&n.as_str()))
+                .collect();
+            return Error::UnresolvedForeignSymbols {
+                symbols,
+                also_declared,
+                error,
+                error_log,
+            };
+        }
+    }
+    Error::ModuleLoad {
+        kind,
+        origin,
+        error,
+        error_log,
+        info_log,
+    }
 }
 
 pub(crate) struct FfiRecordRef {
@@ -215,10 +311,8 @@ impl Module {
             e => e,
         };
         let kind = ImageKind::detect(image).map_err(with_origin)?;
-        let ptx_names = || {
-            let text = std::str::from_utf8(trim_nul(image)).unwrap_or("");
-            ptx_entry_names(text)
-        };
+        let ptx_text = || std::str::from_utf8(trim_nul(image)).unwrap_or("");
+        let ptx_names = || ptx_entry_names(ptx_text());
         if ctx.is_sim() {
             if kind != ImageKind::Ptx {
                 return Err(Error::Unsupported {
@@ -227,6 +321,8 @@ impl Module {
                     hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
                 });
             }
+            // `.extern .func` declarations are no error here: the simulator runs the kernels'
+            // Rust bodies, whose foreign calls were resolved when the host crate was built.
             return Ok(Module::from_kernel_names(ctx, ptx_names()));
         }
         ctx.bind()?;
@@ -242,24 +338,8 @@ impl Module {
         };
         // SAFETY: the context is current; the image's kind and shape were checked, PTX is
         // NUL-terminated.
-        let raw = unsafe { driver::module_load_data(bytes) }.map_err(|e| match e {
-            Error::Driver {
-                call,
-                error,
-                context: None,
-            } => Error::Driver {
-                call,
-                error,
-                context: Some(format!(
-                    "loading a {kind:?} image{}",
-                    origin
-                        .as_ref()
-                        .map(|o| format!(" from `{o}`"))
-                        .unwrap_or_default()
-                )),
-            },
-            e => e,
-        })?;
+        let raw = unsafe { driver::module_load_data_ex(bytes) }
+            .map_err(|f| load_error(kind, origin, f, ptx_text()))?;
         // SAFETY: `raw` was just loaded.
         let names = match unsafe { driver::module_function_names(raw) } {
             Ok(n) => n,
@@ -290,9 +370,11 @@ impl Module {
         Ok(Module { inner })
     }
 
-    /// A simulator module: the set of kernel names (for the linker's simulator path).
-    #[allow(dead_code)] // Used by `link` on the simulator.
-    pub(crate) fn from_kernel_names(ctx: Arc<ContextInner>, names: Vec<String>) -> Module {
+    /// A simulator module: the set of kernel names (for `load_module` and the linker's
+    /// simulator path), sorted and without duplicates like a CUDA module's.
+    pub(crate) fn from_kernel_names(ctx: Arc<ContextInner>, mut names: Vec<String>) -> Module {
+        names.sort();
+        names.dedup();
         Module {
             inner: Arc::new(ModuleInner {
                 ctx,
@@ -303,7 +385,7 @@ impl Module {
         }
     }
 
-    /// The names of the module's kernels (sorted on CUDA; in PTX order on the simulator).
+    /// The names of the module's kernels, sorted.
     pub fn kernel_names(&self) -> &[String] {
         &self.inner.names
     }
@@ -619,6 +701,208 @@ mod tests {
     ret;
 }
 "#;
+
+    /// What a kernels crate's PTX looks like when it calls foreign functions (LLVM's form).
+    const PTX_WITH_EXTERNS: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.extern .func  (.param .b32 func_retval0) mul_f32_f32
+(
+	.param .b64 mul_f32_f32_param_0,
+	.param .b32 mul_f32_f32_param_1
+)
+;
+// .extern .func commented_out(
+.extern .func add_one(.param .b64 add_one_param_0);
+.extern .func  (.param .b32 func_retval0) vprintf
+(
+	.param .b64 vprintf_param_0,
+	.param .b64 vprintf_param_1
+)
+;
+.extern .global .align 4 .u32 some_global;
+.visible .entry uses_foreign(.param .u64 p)
+{
+	ret;
+}
+.visible .entry a_kernel()
+{
+	ret;
+}
+"#;
+
+    fn invalid_ptx() -> crate::error::CudaError {
+        crate::error::CudaError {
+            code: 218,
+            name: "CUDA_ERROR_INVALID_PTX",
+            description: "a PTX JIT compilation failed",
+        }
+    }
+
+    #[test]
+    fn extern_functions_are_found() {
+        assert_eq!(
+            ptx_extern_functions(PTX_WITH_EXTERNS),
+            ["mul_f32_f32", "add_one", "vprintf"]
+        );
+        assert!(ptx_extern_functions(PTX).is_empty());
+    }
+
+    #[test]
+    fn unresolved_extern_is_a_dedicated_error_with_the_log_and_a_hint() {
+        let log = "ptxas fatal   : Unresolved extern function 'mul_f32_f32'";
+        let e = load_error(
+            ImageKind::Ptx,
+            Some("kernels.ptx".into()),
+            driver::ModuleLoadFailure {
+                error: invalid_ptx(),
+                error_log: log.into(),
+                info_log: String::new(),
+            },
+            PTX_WITH_EXTERNS,
+        );
+        match &e {
+            Error::UnresolvedForeignSymbols {
+                symbols,
+                also_declared,
+                error,
+                error_log,
+            } => {
+                assert_eq!(symbols, &["mul_f32_f32"]);
+                // vprintf is a PTX system call: never unresolved.
+                assert_eq!(also_declared, &["add_one"]);
+                assert_eq!(error.code(), 218);
+                assert_eq!(error_log, log);
+            }
+            other => panic!("unexpected {other}"),
+        }
+        assert_eq!(e.cuda_error().map(|c| c.code()), Some(218));
+        assert_eq!(
+            e.to_string(),
+            "cannot load the PTX image: unresolved foreign device function \
+             `mul_f32_f32` (the PTX also declares `add_one`); hint: this PTX calls foreign \
+             device functions; link it with `gpukernel_runtime::link::Linker` together with \
+             the .cu/.ptx/cubin/fatbin/.a that defines them (use \
+             `Linker::add_ptx_kernels(ptx, name, &[kernels])` to keep only the kernels you \
+             launch)\ncuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation \
+             failed\nJIT error log:\nptxas fatal   : Unresolved extern function 'mul_f32_f32'"
+        );
+
+        // Several names in the log: all of them, plural.
+        let e = load_error(
+            ImageKind::Ptx,
+            None,
+            driver::ModuleLoadFailure {
+                error: invalid_ptx(),
+                error_log: "ptxas fatal   : Unresolved extern function 'add_one'\n\
+                            ptxas fatal   : Unresolved extern function 'mul_f32_f32'"
+                    .into(),
+                info_log: String::new(),
+            },
+            PTX_WITH_EXTERNS,
+        );
+        let s = e.to_string();
+        assert!(
+            s.starts_with(
+                "cannot load the PTX image: unresolved foreign device functions \
+                 `add_one`, `mul_f32_f32`; hint: this PTX calls foreign device functions"
+            ),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn other_load_failures_keep_the_code_and_both_logs() {
+        let e = load_error(
+            ImageKind::Ptx,
+            None,
+            driver::ModuleLoadFailure {
+                error: invalid_ptx(),
+                error_log: "ptxas application ptx input, line 4; error   : syntax error".into(),
+                info_log: "ptxas info    : 0 bytes gmem".into(),
+            },
+            PTX,
+        );
+        assert!(
+            matches!(
+                e,
+                Error::ModuleLoad {
+                    kind: ImageKind::Ptx,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "cuModuleLoadDataEx could not load the PTX image: CUDA_ERROR_INVALID_PTX (218): a \
+             PTX JIT compilation failed\nJIT error log:\nptxas application ptx input, line 4; \
+             error   : syntax error\nJIT info log:\nptxas info    : 0 bytes gmem"
+        );
+        // A cubin whose log happens to name an unresolved function is not treated as PTX.
+        let e = load_error(
+            ImageKind::Cubin,
+            Some("k.cubin".into()),
+            driver::ModuleLoadFailure {
+                error: crate::error::CudaError {
+                    code: 209,
+                    name: "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                    description: "no kernel image is available for execution on the device",
+                },
+                error_log: String::new(),
+                info_log: String::new(),
+            },
+            "",
+        );
+        assert_eq!(
+            e.to_string(),
+            "cuModuleLoadDataEx could not load the cubin image from `k.cubin`: \
+             CUDA_ERROR_NO_BINARY_FOR_GPU (209): no kernel image is available for execution on \
+             the device\nJIT error log:\n(empty)"
+        );
+    }
+
+    #[test]
+    fn a_sticky_fault_seen_by_the_load_is_a_kernel_fault() {
+        let e = load_error(
+            ImageKind::Ptx,
+            None,
+            driver::ModuleLoadFailure {
+                error: crate::error::CudaError {
+                    code: 700,
+                    name: "CUDA_ERROR_ILLEGAL_ADDRESS",
+                    description: "an illegal memory access was encountered",
+                },
+                error_log: String::new(),
+                info_log: String::new(),
+            },
+            PTX,
+        );
+        assert!(
+            matches!(
+                e,
+                Error::KernelFault {
+                    call: "cuModuleLoadDataEx",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn simulator_loads_ptx_with_extern_functions() {
+        let ctx = crate::Device::simulator().primary_context().unwrap();
+        let m = ctx.load_module(PTX_WITH_EXTERNS.as_bytes()).unwrap();
+        // Sorted, as on CUDA.
+        assert_eq!(m.kernel_names(), ["a_kernel", "uses_foreign"]);
+        assert!(m.function("uses_foreign").is_ok());
+        // Other images are still checked the same way as on CUDA.
+        let e = ctx.load_module(b"\x7fELF\x02\x01").unwrap_err();
+        assert!(matches!(e, Error::InvalidModuleImage { .. }), "{e}");
+    }
 
     #[test]
     fn ptx_entries_are_found_and_comments_skipped() {

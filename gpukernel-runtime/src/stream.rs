@@ -155,27 +155,14 @@ impl Stream {
         }
         // SAFETY: the stream is live while `self` is.
         let r = unsafe { driver::stream_synchronize(self.raw()) };
-        sync_result("cuStreamSynchronize", r, self.last_launch())
+        sync_result("cuStreamSynchronize", r, self.fault_suspect())
     }
 
-    /// Fills in the last launch (of this stream, else of the context) in a kernel fault that
-    /// some other call reported.
-    pub(crate) fn name_fault<T>(&self, r: Result<T>) -> Result<T> {
-        r.map_err(|e| match e {
-            Error::KernelFault {
-                call,
-                error,
-                last_launch: None,
-            } => Error::KernelFault {
-                call,
-                error,
-                last_launch: self
-                    .last_launch()
-                    .or_else(|| self.ctx().last_launch.get())
-                    .map(str::to_owned),
-            },
-            e => e,
-        })
+    /// The launch a fault seen by this stream's synchronization is attributed to: the last on
+    /// this stream, else the last in its context (a sticky fault of a kernel on another
+    /// stream is reported by every later synchronization).
+    fn fault_suspect(&self) -> Option<&'static str> {
+        self.last_launch().or_else(|| self.ctx().last_launch.get())
     }
 
     /// Whether all work on the stream is done (`cuStreamQuery`); never blocks.
@@ -186,7 +173,7 @@ impl Stream {
         // SAFETY: the stream is live while `self` is.
         match unsafe { driver::stream_query(self.raw()) } {
             Ok(done) => Ok(done),
-            Err(r) => sync_result("cuStreamQuery", r, self.last_launch()).map(|()| false),
+            Err(r) => sync_result("cuStreamQuery", r, self.fault_suspect()).map(|()| false),
         }
     }
 
@@ -232,8 +219,9 @@ impl Stream {
     }
 }
 
-/// Turns the result of a synchronizing call into `Ok`, [`Error::KernelFault`] (naming the last
-/// launch) or [`Error::Driver`].
+/// Turns the raw result of a synchronizing call into `Ok` or the error
+/// [`driver::error_of`] makes of it ([`Error::KernelFault`] naming `last_launch`, else
+/// [`Error::Driver`]).
 pub(crate) fn sync_result(
     call: &'static str,
     r: driver::CuResult,
@@ -245,25 +233,14 @@ pub(crate) fn sync_result(
     Err(classify(call, driver::cuda_error(r), last_launch))
 }
 
+/// [`driver::error_of`], for callers that hold a `CudaError` already.
 #[cold]
 pub(crate) fn classify(
     call: &'static str,
     error: crate::error::CudaError,
     last_launch: Option<&'static str>,
 ) -> Error {
-    if error.is_kernel_fault() {
-        Error::KernelFault {
-            call,
-            error,
-            last_launch: last_launch.map(str::to_owned),
-        }
-    } else {
-        Error::Driver {
-            call,
-            error,
-            context: None,
-        }
-    }
+    driver::error_of(call, error, last_launch)
 }
 
 /// The streams that may still have work pending on one allocation (a buffer or pinned host

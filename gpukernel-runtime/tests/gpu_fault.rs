@@ -1,30 +1,56 @@
-//! A kernel fault (feature `gpu`). Alone in its test binary: a fault leaves the process's
-//! context unusable.
+//! Kernel faults (feature `gpu`). A fault leaves the process's context unusable, so each
+//! scenario runs alone in a child process: this test binary, re-run on that one test.
 
 mod common;
+
+use std::process::Command;
 
 use common::{gpu, write_null};
 use gpukernel_runtime::{Error, LaunchConfig};
 
-#[test]
-#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
-fn kernel_fault_names_the_launch() {
-    let ctx = gpu();
-    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(write_null).unwrap();
-    let probe = ctx.alloc_zeros::<u32>(4).unwrap();
-    ctx.synchronize().unwrap();
-    let s = ctx.new_stream().unwrap();
-    s.launch(&k, LaunchConfig::new(1, 1), ()).unwrap();
-    let e = s.synchronize().unwrap_err();
+/// Set in the child process to the name of the test it runs.
+const SCENARIO: &str = "GPUKERNEL_FAULT_SCENARIO";
+
+/// Runs `scenario` if this process is the child for test `name`; else runs this binary on test
+/// `name` alone in a child process and fails unless that test ran and passed.
+fn isolated(name: &str, scenario: fn()) {
+    if std::env::var(SCENARIO).as_deref() == Ok(name) {
+        scenario();
+        return;
+    }
+    let exe = std::env::current_exe().expect("path of this test binary");
+    let out = Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(SCENARIO, name)
+        .output()
+        .expect("re-running this test binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("--- child `{name}` stdout:\n{stdout}\n--- child stderr:\n{stderr}");
+    assert!(
+        out.status.success(),
+        "child `{name}` failed: {}",
+        out.status
+    );
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "child `{name}` did not run exactly one passing test"
+    );
+}
+
+/// Checks that `e` is the fault of `write_null`, reported by one of `calls`.
+fn assert_fault_of_write_null(e: &Error, calls: &[&str]) {
     println!("{e}");
-    match &e {
+    match e {
         Error::KernelFault {
             call,
             error,
             last_launch,
         } => {
-            assert_eq!(*call, "cuStreamSynchronize");
+            assert!(
+                calls.contains(call),
+                "reported by {call}, expected one of {calls:?}"
+            );
             assert_eq!(error.name(), "CUDA_ERROR_ILLEGAL_ADDRESS");
             assert_eq!(error.code(), 700);
             assert!(!error.description().is_empty());
@@ -33,12 +59,49 @@ fn kernel_fault_names_the_launch() {
         other => panic!("unexpected {other}"),
     }
     assert!(e.to_string().contains("last launch: `write_null`"), "{e}");
-    // The fault is sticky: later calls report it too, still naming the launch.
-    match probe.to_host_vec().unwrap_err() {
-        Error::KernelFault { error, last_launch, .. } => {
-            assert_eq!(error.code(), 700);
-            assert_eq!(last_launch.as_deref(), Some("write_null"));
-        }
-        other => panic!("unexpected {other}"),
-    }
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn kernel_fault_names_the_launch() {
+    isolated("kernel_fault_names_the_launch", || {
+        let ctx = gpu();
+        let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+        let k = m.kernel(write_null).unwrap();
+        let probe = ctx.alloc_zeros::<u32>(4).unwrap();
+        ctx.synchronize().unwrap();
+        let s = ctx.new_stream().unwrap();
+        s.launch(&k, LaunchConfig::new(1, 1), ()).unwrap();
+        let e = s.synchronize().unwrap_err();
+        assert_fault_of_write_null(&e, &["cuStreamSynchronize"]);
+        // The fault is sticky: every later call in the context reports it, whichever it is,
+        // still naming the launch (made on another stream than the probe's).
+        let e = probe.to_host_vec().unwrap_err();
+        assert_fault_of_write_null(&e, &["cuMemcpyDtoHAsync", "cuStreamSynchronize"]);
+        let e = s.launch(&k, LaunchConfig::new(1, 1), ()).unwrap_err();
+        assert_fault_of_write_null(&e, &["cuLaunchKernel"]);
+        let e = ctx.synchronize().unwrap_err();
+        assert_fault_of_write_null(&e, &["cuCtxSynchronize"]);
+    });
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn kernel_fault_first_seen_by_a_read_names_the_launch() {
+    isolated("kernel_fault_first_seen_by_a_read_names_the_launch", || {
+        let ctx = gpu();
+        let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+        let k = m.kernel(write_null).unwrap();
+        let probe = ctx.alloc_zeros::<u32>(4).unwrap();
+        ctx.synchronize().unwrap();
+        // No synchronization in between: the read, ordered after the kernel on the same
+        // stream, is the first call to see the fault (at the copy or at its wait).
+        ctx.default_stream()
+            .launch(&k, LaunchConfig::new(1, 1), ())
+            .unwrap();
+        let e = probe.to_host_vec().unwrap_err();
+        assert_fault_of_write_null(&e, &["cuMemcpyDtoHAsync", "cuStreamSynchronize"]);
+        let e = ctx.synchronize().unwrap_err();
+        assert_fault_of_write_null(&e, &["cuCtxSynchronize"]);
+    });
 }

@@ -74,20 +74,95 @@ fn bad_images_are_errors_before_the_driver() {
         assert!(matches!(e, Error::InvalidModuleImage { .. }), "{e}");
         assert!(e.to_string().contains(expect), "{e}");
     }
-    // PTX the driver rejects: the driver's code and the call are kept.
+    // PTX the driver rejects: the driver's code and the JIT's error log are kept.
     let e = ctx
         .load_module(b".version 7.8\n.target sm_90\n.address_size 64\n.entry broken( {")
         .unwrap_err();
+    println!("{e}");
     match &e {
-        Error::Driver {
-            call,
+        Error::ModuleLoad {
+            kind,
             error,
-            context,
+            error_log,
+            ..
         } => {
-            assert_eq!(*call, "cuModuleLoadData");
+            assert_eq!(*kind, gpukernel_runtime::ImageKind::Ptx);
             assert!(error.name().starts_with("CUDA_ERROR_"), "{e}");
-            assert!(context.as_deref().unwrap_or("").contains("Ptx"), "{e}");
+            assert!(error_log.contains("ptxas"), "no JIT log in: {e}");
         }
         other => panic!("unexpected {other}"),
     }
+}
+
+/// A PTX that calls two foreign device functions it only declares.
+const PTX_CALLING_FOREIGN: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.extern .func (.param .b32 func_retval0) mul_f32_f32
+(
+	.param .b64 mul_f32_f32_param_0,
+	.param .b32 mul_f32_f32_param_1
+)
+;
+.extern .func (.param .b32 func_retval0) add_one
+(
+	.param .b64 add_one_param_0
+)
+;
+
+.visible .entry calls_foreign(.param .u64 p)
+{
+	.reg .b32 %r<3>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [p];
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	.param .b32 param1;
+	st.param.b32 [param1], 0;
+	.param .b32 retval0;
+	call.uni (retval0), mul_f32_f32, (param0, param1);
+	ld.param.b32 %r1, [retval0];
+	}
+	{
+	.param .b64 param0;
+	st.param.b64 [param0], %rd1;
+	.param .b32 retval0;
+	call.uni (retval0), add_one, (param0);
+	ld.param.b32 %r2, [retval0];
+	}
+	ret;
+}
+"#;
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn unresolved_foreign_functions_are_named_with_a_hint() {
+    let ctx = gpu();
+    let e = ctx.load_module(PTX_CALLING_FOREIGN.as_bytes()).unwrap_err();
+    println!("{e}");
+    match &e {
+        Error::UnresolvedForeignSymbols {
+            symbols,
+            also_declared,
+            error,
+            error_log,
+            ..
+        } => {
+            assert!(!symbols.is_empty(), "{e}");
+            let mut all: Vec<&str> = symbols
+                .iter()
+                .chain(also_declared)
+                .map(String::as_str)
+                .collect();
+            all.sort();
+            assert_eq!(all, ["add_one", "mul_f32_f32"], "{e}");
+            assert_eq!(error.name(), "CUDA_ERROR_INVALID_PTX");
+            assert!(error_log.contains("Unresolved extern function"), "{e}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(e.to_string().contains("Linker::add_ptx_kernels"), "{e}");
 }

@@ -17,6 +17,13 @@ pub(crate) fn undefined_symbol(log: &str) -> Option<String> {
     )
 }
 
+/// Every function a JIT or linker log says is an unresolved extern
+/// (ptxas: `ptxas fatal   : Unresolved extern function 'f'`), in order, without duplicates.
+/// Used by `Context::load_module` on a PTX that calls foreign functions.
+pub(crate) fn unresolved_functions(log: &str) -> Vec<String> {
+    all_quoted_after(log, &["Unresolved extern function"])
+}
+
 /// The first symbol a linker log says is defined more than once
 /// (`error   : Multiple definition of 'f' in 'b', first defined in 'a'`).
 pub(crate) fn duplicate_symbol(log: &str) -> Option<String> {
@@ -66,6 +73,22 @@ fn quoted_after(log: &str, markers: &[&str]) -> Option<String> {
     None
 }
 
+fn all_quoted_after(log: &str, markers: &[&str]) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for line in log.lines() {
+        for marker in markers {
+            for (pos, _) in line.match_indices(marker) {
+                if let Some(symbol) = quoted(&line[pos + marker.len()..])
+                    && !found.contains(&symbol)
+                {
+                    found.push(symbol);
+                }
+            }
+        }
+    }
+    found
+}
+
 /// The first `'...'` (or `"..."`, or `` `...' ``) quoted word of a line.
 fn quoted(s: &str) -> Option<String> {
     let start = s.find(['\'', '"', '`'])?;
@@ -105,5 +128,16 @@ mod tests {
             Some("old.fatbin")
         );
         assert_eq!(undefined_symbol("all good"), None);
+    }
+
+    #[test]
+    fn collects_every_unresolved_function() {
+        let log = "ptxas application ptx input, line 12; warning : something\n\
+                   ptxas fatal   : Unresolved extern function 'mul_f32_f32'\n\
+                   ptxas fatal   : Unresolved extern function 'add_one'\n\
+                   ptxas fatal   : Unresolved extern function 'mul_f32_f32'";
+        assert_eq!(unresolved_functions(log), ["mul_f32_f32", "add_one"]);
+        assert!(unresolved_functions("ptxas error : syntax error at line 3").is_empty());
+        assert!(unresolved_functions("").is_empty());
     }
 }

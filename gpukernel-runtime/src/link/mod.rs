@@ -48,7 +48,7 @@
 //! set.
 
 mod cache;
-mod diagnose;
+pub(crate) mod diagnose;
 mod input;
 mod nvrtc;
 mod ptx;
