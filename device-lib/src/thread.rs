@@ -225,12 +225,22 @@ pub fn warp_id() -> u32 {
     linear_thread_idx() / WARP_SIZE
 }
 
-/// The calling thread's [`ThreadIndex`]: unique in the launch, `linear_block_idx() *
+/// The calling thread's [`ThreadIndex`], unique in the launch: `linear_block_idx() *
 /// threads_per_block() + linear_thread_idx()`. For a one-dimensional launch it equals
-/// [`global_index_x`].
+/// [`global_index_x`], CUDA's `blockIdx.x * blockDim.x + threadIdx.x`.
+///
+/// One-dimensional launches take a fast path (one 32×32→64-bit multiply-add); the test that
+/// picks it is uniform across the launch, so no warp diverges on it. Measured on an H100 with
+/// saxpy (one element per thread), that test is what remains between this and CUDA C's
+/// bandwidth (about 1.1%); computing the 3D form unconditionally, or computing `gx` first and
+/// the 3D form out of line, measured slower.
 #[inline(always)]
 pub fn index() -> ThreadIndex {
-    let i =
-        linear_block_idx() as usize * threads_per_block() as usize + linear_thread_idx() as usize;
+    let one_dimensional = (block_dim_y() | block_dim_z() | grid_dim_y() | grid_dim_z()) == 1;
+    let i = if one_dimensional {
+        global_index_x()
+    } else {
+        linear_block_idx() as usize * threads_per_block() as usize + linear_thread_idx() as usize
+    };
     ThreadIndex::new_unchecked(i)
 }

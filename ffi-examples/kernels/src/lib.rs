@@ -6,7 +6,7 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
 
-use gpukernel_device::{prelude::*, thread};
+use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
 pub mod reduce;
@@ -19,12 +19,13 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 #[kernel]
 pub fn empty_kernel() {}
 
-/// `y[i] = a * x[i] + y[i]` for every `i < y.len()`; one thread per element.
+/// `y[i] = a * x[i] + y[i]` for every `i < y.len()`, one thread per element, with one
+/// rounding (a fused multiply-add, as nvcc compiles the same line of CUDA C).
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
     if let Some(yi) = y.get_mut(i) {
-        *yi += a * x[i.get()];
+        *yi = math::fmaf(a, x[i.get()], *yi);
     }
 }
 
