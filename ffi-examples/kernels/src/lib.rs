@@ -29,6 +29,25 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     }
 }
 
+/// saxpy written as the CUDA C version is: the one-dimensional index, one bounds test, no
+/// bounds check on `x`. The benchmark runs it beside [`saxpy`] to separate what the compiler
+/// pipeline produces from what the safe `DisjointSlice` / `ThreadIndex` idiom costs.
+///
+/// # Safety
+/// Launch with a one-dimensional grid and blocks (else two threads share an index), and with
+/// `x.len() >= y.len()`.
+#[kernel]
+pub unsafe fn saxpy_cuda_style(a: f32, x: &[f32], y: &mut [f32]) {
+    let i = thread::global_index_x();
+    if i < y.len() {
+        // SAFETY: i < y.len() <= x.len() (the caller's promise); one thread per index.
+        unsafe {
+            let yi = y.get_unchecked_mut(i);
+            *yi = math::fmaf(a, *x.get_unchecked(i), *yi);
+        }
+    }
+}
+
 /// An affine map passed by value, to test `#[repr(C)]` struct parameters across the ABI.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,7 +20,7 @@ use std::time::Instant;
 use core::ffi::c_void;
 
 use cudarc::driver::sys;
-use ffi_examples_kernels::{PTX, empty_kernel, saxpy};
+use ffi_examples_kernels::{PTX, empty_kernel, saxpy, saxpy_cuda_style};
 use gpukernel_runtime::link::{self, Arch, CudaOutput};
 use gpukernel_runtime::{Context, Device, Event, Function, Kernel, LaunchConfig, Stream};
 
@@ -123,10 +123,15 @@ fn run() -> Result<bool, BoxError> {
     // Rust kernels (nvptx64 PTX) and the CUDA C reference (NVRTC, this process).
     // The crate's PTX also holds kernels that call foreign functions: keep only these two.
     let rust = link::Linker::new(&ctx)?
-        .add_ptx_kernels(PTX, "kernels.ptx", &[empty_kernel::NAME, saxpy::NAME])
+        .add_ptx_kernels(
+            PTX,
+            "kernels.ptx",
+            &[empty_kernel::NAME, saxpy::NAME, saxpy_cuda_style::NAME],
+        )
         .link_and_load()?;
     let k_empty = rust.kernel(empty_kernel)?;
     let k_saxpy = rust.kernel(saxpy)?;
+    let k_saxpy_cuda_style = rust.kernel(saxpy_cuda_style)?;
     let t = Instant::now();
     let c_ptx = link::compile_cuda(
         CUDA_C,
@@ -240,10 +245,13 @@ fn run() -> Result<bool, BoxError> {
     };
     // Correctness first: one launch of each on fresh data, checked on the host.
     let expect = |i: usize| a * xs[i] + 1.0;
-    for which in ["Rust", "CUDA C"] {
+    for which in ["Rust", "Rust, CUDA-style", "CUDA C"] {
         y.copy_from_device(&y0)?;
         if which == "Rust" {
             stream.launch(&k_saxpy, cfg, (a, &x, &mut y))?;
+        } else if which == "Rust, CUDA-style" {
+            // SAFETY: one-dimensional launch, x.len() == y.len().
+            unsafe { stream.launch_unchecked(&k_saxpy_cuda_style, cfg, (a, &x, &mut y))? };
         } else {
             run_c(&mut y)?;
         }
@@ -263,7 +271,7 @@ fn run() -> Result<bool, BoxError> {
         ok = false;
     }
     stream.synchronize()?;
-    let mut gbs = vec![Vec::new(); 3];
+    let mut gbs = vec![Vec::new(); 4];
     let saxpy_bytes = 3.0 * 4.0 * n as f64;
     let copy_bytes = 2.0 * 4.0 * n as f64;
     for _ in 0..SAXPY_TRIALS {
@@ -277,6 +285,12 @@ fn run() -> Result<bool, BoxError> {
             Ok(stream.memcpy_dtod_async(&mut z, &y0)?)
         })?;
         gbs[2].push(copy_bytes / (ms * 1e-3) / 1e9);
+        let ms = timed(&stream, &start, &end, || {
+            // SAFETY: one-dimensional launch, x.len() == y.len().
+            unsafe { stream.launch_unchecked(&k_saxpy_cuda_style, cfg, (a, &x, &mut y))? };
+            Ok(())
+        })?;
+        gbs[3].push(saxpy_bytes / (ms * 1e-3) / 1e9);
     }
     stream.synchronize()?;
     let b: Vec<f64> = gbs.into_iter().map(median).collect();
@@ -284,6 +298,11 @@ fn run() -> Result<bool, BoxError> {
         what: "saxpy 2^28 floats, Rust kernel (typed launch)".into(),
         value: format!("{:.0} GB/s", b[0]),
         ratio: format!("{:.3} × CUDA C (target ≥ 0.99)", b[0] / b[1]),
+    });
+    rows.push(Row {
+        what: "saxpy 2^28 floats, Rust kernel written CUDA-style (`unsafe fn`, 1D index)".into(),
+        value: format!("{:.0} GB/s", b[3]),
+        ratio: format!("{:.3} × CUDA C", b[3] / b[1]),
     });
     rows.push(Row {
         what: "saxpy 2^28 floats, CUDA C (NVRTC) kernel".into(),
