@@ -10,8 +10,9 @@
 /// # Safety
 /// The type must be `Copy`, have a layout that is the same on the host and on nvptx64
 /// (`#[repr(C)]` or `#[repr(transparent)]`, or a primitive), hold no references or host
-/// pointers, and every bit pattern the device may write into it must be a valid value when the
-/// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1).
+/// pointers, every bit pattern the device may write into it must be a valid value when the
+/// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1), and the
+/// all-zero bit pattern must be a valid value (zeroed allocations hand it out).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot cross to the device: it does not implement `DeviceCopy`",
     label = "not `DeviceCopy`",
@@ -46,3 +47,30 @@ impl_device_copy!(
 
 // SAFETY: an array of DeviceCopy has the element's layout repeated.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+
+/// A [`DeviceCopy`] type for which every bit pattern is a valid value: the integers, the
+/// floats, and arrays of them. Byte fills with any value (`memset_d8`) need it; `bool` and
+/// structs with `bool` fields are not `AnyBitPattern`, so a safe fill cannot make an invalid
+/// `bool` that the host then reads.
+///
+/// # Safety
+/// Every bit pattern of the type's size must be a valid value, and it must have no padding.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has invalid bit patterns, so a byte fill could make an invalid value",
+    label = "not every byte pattern is a `{Self}`",
+    note = "use `memset_zeros()` (all-zero is valid for every `DeviceCopy` type), or fill with a kernel"
+)]
+pub unsafe trait AnyBitPattern: DeviceCopy {}
+
+macro_rules! impl_any_bit_pattern {
+    ($($t:ty),* $(,)?) => { $(
+        // SAFETY: every bit pattern of a primitive integer or float is a valid value.
+        unsafe impl AnyBitPattern for $t {}
+    )* };
+}
+impl_any_bit_pattern!(
+    u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64
+);
+
+// SAFETY: an array of such elements has no padding and any bit pattern is valid.
+unsafe impl<T: AnyBitPattern, const N: usize> AnyBitPattern for [T; N] {}

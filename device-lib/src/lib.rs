@@ -13,7 +13,6 @@
 #![cfg_attr(
     target_arch = "nvptx64",
     feature(
-        abi_gpu_kernel,
         stdarch_nvptx,
         asm_experimental_arch,
         link_llvm_intrinsics,
@@ -47,7 +46,7 @@ pub mod thread;
 pub mod time;
 pub mod warp;
 
-pub use copy::DeviceCopy;
+pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use kernel::{Kernel, SimEntry};
 pub use slice::{DisjointSlice, ThreadIndex};

@@ -56,7 +56,9 @@ pub(crate) enum Unsupported {
     Never,
     /// `_`.
     Infer,
-    /// A path with generic arguments, such as `Vec<f32>` or `Option<u32>`.
+    /// `Vec<T>`, `Box<T>`, `Rc<T>`, `Arc<T>`, `VecDeque<T>`: types that own host memory.
+    HostOwned,
+    /// A path with generic arguments, such as `Option<u32>`.
     GenericPath,
     /// `DisjointSlice` with other arguments than one type (and an optional lifetime).
     BadDisjoint,
@@ -120,6 +122,12 @@ fn classify_path(ty: &TypePath) -> TypeKind<'_> {
             Some(elem) => TypeKind::Disjoint { elem },
             None => TypeKind::Unsupported(Unsupported::BadDisjoint),
         };
+    }
+    if ["Vec", "VecDeque", "Box", "Rc", "Arc"]
+        .iter()
+        .any(|s| last.ident == s)
+    {
+        return TypeKind::Unsupported(Unsupported::HostOwned);
     }
     if path.segments.iter().any(|s| !s.arguments.is_none()) {
         return TypeKind::Unsupported(Unsupported::GenericPath);
@@ -304,7 +312,8 @@ mod tests {
             ("fn(f32) -> f32", Unsupported::FnPointer),
             ("!", Unsupported::Never),
             ("_", Unsupported::Infer),
-            ("Vec<f32>", Unsupported::GenericPath),
+            ("Vec<f32>", Unsupported::HostOwned),
+            ("alloc::boxed::Box<[f32]>", Unsupported::HostOwned),
             ("Option<u32>", Unsupported::GenericPath),
             ("DisjointSlice", Unsupported::BadDisjoint),
             ("DisjointSlice<f32, f32>", Unsupported::BadDisjoint),

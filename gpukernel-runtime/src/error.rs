@@ -308,6 +308,19 @@ pub enum Error {
         elem_size: usize,
     },
 
+    /// An allocation the memory could not satisfy (simulator device memory, pinned memory on
+    /// the simulator, or the host side of a copy; CUDA device allocations report the driver's
+    /// `CUDA_ERROR_OUT_OF_MEMORY` as [`Error::Driver`]).
+    #[error("{operation}: out of memory allocating {bytes} bytes on {place}")]
+    OutOfMemory {
+        /// The operation, e.g. `alloc`.
+        operation: &'static str,
+        /// Bytes asked for.
+        bytes: usize,
+        /// Where: `the simulator`, `the host`.
+        place: String,
+    },
+
     /// A foreign pointer that cannot hold the element type.
     #[error("{operation}: pointer {ptr:#x} is {problem}")]
     InvalidPointer {

@@ -102,6 +102,8 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         match &self.kind {
             Kind::Cuda(e) => {
+                // The event's context must be current on this thread (it may be a fresh one).
+                self.ctx.bind()?;
                 // SAFETY: the event is live.
                 let r = unsafe { driver::event_synchronize(*e) };
                 sync_result("cuEventSynchronize", r, self.fault_suspect())
@@ -113,11 +115,14 @@ impl Event {
     /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.
     pub fn query(&self) -> Result<bool> {
         match &self.kind {
-            // SAFETY: the event is live.
-            Kind::Cuda(e) => match unsafe { driver::event_query(*e) } {
-                Ok(done) => Ok(done),
-                Err(r) => sync_result("cuEventQuery", r, self.fault_suspect()).map(|()| false),
-            },
+            Kind::Cuda(e) => {
+                self.ctx.bind()?;
+                // SAFETY: the event is live.
+                match unsafe { driver::event_query(*e) } {
+                    Ok(done) => Ok(done),
+                    Err(r) => sync_result("cuEventQuery", r, self.fault_suspect()).map(|()| false),
+                }
+            }
             Kind::Sim(_) => Ok(true),
         }
     }
@@ -129,6 +134,7 @@ impl Event {
         end.synchronize()?;
         match (&self.kind, &end.kind) {
             (Kind::Cuda(s), Kind::Cuda(e)) => {
+                self.ctx.bind()?;
                 // SAFETY: both events are live and of the same context.
                 unsafe { driver::event_elapsed(*s, *e) }
             }
@@ -173,7 +179,40 @@ impl Drop for Event {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Device, Error};
+    use crate::{Context, Device, Error};
+
+    /// Synchronizing, querying and timing from a thread that never made the context current.
+    fn sync_from_a_fresh_thread(ctx: &Context) {
+        let s = ctx.new_stream().unwrap();
+        let (a, b) = (ctx.new_event().unwrap(), ctx.new_event().unwrap());
+        a.record(&s).unwrap();
+        b.record(&s).unwrap();
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    s.synchronize().unwrap();
+                    assert!(s.query().unwrap());
+                    s.priority().unwrap();
+                    b.synchronize().unwrap();
+                    assert!(b.query().unwrap());
+                    assert!(a.elapsed_ms(&b).unwrap() >= 0.0);
+                    ctx.default_stream().synchronize().unwrap();
+                })
+                .join()
+                .unwrap();
+        });
+    }
+
+    #[test]
+    fn sync_from_a_fresh_thread_on_the_simulator() {
+        sync_from_a_fresh_thread(&Device::simulator().primary_context().unwrap());
+    }
+
+    #[test]
+    #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+    fn sync_from_a_fresh_thread_on_the_gpu() {
+        sync_from_a_fresh_thread(&Device::get(0).unwrap().primary_context().unwrap());
+    }
 
     #[test]
     fn events_and_streams_on_the_simulator() {

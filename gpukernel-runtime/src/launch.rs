@@ -148,7 +148,8 @@ impl LaunchConfig {
         let ok = (0..3)
             .all(|i| g[i] >= 1 && g[i] <= l.max_grid[i] && b[i] >= 1 && b[i] <= l.max_block[i])
             && threads <= max_threads
-            && self.shared_mem_bytes <= max_shared;
+            && self.shared_mem_bytes <= max_shared
+            && grid_threads(g, threads).is_some();
         if ok {
             Ok(())
         } else {
@@ -183,6 +184,17 @@ impl LaunchConfig {
         if threads > max_threads {
             return err("threads per block", threads, 1, max_threads);
         }
+        if grid_threads(g, threads).is_none() {
+            // `ThreadIndex` (what makes `DisjointSlice` writes disjoint) is a linear `usize`:
+            // more threads than that would give two threads the same index.
+            let blocks = g[0] as u128 * g[1] as u128 * g[2] as u128;
+            return err(
+                "threads in the grid",
+                u64::try_from(blocks * threads as u128).unwrap_or(u64::MAX),
+                1,
+                u64::MAX,
+            );
+        }
         err(
             "shared_mem_bytes",
             self.shared_mem_bytes as u64,
@@ -190,6 +202,15 @@ impl LaunchConfig {
             max_shared as u64,
         )
     }
+}
+
+/// The number of threads of a grid, if it fits a `u64` (the width of a `ThreadIndex`).
+#[inline(always)]
+fn grid_threads(grid: [u32; 3], threads_per_block: u64) -> Option<u64> {
+    (grid[0] as u64)
+        .checked_mul(grid[1] as u64)?
+        .checked_mul(grid[2] as u64)?
+        .checked_mul(threads_per_block)
 }
 
 #[doc(hidden)]
@@ -930,7 +951,8 @@ pub(crate) mod tests {
         let k = module.kernel(saxpy).unwrap();
         let x = ctx.htod_copy(&[0.0f32; 4]).unwrap();
         let mut y = ctx.alloc_zeros::<f32>(4).unwrap();
-        let s = ctx.default_stream();
+        // Own stream: other tests launch on the shared default one, which `last_launch` reads.
+        let s = ctx.new_stream().unwrap();
         let mut check = |cfg: LaunchConfig, dim: &str| {
             let e = s.launch(&k, cfg, (1.0f32, &x, &mut y)).unwrap_err();
             match &e {
@@ -953,7 +975,13 @@ pub(crate) mod tests {
             LaunchConfig::new(1, 32).with_shared_mem_bytes(1 << 20),
             "shared_mem_bytes",
         );
-        assert!(s.last_launch().is_none() || s.last_launch() == Some("saxpy"));
+        // Every dimension within its limit, but more threads than a `ThreadIndex` can number.
+        check(
+            LaunchConfig::new((i32::MAX as u32, 65535, 65535), (32, 32)),
+            "threads in the grid",
+        );
+        // Rejected configurations launch nothing.
+        assert_eq!(s.last_launch(), None);
         let msg = s
             .launch(&k, LaunchConfig::new(1, 2048), (1.0f32, &x, &mut y))
             .unwrap_err()

@@ -12,7 +12,7 @@ use std::alloc::Layout;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use gpukernel_device::DeviceCopy;
+use gpukernel_device::{AnyBitPattern, DeviceCopy};
 
 use crate::context::{Context, ContextInner, check_same};
 use crate::driver;
@@ -261,13 +261,19 @@ pub trait DeviceSlice<T: DeviceCopy>: sealed::Sealed {
     /// Copies to a new `Vec`.
     fn to_host_vec(&self) -> Result<Vec<T>> {
         let p = self.raw_parts();
-        let mut v: Vec<T> = Vec::with_capacity(p.len);
+        let mut v: Vec<T> = Vec::new();
+        // Device memory may be larger than what the host can hold: an error, not an abort.
+        v.try_reserve_exact(p.len).map_err(|_| Error::OutOfMemory {
+            operation: "to_host_vec",
+            bytes: p.len * p.elem,
+            place: "the host".to_owned(),
+        })?;
         let s = p.tracker.home();
-        // SAFETY: capacity is `len`; the copy initialises every element before `set_len`
-        // exposes them, and `DeviceCopy` values are valid for the bits the device holds.
+        // SAFETY: capacity is `len` and `v` is ours; the copy initialises every element before
+        // `set_len` exposes them (no reference to the uninitialised memory is made), and
+        // `DeviceCopy` values are valid for the bits the device holds.
         unsafe {
-            let dst = core::slice::from_raw_parts_mut(v.as_mut_ptr(), p.len);
-            memcpy_dtoh(&s, dst, p, "to_host_vec")?;
+            memcpy_dtoh_raw(&s, v.as_mut_ptr(), p.len, p, "to_host_vec")?;
             v.set_len(p.len);
         }
         Ok(v)
@@ -299,15 +305,22 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
     }
 
     /// Sets every byte to `value` (`cuMemsetD8Async`); stream-ordered, does not block.
-    fn memset_d8(&mut self, value: u8) -> Result<()> {
+    /// Only for element types where any byte pattern is a value ([`AnyBitPattern`]); use
+    /// [`memset_zeros`](Self::memset_zeros) for the others.
+    fn memset_d8(&mut self, value: u8) -> Result<()>
+    where
+        T: AnyBitPattern,
+    {
         let p = self.raw_parts_mut();
         let s = p.tracker.home();
         memset_d8(&s, p, value)
     }
 
-    /// Sets every byte to zero.
+    /// Sets every byte to zero (valid for every `DeviceCopy` type).
     fn memset_zeros(&mut self) -> Result<()> {
-        self.memset_d8(0)
+        let p = self.raw_parts_mut();
+        let s = p.tracker.home();
+        memset_d8(&s, p, 0)
     }
 }
 
@@ -334,26 +347,28 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     pub(crate) unsafe fn alloc_on(stream: &Stream, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>("alloc", len)?;
         let ctx = stream.ctx().clone();
-        let (ptr, alloc) = if ctx.is_sim() {
-            if bytes == 0 {
-                (align_for::<T>() as u64, Alloc::Empty)
-            } else {
-                let layout = Layout::from_size_align(bytes, align_for::<T>()).map_err(|_| {
-                    Error::SizeOverflow {
-                        operation: "alloc",
-                        count: len,
-                        elem_size: size_of::<T>(),
-                    }
-                })?;
-                // SAFETY: `layout` has a non-zero size.
-                let p = unsafe { std::alloc::alloc_zeroed(layout) };
-                if p.is_null() {
-                    std::alloc::handle_alloc_error(layout);
+        let (ptr, alloc) = if bytes == 0 {
+            // Never null, on either backend: a kernel rebuilds `&[T]` from (pointer, length),
+            // and a slice of zero-sized elements may have a non-zero length.
+            (align_for::<T>() as u64, Alloc::Empty)
+        } else if ctx.is_sim() {
+            let layout = Layout::from_size_align(bytes, align_for::<T>()).map_err(|_| {
+                Error::SizeOverflow {
+                    operation: "alloc",
+                    count: len,
+                    elem_size: size_of::<T>(),
                 }
-                (p as u64, Alloc::Sim(layout))
+            })?;
+            // SAFETY: `layout` has a non-zero size.
+            let p = unsafe { std::alloc::alloc_zeroed(layout) };
+            if p.is_null() {
+                return Err(Error::OutOfMemory {
+                    operation: "alloc",
+                    bytes,
+                    place: ctx.label.clone(),
+                });
             }
-        } else if bytes == 0 {
-            (0, Alloc::Empty)
+            (p as u64, Alloc::Sim(layout))
         } else {
             ctx.bind()?;
             let with = |e: Error| match e {
@@ -485,7 +500,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         &mut self,
         mid: usize,
     ) -> Result<(DeviceViewMut<'_, T>, DeviceViewMut<'_, T>)> {
-        split(self.ptr, self.len, &self.ctx, &self.tracker, mid)
+        split(
+            "DeviceBuffer::split_at_mut",
+            self.ptr,
+            self.len,
+            &self.ctx,
+            &self.tracker,
+            mid,
+        )
     }
 
     /// The stream that host-side operations on this buffer use: the stream of its last
@@ -532,6 +554,7 @@ fn bounds(
 }
 
 fn split<'a, T: DeviceCopy>(
+    operation: &'static str,
     ptr: u64,
     len: usize,
     ctx: &'a Arc<ContextInner>,
@@ -539,10 +562,11 @@ fn split<'a, T: DeviceCopy>(
     mid: usize,
 ) -> Result<(DeviceViewMut<'a, T>, DeviceViewMut<'a, T>)> {
     if mid > len {
+        // The first half, `0..mid`, is what does not fit.
         return Err(Error::OutOfBounds {
-            operation: "split_at_mut",
-            start: mid,
-            end: len,
+            operation,
+            start: 0,
+            end: mid,
             len,
         });
     }
@@ -606,7 +630,14 @@ impl<T: DeviceCopy> DeviceViewMut<'_, T> {
         &mut self,
         mid: usize,
     ) -> Result<(DeviceViewMut<'_, T>, DeviceViewMut<'_, T>)> {
-        split(self.ptr, self.len, self.ctx, self.tracker, mid)
+        split(
+            "DeviceViewMut::split_at_mut",
+            self.ptr,
+            self.len,
+            self.ctx,
+            self.tracker,
+            mid,
+        )
     }
 }
 
@@ -730,7 +761,10 @@ macro_rules! inherent_write {
             }
 
             /// See [`DeviceSliceMut::memset_d8`].
-            pub fn memset_d8(&mut self, value: u8) -> Result<()> {
+            pub fn memset_d8(&mut self, value: u8) -> Result<()>
+            where
+                T: AnyBitPattern,
+            {
                 DeviceSliceMut::memset_d8(self, value)
             }
 
@@ -786,7 +820,12 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
                 if let Some(f) = f
                     && std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err()
                 {
-                    eprintln!("gpukernel-runtime: a DeviceBuffer finalizer panicked (ignored)");
+                    // Not `eprintln!`: it panics when stderr is closed, and a panic in `drop`
+                    // during unwinding aborts.
+                    let _ = std::io::Write::write_all(
+                        &mut std::io::stderr(),
+                        b"gpukernel-runtime: a DeviceBuffer finalizer panicked (ignored)\n",
+                    );
                 }
             }
         }
@@ -839,7 +878,11 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
             // SAFETY: non-zero size.
             let p = unsafe { std::alloc::alloc_zeroed(layout) };
             if p.is_null() {
-                std::alloc::handle_alloc_error(layout);
+                return Err(Error::OutOfMemory {
+                    operation: "alloc_pinned",
+                    bytes,
+                    place: inner.label.clone(),
+                });
             }
             (p.cast::<T>(), Some(layout))
         } else {
@@ -929,22 +972,40 @@ fn memcpy_dtoh<T: DeviceCopy>(
     src: RawParts<'_>,
     op: &'static str,
 ) -> Result<()> {
-    check_len(op, dst.len(), src.len)?;
+    let len = dst.len();
+    // SAFETY: `dst` is `len` writable, initialised elements, exclusively borrowed.
+    unsafe { memcpy_dtoh_raw(s, dst.as_mut_ptr(), len, src, op) }
+}
+
+/// Device → host memory that may be uninitialised (`to_host_vec`), blocking.
+///
+/// # Safety
+/// `dst` must be valid for writes of `len` elements and not accessed by anyone else until this
+/// returns.
+unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
+    s: &Stream,
+    dst: *mut T,
+    len: usize,
+    src: RawParts<'_>,
+    op: &'static str,
+) -> Result<()> {
+    check_len(op, len, src.len)?;
     src.track(op, "the source", s)?;
-    let bytes = size_of_val(dst);
+    let bytes = len * size_of::<T>();
     if bytes == 0 {
         return Ok(());
     }
     if s.is_sim() {
-        // SAFETY: simulator device memory is host memory of `len` elements; `dst` is a distinct
-        // host slice of the same length (it is borrowed mutably, the source shared).
-        unsafe { core::ptr::copy_nonoverlapping(src.ptr as *const T, dst.as_mut_ptr(), dst.len()) };
+        // SAFETY: simulator device memory is host memory of `len` elements; `dst` is distinct
+        // host memory of the same length (the caller's exclusive use, the source shared).
+        unsafe { core::ptr::copy_nonoverlapping(src.ptr as *const T, dst, len) };
         return Ok(());
     }
     s.ctx().bind()?;
-    // SAFETY: `dst` is `bytes` of writable host memory borrowed until we return, and we wait
-    // for the copy below; the source range is inside a live allocation of the stream's context.
-    unsafe { driver::memcpy_dtoh_async(dst.as_mut_ptr().cast(), src.ptr, bytes, s.raw()) }?;
+    // SAFETY: `dst` is `bytes` of writable host memory, the caller's until we return, and we
+    // wait for the copy below; the source range is inside a live allocation of the stream's
+    // context.
+    unsafe { driver::memcpy_dtoh_async(dst.cast(), src.ptr, bytes, s.raw()) }?;
     s.wait_idle()
 }
 
@@ -1143,7 +1204,7 @@ impl Stream {
     }
 
     /// Sets every byte of `dst` to `value` (`cuMemsetD8Async`).
-    pub fn memset_d8_async<T: DeviceCopy>(
+    pub fn memset_d8_async<T: AnyBitPattern>(
         &self,
         dst: &mut impl DeviceSliceMut<T>,
         value: u8,
@@ -1268,7 +1329,15 @@ mod tests {
             assert!(hi.slice_mut(5..).is_err());
         }
         assert_eq!(b.to_host_vec().unwrap(), [0, 0, 0, 0, 0xffff, 0xffff, 2, 3]);
-        assert!(b.split_at_mut(9).is_err());
+        assert_eq!(
+            b.split_at_mut(9).unwrap_err().to_string(),
+            "DeviceBuffer::split_at_mut: range 0..9 is out of bounds for 8 elements"
+        );
+        let mut v = b.slice_mut(2..).unwrap();
+        assert_eq!(
+            v.split_at_mut(7).unwrap_err().to_string(),
+            "DeviceViewMut::split_at_mut: range 0..7 is out of bounds for 6 elements"
+        );
     }
 
     #[test]
@@ -1383,6 +1452,69 @@ mod tests {
         }
         .unwrap_err();
         assert!(e.to_string().contains("null"), "{e}");
+    }
+
+    #[test]
+    fn simulator_out_of_memory_is_an_error_not_an_abort() {
+        let ctx = sim();
+        // Fits the address-space check (≤ isize::MAX bytes) but no host can provide it.
+        let huge = 1usize << 62;
+        let e = ctx.alloc_zeros::<u8>(huge).unwrap_err();
+        assert!(
+            matches!(e, Error::OutOfMemory { operation: "alloc", bytes, .. } if bytes == huge),
+            "{e}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("alloc: out of memory allocating {huge} bytes on the simulator")
+        );
+        // SAFETY: fails before anything is allocated.
+        let e = unsafe { ctx.default_stream().alloc::<u32>(huge / 4) }.unwrap_err();
+        assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+        let e = ctx.alloc_pinned::<u16>(huge / 2).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::OutOfMemory {
+                    operation: "alloc_pinned",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        // Still usable afterwards.
+        assert_eq!(
+            ctx.alloc_zeros::<u8>(3).unwrap().to_host_vec().unwrap(),
+            [0; 3]
+        );
+    }
+
+    /// Empty and zero-sized-element buffers never have a null address: a kernel rebuilds
+    /// `&[T]` from (pointer, length), and `&[()]` may have a non-zero length.
+    fn empty_and_zero_sized_buffers_are_not_null(ctx: &Context) {
+        let units = ctx.alloc_zeros::<()>(5).unwrap();
+        assert_eq!(units.len(), 5);
+        assert!(!units.device_ptr().is_null());
+        assert_eq!(units.to_host_vec().unwrap(), [(); 5]);
+        assert!(!units.slice(2..).unwrap().device_ptr().is_null());
+        let units = ctx.htod_copy(&[(); 7]).unwrap();
+        assert!(!units.device_ptr().is_null());
+        let empty = ctx.alloc_zeros::<f64>(0).unwrap();
+        assert!(!empty.device_ptr().is_null());
+        assert_eq!(empty.as_raw() % align_of::<f64>() as u64, 0);
+        assert_eq!(empty.to_host_vec().unwrap(), Vec::<f64>::new());
+    }
+
+    #[test]
+    fn empty_and_zero_sized_buffers_are_not_null_on_the_simulator() {
+        empty_and_zero_sized_buffers_are_not_null(&sim());
+    }
+
+    #[test]
+    #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+    fn empty_and_zero_sized_buffers_are_not_null_on_the_gpu() {
+        let ctx = Device::get(0).unwrap().primary_context().unwrap();
+        empty_and_zero_sized_buffers_are_not_null(&ctx);
     }
 
     #[test]

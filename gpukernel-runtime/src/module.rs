@@ -205,6 +205,11 @@ pub(crate) fn ptx_extern_functions(ptx: &str) -> Vec<String> {
 /// needs no definition.
 const PTX_SYSTEM_CALLS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
 
+/// Whether the PTX JIT provides `name` itself (see [`PTX_SYSTEM_CALLS`]).
+pub(crate) fn is_ptx_system_call(name: &str) -> bool {
+    PTX_SYSTEM_CALLS.contains(&name)
+}
+
 /// The error for a module image the driver rejected: a kernel fault if that is what the call
 /// reported, [`Error::UnresolvedForeignSymbols`] if the JIT log names unresolved foreign
 /// functions of a PTX, else [`Error::ModuleLoad`] with the logs.
@@ -425,11 +430,30 @@ impl Module {
             });
         };
         let cname = CString::new(name).map_err(|_| not_found())?;
+        // A driver failure names the kernel being looked up.
+        let with_name = |e: Error| match e {
+            Error::Driver {
+                call,
+                error,
+                context: None,
+            } => Error::Driver {
+                call,
+                error,
+                context: Some(format!("looking up kernel `{name}`")),
+            },
+            e => e,
+        };
         self.inner.ctx.bind()?;
         // SAFETY: the module is live.
-        let f = unsafe { driver::module_get_function(m, &cname) }?.ok_or_else(not_found)?;
-        // SAFETY: `f` was just returned for a live module.
-        let attr = |a| unsafe { driver::function_attribute(f, a) }.map(|v| v.max(0) as u32);
+        let f = unsafe { driver::module_get_function(m, &cname) }
+            .map_err(with_name)?
+            .ok_or_else(not_found)?;
+        let attr = |a| {
+            // SAFETY: `f` was just returned for a live module.
+            unsafe { driver::function_attribute(f, a) }
+                .map(|v| v.max(0) as u32)
+                .map_err(with_name)
+        };
         Ok(Function {
             module: self.inner.clone(),
             raw: f,

@@ -153,6 +153,9 @@ impl Stream {
         if self.is_sim() {
             return Ok(());
         }
+        // The driver API needs the stream's context current on this thread (which may be a
+        // fresh thread that never used the context).
+        self.ctx().bind()?;
         // SAFETY: the stream is live while `self` is.
         let r = unsafe { driver::stream_synchronize(self.raw()) };
         sync_result("cuStreamSynchronize", r, self.fault_suspect())
@@ -170,6 +173,7 @@ impl Stream {
         if self.is_sim() {
             return Ok(true);
         }
+        self.ctx().bind()?;
         // SAFETY: the stream is live while `self` is.
         match unsafe { driver::stream_query(self.raw()) } {
             Ok(done) => Ok(done),
@@ -198,6 +202,7 @@ impl Stream {
         if self.is_sim() {
             return Ok(0);
         }
+        self.ctx().bind()?;
         // SAFETY: the stream is live while `self` is.
         unsafe { driver::stream_priority(self.raw()) }
     }

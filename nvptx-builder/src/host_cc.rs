@@ -114,13 +114,7 @@ impl HostCc {
         for src in sources {
             let src = src.as_ref();
             if !src.is_file() {
-                return Err(Error::Io {
-                    path: src.to_path_buf(),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::NotFound,
-                        "foreign CUDA source not found (compiling it for the simulator)",
-                    ),
-                });
+                return Err(missing_source(src));
             }
             if self.cargo_metadata {
                 println!("cargo:rerun-if-changed={}", src.display());
@@ -171,6 +165,38 @@ impl HostCc {
                 src.display()
             ),
         })
+    }
+}
+
+/// The error for a source that is not there: the full path looked at, and the CUDA sources
+/// that its directory does hold (the usual mistake is a misspelt name).
+fn missing_source(src: &Path) -> Error {
+    let path = std::env::current_dir()
+        .map(|cwd| cwd.join(src))
+        .unwrap_or_else(|_| src.to_path_buf());
+    let mut found: Vec<String> = path
+        .parent()
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".cu") || n.ends_with(".cuh") || n.ends_with(".h"))
+        .collect();
+    found.sort();
+    let there = if found.is_empty() {
+        String::new()
+    } else {
+        format!("; that directory has: {}", found.join(", "))
+    };
+    Error::Io {
+        path,
+        source: std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "foreign CUDA source not found (compiling it for the simulator; a relative path is taken from the \
+                 kernels crate's directory, where its build.rs runs){there}"
+            ),
+        ),
     }
 }
 
@@ -309,6 +335,17 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
             .compile(&[dir.join("nope.cu")], "missing")
             .unwrap_err();
         assert!(e.to_string().contains("nope.cu"), "{e}");
+        std::fs::write(dir.join("functions.cu"), GOOD).unwrap();
+        let e = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[dir.join("function.cu")], "missing")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{}", dir.join("function.cu").display()))
+                && e.contains("that directory has: functions.cu"),
+            "{e}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

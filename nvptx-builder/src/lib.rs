@@ -52,7 +52,9 @@ pub const DEFAULT_ARCH: &str = "sm_90";
 pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// What went wrong, with what to do about it.
-#[derive(Debug)]
+///
+/// `Debug` prints the same text as `Display`, so that `.unwrap()` in a build script shows the
+/// message and the compiler's log as they are, not as an escaped struct.
 #[non_exhaustive]
 pub enum Error {
     /// The nightly toolchain is not installed.
@@ -61,6 +63,14 @@ pub enum Error {
         toolchain: String,
         /// What rustup said.
         detail: String,
+    },
+    /// The toolchain exists but is not a nightly (kernels need `-Zbuild-std` and the
+    /// `gpu-kernel` ABI, both nightly-only).
+    NotNightly {
+        /// The toolchain name that was asked for.
+        toolchain: String,
+        /// Its `rustc -V` line.
+        version: String,
     },
     /// `rustup` itself is not on `PATH`.
     RustupMissing(std::io::Error),
@@ -129,10 +139,17 @@ impl fmt::Display for Error {
         match self {
             Error::NightlyMissing { toolchain, detail } => write!(
                 f,
-                "the Rust toolchain `{toolchain}` (needed to compile kernels for nvptx64) is not installed.\n\
+                "the Rust toolchain `{toolchain}` (needed to compile kernels for nvptx64; {TOOLCHAIN_ORIGIN}) is not installed.\n\
                  hint: run `rustup toolchain install {toolchain} --profile minimal --component rust-src,llvm-tools-preview` \
-                 (or `cargo xtask doctor`), or set GPUKERNEL_NIGHTLY to an installed nightly toolchain.\n\
+                 (or `cargo xtask doctor` in the gpukernel checkout), or set GPUKERNEL_NIGHTLY to an installed nightly toolchain.\n\
                  rustup said: {detail}"
+            ),
+            Error::NotNightly { toolchain, version } => write!(
+                f,
+                "the Rust toolchain `{toolchain}` ({TOOLCHAIN_ORIGIN}) is not a nightly: it is `{version}`, and kernels \
+                 are compiled with nightly-only features (`-Zbuild-std=core`, the `gpu-kernel` ABI).\n\
+                 hint: unset GPUKERNEL_NIGHTLY (the default is `nightly`) or set it to a nightly toolchain, e.g. `nightly` \
+                 or a dated `nightly-YYYY-MM-DD`; your host code stays on stable"
             ),
             Error::RustupMissing(e) => write!(
                 f,
@@ -157,11 +174,17 @@ impl fmt::Display for Error {
                 manifest,
                 command,
                 diagnostics,
-            } => write!(
-                f,
-                "the kernels crate {} failed to compile for nvptx64 (file paths below are relative to its package or workspace root).\ncommand: {command}\n{diagnostics}",
-                manifest.display()
-            ),
+            } => {
+                write!(
+                    f,
+                    "the kernels crate {} failed to compile for nvptx64 (file paths below are relative to its package or workspace root).\ncommand: {command}\n{diagnostics}",
+                    manifest.display()
+                )?;
+                for hint in compile_failure_hints(diagnostics) {
+                    write!(f, "\nhint: {hint}")?;
+                }
+                Ok(())
+            }
             Error::ToolFailed { tool, args, output } => {
                 write!(
                     f,
@@ -187,6 +210,40 @@ impl fmt::Display for Error {
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Where the nightly's name comes from, for messages.
+const TOOLCHAIN_ORIGIN: &str = "from GPUKERNEL_NIGHTLY or `Builder::toolchain`, default `nightly`";
+
+/// What to do about the kernels-crate mistakes whose rustc diagnostics alone mislead (rustc
+/// suggests `#![feature(..)]` unconditionally, which breaks the stable host build, and
+/// `-Zbuild-std` for a missing `#![no_std]`).
+fn compile_failure_hints(diagnostics: &str) -> Vec<&'static str> {
+    let mut hints = Vec::new();
+    if diagnostics.contains("extern \"gpu-kernel\" ABI is experimental") {
+        hints.push(
+            "put `#![cfg_attr(target_arch = \"nvptx64\", feature(abi_gpu_kernel))]` at the top of the kernels \
+             crate's src/lib.rs (conditional: the host build of the same crate is on stable)",
+        );
+    }
+    if diagnostics.contains("because it does not declare `#![no_std]`") {
+        hints.push(
+            "a kernels crate is `#![no_std]`: put `#![no_std]` at the top of its src/lib.rs (there is no `std` \
+             on nvptx64; `core` and gpukernel-device are what kernels use)",
+        );
+    }
+    if diagnostics.contains("can't find crate for `alloc`") {
+        hints.push(
+            "there is no allocator on the GPU: kernels take `&[T]` and `DisjointSlice<T>` instead of `Vec<T>`",
+        );
+    }
+    hints
 }
 
 impl std::error::Error for Error {
@@ -802,6 +859,43 @@ mod tests {
         let b = Builder::new("/nonexistent", "/tmp").arch("sm_x");
         let e = b.resolve_arch().unwrap_err().to_string();
         assert!(e.contains("sm_x") && e.contains("Builder::arch"), "{e}");
+    }
+
+    #[test]
+    fn compile_failures_get_hints_for_common_mistakes() {
+        let no_feature = "error[E0658]: the extern \"gpu-kernel\" ABI is experimental and subject to change\n --> src/lib.rs:9:1";
+        let no_std = "error[E0463]: can't find crate for `std`\n  = note: `std` is required by `k` because it does not declare `#![no_std]`";
+        let e = Error::CompileFailed {
+            manifest: "/k/Cargo.toml".into(),
+            command: "cargo build".into(),
+            diagnostics: format!("{no_feature}\n{no_std}"),
+        };
+        let text = format!("{e:?}");
+        assert!(
+            text.contains(no_feature),
+            "the diagnostics are kept: {text}"
+        );
+        assert!(
+            text.contains(
+                "hint: put `#![cfg_attr(target_arch = \"nvptx64\", feature(abi_gpu_kernel))]`"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("hint: a kernels crate is `#![no_std]`"),
+            "{text}"
+        );
+        assert!(compile_failure_hints("error[E0308]: mismatched types").is_empty());
+    }
+
+    #[test]
+    fn debug_is_the_readable_message() {
+        let e = Error::NotNightly {
+            toolchain: "stable".into(),
+            version: "rustc 1.95.0".into(),
+        };
+        assert_eq!(format!("{e:?}"), e.to_string());
+        assert!(e.to_string().contains("GPUKERNEL_NIGHTLY"), "{e}");
     }
 
     #[test]

@@ -34,6 +34,13 @@ impl Toolchain {
             });
         }
         let vv = String::from_utf8_lossy(&out.stdout);
+        let version = vv.lines().next().unwrap_or_default().trim().to_string();
+        if !is_nightly(&vv) {
+            return Err(Error::NotNightly {
+                toolchain: name.to_string(),
+                version,
+            });
+        }
         let host = vv
             .lines()
             .find_map(|l| l.strip_prefix("host: "))
@@ -127,6 +134,15 @@ fn is_executable(p: &Path) -> bool {
     p.is_file()
 }
 
+/// Whether `rustc -vV` output is a nightly's (or a local dev build's): their `release:` line
+/// ends in `-nightly` or `-dev`; stable and beta toolchains reject `-Z` flags.
+fn is_nightly(rustc_vv: &str) -> bool {
+    rustc_vv
+        .lines()
+        .find_map(|l| l.strip_prefix("release: "))
+        .is_some_and(|r| r.trim().ends_with("-nightly") || r.trim().ends_with("-dev"))
+}
+
 /// The part of a tool's message before any backtrace.
 fn first_paragraph(s: &str) -> String {
     s.split("Stack backtrace")
@@ -134,4 +150,21 @@ fn first_paragraph(s: &str) -> String {
         .unwrap_or(s)
         .trim()
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nightly_is_told_from_stable_and_beta() {
+        let vv = |release: &str| {
+            format!("rustc x\nbinary: rustc\nhost: x86_64-unknown-linux-gnu\nrelease: {release}\n")
+        };
+        assert!(is_nightly(&vv("1.97.0-nightly")));
+        assert!(is_nightly(&vv("1.97.0-dev")));
+        assert!(!is_nightly(&vv("1.95.0")));
+        assert!(!is_nightly(&vv("1.96.0-beta.3")));
+        assert!(!is_nightly("garbage"));
+    }
 }

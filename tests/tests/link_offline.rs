@@ -532,6 +532,7 @@ fn wrong_architecture_is_named() {
 fn simulator_checks_inputs_and_compiles_nothing() {
     let image = ok(Linker::for_simulator()
         .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"))
         .add_file(source("errors/syntax_error.cu")) // not compiled on the simulator
         .link());
     assert!(image.is_simulator() && image.cubin().is_empty());
@@ -540,6 +541,25 @@ fn simulator_checks_inputs_and_compiles_nothing() {
         .add_file("/no/such/file.cubin")
         .link());
     assert!(matches!(e, Error::LinkInputRead { .. }), "{e}");
+}
+
+#[test]
+fn simulator_refuses_what_a_gpu_link_would_refuse() {
+    // multiply_vectors calls mul_f32_f32: without functions.cu a GPU link fails, and so does
+    // the simulator's, naming the symbol.
+    let e = err(Linker::for_simulator()
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .link());
+    match &e {
+        Error::UndefinedSymbol { symbol, .. } => assert_eq!(symbol, "mul_f32_f32", "{e}"),
+        other => panic!("expected UndefinedSymbol, got {other}"),
+    }
+    assert!(e.to_string().contains("mul_f32_f32"), "{e}");
+    // With the source that defines it, the simulator link succeeds.
+    ok(Linker::for_simulator()
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"))
+        .link());
 }
 
 fn cached(dir: &Path) -> Linker {

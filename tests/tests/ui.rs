@@ -5,6 +5,7 @@
 #[test]
 fn ui() {
     let cases = trybuild::TestCases::new();
-    cases.compile_fail("ui/fail/*.rs");
+    cases.compile_fail("ui/fail/kernel_*.rs");
+    cases.compile_fail("ui/fail/declare_*.rs");
     cases.pass("ui/pass/*.rs");
 }

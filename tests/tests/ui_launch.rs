@@ -6,4 +6,6 @@
 fn launch_argument_mismatches_do_not_compile() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("ui/fail/launch_*.rs");
+    // Safe byte fills cannot make invalid values (`bool`).
+    cases.compile_fail("ui/fail/memset_*.rs");
 }

@@ -3,8 +3,9 @@
 //! * `doctor [--check]` — checks, and unless `--check` installs, what builds and tests need:
 //!   the nightly toolchain with `rust-src` and `llvm-tools-preview`, the CUDA 13.0 compiler
 //!   wheels (NVRTC, nvcc/ptxas, nvJitLink, libdevice) into `.cuda-tools/`, and clang-19.
-//! * `test` — the README's test command: doctor, the whole test suite (GPU tests run on the
-//!   simulator or show as ignored when no GPU is present), then `ptx-check`.
+//! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
+//!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
+//!   the simulator, then `ptx-check`.
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
@@ -262,7 +263,35 @@ fn test(extra: &[String]) -> Result<(), String> {
     }
     run(&mut cmd)?;
     run(cargo().args(["test", "-p", "xtask"]))?;
+    run_examples_on_simulator()?;
     ptx_check()
+}
+
+/// Runs every example of `ffi-examples` on the simulator (each checks its result against the
+/// host and exits non-zero on a mismatch).
+fn run_examples_on_simulator() -> Result<(), String> {
+    let dir = root().join("ffi-examples/examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            (p.extension().is_some_and(|x| x == "rs"))
+                .then(|| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .flatten()
+        })
+        .collect();
+    names.sort();
+    for name in &names {
+        run(cargo()
+            .args(["run", "--quiet", "-p", "ffi-examples", "--example", name])
+            .env("GPUKERNEL_BACKEND", "sim"))?;
+    }
+    eprintln!(
+        "examples: {} ran on the simulator and matched the host",
+        names.len()
+    );
+    Ok(())
 }
 
 fn example(name: &str) -> Result<(), String> {

@@ -151,7 +151,9 @@ fn argument_problem(kind: TypeKind<'_>) -> Option<(&'static str, &'static str)> 
                 "tuples cannot be passed to a foreign device function: their layout is unspecified",
                 "pass each element as its own argument, or a `#[repr(C)]` struct that implements `DeviceCopy`",
             ),
-            Unsupported::Array | Unsupported::GenericPath => (ARG, POINTER_AND_LENGTH),
+            Unsupported::Array | Unsupported::HostOwned | Unsupported::GenericPath => {
+                (ARG, POINTER_AND_LENGTH)
+            }
             Unsupported::ImplTrait | Unsupported::TraitObject | Unsupported::QualifiedPath => (
                 ARG,
                 "name a concrete scalar, raw pointer or `DeviceCopy` struct type",

@@ -158,6 +158,10 @@ fn unsupported(why: Unsupported) -> (&'static str, &'static str) {
             "function pointers cannot be kernel parameters: host functions cannot run on the GPU",
             "call the function from the kernel body (use `declare_device!` for foreign device functions)",
         ),
+        Unsupported::HostOwned => (
+            "`Vec`, `Box`, `Rc` and `Arc` cannot be kernel parameters: they own host memory, and a kernel has no allocator",
+            "take `&[T]` to read (or `DisjointSlice<T>` to write), and on the host copy the data into a device buffer and pass that",
+        ),
         Unsupported::GenericPath => (
             "generic types other than `DisjointSlice<T>` cannot be kernel parameters",
             ALLOWED,
@@ -313,7 +317,7 @@ mod tests {
             "trait objects cannot be kernel parameters",
             "128-bit integers cannot be kernel parameters",
             "`char` cannot be a kernel parameter",
-            "generic types other than `DisjointSlice<T>` cannot be kernel parameters",
+            "`Vec`, `Box`, `Rc` and `Arc` cannot be kernel parameters",
             "kernel parameters must be plain names",
             "kernel parameters must be plain names",
             "a kernel parameter cannot be conditional",

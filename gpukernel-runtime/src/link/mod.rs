@@ -407,6 +407,8 @@ impl Linker {
             .collect();
         let arch = match &self.target {
             Target::Simulator { .. } => {
+                // What cuLink would refuse must not pass here either.
+                check_simulator_symbols(&inputs, &self.headers)?;
                 // The simulator's module is the set of kernels the PTX inputs declare.
                 let mut image = Vec::new();
                 for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
@@ -1080,6 +1082,69 @@ pub fn toolchain_report() -> String {
         None => out += "CUDA include dir: not found\n",
     }
     out
+}
+
+/// On the simulator nothing is linked (foreign code is compiled into the host binary), but a
+/// foreign function the selected kernels call and no input defines would fail on a GPU, so it
+/// fails here too, as [`Error::UndefinedSymbol`]. Conservative: a symbol counts as defined if
+/// a PTX or cubin input defines it, or if its name followed by `(` appears in a CUDA source or
+/// an in-memory header; inputs whose symbols cannot be read here (fatbins, objects, archives,
+/// LTO-IR, or a source with a quoted `#include`) turn the check off rather than guess.
+fn check_simulator_symbols(inputs: &[Input], headers: &[(String, String)]) -> Result<()> {
+    let mut needed: Vec<String> = Vec::new();
+    let mut defined: Vec<String> = Vec::new();
+    let mut sources: Vec<&str> = headers.iter().map(|(_, text)| text.as_str()).collect();
+    for input in inputs {
+        match input.kind {
+            InputKind::Ptx | InputKind::Cubin => {
+                if input.kind == InputKind::Ptx {
+                    let text = std::str::from_utf8(&input.bytes).unwrap_or("");
+                    needed.extend(crate::module::ptx_extern_functions(text));
+                }
+                match input::defined_symbols(input.kind, &input.bytes) {
+                    Some(names) => defined.extend(names),
+                    None => return Ok(()),
+                }
+            }
+            InputKind::Cuda => {
+                let text = std::str::from_utf8(&input.bytes).unwrap_or("");
+                if text
+                    .lines()
+                    .any(|l| l.trim_start().starts_with("#include \""))
+                {
+                    return Ok(());
+                }
+                sources.push(text);
+            }
+            _ => return Ok(()),
+        }
+    }
+    let mentioned = |name: &str| {
+        sources.iter().any(|text| {
+            text.match_indices(name).any(|(at, _)| {
+                let before = text[..at].chars().next_back();
+                let after = text[at + name.len()..].trim_start();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('(')
+            })
+        })
+    };
+    let missing = needed.iter().find(|name| {
+        !crate::module::is_ptx_system_call(name)
+            && !defined.iter().any(|d| d == *name)
+            && !mentioned(name)
+    });
+    match missing {
+        None => Ok(()),
+        Some(symbol) => Err(Error::UndefinedSymbol {
+            symbol: symbol.clone(),
+            inputs: inputs.iter().map(|i| i.name.clone()).collect(),
+            error_log: format!(
+                "simulator: no input defines the foreign function `{symbol}` that the kernels call \
+                 (a GPU link would fail with \"Unresolved extern function '{symbol}'\")"
+            ),
+            info_log: String::new(),
+        }),
+    }
 }
 
 #[cfg(test)]
