@@ -352,22 +352,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             // and a slice of zero-sized elements may have a non-zero length.
             (align_for::<T>() as u64, Alloc::Empty)
         } else if ctx.is_sim() {
-            let layout = Layout::from_size_align(bytes, align_for::<T>()).map_err(|_| {
-                Error::SizeOverflow {
-                    operation: "alloc",
-                    count: len,
-                    elem_size: size_of::<T>(),
-                }
-            })?;
-            // SAFETY: `layout` has a non-zero size.
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            if p.is_null() {
-                return Err(Error::OutOfMemory {
-                    operation: "alloc",
-                    bytes,
-                    place: ctx.label.clone(),
-                });
-            }
+            let (p, layout) = sim_alloc_zeroed::<T>("alloc", len, bytes, &ctx.label)?;
             (p as u64, Alloc::Sim(layout))
         } else {
             ctx.bind()?;
@@ -860,6 +845,32 @@ impl<T: DeviceCopy> fmt::Debug for PinnedHostBuffer<T> {
     }
 }
 
+/// Zeroed host memory for `len` elements of `T` (`bytes` > 0 of them): the simulator's device
+/// memory and its pinned buffers. A failed allocation is an error, never an abort.
+fn sim_alloc_zeroed<T>(
+    operation: &'static str,
+    len: usize,
+    bytes: usize,
+    place: &str,
+) -> Result<(*mut u8, Layout)> {
+    let layout =
+        Layout::from_size_align(bytes, align_for::<T>()).map_err(|_| Error::SizeOverflow {
+            operation,
+            count: len,
+            elem_size: size_of::<T>(),
+        })?;
+    // SAFETY: `layout` has a non-zero size (the callers handle `bytes == 0`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(Error::OutOfMemory {
+            operation,
+            bytes,
+            place: place.to_owned(),
+        });
+    }
+    Ok((p, layout))
+}
+
 impl<T: DeviceCopy> PinnedHostBuffer<T> {
     /// `len` zeroed elements of page-locked memory for `ctx`.
     pub(crate) fn zeroed(ctx: &Context, len: usize) -> Result<Self> {
@@ -868,22 +879,7 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
         let (ptr, sim_layout) = if bytes == 0 {
             (core::ptr::NonNull::<T>::dangling().as_ptr(), None)
         } else if inner.is_sim() {
-            let layout = Layout::from_size_align(bytes, align_for::<T>()).map_err(|_| {
-                Error::SizeOverflow {
-                    operation: "alloc_pinned",
-                    count: len,
-                    elem_size: size_of::<T>(),
-                }
-            })?;
-            // SAFETY: non-zero size.
-            let p = unsafe { std::alloc::alloc_zeroed(layout) };
-            if p.is_null() {
-                return Err(Error::OutOfMemory {
-                    operation: "alloc_pinned",
-                    bytes,
-                    place: inner.label.clone(),
-                });
-            }
+            let (p, layout) = sim_alloc_zeroed::<T>("alloc_pinned", len, bytes, &inner.label)?;
             (p.cast::<T>(), Some(layout))
         } else {
             inner.bind()?;
