@@ -26,8 +26,95 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     /// The PTX `.entry` name (the Rust function's name, unmangled).
     const NAME: &'static str;
     /// The kernel's parameter types in order, as a tuple, with `'static` standing for every
-    /// lifetime, e.g. `(f32, &'static [f32], DisjointSlice<'static, f32>)`.
+    /// lifetime, e.g. `(f32, &'static [f32], DisjointSlice<'static, f32>)`. It implements
+    /// [`ParamList`] for every `#[kernel]` (the runtime checks it against the loaded image).
     type Params;
     /// Runs the body for one simulated thread.
     const SIM_ENTRY: SimEntry;
+}
+
+/// The `.param`s a kernel parameter type lowers to (see [`Kernel`]'s ABI), by size in bytes;
+/// for a tuple, its elements' in order. The runtime compares them with what the loaded
+/// image's entry declares before it hands out a typed kernel.
+///
+/// # Safety
+/// [`SIZES`](ParamAbi::SIZES) must be exactly the lowering `#[kernel]` performs.
+pub unsafe trait ParamAbi {
+    /// The sizes of the `.param`s, in order.
+    const SIZES: &'static [usize];
+}
+
+// SAFETY: scalars and `DeviceCopy` structs are one parameter of their own size.
+unsafe impl<T: crate::DeviceCopy> ParamAbi for T {
+    const SIZES: &'static [usize] = &[core::mem::size_of::<T>()];
+}
+// SAFETY: slices lower to a `u64` pointer and a `u64` length.
+unsafe impl<T> ParamAbi for &'static [T] {
+    const SIZES: &'static [usize] = &[8, 8];
+}
+// SAFETY: as above.
+unsafe impl<T> ParamAbi for &'static mut [T] {
+    const SIZES: &'static [usize] = &[8, 8];
+}
+// SAFETY: as above.
+unsafe impl<T> ParamAbi for crate::DisjointSlice<'static, T> {
+    const SIZES: &'static [usize] = &[8, 8];
+}
+// SAFETY: raw pointers lower to one `u64`.
+unsafe impl<T> ParamAbi for *const T {
+    const SIZES: &'static [usize] = &[8];
+}
+// SAFETY: as above.
+unsafe impl<T> ParamAbi for *mut T {
+    const SIZES: &'static [usize] = &[8];
+}
+
+/// A kernel's parameter list (the tuple [`Kernel::Params`]): each element's `.param` sizes,
+/// in order.
+///
+/// # Safety
+/// [`PARTS`](ParamList::PARTS) must hold the elements' [`ParamAbi::SIZES`] in order.
+pub unsafe trait ParamList {
+    /// One entry per kernel parameter: the sizes of the `.param`s it lowers to.
+    const PARTS: &'static [&'static [usize]];
+}
+
+macro_rules! impl_param_list {
+    ($($name:ident),*) => {
+        // SAFETY: the elements' sizes, in order.
+        unsafe impl<$($name: ParamAbi),*> ParamList for ($($name,)*) {
+            const PARTS: &'static [&'static [usize]] = &[$($name::SIZES),*];
+        }
+    };
+}
+impl_param_list!();
+impl_param_list!(A);
+impl_param_list!(A, B);
+impl_param_list!(A, B, C);
+impl_param_list!(A, B, C, D);
+impl_param_list!(A, B, C, D, E);
+impl_param_list!(A, B, C, D, E, F);
+impl_param_list!(A, B, C, D, E, F, G);
+impl_param_list!(A, B, C, D, E, F, G, H);
+impl_param_list!(A, B, C, D, E, F, G, H, I);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J, K);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DisjointSlice;
+
+    #[test]
+    fn parameter_lists_lower_as_the_abi_says() {
+        type Saxpy = (f32, &'static [f32], DisjointSlice<'static, f32>);
+        assert_eq!(<Saxpy as ParamList>::PARTS, &[&[4][..], &[8, 8], &[8, 8]]);
+        type Mixed = (i8, u16, bool, [f64; 3], *const u8, &'static mut [u32]);
+        assert_eq!(
+            <Mixed as ParamList>::PARTS,
+            &[&[1][..], &[2], &[1], &[24], &[8], &[8, 8]]
+        );
+        assert!(<() as ParamList>::PARTS.is_empty());
+    }
 }

@@ -726,6 +726,27 @@ pub(crate) unsafe fn function_attribute(
     Ok(v)
 }
 
+/// The byte sizes of a kernel's parameters (`cuFuncGetParamInfo`, CUDA 12.4+), or `None`
+/// when the driver cannot tell.
+///
+/// # Safety
+/// `f` must be a live function handle.
+pub(crate) unsafe fn function_param_sizes(f: CUfunction) -> Option<Vec<usize>> {
+    let mut sizes = Vec::new();
+    for index in 0.. {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: valid out-pointers; `f` live (caller). Past the last parameter the driver
+        // returns CUDA_ERROR_INVALID_VALUE, which ends the list.
+        let r = unsafe { sys::cuFuncGetParamInfo(f, index, &mut offset, &mut size) };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => sizes.push(size),
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
+            _ => return None,
+        }
+    }
+    Some(sizes)
+}
+
 /// # Safety
 /// `f` must be a live function handle.
 pub(crate) unsafe fn function_set_attribute(

@@ -202,6 +202,22 @@ pub enum Error {
         available: Vec<String>,
     },
 
+    /// The image's entry point does not declare the parameters the Rust kernel's signature
+    /// lowers to (another build, or another kernel of the same name).
+    #[error(
+        "kernel `{kernel}`: the loaded image's entry takes parameters of {found:?} bytes, but the \
+         Rust signature lowers to {expected:?}; hint: the PTX/cubin is not from this version of \
+         the kernels crate (rebuild it), or another kernel has the same name"
+    )]
+    KernelSignatureMismatch {
+        /// The kernel.
+        kernel: String,
+        /// The `.param` sizes the Rust parameters lower to.
+        expected: Vec<usize>,
+        /// The sizes the image's entry declares (`cuFuncGetParamInfo`).
+        found: Vec<usize>,
+    },
+
     /// A module has no global of this name.
     #[error("the module has no global `{name}`")]
     GlobalNotFound {

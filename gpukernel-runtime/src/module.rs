@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 
 use gpukernel_device::Kernel;
+use gpukernel_device::ParamList;
 use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
 use crate::context::{ContextInner, intern};
@@ -402,9 +403,31 @@ impl Module {
 
     /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?`. The
     /// `CUfunction` is looked up once, here.
-    pub fn kernel<K: Kernel>(&self, _kernel: K) -> Result<TypedKernel<K>> {
+    pub fn kernel<K: Kernel>(&self, _kernel: K) -> Result<TypedKernel<K>>
+    where
+        K::Params: ParamList,
+    {
+        let function = self.function(K::NAME)?;
+        if !function.raw.is_null() {
+            // A typed launch writes the parameters the Rust signature lowers to: the entry in
+            // the image must declare exactly those, or the launch would be undefined.
+            let expected: Vec<usize> = K::Params::PARTS
+                .iter()
+                .flat_map(|p| p.iter().copied())
+                .collect();
+            // SAFETY: `function.raw` is live while the module is.
+            if let Some(found) = unsafe { driver::function_param_sizes(function.raw) }
+                && found != expected
+            {
+                return Err(Error::KernelSignatureMismatch {
+                    kernel: K::NAME.to_owned(),
+                    expected,
+                    found,
+                });
+            }
+        }
         Ok(TypedKernel {
-            function: self.function(K::NAME)?,
+            function,
             _k: PhantomData,
         })
     }

@@ -166,3 +166,41 @@ fn unresolved_foreign_functions_are_named_with_a_hint() {
     }
     assert!(e.to_string().contains("Linker::add_ptx_kernels"), "{e}");
 }
+
+/// A `Kernel` whose Rust signature says `saxpy(f64, &[f32])`: three `.param`s of 8 bytes,
+/// where the image's `saxpy` takes (f32, u64, u64, u64, u64).
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+struct saxpy_wrong_signature;
+// SAFETY: never launched: the test checks that `Module::kernel` refuses it.
+unsafe impl gpukernel_runtime::Kernel for saxpy_wrong_signature {
+    const NAME: &'static str = "saxpy";
+    type Params = (f64, &'static [f32]);
+    const SIM_ENTRY: gpukernel_device::SimEntry = {
+        unsafe fn never(_: *const *mut core::ffi::c_void) {}
+        never
+    };
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_typed_kernel_must_match_the_entry_parameters() {
+    let ctx = gpu();
+    let module = ctx.load_module(PTX.as_bytes()).unwrap();
+    // The matching signature is accepted...
+    module.kernel(saxpy).unwrap();
+    // ...a different one is refused before any launch could misread the arguments.
+    match module.kernel(saxpy_wrong_signature) {
+        Err(Error::KernelSignatureMismatch {
+            kernel,
+            expected,
+            found,
+        }) => {
+            assert_eq!(kernel, "saxpy");
+            assert_eq!(expected, [8, 8, 8]);
+            assert_eq!(found, [4, 8, 8, 8, 8]);
+        }
+        Err(e) => panic!("expected KernelSignatureMismatch, got {e}"),
+        Ok(_) => panic!("a kernel with the wrong signature was accepted"),
+    }
+}
