@@ -727,7 +727,10 @@ pub(crate) unsafe fn function_attribute(
 }
 
 /// The byte sizes of a kernel's parameters (`cuFuncGetParamInfo`, CUDA 12.4+), or `None`
-/// when the driver cannot tell.
+/// when the driver cannot tell. The list ends where the driver answers
+/// `CUDA_ERROR_INVALID_VALUE`: before CUDA 13.2 there is no `cuFuncGetParamCount`, and the
+/// probe past the end is what detects an image with more parameters than the Rust signature
+/// (compute-sanitizer reports that expected answer as an API error).
 ///
 /// # Safety
 /// `f` must be a live function handle.
