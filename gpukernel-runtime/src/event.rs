@@ -1,31 +1,25 @@
 //! Events: markers in a stream, for ordering between streams and for timing.
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::sync::Arc;
 
-use crate::context::{ContextInner, LastLaunch};
-use crate::driver::{self, CUevent};
-use crate::error::{Error, Result};
-use crate::stream::{Stream, sync_result};
-
-enum Kind {
-    Cuda(CUevent),
-    /// The simulator runs work synchronously: recording takes the host time.
-    Sim(Mutex<Option<Instant>>),
-}
+use crate::backend::{EventHandle, LastLaunch};
+use crate::context::ContextInner;
+use crate::error::Result;
+use crate::stream::Stream;
 
 /// A CUDA event (`cuEventCreate`): record it on a stream, wait for it, make another stream
 /// wait for it, or measure the time between two of them. `Send + Sync`.
 pub struct Event {
     ctx: Arc<ContextInner>,
-    kind: Kind,
+    handle: EventHandle,
     timing: bool,
     /// The last launch on the stream when the event was recorded (for fault messages).
     recorded_after: LastLaunch,
 }
 
-// SAFETY: CUDA events may be used from any thread; the other fields are Sync.
+// SAFETY: events may be used from any thread (the backend binds its context); the other
+// fields are Sync.
 unsafe impl Send for Event {}
 // SAFETY: as above.
 unsafe impl Sync for Event {}
@@ -45,16 +39,10 @@ impl Event {
         timing: bool,
         blocking_sync: bool,
     ) -> Result<Event> {
-        let kind = if ctx.is_sim() {
-            Kind::Sim(Mutex::new(None))
-        } else {
-            ctx.bind()?;
-            // SAFETY: the context is current.
-            Kind::Cuda(unsafe { driver::event_create(timing, blocking_sync) }?)
-        };
+        let handle = ctx.backend.event_create(timing, blocking_sync)?;
         Ok(Event {
             ctx,
-            kind,
+            handle,
             timing,
             recorded_after: LastLaunch::default(),
         })
@@ -64,67 +52,44 @@ impl Event {
         &self.ctx
     }
 
-    /// The raw `CUevent` (null on the simulator).
-    pub fn raw(&self) -> CUevent {
-        match &self.kind {
-            Kind::Cuda(e) => *e,
-            Kind::Sim(_) => core::ptr::null_mut(),
+    pub(crate) fn handle(&self) -> EventHandle {
+        self.handle
+    }
+
+    /// The raw `CUevent` (meaningless on the simulator).
+    pub fn raw(&self) -> cudarc::driver::sys::CUevent {
+        if self.ctx.backend.is_simulator() {
+            return core::ptr::null_mut();
         }
+        self.handle.0.cast()
     }
 
     /// Records the event at the current end of `stream` (`cuEventRecord`).
     pub fn record(&self, stream: &Stream) -> Result<()> {
         crate::context::check_same("Event::record", "the stream", &self.ctx, stream.ctx())?;
         self.recorded_after.copy_from(&stream.state().last_launch);
-        match &self.kind {
-            Kind::Cuda(e) => {
-                self.ctx.bind()?;
-                // SAFETY: event and stream are live and of the same, current context.
-                unsafe { driver::event_record(*e, stream.raw()) }
-            }
-            Kind::Sim(t) => {
-                *t.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
-                Ok(())
-            }
-        }
+        self.ctx.backend.event_record(self.handle, stream.handle())
     }
 
     /// The launch a fault seen through this event is attributed to: the last one on the
     /// recorded stream before the event, else the last in the context.
     fn fault_suspect(&self) -> Option<&'static str> {
-        self.recorded_after
-            .get()
-            .or_else(|| self.ctx.last_launch.get())
+        self.recorded_after.get().or_else(|| self.ctx.last_launch())
     }
 
     /// Waits until the work recorded before the event is done (`cuEventSynchronize`); a kernel
-    /// fault is reported as [`Error::KernelFault`].
+    /// fault is reported as [`Error::KernelFault`](crate::Error::KernelFault).
     pub fn synchronize(&self) -> Result<()> {
-        match &self.kind {
-            Kind::Cuda(e) => {
-                // The event's context must be current on this thread (it may be a fresh one).
-                self.ctx.bind()?;
-                // SAFETY: the event is live.
-                let r = unsafe { driver::event_synchronize(*e) };
-                sync_result("cuEventSynchronize", r, self.fault_suspect())
-            }
-            Kind::Sim(_) => Ok(()),
-        }
+        self.ctx
+            .backend
+            .event_synchronize(self.handle, self.fault_suspect())
     }
 
     /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.
     pub fn query(&self) -> Result<bool> {
-        match &self.kind {
-            Kind::Cuda(e) => {
-                self.ctx.bind()?;
-                // SAFETY: the event is live.
-                match unsafe { driver::event_query(*e) } {
-                    Ok(done) => Ok(done),
-                    Err(r) => sync_result("cuEventQuery", r, self.fault_suspect()).map(|()| false),
-                }
-            }
-            Kind::Sim(_) => Ok(true),
-        }
+        self.ctx
+            .backend
+            .event_query(self.handle, self.fault_suspect())
     }
 
     /// Milliseconds from `self` (the start) to `end` (`cuEventElapsedTime`). Both must have
@@ -132,48 +97,14 @@ impl Event {
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         crate::context::check_same("Event::elapsed_ms", "the end event", &self.ctx, &end.ctx)?;
         end.synchronize()?;
-        match (&self.kind, &end.kind) {
-            (Kind::Cuda(s), Kind::Cuda(e)) => {
-                self.ctx.bind()?;
-                // SAFETY: both events are live and of the same context.
-                unsafe { driver::event_elapsed(*s, *e) }
-            }
-            (Kind::Sim(s), Kind::Sim(e)) => {
-                let s = *s.lock().unwrap_or_else(|p| p.into_inner());
-                let e = *e.lock().unwrap_or_else(|p| p.into_inner());
-                if !self.timing || !end.timing {
-                    return Err(Error::Unsupported {
-                        operation: "Event::elapsed_ms on an event created without timing",
-                        backend: "simulator",
-                        hint: Some("create the events with Context::new_event"),
-                    });
-                }
-                match (s, e) {
-                    (Some(s), Some(e)) => {
-                        Ok(e.saturating_duration_since(s).as_secs_f64() as f32 * 1000.0)
-                    }
-                    _ => Err(Error::EventNotRecorded {
-                        operation: "Event::elapsed_ms",
-                    }),
-                }
-            }
-            // Same context implies the same backend.
-            _ => Err(Error::EventNotRecorded {
-                operation: "Event::elapsed_ms",
-            }),
-        }
+        self.ctx.backend.event_elapsed(self.handle, end.handle)
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if let Kind::Cuda(e) = self.kind
-            && self.ctx.bind().is_ok()
-        {
-            // SAFETY: `e` is not used after this; destroying a pending event is allowed (the
-            // driver releases it once it completes).
-            let _ = unsafe { driver::event_destroy(e) };
-        }
+        // SAFETY: the event is not used after this; destroying a pending event is allowed.
+        unsafe { self.ctx.backend.event_destroy(self.handle) };
     }
 }
 

@@ -52,6 +52,7 @@
 //! dropping a buffer frees it in stream order (`cuMemFreeAsync`) or after synchronizing.
 #![warn(missing_docs)]
 
+mod backend;
 mod context;
 mod device;
 mod driver;

@@ -1,17 +1,16 @@
 //! Modules (loaded PTX, cubin or fatbin images) and their kernels.
 
 use core::marker::PhantomData;
-use std::ffi::CString;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 
 use gpukernel_device::Kernel;
 use gpukernel_device::ParamList;
-use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
+use crate::backend::{FunctionInfo, Image, ModuleHandle};
 use crate::context::{ContextInner, intern};
-use crate::driver::{self, CUfunction, CUmodule, FuncAttr};
+use crate::driver;
 use crate::error::{Error, Result};
 use crate::memory::DevicePtr;
 use crate::stream::Stream;
@@ -119,6 +118,16 @@ impl ImageKind {
     }
 }
 
+/// PTX without its trailing NULs (the backend adds the one the driver needs); other kinds as
+/// they are.
+fn trim_nul_ptx(kind: ImageKind, image: &[u8]) -> &[u8] {
+    if kind == ImageKind::Ptx {
+        trim_nul(image)
+    } else {
+        image
+    }
+}
+
 fn trim_nul(b: &[u8]) -> &[u8] {
     let mut end = b.len();
     while end > 0 && b[end - 1] == 0 {
@@ -215,12 +224,7 @@ pub(crate) fn is_ptx_system_call(name: &str) -> bool {
 /// reported, [`Error::UnresolvedForeignSymbols`] if the JIT log names unresolved foreign
 /// functions of a PTX, else [`Error::ModuleLoad`] with the logs.
 #[cold]
-fn load_error(
-    kind: ImageKind,
-    origin: Option<String>,
-    failure: driver::ModuleLoadFailure,
-    ptx_text: &str,
-) -> Error {
+pub(crate) fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
     let driver::ModuleLoadFailure {
         error,
         error_log,
@@ -229,10 +233,11 @@ fn load_error(
     if error.is_kernel_fault() {
         return driver::error_of("cuModuleLoadDataEx", error, None);
     }
-    if kind == ImageKind::Ptx {
+    if image.kind == ImageKind::Ptx {
         let symbols = crate::link::diagnose::unresolved_functions(&error_log);
         if !symbols.is_empty() {
-            let also_declared = ptx_extern_functions(ptx_text)
+            let text = std::str::from_utf8(trim_nul(image.bytes)).unwrap_or("");
+            let also_declared = ptx_extern_functions(text)
                 .into_iter()
                 .filter(|n| !symbols.contains(n) && !PTX_SYSTEM_CALLS.contains(&n.as_str()))
                 .collect();
@@ -245,15 +250,18 @@ fn load_error(
         }
     }
     Error::ModuleLoad {
-        kind,
-        origin,
+        kind: image.kind,
+        origin: image.origin.map(str::to_owned),
         error,
         error_log,
         info_log,
     }
 }
 
+/// A module's foreign-call failure record (see `gpukernel_device::ffi`): where the backend
+/// finds it, and whether a kernel of the module ran since it was last read.
 pub(crate) struct FfiRecordRef {
+    /// The record's device address (the simulator keeps its records on the host: 0).
     addr: u64,
     /// Set by the first launch of a kernel of this module; until then there is nothing to read.
     launched: AtomicBool,
@@ -261,26 +269,22 @@ pub(crate) struct FfiRecordRef {
 
 pub(crate) struct ModuleInner {
     pub(crate) ctx: Arc<ContextInner>,
-    raw: Option<CUmodule>,
+    handle: ModuleHandle,
     names: Vec<String>,
     pub(crate) ffi: Option<FfiRecordRef>,
 }
 
-// SAFETY: a CUmodule handle may be used from any thread (with its context current); the other
-// fields are immutable or atomic.
+// SAFETY: a module handle may be used from any thread (the backend binds its context); the
+// other fields are immutable or atomic.
 unsafe impl Send for ModuleInner {}
 // SAFETY: as above.
 unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
-        if let Some(m) = self.raw
-            && self.ctx.bind().is_ok()
-        {
-            // SAFETY: every `Function` of the module holds an Arc to this, so none is left;
-            // kernels already enqueued keep their code alive in the driver.
-            let _ = unsafe { driver::module_unload(m) };
-        }
+        // SAFETY: every `Function` of the module holds an Arc to this, so none is left;
+        // kernels already enqueued keep their code alive in the driver.
+        unsafe { self.ctx.backend.module_unload(self.handle) };
     }
 }
 
@@ -317,55 +321,26 @@ impl Module {
             e => e,
         };
         let kind = ImageKind::detect(image).map_err(with_origin)?;
-        let ptx_text = || std::str::from_utf8(trim_nul(image)).unwrap_or("");
-        let ptx_names = || ptx_entry_names(ptx_text());
-        if ctx.is_sim() {
-            if kind != ImageKind::Ptx {
-                return Err(Error::Unsupported {
-                    operation: "loading a cubin or fatbin",
-                    backend: "simulator",
-                    hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
-                });
-            }
-            // `.extern .func` declarations are no error here: the simulator runs the kernels'
-            // Rust bodies, whose foreign calls were resolved when the host crate was built.
-            return Ok(Module::from_kernel_names(ctx, ptx_names()));
-        }
-        ctx.bind()?;
-        let owned;
-        let bytes: &[u8] = if kind == ImageKind::Ptx && image.last() != Some(&0) {
-            let mut v = Vec::with_capacity(image.len() + 1);
-            v.extend_from_slice(image);
-            v.push(0);
-            owned = v;
-            &owned
-        } else {
-            image
-        };
-        // SAFETY: the context is current; the image's kind and shape were checked, PTX is
-        // NUL-terminated.
-        let raw = unsafe { driver::module_load_data_ex(bytes) }
-            .map_err(|f| load_error(kind, origin, f, ptx_text()))?;
-        // SAFETY: `raw` was just loaded.
-        let names = match unsafe { driver::module_function_names(raw) } {
-            Ok(n) => n,
-            Err(_) if kind == ImageKind::Ptx => ptx_names(),
-            Err(_) => Vec::new(),
-        };
-        let symbol = CString::new(FFI_ERROR_SYMBOL).unwrap_or_default();
-        // SAFETY: `raw` is live.
-        let ffi = match unsafe { driver::module_get_global(raw, &symbol) } {
-            Ok(Some((addr, bytes))) if bytes >= size_of::<FfiErrorRecord>() => Some(FfiRecordRef {
-                addr,
-                launched: AtomicBool::new(false),
-            }),
-            _ => None,
-        };
+        let loaded = ctx.backend.module_load(Image {
+            bytes: trim_nul_ptx(kind, image),
+            kind,
+            origin: origin.as_deref(),
+        })?;
+        Ok(Module::register(ctx, loaded))
+    }
+
+    /// Wraps a module the backend loaded, registering its foreign-call record with the
+    /// context.
+    fn register(ctx: Arc<ContextInner>, loaded: crate::backend::LoadedModule) -> Module {
+        let ffi = loaded.ffi_record.map(|addr| FfiRecordRef {
+            addr,
+            launched: AtomicBool::new(false),
+        });
         let has_ffi = ffi.is_some();
         let inner = Arc::new(ModuleInner {
             ctx: ctx.clone(),
-            raw: Some(raw),
-            names,
+            handle: loaded.handle,
+            names: loaded.names,
             ffi,
         });
         if has_ffi {
@@ -373,22 +348,14 @@ impl Module {
             list.retain(|w| w.strong_count() > 0);
             list.push(Arc::downgrade(&inner));
         }
-        Ok(Module { inner })
+        Module { inner }
     }
 
-    /// A simulator module: the set of kernel names (for `load_module` and the linker's
-    /// simulator path), sorted and without duplicates like a CUDA module's.
-    pub(crate) fn from_kernel_names(ctx: Arc<ContextInner>, mut names: Vec<String>) -> Module {
-        names.sort();
-        names.dedup();
-        Module {
-            inner: Arc::new(ModuleInner {
-                ctx,
-                raw: None,
-                names,
-                ffi: None,
-            }),
-        }
+    /// A module of the given kernels, without an image: the simulator's form of a linked
+    /// image (sorted and without duplicates like a CUDA module's names).
+    pub(crate) fn from_kernel_names(ctx: Arc<ContextInner>, names: Vec<String>) -> Result<Module> {
+        let loaded = ctx.backend.module_from_names(names)?;
+        Ok(Module::register(ctx, loaded))
     }
 
     /// The names of the module's kernels, sorted.
@@ -397,8 +364,9 @@ impl Module {
     }
 
     /// The raw `CUmodule` (`None` on the simulator).
-    pub fn raw(&self) -> Option<CUmodule> {
-        self.inner.raw
+    pub fn raw(&self) -> Option<cudarc::driver::sys::CUmodule> {
+        let h = self.inner.handle;
+        (h != ModuleHandle::NULL).then(|| h.0.cast())
     }
 
     /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?`. The
@@ -408,17 +376,19 @@ impl Module {
         K::Params: ParamList,
     {
         let function = self.function(K::NAME)?;
-        if !function.raw.is_null() {
-            // A typed launch writes the parameters the Rust signature lowers to: the entry in
-            // the image must declare exactly those, or the launch would be undefined.
+        // A typed launch writes the parameters the Rust signature lowers to: the entry in the
+        // image must declare exactly those, or the launch would be undefined.
+        let found = self
+            .inner
+            .ctx
+            .backend
+            .function_param_sizes(function.info.handle)?;
+        if let Some(found) = found {
             let expected: Vec<usize> = K::Params::PARTS
                 .iter()
                 .flat_map(|p| p.iter().copied())
                 .collect();
-            // SAFETY: `function.raw` is live while the module is.
-            if let Some(found) = unsafe { driver::function_param_sizes(function.raw) }
-                && found != expected
-            {
+            if found != expected {
                 return Err(Error::KernelSignatureMismatch {
                     kernel: K::NAME.to_owned(),
                     expected,
@@ -439,21 +409,7 @@ impl Module {
             name: name.to_owned(),
             available: self.inner.names.clone(),
         };
-        let Some(m) = self.inner.raw else {
-            if !self.inner.names.iter().any(|n| n == name) {
-                return Err(not_found());
-            }
-            return Ok(Function {
-                module: self.inner.clone(),
-                raw: core::ptr::null_mut(),
-                name: intern(name),
-                max_threads_per_block: self.inner.ctx.limits.max_threads_per_block,
-                static_shared_bytes: 0,
-                max_dynamic_shared_bytes: AtomicU32::new(48 * 1024),
-            });
-        };
-        let cname = CString::new(name).map_err(|_| not_found())?;
-        // A driver failure names the kernel being looked up.
+        // A backend failure names the kernel being looked up.
         let with_name = |e: Error| match e {
             Error::Driver {
                 call,
@@ -466,49 +422,35 @@ impl Module {
             },
             e => e,
         };
-        self.inner.ctx.bind()?;
-        // SAFETY: the module is live.
-        let f = unsafe { driver::module_get_function(m, &cname) }
+        let info = self
+            .inner
+            .ctx
+            .backend
+            .function(self.inner.handle, &self.inner.names, name)
             .map_err(with_name)?
             .ok_or_else(not_found)?;
-        let attr = |a| {
-            // SAFETY: `f` was just returned for a live module.
-            unsafe { driver::function_attribute(f, a) }
-                .map(|v| v.max(0) as u32)
-                .map_err(with_name)
-        };
         Ok(Function {
             module: self.inner.clone(),
-            raw: f,
+            info,
             name: intern(name),
-            max_threads_per_block: attr(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-            static_shared_bytes: attr(FuncAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
-            max_dynamic_shared_bytes: AtomicU32::new(attr(
-                FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            )?),
+            max_dynamic_shared_bytes: AtomicU32::new(info.max_dynamic_shared_bytes),
         })
     }
 
     /// The address and size of a module global (`cuModuleGetGlobal`). Not available on the
     /// simulator.
     pub fn global(&self, name: &str) -> Result<(DevicePtr<u8>, usize)> {
-        let Some(m) = self.inner.raw else {
-            return Err(Error::Unsupported {
-                operation: "Module::global",
-                backend: "simulator",
-                hint: None,
-            });
-        };
-        let cname = CString::new(name).map_err(|_| Error::GlobalNotFound {
+        let not_found = || Error::GlobalNotFound {
             name: name.to_owned(),
-        })?;
-        self.inner.ctx.bind()?;
-        // SAFETY: the module is live.
-        match unsafe { driver::module_get_global(m, &cname) }? {
+        };
+        match self
+            .inner
+            .ctx
+            .backend
+            .module_global(self.inner.handle, name)?
+        {
             Some((addr, bytes)) => Ok((DevicePtr::from_addr(addr), bytes)),
-            None => Err(Error::GlobalNotFound {
-                name: name.to_owned(),
-            }),
+            None => Err(not_found()),
         }
     }
 }
@@ -516,14 +458,12 @@ impl Module {
 /// A kernel of a loaded module, for untyped launches; it keeps its module loaded.
 pub struct Function {
     pub(crate) module: Arc<ModuleInner>,
-    pub(crate) raw: CUfunction,
+    pub(crate) info: FunctionInfo,
     pub(crate) name: &'static &'static str,
-    pub(crate) max_threads_per_block: u32,
-    pub(crate) static_shared_bytes: u32,
     pub(crate) max_dynamic_shared_bytes: AtomicU32,
 }
 
-// SAFETY: a CUfunction handle may be used from any thread; the rest is immutable or atomic.
+// SAFETY: a function handle may be used from any thread; the rest is immutable or atomic.
 unsafe impl Send for Function {}
 // SAFETY: as above.
 unsafe impl Sync for Function {}
@@ -532,7 +472,7 @@ impl fmt::Debug for Function {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Function")
             .field("name", &self.name())
-            .field("max_threads_per_block", &self.max_threads_per_block)
+            .field("max_threads_per_block", &self.info.max_threads_per_block)
             .finish()
     }
 }
@@ -544,32 +484,29 @@ impl Function {
     }
 
     /// The raw `CUfunction` (null on the simulator).
-    pub fn raw(&self) -> CUfunction {
-        self.raw
+    pub fn raw(&self) -> cudarc::driver::sys::CUfunction {
+        self.info.handle.0.cast()
     }
 
     /// The most threads a block of this kernel may have (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
     pub fn max_threads_per_block(&self) -> u32 {
-        self.max_threads_per_block
+        self.info.max_threads_per_block
     }
 
     /// Bytes of static shared memory the kernel declares.
     pub fn static_shared_bytes(&self) -> u32 {
-        self.static_shared_bytes
+        self.info.static_shared_bytes
     }
 
     /// The block size that maximises occupancy with `dynamic_shared_bytes` of dynamic shared
     /// memory per block (`cuOccupancyMaxPotentialBlockSize`); 256 on the simulator.
     pub fn optimal_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
-        if self.raw.is_null() {
-            return Ok(256.min(self.max_threads_per_block));
-        }
-        self.module.ctx.bind()?;
-        // SAFETY: the function is live (its module is held) and its context current.
-        let (_, block) = unsafe {
-            driver::occupancy_max_potential_block_size(self.raw, dynamic_shared_bytes as usize, 0)
-        }?;
-        Ok(block.max(1) as u32)
+        let block = self
+            .module
+            .ctx
+            .backend
+            .optimal_block_size(self.info.handle, dynamic_shared_bytes)?;
+        Ok(block.min(self.info.max_threads_per_block))
     }
 
     /// Allows launches with up to `bytes` of dynamic shared memory
@@ -580,7 +517,7 @@ impl Function {
             .ctx
             .limits
             .max_shared_optin
-            .saturating_sub(self.static_shared_bytes);
+            .saturating_sub(self.info.static_shared_bytes);
         if bytes > limit {
             return Err(Error::InvalidLaunchConfig {
                 kernel: self.name().to_owned(),
@@ -590,17 +527,10 @@ impl Function {
                 max: limit as u64,
             });
         }
-        if !self.raw.is_null() {
-            self.module.ctx.bind()?;
-            // SAFETY: the function is live and its context current.
-            unsafe {
-                driver::function_set_attribute(
-                    self.raw,
-                    FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    bytes as i32,
-                )
-            }?;
-        }
+        self.module
+            .ctx
+            .backend
+            .set_max_dynamic_shared_bytes(self.info.handle, bytes)?;
         self.max_dynamic_shared_bytes
             .store(bytes, Ordering::Relaxed);
         Ok(())
@@ -635,24 +565,13 @@ impl<K: Kernel> core::ops::Deref for TypedKernel<K> {
     }
 }
 
-/// Reads and clears the foreign-call failure records of the stream's context (GPU) or the
-/// simulator's, returning [`Error::ForeignCallFailed`] for the first failure found.
+/// Reads and clears the foreign-call failure records of the stream's context, returning
+/// [`Error::ForeignCallFailed`] for the first failure found.
 pub(crate) fn check_foreign_failures(
     stream: &Stream,
     last_launch: Option<&'static str>,
 ) -> Result<()> {
     let ctx = stream.ctx();
-    if ctx.is_sim() {
-        return match crate::sim::take_foreign_failure() {
-            Some((function, status, thread)) => Err(Error::ForeignCallFailed {
-                function,
-                status,
-                thread,
-                kernel: last_launch.map(str::to_owned),
-            }),
-            None => Ok(()),
-        };
-    }
     let modules: Vec<Arc<ModuleInner>> = {
         let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
         list.iter().filter_map(Weak::upgrade).collect()
@@ -662,7 +581,10 @@ pub(crate) fn check_foreign_failures(
         if !rec.launched.load(Ordering::Relaxed) {
             continue;
         }
-        if let Some((function, status, thread)) = read_and_clear(stream, rec.addr)? {
+        if let Some((function, status, thread)) = ctx
+            .backend
+            .take_foreign_failure(Some(rec.addr), stream.handle())?
+        {
             return Err(Error::ForeignCallFailed {
                 function,
                 status,
@@ -672,51 +594,6 @@ pub(crate) fn check_foreign_failures(
         }
     }
     Ok(())
-}
-
-/// Reads one record; if claimed, reads the name and zeroes the record.
-fn read_and_clear(stream: &Stream, addr: u64) -> Result<Option<(String, i32, u64)>> {
-    const MAX_NAME: u64 = 4096;
-    stream.ctx().bind()?;
-    let mut rec = FfiErrorRecord {
-        claimed: 0,
-        status: 0,
-        name_ptr: 0,
-        name_len: 0,
-        thread: 0,
-    };
-    // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes (checked at
-    // load; the module is held by the caller); `rec` is a local written before we read it,
-    // and `FfiErrorRecord` is plain integers, valid for any bits.
-    unsafe {
-        driver::memcpy_dtoh_async(
-            (&raw mut rec).cast(),
-            addr,
-            size_of::<FfiErrorRecord>(),
-            stream.raw(),
-        )
-    }?;
-    stream.wait_idle()?;
-    if rec.claimed == 0 {
-        return Ok(None);
-    }
-    let len = rec.name_len.min(MAX_NAME) as usize;
-    let mut name = vec![0u8; len];
-    if len > 0 && rec.name_ptr != 0 {
-        // SAFETY: the device wrote the address and length of a string in the module's global
-        // memory (`report_foreign_failure`); `name` has `len` bytes.
-        unsafe {
-            driver::memcpy_dtoh_async(name.as_mut_ptr().cast(), rec.name_ptr, len, stream.raw())
-        }?;
-    }
-    // SAFETY: zeroing the record (a live module global) re-arms it.
-    unsafe { driver::memset_d8_async(addr, 0, size_of::<FfiErrorRecord>(), stream.raw()) }?;
-    stream.wait_idle()?;
-    Ok(Some((
-        String::from_utf8_lossy(&name).into_owned(),
-        rec.status,
-        rec.thread,
-    )))
 }
 
 #[cfg(test)]
@@ -801,14 +678,16 @@ mod tests {
     fn unresolved_extern_is_a_dedicated_error_with_the_log_and_a_hint() {
         let log = "ptxas fatal   : Unresolved extern function 'mul_f32_f32'";
         let e = load_error(
-            ImageKind::Ptx,
-            Some("kernels.ptx".into()),
+            Image {
+                bytes: PTX_WITH_EXTERNS.as_bytes(),
+                kind: ImageKind::Ptx,
+                origin: Some("kernels.ptx"),
+            },
             driver::ModuleLoadFailure {
                 error: invalid_ptx(),
                 error_log: log.into(),
                 info_log: String::new(),
             },
-            PTX_WITH_EXTERNS,
         );
         match &e {
             Error::UnresolvedForeignSymbols {
@@ -839,8 +718,11 @@ mod tests {
 
         // Several names in the log: all of them, plural.
         let e = load_error(
-            ImageKind::Ptx,
-            None,
+            Image {
+                bytes: PTX_WITH_EXTERNS.as_bytes(),
+                kind: ImageKind::Ptx,
+                origin: None,
+            },
             driver::ModuleLoadFailure {
                 error: invalid_ptx(),
                 error_log: "ptxas fatal   : Unresolved extern function 'add_one'\n\
@@ -848,7 +730,6 @@ mod tests {
                     .into(),
                 info_log: String::new(),
             },
-            PTX_WITH_EXTERNS,
         );
         let s = e.to_string();
         assert!(
@@ -863,14 +744,16 @@ mod tests {
     #[test]
     fn other_load_failures_keep_the_code_and_both_logs() {
         let e = load_error(
-            ImageKind::Ptx,
-            None,
+            Image {
+                bytes: PTX.as_bytes(),
+                kind: ImageKind::Ptx,
+                origin: None,
+            },
             driver::ModuleLoadFailure {
                 error: invalid_ptx(),
                 error_log: "ptxas application ptx input, line 4; error   : syntax error".into(),
                 info_log: "ptxas info    : 0 bytes gmem".into(),
             },
-            PTX,
         );
         assert!(
             matches!(
@@ -890,8 +773,11 @@ mod tests {
         );
         // A cubin whose log happens to name an unresolved function is not treated as PTX.
         let e = load_error(
-            ImageKind::Cubin,
-            Some("k.cubin".into()),
+            Image {
+                bytes: b"",
+                kind: ImageKind::Cubin,
+                origin: Some("k.cubin"),
+            },
             driver::ModuleLoadFailure {
                 error: crate::error::CudaError {
                     code: 209,
@@ -901,7 +787,6 @@ mod tests {
                 error_log: String::new(),
                 info_log: String::new(),
             },
-            "",
         );
         assert_eq!(
             e.to_string(),
@@ -914,8 +799,11 @@ mod tests {
     #[test]
     fn a_sticky_fault_seen_by_the_load_is_a_kernel_fault() {
         let e = load_error(
-            ImageKind::Ptx,
-            None,
+            Image {
+                bytes: PTX.as_bytes(),
+                kind: ImageKind::Ptx,
+                origin: None,
+            },
             driver::ModuleLoadFailure {
                 error: crate::error::CudaError {
                     code: 700,
@@ -925,7 +813,6 @@ mod tests {
                 error_log: String::new(),
                 info_log: String::new(),
             },
-            PTX,
         );
         assert!(
             matches!(

@@ -3,28 +3,27 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use crate::context::{Context, ContextInner, LastLaunch};
-use crate::driver::{self, CUstream};
-use crate::error::{Error, Result};
+use crate::backend::{LastLaunch, StreamHandle};
+use crate::context::{Context, ContextInner};
+use crate::error::Result;
 use crate::event::Event;
 
-/// Per-stream state: the raw handle (null on the simulator) and the last launch on it.
+/// Per-stream state: the backend's handle and the last launch on it.
 pub(crate) struct StreamState {
-    pub(crate) raw: CUstream,
+    pub(crate) handle: StreamHandle,
     pub(crate) last_launch: LastLaunch,
 }
 
-impl StreamState {
-    pub(crate) fn sim() -> Self {
-        StreamState {
-            raw: core::ptr::null_mut(),
-            last_launch: LastLaunch::default(),
-        }
-    }
+// SAFETY: a stream handle may be used from any thread (the backend binds its context); the
+// last-launch record is atomic.
+unsafe impl Send for StreamState {}
+// SAFETY: as above.
+unsafe impl Sync for StreamState {}
 
-    pub(crate) fn cuda(raw: CUstream) -> Self {
+impl StreamState {
+    pub(crate) fn new(handle: StreamHandle) -> Self {
         StreamState {
-            raw,
+            handle,
             last_launch: LastLaunch::default(),
         }
     }
@@ -35,19 +34,11 @@ struct OwnedStream {
     ctx: Arc<ContextInner>,
 }
 
-// SAFETY: a CUDA stream handle may be used from any thread; the other fields are Sync.
-unsafe impl Send for OwnedStream {}
-// SAFETY: as above.
-unsafe impl Sync for OwnedStream {}
-
 impl Drop for OwnedStream {
     fn drop(&mut self) {
-        if !self.ctx.is_sim() && self.ctx.bind().is_ok() {
-            // SAFETY: this is the last handle to the stream (buffers that used it hold a clone
-            // of it, so they are gone too). Pending work completes before the driver releases
-            // it. An error (a faulted context) leaves nothing to clean up.
-            let _ = unsafe { driver::stream_destroy(self.state.raw) };
-        }
+        // SAFETY: this is the last handle to the stream (buffers that used it hold a clone of
+        // it, so they are gone too).
+        unsafe { self.ctx.backend.stream_destroy(self.state.handle) };
     }
 }
 
@@ -83,13 +74,7 @@ impl Stream {
     }
 
     pub(crate) fn create(ctx: Arc<ContextInner>, priority: i32) -> Result<Stream> {
-        let state = if ctx.is_sim() {
-            StreamState::sim()
-        } else {
-            ctx.bind()?;
-            // SAFETY: the context is current.
-            StreamState::cuda(unsafe { driver::stream_create(priority) }?)
-        };
+        let state = StreamState::new(ctx.backend.stream_create(priority)?);
         Ok(Stream {
             repr: Repr::Owned(Arc::new(OwnedStream { state, ctx })),
         })
@@ -114,8 +99,14 @@ impl Stream {
     /// The raw `CUstream` (null on the simulator), for code that calls the driver directly.
     /// It stays valid while any clone of this `Stream` lives.
     #[inline(always)]
-    pub fn raw(&self) -> CUstream {
-        self.state().raw
+    pub fn raw(&self) -> cudarc::driver::sys::CUstream {
+        self.handle().0.cast()
+    }
+
+    /// The backend's handle of this stream.
+    #[inline(always)]
+    pub(crate) fn handle(&self) -> StreamHandle {
+        self.state().handle
     }
 
     /// The stream's context.
@@ -129,10 +120,6 @@ impl Stream {
     #[inline(always)]
     pub fn same_as(&self, other: &Stream) -> bool {
         core::ptr::eq(self.state(), other.state())
-    }
-
-    pub(crate) fn is_sim(&self) -> bool {
-        self.ctx().is_sim()
     }
 
     /// The last kernel launched on this stream, if any.
@@ -150,46 +137,31 @@ impl Stream {
 
     /// `cuStreamSynchronize` with fault classification, without the foreign-call check.
     pub(crate) fn wait_idle(&self) -> Result<()> {
-        if self.is_sim() {
-            return Ok(());
-        }
-        // The driver API needs the stream's context current on this thread (which may be a
-        // fresh thread that never used the context).
-        self.ctx().bind()?;
-        // SAFETY: the stream is live while `self` is.
-        let r = unsafe { driver::stream_synchronize(self.raw()) };
-        sync_result("cuStreamSynchronize", r, self.fault_suspect())
+        self.ctx()
+            .backend
+            .stream_synchronize(self.handle(), self.fault_suspect())
     }
 
     /// The launch a fault seen by this stream's synchronization is attributed to: the last on
     /// this stream, else the last in its context (a sticky fault of a kernel on another
     /// stream is reported by every later synchronization).
     fn fault_suspect(&self) -> Option<&'static str> {
-        self.last_launch().or_else(|| self.ctx().last_launch.get())
+        self.last_launch().or_else(|| self.ctx().last_launch())
     }
 
     /// Whether all work on the stream is done (`cuStreamQuery`); never blocks.
     pub fn query(&self) -> Result<bool> {
-        if self.is_sim() {
-            return Ok(true);
-        }
-        self.ctx().bind()?;
-        // SAFETY: the stream is live while `self` is.
-        match unsafe { driver::stream_query(self.raw()) } {
-            Ok(done) => Ok(done),
-            Err(r) => sync_result("cuStreamQuery", r, self.fault_suspect()).map(|()| false),
-        }
+        self.ctx()
+            .backend
+            .stream_query(self.handle(), self.fault_suspect())
     }
 
     /// Makes later work on this stream wait until `event` completes (`cuStreamWaitEvent`).
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         crate::context::check_same("Stream::wait_event", "the event", self.ctx(), event.ctx())?;
-        if self.is_sim() {
-            return Ok(());
-        }
-        self.ctx().bind()?;
-        // SAFETY: both are live and of the same (current) context.
-        unsafe { driver::stream_wait_event(self.raw(), event.raw()) }
+        self.ctx()
+            .backend
+            .stream_wait_event(self.handle(), event.handle())
     }
 
     /// Records `event` at the current end of this stream (`cuEventRecord`).
@@ -199,12 +171,7 @@ impl Stream {
 
     /// The stream's priority (`cuStreamGetPriority`); 0 on the simulator.
     pub fn priority(&self) -> Result<i32> {
-        if self.is_sim() {
-            return Ok(0);
-        }
-        self.ctx().bind()?;
-        // SAFETY: the stream is live while `self` is.
-        unsafe { driver::stream_priority(self.raw()) }
+        self.ctx().backend.stream_priority(self.handle())
     }
 
     /// Makes this stream wait for the work enqueued so far on `other`.
@@ -215,37 +182,13 @@ impl Stream {
             self.ctx(),
             other.ctx(),
         )?;
-        if self.is_sim() || self.same_as(other) {
+        if self.same_as(other) {
             return Ok(());
         }
-        self.ctx().bind()?;
-        // SAFETY: both streams are live and of the current context.
-        unsafe { driver::stream_wait_stream(self.raw(), other.raw()) }
+        self.ctx()
+            .backend
+            .stream_wait_stream(self.handle(), other.handle())
     }
-}
-
-/// Turns the raw result of a synchronizing call into `Ok` or the error
-/// [`driver::error_of`] makes of it ([`Error::KernelFault`] naming `last_launch`, else
-/// [`Error::Driver`]).
-pub(crate) fn sync_result(
-    call: &'static str,
-    r: driver::CuResult,
-    last_launch: Option<&'static str>,
-) -> Result<()> {
-    if driver::is_success(r) {
-        return Ok(());
-    }
-    Err(classify(call, driver::cuda_error(r), last_launch))
-}
-
-/// [`driver::error_of`], for callers that hold a `CudaError` already.
-#[cold]
-pub(crate) fn classify(
-    call: &'static str,
-    error: crate::error::CudaError,
-    last_launch: Option<&'static str>,
-) -> Error {
-    driver::error_of(call, error, last_launch)
 }
 
 /// The streams that may still have work pending on one allocation (a buffer or pinned host
@@ -308,18 +251,14 @@ impl Tracker {
 
     #[cold]
     fn order_after_all(st: &mut TrackState, s: &Stream) -> Result<()> {
-        if s.is_sim() {
-            return Ok(());
-        }
-        s.ctx().bind()?;
         let mut member = false;
         for o in std::iter::once(&st.first).chain(st.others.iter()) {
             if o.same_as(s) {
                 member = true;
             } else {
-                // SAFETY: both streams are live (held by the set and the caller) and belong
-                // to the current context (buffers check the context before tracking).
-                unsafe { driver::stream_wait_stream(s.raw(), o.raw()) }?;
+                // Both streams are live (held by the set and the caller) and belong to one
+                // context (buffers check the context before tracking).
+                s.ctx().backend.stream_wait_stream(s.handle(), o.handle())?;
             }
         }
         if !member {

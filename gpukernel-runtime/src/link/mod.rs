@@ -571,7 +571,7 @@ impl Linker {
         let image = self.link()?;
         if image.is_simulator() {
             let names = ptx::entries(&String::from_utf8_lossy(image.module_image()));
-            return Ok(Module::from_kernel_names(ctx.inner.clone(), names));
+            return Module::from_kernel_names(ctx.inner.clone(), names);
         }
         ctx.load_module(image.cubin())
     }

@@ -1,0 +1,627 @@
+//! The CUDA backend: a device's primary context, over the driver layer (`crate::driver`).
+//!
+//! Every method makes the context current on the calling thread first (a no-op when it is),
+//! and attributes a sticky kernel fault that a driver call reports to the context's last
+//! launch when the caller knows no closer suspect.
+
+use core::ffi::c_void;
+use std::ffi::CString;
+
+use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
+
+use super::{
+    Backend, EventHandle, ForeignFailure, FunctionHandle, FunctionInfo, Image, LastLaunch,
+    LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
+};
+use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
+use crate::error::{Error, Result};
+use crate::module::ImageKind;
+
+/// A CUDA device's primary context (retained for the life of the process) and what the
+/// runtime caches about it.
+#[derive(Debug)]
+pub(crate) struct CudaBackend {
+    raw: CUcontext,
+    pools: bool,
+    default_stream: StreamHandle,
+    limits: Limits,
+    label: String,
+    last_launch: LastLaunch,
+}
+
+// SAFETY: the context and stream handles are process-wide driver objects that any thread may
+// use (with the context current, which every method ensures); the rest is immutable or atomic.
+unsafe impl Send for CudaBackend {}
+// SAFETY: as above.
+unsafe impl Sync for CudaBackend {}
+
+fn stream(s: StreamHandle) -> driver::CUstream {
+    s.0.cast()
+}
+
+fn event(e: EventHandle) -> driver::CUevent {
+    e.0.cast()
+}
+
+fn function(f: FunctionHandle) -> driver::CUfunction {
+    f.0.cast()
+}
+
+fn module(m: ModuleHandle) -> driver::CUmodule {
+    m.0.cast()
+}
+
+impl CudaBackend {
+    /// Retains the primary context of `dev` (ordinal `ordinal`) and reads its limits.
+    pub(crate) fn new(dev: CUdevice, ordinal: usize) -> Result<CudaBackend> {
+        // SAFETY: `dev` came from cuDeviceGet (a `Device` of kind CUDA is only built that way).
+        let raw = unsafe { driver::primary_ctx_retain(dev) }?;
+        // SAFETY: just retained; never released.
+        unsafe { driver::ctx_bind(raw) }?;
+        let attr = |a| -> Result<u32> {
+            // SAFETY: `dev` is valid.
+            unsafe { driver::device_attribute(dev, a) }.map(|v| v.max(0) as u32)
+        };
+        use DeviceAttr::*;
+        let limits = Limits {
+            max_threads_per_block: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            max_block: [
+                attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            max_grid: [
+                attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            max_shared_optin: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        };
+        let pools = attr(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0;
+        if pools {
+            // SAFETY: `dev` is valid.
+            unsafe { driver::keep_default_pool_memory(dev) }?;
+        }
+        // SAFETY: the context is current on this thread (bound above).
+        let default_stream = unsafe { driver::stream_create(0) }?;
+        // SAFETY: `dev` is valid.
+        let name = unsafe { driver::device_name(dev) }.unwrap_or_default();
+        Ok(CudaBackend {
+            raw,
+            pools,
+            default_stream: StreamHandle(default_stream.cast()),
+            limits,
+            label: format!("CUDA device {ordinal} ({name})"),
+            last_launch: LastLaunch::default(),
+        })
+    }
+
+    #[inline(always)]
+    fn bind_raw(&self) -> Result<()> {
+        // SAFETY: primary contexts are retained for the life of the process.
+        unsafe { driver::ctx_bind(self.raw) }.map_err(|e| self.attribute(e, None))
+    }
+
+    /// Names the launch a sticky kernel fault is attributed to: `suspect`, else the context's
+    /// last launch.
+    #[cold]
+    fn attribute(&self, e: Error, suspect: Option<&'static str>) -> Error {
+        attribute_fault(e, suspect.or_else(|| self.last_launch.get()))
+    }
+
+    /// Binds, runs `f`, and attributes a fault it reports.
+    #[inline(always)]
+    fn call<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.bind_raw()?;
+        f().map_err(|e| self.attribute(e, None))
+    }
+
+    /// As [`call`](Self::call), with a closer suspect for a fault.
+    #[inline(always)]
+    fn call_suspect<T>(
+        &self,
+        suspect: Option<&'static str>,
+        f: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        self.bind_raw()?;
+        f().map_err(|e| self.attribute(e, suspect))
+    }
+
+    /// Reads one foreign-call record; if claimed, reads the name and zeroes the record.
+    fn read_and_clear(&self, addr: u64, s: driver::CUstream) -> Result<Option<ForeignFailure>> {
+        const MAX_NAME: u64 = 4096;
+        let mut rec = FfiErrorRecord {
+            claimed: 0,
+            status: 0,
+            name_ptr: 0,
+            name_len: 0,
+            thread: 0,
+        };
+        // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes (checked
+        // at load; the module is held by the caller); `rec` is a local we wait for below, and
+        // `FfiErrorRecord` is plain integers, valid for any bits.
+        unsafe {
+            driver::memcpy_dtoh_async((&raw mut rec).cast(), addr, size_of::<FfiErrorRecord>(), s)
+        }?;
+        // SAFETY: `s` is live (the caller's stream).
+        driver::sync_result("cuStreamSynchronize", unsafe {
+            driver::stream_synchronize(s)
+        })?;
+        if rec.claimed == 0 {
+            return Ok(None);
+        }
+        let len = rec.name_len.min(MAX_NAME) as usize;
+        let mut name = vec![0u8; len];
+        if len > 0 && rec.name_ptr != 0 {
+            // SAFETY: the device wrote the address and length of a string in the module's
+            // global memory (`report_foreign_failure`); `name` has `len` bytes and we wait
+            // for the copy below.
+            unsafe { driver::memcpy_dtoh_async(name.as_mut_ptr().cast(), rec.name_ptr, len, s) }?;
+        }
+        // SAFETY: zeroing the record (a live module global) re-arms it.
+        unsafe { driver::memset_d8_async(addr, 0, size_of::<FfiErrorRecord>(), s) }?;
+        // SAFETY: as above.
+        driver::sync_result("cuStreamSynchronize", unsafe {
+            driver::stream_synchronize(s)
+        })?;
+        Ok(Some((
+            String::from_utf8_lossy(&name).into_owned(),
+            rec.status,
+            rec.thread,
+        )))
+    }
+}
+
+/// A [`Error::KernelFault`] that names no launch yet names `suspect`; other errors pass.
+#[cold]
+fn attribute_fault(e: Error, suspect: Option<&'static str>) -> Error {
+    match e {
+        Error::KernelFault {
+            call,
+            error,
+            last_launch: None,
+        } => Error::KernelFault {
+            call,
+            error,
+            last_launch: suspect.map(str::to_owned),
+        },
+        e => e,
+    }
+}
+
+impl Backend for CudaBackend {
+    fn is_simulator(&self) -> bool {
+        false
+    }
+
+    fn label(&self) -> &str {
+        &self.label
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn last_launch(&self) -> &LastLaunch {
+        &self.last_launch
+    }
+
+    fn bind(&self) -> Result<()> {
+        self.bind_raw()
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.call(|| {
+            // SAFETY: the context is current.
+            driver::sync_result("cuCtxSynchronize", unsafe { driver::ctx_synchronize() })
+        })
+    }
+
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        // SAFETY: the context is current.
+        self.call(|| unsafe { driver::ctx_stream_priority_range() })
+    }
+
+    fn default_stream(&self) -> StreamHandle {
+        self.default_stream
+    }
+
+    fn stream_create(&self, priority: i32) -> Result<StreamHandle> {
+        // SAFETY: the context is current.
+        self.call(|| unsafe { driver::stream_create(priority) })
+            .map(|s| StreamHandle(s.cast()))
+    }
+
+    unsafe fn stream_destroy(&self, s: StreamHandle) {
+        if self.bind_raw().is_ok() {
+            // SAFETY: the caller gives `s` up; pending work completes before the driver
+            // releases it. An error (a faulted context) leaves nothing to clean up.
+            let _ = unsafe { driver::stream_destroy(stream(s)) };
+        }
+    }
+
+    fn stream_synchronize(&self, s: StreamHandle, suspect: Option<&'static str>) -> Result<()> {
+        self.call_suspect(suspect, || {
+            // SAFETY: the stream is live while its owner is.
+            driver::sync_result("cuStreamSynchronize", unsafe {
+                driver::stream_synchronize(stream(s))
+            })
+        })
+    }
+
+    fn stream_query(&self, s: StreamHandle, suspect: Option<&'static str>) -> Result<bool> {
+        self.call_suspect(suspect, || {
+            // SAFETY: the stream is live while its owner is.
+            match unsafe { driver::stream_query(stream(s)) } {
+                Ok(done) => Ok(done),
+                Err(r) => driver::sync_result("cuStreamQuery", r).map(|()| false),
+            }
+        })
+    }
+
+    fn stream_priority(&self, s: StreamHandle) -> Result<i32> {
+        // SAFETY: the stream is live while its owner is.
+        self.call(|| unsafe { driver::stream_priority(stream(s)) })
+    }
+
+    fn stream_wait_stream(&self, waiter: StreamHandle, other: StreamHandle) -> Result<()> {
+        // SAFETY: both streams are live and of this (current) context.
+        self.call(|| unsafe { driver::stream_wait_stream(stream(waiter), stream(other)) })
+    }
+
+    fn stream_wait_event(&self, s: StreamHandle, e: EventHandle) -> Result<()> {
+        // SAFETY: both are live and of this (current) context.
+        self.call(|| unsafe { driver::stream_wait_event(stream(s), event(e)) })
+    }
+
+    fn event_create(&self, timing: bool, blocking_sync: bool) -> Result<EventHandle> {
+        // SAFETY: the context is current.
+        self.call(|| unsafe { driver::event_create(timing, blocking_sync) })
+            .map(|e| EventHandle(e.cast()))
+    }
+
+    fn event_record(&self, e: EventHandle, s: StreamHandle) -> Result<()> {
+        // SAFETY: event and stream are live and of this (current) context.
+        self.call(|| unsafe { driver::event_record(event(e), stream(s)) })
+    }
+
+    fn event_synchronize(&self, e: EventHandle, suspect: Option<&'static str>) -> Result<()> {
+        self.call_suspect(suspect, || {
+            // SAFETY: the event is live while its owner is.
+            driver::sync_result("cuEventSynchronize", unsafe {
+                driver::event_synchronize(event(e))
+            })
+        })
+    }
+
+    fn event_query(&self, e: EventHandle, suspect: Option<&'static str>) -> Result<bool> {
+        self.call_suspect(suspect, || {
+            // SAFETY: the event is live while its owner is.
+            match unsafe { driver::event_query(event(e)) } {
+                Ok(done) => Ok(done),
+                Err(r) => driver::sync_result("cuEventQuery", r).map(|()| false),
+            }
+        })
+    }
+
+    fn event_elapsed(&self, start: EventHandle, end: EventHandle) -> Result<f32> {
+        // SAFETY: both events are live and of this context.
+        self.call(|| unsafe { driver::event_elapsed(event(start), event(end)) })
+    }
+
+    unsafe fn event_destroy(&self, e: EventHandle) {
+        if self.bind_raw().is_ok() {
+            // SAFETY: the caller gives `e` up; destroying a pending event is allowed (the
+            // driver releases it once it completes).
+            let _ = unsafe { driver::event_destroy(event(e)) };
+        }
+    }
+
+    fn alloc(&self, bytes: usize, align: usize, s: StreamHandle) -> Result<RawAlloc> {
+        let with = |e: Error| match e {
+            Error::Driver { call, error, .. } => Error::Driver {
+                call,
+                error,
+                context: Some(format!("allocating {bytes} bytes on {}", self.label)),
+            },
+            e => e,
+        };
+        self.call(|| {
+            // Device allocations are aligned to at least 256 bytes.
+            let ptr = if self.pools {
+                // SAFETY: the context is current, the stream is live and of it; bytes > 0.
+                unsafe { driver::mem_alloc_async(bytes, stream(s)) }
+            } else {
+                // SAFETY: the context is current; bytes > 0.
+                unsafe { driver::mem_alloc(bytes) }
+            };
+            ptr.map_err(with)
+        })
+        .map(|ptr| RawAlloc {
+            ptr,
+            bytes,
+            align,
+            pooled: self.pools,
+        })
+    }
+
+    unsafe fn free(&self, a: RawAlloc, home: StreamHandle) -> Result<()> {
+        self.call(|| {
+            if a.pooled {
+                // SAFETY: allocated by cuMemAllocAsync; all work that used it is ordered
+                // before `home` (caller), where the free is enqueued.
+                unsafe { driver::mem_free_async(a.ptr, stream(home)) }
+            } else {
+                // SAFETY: `home` is live; after it is idle nothing uses the memory.
+                driver::sync_result("cuStreamSynchronize", unsafe {
+                    driver::stream_synchronize(stream(home))
+                })?;
+                // SAFETY: allocated by cuMemAlloc; all work that used it is complete.
+                unsafe { driver::mem_free(a.ptr) }
+            }
+        })
+    }
+
+    fn host_alloc(&self, bytes: usize, _align: usize) -> Result<*mut u8> {
+        self.call(|| {
+            // SAFETY: the context is current; bytes > 0.
+            let p = unsafe { driver::mem_host_alloc(bytes) }?.cast::<u8>();
+            // SAFETY: `p` points to `bytes` writable bytes (page-aligned).
+            unsafe { core::ptr::write_bytes(p, 0, bytes) };
+            Ok(p)
+        })
+    }
+
+    unsafe fn host_free(&self, p: *mut u8, _bytes: usize, _align: usize) {
+        if self.bind_raw().is_ok() {
+            // SAFETY: allocated by cuMemHostAlloc; no copy is pending (caller).
+            let _ = unsafe { driver::mem_free_host(p.cast()) };
+        }
+    }
+
+    unsafe fn memcpy_htod(
+        &self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        self.call(|| unsafe { driver::memcpy_htod_async(dst, src.cast(), bytes, stream(s)) })
+    }
+
+    unsafe fn memcpy_dtoh(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        self.call(|| unsafe { driver::memcpy_dtoh_async(dst.cast(), src, bytes, stream(s)) })
+    }
+
+    unsafe fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize, s: StreamHandle) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        self.call(|| unsafe { driver::memcpy_dtod_async(dst, src, bytes, stream(s)) })
+    }
+
+    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize, s: StreamHandle) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        self.call(|| unsafe { driver::memset_d8_async(dst, value, bytes, stream(s)) })
+    }
+
+    fn module_load(&self, image: Image<'_>) -> Result<LoadedModule> {
+        self.bind_raw()?;
+        let owned;
+        let bytes: &[u8] = if image.kind == ImageKind::Ptx && image.bytes.last() != Some(&0) {
+            let mut v = Vec::with_capacity(image.bytes.len() + 1);
+            v.extend_from_slice(image.bytes);
+            v.push(0);
+            owned = v;
+            &owned
+        } else {
+            image.bytes
+        };
+        // SAFETY: the context is current; the image's kind and shape were checked, PTX is
+        // NUL-terminated.
+        let raw = unsafe { driver::module_load_data_ex(bytes) }
+            .map_err(|f| crate::module::load_error(image, f))
+            .map_err(|e| self.attribute(e, None))?;
+        let ptx_text = || std::str::from_utf8(image.bytes).unwrap_or("");
+        // SAFETY: `raw` was just loaded.
+        let names = match unsafe { driver::module_function_names(raw) } {
+            Ok(n) => n,
+            Err(_) if image.kind == ImageKind::Ptx => crate::module::ptx_entry_names(ptx_text()),
+            Err(_) => Vec::new(),
+        };
+        let symbol = CString::new(FFI_ERROR_SYMBOL).unwrap_or_default();
+        // SAFETY: `raw` is live.
+        let ffi_record = match unsafe { driver::module_get_global(raw, &symbol) } {
+            Ok(Some((addr, bytes))) if bytes >= size_of::<FfiErrorRecord>() => Some(addr),
+            _ => None,
+        };
+        Ok(LoadedModule {
+            handle: ModuleHandle(raw.cast()),
+            names,
+            ffi_record,
+        })
+    }
+
+    fn module_from_names(&self, _names: Vec<String>) -> Result<LoadedModule> {
+        Err(Error::Unsupported {
+            operation: "a module of kernel names alone",
+            backend: "CUDA",
+            hint: Some("load the linked image with Context::load_module"),
+        })
+    }
+
+    unsafe fn module_unload(&self, m: ModuleHandle) {
+        if self.bind_raw().is_ok() {
+            // SAFETY: forwarded from the caller.
+            let _ = unsafe { driver::module_unload(module(m)) };
+        }
+    }
+
+    fn function(
+        &self,
+        m: ModuleHandle,
+        _names: &[String],
+        name: &str,
+    ) -> Result<Option<FunctionInfo>> {
+        let Ok(cname) = CString::new(name) else {
+            return Ok(None);
+        };
+        self.call(|| {
+            // SAFETY: the module is live while its owner is.
+            let Some(f) = (unsafe { driver::module_get_function(module(m), &cname) })? else {
+                return Ok(None);
+            };
+            let attr = |a| {
+                // SAFETY: `f` was just returned for a live module.
+                unsafe { driver::function_attribute(f, a) }.map(|v| v.max(0) as u32)
+            };
+            Ok(Some(FunctionInfo {
+                handle: FunctionHandle(f.cast()),
+                max_threads_per_block: attr(FuncAttr::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+                static_shared_bytes: attr(FuncAttr::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+                max_dynamic_shared_bytes: attr(
+                    FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                )?,
+            }))
+        })
+    }
+
+    fn function_param_sizes(&self, f: FunctionHandle) -> Result<Option<Vec<usize>>> {
+        // SAFETY: `f` is live while its module is.
+        self.call(|| unsafe { driver::function_param_sizes(function(f)) }.map(Some))
+    }
+
+    fn module_global(&self, m: ModuleHandle, name: &str) -> Result<Option<(u64, usize)>> {
+        let Ok(cname) = CString::new(name) else {
+            return Ok(None);
+        };
+        // SAFETY: the module is live while its owner is.
+        self.call(|| unsafe { driver::module_get_global(module(m), &cname) })
+    }
+
+    fn optimal_block_size(&self, f: FunctionHandle, dynamic_shared_bytes: u32) -> Result<u32> {
+        self.call(|| {
+            // SAFETY: the function is live (its module is held) and its context current.
+            let (_, block) = unsafe {
+                driver::occupancy_max_potential_block_size(
+                    function(f),
+                    dynamic_shared_bytes as usize,
+                    0,
+                )
+            }?;
+            Ok(block.max(1) as u32)
+        })
+    }
+
+    fn set_max_dynamic_shared_bytes(&self, f: FunctionHandle, bytes: u32) -> Result<()> {
+        self.call(|| {
+            // SAFETY: the function is live and its context current.
+            unsafe {
+                driver::function_set_attribute(
+                    function(f),
+                    FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+            }
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn launch(
+        &self,
+        desc: &LaunchDesc,
+        params: &mut [*mut c_void],
+        stream_last: &LastLaunch,
+    ) -> Result<()> {
+        self.bind_raw()?;
+        // SAFETY: the function and stream are live and of the current context; `params` is
+        // the caller's responsibility.
+        let r = unsafe {
+            driver::launch_kernel(
+                function(desc.function),
+                desc.grid,
+                desc.block,
+                desc.shared_mem_bytes,
+                stream(desc.stream),
+                params.as_mut_ptr(),
+            )
+        };
+        if !driver::is_success(r) {
+            return Err(self.launch_failed(desc, r));
+        }
+        stream_last.set(desc.name);
+        self.last_launch.set(desc.name);
+        Ok(())
+    }
+
+    fn take_foreign_failure(
+        &self,
+        record: Option<u64>,
+        s: StreamHandle,
+    ) -> Result<Option<ForeignFailure>> {
+        let Some(addr) = record else { return Ok(None) };
+        self.call(|| self.read_and_clear(addr, stream(s)))
+    }
+}
+
+impl CudaBackend {
+    #[cold]
+    #[inline(never)]
+    fn launch_failed(&self, desc: &LaunchDesc, r: driver::CuResult) -> Error {
+        let error = driver::cuda_error(r);
+        if error.is_kernel_fault() {
+            // A sticky fault of an earlier kernel, reported by this call.
+            return self.attribute(driver::error_of("cuLaunchKernel", error, None), None);
+        }
+        Error::Driver {
+            call: "cuLaunchKernel",
+            error,
+            context: Some(format!(
+                "launching `{}` with grid {:?}, block {:?}, {} bytes of dynamic shared memory",
+                *desc.name, desc.grid, desc.block, desc.shared_mem_bytes
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::CudaError;
+
+    const ILLEGAL_ADDRESS: CudaError = CudaError {
+        code: 700,
+        name: "CUDA_ERROR_ILLEGAL_ADDRESS",
+        description: "an illegal memory access was encountered",
+    };
+
+    #[test]
+    fn a_fault_seen_by_any_call_names_the_suspect_unless_it_names_one_already() {
+        let fault = driver::error_of("cuMemAllocAsync", ILLEGAL_ADDRESS, None);
+        match attribute_fault(fault, Some("write_null")) {
+            Error::KernelFault {
+                call, last_launch, ..
+            } => {
+                assert_eq!(call, "cuMemAllocAsync");
+                assert_eq!(last_launch.as_deref(), Some("write_null"));
+            }
+            other => panic!("unexpected {other}"),
+        }
+        let named = driver::error_of("cuStreamSynchronize", ILLEGAL_ADDRESS, Some("k1"));
+        assert!(matches!(
+            attribute_fault(named, Some("k2")),
+            Error::KernelFault { last_launch: Some(l), .. } if l == "k1"
+        ));
+        let other = Error::GlobalNotFound { name: "g".into() };
+        assert!(matches!(
+            attribute_fault(other, Some("k")),
+            Error::GlobalNotFound { .. }
+        ));
+    }
+}

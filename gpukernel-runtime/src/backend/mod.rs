@@ -1,0 +1,310 @@
+//! The backend boundary: every place where running on a CUDA device and running on the CPU
+//! simulator differ, behind one trait ([`Backend`]) with one implementation per backend
+//! ([`cuda::CudaBackend`] over the driver layer, [`sim::SimBackend`] over the simulator
+//! engine).
+//!
+//! The safe types above it (contexts, streams, events, buffers, modules, launches) are written
+//! once and call a context's backend; they never ask which backend it is. A backend knows
+//! nothing of them: it deals in opaque handles, device addresses and byte counts, and returns
+//! [`Error`]s. A new backend is a new implementation of [`Backend`] and a constructor in
+//! `context.rs`; a new kind of operation (a graph node, say) is a new trait method with an
+//! implementation in each backend.
+//!
+//! # Handles
+//! A handle ([`StreamHandle`], [`EventHandle`], [`ModuleHandle`], [`FunctionHandle`]) is an
+//! opaque pointer that only the backend that made it interprets (a `CUstream` on CUDA; on the
+//! simulator, null or a pointer to the simulator's own state). The safe types own them and
+//! give them back exactly once (`*_destroy`, `module_unload`).
+
+pub(crate) mod cuda;
+pub(crate) mod sim;
+
+use core::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use gpukernel_device::SimEntry;
+
+use crate::error::Result;
+use crate::module::ImageKind;
+
+macro_rules! handle {
+    ($($(#[$m:meta])* $name:ident;)*) => { $(
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) struct $name(pub(crate) *mut c_void);
+
+        impl $name {
+            /// The handle that stands for nothing (the simulator's streams and modules).
+            #[allow(dead_code, reason = "not every kind of handle has a null use")]
+            pub(crate) const NULL: $name = $name(core::ptr::null_mut());
+        }
+    )* };
+}
+
+handle! {
+    /// A stream of a backend (`CUstream`; null on the simulator).
+    StreamHandle;
+    /// An event of a backend (`CUevent`; the simulator's own record).
+    EventHandle;
+    /// A loaded module (`CUmodule`; null on the simulator).
+    ModuleHandle;
+    /// A kernel of a loaded module (`CUfunction`; null on the simulator).
+    FunctionHandle;
+}
+
+/// Launch limits of a device, read once so launches validate without backend calls.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_threads_per_block: u32,
+    pub max_block: [u32; 3],
+    pub max_grid: [u32; 3],
+    pub max_shared_optin: u32,
+}
+
+/// A device allocation: its address and how the backend frees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawAlloc {
+    pub ptr: u64,
+    pub bytes: usize,
+    pub align: usize,
+    /// Backend-specific: whether it came from the stream-ordered pool.
+    pub pooled: bool,
+}
+
+/// A kernel looked up in a module, with the attributes launches check.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FunctionInfo {
+    pub handle: FunctionHandle,
+    pub max_threads_per_block: u32,
+    pub static_shared_bytes: u32,
+    pub max_dynamic_shared_bytes: u32,
+}
+
+/// A module image handed to the backend: its bytes, kind (checked by `format`) and origin.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Image<'a> {
+    pub bytes: &'a [u8],
+    pub kind: ImageKind,
+    pub origin: Option<&'a str>,
+}
+
+/// A loaded module: its handle, its kernels' names (sorted, deduplicated) and, when its code
+/// holds a foreign-call failure record, that record's device address.
+#[derive(Debug)]
+pub(crate) struct LoadedModule {
+    pub handle: ModuleHandle,
+    pub names: Vec<String>,
+    pub ffi_record: Option<u64>,
+}
+
+/// A recorded foreign-call failure: `(symbol, status, linear thread index)`.
+pub(crate) type ForeignFailure = (String, i32, u64);
+
+/// One launch, as the backend sees it.
+#[derive(Debug)]
+pub(crate) struct LaunchDesc {
+    pub function: FunctionHandle,
+    pub name: &'static &'static str,
+    /// The kernel's Rust body, for the simulator (`None` for untyped launches).
+    pub sim_entry: Option<SimEntry>,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_mem_bytes: u32,
+    pub stream: StreamHandle,
+}
+
+/// The operations whose implementation differs between a CUDA device and the simulator. One
+/// instance per context; `Send + Sync`.
+///
+/// Methods taking a `suspect` attribute a sticky kernel fault they observe to that launch
+/// (the last on the synchronized stream, say) before the context's last launch.
+pub(crate) trait Backend: Send + Sync + 'static {
+    /// Whether this is the simulator (for `Context::is_simulator` and messages only).
+    fn is_simulator(&self) -> bool;
+    /// `CUDA device 0 (NVIDIA H100…)` or `the simulator`, for messages.
+    fn label(&self) -> &str;
+    /// The device's launch limits.
+    fn limits(&self) -> Limits;
+    /// The last kernel launched in this context, for fault messages.
+    fn last_launch(&self) -> &LastLaunch;
+
+    // --- context ---------------------------------------------------------------------------
+    /// Makes the context current on the calling thread (for code that calls the driver).
+    fn bind(&self) -> Result<()>;
+    /// Waits for all work of the context.
+    fn synchronize(&self) -> Result<()>;
+    /// `(least, greatest)` stream priority.
+    fn stream_priority_range(&self) -> Result<(i32, i32)>;
+
+    // --- streams ---------------------------------------------------------------------------
+    /// The context's default stream (owned by the backend).
+    fn default_stream(&self) -> StreamHandle;
+    /// A new stream with a priority.
+    fn stream_create(&self, priority: i32) -> Result<StreamHandle>;
+    /// Gives a stream back; pending work still completes.
+    ///
+    /// # Safety
+    /// `s` came from [`stream_create`](Self::stream_create) of this backend and is not used
+    /// afterwards.
+    unsafe fn stream_destroy(&self, s: StreamHandle);
+    /// Waits until the work on `s` is done.
+    fn stream_synchronize(&self, s: StreamHandle, suspect: Option<&'static str>) -> Result<()>;
+    /// Whether the work on `s` is done; never blocks.
+    fn stream_query(&self, s: StreamHandle, suspect: Option<&'static str>) -> Result<bool>;
+    /// The stream's priority.
+    fn stream_priority(&self, s: StreamHandle) -> Result<i32>;
+    /// Makes later work on `waiter` wait for the work enqueued on `other` so far.
+    fn stream_wait_stream(&self, waiter: StreamHandle, other: StreamHandle) -> Result<()>;
+    /// Makes later work on `s` wait until `e` completes.
+    fn stream_wait_event(&self, s: StreamHandle, e: EventHandle) -> Result<()>;
+
+    // --- events ----------------------------------------------------------------------------
+    /// A new event.
+    fn event_create(&self, timing: bool, blocking_sync: bool) -> Result<EventHandle>;
+    /// Records `e` at the current end of `s`.
+    fn event_record(&self, e: EventHandle, s: StreamHandle) -> Result<()>;
+    /// Waits until the work recorded before `e` is done.
+    fn event_synchronize(&self, e: EventHandle, suspect: Option<&'static str>) -> Result<()>;
+    /// Whether the work recorded before `e` is done; never blocks.
+    fn event_query(&self, e: EventHandle, suspect: Option<&'static str>) -> Result<bool>;
+    /// Milliseconds between two recorded, completed events (both created with timing).
+    fn event_elapsed(&self, start: EventHandle, end: EventHandle) -> Result<f32>;
+    /// Gives an event back.
+    ///
+    /// # Safety
+    /// `e` came from [`event_create`](Self::event_create) of this backend and is not used
+    /// afterwards.
+    unsafe fn event_destroy(&self, e: EventHandle);
+
+    // --- memory ----------------------------------------------------------------------------
+    /// Allocates `bytes > 0` bytes of device memory aligned to `align`, ordered on `s`. The
+    /// contents are unspecified (zeroed on the simulator).
+    fn alloc(&self, bytes: usize, align: usize, s: StreamHandle) -> Result<RawAlloc>;
+    /// Frees an allocation once the work enqueued on `home` so far is done (the caller made
+    /// `home` wait for every other stream that used it). An error means nothing was freed.
+    ///
+    /// # Safety
+    /// `a` came from [`alloc`](Self::alloc) of this backend and is not used by work enqueued
+    /// after this call.
+    unsafe fn free(&self, a: RawAlloc, home: StreamHandle) -> Result<()>;
+    /// `bytes > 0` bytes of zeroed page-locked host memory aligned to `align`.
+    fn host_alloc(&self, bytes: usize, align: usize) -> Result<*mut u8>;
+    /// Frees host memory from [`host_alloc`](Self::host_alloc).
+    ///
+    /// # Safety
+    /// `p` came from `host_alloc(bytes, align)` of this backend, and no pending work uses it.
+    unsafe fn host_free(&self, p: *mut u8, bytes: usize, align: usize);
+    /// Enqueues a host-to-device copy of `bytes > 0` bytes on `s`.
+    ///
+    /// # Safety
+    /// `src` is valid for reads of `bytes` until the copy completes (the backend's copy is
+    /// complete when the stream is synchronized); `dst` is `bytes` of device memory of this
+    /// context that nothing else accesses meanwhile.
+    unsafe fn memcpy_htod(
+        &self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()>;
+    /// Enqueues a device-to-host copy.
+    ///
+    /// # Safety
+    /// As [`memcpy_htod`](Self::memcpy_htod), reversed: `dst` valid for writes until the copy
+    /// completes.
+    unsafe fn memcpy_dtoh(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()>;
+    /// Enqueues a device-to-device copy between non-overlapping ranges.
+    ///
+    /// # Safety
+    /// Both ranges are `bytes` of device memory of this context, not overlapping.
+    unsafe fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize, s: StreamHandle) -> Result<()>;
+    /// Enqueues a byte fill.
+    ///
+    /// # Safety
+    /// `dst` is `bytes` of device memory of this context that nothing else accesses meanwhile.
+    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize, s: StreamHandle) -> Result<()>;
+
+    // --- modules ---------------------------------------------------------------------------
+    /// Loads a module image (its kind and shape already checked).
+    fn module_load(&self, image: Image<'_>) -> Result<LoadedModule>;
+    /// A module of the given kernels (the simulator's form of a linked image); `Unsupported`
+    /// on CUDA.
+    fn module_from_names(&self, names: Vec<String>) -> Result<LoadedModule>;
+    /// Unloads a module.
+    ///
+    /// # Safety
+    /// `m` came from this backend, no function of it is used afterwards, and no launch of it
+    /// is pending.
+    unsafe fn module_unload(&self, m: ModuleHandle);
+    /// The kernel `name` of module `m`, `Ok(None)` when it has none.
+    fn function(
+        &self,
+        m: ModuleHandle,
+        names: &[String],
+        name: &str,
+    ) -> Result<Option<FunctionInfo>>;
+    /// The byte sizes of a kernel's parameters: `Ok(None)` when the backend cannot tell (the
+    /// simulator), an error when the query failed.
+    fn function_param_sizes(&self, f: FunctionHandle) -> Result<Option<Vec<usize>>>;
+    /// The address and size of a module global, `Ok(None)` when it has none.
+    fn module_global(&self, m: ModuleHandle, name: &str) -> Result<Option<(u64, usize)>>;
+    /// The block size that maximises occupancy.
+    fn optimal_block_size(&self, f: FunctionHandle, dynamic_shared_bytes: u32) -> Result<u32>;
+    /// Allows launches with up to `bytes` of dynamic shared memory.
+    fn set_max_dynamic_shared_bytes(&self, f: FunctionHandle, bytes: u32) -> Result<()>;
+
+    // --- launches and foreign-call failures ----------------------------------------------
+    /// Launches a kernel and records it as the last launch of the context and of
+    /// `stream_last` (the stream's own record).
+    ///
+    /// # Safety
+    /// `params` holds one pointer per ABI parameter of the kernel, each to a value of the
+    /// parameter's type, valid for the call; the memory the kernel reaches through them stays
+    /// valid, and is ordered after conflicting work, until it completes.
+    unsafe fn launch(
+        &self,
+        desc: &LaunchDesc,
+        params: &mut [*mut c_void],
+        stream_last: &LastLaunch,
+    ) -> Result<()>;
+    /// Takes (reads and clears) the foreign-call failure recorded in a module's record at
+    /// `record` (a module global on CUDA), waiting for `s` first.
+    fn take_foreign_failure(
+        &self,
+        record: Option<u64>,
+        s: StreamHandle,
+    ) -> Result<Option<ForeignFailure>>;
+}
+
+/// The name of the last kernel launched (in a context or on a stream), stored without
+/// allocation or locking: a pointer to an interned, leaked `&'static str`.
+#[derive(Debug, Default)]
+pub(crate) struct LastLaunch(AtomicPtr<&'static str>);
+
+impl LastLaunch {
+    #[inline(always)]
+    pub(crate) fn set(&self, name: &'static &'static str) {
+        self.0.store(
+            name as *const &'static str as *mut &'static str,
+            Ordering::Relaxed,
+        );
+    }
+
+    pub(crate) fn copy_from(&self, other: &LastLaunch) {
+        self.0
+            .store(other.0.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> Option<&'static str> {
+        let p = self.0.load(Ordering::Relaxed);
+        // SAFETY: only `set` stores non-null pointers, and they come from `intern`, which leaks
+        // them: they are valid for 'static.
+        (!p.is_null()).then(|| unsafe { *p })
+    }
+}

@@ -1,0 +1,345 @@
+//! The simulator backend: device memory is host memory, every operation runs to completion
+//! before it returns (so streams and events need no ordering), and a launch runs the kernel's
+//! Rust body on host threads (`crate::sim`).
+
+use core::ffi::c_void;
+use std::alloc::Layout;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use super::{
+    Backend, EventHandle, ForeignFailure, FunctionHandle, FunctionInfo, Image, LastLaunch,
+    LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
+};
+use crate::error::{Error, Result};
+use crate::module::ImageKind;
+
+/// The simulator's one context.
+#[derive(Debug, Default)]
+pub(crate) struct SimBackend {
+    last_launch: LastLaunch,
+}
+
+/// The limits the simulator enforces (those of an sm_90 device).
+const LIMITS: Limits = Limits {
+    max_threads_per_block: 1024,
+    max_block: [1024, 1024, 64],
+    max_grid: [i32::MAX as u32, 65535, 65535],
+    max_shared_optin: 227 * 1024,
+};
+
+/// A simulator event: the host time it was recorded at, and whether it times.
+#[derive(Debug)]
+struct SimEvent {
+    recorded: Mutex<Option<Instant>>,
+    timing: bool,
+}
+
+/// # Safety
+/// `e` came from [`SimBackend::event_create`] and was not destroyed.
+unsafe fn sim_event<'a>(e: EventHandle) -> &'a SimEvent {
+    // SAFETY: `event_create` made the handle from a leaked `Box<SimEvent>` that lives until
+    // `event_destroy` (caller).
+    unsafe { &*e.0.cast::<SimEvent>() }
+}
+
+fn layout(bytes: usize, align: usize, operation: &'static str) -> Result<Layout> {
+    Layout::from_size_align(bytes, align).map_err(|_| Error::SizeOverflow {
+        operation,
+        count: bytes,
+        elem_size: 1,
+    })
+}
+
+/// Zeroed host memory of `bytes > 0` bytes; a failed allocation is an error, never an abort.
+fn alloc_zeroed(bytes: usize, align: usize, operation: &'static str) -> Result<*mut u8> {
+    let layout = layout(bytes, align, operation)?;
+    // SAFETY: `layout` has a non-zero size (callers handle `bytes == 0`).
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(Error::OutOfMemory {
+            operation,
+            bytes,
+            place: LABEL.to_owned(),
+        });
+    }
+    Ok(p)
+}
+
+const LABEL: &str = "the simulator";
+
+impl Backend for SimBackend {
+    fn is_simulator(&self) -> bool {
+        true
+    }
+
+    fn label(&self) -> &str {
+        LABEL
+    }
+
+    fn limits(&self) -> Limits {
+        LIMITS
+    }
+
+    fn last_launch(&self) -> &LastLaunch {
+        &self.last_launch
+    }
+
+    fn bind(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, 0))
+    }
+
+    fn default_stream(&self) -> StreamHandle {
+        StreamHandle::NULL
+    }
+
+    fn stream_create(&self, _priority: i32) -> Result<StreamHandle> {
+        Ok(StreamHandle::NULL)
+    }
+
+    unsafe fn stream_destroy(&self, _s: StreamHandle) {}
+
+    fn stream_synchronize(&self, _s: StreamHandle, _suspect: Option<&'static str>) -> Result<()> {
+        Ok(())
+    }
+
+    fn stream_query(&self, _s: StreamHandle, _suspect: Option<&'static str>) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn stream_priority(&self, _s: StreamHandle) -> Result<i32> {
+        Ok(0)
+    }
+
+    fn stream_wait_stream(&self, _waiter: StreamHandle, _other: StreamHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn stream_wait_event(&self, _s: StreamHandle, _e: EventHandle) -> Result<()> {
+        Ok(())
+    }
+
+    fn event_create(&self, timing: bool, _blocking_sync: bool) -> Result<EventHandle> {
+        let e = Box::new(SimEvent {
+            recorded: Mutex::new(None),
+            timing,
+        });
+        Ok(EventHandle(Box::into_raw(e).cast()))
+    }
+
+    fn event_record(&self, e: EventHandle, _s: StreamHandle) -> Result<()> {
+        // SAFETY: the event's owner holds it live.
+        let e = unsafe { sim_event(e) };
+        *e.recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        Ok(())
+    }
+
+    fn event_synchronize(&self, _e: EventHandle, _suspect: Option<&'static str>) -> Result<()> {
+        Ok(())
+    }
+
+    fn event_query(&self, _e: EventHandle, _suspect: Option<&'static str>) -> Result<bool> {
+        Ok(true)
+    }
+
+    fn event_elapsed(&self, start: EventHandle, end: EventHandle) -> Result<f32> {
+        // SAFETY: both owners hold their events live.
+        let (s, e) = unsafe { (sim_event(start), sim_event(end)) };
+        if !s.timing || !e.timing {
+            return Err(Error::Unsupported {
+                operation: "Event::elapsed_ms on an event created without timing",
+                backend: "simulator",
+                hint: Some("create the events with Context::new_event"),
+            });
+        }
+        let s = *s.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        let e = *e.recorded.lock().unwrap_or_else(|p| p.into_inner());
+        match (s, e) {
+            (Some(s), Some(e)) => Ok(e.saturating_duration_since(s).as_secs_f64() as f32 * 1000.0),
+            _ => Err(Error::EventNotRecorded {
+                operation: "Event::elapsed_ms",
+            }),
+        }
+    }
+
+    unsafe fn event_destroy(&self, e: EventHandle) {
+        // SAFETY: made by `event_create` from a Box; given up by the caller.
+        drop(unsafe { Box::from_raw(e.0.cast::<SimEvent>()) });
+    }
+
+    fn alloc(&self, bytes: usize, align: usize, _s: StreamHandle) -> Result<RawAlloc> {
+        let p = alloc_zeroed(bytes, align, "alloc")?;
+        Ok(RawAlloc {
+            ptr: p as u64,
+            bytes,
+            align,
+            pooled: false,
+        })
+    }
+
+    unsafe fn free(&self, a: RawAlloc, _home: StreamHandle) -> Result<()> {
+        let layout = layout(a.bytes, a.align, "free")?;
+        // SAFETY: allocated with this layout by `alloc`; simulator work is synchronous, so
+        // nothing uses it any more.
+        unsafe { std::alloc::dealloc(a.ptr as *mut u8, layout) };
+        Ok(())
+    }
+
+    fn host_alloc(&self, bytes: usize, align: usize) -> Result<*mut u8> {
+        alloc_zeroed(bytes, align, "alloc_pinned")
+    }
+
+    unsafe fn host_free(&self, p: *mut u8, bytes: usize, align: usize) {
+        if let Ok(layout) = layout(bytes, align, "free") {
+            // SAFETY: allocated with this layout by `host_alloc` (caller).
+            unsafe { std::alloc::dealloc(p, layout) };
+        }
+    }
+
+    unsafe fn memcpy_htod(
+        &self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        _s: StreamHandle,
+    ) -> Result<()> {
+        // SAFETY: simulator device memory is host memory; the ranges are valid and distinct
+        // (caller).
+        unsafe { core::ptr::copy_nonoverlapping(src, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn memcpy_dtoh(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        _s: StreamHandle,
+    ) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst, bytes) };
+        Ok(())
+    }
+
+    unsafe fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize, _s: StreamHandle) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize, _s: StreamHandle) -> Result<()> {
+        // SAFETY: a live, exclusively used host allocation of `bytes` bytes (caller).
+        unsafe { core::ptr::write_bytes(dst as *mut u8, value, bytes) };
+        Ok(())
+    }
+
+    fn module_load(&self, image: Image<'_>) -> Result<LoadedModule> {
+        if image.kind != ImageKind::Ptx {
+            return Err(Error::Unsupported {
+                operation: "loading a cubin or fatbin",
+                backend: "simulator",
+                hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
+            });
+        }
+        // `.extern .func` declarations are no error here: the simulator runs the kernels'
+        // Rust bodies, whose foreign calls were resolved when the host crate was built.
+        let text = std::str::from_utf8(image.bytes).unwrap_or("");
+        self.module_from_names(crate::module::ptx_entry_names(text))
+    }
+
+    fn module_from_names(&self, mut names: Vec<String>) -> Result<LoadedModule> {
+        names.sort();
+        names.dedup();
+        Ok(LoadedModule {
+            handle: ModuleHandle::NULL,
+            names,
+            // Every simulator module has a foreign-call record, kept on the host.
+            ffi_record: Some(0),
+        })
+    }
+
+    unsafe fn module_unload(&self, _m: ModuleHandle) {}
+
+    fn function(
+        &self,
+        _m: ModuleHandle,
+        names: &[String],
+        name: &str,
+    ) -> Result<Option<FunctionInfo>> {
+        Ok(names.iter().any(|n| n == name).then_some(FunctionInfo {
+            handle: FunctionHandle::NULL,
+            max_threads_per_block: LIMITS.max_threads_per_block,
+            static_shared_bytes: 0,
+            max_dynamic_shared_bytes: 48 * 1024,
+        }))
+    }
+
+    fn function_param_sizes(&self, _f: FunctionHandle) -> Result<Option<Vec<usize>>> {
+        Ok(None)
+    }
+
+    fn module_global(&self, _m: ModuleHandle, _name: &str) -> Result<Option<(u64, usize)>> {
+        Err(Error::Unsupported {
+            operation: "Module::global",
+            backend: "simulator",
+            hint: None,
+        })
+    }
+
+    fn optimal_block_size(&self, _f: FunctionHandle, _dynamic_shared_bytes: u32) -> Result<u32> {
+        Ok(256)
+    }
+
+    fn set_max_dynamic_shared_bytes(&self, _f: FunctionHandle, _bytes: u32) -> Result<()> {
+        Ok(())
+    }
+
+    unsafe fn launch(
+        &self,
+        desc: &LaunchDesc,
+        params: &mut [*mut c_void],
+        stream_last: &LastLaunch,
+    ) -> Result<()> {
+        let Some(entry) = desc.sim_entry else {
+            return Err(Error::Unsupported {
+                operation: "an untyped launch",
+                backend: "simulator",
+                hint: Some(
+                    "launch a #[kernel] with Stream::launch: the simulator runs its Rust body",
+                ),
+            });
+        };
+        stream_last.set(desc.name);
+        self.last_launch.set(desc.name);
+        let launch = crate::sim::SimLaunch {
+            kernel: desc.name,
+            entry,
+            grid: desc.grid,
+            block: desc.block,
+            dynamic_shared_bytes: desc.shared_mem_bytes,
+            params,
+        };
+        crate::sim::launch(&launch).map_err(|e| Error::SimulatorFault {
+            kernel: e.kernel.to_owned(),
+            block: e.block,
+            thread: e.thread,
+            message: e.message,
+        })
+    }
+
+    fn take_foreign_failure(
+        &self,
+        _record: Option<u64>,
+        _s: StreamHandle,
+    ) -> Result<Option<ForeignFailure>> {
+        Ok(crate::sim::take_foreign_failure())
+    }
+}

@@ -1,0 +1,269 @@
+//! Typed kernel arguments: what host value may be passed for which kernel parameter
+//! ([`KernelArg`]), argument tuples ([`LaunchArgs`]), and the ABI values they lower to.
+
+use core::ffi::c_void;
+
+use gpukernel_device::{DeviceCopy, DisjointSlice};
+
+use super::MAX_KERNEL_PARAMS;
+use crate::error::Result;
+use crate::memory::{
+    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
+};
+use crate::stream::Stream;
+
+#[doc(hidden)]
+pub mod abi {
+    //! The ABI values a kernel argument lowers to (see the crate's "Kernel ABI" contract).
+    use core::ffi::c_void;
+
+    /// One or more ABI parameter values that can be pointed at from the parameter array.
+    ///
+    /// # Safety
+    /// `push` must write exactly one pointer per ABI parameter, each to a field of `self` of
+    /// the parameter's exact type and size.
+    pub unsafe trait Abi {
+        /// Appends pointers to the values at `out[*n..]`, advancing `*n`.
+        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize);
+    }
+
+    /// A scalar or `DeviceCopy` struct, by value.
+    #[repr(transparent)]
+    #[derive(Debug, Clone, Copy)]
+    pub struct Scalar<T>(pub T);
+
+    // SAFETY: one parameter, pointing at the value itself.
+    unsafe impl<T> Abi for Scalar<T> {
+        #[inline(always)]
+        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize) {
+            out[*n] = (&raw mut self.0).cast();
+            *n += 1;
+        }
+    }
+
+    /// A slice: the data pointer (`u64`), then the length in elements (`u64`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Slice {
+        /// Device address of the first element.
+        pub ptr: u64,
+        /// Number of elements.
+        pub len: u64,
+    }
+
+    // SAFETY: two parameters, each pointing at a u64 field.
+    unsafe impl Abi for Slice {
+        #[inline(always)]
+        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize) {
+            out[*n] = (&raw mut self.ptr).cast();
+            out[*n + 1] = (&raw mut self.len).cast();
+            *n += 2;
+        }
+    }
+}
+
+use abi::{Abi, Scalar, Slice};
+
+/// A host value that can be passed for a kernel parameter of type `P` (a type of the kernel's
+/// [`Kernel::Params`]).
+///
+/// | kernel parameter `P` | host argument |
+/// |---|---|
+/// | scalar or `DeviceCopy` struct `T` | a `T` |
+/// | `&[T]` | `&DeviceBuffer<T>`, `&mut DeviceBuffer<T>`, `DeviceView<T>`, `&DeviceView<T>`, `&DeviceViewMut<T>` |
+/// | `DisjointSlice<T>` (and `&mut [T]`, unsafe launches only) | `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>`, `DeviceViewMut<T>` |
+/// | `*const T` | `DevicePtr<T>`, `&DeviceBuffer<T>`, `&DeviceView<T>` |
+/// | `*mut T` | `DevicePtr<T>`, `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>` |
+///
+/// # Safety
+/// `lower` must produce the ABI values of `P` (see [`Kernel`]'s ABI), pointing only at memory
+/// that stays valid, with the access `P` allows, until the launched work completes on the
+/// stream given to `lower`, which must order that work after pending conflicting work.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
+    label = "wrong argument for a `{P}` parameter",
+    note = "pass a `T` for a scalar `T`, `&DeviceBuffer<T>` for `&[T]`, `&mut DeviceBuffer<T>` for `DisjointSlice<T>`, `DevicePtr<T>` for a raw pointer"
+)]
+pub unsafe trait KernelArg<P> {
+    /// [`Safe`], or [`RequiresLaunchUnchecked`] for `&mut [T]` parameters.
+    type Safety: SafetyLevel;
+    #[doc(hidden)]
+    type Abi: Abi;
+    /// Orders the launch on `stream` after pending conflicting work on the argument's memory
+    /// and returns its ABI values.
+    #[doc(hidden)]
+    fn lower(self, stream: &Stream) -> Result<Self::Abi>;
+}
+
+/// An argument tuple for a kernel whose parameter tuple is `P`, checked at compile time.
+///
+/// # Safety
+/// As [`KernelArg`], for every element; `fill` writes one pointer per ABI parameter, in order.
+#[diagnostic::on_unimplemented(
+    message = "the arguments `{Self}` do not match the kernel's parameters `{P}`",
+    label = "checked against the kernel's parameter types",
+    note = "pass one argument per kernel parameter, in order: a `T` for a scalar `T`, `&DeviceBuffer<T>` for `&[T]`, `&mut DeviceBuffer<T>` for `DisjointSlice<T>`"
+)]
+pub unsafe trait LaunchArgs<P> {
+    /// [`Safe`] when every argument is.
+    type Safety: SafetyLevel;
+    #[doc(hidden)]
+    type Abi;
+    #[doc(hidden)]
+    fn lower(self, stream: &Stream) -> Result<Self::Abi>;
+    #[doc(hidden)]
+    fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize;
+}
+
+/// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
+/// (an `&mut [T]` parameter, which only `unsafe fn` kernels take). [`Stream::launch`] accepts
+/// argument tuples whose combined level is [`Safe`].
+pub trait SafetyLevel {
+    /// The level of two arguments together.
+    type And<B: SafetyLevel>: SafetyLevel;
+}
+
+/// See [`SafetyLevel`]: the launch cannot race by itself.
+#[derive(Debug)]
+pub enum Safe {}
+
+/// See [`SafetyLevel`]: the kernel takes `&mut [T]`; launch it with
+/// `unsafe { stream.launch_unchecked(..) }`.
+#[derive(Debug)]
+pub enum RequiresLaunchUnchecked {}
+
+impl SafetyLevel for Safe {
+    type And<B: SafetyLevel> = B;
+}
+impl SafetyLevel for RequiresLaunchUnchecked {
+    type And<B: SafetyLevel> = RequiresLaunchUnchecked;
+}
+
+// --- scalars and structs ---------------------------------------------------------------------
+
+// SAFETY: a `DeviceCopy` value is its own ABI value; it reaches no memory.
+unsafe impl<T: DeviceCopy> KernelArg<T> for T {
+    type Safety = Safe;
+    type Abi = Scalar<T>;
+    #[inline(always)]
+    fn lower(self, _stream: &Stream) -> Result<Scalar<T>> {
+        Ok(Scalar(self))
+    }
+}
+
+// --- slices ----------------------------------------------------------------------------------
+
+macro_rules! slice_arg {
+    // host type => kernel parameter, how to get its `RawParts`, ABI kind, safe or not.
+    ($([$($gen:tt)*] $ty:ty => $p:ty, $method:ident, $kind:ident, $safety:ty;)*) => { $(
+        // SAFETY: lowers to the memory's pointer (and length); the borrow (shared for `&[T]`
+        // and `*const T`, exclusive otherwise) ends after the launch, but `track` makes the
+        // allocation's tracker order all later conflicting work and the free after it.
+        unsafe impl<$($gen)*> KernelArg<$p> for $ty {
+            type Safety = $safety;
+            type Abi = slice_arg!(@abi $kind);
+            #[inline(always)]
+            fn lower(self, stream: &Stream) -> Result<Self::Abi> {
+                #[allow(unused_mut)]
+                let mut this = self;
+                let p = this.$method();
+                p.track("Stream::launch", "a buffer argument", stream)?;
+                Ok(slice_arg!(@lower p, $kind))
+            }
+        }
+    )* };
+    (@abi slice) => { Slice };
+    (@abi ptr) => { Scalar<u64> };
+    (@lower $p:ident, slice) => { Slice { ptr: $p.ptr, len: $p.len as u64 } };
+    (@lower $p:ident, ptr) => { Scalar($p.ptr) };
+}
+
+slice_arg! {
+    ['b, T: DeviceCopy] &'b DeviceBuffer<T> => &'static [T], raw_parts, slice, Safe;
+    ['b, T: DeviceCopy] &'b mut DeviceBuffer<T> => &'static [T], raw_parts, slice, Safe;
+    ['v, T: DeviceCopy] DeviceView<'v, T> => &'static [T], raw_parts, slice, Safe;
+    ['b, 'v, T: DeviceCopy] &'b DeviceView<'v, T> => &'static [T], raw_parts, slice, Safe;
+    ['b, 'v, T: DeviceCopy] &'b DeviceViewMut<'v, T> => &'static [T], raw_parts, slice, Safe;
+
+    ['b, T: DeviceCopy] &'b mut DeviceBuffer<T> => DisjointSlice<'static, T>, raw_parts_mut, slice, Safe;
+    ['b, 'v, T: DeviceCopy] &'b mut DeviceViewMut<'v, T> => DisjointSlice<'static, T>, raw_parts_mut, slice, Safe;
+    ['v, T: DeviceCopy] DeviceViewMut<'v, T> => DisjointSlice<'static, T>, raw_parts_mut, slice, Safe;
+
+    ['b, T: DeviceCopy] &'b mut DeviceBuffer<T> => &'static mut [T], raw_parts_mut, slice, RequiresLaunchUnchecked;
+    ['b, 'v, T: DeviceCopy] &'b mut DeviceViewMut<'v, T> => &'static mut [T], raw_parts_mut, slice, RequiresLaunchUnchecked;
+    ['v, T: DeviceCopy] DeviceViewMut<'v, T> => &'static mut [T], raw_parts_mut, slice, RequiresLaunchUnchecked;
+
+    ['b, T: DeviceCopy] &'b DeviceBuffer<T> => *const T, raw_parts, ptr, Safe;
+    ['b, 'v, T: DeviceCopy] &'b DeviceView<'v, T> => *const T, raw_parts, ptr, Safe;
+    ['b, T: DeviceCopy] &'b mut DeviceBuffer<T> => *mut T, raw_parts_mut, ptr, Safe;
+    ['b, 'v, T: DeviceCopy] &'b mut DeviceViewMut<'v, T> => *mut T, raw_parts_mut, ptr, Safe;
+}
+
+// --- raw pointers ----------------------------------------------------------------------------
+
+// SAFETY: lowers to one u64 address; the kernel dereferences it in its own unsafe code.
+unsafe impl<T> KernelArg<*const T> for DevicePtr<T> {
+    type Safety = Safe;
+    type Abi = Scalar<u64>;
+    #[inline(always)]
+    fn lower(self, _stream: &Stream) -> Result<Scalar<u64>> {
+        Ok(Scalar(self.addr()))
+    }
+}
+// SAFETY: as above.
+unsafe impl<T> KernelArg<*mut T> for DevicePtr<T> {
+    type Safety = Safe;
+    type Abi = Scalar<u64>;
+    #[inline(always)]
+    fn lower(self, _stream: &Stream) -> Result<Scalar<u64>> {
+        Ok(Scalar(self.addr()))
+    }
+}
+
+// --- tuples ----------------------------------------------------------------------------------
+
+/// The combined [`SafetyLevel`] of a list of `(argument, parameter)` types.
+macro_rules! all_safe {
+    () => { Safe };
+    ($A:ident $P:ident $(, $rA:ident $rP:ident)*) => {
+        <<$A as KernelArg<$P>>::Safety as SafetyLevel>::And<all_safe!($($rA $rP),*)>
+    };
+}
+
+macro_rules! tuple_args {
+    ($($A:ident $P:ident $a:ident),*) => {
+        // SAFETY: each element upholds `KernelArg`; `fill` pushes each element's values in order.
+        unsafe impl<$($P, $A: KernelArg<$P>),*> LaunchArgs<($($P,)*)> for ($($A,)*) {
+            type Safety = all_safe!($($A $P),*);
+            type Abi = ($($A::Abi,)*);
+            #[inline(always)]
+            fn lower(self, stream: &Stream) -> Result<Self::Abi> {
+                let _ = stream;
+                let ($($a,)*) = self;
+                Ok(($(KernelArg::<$P>::lower($a, stream)?,)*))
+            }
+            #[inline(always)]
+            #[allow(unused_mut)]
+            fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize {
+                let _ = &out;
+                let mut n = 0;
+                let ($($a,)*) = abi;
+                $(Abi::push($a, out, &mut n);)*
+                n
+            }
+        }
+    };
+}
+
+tuple_args!();
+tuple_args!(A0 P0 a0);
+tuple_args!(A0 P0 a0, A1 P1 a1);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10, A11 P11 a11);

@@ -1,0 +1,143 @@
+//! Launch configurations and typed kernel launches.
+//!
+//! A typed launch packs the arguments' ABI values (see the "Kernel ABI" contract: scalars and
+//! `DeviceCopy` structs by value, slices as a `u64` pointer then a `u64` length, raw pointers
+//! as one `u64`) into a tuple on the stack, points a fixed array of [`MAX_KERNEL_PARAMS`]
+//! pointers at them, and calls `cuLaunchKernel` (or the simulator) with it: no allocation, no
+//! lookup, a few comparisons for validation and one uncontended lock per buffer argument for
+//! stream ordering.
+
+mod args;
+mod config;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use core::ffi::c_void;
+use std::sync::Arc;
+
+use gpukernel_device::Kernel;
+
+use crate::backend::LaunchDesc;
+use crate::error::Result;
+use crate::module::{Function, TypedKernel};
+use crate::stream::Stream;
+
+pub use args::{KernelArg, LaunchArgs, RequiresLaunchUnchecked, Safe, SafetyLevel};
+pub use config::{DEFAULT_BLOCK, Dim3, LaunchConfig};
+
+/// The most ABI parameters a typed launch passes (12 arguments of up to two parameters each).
+pub const MAX_KERNEL_PARAMS: usize = 24;
+
+// --- launching -------------------------------------------------------------------------------
+
+impl Stream {
+    /// Launches kernel `K` with typed arguments, checked at compile time against
+    /// `K::Params` (see [`KernelArg`]). Asynchronous on CUDA: a fault of the kernel is reported
+    /// by the next synchronizing call ([`Error::KernelFault`] naming this launch). On the
+    /// simulator the grid runs before this returns, and a failure is returned here
+    /// ([`Error::SimulatorFault`]).
+    ///
+    /// The configuration is checked first (zero or too large dimensions, too many threads per
+    /// block, too much shared memory: [`Error::InvalidLaunchConfig`] naming the kernel and the
+    /// dimension).
+    #[inline]
+    pub fn launch<K: Kernel, A: LaunchArgs<K::Params, Safety = Safe>>(
+        &self,
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: `Safety = Safe` excludes `&mut [T]` parameters, the only ones whose launch
+        // could race by itself; everything else is upheld by `KernelArg`.
+        unsafe { self.launch_unchecked(kernel, config, args) }
+    }
+
+    /// As [`launch`](Self::launch), also for kernels with `&mut [T]` parameters (`unsafe fn`
+    /// kernels).
+    ///
+    /// # Safety
+    /// The caller upholds the kernel's `# Safety` contract (for `&mut [T]`: no two threads
+    /// access one element unless all accesses are reads).
+    #[inline]
+    pub unsafe fn launch_unchecked<K: Kernel, A: LaunchArgs<K::Params>>(
+        &self,
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        let f = &kernel.function;
+        if !Arc::ptr_eq(&f.module.ctx, self.ctx()) {
+            return Err(crate::context::mismatch(
+                "Stream::launch",
+                "the kernel",
+                self.ctx(),
+                &f.module.ctx,
+            ));
+        }
+        config.validate(f)?;
+        let mut abi = args.lower(self)?;
+        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
+        let n = A::fill(&mut abi, &mut params);
+        // SAFETY: the parameter array points at `abi`, which lives until after the call and
+        // holds exactly the ABI values of `K::Params` (`LaunchArgs`); `lower` ordered the
+        // work after pending conflicting work.
+        unsafe { self.launch_raw(f, Some(K::SIM_ENTRY), &config, &mut params[..n]) }
+    }
+
+    /// Launches a kernel from a module without type checking: `params` holds one pointer per
+    /// ABI parameter of the kernel (see [`Kernel`]'s ABI), as for `cuLaunchKernel`. For PTX from
+    /// elsewhere. Not supported on the simulator (it needs the kernel's Rust body).
+    ///
+    /// # Safety
+    /// `params` must match the kernel's parameters exactly (count, order, types); every memory
+    /// the kernel reaches through them must stay valid and unaliased as the kernel requires
+    /// until it completes; nothing orders this launch after other streams' work on that memory.
+    pub unsafe fn launch_untyped(
+        &self,
+        function: &Function,
+        config: LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        if !Arc::ptr_eq(&function.module.ctx, self.ctx()) {
+            return Err(crate::context::mismatch(
+                "Stream::launch_untyped",
+                "the function",
+                self.ctx(),
+                &function.module.ctx,
+            ));
+        }
+        config.validate(function)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.launch_raw(function, None, &config, params) }
+    }
+
+    /// Hands the launch to the backend and marks the module's foreign-call record.
+    ///
+    /// # Safety
+    /// As `Backend::launch`: `params` matches the function's parameters.
+    #[inline(always)]
+    unsafe fn launch_raw(
+        &self,
+        f: &Function,
+        sim_entry: Option<gpukernel_device::SimEntry>,
+        config: &LaunchConfig,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let desc = LaunchDesc {
+            function: f.info.handle,
+            name: f.name,
+            sim_entry,
+            grid: config.grid.to_array(),
+            block: config.block.to_array(),
+            shared_mem_bytes: config.shared_mem_bytes,
+            stream: self.handle(),
+        };
+        f.note_launch();
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            self.ctx()
+                .backend
+                .launch(&desc, params, &self.state().last_launch)
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Unit tests of buffers, views, pinned memory and copies on the simulator.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::*;
+use crate::Device;
+
+fn sim() -> Context {
+    Device::simulator().primary_context().unwrap()
+}
+
+#[test]
+fn roundtrip_and_zeroed_alloc() {
+    let ctx = sim();
+    let src: Vec<u32> = (0..1000).collect();
+    let b = ctx.htod_copy(&src).unwrap();
+    assert_eq!(b.len(), 1000);
+    assert_eq!(b.to_host_vec().unwrap(), src);
+    assert_eq!(b.as_raw() % DEVICE_ALIGN as u64, 0);
+    let z = ctx.alloc_zeros::<f64>(33).unwrap();
+    assert_eq!(z.to_host_vec().unwrap(), vec![0.0; 33]);
+    let empty = ctx.alloc_zeros::<f32>(0).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(empty.to_host_vec().unwrap(), Vec::<f32>::new());
+}
+
+#[test]
+fn lengths_are_checked() {
+    let ctx = sim();
+    let mut b = ctx.alloc_zeros::<u8>(4).unwrap();
+    let e = b.copy_to_host(&mut [0u8; 3]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "copy_to_host: length mismatch, destination has 3 elements, source has 4"
+    );
+    assert!(matches!(
+        b.copy_from_host(&[1u8; 5]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let other = ctx.alloc_zeros::<u8>(5).unwrap();
+    assert!(matches!(
+        b.copy_from_device(&other),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let e = DeviceBuffer::<u64>::alloc_zeros_checked(&ctx, usize::MAX / 4).unwrap_err();
+    assert!(matches!(e, Error::SizeOverflow { .. }), "{e}");
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    fn alloc_zeros_checked(ctx: &Context, len: usize) -> Result<Self> {
+        ctx.alloc_zeros(len)
+    }
+}
+
+#[test]
+fn views_slice_copy_and_memset() {
+    let ctx = sim();
+    let mut b = ctx.htod_copy(&[0u16, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    let v = b.slice(2..5).unwrap();
+    assert_eq!(v.len(), 3);
+    assert_eq!(v.to_host_vec().unwrap(), [2, 3, 4]);
+    assert_eq!(v.slice(1..).unwrap().to_host_vec().unwrap(), [3, 4]);
+    assert_eq!(v.device_ptr().addr(), b.as_raw() + 4);
+    let e = b.slice(3..9).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "DeviceBuffer::slice: range 3..9 is out of bounds for 8 elements"
+    );
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = b.slice(5..2);
+    assert!(reversed.is_err());
+    {
+        let mut m = b.slice_mut(..=1).unwrap();
+        m.copy_from_host(&[10, 11]).unwrap();
+        m.memset_d8(0xff).unwrap();
+    }
+    {
+        let (mut lo, mut hi) = b.split_at_mut(4).unwrap();
+        hi.copy_from_device(&lo.slice(..).unwrap()).unwrap();
+        lo.memset_zeros().unwrap();
+        assert!(hi.slice_mut(5..).is_err());
+    }
+    assert_eq!(b.to_host_vec().unwrap(), [0, 0, 0, 0, 0xffff, 0xffff, 2, 3]);
+    assert_eq!(
+        b.split_at_mut(9).unwrap_err().to_string(),
+        "DeviceBuffer::split_at_mut: range 0..9 is out of bounds for 8 elements"
+    );
+    let mut v = b.slice_mut(2..).unwrap();
+    assert_eq!(
+        v.split_at_mut(7).unwrap_err().to_string(),
+        "DeviceViewMut::split_at_mut: range 0..7 is out of bounds for 6 elements"
+    );
+}
+
+#[test]
+fn device_to_device_copies() {
+    let ctx = sim();
+    let a = ctx.htod_copy(&[1i32, 2, 3]).unwrap();
+    let mut b = ctx.alloc_zeros::<i32>(3).unwrap();
+    b.copy_from_device(&a).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let mut c = s.alloc_zeros::<i32>(2).unwrap();
+    s.memcpy_dtod_async(&mut c, &b.slice(1..).unwrap()).unwrap();
+    let mut out = [0; 2];
+    s.memcpy_dtoh(&mut out, &c).unwrap();
+    assert_eq!(out, [2, 3]);
+}
+
+#[test]
+fn pinned_buffers_and_async_copies() {
+    let ctx = sim();
+    let s = ctx.new_stream().unwrap();
+    let src = ctx.pinned_from_slice(&[1.5f32, 2.5, 3.5]).unwrap();
+    let mut d = s.alloc_zeros::<f32>(3).unwrap();
+    s.memcpy_htod_async(&mut d, &src).unwrap();
+    let mut back = ctx.alloc_pinned::<f32>(3).unwrap();
+    s.memcpy_dtoh_async(&mut back, &d).unwrap();
+    assert_eq!(back.as_slice().unwrap(), [1.5, 2.5, 3.5]);
+    back.as_mut_slice().unwrap()[0] = 9.0;
+    assert_eq!(back.as_slice().unwrap()[0], 9.0);
+    let mut short = ctx.alloc_pinned::<f32>(2).unwrap();
+    assert!(matches!(
+        s.memcpy_dtoh_async(&mut short, &d),
+        Err(Error::LengthMismatch { .. })
+    ));
+    s.memset_d8_async(&mut d, 0).unwrap();
+    assert_eq!(d.to_host_vec().unwrap(), [0.0; 3]);
+}
+
+#[test]
+fn foreign_memory_finalizer_runs_exactly_once() {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let ctx = sim();
+    let mut host = vec![5u32; 16].into_boxed_slice();
+    let addr = host.as_mut_ptr() as u64;
+    {
+        // SAFETY: the simulator's device memory is host memory; `host` outlives the buffer
+        // (it is moved into the finalizer) and is only accessed through it.
+        let mut b = unsafe {
+            DeviceBuffer::<u32>::from_raw_parts_with_finalizer(
+                &ctx,
+                DevicePtr::from_addr(addr),
+                16,
+                move || {
+                    assert_eq!(host[0], 7);
+                    drop(host);
+                    RUNS.fetch_add(1, Ordering::SeqCst);
+                },
+            )
+        }
+        .unwrap();
+        assert_eq!(b.to_host_vec().unwrap(), vec![5; 16]);
+        b.slice_mut(0..1).unwrap().copy_from_host(&[7]).unwrap();
+        assert_eq!(RUNS.load(Ordering::SeqCst), 0);
+    }
+    assert_eq!(RUNS.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn foreign_memory_owner_is_dropped_once_and_bad_pointers_are_errors() {
+    struct Owner(Arc<AtomicUsize>, #[allow(dead_code)] Vec<u64>);
+    impl Drop for Owner {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let ctx = sim();
+    let drops = Arc::new(AtomicUsize::new(0));
+    let mut v = vec![1u64, 2, 3];
+    let addr = v.as_mut_ptr() as u64;
+    let owner = Owner(drops.clone(), v);
+    // SAFETY: `owner` keeps the vector alive; host memory is device memory here.
+    let b = unsafe {
+        DeviceBuffer::<u64>::from_raw_parts_with_owner(&ctx, DevicePtr::from_addr(addr), 3, owner)
+    }
+    .unwrap();
+    assert_eq!(b.to_host_vec().unwrap(), [1, 2, 3]);
+    drop(b);
+    assert_eq!(drops.load(Ordering::SeqCst), 1);
+
+    // SAFETY: rejected before use.
+    let e = unsafe {
+        DeviceBuffer::<u64>::from_raw_parts_with_finalizer(&ctx, DevicePtr::from_addr(12), 1, || {})
+    }
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("not aligned for 8-byte-aligned elements"),
+        "{e}"
+    );
+    // SAFETY: rejected before use.
+    let e = unsafe {
+        DeviceBuffer::<u64>::from_raw_parts_with_finalizer(&ctx, DevicePtr::null(), 1, || {})
+    }
+    .unwrap_err();
+    assert!(e.to_string().contains("null"), "{e}");
+}
+
+#[test]
+fn simulator_out_of_memory_is_an_error_not_an_abort() {
+    let ctx = sim();
+    // Fits the address-space check (≤ isize::MAX bytes) but no host can provide it.
+    let huge = 1usize << 62;
+    let e = ctx.alloc_zeros::<u8>(huge).unwrap_err();
+    assert!(
+        matches!(e, Error::OutOfMemory { operation: "alloc", bytes, .. } if bytes == huge),
+        "{e}"
+    );
+    assert_eq!(
+        e.to_string(),
+        format!("alloc: out of memory allocating {huge} bytes on the simulator")
+    );
+    // SAFETY: fails before anything is allocated.
+    let e = unsafe { ctx.default_stream().alloc::<u32>(huge / 4) }.unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e}");
+    let e = ctx.alloc_pinned::<u16>(huge / 2).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutOfMemory {
+                operation: "alloc_pinned",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // Still usable afterwards.
+    assert_eq!(
+        ctx.alloc_zeros::<u8>(3).unwrap().to_host_vec().unwrap(),
+        [0; 3]
+    );
+}
+
+/// Empty and zero-sized-element buffers never have a null address: a kernel rebuilds
+/// `&[T]` from (pointer, length), and `&[()]` may have a non-zero length.
+fn empty_and_zero_sized_buffers_are_not_null(ctx: &Context) {
+    let units = ctx.alloc_zeros::<()>(5).unwrap();
+    assert_eq!(units.len(), 5);
+    assert!(!units.device_ptr().is_null());
+    assert_eq!(units.to_host_vec().unwrap(), [(); 5]);
+    assert!(!units.slice(2..).unwrap().device_ptr().is_null());
+    let units = ctx.htod_copy(&[(); 7]).unwrap();
+    assert!(!units.device_ptr().is_null());
+    let empty = ctx.alloc_zeros::<f64>(0).unwrap();
+    assert!(!empty.device_ptr().is_null());
+    assert_eq!(empty.as_raw() % align_of::<f64>() as u64, 0);
+    assert_eq!(empty.to_host_vec().unwrap(), Vec::<f64>::new());
+}
+
+#[test]
+fn empty_and_zero_sized_buffers_are_not_null_on_the_simulator() {
+    empty_and_zero_sized_buffers_are_not_null(&sim());
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn empty_and_zero_sized_buffers_are_not_null_on_the_gpu() {
+    let ctx = Device::get(0).unwrap().primary_context().unwrap();
+    empty_and_zero_sized_buffers_are_not_null(&ctx);
+}
+
+#[test]
+fn tracker_single_stream_is_a_no_op_and_streams_join() {
+    let ctx = sim();
+    let s1 = ctx.new_stream().unwrap();
+    let s2 = ctx.new_stream().unwrap();
+    let b = s1.alloc_zeros::<u8>(4).unwrap();
+    assert!(b.stream().same_as(&s1));
+    b.raw_parts().track("test", "b", &s2).unwrap();
+    assert!(b.stream().same_as(&s1));
+}

@@ -1,0 +1,181 @@
+//! Views of part of a buffer: shared ([`DeviceView`]) and exclusive ([`DeviceViewMut`]).
+
+use core::marker::PhantomData;
+use core::ops::{Bound, RangeBounds};
+use std::fmt;
+use std::sync::Arc;
+
+use gpukernel_device::DeviceCopy;
+
+use super::buffer::offset;
+use crate::context::ContextInner;
+use crate::error::{Error, Result};
+use crate::stream::Tracker;
+
+/// A shared view of part of a [`DeviceBuffer`] (`buffer.slice(range)`): launches and copies
+/// like a buffer.
+pub struct DeviceView<'a, T: DeviceCopy> {
+    pub(super) ptr: u64,
+    pub(super) len: usize,
+    pub(super) ctx: &'a Arc<ContextInner>,
+    pub(super) tracker: &'a Tracker,
+    pub(super) _t: PhantomData<&'a [T]>,
+}
+
+impl<T: DeviceCopy> Clone for DeviceView<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for DeviceView<'_, T> {}
+
+/// An exclusive view of part of a [`DeviceBuffer`] (`buffer.slice_mut(range)`,
+/// `split_at_mut`): a kernel output or copy destination like a buffer.
+pub struct DeviceViewMut<'a, T: DeviceCopy> {
+    pub(super) ptr: u64,
+    pub(super) len: usize,
+    pub(super) ctx: &'a Arc<ContextInner>,
+    pub(super) tracker: &'a Tracker,
+    pub(super) _t: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: views are borrows of a `DeviceBuffer`, which is Send + Sync.
+unsafe impl<T: DeviceCopy> Send for DeviceView<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: DeviceCopy> Sync for DeviceView<'_, T> {}
+// SAFETY: as above; a `DeviceViewMut` is an exclusive borrow of its range.
+unsafe impl<T: DeviceCopy> Send for DeviceViewMut<'_, T> {}
+// SAFETY: `&DeviceViewMut` only permits reads.
+unsafe impl<T: DeviceCopy> Sync for DeviceViewMut<'_, T> {}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceView")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceViewMut")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+pub(super) fn bounds(
+    operation: &'static str,
+    range: &impl RangeBounds<usize>,
+    len: usize,
+) -> Result<(usize, usize)> {
+    let start = match range.start_bound() {
+        Bound::Included(&s) => Some(s),
+        Bound::Excluded(&s) => s.checked_add(1),
+        Bound::Unbounded => Some(0),
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e.checked_add(1),
+        Bound::Excluded(&e) => Some(e),
+        Bound::Unbounded => Some(len),
+    };
+    match (start, end) {
+        (Some(s), Some(e)) if s <= e && e <= len => Ok((s, e)),
+        (s, e) => Err(Error::OutOfBounds {
+            operation,
+            start: s.unwrap_or(usize::MAX),
+            end: e.unwrap_or(usize::MAX),
+            len,
+        }),
+    }
+}
+
+pub(super) fn split<'a, T: DeviceCopy>(
+    operation: &'static str,
+    ptr: u64,
+    len: usize,
+    ctx: &'a Arc<ContextInner>,
+    tracker: &'a Tracker,
+    mid: usize,
+) -> Result<(DeviceViewMut<'a, T>, DeviceViewMut<'a, T>)> {
+    if mid > len {
+        // The first half, `0..mid`, is what does not fit.
+        return Err(Error::OutOfBounds {
+            operation,
+            start: 0,
+            end: mid,
+            len,
+        });
+    }
+    Ok((
+        DeviceViewMut {
+            ptr,
+            len: mid,
+            ctx,
+            tracker,
+            _t: PhantomData,
+        },
+        DeviceViewMut {
+            ptr: offset::<T>(ptr, mid),
+            len: len - mid,
+            ctx,
+            tracker,
+            _t: PhantomData,
+        },
+    ))
+}
+
+impl<'a, T: DeviceCopy> DeviceView<'a, T> {
+    /// A shared sub-view; an error when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
+        let (start, end) = bounds("DeviceView::slice", &range, self.len)?;
+        Ok(DeviceView {
+            ptr: offset::<T>(self.ptr, start),
+            len: end - start,
+            ..*self
+        })
+    }
+}
+
+impl<T: DeviceCopy> DeviceViewMut<'_, T> {
+    /// A shared sub-view; an error when out of bounds.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
+        let (start, end) = bounds("DeviceViewMut::slice", &range, self.len)?;
+        Ok(DeviceView {
+            ptr: offset::<T>(self.ptr, start),
+            len: end - start,
+            ctx: self.ctx,
+            tracker: self.tracker,
+            _t: PhantomData,
+        })
+    }
+
+    /// An exclusive sub-view; an error when out of bounds.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
+        let (start, end) = bounds("DeviceViewMut::slice_mut", &range, self.len)?;
+        Ok(DeviceViewMut {
+            ptr: offset::<T>(self.ptr, start),
+            len: end - start,
+            ctx: self.ctx,
+            tracker: self.tracker,
+            _t: PhantomData,
+        })
+    }
+
+    /// Two exclusive sub-views, `[0, mid)` and `[mid, len)`.
+    pub fn split_at_mut(
+        &mut self,
+        mid: usize,
+    ) -> Result<(DeviceViewMut<'_, T>, DeviceViewMut<'_, T>)> {
+        split(
+            "DeviceViewMut::split_at_mut",
+            self.ptr,
+            self.len,
+            self.ctx,
+            self.tracker,
+            mid,
+        )
+    }
+}
