@@ -105,11 +105,14 @@ impl Device {
         Device { kind: Kind::Sim }
     }
 
-    /// CUDA device 0 if libcuda loads and a device exists, else the simulator.
+    /// CUDA device 0 if libcuda loads and a device exists; the simulator when there is no
+    /// NVIDIA driver (libcuda missing, or only its stub) or no device. Any other failure (a
+    /// broken or too old driver, a device that fails to answer) is returned, never hidden
+    /// behind the simulator.
     pub fn auto() -> Result<Device> {
-        match driver::device_count() {
-            Ok(n) if n > 0 => Device::get(0),
-            _ => Ok(Device::simulator()),
+        match auto_choice(driver::device_count())? {
+            Some(ordinal) => Device::get(ordinal),
+            None => Ok(Device::simulator()),
         }
     }
 
@@ -269,6 +272,22 @@ fn host_memory() -> usize {
         .unwrap_or(0)
 }
 
+/// What [`Device::auto`] picks given the device count: `Some(0)` for CUDA device 0, `None` for
+/// the simulator, or the error.
+fn auto_choice(count: Result<usize>) -> Result<Option<usize>> {
+    /// `CUDA_ERROR_STUB_LIBRARY`: the libcuda found is the toolkit's stub, no driver.
+    const STUB_LIBRARY: u32 = 34;
+    match count {
+        Ok(0) => Ok(None),
+        Ok(_) => Ok(Some(0)),
+        Err(Error::DriverUnavailable { error: None, .. }) => Ok(None),
+        Err(Error::DriverUnavailable { error: Some(e), .. }) if e.code() == STUB_LIBRARY => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// `None` means `auto`.
 fn parse_backend(value: Option<&str>) -> Result<Option<Backend>> {
     match value {
@@ -301,6 +320,48 @@ mod tests {
             e.contains("GPUKERNEL_BACKEND") && e.contains("cuda, sim, auto"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn auto_uses_the_simulator_only_without_a_driver_or_a_device() {
+        let unavailable = |error| Error::DriverUnavailable {
+            reason: String::new(),
+            error,
+        };
+        let code = |code, name| crate::error::CudaError {
+            code,
+            name,
+            description: "",
+        };
+        assert_eq!(auto_choice(Ok(2)).unwrap(), Some(0));
+        assert_eq!(auto_choice(Ok(0)).unwrap(), None);
+        assert_eq!(auto_choice(Err(unavailable(None))).unwrap(), None);
+        let stub = unavailable(Some(code(34, "CUDA_ERROR_STUB_LIBRARY")));
+        assert_eq!(auto_choice(Err(stub)).unwrap(), None);
+        // A driver that loads but fails is reported, not replaced by the simulator.
+        let broken = unavailable(Some(code(999, "CUDA_ERROR_UNKNOWN")));
+        assert!(matches!(
+            auto_choice(Err(broken)),
+            Err(Error::DriverUnavailable { .. })
+        ));
+        let old = Error::DriverTooOld {
+            found: (12, 2),
+            needed: (12, 4),
+            feature: "x",
+        };
+        assert!(matches!(
+            auto_choice(Err(old)),
+            Err(Error::DriverTooOld { .. })
+        ));
+        let failed = Error::Driver {
+            call: "cuDeviceGetCount",
+            error: code(3, "CUDA_ERROR_NOT_INITIALIZED"),
+            context: None,
+        };
+        assert!(matches!(
+            auto_choice(Err(failed)),
+            Err(Error::Driver { .. })
+        ));
     }
 
     #[test]

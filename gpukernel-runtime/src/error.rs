@@ -79,6 +79,21 @@ pub enum Error {
         error: Option<CudaError>,
     },
 
+    /// The installed NVIDIA driver is older than what a feature needs (the runtime checks the
+    /// driver's version before calling newer entry points, which would otherwise abort).
+    #[error(
+        "the NVIDIA driver supports CUDA {}.{}, but {feature} needs CUDA {}.{} or newer: update the driver",
+        found.0, found.1, needed.0, needed.1
+    )]
+    DriverTooOld {
+        /// The CUDA version the driver supports, `(major, minor)`.
+        found: (u32, u32),
+        /// The version the feature needs.
+        needed: (u32, u32),
+        /// What needs it.
+        feature: &'static str,
+    },
+
     /// No CUDA device has this ordinal.
     #[error("no CUDA device {ordinal}: this machine has {count} device(s)")]
     NoDevice {

@@ -305,6 +305,7 @@ impl Backend for CudaBackend {
     }
 
     fn event_elapsed(&self, start: EventHandle, end: EventHandle) -> Result<f32> {
+        driver::require(12080, "Event::elapsed_ms (cuEventElapsedTime_v2)")?;
         // SAFETY: both events are live and of this context.
         self.call(|| unsafe { driver::event_elapsed(event(start), event(end)) })
     }

@@ -13,7 +13,7 @@
 //! cudarc resolves each symbol lazily and panics when `libcuda` is missing, so nothing here
 //! may run before [`init`] succeeded; every handle type in this crate is only created after it.
 
-use core::ffi::c_char;
+use core::ffi::{c_char, c_int};
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
@@ -125,15 +125,43 @@ pub(crate) fn sync_result(call: &'static str, r: CuResult) -> Result<()> {
 enum InitFailure {
     NoLibrary,
     Init(CudaError),
+    TooOld(u32),
 }
 
-/// Loads libcuda and calls `cuInit(0)`, once per process.
+/// The oldest driver the runtime runs on: CUDA 12.4, the first with the entry points every
+/// module load uses (`cuFuncGetParamInfo` for the typed-kernel check,
+/// `cuModuleEnumerateFunctions`, `cuFuncGetName`). Features of newer drivers are checked
+/// where they are used ([`require`]).
+pub(crate) const MIN_DRIVER: u32 = 12040;
+
+/// What the runtime needs of [`MIN_DRIVER`].
+const MIN_DRIVER_FEATURE: &str =
+    "gpukernel-runtime (typed kernels check their parameters with cuFuncGetParamInfo)";
+
+/// The driver's CUDA version as `cuDriverGetVersion` gives it (`12040` for 12.4).
+static VERSION: OnceLock<u32> = OnceLock::new();
+
+/// Loads libcuda, checks its version and calls `cuInit(0)`, once per process. Nothing else of
+/// the driver is called before this succeeded: cudarc resolves entry points lazily and panics
+/// on one the installed driver lacks, so an old driver is refused here, by name.
 pub(crate) fn init() -> Result<()> {
     static INIT: OnceLock<Result<(), InitFailure>> = OnceLock::new();
     let r = INIT.get_or_init(|| {
         // SAFETY: `is_culib_present` only tries to open the library (and closes it again).
         if !unsafe { sys::is_culib_present() } {
             return Err(InitFailure::NoLibrary);
+        }
+        let mut version: c_int = 0;
+        // SAFETY: the library is present; `cuDriverGetVersion` exists in every driver and may
+        // be called before `cuInit`; valid out-pointer.
+        let r = unsafe { sys::cuDriverGetVersion(&mut version) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(InitFailure::Init(cuda_error(r)));
+        }
+        let version = version.max(0) as u32;
+        let _ = VERSION.set(version);
+        if version < MIN_DRIVER {
+            return Err(InitFailure::TooOld(version));
         }
         // SAFETY: the library is present, so the symbol resolves; cuInit takes flags 0.
         let r = unsafe { sys::cuInit(0) };
@@ -155,7 +183,31 @@ pub(crate) fn init() -> Result<()> {
             reason: format!("cuInit failed: {e}"),
             error: Some(*e),
         }),
+        Err(InitFailure::TooOld(found)) => {
+            Err(require_version(*found, MIN_DRIVER, MIN_DRIVER_FEATURE).unwrap_err())
+        }
     }
+}
+
+/// `Ok` when the installed driver supports CUDA `needed` (e.g. `12080`), else
+/// [`Error::DriverTooOld`] naming `feature`. Call it before an entry point newer than
+/// [`MIN_DRIVER`].
+pub(crate) fn require(needed: u32, feature: &'static str) -> Result<()> {
+    init()?;
+    require_version(VERSION.get().copied().unwrap_or(0), needed, feature)
+}
+
+/// The version check itself, on a given driver version (tests inject older ones).
+pub(crate) fn require_version(found: u32, needed: u32, feature: &'static str) -> Result<()> {
+    if found >= needed {
+        return Ok(());
+    }
+    let v = |n: u32| (n / 1000, n % 1000 / 10);
+    Err(Error::DriverTooOld {
+        found: v(found),
+        needed: v(needed),
+        feature,
+    })
 }
 
 /// The raw result type, for callers that classify results themselves.
@@ -176,6 +228,33 @@ pub(crate) use sys::CUfunction_attribute as FuncAttr;
 mod tests {
     use super::module::jit_log;
     use super::*;
+
+    #[test]
+    fn an_old_driver_is_a_named_error_not_a_panic() {
+        // An injected 12.2 driver: older than the runtime's floor and than 12.8's timing API.
+        let e = require_version(12020, MIN_DRIVER, MIN_DRIVER_FEATURE).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::DriverTooOld {
+                    found: (12, 2),
+                    needed: (12, 4),
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = require_version(12060, 12080, "Event::elapsed_ms (cuEventElapsedTime_v2)")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "the NVIDIA driver supports CUDA 12.6, but Event::elapsed_ms (cuEventElapsedTime_v2) \
+             needs CUDA 12.8 or newer: update the driver"
+        );
+        require_version(13000, 12080, "x").unwrap();
+        require_version(12080, 12080, "x").unwrap();
+    }
 
     #[test]
     fn jit_log_uses_the_size_the_driver_wrote_back() {
