@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::backend::cuda::CudaBackend;
@@ -41,6 +42,8 @@ pub(crate) struct ContextInner {
     pub(crate) default_stream: StreamState,
     /// Modules that hold a foreign-call failure record, checked at synchronization.
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
+    /// Whether a kernel of such a module ran since the last check (see `crate::foreign`).
+    pub(crate) ffi_pending: AtomicBool,
 }
 
 impl ContextInner {
@@ -51,6 +54,7 @@ impl ContextInner {
             default_stream: StreamState::new(backend.default_stream()),
             backend,
             ffi_modules: Mutex::new(Vec::new()),
+            ffi_pending: AtomicBool::new(false),
         }
     }
 
@@ -200,7 +204,7 @@ impl Context {
     /// ([`Error::ForeignCallFailed`]).
     pub fn synchronize(&self) -> Result<()> {
         self.inner.backend.synchronize()?;
-        crate::module::check_foreign_failures(&self.default_stream(), self.inner.last_launch())
+        crate::foreign::check(&self.default_stream(), crate::foreign::Done::All)
     }
 }
 

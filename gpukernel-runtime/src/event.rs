@@ -3,7 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::backend::{EventHandle, LastLaunch};
+use core::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use crate::backend::{EventHandle, LastLaunch, StreamHandle};
 use crate::context::ContextInner;
 use crate::error::Result;
 use crate::stream::Stream;
@@ -16,6 +19,8 @@ pub struct Event {
     timing: bool,
     /// The last launch on the stream when the event was recorded (for fault messages).
     recorded_after: LastLaunch,
+    /// The stream it was last recorded on (null before), for foreign-call checks.
+    recorded_on: AtomicPtr<c_void>,
 }
 
 // SAFETY: events may be used from any thread (the backend binds its context); the other
@@ -45,6 +50,7 @@ impl Event {
             handle,
             timing,
             recorded_after: LastLaunch::default(),
+            recorded_on: AtomicPtr::new(core::ptr::null_mut()),
         })
     }
 
@@ -68,6 +74,7 @@ impl Event {
     pub fn record(&self, stream: &Stream) -> Result<()> {
         crate::context::check_same("Event::record", "the stream", &self.ctx, stream.ctx())?;
         self.recorded_after.copy_from(&stream.state().last_launch);
+        self.recorded_on.store(stream.handle().0, Ordering::Relaxed);
         self.ctx.backend.event_record(self.handle, stream.handle())
     }
 
@@ -78,11 +85,15 @@ impl Event {
     }
 
     /// Waits until the work recorded before the event is done (`cuEventSynchronize`); a kernel
-    /// fault is reported as [`Error::KernelFault`](crate::Error::KernelFault).
+    /// fault is reported as [`Error::KernelFault`](crate::Error::KernelFault), a failed
+    /// foreign call as [`Error::ForeignCallFailed`](crate::Error::ForeignCallFailed).
     pub fn synchronize(&self) -> Result<()> {
         self.ctx
             .backend
-            .event_synchronize(self.handle, self.fault_suspect())
+            .event_synchronize(self.handle, self.fault_suspect())?;
+        let on = StreamHandle(self.recorded_on.load(Ordering::Relaxed));
+        let via = crate::stream::Stream::default_of(self.ctx.clone());
+        crate::foreign::check(&via, crate::foreign::Done::Before(&[on]))
     }
 
     /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.

@@ -58,6 +58,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod foreign;
 mod launch;
 pub mod link;
 mod memory;

@@ -2,8 +2,8 @@
 
 use core::marker::PhantomData;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use gpukernel_device::Kernel;
 use gpukernel_device::ParamList;
@@ -12,8 +12,8 @@ use crate::backend::{FunctionInfo, Image, ModuleHandle};
 use crate::context::{ContextInner, intern};
 use crate::driver;
 use crate::error::{Error, Result};
+use crate::foreign::FfiTracking;
 use crate::memory::DevicePtr;
-use crate::stream::Stream;
 
 /// The kind of a module image, told apart by its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,20 +258,12 @@ pub(crate) fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -
     }
 }
 
-/// A module's foreign-call failure record (see `gpukernel_device::ffi`): where the backend
-/// finds it, and whether a kernel of the module ran since it was last read.
-pub(crate) struct FfiRecordRef {
-    /// The record's device address (the simulator keeps its records on the host: 0).
-    addr: u64,
-    /// Set by the first launch of a kernel of this module; until then there is nothing to read.
-    launched: AtomicBool,
-}
-
 pub(crate) struct ModuleInner {
     pub(crate) ctx: Arc<ContextInner>,
     handle: ModuleHandle,
     names: Vec<String>,
-    pub(crate) ffi: Option<FfiRecordRef>,
+    /// The module's foreign-call failure record, when its code has one.
+    pub(crate) ffi: Option<FfiTracking>,
 }
 
 // SAFETY: a module handle may be used from any thread (the backend binds its context); the
@@ -332,10 +324,7 @@ impl Module {
     /// Wraps a module the backend loaded, registering its foreign-call record with the
     /// context.
     fn register(ctx: Arc<ContextInner>, loaded: crate::backend::LoadedModule) -> Module {
-        let ffi = loaded.ffi_record.map(|addr| FfiRecordRef {
-            addr,
-            launched: AtomicBool::new(false),
-        });
+        let ffi = loaded.ffi_record.map(FfiTracking::new);
         let has_ffi = ffi.is_some();
         let inner = Arc::new(ModuleInner {
             ctx: ctx.clone(),
@@ -536,11 +525,11 @@ impl Function {
         Ok(())
     }
 
-    /// Marks the module's foreign-call record as worth reading at the next synchronization.
+    /// Marks the module's foreign-call record as worth reading at the next check.
     #[inline(always)]
-    pub(crate) fn note_launch(&self) {
-        if let Some(r) = &self.module.ffi {
-            r.launched.store(true, Ordering::Relaxed);
+    pub(crate) fn note_launch(&self, stream: crate::backend::StreamHandle) {
+        if let Some(t) = &self.module.ffi {
+            t.note_launch(&self.module.ctx, self.name, stream);
         }
     }
 }
@@ -563,37 +552,6 @@ impl<K: Kernel> core::ops::Deref for TypedKernel<K> {
     fn deref(&self) -> &Function {
         &self.function
     }
-}
-
-/// Reads and clears the foreign-call failure records of the stream's context, returning
-/// [`Error::ForeignCallFailed`] for the first failure found.
-pub(crate) fn check_foreign_failures(
-    stream: &Stream,
-    last_launch: Option<&'static str>,
-) -> Result<()> {
-    let ctx = stream.ctx();
-    let modules: Vec<Arc<ModuleInner>> = {
-        let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
-        list.iter().filter_map(Weak::upgrade).collect()
-    };
-    for m in modules {
-        let Some(rec) = &m.ffi else { continue };
-        if !rec.launched.load(Ordering::Relaxed) {
-            continue;
-        }
-        if let Some((function, status, thread)) = ctx
-            .backend
-            .take_foreign_failure(Some(rec.addr), stream.handle())?
-        {
-            return Err(Error::ForeignCallFailed {
-                function,
-                status,
-                thread,
-                kernel: last_launch.map(str::to_owned),
-            });
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

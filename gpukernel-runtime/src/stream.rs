@@ -100,6 +100,9 @@ impl Stream {
     /// It stays valid while any clone of this `Stream` lives.
     #[inline(always)]
     pub fn raw(&self) -> cudarc::driver::sys::CUstream {
+        if self.ctx().backend.is_simulator() {
+            return core::ptr::null_mut();
+        }
         self.handle().0.cast()
     }
 
@@ -132,7 +135,7 @@ impl Stream {
     /// foreign call ([`Error::ForeignCallFailed`]).
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
-        crate::module::check_foreign_failures(self, self.last_launch())
+        crate::foreign::check(self, crate::foreign::Done::Streams(&[self.handle()]))
     }
 
     /// `cuStreamSynchronize` with fault classification, without the foreign-call check.
@@ -272,16 +275,36 @@ impl Tracker {
         self.lock().first.clone()
     }
 
-    /// Waits (on the host) for every stream in the set.
+    /// Waits (on the host) for every stream in the set and reports a foreign-call failure of
+    /// their work: for host reads of the allocation.
+    pub(crate) fn synchronize_all(&self) -> Result<()> {
+        for s in &self.streams() {
+            s.synchronize()?;
+        }
+        Ok(())
+    }
+
+    /// The handles of the streams in the set.
+    pub(crate) fn handles(&self) -> Vec<crate::backend::StreamHandle> {
+        let st = self.lock();
+        std::iter::once(&st.first)
+            .chain(st.others.iter())
+            .map(Stream::handle)
+            .collect()
+    }
+
+    fn streams(&self) -> Vec<Stream> {
+        let st = self.lock();
+        std::iter::once(&st.first)
+            .chain(st.others.iter())
+            .cloned()
+            .collect()
+    }
+
+    /// Waits (on the host) for every stream in the set (for frees: reports nothing but a
+    /// failed wait).
     pub(crate) fn wait_all(&self) -> Result<()> {
-        let streams: Vec<Stream> = {
-            let st = self.lock();
-            std::iter::once(&st.first)
-                .chain(st.others.iter())
-                .cloned()
-                .collect()
-        };
-        for s in &streams {
+        for s in &self.streams() {
             s.wait_idle()?;
         }
         Ok(())

@@ -167,15 +167,12 @@ fn a_non_zero_foreign_status_is_an_error_at_synchronization_on_every_device() {
         let mut b = vec![2.0f32; n];
         b[321] = 0.0; // checked_div returns status 22 for a zero divisor
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
-        let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
-        let stream = ctx.default_stream();
-        stream
-            .launch(
-                &module.kernel(divide_checked).unwrap(),
-                LaunchConfig::for_elements(n).unwrap(),
-                (&da, &db, &mut out),
-            )
-            .unwrap();
+        // A stream of its own: a failure is reported to whoever observes that stream's work.
+        let stream = ctx.new_stream().unwrap();
+        let mut out = stream.alloc_zeros::<f32>(n).unwrap();
+        let divide = module.kernel(divide_checked).unwrap();
+        let cfg = LaunchConfig::for_elements(n).unwrap();
+        stream.launch(&divide, cfg, (&da, &db, &mut out)).unwrap();
         match stream.synchronize() {
             Err(Error::ForeignCallFailed {
                 function,
@@ -197,5 +194,18 @@ fn a_non_zero_foreign_status_is_an_error_at_synchronization_on_every_device() {
         let got = out.to_host_vec().unwrap();
         assert_eq!(got[320], 0.5, "on {name}");
         assert_eq!(got[321], 0.0, "the failed call returns zero, on {name}");
+
+        // The README's pattern, no explicit synchronization: the host read reports it.
+        stream.launch(&divide, cfg, (&da, &db, &mut out)).unwrap();
+        match out.to_host_vec() {
+            Err(Error::ForeignCallFailed {
+                function, kernel, ..
+            }) => {
+                assert_eq!(function, "checked_div", "on {name}");
+                assert_eq!(kernel.as_deref(), Some("divide_checked"), "on {name}");
+            }
+            other => panic!("expected ForeignCallFailed at to_host_vec on {name}, got {other:?}"),
+        }
+        out.to_host_vec().unwrap();
     }
 }

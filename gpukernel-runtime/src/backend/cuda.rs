@@ -10,8 +10,8 @@ use std::ffi::CString;
 use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
 use super::{
-    Backend, EventHandle, ForeignFailure, FunctionHandle, FunctionInfo, Image, LastLaunch,
-    LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
+    Backend, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo, Image,
+    LastLaunch, LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
 use crate::error::{Error, Result};
@@ -536,7 +536,7 @@ impl Backend for CudaBackend {
     #[inline(always)]
     unsafe fn launch(
         &self,
-        desc: &LaunchDesc,
+        desc: &LaunchDesc<'_>,
         params: &mut [*mut c_void],
         stream_last: &LastLaunch,
     ) -> Result<()> {
@@ -563,18 +563,17 @@ impl Backend for CudaBackend {
 
     fn take_foreign_failure(
         &self,
-        record: Option<u64>,
+        record: &FfiRecord,
         s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
-        let Some(addr) = record else { return Ok(None) };
-        self.call(|| self.read_and_clear(addr, stream(s)))
+        self.call(|| self.read_and_clear(record.device_addr, stream(s)))
     }
 }
 
 impl CudaBackend {
     #[cold]
     #[inline(never)]
-    fn launch_failed(&self, desc: &LaunchDesc, r: driver::CuResult) -> Error {
+    fn launch_failed(&self, desc: &LaunchDesc<'_>, r: driver::CuResult) -> Error {
         let error = driver::cuda_error(r);
         if error.is_kernel_fault() {
             // A sticky fault of an earlier kernel, reported by this call.

@@ -89,7 +89,8 @@ pub(crate) struct Image<'a> {
 }
 
 /// A loaded module: its handle, its kernels' names (sorted, deduplicated) and, when its code
-/// holds a foreign-call failure record, that record's device address.
+/// holds a foreign-call failure record, that record's device address (0 on the simulator,
+/// whose records are on the host).
 #[derive(Debug)]
 pub(crate) struct LoadedModule {
     pub handle: ModuleHandle,
@@ -100,9 +101,20 @@ pub(crate) struct LoadedModule {
 /// A recorded foreign-call failure: `(symbol, status, linear thread index)`.
 pub(crate) type ForeignFailure = (String, i32, u64);
 
+/// A module's foreign-call failure record (see `gpukernel_device::ffi`): the device global
+/// the kernels write on CUDA, and the host slot the simulator fills. One per module, so a
+/// failure belongs to the module whose kernel made it, whichever thread or stream launched it.
+#[derive(Debug, Default)]
+pub(crate) struct FfiRecord {
+    /// The record's device address (CUDA); 0 on the simulator.
+    pub device_addr: u64,
+    /// The first failure of a simulated launch not yet reported.
+    pub host: std::sync::Mutex<Option<ForeignFailure>>,
+}
+
 /// One launch, as the backend sees it.
 #[derive(Debug)]
-pub(crate) struct LaunchDesc {
+pub(crate) struct LaunchDesc<'a> {
     pub function: FunctionHandle,
     pub name: &'static &'static str,
     /// The kernel's Rust body, for the simulator (`None` for untyped launches).
@@ -111,6 +123,8 @@ pub(crate) struct LaunchDesc {
     pub block: [u32; 3],
     pub shared_mem_bytes: u32,
     pub stream: StreamHandle,
+    /// The module's foreign-call record, if it has one.
+    pub ffi: Option<&'a FfiRecord>,
 }
 
 /// The operations whose implementation differs between a CUDA device and the simulator. One
@@ -269,15 +283,15 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// valid, and is ordered after conflicting work, until it completes.
     unsafe fn launch(
         &self,
-        desc: &LaunchDesc,
+        desc: &LaunchDesc<'_>,
         params: &mut [*mut c_void],
         stream_last: &LastLaunch,
     ) -> Result<()>;
-    /// Takes (reads and clears) the foreign-call failure recorded in a module's record at
-    /// `record` (a module global on CUDA), waiting for `s` first.
+    /// Takes (reads and clears) the failure recorded in a module's foreign-call record,
+    /// waiting for `s` first.
     fn take_foreign_failure(
         &self,
-        record: Option<u64>,
+        record: &FfiRecord,
         s: StreamHandle,
     ) -> Result<Option<ForeignFailure>>;
 }

@@ -5,11 +5,12 @@
 use core::ffi::c_void;
 use std::alloc::Layout;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{
-    Backend, EventHandle, ForeignFailure, FunctionHandle, FunctionInfo, Image, LastLaunch,
-    LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
+    Backend, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo, Image,
+    LastLaunch, LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
 };
 use crate::error::{Error, Result};
 use crate::module::ImageKind;
@@ -98,11 +99,15 @@ impl Backend for SimBackend {
     }
 
     fn default_stream(&self) -> StreamHandle {
-        StreamHandle::NULL
+        // Streams need no state here (work is synchronous), only an identity: the default
+        // stream is 1, created ones take odd numbers from 3 (never a valid pointer).
+        StreamHandle(core::ptr::without_provenance_mut(1))
     }
 
     fn stream_create(&self, _priority: i32) -> Result<StreamHandle> {
-        Ok(StreamHandle::NULL)
+        static NEXT: AtomicUsize = AtomicUsize::new(3);
+        let id = NEXT.fetch_add(2, Ordering::Relaxed);
+        Ok(StreamHandle(core::ptr::without_provenance_mut(id)))
     }
 
     unsafe fn stream_destroy(&self, _s: StreamHandle) {}
@@ -304,7 +309,7 @@ impl Backend for SimBackend {
 
     unsafe fn launch(
         &self,
-        desc: &LaunchDesc,
+        desc: &LaunchDesc<'_>,
         params: &mut [*mut c_void],
         stream_last: &LastLaunch,
     ) -> Result<()> {
@@ -327,7 +332,19 @@ impl Backend for SimBackend {
             dynamic_shared_bytes: desc.shared_mem_bytes,
             params,
         };
-        crate::sim::launch(&launch).map_err(|e| Error::SimulatorFault {
+        let result = crate::sim::launch(&launch);
+        // The launch ran to completion on this thread, which holds its first foreign-call
+        // failure now: it goes to the module's record, where any thread's synchronization
+        // finds it.
+        if let Some(f) = crate::sim::take_foreign_failure()
+            && let Some(record) = desc.ffi
+        {
+            let mut slot = record.host.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some(f);
+            }
+        }
+        result.map_err(|e| Error::SimulatorFault {
             kernel: e.kernel.to_owned(),
             block: e.block,
             thread: e.thread,
@@ -337,9 +354,9 @@ impl Backend for SimBackend {
 
     fn take_foreign_failure(
         &self,
-        _record: Option<u64>,
+        record: &FfiRecord,
         _s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
-        Ok(crate::sim::take_foreign_failure())
+        Ok(record.host.lock().unwrap_or_else(|p| p.into_inner()).take())
     }
 }

@@ -131,8 +131,9 @@ impl Stream {
             block: config.block.to_array(),
             shared_mem_bytes: config.shared_mem_bytes,
             stream: self.handle(),
+            ffi: f.module.ffi.as_ref().map(|t| &t.record),
         };
-        f.note_launch();
+        f.note_launch(self.handle());
         // SAFETY: forwarded from the caller.
         unsafe {
             self.ctx()

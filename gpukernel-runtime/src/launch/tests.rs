@@ -464,6 +464,71 @@ fn foreign_failures_surface_at_synchronize() {
     ctx.synchronize().unwrap();
 }
 
+/// The failing kernel launched on a stream of its own, with an output allocated there.
+fn launch_failing(ctx: &Context, module: &Module) -> (crate::Stream, DeviceBuffer<u32>) {
+    let k = module.kernel(fails_foreign).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let x = s.alloc_zeros::<u32>(4).unwrap();
+    s.launch(&k, LaunchConfig::new(1, 32), (&x,)).unwrap();
+    (s, x)
+}
+
+fn assert_foreign_failure(r: Result<impl core::fmt::Debug>) {
+    match r {
+        Err(Error::ForeignCallFailed {
+            function,
+            status: 7,
+            thread: 5,
+            kernel,
+        }) => {
+            assert_eq!(function, "mul_f32_f32");
+            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+        }
+        other => panic!("expected ForeignCallFailed, got {other:?}"),
+    }
+}
+
+#[test]
+fn foreign_failures_surface_at_every_host_read() {
+    let (ctx, module) = sim();
+    // `to_host_vec` right after the launch: the README's pattern.
+    let (_s, x) = launch_failing(&ctx, &module);
+    assert_foreign_failure(x.to_host_vec());
+    assert_eq!(x.to_host_vec().unwrap(), [0; 4], "reported once");
+    // `copy_to_host` and a stream's `memcpy_dtoh`.
+    let (_s, x) = launch_failing(&ctx, &module);
+    assert_foreign_failure(x.copy_to_host(&mut [0; 4]));
+    let (s, x) = launch_failing(&ctx, &module);
+    assert_foreign_failure(s.memcpy_dtoh(&mut [0; 4], &x));
+    // An asynchronous copy to pinned memory, read on the host.
+    let (s, x) = launch_failing(&ctx, &module);
+    let mut pinned = ctx.alloc_pinned::<u32>(4).unwrap();
+    s.memcpy_dtoh_async(&mut pinned, &x).unwrap();
+    assert_foreign_failure(pinned.as_slice());
+    // An event recorded after the launch.
+    let (s, _x) = launch_failing(&ctx, &module);
+    let e = ctx.new_event().unwrap();
+    e.record(&s).unwrap();
+    assert_foreign_failure(e.synchronize());
+}
+
+#[test]
+fn foreign_failures_belong_to_the_module_whatever_thread_launched() {
+    let (ctx, module) = sim();
+    let k = module.kernel(fails_foreign).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let x = s.alloc_zeros::<u32>(4).unwrap();
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| s.launch(&k, LaunchConfig::new(1, 32), (&x,)).unwrap())
+            .join()
+            .unwrap()
+    });
+    // Synchronized from another thread than the launching one.
+    assert_foreign_failure(s.synchronize());
+    s.synchronize().unwrap();
+}
+
 #[test]
 fn kernel_args_are_send_and_sync() {
     fn check<T: Send + Sync>() {}

@@ -67,9 +67,10 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
         self.len == 0
     }
 
-    /// The contents, after the copies pending on them have completed.
+    /// The contents, after the copies pending on them have completed (a kernel fault or a
+    /// failed foreign call of the work before them is reported here).
     pub fn as_slice(&self) -> Result<&[T]> {
-        self.tracker.wait_all()?;
+        self.tracker.synchronize_all()?;
         // SAFETY: `ptr` holds `len` initialised elements (zeroed at allocation, then written
         // only by copies of `T`s), and no copy is pending.
         Ok(unsafe { core::slice::from_raw_parts(self.ptr, self.len) })
@@ -77,7 +78,7 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
 
     /// The contents, mutable, after the copies pending on them have completed.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        self.tracker.wait_all()?;
+        self.tracker.synchronize_all()?;
         // SAFETY: as `as_slice`, and `&mut self` excludes any other access.
         Ok(unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
