@@ -44,6 +44,8 @@ pub(crate) struct ContextInner {
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
     /// Whether a kernel of such a module ran since the last check (see `crate::foreign`).
     pub(crate) ffi_pending: AtomicBool,
+    /// Failures read from modules as they were dropped, reported by the next check.
+    pub(crate) ffi_orphans: Mutex<Vec<Error>>,
 }
 
 impl ContextInner {
@@ -55,6 +57,7 @@ impl ContextInner {
             backend,
             ffi_modules: Mutex::new(Vec::new()),
             ffi_pending: AtomicBool::new(false),
+            ffi_orphans: Mutex::new(Vec::new()),
         }
     }
 

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Weak};
 
-use crate::backend::{FfiRecord, LastLaunch, StreamHandle};
+use crate::backend::{FfiRecord, ForeignFailure, LastLaunch, StreamHandle};
 use crate::context::ContextInner;
 use crate::error::{Error, Result};
 use crate::module::ModuleInner;
@@ -108,6 +108,25 @@ pub(crate) enum Done<'a> {
     Before(&'a [StreamHandle]),
 }
 
+/// Keeps a failure read from a module being dropped, for the context's next check.
+pub(crate) fn orphan(
+    ctx: &ContextInner,
+    (function, status, thread): ForeignFailure,
+    t: &FfiTracking,
+) {
+    let e = Error::ForeignCallFailed {
+        function,
+        status,
+        thread,
+        kernel: t.last_kernel.get().map(str::to_owned),
+    };
+    ctx.ffi_orphans
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(e);
+    ctx.ffi_pending.store(true, Ordering::Release);
+}
+
 /// Reads and clears the foreign-call failure records of the modules of `via`'s context whose
 /// kernels ran since the last check, returning [`Error::ForeignCallFailed`] (naming the
 /// module's last launched kernel) for the first failure found. `via` is the stream the reads
@@ -116,6 +135,14 @@ pub(crate) fn check(via: &Stream, done: Done<'_>) -> Result<()> {
     let ctx = via.ctx();
     if !ctx.ffi_pending.swap(false, Ordering::Acquire) {
         return Ok(());
+    }
+    // A failure of a module dropped since (it was read before the unload) comes first.
+    {
+        let mut orphans = ctx.ffi_orphans.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = orphans.pop() {
+            ctx.ffi_pending.store(true, Ordering::Release);
+            return Err(e);
+        }
     }
     let modules: Vec<Arc<ModuleInner>> = {
         let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());

@@ -3,7 +3,7 @@
 use core::marker::PhantomData;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use gpukernel_device::Kernel;
 use gpukernel_device::ParamList;
@@ -264,6 +264,8 @@ pub(crate) struct ModuleInner {
     names: Vec<String>,
     /// The module's foreign-call failure record, when its code has one.
     pub(crate) ffi: Option<FfiTracking>,
+    /// Whether a kernel of the module was ever launched (its unload then waits).
+    pub(crate) launched: AtomicBool,
 }
 
 // SAFETY: a module handle may be used from any thread (the backend binds its context); the
@@ -273,9 +275,25 @@ unsafe impl Send for ModuleInner {}
 unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
+    /// Unloads the module only after the work that may use it is done: if any of its kernels
+    /// was launched, the context is synchronized first (a launch does not record its stream
+    /// for this, to keep launches free), and the module's foreign-call record is read and a
+    /// failure kept for the context's next check. If the wait fails (a faulted context), the
+    /// module stays loaded rather than unloaded under running work.
     fn drop(&mut self) {
-        // SAFETY: every `Function` of the module holds an Arc to this, so none is left;
-        // kernels already enqueued keep their code alive in the driver.
+        if self.launched.load(Ordering::Acquire) {
+            if self.ctx.backend.synchronize().is_err() {
+                return;
+            }
+            if let Some(t) = &self.ffi {
+                let via = self.ctx.backend.default_stream();
+                if let Ok(Some(f)) = self.ctx.backend.take_foreign_failure(&t.record, via) {
+                    crate::foreign::orphan(&self.ctx, f, t);
+                }
+            }
+        }
+        // SAFETY: every `Function` of the module holds an Arc to this, so none is left, and
+        // the work that used it is complete (above).
         unsafe { self.ctx.backend.module_unload(self.handle) };
     }
 }
@@ -331,6 +349,7 @@ impl Module {
             handle: loaded.handle,
             names: loaded.names,
             ffi,
+            launched: AtomicBool::new(false),
         });
         if has_ffi {
             let mut list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
@@ -528,6 +547,7 @@ impl Function {
     /// Marks the module's foreign-call record as worth reading at the next check.
     #[inline(always)]
     pub(crate) fn note_launch(&self, stream: crate::backend::StreamHandle) {
+        self.module.launched.store(true, Ordering::Relaxed);
         if let Some(t) = &self.module.ffi {
             t.note_launch(&self.module.ctx, self.name, stream);
         }

@@ -105,3 +105,47 @@ fn kernel_fault_first_seen_by_a_read_names_the_launch() {
         assert_fault_of_write_null(&e, &["cuCtxSynchronize"]);
     });
 }
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_foreign_buffer_is_not_finalized_while_its_work_may_run() {
+    isolated(
+        "a_foreign_buffer_is_not_finalized_while_its_work_may_run",
+        || {
+            use std::sync::Arc;
+            use std::sync::atomic::{AtomicBool, Ordering};
+
+            use gpukernel_runtime::DeviceBuffer;
+
+            let ctx = gpu();
+            let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+            let k = m.kernel(write_null).unwrap();
+            let owner = ctx.alloc_zeros::<u32>(16).unwrap();
+            let ran = Arc::new(AtomicBool::new(false));
+            let flag = ran.clone();
+            // SAFETY: `owner` is device memory of this context holding zeroed u32s; the
+            // finalizer keeps it alive and is the only other holder.
+            let mut foreign = unsafe {
+                DeviceBuffer::<u32>::from_raw_parts_with_finalizer(
+                    &ctx,
+                    owner.device_ptr(),
+                    16,
+                    move || {
+                        drop(owner);
+                        flag.store(true, Ordering::SeqCst);
+                    },
+                )
+            }
+            .unwrap();
+            let s = ctx.new_stream().unwrap();
+            // Used on a stream whose next kernel faults: the wait at drop fails.
+            s.memset_d8_async(&mut foreign, 0).unwrap();
+            s.launch(&k, LaunchConfig::new(1, 1), ()).unwrap();
+            drop(foreign);
+            assert!(
+                !ran.load(Ordering::SeqCst),
+                "the finalizer ran although the wait for the buffer's work failed"
+            );
+        },
+    );
+}

@@ -530,6 +530,16 @@ fn foreign_failures_belong_to_the_module_whatever_thread_launched() {
 }
 
 #[test]
+fn a_failure_of_a_dropped_module_is_reported_by_the_next_check() {
+    let (ctx, module) = sim();
+    let (s, x) = launch_failing(&ctx, &module);
+    // The module and its kernel are gone before anything observed the stream.
+    drop(module);
+    assert_foreign_failure(s.synchronize());
+    assert_eq!(x.to_host_vec().unwrap(), [0; 4]);
+}
+
+#[test]
 fn kernel_args_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Context>();

@@ -28,7 +28,13 @@ enum Alloc {
 
 /// A typed allocation of `len` elements in a context's device memory (`cuMemAllocAsync`).
 ///
-/// Freed in stream order when dropped. `Send + Sync`: shared references only read it (as
+/// # Dropping
+/// One policy for every buffer, the runtime's allocations and foreign memory alike: memory is
+/// released only after all the work that used it, on every stream, is done — a stream-ordered
+/// `cuMemFreeAsync` after the other streams' work, or a host wait then `cuMemFree` or the
+/// foreign finalizer. When that ordering or wait fails (a faulted context), the memory is
+/// leaked (a foreign finalizer is not run, and what it owns is not dropped) rather than freed
+/// while work might still use it. `Send + Sync`: shared references only read it (as
 /// kernel inputs or copy sources); writes need `&mut`.
 pub struct DeviceBuffer<T: DeviceCopy> {
     pub(super) ptr: u64,
@@ -240,10 +246,15 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
                 }
             }
             Alloc::Foreign(f) => {
-                // Wait for the work that used the memory; run the finalizer even if waiting
-                // failed (a faulted context runs nothing more).
-                let _ = self.tracker.wait_all();
+                // The same policy as the runtime's own memory: the finalizer (which may free
+                // the memory) runs only once every stream that used the buffer is idle. If
+                // that wait fails (a faulted context), the finalizer and what it captured are
+                // leaked, never run while work might still use the memory.
                 let f = f.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+                if self.tracker.wait_all().is_err() {
+                    core::mem::forget(f);
+                    return;
+                }
                 if let Some(f) = f
                     && std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err()
                 {
