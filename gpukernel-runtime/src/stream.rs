@@ -1,7 +1,7 @@
 //! Streams, and the stream ordering of buffers ([`Tracker`]).
 
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::backend::{LastLaunch, StreamHandle};
 use crate::context::{Context, ContextInner};
@@ -119,6 +119,12 @@ impl Stream {
         }
     }
 
+    /// An identity for bookkeeping: equal for clones of one stream.
+    #[inline(always)]
+    pub(crate) fn id(&self) -> usize {
+        core::ptr::from_ref(self.state()).addr()
+    }
+
     /// Whether both handles are the same stream.
     #[inline(always)]
     pub fn same_as(&self, other: &Stream) -> bool {
@@ -191,134 +197,5 @@ impl Stream {
         self.ctx()
             .backend
             .stream_wait_stream(self.handle(), other.handle())
-    }
-}
-
-/// The streams that may still have work pending on one allocation (a buffer or pinned host
-/// memory), so that work on another stream is ordered after it.
-///
-/// Rule: before work touching the allocation is enqueued on stream `s`, `s` waits (through an
-/// event recorded now) on every other stream in the set, and `s` joins the set. Only an
-/// access with exclusive use of the whole allocation (`&mut DeviceBuffer`) shrinks the set to
-/// `{s}`. Accesses that can run concurrently from several threads (shared borrows, disjoint
-/// mutable views) never conflict with one another, and any two conflicting accesses are
-/// separated by the end of a borrow, so the later one's events are recorded after the earlier
-/// one's work was enqueued. When the set is just `{s}` nothing is done (single-stream use is
-/// free apart from one uncontended lock). On the simulator work is synchronous: no-op.
-pub(crate) struct Tracker {
-    state: Mutex<TrackState>,
-}
-
-struct TrackState {
-    first: Stream,
-    others: Vec<Stream>,
-}
-
-impl Tracker {
-    pub(crate) fn new(stream: Stream) -> Tracker {
-        Tracker {
-            state: Mutex::new(TrackState {
-                first: stream,
-                others: Vec::new(),
-            }),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, TrackState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Orders work about to be enqueued on `s` after everything pending on the allocation.
-    #[inline]
-    pub(crate) fn use_on(&self, s: &Stream) -> Result<()> {
-        let mut st = self.lock();
-        if st.others.is_empty() && st.first.same_as(s) {
-            return Ok(());
-        }
-        Self::order_after_all(&mut st, s)
-    }
-
-    /// As [`use_on`](Self::use_on), for a caller that has exclusive use of the allocation: the
-    /// set becomes `{s}`.
-    #[inline]
-    pub(crate) fn use_exclusive(&self, s: &Stream) -> Result<()> {
-        let mut st = self.lock();
-        if st.others.is_empty() && st.first.same_as(s) {
-            return Ok(());
-        }
-        Self::order_after_all(&mut st, s)?;
-        st.first = s.clone();
-        st.others.clear();
-        Ok(())
-    }
-
-    #[cold]
-    fn order_after_all(st: &mut TrackState, s: &Stream) -> Result<()> {
-        let mut member = false;
-        for o in std::iter::once(&st.first).chain(st.others.iter()) {
-            if o.same_as(s) {
-                member = true;
-            } else {
-                // Both streams are live (held by the set and the caller) and belong to one
-                // context (buffers check the context before tracking).
-                s.ctx().backend.stream_wait_stream(s.handle(), o.handle())?;
-            }
-        }
-        if !member {
-            st.others.push(s.clone());
-        }
-        Ok(())
-    }
-
-    /// The stream that host-side operations use for this allocation.
-    pub(crate) fn home(&self) -> Stream {
-        self.lock().first.clone()
-    }
-
-    /// Waits (on the host) for every stream in the set and reports a foreign-call failure of
-    /// their work: for host reads of the allocation.
-    pub(crate) fn synchronize_all(&self) -> Result<()> {
-        for s in &self.streams() {
-            s.synchronize()?;
-        }
-        Ok(())
-    }
-
-    /// The handles of the streams in the set.
-    pub(crate) fn handles(&self) -> Vec<crate::backend::StreamHandle> {
-        let st = self.lock();
-        std::iter::once(&st.first)
-            .chain(st.others.iter())
-            .map(Stream::handle)
-            .collect()
-    }
-
-    fn streams(&self) -> Vec<Stream> {
-        let st = self.lock();
-        std::iter::once(&st.first)
-            .chain(st.others.iter())
-            .cloned()
-            .collect()
-    }
-
-    /// Waits (on the host) for every stream in the set (for frees: reports nothing but a
-    /// failed wait).
-    pub(crate) fn wait_all(&self) -> Result<()> {
-        for s in &self.streams() {
-            s.wait_idle()?;
-        }
-        Ok(())
-    }
-
-    /// For `Drop`: makes the home stream wait for all others, and returns it (the free is then
-    /// enqueued there).
-    pub(crate) fn join_for_drop(&mut self) -> Result<Stream> {
-        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        let home = st.first.clone();
-        if !st.others.is_empty() {
-            Self::order_after_all(st, &home)?;
-            st.others.clear();
-        }
-        Ok(home)
     }
 }

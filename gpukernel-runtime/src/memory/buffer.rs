@@ -10,11 +10,12 @@ use gpukernel_device::DeviceCopy;
 
 use super::DEVICE_ALIGN;
 use super::ptr::DevicePtr;
+use super::tracker::Tracker;
 use super::view::{DeviceView, DeviceViewMut, bounds, split};
 use crate::backend::RawAlloc;
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
-use crate::stream::{Stream, Tracker};
+use crate::stream::Stream;
 
 enum Alloc {
     /// Nothing allocated (zero bytes).

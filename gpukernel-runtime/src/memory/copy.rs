@@ -5,6 +5,7 @@ use gpukernel_device::{AnyBitPattern, DeviceCopy};
 
 use super::buffer::DeviceBuffer;
 use super::pinned::PinnedHostBuffer;
+use super::tracker::Access;
 use super::{DeviceSlice, DeviceSliceMut, RawParts};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -132,7 +133,7 @@ fn memcpy_htod_pinned<T: DeviceCopy>(
     const OP: &str = "memcpy_htod_async";
     check_len(OP, dst.len, src.len)?;
     dst.track(OP, "the destination", s)?;
-    src.track(s)?;
+    src.track(s, Access::Read)?;
     let bytes = src.len * size_of::<T>();
     if bytes == 0 {
         return Ok(());
@@ -156,7 +157,7 @@ fn memcpy_dtoh_pinned<T: DeviceCopy>(
     const OP: &str = "memcpy_dtoh_async";
     check_len(OP, dst.len, src.len)?;
     src.track(OP, "the source", s)?;
-    dst.track(s)?;
+    dst.track(s, Access::Write)?;
     let bytes = dst.len * size_of::<T>();
     if bytes == 0 {
         return Ok(());

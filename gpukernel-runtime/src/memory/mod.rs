@@ -12,6 +12,7 @@ mod pinned;
 mod ptr;
 #[cfg(test)]
 mod tests;
+pub(crate) mod tracker;
 mod view;
 
 use std::fmt;
@@ -21,7 +22,8 @@ use gpukernel_device::{AnyBitPattern, DeviceCopy};
 
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
-use crate::stream::{Stream, Tracker};
+use crate::stream::Stream;
+use tracker::{Access, Tracker};
 
 pub use buffer::DeviceBuffer;
 use copy::{memcpy_dtod, memcpy_dtoh, memcpy_dtoh_raw, memcpy_htod, memset_d8};
@@ -43,8 +45,9 @@ pub struct RawParts<'a> {
     pub(crate) tracker: &'a Tracker,
     /// Bytes per element.
     pub(crate) elem: usize,
-    /// Whether the holder has exclusive use of the whole allocation (`&mut DeviceBuffer`).
-    pub(crate) exclusive: bool,
+    /// How the holder uses the memory: reads it, writes it (a view), or has exclusive use of
+    /// the whole allocation (`&mut DeviceBuffer`).
+    pub(crate) access: Access,
 }
 
 impl fmt::Debug for RawParts<'_> {
@@ -68,11 +71,9 @@ impl RawParts<'_> {
         if !Arc::ptr_eq(self.ctx, s.ctx()) {
             return Err(crate::context::mismatch(operation, what, s.ctx(), self.ctx));
         }
-        if self.exclusive {
-            self.tracker.use_exclusive(s)
-        } else {
-            self.tracker.use_on(s)
-        }
+        let bytes = (self.len * self.elem) as u64;
+        self.tracker
+            .use_on(s, (self.ptr, self.ptr + bytes.max(1)), self.access)
     }
 }
 
@@ -194,7 +195,7 @@ impl<T: DeviceCopy> DeviceSlice<T> for DeviceBuffer<T> {
             ctx: &self.ctx,
             tracker: &self.tracker,
             elem: size_of::<T>(),
-            exclusive: false,
+            access: Access::Read,
         }
     }
 }
@@ -207,7 +208,7 @@ impl<T: DeviceCopy> DeviceSliceMut<T> for DeviceBuffer<T> {
             ctx: &self.ctx,
             tracker: &self.tracker,
             elem: size_of::<T>(),
-            exclusive: true,
+            access: Access::Exclusive,
         }
     }
 }
@@ -220,7 +221,7 @@ impl<T: DeviceCopy> DeviceSlice<T> for DeviceView<'_, T> {
             ctx: self.ctx,
             tracker: self.tracker,
             elem: size_of::<T>(),
-            exclusive: false,
+            access: Access::Read,
         }
     }
 }
@@ -233,7 +234,7 @@ impl<T: DeviceCopy> DeviceSlice<T> for DeviceViewMut<'_, T> {
             ctx: self.ctx,
             tracker: self.tracker,
             elem: size_of::<T>(),
-            exclusive: false,
+            access: Access::Read,
         }
     }
 }
@@ -246,7 +247,7 @@ impl<T: DeviceCopy> DeviceSliceMut<T> for DeviceViewMut<'_, T> {
             ctx: self.ctx,
             tracker: self.tracker,
             elem: size_of::<T>(),
-            exclusive: false,
+            access: Access::Write,
         }
     }
 }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use gpukernel_device::DeviceCopy;
 
 use super::buffer::{align_for, byte_len};
+use super::tracker::{Access, Tracker};
 use crate::context::{Context, ContextInner, check_same};
 use crate::error::Result;
-use crate::stream::{Stream, Tracker};
+use crate::stream::Stream;
 
 /// Page-locked host memory (`cuMemHostAlloc`), the source or destination of asynchronous copies
 /// ([`Stream::memcpy_htod_async`], [`Stream::memcpy_dtoh_async`]). Host access waits for the
@@ -83,9 +84,11 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
         Ok(unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 
-    pub(super) fn track(&self, s: &Stream) -> Result<()> {
+    pub(super) fn track(&self, s: &Stream, access: Access) -> Result<()> {
         check_same("pinned copy", "the pinned buffer", s.ctx(), &self.ctx)?;
-        self.tracker.use_on(s)
+        let start = self.ptr.addr() as u64;
+        self.tracker
+            .use_on(s, (start, start + self.bytes.max(1) as u64), access)
     }
 }
 

@@ -269,3 +269,77 @@ fn tracker_single_stream_is_a_no_op_and_streams_join() {
     b.raw_parts().track("test", "b", &s2).unwrap();
     assert!(b.stream().same_as(&s1));
 }
+
+#[test]
+fn reading_on_another_stream_orders_once_then_is_free() {
+    let ctx = sim();
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let x = s1.alloc_zeros::<f32>(64).unwrap();
+    assert_eq!(x.tracker.waits(), 0);
+    // The first read on s2 waits for the write on s1 (the zeroing); later reads do not.
+    for _ in 0..10 {
+        x.raw_parts().track("test", "x", &s2).unwrap();
+    }
+    assert_eq!(x.tracker.waits(), 1);
+    // Reads on a third stream wait for the writer only, never for the other readers.
+    let s3 = ctx.new_stream().unwrap();
+    for _ in 0..10 {
+        x.raw_parts().track("test", "x", &s3).unwrap();
+    }
+    assert_eq!(x.tracker.waits(), 2);
+}
+
+#[test]
+fn a_write_waits_for_every_conflicting_use_once() {
+    let ctx = sim();
+    let (s1, s2, s3) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let mut x = s1.alloc_zeros::<u32>(64).unwrap();
+    x.raw_parts().track("test", "x", &s2).unwrap(); // waits for s1's write
+    assert_eq!(x.tracker.waits(), 1);
+    // A whole-buffer write on s3 must follow s1's write and s2's read.
+    x.raw_parts_mut().track("test", "x", &s3).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+    // Exclusive use forgot the others: reading on s3 again is free, on s1 waits for s3.
+    x.raw_parts().track("test", "x", &s3).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+    x.raw_parts().track("test", "x", &s1).unwrap();
+    assert_eq!(x.tracker.waits(), 4);
+    assert!(x.stream().same_as(&s3));
+}
+
+/// The halves of `split_at_mut`, written on two streams, never wait for each other (so their
+/// work overlaps); the whole buffer's next read waits for both.
+fn disjoint_halves_on_two_streams_do_not_wait_for_each_other(ctx: &Context) {
+    let home = ctx.new_stream().unwrap();
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let mut x = home.alloc_zeros::<f32>(1024).unwrap();
+    {
+        let (mut lo, mut hi) = x.split_at_mut(512).unwrap();
+        for _ in 0..5 {
+            lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
+            hi.raw_parts_mut().track("test", "hi", &s2).unwrap();
+        }
+    }
+    // Each half's stream waited once for the zeroing on `home`, never for the other half.
+    assert_eq!(x.tracker.waits(), 2);
+    // A read of the whole buffer waits for both halves.
+    x.raw_parts().track("test", "x", &home).unwrap();
+    assert_eq!(x.tracker.waits(), 4);
+    assert_eq!(x.to_host_vec().unwrap(), vec![0.0; 1024]);
+}
+
+#[test]
+fn disjoint_halves_on_two_streams_overlap_on_the_simulator() {
+    disjoint_halves_on_two_streams_do_not_wait_for_each_other(&sim());
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn disjoint_halves_on_two_streams_overlap_on_the_gpu() {
+    let ctx = Device::get(0).unwrap().primary_context().unwrap();
+    disjoint_halves_on_two_streams_do_not_wait_for_each_other(&ctx);
+}

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use gpukernel_device::DeviceCopy;
 
 use super::buffer::offset;
+use super::tracker::Tracker;
 use crate::context::ContextInner;
 use crate::error::{Error, Result};
-use crate::stream::Tracker;
 
 /// A shared view of part of a [`DeviceBuffer`] (`buffer.slice(range)`): launches and copies
 /// like a buffer.
