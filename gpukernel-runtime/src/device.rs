@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::backend::{cuda, sim};
 use crate::context::Context;
 use crate::driver::{self, DeviceAttr};
 use crate::error::{Error, Result};
@@ -168,79 +169,67 @@ impl Device {
     /// The device's name (`cuDeviceGetName`).
     pub fn name(&self) -> Result<String> {
         match self.kind {
-            // SAFETY: `raw` came from cuDeviceGet.
-            Kind::Cuda { raw, .. } => unsafe { driver::device_name(raw) },
-            Kind::Sim => Ok(SIM_NAME.to_owned()),
+            Kind::Cuda { raw, .. } => cuda::device_name(raw),
+            Kind::Sim => Ok(sim::DEVICE_NAME.to_owned()),
         }
     }
 
     /// Compute capability `(major, minor)`.
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         Ok((
-            self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9)?,
-            self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0)?,
+            self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
         ))
     }
 
     /// Streaming multiprocessors (the simulator's worker threads).
     pub fn multiprocessor_count(&self) -> Result<u32> {
-        self.attribute(
-            DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-            sim_workers(),
-        )
+        self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
     }
 
     /// Global memory in bytes (`cuDeviceTotalMem`; host memory for the simulator).
     pub fn total_memory(&self) -> Result<usize> {
         match self.kind {
-            // SAFETY: `raw` came from cuDeviceGet.
-            Kind::Cuda { raw, .. } => unsafe { driver::device_total_mem(raw) },
-            Kind::Sim => Ok(host_memory()),
+            Kind::Cuda { raw, .. } => cuda::device_total_memory(raw),
+            Kind::Sim => Ok(sim::device_total_memory()),
         }
     }
 
     /// All the properties at once.
     pub fn properties(&self) -> Result<DeviceProperties> {
         use DeviceAttr::*;
-        let a = |attr, sim| self.attribute(attr, sim);
+        let a = |attr| self.attribute(attr);
         Ok(DeviceProperties {
             name: self.name()?,
             compute_capability: self.compute_capability()?,
             multiprocessor_count: self.multiprocessor_count()?,
             total_memory: self.total_memory()?,
-            max_threads_per_block: a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024)?,
+            max_threads_per_block: a(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
             max_block_dim: [
-                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024)?,
-                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024)?,
-                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
             ],
             max_grid_dim: [
-                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, i32::MAX as u32)?,
-                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535)?,
-                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                a(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
             ],
-            max_shared_memory_per_block: a(
-                CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-                48 * 1024,
-            )?,
+            max_shared_memory_per_block: a(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
             max_shared_memory_per_block_optin: a(
                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                227 * 1024,
             )?,
-            warp_size: a(CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32)?,
-            l2_cache_bytes: a(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0)?,
-            memory_pools_supported: a(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0)? != 0,
+            warp_size: a(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            l2_cache_bytes: a(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+            memory_pools_supported: a(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)? != 0,
         })
     }
 
-    /// A raw device attribute (`cuDeviceGetAttribute`); `sim` is the simulator's value.
-    fn attribute(&self, attr: DeviceAttr, sim: u32) -> Result<u32> {
+    /// A device attribute (`cuDeviceGetAttribute`; the simulator's own values).
+    fn attribute(&self, attr: DeviceAttr) -> Result<u32> {
         match self.kind {
-            Kind::Cuda { raw, .. } => {
-                // SAFETY: `raw` came from cuDeviceGet.
-                unsafe { driver::device_attribute(raw, attr) }.map(|v| v.max(0) as u32)
-            }
-            Kind::Sim => Ok(sim),
+            Kind::Cuda { raw, .. } => cuda::device_attribute(raw, attr),
+            Kind::Sim => Ok(sim::device_attribute(attr)),
         }
     }
 
@@ -249,27 +238,6 @@ impl Device {
     pub fn primary_context(&self) -> Result<Context> {
         Context::primary(*self)
     }
-}
-
-const SIM_NAME: &str = "gpukernel CPU simulator";
-
-fn sim_workers() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
-}
-
-fn host_memory() -> usize {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<usize>().ok())
-        })
-        .map(|kb| kb.saturating_mul(1024))
-        .unwrap_or(0)
 }
 
 /// What [`Device::auto`] picks given the device count: `Some(0)` for CUDA device 0, `None` for
@@ -370,7 +338,7 @@ mod tests {
         assert!(d.is_simulator());
         assert_eq!(d.ordinal(), None);
         let p = d.properties().unwrap();
-        assert_eq!(p.name, SIM_NAME);
+        assert_eq!(p.name, sim::DEVICE_NAME);
         assert_eq!(p.max_threads_per_block, 1024);
         assert!(p.multiprocessor_count >= 1);
         assert_eq!(format!("{d}"), "the simulator");

@@ -51,6 +51,24 @@ fn module(m: ModuleHandle) -> driver::CUmodule {
     m.0.cast()
 }
 
+/// The name of a device (`cuDeviceGetName`).
+pub(crate) fn device_name(dev: CUdevice) -> Result<String> {
+    // SAFETY: a `Device` of kind CUDA holds a handle from cuDeviceGet.
+    unsafe { driver::device_name(dev) }
+}
+
+/// A device attribute (`cuDeviceGetAttribute`), negative values read as 0.
+pub(crate) fn device_attribute(dev: CUdevice, attr: DeviceAttr) -> Result<u32> {
+    // SAFETY: as above.
+    unsafe { driver::device_attribute(dev, attr) }.map(|v| v.max(0) as u32)
+}
+
+/// A device's global memory in bytes (`cuDeviceTotalMem`).
+pub(crate) fn device_total_memory(dev: CUdevice) -> Result<usize> {
+    // SAFETY: as above.
+    unsafe { driver::device_total_mem(dev) }
+}
+
 impl CudaBackend {
     /// Retains the primary context of `dev` (ordinal `ordinal`) and reads its limits.
     pub(crate) fn new(dev: CUdevice, ordinal: usize) -> Result<CudaBackend> {

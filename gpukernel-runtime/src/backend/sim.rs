@@ -12,8 +12,49 @@ use super::{
     Backend, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo, Image,
     LastLaunch, LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
 };
+use crate::driver::DeviceAttr;
 use crate::error::{Error, Result};
 use crate::module::ImageKind;
+
+/// The simulator's device name.
+pub(crate) const DEVICE_NAME: &str = "gpukernel CPU simulator";
+
+/// The simulator's device attributes: an sm_90 device with one multiprocessor per host core.
+pub(crate) fn device_attribute(attr: DeviceAttr) -> u32 {
+    use DeviceAttr::*;
+    match attr {
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR => 9,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR => 0,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT => std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK => LIMITS.max_threads_per_block,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X => LIMITS.max_block[0],
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y => LIMITS.max_block[1],
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z => LIMITS.max_block[2],
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X => LIMITS.max_grid[0],
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y => LIMITS.max_grid[1],
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z => LIMITS.max_grid[2],
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK => 48 * 1024,
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => LIMITS.max_shared_optin,
+        CU_DEVICE_ATTRIBUTE_WARP_SIZE => 32,
+        _ => 0,
+    }
+}
+
+/// The simulator's "global memory": the host's (`MemTotal` of /proc/meminfo; 0 if unknown).
+pub(crate) fn device_total_memory() -> usize {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<usize>().ok())
+        })
+        .map(|kb| kb.saturating_mul(1024))
+        .unwrap_or(0)
+}
 
 /// The simulator's one context.
 #[derive(Debug, Default)]
