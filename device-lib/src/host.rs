@@ -9,8 +9,11 @@
 //! intrinsic.
 
 use crate::thread::{Dim3, WARP_SIZE};
+use core::any::Any;
 use core::cell::Cell;
 use core::ptr::NonNull;
+use std::boxed::Box;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The values the lanes of a warp contributed to one warp-wide operation.
 #[derive(Debug, Clone, Copy)]
@@ -49,6 +52,14 @@ pub trait SimHooks {
     /// Records a failed foreign call of this launch (the first one of the launch wins); the
     /// simulator hands it to the launching thread with [`post_foreign_failure`].
     fn record_foreign_failure(&self, failure: ForeignFailure);
+
+    /// Ends the calling simulated thread without unwinding its stack: a panic (`payload`)
+    /// was caught in an entry point that foreign code called, so the frames between the
+    /// thread's start and here include foreign (C++) frames and the `extern "C"` import that
+    /// called them, which a Rust unwind must not cross. The simulator suspends the thread for
+    /// good, reports the panic as the thread's failure (unless it is the simulator's own abort
+    /// of the thread) and discards the thread's stack without running its destructors.
+    fn fault(&self, payload: Box<dyn Any + Send>) -> !;
 }
 
 /// The context of one simulated thread: its indices and the hooks of its block.
@@ -266,75 +277,122 @@ fn dim(what: &str, d: Dim3, which: u32) -> u32 {
     }
 }
 
+/// Runs the body of an entry point that foreign code calls, so that no unwind leaves it.
+///
+/// The caller is C++ compiled for the host, called in turn through the `extern "C"` import
+/// that `declare_device!` generates: a Rust panic must not unwind through either. A panic in
+/// `f` (a misuse the simulator reports, such as a warp mask without the calling lane, or the
+/// simulator aborting the thread because another thread of its block failed) is caught here
+/// and handed to [`SimHooks::fault`], which ends the simulated thread without unwinding its
+/// stack. Outside a launch there is no simulated thread to end: the panic (already printed by
+/// the panic hook) aborts the process.
+#[inline]
+fn from_foreign<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let cx = CURRENT.with(|c| c.get());
+            if cx.is_null() {
+                std::eprintln!(
+                    "gpukernel_device: `{what}` panicked in a call from foreign code outside a \
+                     kernel launch; aborting, since the panic cannot unwind through foreign frames"
+                );
+                std::process::abort();
+            }
+            // SAFETY: non-null contexts are valid while current (see `set_current`).
+            unsafe { &*cx }.hooks().fault(payload)
+        }
+    }
+}
+
 /// `threadIdx` component `which` (0 = x, 1 = y, 2 = z), for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_thread_idx(which: u32) -> u32 {
-    with_context("threadIdx", |cx| dim("threadIdx", cx.thread_idx, which))
+pub extern "C" fn gpukernel_sim_thread_idx(which: u32) -> u32 {
+    from_foreign("threadIdx", || {
+        with_context("threadIdx", |cx| dim("threadIdx", cx.thread_idx, which))
+    })
 }
 
 /// `blockIdx` component `which`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_block_idx(which: u32) -> u32 {
-    with_context("blockIdx", |cx| dim("blockIdx", cx.block_idx, which))
+pub extern "C" fn gpukernel_sim_block_idx(which: u32) -> u32 {
+    from_foreign("blockIdx", || {
+        with_context("blockIdx", |cx| dim("blockIdx", cx.block_idx, which))
+    })
 }
 
 /// `blockDim` component `which`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_block_dim(which: u32) -> u32 {
-    with_context("blockDim", |cx| dim("blockDim", cx.block_dim, which))
+pub extern "C" fn gpukernel_sim_block_dim(which: u32) -> u32 {
+    from_foreign("blockDim", || {
+        with_context("blockDim", |cx| dim("blockDim", cx.block_dim, which))
+    })
 }
 
 /// `gridDim` component `which`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_grid_dim(which: u32) -> u32 {
-    with_context("gridDim", |cx| dim("gridDim", cx.grid_dim, which))
+pub extern "C" fn gpukernel_sim_grid_dim(which: u32) -> u32 {
+    from_foreign("gridDim", || {
+        with_context("gridDim", |cx| dim("gridDim", cx.grid_dim, which))
+    })
 }
 
 /// `__syncthreads_count(predicate)` (and `__syncthreads` with any predicate), for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_sync_threads_count(predicate: i32) -> i32 {
-    with_context("__syncthreads", |cx| {
-        cx.hooks().sync_threads(predicate != 0)
-    }) as i32
+pub extern "C" fn gpukernel_sim_sync_threads_count(predicate: i32) -> i32 {
+    from_foreign("__syncthreads", || {
+        with_context("__syncthreads", |cx| {
+            cx.hooks().sync_threads(predicate != 0)
+        }) as i32
+    })
 }
 
 /// `__shfl*_sync` on 32 bits, for foreign code: `mode` 0 = index, 1 = up, 2 = down, 3 = xor.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_shfl_sync(
+pub extern "C" fn gpukernel_sim_shfl_sync(
     mask: u32,
     value: u32,
     mode: u32,
     arg: u32,
     width: u32,
 ) -> u32 {
-    shuffle("__shfl_sync", mask, value as u64, mode, arg, width) as u32
+    from_foreign("__shfl_sync", || {
+        shuffle("__shfl_sync", mask, value as u64, mode, arg, width) as u32
+    })
 }
 
-/// `__ballot_sync(mask, predicate)`, for foreign code (`__all_sync`/`__any_sync` derive from it).
+/// `__ballot_sync(mask, predicate)`, for foreign code (`__any_sync` and `__syncwarp` derive
+/// from it).
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_ballot_sync(mask: u32, predicate: i32) -> u32 {
-    ballot("__ballot_sync", mask, predicate != 0).0
+pub extern "C" fn gpukernel_sim_ballot_sync(mask: u32, predicate: i32) -> u32 {
+    from_foreign("__ballot_sync", || {
+        ballot("__ballot_sync", mask, predicate != 0).0
+    })
 }
 
-/// The participants of a warp vote with `mask` (the mask restricted to existing lanes), for
-/// foreign code's `__all_sync`.
+/// `__all_sync(mask, predicate)`, for foreign code: whether every participant (the lanes of
+/// `mask` that exist) passed a non-zero predicate.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_all_sync(mask: u32, predicate: i32) -> i32 {
-    let (bits, participants) = ballot("__all_sync", mask, predicate != 0);
-    (bits == participants) as i32
+pub extern "C" fn gpukernel_sim_all_sync(mask: u32, predicate: i32) -> i32 {
+    from_foreign("__all_sync", || {
+        let (bits, participants) = ballot("__all_sync", mask, predicate != 0);
+        (bits == participants) as i32
+    })
 }
 
 /// `__activemask()`, for foreign code: the lanes that exist in the caller's warp (see
 /// [`crate::warp::active_mask`]).
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_active_mask() -> u32 {
-    crate::warp::active_mask()
+pub extern "C" fn gpukernel_sim_active_mask() -> u32 {
+    from_foreign("__activemask", crate::warp::active_mask)
 }
 
 /// `%laneid`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_lane_id() -> u32 {
-    with_context("__lane_id", |cx| cx.linear_thread() % WARP_SIZE)
+pub extern "C" fn gpukernel_sim_lane_id() -> u32 {
+    from_foreign("__lane_id", || {
+        with_context("__lane_id", |cx| cx.linear_thread() % WARP_SIZE)
+    })
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! so a GPU run never passes without a GPU). Results are compared with a host reference and
 //! between the devices.
 
+pub mod sim_faults;
+
 use gpukernel_runtime::link::Linker;
 use gpukernel_runtime::{Context, Device, Kernel, Module};
 

@@ -1,6 +1,7 @@
 //! One worker's block scheduler: the threads of a block as coroutines, the barrier and warp
 //! exchanges between them, and the block's shared memory.
 
+use core::any::Any;
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -19,7 +20,13 @@ use super::{SimError, SimLaunch};
 /// Why a simulated thread suspended.
 enum Suspend {
     Barrier(bool),
-    Warp { mask: u32, value: u64 },
+    Warp {
+        mask: u32,
+        value: u64,
+    },
+    /// The thread ended in a call from foreign code (see [`SimHooks::fault`]): never resume
+    /// it; discard its stack without unwinding.
+    Fault(Box<dyn Any + Send>),
 }
 
 /// What a suspended simulated thread is resumed with.
@@ -137,6 +144,14 @@ impl SimHooks for SimThread {
         if slot.is_none() {
             *slot = Some(failure);
         }
+    }
+
+    fn fault(&self, payload: Box<dyn Any + Send>) -> ! {
+        let y = self.yielder.get();
+        // SAFETY: as in `suspend`.
+        let _ = unsafe { &*y }.suspend(Suspend::Fault(payload));
+        // The runner never resumes a faulted thread; if it did, nothing here may unwind.
+        std::process::abort()
     }
 }
 
@@ -385,7 +400,8 @@ impl BlockRunner {
                 stack,
                 move |y: &Yielder<Resume, Suspend>, _: Resume| {
                     // SAFETY: the runner keeps the thread record alive and in place until this
-                    // coroutine has completed (it never drops a suspended coroutine).
+                    // coroutine has completed or been forgotten after a fault, never to run
+                    // again (it never drops a suspended coroutine).
                     unsafe { (*thread).yielder.set(y) };
                     // SAFETY: the launch's parameter array matches the entry's ABI (the runtime's
                     // typed launch, or the caller of an untyped launch, guarantees it).
@@ -408,6 +424,18 @@ impl BlockRunner {
             CoroutineResult::Yield(Suspend::Barrier(p)) => self.states[t] = State::AtBarrier(p),
             CoroutineResult::Yield(Suspend::Warp { mask, value }) => {
                 self.states[t] = State::AtWarp { mask, value }
+            }
+            CoroutineResult::Yield(Suspend::Fault(payload)) => {
+                self.states[t] = State::Done;
+                // The thread stopped in an entry point that foreign code called: its stack
+                // holds foreign frames, which a Rust unwind must not cross. Forget the
+                // coroutine and its stack instead. The frames' destructors never run (a leak,
+                // as `mem::forget`), and the stack is never unmapped or reused, so memory that
+                // a frame pinned or lent out stays valid for the rest of the process.
+                std::mem::forget(self.coros[t].take());
+                if !payload.is::<Aborted>() {
+                    return Err(self.error(t, format!("panicked: {}", panic_message(payload))));
+                }
             }
             CoroutineResult::Return(end) => {
                 self.states[t] = State::Done;
@@ -561,7 +589,8 @@ impl BlockRunner {
     }
 
     /// Unwinds every suspended thread (after a failure), so that no coroutine is dropped
-    /// while suspended.
+    /// while suspended. A thread suspended in a call from foreign code catches the unwind at
+    /// the foreign boundary and faults instead (see `resume`), which discards its stack.
     fn abort_all(&mut self) {
         for t in 0..self.threads.len() {
             while self.coros[t].is_some() {
