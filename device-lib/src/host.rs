@@ -25,19 +25,61 @@ pub struct WarpExchange {
     pub participants: u32,
 }
 
+/// The kind of a block-wide barrier: the plain one or one of its reductions. The threads of a
+/// block must wait at barriers of one kind at a time (the PTX ISA calls mixing `barrier.red`
+/// with `barrier.sync` unpredictable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarrierKind {
+    /// `sync_threads` / `__syncthreads`.
+    Sync,
+    /// `sync_threads_count` / `__syncthreads_count`.
+    Count,
+    /// `sync_threads_and` / `__syncthreads_and`.
+    And,
+    /// `sync_threads_or` / `__syncthreads_or`.
+    Or,
+}
+
+impl BarrierKind {
+    /// The Rust function of this kind, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            BarrierKind::Sync => "sync_threads",
+            BarrierKind::Count => "sync_threads_count",
+            BarrierKind::And => "sync_threads_and",
+            BarrierKind::Or => "sync_threads_or",
+        }
+    }
+}
+
+/// One thread's arrival at a block-wide barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Barrier {
+    /// Which barrier.
+    pub kind: BarrierKind,
+    /// The thread's predicate (false for [`BarrierKind::Sync`]).
+    pub predicate: bool,
+    /// For the aligned form (`sync_threads_aligned`), where it was called: every thread of the
+    /// block must then wait at that same call.
+    pub aligned_at: Option<&'static core::panic::Location<'static>>,
+}
+
 /// What the simulator provides to the simulated thread whose context names it.
 ///
 /// Every method is called from inside that thread's coroutine, on the OS thread that
 /// resumed it; a method that has to wait for other threads (a barrier, a warp exchange)
 /// suspends the coroutine and returns once the other threads arrived.
 pub trait SimHooks {
-    /// `__syncthreads`: waits until every thread of the block arrived, then returns the number
-    /// of threads that passed `predicate == true`.
-    fn sync_threads(&self, predicate: bool) -> u32;
+    /// A block-wide barrier: waits until every thread of the block arrived, then returns the
+    /// number of threads that passed `predicate == true`. Threads arriving at barriers of
+    /// different kinds, or some at an aligned barrier and others elsewhere, are an error the
+    /// simulator reports.
+    fn barrier(&self, barrier: Barrier) -> u32;
 
     /// A warp-synchronous exchange: waits until every lane of `mask` that exists in the
     /// calling thread's warp called it (with the same mask), then returns what each lane
-    /// contributed. The calling lane must be in `mask`.
+    /// contributed. The calling lane must be in `mask` (the callers in this module check it
+    /// first, naming the operation).
     fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange;
 
     /// The block's storage for the static shared-memory array identified by `key` (the
@@ -243,7 +285,16 @@ pub fn shuffle_source(mode: u32, lane: u32, arg: u32, width: u32) -> Option<u32>
 
 /// Performs a shuffle for the current simulated thread: the value of the source lane when it
 /// is a participant, else the caller's own value (CUDA leaves that case undefined).
-pub(crate) fn shuffle(what: &str, mask: u32, value: u64, mode: u32, arg: u32, width: u32) -> u64 {
+#[track_caller]
+pub(crate) fn shuffle(
+    what: &'static str,
+    mask: u32,
+    value: u64,
+    mode: u32,
+    arg: u32,
+    width: u32,
+) -> u64 {
+    check_mask(what, mask);
     with_context(what, |cx| {
         let lane = cx.linear_thread() % WARP_SIZE;
         let ex = cx.hooks().warp_exchange(mask, value);
@@ -255,7 +306,9 @@ pub(crate) fn shuffle(what: &str, mask: u32, value: u64, mode: u32, arg: u32, wi
 }
 
 /// A vote for the current simulated thread: the ballot of the participants' predicates.
-pub(crate) fn ballot(what: &str, mask: u32, predicate: bool) -> (u32, u32) {
+#[track_caller]
+pub(crate) fn ballot(what: &'static str, mask: u32, predicate: bool) -> (u32, u32) {
+    check_mask(what, mask);
     with_context(what, |cx| {
         let ex = cx.hooks().warp_exchange(mask, predicate as u64);
         let mut bits = 0u32;
@@ -266,6 +319,36 @@ pub(crate) fn ballot(what: &str, mask: u32, predicate: bool) -> (u32, u32) {
         }
         (bits, ex.participants)
     })
+}
+
+/// `__syncwarp(mask)` for the current simulated thread.
+#[track_caller]
+pub(crate) fn warp_sync(what: &'static str, mask: u32) {
+    check_mask(what, mask);
+    with_context(what, |cx| {
+        cx.hooks().warp_exchange(mask, 0);
+    })
+}
+
+/// Panics, naming `what` and the lane, unless the current simulated thread's lane is in
+/// `mask`: the GPU leaves that case undefined, and the safe warp operations trap on it.
+#[track_caller]
+pub(crate) fn check_mask(what: &'static str, mask: u32) {
+    let lane = with_context(what, |cx| cx.linear_thread() % WARP_SIZE);
+    if mask & (1 << lane) == 0 {
+        lane_not_in_mask(what, mask, lane);
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn lane_not_in_mask(what: &str, mask: u32, lane: u32) -> ! {
+    panic!(
+        "{what} called by lane {lane} with mask {mask:#010x}, which is not in the mask: the calling \
+         lane must be in the mask of a warp operation (undefined in the PTX ISA; the safe \
+         functions trap on the GPU)"
+    )
 }
 
 fn dim(what: &str, d: Dim3, which: u32) -> u32 {
@@ -337,13 +420,25 @@ pub extern "C" fn gpukernel_sim_grid_dim(which: u32) -> u32 {
     })
 }
 
-/// `__syncthreads_count(predicate)` (and `__syncthreads` with any predicate), for foreign code.
+/// `__syncthreads` (`kind` 0) and its reductions `__syncthreads_count` (1), `_and` (2) and
+/// `_or` (3), for foreign code: the number of the block's threads that passed a non-zero
+/// `predicate`.
 #[unsafe(no_mangle)]
-pub extern "C" fn gpukernel_sim_sync_threads_count(predicate: i32) -> i32 {
+pub extern "C" fn gpukernel_sim_barrier(kind: i32, predicate: i32) -> i32 {
     from_foreign("__syncthreads", || {
-        with_context("__syncthreads", |cx| {
-            cx.hooks().sync_threads(predicate != 0)
-        }) as i32
+        let kind = match kind {
+            0 => BarrierKind::Sync,
+            1 => BarrierKind::Count,
+            2 => BarrierKind::And,
+            3 => BarrierKind::Or,
+            _ => panic!("__syncthreads: unknown barrier kind {kind}"),
+        };
+        let barrier = Barrier {
+            kind,
+            predicate: predicate != 0,
+            aligned_at: None,
+        };
+        with_context("__syncthreads", |cx| cx.hooks().barrier(barrier)) as i32
     })
 }
 

@@ -39,7 +39,7 @@ unsigned gpukernel_sim_thread_idx(unsigned which) noexcept;
 unsigned gpukernel_sim_block_idx(unsigned which) noexcept;
 unsigned gpukernel_sim_block_dim(unsigned which) noexcept;
 unsigned gpukernel_sim_grid_dim(unsigned which) noexcept;
-int gpukernel_sim_sync_threads_count(int predicate) noexcept;
+int gpukernel_sim_barrier(int kind, int predicate) noexcept;
 unsigned gpukernel_sim_shfl_sync(unsigned mask, unsigned value, unsigned mode, unsigned arg,
                                  unsigned width) noexcept;
 unsigned gpukernel_sim_ballot_sync(unsigned mask, int predicate) noexcept;
@@ -107,13 +107,13 @@ template <class...> struct unsupported : std::false_type {};
 #define warpSize 32
 
 // ---- synchronization ---------------------------------------------------------------------
-static inline void __syncthreads() { (void)gpukernel_sim_sync_threads_count(0); }
-static inline int __syncthreads_count(int p) { return gpukernel_sim_sync_threads_count(p); }
+static inline void __syncthreads() { (void)gpukernel_sim_barrier(0, 0); }
+static inline int __syncthreads_count(int p) { return gpukernel_sim_barrier(1, p); }
 static inline int __syncthreads_and(int p) {
     dim3 d = gpukernel_sim::block_dim();
-    return gpukernel_sim_sync_threads_count(p) == (int)(d.x * d.y * d.z);
+    return gpukernel_sim_barrier(2, p) == (int)(d.x * d.y * d.z);
 }
-static inline int __syncthreads_or(int p) { return gpukernel_sim_sync_threads_count(p) != 0; }
+static inline int __syncthreads_or(int p) { return gpukernel_sim_barrier(3, p) != 0; }
 static inline void __syncwarp(unsigned mask = 0xffffffffu) {
     (void)gpukernel_sim_ballot_sync(mask, 0);
 }

@@ -103,8 +103,10 @@ pub fn plain_kernels(ctx: &Context) -> Module {
         scalar_abi::NAME,
         scale_in_place::NAME,
         block_reduce_sum::NAME,
+        block_reduce_sum_aligned::NAME,
         block_reduce_sum_dynamic::NAME,
         warp_reduce_sum::NAME,
+        warp_reduce_sum_unchecked::NAME,
         atomic_sum::NAME,
     ];
     Linker::new(ctx)

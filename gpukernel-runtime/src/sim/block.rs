@@ -12,14 +12,16 @@ use std::sync::{Mutex, Once};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpukernel_device::SimEntry;
-use gpukernel_device::host::{self, ForeignFailure, SimHooks, ThreadContext, WarpExchange};
+use gpukernel_device::host::{
+    self, Barrier, ForeignFailure, SimHooks, ThreadContext, WarpExchange,
+};
 use gpukernel_device::thread::Dim3;
 
 use super::{SimError, SimLaunch};
 
 /// Why a simulated thread suspended.
 enum Suspend {
-    Barrier(bool),
+    Barrier(Barrier),
     Warp {
         mask: u32,
         value: u64,
@@ -57,7 +59,7 @@ type Coro = Coroutine<Resume, Suspend, Ended, DefaultStack>;
 enum State {
     NotStarted,
     Ready,
-    AtBarrier(bool),
+    AtBarrier(Barrier),
     AtWarp { mask: u32, value: u64 },
     Done,
 }
@@ -89,13 +91,13 @@ impl SimThread {
 }
 
 impl SimHooks for SimThread {
-    fn sync_threads(&self, predicate: bool) -> u32 {
+    fn barrier(&self, barrier: Barrier) -> u32 {
         if std::thread::panicking() {
             // A destructor running while this thread unwinds: the launch has already failed,
             // and suspending mid-unwind could start a second panic on this OS thread.
             return 0;
         }
-        match self.suspend(Suspend::Barrier(predicate)) {
+        match self.suspend(Suspend::Barrier(barrier)) {
             Resume::Barrier(count) => count,
             _ => unreachable!("a barrier is resumed with its count"),
         }
@@ -421,7 +423,7 @@ impl BlockRunner {
         // SAFETY: clearing the current context.
         unsafe { host::set_current(core::ptr::null()) };
         match r {
-            CoroutineResult::Yield(Suspend::Barrier(p)) => self.states[t] = State::AtBarrier(p),
+            CoroutineResult::Yield(Suspend::Barrier(b)) => self.states[t] = State::AtBarrier(b),
             CoroutineResult::Yield(Suspend::Warp { mask, value }) => {
                 self.states[t] = State::AtWarp { mask, value }
             }
@@ -468,14 +470,10 @@ impl BlockRunner {
             }
             let mut done = 0;
             let mut at_barrier = 0;
-            let mut count = 0;
             for s in &self.states {
                 match s {
                     State::Done => done += 1,
-                    State::AtBarrier(p) => {
-                        at_barrier += 1;
-                        count += *p as u32;
-                    }
+                    State::AtBarrier(_) => at_barrier += 1,
                     _ => {}
                 }
             }
@@ -485,6 +483,7 @@ impl BlockRunner {
             if at_barrier != n {
                 return Err(self.stuck());
             }
+            let count = self.release_barrier()?;
             self.states.fill(State::Ready);
             for slot in inputs.iter_mut() {
                 *slot = Some(Resume::Barrier(count));
@@ -534,6 +533,50 @@ impl BlockRunner {
         any
     }
 
+    /// Checks the barrier that every thread of the block waits at, and returns how many
+    /// threads passed `true`: the threads must wait at barriers of one kind, and when one waits
+    /// at an aligned barrier, all must wait at that same call.
+    fn release_barrier(&self) -> Result<u32, SimError> {
+        let at = |t: usize| match self.states[t] {
+            State::AtBarrier(b) => b,
+            _ => unreachable!("every thread waits at a barrier"),
+        };
+        let first = at(0);
+        let aligned = (0..self.threads.len()).find_map(|t| at(t).aligned_at.map(|loc| (t, loc)));
+        let mut count = 0;
+        for t in 0..self.threads.len() {
+            let b = at(t);
+            count += b.predicate as u32;
+            if let Some((a, loc)) = aligned
+                && b.aligned_at != Some(loc)
+            {
+                let here = match b.aligned_at {
+                    Some(other) => format!("sync_threads_aligned at {other}"),
+                    None => b.kind.name().to_owned(),
+                };
+                return Err(self.error(
+                    t,
+                    format!(
+                        "aligned barrier divergence: thread {} waits at sync_threads_aligned at {loc}, but this thread waits at {here}; every thread of the block must execute the same sync_threads_aligned call (undefined behaviour on the GPU; sync_threads is the safe form)",
+                        self.thread_name(a)
+                    ),
+                ));
+            }
+            if b.kind != first.kind {
+                return Err(self.error(
+                    t,
+                    format!(
+                        "barrier divergence: this thread waits at {}, but thread {} waits at {}; the threads of a block must reach the same barriers in the same order (mixing a barrier's reductions with the plain barrier gives unpredictable results on the GPU)",
+                        b.kind.name(),
+                        self.thread_name(0),
+                        first.kind.name()
+                    ),
+                ));
+            }
+        }
+        Ok(count)
+    }
+
     /// Describes why no thread of the block can make progress.
     fn stuck(&self) -> SimError {
         let n = self.threads.len();
@@ -554,7 +597,7 @@ impl BlockRunner {
                     State::AtWarp { mask: m, .. } => {
                         format!("waits in a warp operation with mask {m:#010x}")
                     }
-                    State::AtBarrier(_) => "waits at sync_threads".to_owned(),
+                    State::AtBarrier(b) => format!("waits at {}", b.kind.name()),
                     State::Done => "has finished".to_owned(),
                     State::NotStarted | State::Ready => continue,
                 };
@@ -568,9 +611,12 @@ impl BlockRunner {
                 );
             }
         }
-        let waiting = (0..n).find(|&t| matches!(self.states[t], State::AtBarrier(_)));
+        let waiting = (0..n).find_map(|t| match self.states[t] {
+            State::AtBarrier(b) => Some((t, b)),
+            _ => None,
+        });
         match (waiting, first_done) {
-            (Some(w), Some(d)) => {
+            (Some((w, b)), Some(d)) => {
                 let finished = self
                     .states
                     .iter()
@@ -579,7 +625,8 @@ impl BlockRunner {
                 self.error(
                     w,
                     format!(
-                        "barrier divergence: this thread waits at sync_threads, but {finished} thread(s) of the block finished without reaching it (e.g. thread {}); every thread of a block must reach each barrier",
+                        "barrier divergence: this thread waits at {}, but {finished} thread(s) of the block finished without reaching it (e.g. thread {}); every thread of a block must reach each barrier",
+                        b.kind.name(),
                         self.thread_name(d)
                     ),
                 )
