@@ -19,10 +19,12 @@ pub const REDUCE_MAX_BLOCK: u32 = 256;
 /// `out[b]` = the sum of the inputs of block `b`'s threads (`input[b * block_dim_x ..][..block_dim_x]`).
 ///
 /// Launch with one-dimensional blocks of at most [`REDUCE_MAX_BLOCK`] threads (any count, not
-/// only powers of two) and `out.len() >= grid_dim_x`. A larger block traps (an out-of-bounds
-/// shared-memory index).
+/// only powers of two) and `out.len() >= grid_dim_x`. A larger block traps.
 #[kernel]
 pub fn block_reduce_sum(input: &[f32], out: DisjointSlice<f32>) {
+    // A condition every thread of the block evaluates alike: a larger block traps in every
+    // thread, before any barrier.
+    assert!(thread::block_dim_x() <= REDUCE_MAX_BLOCK);
     let tile = shared_array!(f32, REDUCE_MAX_BLOCK as usize);
     let t = thread::thread_idx_x() as usize;
     let i = thread::global_index_x();
@@ -69,6 +71,9 @@ pub fn block_reduce_sum_dynamic(input: &[f32], out: DisjointSlice<f32>) {
 /// measuring what the safe barrier costs. Launch as [`block_reduce_sum`].
 #[kernel]
 pub fn block_reduce_sum_aligned(input: &[f32], out: DisjointSlice<f32>) {
+    // As in `block_reduce_sum`; here it also keeps the barriers aligned: no thread can trap
+    // at the shared-array write while others wait.
+    assert!(thread::block_dim_x() <= REDUCE_MAX_BLOCK);
     let tile = shared_array!(f32, REDUCE_MAX_BLOCK as usize);
     let t = thread::thread_idx_x() as usize;
     let i = thread::global_index_x();
@@ -79,8 +84,8 @@ pub fn block_reduce_sum_aligned(input: &[f32], out: DisjointSlice<f32>) {
     let total = tree_sum_with(
         // SAFETY: `tree_sum_with` calls the barrier from two places, each the same number of
         // times in every thread of the block (the trip count depends only on the block size),
-        // and every thread of the block calls `tree_sum_with` (no thread returns before it; a
-        // thread past the shared array traps the whole kernel).
+        // and every thread of the block calls `tree_sum_with` (nothing before it returns or
+        // traps in only some threads: the block size was checked above in every thread).
         || unsafe { sync::sync_threads_aligned() },
         // SAFETY: `tree_sum_with` reads a slot only after a barrier that follows its last write.
         |k| unsafe { tile.read(k) },
