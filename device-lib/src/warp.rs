@@ -19,9 +19,11 @@
 //! to the mask instead would give the lanes of one call different masks, which is its own
 //! error. The check costs nothing with a constant [`FULL_MASK`], which contains every lane:
 //! it folds away at compile time. With a mask computed at run time it is a `%laneid` read, a
-//! shift, a test and a branch, once per mask where the compiler can hoist it. The `_unchecked`
-//! forms skip it, for callers who know the lane is in the mask (a mask from
-//! [`active_mask`] always contains the caller).
+//! shift, a test and a branch, once per mask where the compiler can hoist it; since that
+//! branch is per lane, `ptxas` can no longer prove the warp converged at the following
+//! operations and adds a divergence test (`BRA.DIV`) with a slow path beside each. The
+//! `_unchecked` forms skip the check, for callers who know the lane is in the mask (a mask
+//! from [`active_mask`] always contains the caller).
 //!
 //! What remains is not undefined behaviour: lanes of `mask` that never arrive, or arrive with
 //! another mask, make the warp wait (a hang on the GPU, an error in the simulator), and a
