@@ -9,8 +9,11 @@
 //! intrinsic.
 
 use crate::thread::{Dim3, WARP_SIZE};
+use core::any::Any;
 use core::cell::Cell;
 use core::ptr::NonNull;
+use std::boxed::Box;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// The values the lanes of a warp contributed to one warp-wide operation.
 #[derive(Debug, Clone, Copy)]
@@ -22,19 +25,61 @@ pub struct WarpExchange {
     pub participants: u32,
 }
 
+/// The kind of a block-wide barrier: the plain one or one of its reductions. The threads of a
+/// block must wait at barriers of one kind at a time (the PTX ISA calls mixing `barrier.red`
+/// with `barrier.sync` unpredictable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BarrierKind {
+    /// `sync_threads` / `__syncthreads`.
+    Sync,
+    /// `sync_threads_count` / `__syncthreads_count`.
+    Count,
+    /// `sync_threads_and` / `__syncthreads_and`.
+    And,
+    /// `sync_threads_or` / `__syncthreads_or`.
+    Or,
+}
+
+impl BarrierKind {
+    /// The Rust function of this kind, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            BarrierKind::Sync => "sync_threads",
+            BarrierKind::Count => "sync_threads_count",
+            BarrierKind::And => "sync_threads_and",
+            BarrierKind::Or => "sync_threads_or",
+        }
+    }
+}
+
+/// One thread's arrival at a block-wide barrier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Barrier {
+    /// Which barrier.
+    pub kind: BarrierKind,
+    /// The thread's predicate (false for [`BarrierKind::Sync`]).
+    pub predicate: bool,
+    /// For the aligned form (`sync_threads_aligned`), where it was called: every thread of the
+    /// block must then wait at that same call.
+    pub aligned_at: Option<&'static core::panic::Location<'static>>,
+}
+
 /// What the simulator provides to the simulated thread whose context names it.
 ///
 /// Every method is called from inside that thread's coroutine, on the OS thread that
 /// resumed it; a method that has to wait for other threads (a barrier, a warp exchange)
 /// suspends the coroutine and returns once the other threads arrived.
 pub trait SimHooks {
-    /// `__syncthreads`: waits until every thread of the block arrived, then returns the number
-    /// of threads that passed `predicate == true`.
-    fn sync_threads(&self, predicate: bool) -> u32;
+    /// A block-wide barrier: waits until every thread of the block arrived, then returns the
+    /// number of threads that passed `predicate == true`. Threads arriving at barriers of
+    /// different kinds, or some at an aligned barrier and others elsewhere, are an error the
+    /// simulator reports.
+    fn barrier(&self, barrier: Barrier) -> u32;
 
     /// A warp-synchronous exchange: waits until every lane of `mask` that exists in the
     /// calling thread's warp called it (with the same mask), then returns what each lane
-    /// contributed. The calling lane must be in `mask`.
+    /// contributed. The calling lane must be in `mask` (the callers in this module check it
+    /// first, naming the operation).
     fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange;
 
     /// The block's storage for the static shared-memory array identified by `key` (the
@@ -49,6 +94,14 @@ pub trait SimHooks {
     /// Records a failed foreign call of this launch (the first one of the launch wins); the
     /// simulator hands it to the launching thread with [`post_foreign_failure`].
     fn record_foreign_failure(&self, failure: ForeignFailure);
+
+    /// Ends the calling simulated thread without unwinding its stack: a panic (`payload`)
+    /// was caught in an entry point that foreign code called, so the frames between the
+    /// thread's start and here include foreign (C++) frames and the `extern "C"` import that
+    /// called them, which a Rust unwind must not cross. The simulator suspends the thread for
+    /// good, reports the panic as the thread's failure (unless it is the simulator's own abort
+    /// of the thread) and discards the thread's stack without running its destructors.
+    fn fault(&self, payload: Box<dyn Any + Send>) -> !;
 }
 
 /// The context of one simulated thread: its indices and the hooks of its block.
@@ -232,7 +285,16 @@ pub fn shuffle_source(mode: u32, lane: u32, arg: u32, width: u32) -> Option<u32>
 
 /// Performs a shuffle for the current simulated thread: the value of the source lane when it
 /// is a participant, else the caller's own value (CUDA leaves that case undefined).
-pub(crate) fn shuffle(what: &str, mask: u32, value: u64, mode: u32, arg: u32, width: u32) -> u64 {
+#[track_caller]
+pub(crate) fn shuffle(
+    what: &'static str,
+    mask: u32,
+    value: u64,
+    mode: u32,
+    arg: u32,
+    width: u32,
+) -> u64 {
+    check_mask(what, mask);
     with_context(what, |cx| {
         let lane = cx.linear_thread() % WARP_SIZE;
         let ex = cx.hooks().warp_exchange(mask, value);
@@ -244,7 +306,9 @@ pub(crate) fn shuffle(what: &str, mask: u32, value: u64, mode: u32, arg: u32, wi
 }
 
 /// A vote for the current simulated thread: the ballot of the participants' predicates.
-pub(crate) fn ballot(what: &str, mask: u32, predicate: bool) -> (u32, u32) {
+#[track_caller]
+pub(crate) fn ballot(what: &'static str, mask: u32, predicate: bool) -> (u32, u32) {
+    check_mask(what, mask);
     with_context(what, |cx| {
         let ex = cx.hooks().warp_exchange(mask, predicate as u64);
         let mut bits = 0u32;
@@ -257,6 +321,36 @@ pub(crate) fn ballot(what: &str, mask: u32, predicate: bool) -> (u32, u32) {
     })
 }
 
+/// `__syncwarp(mask)` for the current simulated thread.
+#[track_caller]
+pub(crate) fn warp_sync(what: &'static str, mask: u32) {
+    check_mask(what, mask);
+    with_context(what, |cx| {
+        cx.hooks().warp_exchange(mask, 0);
+    })
+}
+
+/// Panics, naming `what` and the lane, unless the current simulated thread's lane is in
+/// `mask`: the GPU leaves that case undefined, and the safe warp operations trap on it.
+#[track_caller]
+pub(crate) fn check_mask(what: &'static str, mask: u32) {
+    let lane = with_context(what, |cx| cx.linear_thread() % WARP_SIZE);
+    if mask & (1 << lane) == 0 {
+        lane_not_in_mask(what, mask, lane);
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn lane_not_in_mask(what: &str, mask: u32, lane: u32) -> ! {
+    panic!(
+        "{what} called by lane {lane} with mask {mask:#010x}, which is not in the mask: the calling \
+         lane must be in the mask of a warp operation (undefined in the PTX ISA; the safe \
+         functions trap on the GPU)"
+    )
+}
+
 fn dim(what: &str, d: Dim3, which: u32) -> u32 {
     match which {
         0 => d.x,
@@ -266,75 +360,134 @@ fn dim(what: &str, d: Dim3, which: u32) -> u32 {
     }
 }
 
+/// Runs the body of an entry point that foreign code calls, so that no unwind leaves it.
+///
+/// The caller is C++ compiled for the host, called in turn through the `extern "C"` import
+/// that `declare_device!` generates: a Rust panic must not unwind through either. A panic in
+/// `f` (a misuse the simulator reports, such as a warp mask without the calling lane, or the
+/// simulator aborting the thread because another thread of its block failed) is caught here
+/// and handed to [`SimHooks::fault`], which ends the simulated thread without unwinding its
+/// stack. Outside a launch there is no simulated thread to end: the panic (already printed by
+/// the panic hook) aborts the process.
+#[inline]
+fn from_foreign<R>(what: &str, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let cx = CURRENT.with(|c| c.get());
+            if cx.is_null() {
+                std::eprintln!(
+                    "gpukernel_device: `{what}` panicked in a call from foreign code outside a \
+                     kernel launch; aborting, since the panic cannot unwind through foreign frames"
+                );
+                std::process::abort();
+            }
+            // SAFETY: non-null contexts are valid while current (see `set_current`).
+            unsafe { &*cx }.hooks().fault(payload)
+        }
+    }
+}
+
 /// `threadIdx` component `which` (0 = x, 1 = y, 2 = z), for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_thread_idx(which: u32) -> u32 {
-    with_context("threadIdx", |cx| dim("threadIdx", cx.thread_idx, which))
+pub extern "C" fn gpukernel_sim_thread_idx(which: u32) -> u32 {
+    from_foreign("threadIdx", || {
+        with_context("threadIdx", |cx| dim("threadIdx", cx.thread_idx, which))
+    })
 }
 
 /// `blockIdx` component `which`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_block_idx(which: u32) -> u32 {
-    with_context("blockIdx", |cx| dim("blockIdx", cx.block_idx, which))
+pub extern "C" fn gpukernel_sim_block_idx(which: u32) -> u32 {
+    from_foreign("blockIdx", || {
+        with_context("blockIdx", |cx| dim("blockIdx", cx.block_idx, which))
+    })
 }
 
 /// `blockDim` component `which`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_block_dim(which: u32) -> u32 {
-    with_context("blockDim", |cx| dim("blockDim", cx.block_dim, which))
+pub extern "C" fn gpukernel_sim_block_dim(which: u32) -> u32 {
+    from_foreign("blockDim", || {
+        with_context("blockDim", |cx| dim("blockDim", cx.block_dim, which))
+    })
 }
 
 /// `gridDim` component `which`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_grid_dim(which: u32) -> u32 {
-    with_context("gridDim", |cx| dim("gridDim", cx.grid_dim, which))
+pub extern "C" fn gpukernel_sim_grid_dim(which: u32) -> u32 {
+    from_foreign("gridDim", || {
+        with_context("gridDim", |cx| dim("gridDim", cx.grid_dim, which))
+    })
 }
 
-/// `__syncthreads_count(predicate)` (and `__syncthreads` with any predicate), for foreign code.
+/// `__syncthreads` (`kind` 0) and its reductions `__syncthreads_count` (1), `_and` (2) and
+/// `_or` (3), for foreign code: the number of the block's threads that passed a non-zero
+/// `predicate`.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_sync_threads_count(predicate: i32) -> i32 {
-    with_context("__syncthreads", |cx| {
-        cx.hooks().sync_threads(predicate != 0)
-    }) as i32
+pub extern "C" fn gpukernel_sim_barrier(kind: i32, predicate: i32) -> i32 {
+    from_foreign("__syncthreads", || {
+        let kind = match kind {
+            0 => BarrierKind::Sync,
+            1 => BarrierKind::Count,
+            2 => BarrierKind::And,
+            3 => BarrierKind::Or,
+            _ => panic!("__syncthreads: unknown barrier kind {kind}"),
+        };
+        let barrier = Barrier {
+            kind,
+            predicate: predicate != 0,
+            aligned_at: None,
+        };
+        with_context("__syncthreads", |cx| cx.hooks().barrier(barrier)) as i32
+    })
 }
 
 /// `__shfl*_sync` on 32 bits, for foreign code: `mode` 0 = index, 1 = up, 2 = down, 3 = xor.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_shfl_sync(
+pub extern "C" fn gpukernel_sim_shfl_sync(
     mask: u32,
     value: u32,
     mode: u32,
     arg: u32,
     width: u32,
 ) -> u32 {
-    shuffle("__shfl_sync", mask, value as u64, mode, arg, width) as u32
+    from_foreign("__shfl_sync", || {
+        shuffle("__shfl_sync", mask, value as u64, mode, arg, width) as u32
+    })
 }
 
-/// `__ballot_sync(mask, predicate)`, for foreign code (`__all_sync`/`__any_sync` derive from it).
+/// `__ballot_sync(mask, predicate)`, for foreign code (`__any_sync` and `__syncwarp` derive
+/// from it).
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_ballot_sync(mask: u32, predicate: i32) -> u32 {
-    ballot("__ballot_sync", mask, predicate != 0).0
+pub extern "C" fn gpukernel_sim_ballot_sync(mask: u32, predicate: i32) -> u32 {
+    from_foreign("__ballot_sync", || {
+        ballot("__ballot_sync", mask, predicate != 0).0
+    })
 }
 
-/// The participants of a warp vote with `mask` (the mask restricted to existing lanes), for
-/// foreign code's `__all_sync`.
+/// `__all_sync(mask, predicate)`, for foreign code: whether every participant (the lanes of
+/// `mask` that exist) passed a non-zero predicate.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_all_sync(mask: u32, predicate: i32) -> i32 {
-    let (bits, participants) = ballot("__all_sync", mask, predicate != 0);
-    (bits == participants) as i32
+pub extern "C" fn gpukernel_sim_all_sync(mask: u32, predicate: i32) -> i32 {
+    from_foreign("__all_sync", || {
+        let (bits, participants) = ballot("__all_sync", mask, predicate != 0);
+        (bits == participants) as i32
+    })
 }
 
 /// `__activemask()`, for foreign code: the lanes that exist in the caller's warp (see
 /// [`crate::warp::active_mask`]).
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_active_mask() -> u32 {
-    crate::warp::active_mask()
+pub extern "C" fn gpukernel_sim_active_mask() -> u32 {
+    from_foreign("__activemask", crate::warp::active_mask)
 }
 
 /// `%laneid`, for foreign code.
 #[unsafe(no_mangle)]
-pub extern "C-unwind" fn gpukernel_sim_lane_id() -> u32 {
-    with_context("__lane_id", |cx| cx.linear_thread() % WARP_SIZE)
+pub extern "C" fn gpukernel_sim_lane_id() -> u32 {
+    from_foreign("__lane_id", || {
+        with_context("__lane_id", |cx| cx.linear_thread() % WARP_SIZE)
+    })
 }
 
 #[cfg(test)]

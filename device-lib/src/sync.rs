@@ -1,21 +1,42 @@
 //! Barriers and memory fences (`__syncthreads`, `__syncwarp`, `__threadfence*`).
 //!
-//! The barriers are block-wide (or warp-wide) synchronization points: every thread of the
-//! block must reach the same `sync_threads*` call, as in CUDA. The simulator reports a block
-//! in which some threads finished (or panicked) while others wait at a barrier as an error
-//! ("barrier divergence") instead of hanging.
+//! # Which barrier instruction, and why the safe forms are defined
+//!
+//! The safe block barriers ([`sync_threads`] and its count/and/or forms) lower to the PTX
+//! ISA's *non-aligned* forms, `barrier.sync 0` and `barrier.red.{popc,and,or} 0`. CUDA's
+//! `__syncthreads()` lowers to `bar.sync 0`, which the ISA defines as the *aligned* form
+//! `barrier.sync.aligned 0`: it promises that every thread of the block executes that same
+//! instruction, and leaves the program undefined when threads reach it from divergent code.
+//! A safe function cannot make that promise for its caller (nor for the compiler, whose
+//! transformations such as jump threading may duplicate a barrier into the arms of a branch),
+//! so the aligned form is only [`sync_threads_aligned`], an `unsafe fn`.
+//!
+//! The non-aligned form is defined wherever threads reach it from (sm_70 and later; the
+//! nvptx64 target's floor): each thread waits for the non-exited threads of its warp, then
+//! for the other warps of the block, whichever `barrier.sync 0` instruction they execute. A
+//! misuse (some threads never arrive, or some wait at another kind of barrier) is a bug that
+//! hangs the block or, for the reductions, gives an unpredictable result; it is not undefined
+//! behaviour. The simulator reports both as errors naming the kernel, block and thread
+//! ("barrier divergence"), instead of hanging.
+//!
+//! [`sync_warp`] checks that the calling lane is in its mask (the ISA leaves
+//! `bar.warp.sync` undefined otherwise) and traps when it is not; see [`crate::warp`].
 
 #[cfg(target_arch = "nvptx64")]
 mod nv {
     unsafe extern "C" {
-        #[link_name = "llvm.nvvm.barrier0"]
-        pub fn barrier0();
-        #[link_name = "llvm.nvvm.barrier0.popc"]
-        pub fn barrier0_popc(pred: i32) -> i32;
-        #[link_name = "llvm.nvvm.barrier0.and"]
-        pub fn barrier0_and(pred: i32) -> i32;
-        #[link_name = "llvm.nvvm.barrier0.or"]
-        pub fn barrier0_or(pred: i32) -> i32;
+        // LLVM 22's barrier intrinsics: `.all` = every thread of the block takes part (no
+        // thread count); the first operand is the barrier's number.
+        #[link_name = "llvm.nvvm.barrier.cta.sync.all"]
+        pub fn barrier_sync(id: u32);
+        #[link_name = "llvm.nvvm.barrier.cta.sync.aligned.all"]
+        pub fn barrier_sync_aligned(id: u32);
+        #[link_name = "llvm.nvvm.barrier.cta.red.popc.all"]
+        pub fn barrier_red_popc(id: u32, pred: bool) -> u32;
+        #[link_name = "llvm.nvvm.barrier.cta.red.and.all"]
+        pub fn barrier_red_and(id: u32, pred: bool) -> bool;
+        #[link_name = "llvm.nvvm.barrier.cta.red.or.all"]
+        pub fn barrier_red_or(id: u32, pred: bool) -> bool;
         #[link_name = "llvm.nvvm.bar.warp.sync"]
         pub fn bar_warp_sync(mask: u32);
         #[link_name = "llvm.nvvm.membar.gl"]
@@ -27,93 +48,177 @@ mod nv {
     }
 }
 
-/// `__syncthreads()`: waits until every thread of the block reached this point, and makes
-/// every shared- and global-memory write made before it by the block's threads visible to the
-/// block's threads after it.
-///
-/// Every thread of the block must call it (it must not be in code that only some threads
-/// reach).
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::host::{Barrier, BarrierKind};
+
+/// A simulated barrier: waits in the simulator and returns how many threads passed `true`.
+#[cfg(not(target_arch = "nvptx64"))]
 #[inline(always)]
+#[track_caller]
+fn sim_barrier(what: &str, kind: BarrierKind, predicate: bool, aligned: bool) -> u32 {
+    // Called directly: `track_caller` does not pass through a function pointer.
+    let aligned_at = if aligned {
+        Some(core::panic::Location::caller())
+    } else {
+        None
+    };
+    crate::host::with_context(what, |cx| {
+        cx.hooks().barrier(Barrier {
+            kind,
+            predicate,
+            aligned_at,
+        })
+    })
+}
+
+/// `__syncthreads()`: waits until every thread of the block reached a `sync_threads`, and
+/// makes every shared- and global-memory write made before it by the block's threads visible
+/// to the block's threads after it.
+///
+/// Every thread of the block must reach it, as in CUDA; unlike CUDA's, this barrier is
+/// defined when threads reach it from divergent code (`barrier.sync 0`, the non-aligned form:
+/// see the [module documentation](self)). A block where some threads never arrive hangs on
+/// the GPU; the simulator reports it.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads() {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `bar.sync 0`; the convergence requirement is documented above (a violation
-    // hangs or misbehaves on the GPU but is not memory-unsafe by itself).
+    // SAFETY: `barrier.sync 0` (non-aligned) is defined from any control flow (sm_70+).
     unsafe {
-        nv::barrier0()
+        nv::barrier_sync(0)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::host::with_context("sync::sync_threads", |cx| {
-            cx.hooks().sync_threads(false);
-        })
+        sim_barrier("sync::sync_threads", BarrierKind::Sync, false, false);
+    }
+}
+
+/// The aligned form of [`sync_threads`] (`barrier.sync.aligned 0`, i.e. `bar.sync 0`, what
+/// CUDA's `__syncthreads()` emits). What it can save is `ptxas`'s handling of a warp that may
+/// be diverged at the barrier; `bench_runtime` times the example reduction with each form
+/// side by side.
+///
+/// # Safety
+///
+/// Every thread of the block must execute this same call, the same number of times, with no
+/// thread of the block waiting at another barrier meanwhile: it must not be reachable from
+/// code that only some threads of the block execute (a branch on the thread index, a loop
+/// whose trip count differs between threads, code after an early `return` of some threads).
+/// The PTX ISA leaves the program undefined otherwise. The condition is on the PTX, which
+/// keeps one barrier instruction per call as long as the call itself is uniform (LLVM treats
+/// the barrier as convergent and will not make it depend on more conditions).
+///
+/// The simulator checks the condition by call site: a block whose threads wait at different
+/// `sync_threads_aligned` calls (their `#[track_caller]` locations), or at this one and
+/// another kind of barrier, is reported as an error instead of being run.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn sync_threads_aligned() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller promises that the block's threads execute this call uniformly.
+    unsafe {
+        nv::barrier_sync_aligned(0)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        sim_barrier("sync::sync_threads_aligned", BarrierKind::Sync, false, true);
     }
 }
 
 /// `__syncthreads_count(predicate)`: a [`sync_threads`] that returns how many threads of the
-/// block passed `true`.
+/// block passed `true` (`barrier.red.popc.u32`, non-aligned).
+///
+/// Every thread of the block must reach a `sync_threads_count` (not a [`sync_threads`] or
+/// another reduction: the ISA calls the result of mixing them unpredictable, and the
+/// simulator reports it).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_count(predicate: bool) -> u32 {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `bar.red.popc`; as for `sync_threads`.
+    // SAFETY: `barrier.red.popc 0` (non-aligned): defined from any control flow.
     unsafe {
-        nv::barrier0_popc(predicate as i32) as u32
+        nv::barrier_red_popc(0, predicate)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::host::with_context("sync::sync_threads_count", |cx| {
-            cx.hooks().sync_threads(predicate)
-        })
+        sim_barrier(
+            "sync::sync_threads_count",
+            BarrierKind::Count,
+            predicate,
+            false,
+        )
     }
 }
 
 /// `__syncthreads_and(predicate)`: a [`sync_threads`] that returns whether every thread of the
-/// block passed `true`.
+/// block passed `true` (`barrier.red.and.pred`, non-aligned; as for [`sync_threads_count`]).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_and(predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `bar.red.and`; as for `sync_threads`.
+    // SAFETY: `barrier.red.and 0` (non-aligned): defined from any control flow.
     unsafe {
-        nv::barrier0_and(predicate as i32) != 0
+        nv::barrier_red_and(0, predicate)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::host::with_context("sync::sync_threads_and", |cx| {
-            cx.hooks().sync_threads(predicate) == cx.block_dim.volume() as u32
-        })
+        let block = crate::thread::threads_per_block();
+        sim_barrier("sync::sync_threads_and", BarrierKind::And, predicate, false) == block
     }
 }
 
 /// `__syncthreads_or(predicate)`: a [`sync_threads`] that returns whether any thread of the
-/// block passed `true`.
+/// block passed `true` (`barrier.red.or.pred`, non-aligned; as for [`sync_threads_count`]).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_or(predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `bar.red.or`; as for `sync_threads`.
+    // SAFETY: `barrier.red.or 0` (non-aligned): defined from any control flow.
     unsafe {
-        nv::barrier0_or(predicate as i32) != 0
+        nv::barrier_red_or(0, predicate)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::host::with_context("sync::sync_threads_or", |cx| {
-            cx.hooks().sync_threads(predicate) != 0
-        })
+        sim_barrier("sync::sync_threads_or", BarrierKind::Or, predicate, false) != 0
     }
 }
 
-/// `__syncwarp(mask)`: waits until every lane of `mask` (which must include the caller)
-/// reached a `sync_warp` with the same mask, and orders their memory accesses.
+/// `__syncwarp(mask)`: waits until every lane of `mask` reached a `sync_warp` with the same
+/// mask, and orders their memory accesses (`bar.warp.sync mask`).
+///
+/// The calling lane must be in `mask`: the PTX ISA leaves `bar.warp.sync` undefined otherwise,
+/// so this checks it, and traps the kernel (the launch fails with an error at the next
+/// synchronization) when it is not; the simulator reports it as an error naming the thread.
+/// With a constant full mask ([`FULL_MASK`](crate::warp::FULL_MASK)) the check compiles
+/// away. Lanes of `mask` that never arrive hang the warp on the GPU (the simulator reports
+/// it).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_warp(mask: u32) {
+    crate::warp::check_mask("sync::sync_warp", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { sync_warp_unchecked(mask) }
+}
+
+/// [`sync_warp`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// The calling lane must be in `mask` (`mask & (1 << lane_id()) != 0`); the PTX ISA leaves
+/// `bar.warp.sync` undefined otherwise. The simulator still checks it and reports a violation
+/// as an error.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn sync_warp_unchecked(mask: u32) {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `bar.warp.sync mask`; the lanes of `mask` must all execute it (CUDA's rule).
+    // SAFETY: the caller promises the calling lane is in `mask`; lanes of `mask` that do not
+    // arrive make it wait (a hang), which is not undefined.
     unsafe {
         nv::bar_warp_sync(mask)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::host::with_context("sync::sync_warp", |cx| {
-            cx.hooks().warp_exchange(mask, 0);
-        })
+        crate::host::warp_sync("sync::sync_warp", mask);
     }
 }
 

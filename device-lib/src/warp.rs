@@ -1,13 +1,35 @@
 //! Warp-level operations: shuffles (`__shfl*_sync`) and votes (`__all_sync`, `__any_sync`,
 //! `__ballot_sync`, `__activemask`).
 //!
-//! Every lane named in `mask` must call the same operation with the same mask (CUDA's rule);
-//! the calling lane must be in `mask`. Lanes are numbered by the thread's linear index in its
-//! block modulo 32; the last warp of a block whose size is not a multiple of 32 has fewer lanes,
-//! and lanes of `mask` that do not exist are ignored. A shuffle whose source lane is outside
-//! the warp's width segment (for `up`/`down`/`xor`) returns the caller's own value, as in CUDA;
-//! a source lane that is not a participant gives an unspecified value on the GPU and the
-//! caller's own value in the simulator.
+//! Every lane named in `mask` must call the same operation with the same mask (CUDA's rule).
+//! Lanes are numbered by the thread's linear index in its block modulo 32; the last warp of a
+//! block whose size is not a multiple of 32 has fewer lanes, and lanes of `mask` that do not
+//! exist are ignored. A shuffle whose source lane is outside the warp's width segment (for
+//! `up`/`down`/`xor`) returns the caller's own value, as in CUDA; a source lane that is not a
+//! participant gives an unspecified value on the GPU and the caller's own value in the
+//! simulator.
+//!
+//! # The calling lane must be in `mask`
+//!
+//! The PTX ISA leaves `shfl.sync`, `vote.sync` and `bar.warp.sync` undefined when the
+//! executing thread is not in `membermask`. The safe functions here therefore check
+//! `mask & (1 << lane_id()) != 0` and trap the kernel when it fails (a defined, reported
+//! fault: the launch fails with an error at the next synchronization); the simulator reports
+//! the same misuse as an error naming the kernel, block and thread. Adding the caller's lane
+//! to the mask instead would give the lanes of one call different masks, which is its own
+//! error. The check costs nothing with a constant [`FULL_MASK`], which contains every lane:
+//! it folds away at compile time. With a mask computed at run time it is a `%laneid` read, a
+//! shift, a test and a branch, once per mask where the compiler can hoist it; since that
+//! branch is per lane, `ptxas` can no longer prove the warp converged at the following
+//! operations and adds a divergence test (`BRA.DIV`) with a slow path beside each. The
+//! `_unchecked` forms skip the check, for callers who know the lane is in the mask (a mask
+//! from [`active_mask`] always contains the caller).
+//!
+//! What remains is not undefined behaviour: lanes of `mask` that never arrive, or arrive with
+//! another mask, make the warp wait (a hang on the GPU, an error in the simulator), and a
+//! shuffle reading a lane that does not take part gets an unspecified value (any bit pattern
+//! is a valid value of the shuffled types). The nvptx64 target's floor, sm_70, is the first
+//! architecture where lanes need not be converged at a `*.sync` operation.
 
 /// The mask naming all 32 lanes of a warp.
 pub const FULL_MASK: u32 = 0xffff_ffff;
@@ -43,10 +65,36 @@ enum Mode {
     Xor = 3,
 }
 
+/// Stops the kernel unless the calling lane is in `mask`: `trap` on the GPU; in the
+/// simulator, a panic naming `what` and the lane (an error naming the kernel, block and
+/// thread).
 #[inline(always)]
-fn shfl32(mode: Mode, mask: u32, v: u32, arg: u32) -> u32 {
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub(crate) fn check_mask(what: &'static str, mask: u32) {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `shfl.sync`; the lanes of `mask` must all execute it (documented above).
+    {
+        let _ = what;
+        let lane = crate::thread::lane_id();
+        // SAFETY: `%laneid` is below 32, so the shift does not overflow.
+        if unsafe { mask.unchecked_shr(lane) } & 1 == 0 {
+            // SAFETY: `trap` has no preconditions; it aborts the kernel.
+            unsafe { core::arch::nvptx::trap() }
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::host::check_mask(what, mask);
+}
+
+/// One `shfl.sync` of 32 bits.
+///
+/// # Safety
+/// The calling lane must be in `mask`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn shfl32(mode: Mode, mask: u32, v: u32, arg: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: `shfl.sync`; the caller promises that the calling lane is in `mask`; the rest is
+    // defined (see the module documentation).
     unsafe {
         // The `c` operand: segment mask in bits 8..12 (0 = whole warp) and the clamp in
         // bits 0..4 (31 for idx/down/xor, 0 for up).
@@ -70,8 +118,12 @@ mod sealed {
 /// A value a shuffle can move between lanes: 32-bit values in one `shfl.sync`, 64-bit values
 /// in two.
 pub trait ShuffleValue: Copy + sealed::Sealed {
+    /// The shuffle itself, without the mask check.
+    ///
+    /// # Safety
+    /// The calling lane must be in the mask (the second element of `mode_and_args`).
     #[doc(hidden)]
-    fn __shfl(self, mode_and_args: (u8, u32, u32)) -> Self;
+    unsafe fn __shfl(self, mode_and_args: (u8, u32, u32)) -> Self;
 }
 
 macro_rules! shuffle32 {
@@ -79,8 +131,10 @@ macro_rules! shuffle32 {
         impl sealed::Sealed for $t {}
         impl ShuffleValue for $t {
             #[inline(always)]
-            fn __shfl(self, (mode, mask, arg): (u8, u32, u32)) -> Self {
-                <$t>::from_ne_bytes(shfl32(mode_of(mode), mask, u32::from_ne_bytes(self.to_ne_bytes()), arg).to_ne_bytes())
+            unsafe fn __shfl(self, (mode, mask, arg): (u8, u32, u32)) -> Self {
+                let bits = u32::from_ne_bytes(self.to_ne_bytes());
+                // SAFETY: forwarded from the caller's contract.
+                <$t>::from_ne_bytes(unsafe { shfl32(mode_of(mode), mask, bits, arg) }.to_ne_bytes())
             }
         }
     )* };
@@ -92,11 +146,13 @@ macro_rules! shuffle64 {
         impl sealed::Sealed for $t {}
         impl ShuffleValue for $t {
             #[inline(always)]
-            fn __shfl(self, (mode, mask, arg): (u8, u32, u32)) -> Self {
+            unsafe fn __shfl(self, (mode, mask, arg): (u8, u32, u32)) -> Self {
                 let bits = u64::from_ne_bytes(self.to_ne_bytes());
                 let m = mode_of(mode);
-                let lo = shfl32(m, mask, bits as u32, arg) as u64;
-                let hi = shfl32(m, mask, (bits >> 32) as u32, arg) as u64;
+                // SAFETY: forwarded from the caller's contract.
+                let lo = unsafe { shfl32(m, mask, bits as u32, arg) } as u64;
+                // SAFETY: as above.
+                let hi = unsafe { shfl32(m, mask, (bits >> 32) as u32, arg) } as u64;
                 <$t>::from_ne_bytes((lo | (hi << 32)).to_ne_bytes())
             }
         }
@@ -115,36 +171,147 @@ fn mode_of(m: u8) -> Mode {
 }
 
 /// `__shfl_sync(mask, value, src_lane)`: `value` as passed by lane `src_lane % 32`.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_sync<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
-    value.__shfl((Mode::Idx as u8, mask, src_lane))
+    check_mask("warp::shfl_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { value.__shfl((Mode::Idx as u8, mask, src_lane)) }
 }
 
 /// `__shfl_up_sync(mask, value, delta)`: `value` as passed by lane `lane_id() - delta`; lanes
 /// below `delta` keep their own value.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_up_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
-    value.__shfl((Mode::Up as u8, mask, delta))
+    check_mask("warp::shfl_up_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { value.__shfl((Mode::Up as u8, mask, delta)) }
 }
 
 /// `__shfl_down_sync(mask, value, delta)`: `value` as passed by lane `lane_id() + delta`;
 /// lanes whose source would be past lane 31 keep their own value.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_down_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
-    value.__shfl((Mode::Down as u8, mask, delta))
+    check_mask("warp::shfl_down_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { value.__shfl((Mode::Down as u8, mask, delta)) }
 }
 
 /// `__shfl_xor_sync(mask, value, lane_mask)`: `value` as passed by lane `lane_id() ^ lane_mask`.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_xor_sync<T: ShuffleValue>(mask: u32, value: T, lane_mask: u32) -> T {
-    value.__shfl((Mode::Xor as u8, mask, lane_mask))
+    check_mask("warp::shfl_xor_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { value.__shfl((Mode::Xor as u8, mask, lane_mask)) }
+}
+
+/// [`shfl_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// The calling lane must be in `mask` (`mask & (1 << lane_id()) != 0`); the PTX ISA leaves
+/// `shfl.sync` undefined otherwise. The simulator still checks it and reports a violation as
+/// an error.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn shfl_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { value.__shfl((Mode::Idx as u8, mask, src_lane)) }
+}
+
+/// [`shfl_up_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// As for [`shfl_sync_unchecked`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn shfl_up_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { value.__shfl((Mode::Up as u8, mask, delta)) }
+}
+
+/// [`shfl_down_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// As for [`shfl_sync_unchecked`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn shfl_down_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { value.__shfl((Mode::Down as u8, mask, delta)) }
+}
+
+/// [`shfl_xor_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// As for [`shfl_sync_unchecked`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn shfl_xor_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, lane_mask: u32) -> T {
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { value.__shfl((Mode::Xor as u8, mask, lane_mask)) }
 }
 
 /// `__all_sync(mask, predicate)`: whether every participating lane passed `true`.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn all_sync(mask: u32, predicate: bool) -> bool {
+    check_mask("warp::all_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { all_sync_unchecked(mask, predicate) }
+}
+
+/// `__any_sync(mask, predicate)`: whether any participating lane passed `true`.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn any_sync(mask: u32, predicate: bool) -> bool {
+    check_mask("warp::any_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { any_sync_unchecked(mask, predicate) }
+}
+
+/// `__ballot_sync(mask, predicate)`: bit `l` is set when lane `l` participates and passed
+/// `true`.
+///
+/// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
+    check_mask("warp::ballot_sync", mask);
+    // SAFETY: the calling lane is in `mask` (checked above).
+    unsafe { ballot_sync_unchecked(mask, predicate) }
+}
+
+/// [`all_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// The calling lane must be in `mask` (`mask & (1 << lane_id()) != 0`); the PTX ISA leaves
+/// `vote.sync` undefined otherwise. The simulator still checks it and reports a violation as
+/// an error.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn all_sync_unchecked(mask: u32, predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `vote.sync.all`; the lanes of `mask` must all execute it.
+    // SAFETY: `vote.sync.all`; the caller promises the calling lane is in `mask`.
     unsafe {
         nv::vote_all(mask, predicate)
     }
@@ -155,11 +322,16 @@ pub fn all_sync(mask: u32, predicate: bool) -> bool {
     }
 }
 
-/// `__any_sync(mask, predicate)`: whether any participating lane passed `true`.
+/// [`any_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// As for [`all_sync_unchecked`].
 #[inline(always)]
-pub fn any_sync(mask: u32, predicate: bool) -> bool {
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn any_sync_unchecked(mask: u32, predicate: bool) -> bool {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `vote.sync.any`; the lanes of `mask` must all execute it.
+    // SAFETY: `vote.sync.any`; the caller promises the calling lane is in `mask`.
     unsafe {
         nv::vote_any(mask, predicate)
     }
@@ -169,12 +341,16 @@ pub fn any_sync(mask: u32, predicate: bool) -> bool {
     }
 }
 
-/// `__ballot_sync(mask, predicate)`: bit `l` is set when lane `l` participates and passed
-/// `true`.
+/// [`ballot_sync`] without the check that the calling lane is in `mask`.
+///
+/// # Safety
+///
+/// As for [`all_sync_unchecked`].
 #[inline(always)]
-pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ballot_sync_unchecked(mask: u32, predicate: bool) -> u32 {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `vote.sync.ballot`; the lanes of `mask` must all execute it.
+    // SAFETY: `vote.sync.ballot`; the caller promises the calling lane is in `mask`.
     unsafe {
         nv::vote_ballot(mask, predicate)
     }
@@ -184,12 +360,14 @@ pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
     }
 }
 
-/// `__activemask()`: the lanes of the caller's warp that are executing it together.
+/// `__activemask()`: the lanes of the caller's warp that are executing it together. It always
+/// contains the calling lane, so it is a valid mask for the `_unchecked` forms.
 ///
 /// In the simulator, which runs a warp's lanes one after another, this is the set of lanes
 /// that exist in the caller's warp (all 32 except in a partial last warp): kernels should use
 /// it, as in CUDA, only to form a mask for a following `*_sync` call.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn active_mask() -> u32 {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: `activemask` has no preconditions.

@@ -30,18 +30,22 @@
 #define GPUKERNEL_SIM 1
 
 // ---- the simulator's entry points (gpukernel_device::host) -------------------------------
+// They never unwind into the code that calls them (hence noexcept): a fault inside one (another thread of the
+// block failed while this one waits at a barrier, or a warp mask without the calling lane)
+// ends the simulated thread there, and its stack, these frames included, is discarded
+// without running destructors.
 extern "C" {
-unsigned gpukernel_sim_thread_idx(unsigned which);
-unsigned gpukernel_sim_block_idx(unsigned which);
-unsigned gpukernel_sim_block_dim(unsigned which);
-unsigned gpukernel_sim_grid_dim(unsigned which);
-int gpukernel_sim_sync_threads_count(int predicate);
+unsigned gpukernel_sim_thread_idx(unsigned which) noexcept;
+unsigned gpukernel_sim_block_idx(unsigned which) noexcept;
+unsigned gpukernel_sim_block_dim(unsigned which) noexcept;
+unsigned gpukernel_sim_grid_dim(unsigned which) noexcept;
+int gpukernel_sim_barrier(int kind, int predicate) noexcept;
 unsigned gpukernel_sim_shfl_sync(unsigned mask, unsigned value, unsigned mode, unsigned arg,
-                                 unsigned width);
-unsigned gpukernel_sim_ballot_sync(unsigned mask, int predicate);
-int gpukernel_sim_all_sync(unsigned mask, int predicate);
-unsigned gpukernel_sim_active_mask(void);
-unsigned gpukernel_sim_lane_id(void);
+                                 unsigned width) noexcept;
+unsigned gpukernel_sim_ballot_sync(unsigned mask, int predicate) noexcept;
+int gpukernel_sim_all_sync(unsigned mask, int predicate) noexcept;
+unsigned gpukernel_sim_active_mask(void) noexcept;
+unsigned gpukernel_sim_lane_id(void) noexcept;
 }
 
 // ---- qualifiers --------------------------------------------------------------------------
@@ -103,13 +107,13 @@ template <class...> struct unsupported : std::false_type {};
 #define warpSize 32
 
 // ---- synchronization ---------------------------------------------------------------------
-static inline void __syncthreads() { (void)gpukernel_sim_sync_threads_count(0); }
-static inline int __syncthreads_count(int p) { return gpukernel_sim_sync_threads_count(p); }
+static inline void __syncthreads() { (void)gpukernel_sim_barrier(0, 0); }
+static inline int __syncthreads_count(int p) { return gpukernel_sim_barrier(1, p); }
 static inline int __syncthreads_and(int p) {
     dim3 d = gpukernel_sim::block_dim();
-    return gpukernel_sim_sync_threads_count(p) == (int)(d.x * d.y * d.z);
+    return gpukernel_sim_barrier(2, p) == (int)(d.x * d.y * d.z);
 }
-static inline int __syncthreads_or(int p) { return gpukernel_sim_sync_threads_count(p) != 0; }
+static inline int __syncthreads_or(int p) { return gpukernel_sim_barrier(3, p) != 0; }
 static inline void __syncwarp(unsigned mask = 0xffffffffu) {
     (void)gpukernel_sim_ballot_sync(mask, 0);
 }

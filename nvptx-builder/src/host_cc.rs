@@ -4,8 +4,9 @@
 //! Each `.cu` file is compiled as C++17 (`-x c++`) with the compat header
 //! `include/gpukernel_sim.h` force-included (`-include`): `__device__` and friends vanish,
 //! `threadIdx`/`blockIdx`/`blockDim`/`gridDim`, `__syncthreads`, the warp shuffles and votes
-//! call the simulator through `gpukernel_device::host`'s `extern "C"` functions, `atomic*` map
-//! to GCC atomics, and the CUDA math intrinsics to `<cmath>`. Features the simulator cannot
+//! call the simulator through `gpukernel_device::host`'s `extern "C"` functions (which never
+//! unwind into the foreign code: a fault ends the simulated thread without unwinding its
+//! stack), `atomic*` map to GCC atomics, and the CUDA math intrinsics to `<cmath>`. Features the simulator cannot
 //! run (`__global__` kernels, `__shared__` memory, inline PTX, textures, surfaces) stop the
 //! compile with an error that names the feature at the offending file:line.
 //!

@@ -5,6 +5,8 @@
 //! so a GPU run never passes without a GPU). Results are compared with a host reference and
 //! between the devices.
 
+pub mod sim_faults;
+
 use gpukernel_runtime::link::Linker;
 use gpukernel_runtime::{Context, Device, Kernel, Module};
 
@@ -101,8 +103,10 @@ pub fn plain_kernels(ctx: &Context) -> Module {
         scalar_abi::NAME,
         scale_in_place::NAME,
         block_reduce_sum::NAME,
+        block_reduce_sum_aligned::NAME,
         block_reduce_sum_dynamic::NAME,
         warp_reduce_sum::NAME,
+        warp_reduce_sum_unchecked::NAME,
         atomic_sum::NAME,
     ];
     Linker::new(ctx)

@@ -191,7 +191,9 @@ fn chunk_sums(x: &[f32], chunk: usize, count: usize) -> Vec<f32> {
 
 #[test]
 fn block_reductions_static_and_dynamic_shared_memory() {
-    use ffi_examples_kernels::reduce::{block_reduce_sum, block_reduce_sum_dynamic};
+    use ffi_examples_kernels::reduce::{
+        block_reduce_sum, block_reduce_sum_aligned, block_reduce_sum_dynamic,
+    };
     let mut rng = Rng::from_env("block_reduce");
     for &(n, block) in &[(1usize << 20, 256u32), (1000, 100), (33, 48)] {
         let x = rng.vec_f32(n);
@@ -220,9 +222,20 @@ fn block_reductions_static_and_dynamic_shared_memory() {
             ctx.default_stream()
                 .launch(&k, cfg_dyn, (&dx, &mut out_dyn))
                 .unwrap();
+            // The same tree with the aligned (unsafe) barrier gives the same sums.
+            let mut out_aligned = ctx.alloc_zeros::<f32>(blocks).unwrap();
+            let k = module.kernel(block_reduce_sum_aligned).unwrap();
+            ctx.default_stream()
+                .launch(&k, cfg, (&dx, &mut out_aligned))
+                .unwrap();
             let (s, d) = (
                 out_static.to_host_vec().unwrap(),
                 out_dyn.to_host_vec().unwrap(),
+            );
+            assert_eq!(
+                out_aligned.to_host_vec().unwrap(),
+                s,
+                "block_reduce_sum_aligned n={n} block={block} on {name}"
             );
             assert_close(
                 &format!("block_reduce_sum n={n} block={block} on {name}"),
@@ -251,7 +264,7 @@ fn block_reductions_static_and_dynamic_shared_memory() {
 
 #[test]
 fn warp_shuffle_reduction_full_and_partial_warps() {
-    use ffi_examples_kernels::reduce::warp_reduce_sum;
+    use ffi_examples_kernels::reduce::{warp_reduce_sum, warp_reduce_sum_unchecked};
     let mut rng = Rng::from_env("warp_reduce");
     // 48-thread blocks: every second warp is partial (16 lanes).
     for &(n, block) in &[(1usize << 16, 256u32), (1000, 48)] {
@@ -281,11 +294,23 @@ fn warp_shuffle_reduction_full_and_partial_warps() {
             ctx.default_stream()
                 .launch(&k, cfg, (&dx, &mut out))
                 .unwrap();
+            let got = out.to_host_vec().unwrap();
             assert_close(
                 &format!("warp_reduce_sum n={n} block={block} on {name}"),
-                &out.to_host_vec().unwrap(),
+                &got,
                 &want,
                 1e-4,
+            );
+            // The unchecked shuffles give the same sums.
+            let k = module.kernel(warp_reduce_sum_unchecked).unwrap();
+            let mut out = ctx.alloc_zeros::<f32>(want.len()).unwrap();
+            ctx.default_stream()
+                .launch(&k, cfg, (&dx, &mut out))
+                .unwrap();
+            assert_eq!(
+                out.to_host_vec().unwrap(),
+                got,
+                "warp_reduce_sum_unchecked n={n} block={block} on {name}"
             );
         }
     }

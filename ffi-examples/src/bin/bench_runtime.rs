@@ -12,6 +12,9 @@
 //!   accesses, an `unsafe fn`); the safe Rust idiom (`saxpy`: `DisjointSlice` at
 //!   `thread::index()`, bounds-checked `x`), whose ratio shows what its checks cost; and
 //!   `cuMemcpyDtoDAsync`.
+//! * What the safe synchronization forms cost (`safe_sync_rows`): the block tree reduction
+//!   with the safe non-aligned barrier (`barrier.sync 0`) vs the aligned one (`bar.sync 0`,
+//!   CUDA's `__syncthreads`), and the warp shuffle reduction with the mask check vs without.
 //!
 //! * Launch cost when the inputs were written on another stream (a small saxpy): the typed
 //!   launch orders itself after that stream once and is then as cheap as raw
@@ -326,6 +329,8 @@ fn run() -> Result<bool, BoxError> {
         ratio: format!("Rust saxpy = {:.3} × copy", b[0] / b[2]),
     });
 
+    ok &= safe_sync_rows(&ctx, &stream, &start, &end, &mut rows)?;
+
     let w = rows
         .iter()
         .map(|r| r.what.chars().count())
@@ -439,4 +444,163 @@ fn cross_stream_launch(
         ],
         ratio,
     ))
+}
+
+const REDUCE_N: usize = 1 << 26;
+const REDUCE_BLOCK: u32 = 256;
+const REDUCE_TRIALS: usize = 21;
+const REDUCE_LAUNCHES_PER_TRIAL: usize = 10;
+
+/// Rows "reduction safe barrier / aligned barrier" and "warp reduction checked mask /
+/// unchecked mask": each pair of kernels computes the same sums (checked against the host
+/// and against each other first), then is timed alternately in the same trials (event-timed
+/// medians per launch). Returns whether the results were right.
+fn safe_sync_rows(
+    ctx: &Context,
+    stream: &Stream,
+    start: &Event,
+    end: &Event,
+    rows: &mut Vec<Row>,
+) -> Result<bool, BoxError> {
+    use ffi_examples_kernels::reduce::{
+        block_reduce_sum, block_reduce_sum_aligned, warp_reduce_sum, warp_reduce_sum_unchecked,
+    };
+    let module = link::Linker::new(ctx)?
+        .add_ptx_kernels(
+            PTX,
+            "kernels.ptx",
+            &[
+                block_reduce_sum::NAME,
+                block_reduce_sum_aligned::NAME,
+                warp_reduce_sum::NAME,
+                warp_reduce_sum_unchecked::NAME,
+            ],
+        )
+        .link_and_load()?;
+    let (k_safe, k_aligned) = (
+        module.kernel(block_reduce_sum)?,
+        module.kernel(block_reduce_sum_aligned)?,
+    );
+    let (k_checked, k_unchecked) = (
+        module.kernel(warp_reduce_sum)?,
+        module.kernel(warp_reduce_sum_unchecked)?,
+    );
+
+    let n = REDUCE_N;
+    let xs: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1013) as f32 * 0.125).collect();
+    let x = stream.htod_copy(&xs)?;
+    let blocks = n.div_ceil(REDUCE_BLOCK as usize);
+    let warps = n.div_ceil(32);
+    let cfg = LaunchConfig {
+        grid: (blocks as u32, 1, 1).into(),
+        block: (REDUCE_BLOCK, 1, 1).into(),
+        shared_mem_bytes: 0,
+    };
+    let mut out_a = stream.alloc_zeros::<f32>(blocks)?;
+    let mut out_b = stream.alloc_zeros::<f32>(blocks)?;
+    let mut warp_a = stream.alloc_zeros::<f32>(warps)?;
+    let mut warp_b = stream.alloc_zeros::<f32>(warps)?;
+
+    // Correctness first: each kernel against the host (f64 sums of each chunk), and each pair
+    // bit for bit (the same additions in the same order).
+    let mut ok = true;
+    let sums = |chunk: usize| -> Vec<f64> {
+        xs.chunks(chunk)
+            .map(|c| c.iter().map(|&v| v as f64).sum())
+            .collect()
+    };
+    let (block_want, warp_want) = (sums(REDUCE_BLOCK as usize), sums(32));
+    stream.launch(&k_safe, cfg, (&x, &mut out_a))?;
+    stream.launch(&k_aligned, cfg, (&x, &mut out_b))?;
+    stream.launch(&k_checked, cfg, (&x, &mut warp_a))?;
+    stream.launch(&k_unchecked, cfg, (&x, &mut warp_b))?;
+    for (what, got, want) in [
+        ("block_reduce_sum", out_a.to_host_vec()?, &block_want),
+        (
+            "block_reduce_sum_aligned",
+            out_b.to_host_vec()?,
+            &block_want,
+        ),
+        ("warp_reduce_sum", warp_a.to_host_vec()?, &warp_want),
+        (
+            "warp_reduce_sum_unchecked",
+            warp_b.to_host_vec()?,
+            &warp_want,
+        ),
+    ] {
+        if let Some(i) = (0..want.len()).find(|&i| {
+            let w = want[i];
+            (got[i] as f64 - w).abs() > 1e-4 * w.abs().max(1.0)
+        }) {
+            eprintln!("{what} is wrong at {i}: {} != {}", got[i], want[i]);
+            ok = false;
+        }
+    }
+    if out_a.to_host_vec()? != out_b.to_host_vec()? {
+        eprintln!("block_reduce_sum and block_reduce_sum_aligned differ");
+        ok = false;
+    }
+    if warp_a.to_host_vec()? != warp_b.to_host_vec()? {
+        eprintln!("warp_reduce_sum and warp_reduce_sum_unchecked differ");
+        ok = false;
+    }
+
+    // Timing: the two kernels of a pair alternate within each trial.
+    let mut us = vec![Vec::new(); 4];
+    for trial in 0..REDUCE_TRIALS {
+        for j in 0..4 {
+            // Alternate which of a pair goes first, so that neither always follows the other.
+            let j = if trial % 2 == 0 { j } else { j ^ 1 };
+            let ms = timed(stream, start, end, || {
+                for _ in 0..REDUCE_LAUNCHES_PER_TRIAL {
+                    match j {
+                        0 => stream.launch(&k_safe, cfg, (&x, &mut out_a))?,
+                        1 => stream.launch(&k_aligned, cfg, (&x, &mut out_b))?,
+                        2 => stream.launch(&k_checked, cfg, (&x, &mut warp_a))?,
+                        _ => stream.launch(&k_unchecked, cfg, (&x, &mut warp_b))?,
+                    }
+                }
+                Ok(())
+            })?;
+            us[j].push(ms * 1e3 / REDUCE_LAUNCHES_PER_TRIAL as f64);
+        }
+    }
+    stream.synchronize()?;
+    let t: Vec<f64> = us.into_iter().map(median).collect();
+    let gbs = |us: f64| 4.0 * n as f64 / (us * 1e-6) / 1e9;
+    let what = format!(
+        "2^{} floats, {REDUCE_BLOCK}-thread blocks",
+        n.trailing_zeros()
+    );
+    rows.push(Row {
+        what: format!("block tree reduction {what}, safe `sync_threads` (`barrier.sync 0`)"),
+        value: format!("{:.1} µs", t[0]),
+        ratio: format!(
+            "reduction safe barrier / aligned barrier = {:.3} ({:.0} GB/s)",
+            t[0] / t[1],
+            gbs(t[0])
+        ),
+    });
+    rows.push(Row {
+        what: format!(
+            "block tree reduction {what}, aligned `sync_threads_aligned` (`bar.sync 0`, unsafe)"
+        ),
+        value: format!("{:.1} µs", t[1]),
+        ratio: format!("reference ({:.0} GB/s)", gbs(t[1])),
+    });
+    rows.push(Row {
+        what: format!("warp shuffle reduction {what}, safe (lane-in-mask check)"),
+        value: format!("{:.1} µs", t[2]),
+        ratio: format!(
+            "warp reduction checked mask / unchecked mask = {:.3} ({:.0} GB/s)",
+            t[2] / t[3],
+            gbs(t[2])
+        ),
+    });
+    rows.push(Row {
+        what: format!("warp shuffle reduction {what}, `*_unchecked` shuffles (unsafe)"),
+        value: format!("{:.1} µs", t[3]),
+        ratio: format!("reference ({:.0} GB/s)", gbs(t[3])),
+    });
+    Ok(ok)
 }

@@ -1,6 +1,7 @@
 //! One worker's block scheduler: the threads of a block as coroutines, the barrier and warp
 //! exchanges between them, and the block's shared memory.
 
+use core::any::Any;
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -11,15 +12,23 @@ use std::sync::{Mutex, Once};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpukernel_device::SimEntry;
-use gpukernel_device::host::{self, ForeignFailure, SimHooks, ThreadContext, WarpExchange};
+use gpukernel_device::host::{
+    self, Barrier, ForeignFailure, SimHooks, ThreadContext, WarpExchange,
+};
 use gpukernel_device::thread::Dim3;
 
 use super::{SimError, SimLaunch};
 
 /// Why a simulated thread suspended.
 enum Suspend {
-    Barrier(bool),
-    Warp { mask: u32, value: u64 },
+    Barrier(Barrier),
+    Warp {
+        mask: u32,
+        value: u64,
+    },
+    /// The thread ended in a call from foreign code (see [`SimHooks::fault`]): never resume
+    /// it; discard its stack without unwinding.
+    Fault(Box<dyn Any + Send>),
 }
 
 /// What a suspended simulated thread is resumed with.
@@ -50,7 +59,7 @@ type Coro = Coroutine<Resume, Suspend, Ended, DefaultStack>;
 enum State {
     NotStarted,
     Ready,
-    AtBarrier(bool),
+    AtBarrier(Barrier),
     AtWarp { mask: u32, value: u64 },
     Done,
 }
@@ -82,13 +91,13 @@ impl SimThread {
 }
 
 impl SimHooks for SimThread {
-    fn sync_threads(&self, predicate: bool) -> u32 {
+    fn barrier(&self, barrier: Barrier) -> u32 {
         if std::thread::panicking() {
             // A destructor running while this thread unwinds: the launch has already failed,
             // and suspending mid-unwind could start a second panic on this OS thread.
             return 0;
         }
-        match self.suspend(Suspend::Barrier(predicate)) {
+        match self.suspend(Suspend::Barrier(barrier)) {
             Resume::Barrier(count) => count,
             _ => unreachable!("a barrier is resumed with its count"),
         }
@@ -137,6 +146,14 @@ impl SimHooks for SimThread {
         if slot.is_none() {
             *slot = Some(failure);
         }
+    }
+
+    fn fault(&self, payload: Box<dyn Any + Send>) -> ! {
+        let y = self.yielder.get();
+        // SAFETY: as in `suspend`.
+        let _ = unsafe { &*y }.suspend(Suspend::Fault(payload));
+        // The runner never resumes a faulted thread; if it did, nothing here may unwind.
+        std::process::abort()
     }
 }
 
@@ -385,7 +402,8 @@ impl BlockRunner {
                 stack,
                 move |y: &Yielder<Resume, Suspend>, _: Resume| {
                     // SAFETY: the runner keeps the thread record alive and in place until this
-                    // coroutine has completed (it never drops a suspended coroutine).
+                    // coroutine has completed or been forgotten after a fault, never to run
+                    // again (it never drops a suspended coroutine).
                     unsafe { (*thread).yielder.set(y) };
                     // SAFETY: the launch's parameter array matches the entry's ABI (the runtime's
                     // typed launch, or the caller of an untyped launch, guarantees it).
@@ -405,9 +423,21 @@ impl BlockRunner {
         // SAFETY: clearing the current context.
         unsafe { host::set_current(core::ptr::null()) };
         match r {
-            CoroutineResult::Yield(Suspend::Barrier(p)) => self.states[t] = State::AtBarrier(p),
+            CoroutineResult::Yield(Suspend::Barrier(b)) => self.states[t] = State::AtBarrier(b),
             CoroutineResult::Yield(Suspend::Warp { mask, value }) => {
                 self.states[t] = State::AtWarp { mask, value }
+            }
+            CoroutineResult::Yield(Suspend::Fault(payload)) => {
+                self.states[t] = State::Done;
+                // The thread stopped in an entry point that foreign code called: its stack
+                // holds foreign frames, which a Rust unwind must not cross. Forget the
+                // coroutine and its stack instead. The frames' destructors never run (a leak,
+                // as `mem::forget`), and the stack is never unmapped or reused, so memory that
+                // a frame pinned or lent out stays valid for the rest of the process.
+                std::mem::forget(self.coros[t].take());
+                if !payload.is::<Aborted>() {
+                    return Err(self.error(t, format!("panicked: {}", panic_message(payload))));
+                }
             }
             CoroutineResult::Return(end) => {
                 self.states[t] = State::Done;
@@ -440,14 +470,10 @@ impl BlockRunner {
             }
             let mut done = 0;
             let mut at_barrier = 0;
-            let mut count = 0;
             for s in &self.states {
                 match s {
                     State::Done => done += 1,
-                    State::AtBarrier(p) => {
-                        at_barrier += 1;
-                        count += *p as u32;
-                    }
+                    State::AtBarrier(_) => at_barrier += 1,
                     _ => {}
                 }
             }
@@ -457,6 +483,7 @@ impl BlockRunner {
             if at_barrier != n {
                 return Err(self.stuck());
             }
+            let count = self.release_barrier()?;
             self.states.fill(State::Ready);
             for slot in inputs.iter_mut() {
                 *slot = Some(Resume::Barrier(count));
@@ -506,6 +533,50 @@ impl BlockRunner {
         any
     }
 
+    /// Checks the barrier that every thread of the block waits at, and returns how many
+    /// threads passed `true`: the threads must wait at barriers of one kind, and when one waits
+    /// at an aligned barrier, all must wait at that same call.
+    fn release_barrier(&self) -> Result<u32, SimError> {
+        let at = |t: usize| match self.states[t] {
+            State::AtBarrier(b) => b,
+            _ => unreachable!("every thread waits at a barrier"),
+        };
+        let first = at(0);
+        let aligned = (0..self.threads.len()).find_map(|t| at(t).aligned_at.map(|loc| (t, loc)));
+        let mut count = 0;
+        for t in 0..self.threads.len() {
+            let b = at(t);
+            count += b.predicate as u32;
+            if let Some((a, loc)) = aligned
+                && b.aligned_at != Some(loc)
+            {
+                let here = match b.aligned_at {
+                    Some(other) => format!("sync_threads_aligned at {other}"),
+                    None => b.kind.name().to_owned(),
+                };
+                return Err(self.error(
+                    t,
+                    format!(
+                        "aligned barrier divergence: thread {} waits at sync_threads_aligned at {loc}, but this thread waits at {here}; every thread of the block must execute the same sync_threads_aligned call (undefined behaviour on the GPU; sync_threads is the safe form)",
+                        self.thread_name(a)
+                    ),
+                ));
+            }
+            if b.kind != first.kind {
+                return Err(self.error(
+                    t,
+                    format!(
+                        "barrier divergence: this thread waits at {}, but thread {} waits at {}; the threads of a block must reach the same barriers in the same order (mixing a barrier's reductions with the plain barrier gives unpredictable results on the GPU)",
+                        b.kind.name(),
+                        self.thread_name(0),
+                        first.kind.name()
+                    ),
+                ));
+            }
+        }
+        Ok(count)
+    }
+
     /// Describes why no thread of the block can make progress.
     fn stuck(&self) -> SimError {
         let n = self.threads.len();
@@ -526,7 +597,7 @@ impl BlockRunner {
                     State::AtWarp { mask: m, .. } => {
                         format!("waits in a warp operation with mask {m:#010x}")
                     }
-                    State::AtBarrier(_) => "waits at sync_threads".to_owned(),
+                    State::AtBarrier(b) => format!("waits at {}", b.kind.name()),
                     State::Done => "has finished".to_owned(),
                     State::NotStarted | State::Ready => continue,
                 };
@@ -540,9 +611,12 @@ impl BlockRunner {
                 );
             }
         }
-        let waiting = (0..n).find(|&t| matches!(self.states[t], State::AtBarrier(_)));
+        let waiting = (0..n).find_map(|t| match self.states[t] {
+            State::AtBarrier(b) => Some((t, b)),
+            _ => None,
+        });
         match (waiting, first_done) {
-            (Some(w), Some(d)) => {
+            (Some((w, b)), Some(d)) => {
                 let finished = self
                     .states
                     .iter()
@@ -551,7 +625,8 @@ impl BlockRunner {
                 self.error(
                     w,
                     format!(
-                        "barrier divergence: this thread waits at sync_threads, but {finished} thread(s) of the block finished without reaching it (e.g. thread {}); every thread of a block must reach each barrier",
+                        "barrier divergence: this thread waits at {}, but {finished} thread(s) of the block finished without reaching it (e.g. thread {}); every thread of a block must reach each barrier",
+                        b.kind.name(),
                         self.thread_name(d)
                     ),
                 )
@@ -561,7 +636,8 @@ impl BlockRunner {
     }
 
     /// Unwinds every suspended thread (after a failure), so that no coroutine is dropped
-    /// while suspended.
+    /// while suspended. A thread suspended in a call from foreign code catches the unwind at
+    /// the foreign boundary and faults instead (see `resume`), which discards its stack.
     fn abort_all(&mut self) {
         for t in 0..self.threads.len() {
             while self.coros[t].is_some() {

@@ -12,7 +12,15 @@
 //! * A panic in a kernel body (an out-of-bounds index, an explicit `panic!`) is caught inside
 //!   its coroutine and ends the launch with a [`SimError`] naming the kernel, block and thread.
 //!   So does a block that can never make progress (some threads finished while others wait at
-//!   a barrier, or a warp operation whose lanes never all arrive) instead of hanging.
+//!   a barrier, or a warp operation whose lanes never all arrive) instead of hanging. The
+//!   block's other suspended threads are then unwound, so their destructors run.
+//! * No unwind crosses foreign code. A thread suspended inside a call to a foreign function
+//!   (its `.cu` code compiled for the host, waiting at `__syncthreads()` or a warp operation),
+//!   and a panic raised in an entry point that foreign code called, end the thread where the
+//!   foreign code called in (`gpukernel_device::host`'s entry points catch the unwind and
+//!   fault): its coroutine and stack are forgotten, never unwound, resumed or reused. Its
+//!   frames' destructors never run, and the stack (only its touched pages are committed) stays
+//!   mapped for the rest of the process: a bounded leak on a launch that already failed.
 //!
 //! Device memory in the simulator is host memory, so the pointers in the parameter array are
 //! host addresses.

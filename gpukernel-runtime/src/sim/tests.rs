@@ -496,6 +496,161 @@ fn warp_divergence_is_an_error_not_a_hang() {
     assert!(e.message.contains("has finished"), "{e}");
 }
 
+// The identical branches are the point: two distinct barrier calls.
+#[allow(clippy::if_same_then_else)]
+unsafe fn barriers_from_divergent_code_entry(p: *const *mut c_void) {
+    // SAFETY: the test passes (out pointer, len).
+    let out = unsafe { arg::<*mut u32>(p, 0) };
+    let tile = shared_array!(u32, 64);
+    let t = thread::thread_idx_x() as usize;
+    // SAFETY: each thread writes its own slot before the barrier.
+    unsafe { tile.write(t, t as u32 * 3) };
+    // Even and odd threads reach different `sync_threads` calls: defined for the
+    // non-aligned barrier, which the safe `sync_threads` is.
+    if t.is_multiple_of(2) {
+        sync::sync_threads();
+    } else {
+        sync::sync_threads();
+    }
+    // SAFETY: every slot was written before the barrier; `out` has a slot per thread.
+    unsafe { out.add(t).write(tile.read(63 - t)) };
+}
+
+#[test]
+fn sync_threads_from_divergent_code_is_one_barrier() {
+    let mut out = vec![0u32; 64];
+    let mut args = [ptr_arg(&mut out), 64];
+    run(
+        "divergent_sync",
+        barriers_from_divergent_code_entry,
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &mut args,
+    )
+    .unwrap();
+    let want: Vec<u32> = (0..64).map(|t| (63 - t) * 3).collect();
+    assert_eq!(out, want);
+}
+
+// As above: two distinct calls.
+#[allow(clippy::if_same_then_else)]
+unsafe fn aligned_barrier_from_divergent_code_entry(_: *const *mut c_void) {
+    // SAFETY: deliberately violated: the simulator must report it.
+    unsafe {
+        if thread::thread_idx_x() < 32 {
+            sync::sync_threads_aligned();
+        } else {
+            sync::sync_threads_aligned();
+        }
+    }
+}
+
+unsafe fn aligned_barrier_uniform_entry(_: *const *mut c_void) {
+    for _ in 0..3 {
+        // SAFETY: every thread calls it, from this one place, three times.
+        unsafe { sync::sync_threads_aligned() };
+    }
+}
+
+#[test]
+fn aligned_barriers_must_be_one_call_site() {
+    let e = run(
+        "aligned_diverge",
+        aligned_barrier_from_divergent_code_entry,
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &mut [],
+    )
+    .unwrap_err();
+    assert!(e.message.contains("aligned barrier divergence"), "{e}");
+    assert!(
+        e.message.contains("sim/tests.rs"),
+        "names the call sites: {e}"
+    );
+    assert_eq!(e.thread, [32, 0, 0]);
+    run(
+        "aligned_ok",
+        aligned_barrier_uniform_entry,
+        [2, 1, 1],
+        [64, 1, 1],
+        0,
+        &mut [],
+    )
+    .unwrap();
+}
+
+unsafe fn mixed_barrier_kinds_entry(_: *const *mut c_void) {
+    if thread::thread_idx_x() < 40 {
+        sync::sync_threads();
+    } else {
+        let _ = sync::sync_threads_count(true);
+    }
+}
+
+#[test]
+fn mixing_a_barrier_with_its_reductions_is_an_error() {
+    let e = run(
+        "mixed_kinds",
+        mixed_barrier_kinds_entry,
+        [1, 1, 1],
+        [64, 1, 1],
+        0,
+        &mut [],
+    )
+    .unwrap_err();
+    assert!(e.message.contains("barrier divergence"), "{e}");
+    assert!(
+        e.message.contains("sync_threads_count") && e.message.contains("waits at sync_threads"),
+        "{e}"
+    );
+    assert_eq!(e.thread, [40, 0, 0]);
+}
+
+unsafe fn lane_outside_mask_entry(p: *const *mut c_void) {
+    // SAFETY: the test passes which operation to misuse.
+    let which = unsafe { arg::<u64>(p, 0) };
+    let lane = lane_id();
+    // Lane 7 leaves itself out of the mask; the other lanes name the full warp.
+    let mask = if lane == 7 { !(1u32 << 7) } else { FULL_MASK };
+    match which {
+        0 => drop(warp::shfl_sync(mask, lane, 0)),
+        1 => drop(warp::ballot_sync(mask, true)),
+        2 => sync::sync_warp(mask),
+        // SAFETY: deliberately violated: the simulator must still report it.
+        _ => drop(unsafe { warp::shfl_xor_sync_unchecked(mask, lane, 1) }),
+    }
+}
+
+#[test]
+fn a_warp_mask_without_the_calling_lane_is_an_error() {
+    for (which, op) in [
+        (0u64, "warp::shfl_sync"),
+        (1, "warp::ballot_sync"),
+        (2, "sync::sync_warp"),
+        (3, "warp::shfl_sync"),
+    ] {
+        let e = run(
+            "lane_outside_mask",
+            lane_outside_mask_entry,
+            [1, 1, 1],
+            [64, 1, 1],
+            0,
+            &mut [which],
+        )
+        .unwrap_err();
+        assert_eq!(e.kernel, "lane_outside_mask");
+        assert_eq!((e.block, e.thread), ([0, 0, 0], [7, 0, 0]), "{e}");
+        assert!(
+            e.message.contains(op)
+                && e.message.contains("lane 7")
+                && e.message.contains("not in the mask"),
+            "{which}: {e}"
+        );
+    }
+}
+
 #[test]
 fn invalid_configurations_are_errors() {
     let e = run(
