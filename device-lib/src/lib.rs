@@ -87,7 +87,11 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use crate::kernel::{Kernel, SimEntry};
     pub use crate::slice::disjoint_from_raw;
+    /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
+    /// the derives) through this re-export, never as `::core`.
     pub use core;
 
     /// Rebuilds a shared slice from the two ABI parameters a `&[T]` kernel parameter lowers to.

@@ -13,6 +13,7 @@
 
 mod diag;
 mod foreign;
+mod hygiene;
 mod kernel;
 mod ty;
 

@@ -8,9 +8,11 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use super::Entry;
+use crate::hygiene::Support;
 use crate::ty::{TypeKind, classify, strip};
 
-pub(super) fn expand(entry: &Entry) -> TokenStream {
+pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
+    let private = support.private();
     let Some(name) = entry.rust_name() else {
         // `check` refuses such entries; nothing to expand.
         return TokenStream::new();
@@ -43,7 +45,7 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
         .map(|ty| {
             quote_spanned! {ty.span()=>
                 #(#cfgs)*
-                const _: () = ::gpukernel_device::__private::assert_device_copy::<#ty>();
+                const _: () = #private::assert_device_copy::<#ty>();
             }
         })
         .collect();
@@ -54,17 +56,17 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
     let call = quote!(#ffi_name(__gk_ret_ptr, #(#params),*));
     let check = quote! {
         if __gk_status != 0 {
-            ::gpukernel_device::__private::report_foreign_failure(#symbol_str, __gk_status);
+            #private::report_foreign_failure(#symbol_str, __gk_status);
         }
     };
 
     let (slot, arrow, body) = match &entry.ret {
         None => (
-            quote!(u8),
+            quote!(#private::core::primitive::u8),
             quote!(),
             quote! {
-                let mut __gk_ret: u8 = 0;
-                let __gk_ret_ptr: *mut u8 = &raw mut __gk_ret;
+                let mut __gk_ret: #private::core::primitive::u8 = 0;
+                let __gk_ret_ptr: *mut #private::core::primitive::u8 = &raw mut __gk_ret;
                 // SAFETY: the return slot is a live local; the arguments' validity is the
                 // caller's promise where they are pointers, plain values otherwise.
                 let __gk_status = unsafe { #call };
@@ -75,15 +77,15 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
             ret.to_token_stream(),
             quote!(-> #ret),
             quote! {
-                let mut __gk_ret = ::core::mem::MaybeUninit::<#ret>::zeroed();
+                let mut __gk_ret = #private::core::mem::MaybeUninit::<#ret>::zeroed();
                 let __gk_ret_ptr: *mut #ret = __gk_ret.as_mut_ptr();
                 // SAFETY: the return slot is a live local; the arguments' validity is the
                 // caller's promise where they are pointers, plain values otherwise.
                 let __gk_status = unsafe { #call };
                 if __gk_status != 0 {
-                    ::gpukernel_device::__private::report_foreign_failure(#symbol_str, __gk_status);
+                    #private::report_foreign_failure(#symbol_str, __gk_status);
                     // A failed call returns zero, whatever the callee left in the slot.
-                    __gk_ret = ::core::mem::MaybeUninit::zeroed();
+                    __gk_ret = #private::core::mem::MaybeUninit::zeroed();
                 }
                 // SAFETY: the slot is zero-initialised and the type is a scalar, raw pointer
                 // or `DeviceCopy` value, for which all-zero is valid; a successful callee may
@@ -99,7 +101,7 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
         #(#cfgs)*
         unsafe extern "C" {
             #[link_name = #symbol_str]
-            fn #ffi_name(ret: *mut #slot, #(#params: #tys),*) -> i32;
+            fn #ffi_name(ret: *mut #slot, #(#params: #tys),*) -> #private::core::primitive::i32;
         }
 
         #(#cfgs)*
@@ -199,13 +201,15 @@ fn c_type(ty: &Type) -> String {
 mod tests {
     use super::*;
 
+    const CORE: &str = ":: gpukernel_device :: __private :: core :: primitive ::";
+
     fn expand_str(tokens: TokenStream) -> String {
         let mut errors = crate::diag::Errors::default();
-        let entries = super::super::parse::parse(tokens, &mut errors);
+        let (support, entries) = super::super::parse::parse(tokens, &mut errors);
         assert!(errors.is_empty());
         entries
             .iter()
-            .map(expand)
+            .map(|e| expand(e, &support))
             .collect::<TokenStream>()
             .to_string()
     }
@@ -225,7 +229,9 @@ mod tests {
         let out = expand_str(quote::quote!(pub mul = "mul_f32_f32", fn(f32, f32) -> f32));
         assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
         assert!(
-            out.contains("fn __gk_ffi_mul (ret : * mut f32 , a0 : f32 , a1 : f32) -> i32"),
+            out.contains(&format!(
+                "fn __gk_ffi_mul (ret : * mut f32 , a0 : f32 , a1 : f32) -> {CORE} i32"
+            )),
             "{out}"
         );
         assert!(
@@ -248,12 +254,32 @@ mod tests {
         let out = expand_str(quote::quote!("touch", fn(p: *mut u32)));
         assert!(out.contains("unsafe fn touch (p : * mut u32)"), "{out}");
         assert!(
-            out.contains("fn __gk_ffi_touch (ret : * mut u8 , p : * mut u32) -> i32"),
+            out.contains(&format!(
+                "fn __gk_ffi_touch (ret : * mut {CORE} u8 , p : * mut u32) -> {CORE} i32"
+            )),
             "{out}"
         );
         assert!(out.contains("# Safety"), "{out}");
         assert!(out.contains("int touch(void* ret, uint32_t*)"), "{out}");
         assert!(!out.contains("assume_init"), "{out}");
+    }
+
+    #[test]
+    fn a_renamed_crate_is_reached_through_its_private_module_only() {
+        let out =
+            expand_str(quote::quote!(crate = "gkd"; "f", fn(Pair, *mut u8) -> Pair; "g", fn()));
+        assert!(!out.contains("gpukernel_device"), "{out}");
+        for (i, _) in out.match_indices(":: core ::") {
+            assert!(out[..i].ends_with("gkd :: __private "), "{out}");
+        }
+        assert!(
+            out.contains("gkd :: __private :: report_foreign_failure (\"f\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("gkd :: __private :: assert_device_copy :: < Pair >"),
+            "{out}"
+        );
     }
 
     #[test]
