@@ -8,8 +8,10 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 
 /// A kernel compiled by `#[kernel]`.
 ///
-/// On the host, `#[kernel] pub fn saxpy(..)` expands to a unit struct `saxpy` that implements
-/// this trait; the runtime launches it by value: `stream.launch(saxpy, cfg, (a, &x, &mut y))`.
+/// On the host, `#[kernel] pub fn saxpy(..)` expands to a marker type `saxpy` (a braced
+/// struct, so only the type namespace holds it) that implements this trait, and a function
+/// `saxpy()` returning it; the runtime looks the kernel up with `module.kernel(saxpy)?` (see
+/// [`IntoKernel`]) and launches it: `stream.launch(&k, cfg, (a, &x, &mut y))`.
 ///
 /// # ABI
 /// Parameters lower in order, each to one or more PTX `.param`s:
@@ -31,6 +33,47 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     type Params;
     /// Runs the body for one simulated thread.
     const SIM_ENTRY: SimEntry;
+}
+
+/// What the runtime's `Module::kernel` accepts for kernel `K`: the kernel's name as
+/// `#[kernel]` defines it on the host (a function returning the marker value, so that
+/// `let saxpy = module.kernel(saxpy)?;` may rebind the name), or a marker value itself.
+///
+/// `M` only tells the two implementations apart ([`into_kernel::Constructor`] and
+/// [`into_kernel::Value`]); it is always inferred.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[kernel]`",
+    label = "expected the name of a `#[kernel]` function",
+    note = "pass the kernel itself: `module.kernel(saxpy)` for `#[kernel] fn saxpy(..)`"
+)]
+pub trait IntoKernel<K: Kernel, M> {
+    /// The kernel's marker value.
+    fn into_kernel(self) -> K;
+}
+
+/// The markers that keep [`IntoKernel`]'s two implementations apart.
+pub mod into_kernel {
+    /// [`IntoKernel`](super::IntoKernel) for a function returning the marker (what
+    /// `#[kernel]` generates under the kernel's name).
+    #[derive(Debug)]
+    pub enum Constructor {}
+    /// [`IntoKernel`](super::IntoKernel) for the marker value itself.
+    #[derive(Debug)]
+    pub enum Value {}
+}
+
+impl<K: Kernel> IntoKernel<K, into_kernel::Value> for K {
+    #[inline(always)]
+    fn into_kernel(self) -> K {
+        self
+    }
+}
+
+impl<K: Kernel, F: FnOnce() -> K> IntoKernel<K, into_kernel::Constructor> for F {
+    #[inline(always)]
+    fn into_kernel(self) -> K {
+        self()
+    }
 }
 
 /// The `.param`s a kernel parameter type lowers to (see [`Kernel`]'s ABI), by size in bytes;

@@ -48,7 +48,7 @@ pub mod warp;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use kernel::{Kernel, ParamAbi, ParamList, SimEntry};
+pub use kernel::{IntoKernel, Kernel, ParamAbi, ParamList, SimEntry, into_kernel};
 pub use slice::{DisjointSlice, ThreadIndex};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.

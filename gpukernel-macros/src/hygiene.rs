@@ -3,7 +3,7 @@
 //! dependency), and every name it introduces for its own locals and parameters has a
 //! mixed-site span, so that it can neither capture nor shadow a name the user wrote.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use syn::{LitStr, Path};
 
@@ -48,6 +48,13 @@ pub(crate) fn crate_path(lit: &LitStr) -> syn::Result<Path> {
             Some("name the crate `gpukernel-device` is renamed to, e.g. `crate = \"gkd\"` for `gkd = { package = \"gpukernel-device\", .. }`"),
         )
     })
+}
+
+/// A name for a generated local, parameter or helper: its span is mixed-site, so the user's
+/// code cannot refer to it and it cannot shadow or capture the user's names (items, which
+/// mixed-site hygiene does not separate, are kept inside blocks or named `__gk_*`).
+pub(crate) fn local(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
 }
 
 #[cfg(test)]

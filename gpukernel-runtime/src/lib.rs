@@ -79,7 +79,7 @@ pub use memory::{
 pub use module::{Function, ImageKind, Module, TypedKernel};
 pub use stream::Stream;
 
-pub use gpukernel_device::{AnyBitPattern, DeviceCopy, DisjointSlice, Kernel};
+pub use gpukernel_device::{AnyBitPattern, DeviceCopy, DisjointSlice, IntoKernel, Kernel};
 
 /// The traits whose methods the everyday operations use: `use gpukernel_runtime::prelude::*;`.
 pub mod prelude {

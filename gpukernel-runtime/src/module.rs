@@ -6,9 +6,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 
-use gpukernel_device::Kernel;
 use gpukernel_device::ParamList;
 use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
+use gpukernel_device::{IntoKernel, Kernel};
 
 use crate::context::{ContextInner, intern};
 use crate::driver::{self, CUfunction, CUmodule, FuncAttr};
@@ -401,12 +401,15 @@ impl Module {
         self.inner.raw
     }
 
-    /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?`. The
-    /// `CUfunction` is looked up once, here.
-    pub fn kernel<K: Kernel>(&self, _kernel: K) -> Result<TypedKernel<K>>
+    /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?` with the
+    /// name of a `#[kernel] fn saxpy` (on the host a function returning the marker, so that
+    /// `let saxpy = module.kernel(saxpy)?;` works; see [`IntoKernel`]). The `CUfunction` is
+    /// looked up once, here.
+    pub fn kernel<K: Kernel, M>(&self, kernel: impl IntoKernel<K, M>) -> Result<TypedKernel<K>>
     where
         K::Params: ParamList,
     {
+        let _marker: K = kernel.into_kernel();
         let function = self.function(K::NAME)?;
         if !function.raw.is_null() {
             // A typed launch writes the parameters the Rust signature lowers to: the entry in

@@ -83,7 +83,7 @@ fn params_are_the_parameter_types_with_static_lifetimes() {
     assert_params::<pair_product, (Pair, &'static [f32], *mut f32, *mut usize)>();
     assert_params::<no_params, ()>();
     // The marker is a plain value the runtime can copy around.
-    let k: saxpy_serial = saxpy_serial;
+    let k: saxpy_serial = saxpy_serial();
     let _copy = k;
     assert_eq!(format!("{k:?}"), "saxpy_serial");
 }

@@ -1,14 +1,14 @@
 //! [`Entry`] → the `extern "C"` declaration and the typed wrapper that owns the return slot
 //! and checks the status.
 
-use proc_macro2::TokenStream;
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use proc_macro2::{Ident, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::Type;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use super::Entry;
-use crate::hygiene::Support;
+use crate::hygiene::{Support, local};
 use crate::ty::{TypeKind, classify, strip};
 
 pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
@@ -19,15 +19,17 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     };
     let symbol = &entry.symbol;
     let symbol_str = symbol.value();
-    let ffi_name = format_ident!("__gk_ffi_{}", name.unraw());
     let (cfgs, attrs, vis) = (&entry.cfgs, &entry.attrs, &entry.vis);
-
-    let params: Vec<_> = entry
-        .args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| a.name.clone().unwrap_or_else(|| format_ident!("a{}", i)))
-        .collect();
+    // Generated names are mixed-site (see `hygiene`): an argument the user named `ret` or
+    // `__gk_ret_ptr` stays theirs. The foreign declaration lives inside the wrapper.
+    let (ffi_name, slot_param, ret, ret_ptr, status) = (
+        local("__gk_ffi"),
+        local("ret"),
+        local("__gk_ret"),
+        local("__gk_ret_ptr"),
+        local("__gk_status"),
+    );
+    let params = param_names(entry);
     let tys: Vec<_> = entry.args.iter().map(|a| &a.ty).collect();
     let has_pointer = entry
         .args
@@ -53,10 +55,10 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     let docs = docs(entry, &symbol_str, unsafety.is_some());
     let inline =
         (!attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline(always)]));
-    let call = quote!(#ffi_name(__gk_ret_ptr, #(#params),*));
+    let call = quote!(#ffi_name(#ret_ptr, #(#params),*));
     let check = quote! {
-        if __gk_status != 0 {
-            #private::report_foreign_failure(#symbol_str, __gk_status);
+        if #status != 0 {
+            #private::report_foreign_failure(#symbol_str, #status);
         }
     };
 
@@ -65,32 +67,32 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
             quote!(#private::core::primitive::u8),
             quote!(),
             quote! {
-                let mut __gk_ret: #private::core::primitive::u8 = 0;
-                let __gk_ret_ptr: *mut #private::core::primitive::u8 = &raw mut __gk_ret;
+                let mut #ret: #private::core::primitive::u8 = 0;
+                let #ret_ptr: *mut #private::core::primitive::u8 = &raw mut #ret;
                 // SAFETY: the return slot is a live local; the arguments' validity is the
                 // caller's promise where they are pointers, plain values otherwise.
-                let __gk_status = unsafe { #call };
+                let #status = unsafe { #call };
                 #check
             },
         ),
-        Some(ret) => (
-            ret.to_token_stream(),
-            quote!(-> #ret),
+        Some(ret_ty) => (
+            ret_ty.to_token_stream(),
+            quote!(-> #ret_ty),
             quote! {
-                let mut __gk_ret = #private::core::mem::MaybeUninit::<#ret>::zeroed();
-                let __gk_ret_ptr: *mut #ret = __gk_ret.as_mut_ptr();
+                let mut #ret = #private::core::mem::MaybeUninit::<#ret_ty>::zeroed();
+                let #ret_ptr: *mut #ret_ty = #ret.as_mut_ptr();
                 // SAFETY: the return slot is a live local; the arguments' validity is the
                 // caller's promise where they are pointers, plain values otherwise.
-                let __gk_status = unsafe { #call };
-                if __gk_status != 0 {
-                    #private::report_foreign_failure(#symbol_str, __gk_status);
+                let #status = unsafe { #call };
+                if #status != 0 {
+                    #private::report_foreign_failure(#symbol_str, #status);
                     // A failed call returns zero, whatever the callee left in the slot.
-                    __gk_ret = #private::core::mem::MaybeUninit::zeroed();
+                    #ret = #private::core::mem::MaybeUninit::zeroed();
                 }
                 // SAFETY: the slot is zero-initialised and the type is a scalar, raw pointer
                 // or `DeviceCopy` value, for which all-zero is valid; a successful callee may
                 // only have overwritten it with a value of that type.
-                unsafe { __gk_ret.assume_init() }
+                unsafe { #ret.assume_init() }
             },
         ),
     };
@@ -99,21 +101,47 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
         #asserts
 
         #(#cfgs)*
-        unsafe extern "C" {
-            #[link_name = #symbol_str]
-            fn #ffi_name(ret: *mut #slot, #(#params: #tys),*) -> #private::core::primitive::i32;
-        }
-
-        #(#cfgs)*
         #(#attrs)*
         #docs
         #inline
         // The argument list mirrors the foreign function's, which the caller cannot change.
         #[allow(clippy::too_many_arguments)]
         #vis #unsafety fn #name(#(#params: #tys),*) #arrow {
+            unsafe extern "C" {
+                #[link_name = #symbol_str]
+                fn #ffi_name(
+                    #slot_param: *mut #slot,
+                    #(#params: #tys),*
+                ) -> #private::core::primitive::i32;
+            }
             #body
         }
     }
+}
+
+/// The wrapper's parameter names: the user's where given, else `a0`, `a1`, ... (mixed-site,
+/// and textually distinct from the user's names so that the docs stay unambiguous).
+fn param_names(entry: &Entry) -> Vec<Ident> {
+    let taken: Vec<String> = entry
+        .args
+        .iter()
+        .filter_map(|a| a.name.as_ref().map(|n| n.unraw().to_string()))
+        .collect();
+    entry
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match &a.name {
+            Some(name) => name.clone(),
+            None => {
+                let mut name = format!("a{i}");
+                while taken.contains(&name) {
+                    name.push('_');
+                }
+                local(&name)
+            }
+        })
+        .collect()
 }
 
 /// The generated documentation: the C declaration the symbol must have, and how failures are
@@ -230,7 +258,7 @@ mod tests {
         assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
         assert!(
             out.contains(&format!(
-                "fn __gk_ffi_mul (ret : * mut f32 , a0 : f32 , a1 : f32) -> {CORE} i32"
+                "fn __gk_ffi (ret : * mut f32 , a0 : f32 , a1 : f32) -> {CORE} i32"
             )),
             "{out}"
         );
@@ -255,7 +283,7 @@ mod tests {
         assert!(out.contains("unsafe fn touch (p : * mut u32)"), "{out}");
         assert!(
             out.contains(&format!(
-                "fn __gk_ffi_touch (ret : * mut {CORE} u8 , p : * mut u32) -> {CORE} i32"
+                "fn __gk_ffi (ret : * mut {CORE} u8 , p : * mut u32) -> {CORE} i32"
             )),
             "{out}"
         );
@@ -278,6 +306,22 @@ mod tests {
         );
         assert!(
             out.contains("gkd :: __private :: assert_device_copy :: < Pair >"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_foreign_declaration_is_inside_the_wrapper() {
+        let out = expand_str(quote::quote!("f", fn(f32)));
+        let wrapper = out.find("fn f (a0 : f32)").unwrap();
+        assert!(out.find("unsafe extern \"C\"").unwrap() > wrapper, "{out}");
+    }
+
+    #[test]
+    fn generated_argument_names_differ_from_the_users() {
+        let out = expand_str(quote::quote!("f", fn(a1: f32, f32, a1_: f32, u8)));
+        assert!(
+            out.contains("fn f (a1 : f32 , a1__ : f32 , a1_ : f32 , a3 : u8)"),
             "{out}"
         );
     }

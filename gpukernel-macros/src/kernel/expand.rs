@@ -1,13 +1,14 @@
 //! [`Kernel`] → tokens: the nvptx64 entry point and the host's marker type, `Kernel` impl and
 //! simulator entry, each gated on `target_arch` (the macro runs on the host for both builds).
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Type};
 
 use super::{Binding, Kernel, Param, ParamKind};
+use crate::hygiene::local;
 use crate::ty::{all_static, explicit_disjoint_lifetime};
 
 /// How one kernel parameter crosses the ABI.
@@ -21,12 +22,14 @@ struct Lowered {
 }
 
 fn lower(param: &Param, private: &TokenStream) -> Lowered {
+    // Mixed-site names: the user's parameter names live in the body function, never here.
     let base = match &param.binding {
-        Binding::Ident(ident) => format_ident!("__gk_{}_{}", param.index, ident.unraw()),
-        Binding::Wild | Binding::Unsupported => format_ident!("__gk_{}", param.index),
+        Binding::Ident(ident) => format!("__gk_{}_{}", param.index, ident.unraw()),
+        Binding::Wild | Binding::Unsupported => format!("__gk_{}", param.index),
     };
-    let ptr = format_ident!("{}_ptr", base);
-    let len = format_ident!("{}_len", base);
+    let ptr = local(&format!("{base}_ptr"));
+    let len = local(&format!("{base}_len"));
+    let base = local(&base);
     let ty = &param.arg.ty;
     let (elem_ptr, rebuild_fn) = match &param.kind {
         ParamKind::Slice { elem } => (quote!(*const #elem), quote!(slice_from_raw::<#elem>)),
@@ -131,7 +134,8 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
                 #[allow(improper_gpu_kernel_arg)]
             }
         });
-    let call = quote!(__gk_body(#(#values),*));
+    let body_fn = local("__gk_body");
+    let call = quote!(#body_fn(#(#values),*));
     let call = match unsafety {
         Some(_) => quote! {
             // SAFETY: the kernel's author states the conditions in its `# Safety` docs; the
@@ -154,7 +158,7 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
             #inline
             #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
             #(#body_attrs)*
-            #unsafety fn __gk_body(#(#params),*) #output #block
+            #unsafety fn #body_fn(#(#params),*) #output #block
 
             #(#rebuild)*
             #call;
@@ -166,7 +170,6 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
     let name_str = name.unraw().to_string();
-    let body_name = format_ident!("__gk_body_{}", name.unraw());
     let vis = &kernel.item.vis;
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
     let unsafety = &sig.unsafety;
@@ -174,9 +177,13 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     let block = &kernel.item.block;
     let params = body_params(kernel);
     let param_tys = kernel.params.iter().map(|p| all_static(&p.arg.ty));
-
     let private = kernel.support.private();
-    let params_ident = Ident::new("__gk_params", Span::call_site());
+    let (body_fn, entry_fn, params_ident) = (
+        local("__gk_body"),
+        local("__gk_sim_entry"),
+        local("__gk_params"),
+    );
+
     let mut reads = Vec::new();
     for (k, (abi_name, abi_ty)) in lowered.iter().flat_map(|l| &l.abi).enumerate() {
         let k = Literal::usize_unsuffixed(k);
@@ -191,7 +198,7 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     }
     let rebuild = lowered.iter().filter_map(|l| l.rebuild.as_ref());
     let values = lowered.iter().map(|l| &l.value);
-    let call = quote!(#body_name(#(#values),*));
+    let call = quote!(#body_fn(#(#values),*));
     let call = match unsafety {
         Some(_) => quote! {
             // SAFETY: as on the GPU, the launch is `unsafe` or checked the kernel's contract.
@@ -200,17 +207,10 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
         None => call,
     };
 
+    // The marker type lives in the type namespace only (a braced struct) and a function of
+    // the same name returns it, so that the host can rebind the kernel's name:
+    // `let saxpy = module.kernel(saxpy)?;` (a unit struct's name cannot be shadowed by `let`).
     quote! {
-        #[cfg(not(target_arch = "nvptx64"))]
-        #(#cfgs)*
-        #(#docs)*
-        #[doc(hidden)]
-        #[allow(non_snake_case, dead_code)]
-        // The parameter list is the kernel's launch interface, taken by value by design.
-        #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
-        #(#body_attrs)*
-        #vis #unsafety fn #body_name(#(#params),*) #output #block
-
         #[cfg(not(target_arch = "nvptx64"))]
         #(#cfgs)*
         #(#docs)*
@@ -220,7 +220,18 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
             #private::core::marker::Copy,
             #private::core::fmt::Debug
         )]
-        #vis struct #name;
+        #vis struct #name {}
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #(#cfgs)*
+        #(#docs)*
+        #[doc = ""]
+        #[doc = " On the host, the kernel's marker value: `module.kernel(this_function)` looks it up."]
+        #[allow(non_snake_case, dead_code)]
+        #[inline(always)]
+        #vis const fn #name() -> #name {
+            #name {}
+        }
 
         #[cfg(not(target_arch = "nvptx64"))]
         #(#cfgs)*
@@ -230,12 +241,17 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
             const NAME: &'static #private::core::primitive::str = #name_str;
             type Params = (#(#param_tys,)*);
             const SIM_ENTRY: #private::SimEntry = {
-                unsafe fn __gk_sim_entry(#params_ident: *const *mut #private::core::ffi::c_void) {
+                // The parameter list is the kernel's launch interface, taken by value by design.
+                #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+                #(#body_attrs)*
+                #unsafety fn #body_fn(#(#params),*) #output #block
+
+                unsafe fn #entry_fn(#params_ident: *const *mut #private::core::ffi::c_void) {
                     #(#reads)*
                     #(#rebuild)*
                     #call;
                 }
-                __gk_sim_entry
+                #entry_fn
             };
         }
     }
@@ -322,7 +338,12 @@ mod tests {
                 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
         );
-        assert!(out.contains("pub struct saxpy ;"), "{out}");
+        // A braced marker (type namespace only) and a function returning it (value namespace).
+        assert!(out.contains("pub struct saxpy { }"), "{out}");
+        assert!(
+            out.contains("pub const fn saxpy () -> saxpy { saxpy { } }"),
+            "{out}"
+        );
         assert!(
             out.contains("unsafe impl :: gpukernel_device :: __private :: Kernel for saxpy"),
             "{out}"
@@ -340,7 +361,12 @@ mod tests {
             ),
             "{out}"
         );
-        assert!(out.contains("pub fn __gk_body_saxpy ("), "{out}");
+        // The body is a function inside `SIM_ENTRY`: no item next to the user's.
+        assert!(
+            out.contains("const SIM_ENTRY : :: gpukernel_device :: __private :: SimEntry = { # [allow (clippy :: too_many_arguments , clippy :: needless_pass_by_value)] fn __gk_body (a : f32 ,"),
+            "{out}"
+        );
+        assert!(!out.contains("__gk_body_"), "{out}");
         for (k, ty) in [
             (0, "f32"),
             (1, "* const f32"),
@@ -372,8 +398,9 @@ mod tests {
             out.contains("unsafe fn __gk_body (x : & mut [u32])"),
             "{out}"
         );
-        assert!(
-            out.contains("unsafe fn __gk_body_k (x : & mut [u32])"),
+        assert_eq!(
+            out.matches("unsafe fn __gk_body (x : & mut [u32])").count(),
+            2,
             "{out}"
         );
         assert!(out.contains("slice_from_raw_mut :: < u32 >"), "{out}");
