@@ -35,6 +35,26 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     const SIM_ENTRY: SimEntry;
 }
 
+/// A kernel that no argument list accepted by the safe typed launch can make unsound.
+///
+/// `#[kernel]` implements it for every kernel declared `fn` and never for one declared
+/// `unsafe fn`: an `unsafe fn` kernel has preconditions that no argument type checks (that a
+/// raw pointer is valid, how threads share a `&mut [T]`), so the runtime's `Stream::launch`
+/// requires this trait and such kernels go through `unsafe { stream.launch_unchecked(..) }`,
+/// whose caller upholds the kernel's `# Safety` contract.
+///
+/// # Safety
+/// The kernel's body must be sound for every argument tuple the safe launch accepts for
+/// [`Kernel::Params`] (shared slices read-only, `DisjointSlice`s written at each thread's own
+/// index, any address for a raw pointer parameter, any value for a scalar or `DeviceCopy`
+/// parameter).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is an `unsafe fn` kernel: launch it with `unsafe {{ stream.launch_unchecked(..) }}` and uphold its `# Safety` contract",
+    label = "`Stream::launch` launches safe kernels only",
+    note = "an `unsafe fn` kernel has preconditions that no argument type checks (a raw pointer's validity, how threads share a `&mut [T]`)"
+)]
+pub unsafe trait SafeKernel: Kernel {}
+
 /// What the runtime's `Module::kernel` accepts for kernel `K`: the kernel's name as
 /// `#[kernel]` defines it on the host (a function returning the marker value, so that
 /// `let saxpy = module.kernel(saxpy)?;` may rebind the name), or a marker value itself.

@@ -48,7 +48,7 @@ pub mod warp;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use kernel::{IntoKernel, Kernel, ParamAbi, ParamList, SimEntry, into_kernel};
+pub use kernel::{IntoKernel, Kernel, ParamAbi, ParamList, SafeKernel, SimEntry, into_kernel};
 pub use slice::{DisjointSlice, ThreadIndex};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
@@ -88,7 +88,7 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
     #[cfg(not(target_arch = "nvptx64"))]
-    pub use crate::kernel::{Kernel, SimEntry};
+    pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::slice::disjoint_from_raw;
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.

@@ -10,7 +10,7 @@
 use core::ffi::c_void;
 use std::sync::Arc;
 
-use gpukernel_device::{DeviceCopy, DisjointSlice, Kernel};
+use gpukernel_device::{DeviceCopy, DisjointSlice, Kernel, SafeKernel};
 
 use crate::error::{Error, Result};
 use crate::memory::{
@@ -478,18 +478,23 @@ impl Stream {
     /// simulator the grid runs before this returns, and a failure is returned here
     /// ([`Error::SimulatorFault`]).
     ///
+    /// Only safe kernels ([`SafeKernel`]: `#[kernel]`s declared `fn`) launch here; an
+    /// `unsafe fn` kernel has preconditions no argument type checks, so it needs
+    /// `unsafe { stream.launch_unchecked(..) }`.
+    ///
     /// The configuration is checked first (zero or too large dimensions, too many threads per
     /// block, too much shared memory: [`Error::InvalidLaunchConfig`] naming the kernel and the
     /// dimension).
     #[inline]
-    pub fn launch<K: Kernel, A: LaunchArgs<K::Params, Safety = Safe>>(
+    pub fn launch<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe>>(
         &self,
         kernel: &TypedKernel<K>,
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        // SAFETY: `Safety = Safe` excludes `&mut [T]` parameters, the only ones whose launch
-        // could race by itself; everything else is upheld by `KernelArg`.
+        // SAFETY: `K: SafeKernel` says the body is sound for any arguments of its parameter
+        // types; `Safety = Safe` excludes `&mut [T]` parameters (only `unsafe fn` kernels take
+        // them); everything else is upheld by `KernelArg`.
         unsafe { self.launch_unchecked(kernel, config, args) }
     }
 
@@ -684,6 +689,8 @@ pub(crate) mod tests {
         type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
         const SIM_ENTRY: SimEntry = saxpy_entry;
     }
+    // SAFETY: a safe kernel: sound for any arguments of its parameter types.
+    unsafe impl SafeKernel for saxpy {}
     unsafe fn saxpy_entry(p: *const *mut c_void) {
         // SAFETY: the typed launch passes (f32, ptr, len, ptr, len) for live buffers.
         unsafe {
@@ -721,6 +728,8 @@ pub(crate) mod tests {
         type Params = (Affine, DisjointSlice<'static, f64>);
         const SIM_ENTRY: SimEntry = affine_entry;
     }
+    // SAFETY: a safe kernel: sound for any arguments of its parameter types.
+    unsafe impl SafeKernel for affine {}
     unsafe fn affine_entry(p: *const *mut c_void) {
         // SAFETY: (Affine by value, ptr, len).
         unsafe {
@@ -766,6 +775,8 @@ pub(crate) mod tests {
         type Params = (&'static [u32],);
         const SIM_ENTRY: SimEntry = oob_entry;
     }
+    // SAFETY: a safe kernel: sound for any arguments of its parameter types.
+    unsafe impl SafeKernel for out_of_bounds {}
     unsafe fn oob_entry(p: *const *mut c_void) {
         // SAFETY: (ptr, len).
         let x = unsafe {
@@ -783,6 +794,8 @@ pub(crate) mod tests {
         type Params = (&'static [u32],);
         const SIM_ENTRY: SimEntry = fails_foreign_entry;
     }
+    // SAFETY: a safe kernel: sound for any arguments of its parameter types.
+    unsafe impl SafeKernel for fails_foreign {}
     unsafe fn fails_foreign_entry(_p: *const *mut c_void) {
         if thread::index().get() == 5 {
             gpukernel_device::ffi::report_foreign_failure("mul_f32_f32", 7);
@@ -897,11 +910,13 @@ pub(crate) mod tests {
         let k = module.kernel(write_ptr).unwrap();
         let mut b = ctx.alloc_zeros::<u32>(4).unwrap();
         let s = ctx.default_stream();
-        s.launch(&k, LaunchConfig::new(1, 1), (b.device_ptr(),))
-            .unwrap();
+        // `write_ptr` stands for an `unsafe fn` kernel (it writes through its pointer).
+        // SAFETY: the pointer is to a live buffer of 4 u32s that nothing else uses.
+        unsafe { s.launch_unchecked(&k, LaunchConfig::new(1, 1), (b.device_ptr(),)) }.unwrap();
         assert_eq!(b.to_host_vec().unwrap(), [42, 0, 0, 0]);
         b.memset_zeros().unwrap();
-        s.launch(&k, LaunchConfig::new(1, 1), (&mut b,)).unwrap();
+        // SAFETY: as above.
+        unsafe { s.launch_unchecked(&k, LaunchConfig::new(1, 1), (&mut b,)) }.unwrap();
         assert_eq!(b.to_host_vec().unwrap(), [42, 0, 0, 0]);
     }
 

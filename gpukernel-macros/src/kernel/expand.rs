@@ -207,6 +207,17 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
         None => call,
     };
 
+    // Only a kernel declared `fn` may be launched by the safe `Stream::launch`.
+    let safe = unsafety.is_none().then(|| {
+        quote! {
+            #[cfg(not(target_arch = "nvptx64"))]
+            #(#cfgs)*
+            // SAFETY: the kernel is a safe `fn`: its body is sound for any arguments of its
+            // parameter types, which the safe launch only lends as those types allow.
+            unsafe impl #private::SafeKernel for #name {}
+        }
+    });
+
     // The marker type lives in the type namespace only (a braced struct) and a function of
     // the same name returns it, so that the host can rebind the kernel's name:
     // `let saxpy = module.kernel(saxpy)?;` (a unit struct's name cannot be shadowed by `let`).
@@ -254,6 +265,8 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
                 #entry_fn
             };
         }
+
+        #safe
     }
 }
 
@@ -387,6 +400,27 @@ mod tests {
     }
 
     #[test]
+    fn only_safe_kernels_are_safe_kernels() {
+        let safe = expand(
+            quote!(),
+            quote!(
+                fn k(p: *mut u32) {}
+            ),
+        );
+        assert!(
+            safe.contains("unsafe impl :: gpukernel_device :: __private :: SafeKernel for k { }"),
+            "{safe}"
+        );
+        let out = expand(
+            quote!(),
+            quote!(
+                unsafe fn k(p: *mut u32) {}
+            ),
+        );
+        assert!(!out.contains("SafeKernel"), "{out}");
+    }
+
+    #[test]
     fn unsafe_kernels_keep_their_unsafety() {
         let out = expand(
             quote!(),
@@ -488,8 +522,9 @@ mod tests {
                 fn k(s: Pair) {}
             ),
         );
-        // the DeviceCopy check, the device entry, the body, the type and the impl
-        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 5, "{out}");
+        // the DeviceCopy check, the device entry, the marker type, its function, the `Kernel`
+        // impl and the `SafeKernel` impl
+        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 6, "{out}");
         assert!(
             out.contains("# [doc = \" Hi.\"] # [allow (non_camel_case_types , dead_code)]"),
             "{out}"

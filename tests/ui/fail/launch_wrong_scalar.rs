@@ -11,6 +11,7 @@ unsafe impl Kernel for saxpy {
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
     const SIM_ENTRY: SimEntry = entry;
 }
+unsafe impl gpukernel_device::SafeKernel for saxpy {}
 
 fn run() -> Result<()> {
     let ctx = Device::simulator().primary_context()?;
