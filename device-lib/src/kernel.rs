@@ -22,8 +22,9 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 ///
 /// # Safety
 /// Implemented only by `#[kernel]`: [`NAME`](Kernel::NAME) is the PTX entry's name,
-/// [`Params`](Kernel::Params) lists the parameters' types in order, and
-/// [`SIM_ENTRY`](Kernel::SIM_ENTRY) reads the parameter array in the ABI above.
+/// [`Params`](Kernel::Params) lists the parameters' types in order,
+/// [`SIM_ENTRY`](Kernel::SIM_ENTRY) reads the parameter array in the ABI above, and
+/// [`SIGNATURE`](Kernel::SIGNATURE) is the value the device build exported for this kernel.
 pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     /// The PTX `.entry` name (the Rust function's name, unmangled).
     const NAME: &'static str;
@@ -33,6 +34,27 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     type Params;
     /// Runs the body for one simulated thread.
     const SIM_ENTRY: SimEntry;
+    /// The kernel's signature fingerprint: a hash of the crate's name, the kernel's name,
+    /// whether it is an `unsafe fn`, and its parameter types as written. The device build
+    /// exports the same value as the global [`signature_symbol`]`(NAME)`, a `u64`, so that the
+    /// runtime can tell the entry `#[kernel]` compiled from this signature from a same-named
+    /// entry with other parameter types.
+    const SIGNATURE: u64;
+}
+
+/// The prefix of the global that holds a kernel's [`Kernel::SIGNATURE`] in the device code:
+/// the global is `__gpukernel_sig_<NAME>`.
+pub const SIGNATURE_SYMBOL_PREFIX: &str = "__gpukernel_sig_";
+
+/// The name of the global holding the signature fingerprint of the kernel whose entry is
+/// `kernel_name`: `__gpukernel_sig_<kernel_name>`.
+///
+/// In the module it is an exported (`.visible .global`) `u64` initialised to
+/// [`Kernel::SIGNATURE`]: `cuModuleGetGlobal` finds it (8 bytes), and the PTX text reads
+/// `.visible .global .align 8 .u64 __gpukernel_sig_saxpy = 1234;` (the value in decimal).
+/// Kernels not compiled by `#[kernel]` (CUDA C `__global__` functions) have none.
+pub fn signature_symbol(kernel_name: &str) -> std::string::String {
+    std::format!("{SIGNATURE_SYMBOL_PREFIX}{kernel_name}")
 }
 
 /// A kernel that no argument list accepted by the safe typed launch can make unsound.
@@ -168,6 +190,12 @@ impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L);
 mod tests {
     use super::*;
     use crate::DisjointSlice;
+
+    #[test]
+    fn signature_symbols() {
+        assert_eq!(signature_symbol("saxpy"), "__gpukernel_sig_saxpy");
+        assert!(signature_symbol("k").starts_with(SIGNATURE_SYMBOL_PREFIX));
+    }
 
     #[test]
     fn parameter_lists_lower_as_the_abi_says() {

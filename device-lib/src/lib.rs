@@ -48,7 +48,10 @@ pub mod warp;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use kernel::{IntoKernel, Kernel, ParamAbi, ParamList, SafeKernel, SimEntry, into_kernel};
+pub use kernel::{
+    IntoKernel, Kernel, ParamAbi, ParamList, SIGNATURE_SYMBOL_PREFIX, SafeKernel, SimEntry,
+    into_kernel, signature_symbol,
+};
 pub use slice::{DisjointSlice, ThreadIndex};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.

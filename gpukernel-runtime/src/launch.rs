@@ -688,6 +688,7 @@ pub(crate) mod tests {
         const NAME: &'static str = "saxpy";
         type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
         const SIM_ENTRY: SimEntry = saxpy_entry;
+        const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     }
     // SAFETY: a safe kernel: sound for any arguments of its parameter types.
     unsafe impl SafeKernel for saxpy {}
@@ -727,6 +728,7 @@ pub(crate) mod tests {
         const NAME: &'static str = "affine";
         type Params = (Affine, DisjointSlice<'static, f64>);
         const SIM_ENTRY: SimEntry = affine_entry;
+        const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     }
     // SAFETY: a safe kernel: sound for any arguments of its parameter types.
     unsafe impl SafeKernel for affine {}
@@ -750,6 +752,7 @@ pub(crate) mod tests {
         const NAME: &'static str = "scale_in_place";
         type Params = (&'static mut [f32], f32);
         const SIM_ENTRY: SimEntry = scale_entry;
+        const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     }
     unsafe fn scale_entry(p: *const *mut c_void) {
         // SAFETY: (ptr, len, f32); each thread touches a grid-stride set of indices.
@@ -774,6 +777,7 @@ pub(crate) mod tests {
         const NAME: &'static str = "out_of_bounds";
         type Params = (&'static [u32],);
         const SIM_ENTRY: SimEntry = oob_entry;
+        const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     }
     // SAFETY: a safe kernel: sound for any arguments of its parameter types.
     unsafe impl SafeKernel for out_of_bounds {}
@@ -793,6 +797,7 @@ pub(crate) mod tests {
         const NAME: &'static str = "fails_foreign";
         type Params = (&'static [u32],);
         const SIM_ENTRY: SimEntry = fails_foreign_entry;
+        const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     }
     // SAFETY: a safe kernel: sound for any arguments of its parameter types.
     unsafe impl SafeKernel for fails_foreign {}
@@ -809,6 +814,7 @@ pub(crate) mod tests {
         const NAME: &'static str = "write_ptr";
         type Params = (*mut u32,);
         const SIM_ENTRY: SimEntry = write_ptr_entry;
+        const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     }
     unsafe fn write_ptr_entry(p: *const *mut c_void) {
         // SAFETY: the test passes a pointer to at least one u32; only thread 0 writes.

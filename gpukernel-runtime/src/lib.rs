@@ -24,6 +24,7 @@
 //! # unsafe impl Kernel for saxpy {
 //! #     const NAME: &'static str = "saxpy";
 //! #     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
+//! #     const SIGNATURE: u64 = 0;
 //! #     const SIM_ENTRY: gpukernel_device::SimEntry = { unsafe fn e(_: *const *mut core::ffi::c_void) {} e };
 //! # }
 //! # // SAFETY: as above.

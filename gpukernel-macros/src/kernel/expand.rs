@@ -7,7 +7,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Type};
 
-use super::{Binding, Kernel, Param, ParamKind};
+use super::{Binding, Kernel, Param, ParamKind, signature};
 use crate::hygiene::local;
 use crate::ty::{all_static, explicit_disjoint_lifetime};
 
@@ -96,16 +96,16 @@ fn device_copy_asserts(kernel: &Kernel, private: &TokenStream) -> TokenStream {
         .collect()
 }
 
-pub(super) fn expand(kernel: &Kernel) -> TokenStream {
+pub(super) fn expand(kernel: &Kernel, signature: u64) -> TokenStream {
     let private = kernel.support.private();
     let lowered: Vec<Lowered> = kernel.params.iter().map(|p| lower(p, &private)).collect();
     let asserts = device_copy_asserts(kernel, &private);
-    let device = device(kernel, &lowered);
-    let host = host(kernel, &lowered);
+    let device = device(kernel, &lowered, signature);
+    let host = host(kernel, &lowered, signature);
     quote! { #asserts #device #host }
 }
 
-fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
+fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
@@ -144,7 +144,21 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
         },
         None => call,
     };
+    // The fingerprint global, inside an anonymous const so that its Rust name is no item of
+    // the user's module; `no_mangle` exports it (and nvptx-builder keeps unmangled symbols).
+    let private = kernel.support.private();
+    let symbol = local(&format!("{}{}", signature::SYMBOL_PREFIX, name.unraw()));
+    let value = Literal::u64_suffixed(signature);
     quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #(#cfgs)*
+        const _: () = {
+            /// The signature fingerprint of the kernel (see `gpukernel_device::Kernel::SIGNATURE`).
+            #[unsafe(no_mangle)]
+            #[allow(non_upper_case_globals)]
+            static #symbol: #private::core::primitive::u64 = #value;
+        };
+
         #[cfg(target_arch = "nvptx64")]
         #(#cfgs)*
         #(#docs)*
@@ -166,7 +180,7 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     }
 }
 
-fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
+fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
     let name_str = name.unraw().to_string();
@@ -178,6 +192,7 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     let params = body_params(kernel);
     let param_tys = kernel.params.iter().map(|p| all_static(&p.arg.ty));
     let private = kernel.support.private();
+    let signature_lit = Literal::u64_suffixed(signature);
     let (body_fn, entry_fn, params_ident) = (
         local("__gk_body"),
         local("__gk_sim_entry"),
@@ -251,6 +266,7 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
         unsafe impl #private::Kernel for #name {
             const NAME: &'static #private::core::primitive::str = #name_str;
             type Params = (#(#param_tys,)*);
+            const SIGNATURE: #private::core::primitive::u64 = #signature_lit;
             const SIM_ENTRY: #private::SimEntry = {
                 // The parameter list is the kernel's launch interface, taken by value by design.
                 #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
@@ -296,6 +312,41 @@ mod tests {
 
     fn expand(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
         super::super::kernel(attr, item).to_string()
+    }
+
+    #[test]
+    fn the_signature_reaches_both_builds() {
+        let item = quote!(
+            pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+        );
+        let kernel = super::super::parse::parse(syn::parse2(item.clone()).unwrap());
+        let out = super::expand(&kernel, 0x1234_5678_9abc_def0).to_string();
+        let value = 0x1234_5678_9abc_def0u64;
+        // Device: an exported `u64` global named after the kernel, inside an anonymous const.
+        assert!(
+            out.contains(&format!(
+                "# [unsafe (no_mangle)] # [allow (non_upper_case_globals)] static __gpukernel_sig_saxpy : :: gpukernel_device :: __private :: core :: primitive :: u64 = {value}u64 ; }} ;"
+            )),
+            "{out}"
+        );
+        // Host: the same value as `Kernel::SIGNATURE`.
+        assert!(
+            out.contains(&format!(
+                "const SIGNATURE : :: gpukernel_device :: __private :: core :: primitive :: u64 = {value}u64 ;"
+            )),
+            "{out}"
+        );
+        // The macro computes it from the crate the macro expands in.
+        let expected = super::signature::fingerprint(&super::signature::crate_name(), &kernel);
+        assert!(expand(quote!(), item).contains(&format!("= {expected}u64 ;")));
+        // A raw name is the entry's name.
+        let out = expand(
+            quote!(),
+            quote!(
+                fn r#match() {}
+            ),
+        );
+        assert!(out.contains("static __gpukernel_sig_match :"), "{out}");
     }
 
     #[test]
@@ -522,9 +573,9 @@ mod tests {
                 fn k(s: Pair) {}
             ),
         );
-        // the DeviceCopy check, the device entry, the marker type, its function, the `Kernel`
-        // impl and the `SafeKernel` impl
-        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 6, "{out}");
+        // the DeviceCopy check, the signature global, the device entry, the marker type, its
+        // function, the `Kernel` impl and the `SafeKernel` impl
+        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 7, "{out}");
         assert!(
             out.contains("# [doc = \" Hi.\"] # [allow (non_camel_case_types , dead_code)]"),
             "{out}"

@@ -2,11 +2,13 @@
 //! descriptor plus simulator entry (on the host).
 //!
 //! Pipeline: [`parse`] (syn `ItemFn` → [`Kernel`] IR, total) → [`check`] (every misuse, all
-//! reported) → [`expand`] (both targets' code, gated by `cfg(target_arch = "nvptx64")`).
+//! reported) → [`expand`] (both targets' code, gated by `cfg(target_arch = "nvptx64")`),
+//! which carries the [`signature`] fingerprint to both.
 
 mod check;
 mod expand;
 mod parse;
+mod signature;
 
 use proc_macro2::{Ident, TokenStream};
 use quote::ToTokens;
@@ -94,7 +96,8 @@ pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel.support = support;
     check::check(&kernel, &mut errors);
     if errors.is_empty() {
-        expand::expand(&kernel)
+        let signature = signature::fingerprint(&signature::crate_name(), &kernel);
+        expand::expand(&kernel, signature)
     } else {
         with_errors(expand::fallback(&kernel), &errors)
     }

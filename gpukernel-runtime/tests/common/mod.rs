@@ -38,6 +38,7 @@ unsafe impl Kernel for saxpy {
     const NAME: &'static str = "saxpy";
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
     const SIM_ENTRY: SimEntry = saxpy_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
 // SAFETY: a safe kernel: sound for any arguments of its parameter types.
 unsafe impl SafeKernel for saxpy {}
@@ -65,6 +66,7 @@ unsafe impl Kernel for empty {
     const NAME: &'static str = "empty";
     type Params = ();
     const SIM_ENTRY: SimEntry = empty_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
 // SAFETY: no parameters, nothing done.
 unsafe impl SafeKernel for empty {}
@@ -77,6 +79,7 @@ unsafe impl Kernel for write_null {
     const NAME: &'static str = "write_null";
     type Params = ();
     const SIM_ENTRY: SimEntry = write_null_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
 // SAFETY: no parameters; its deliberate fault stays on the device (an error, on the simulator a panic caught as one).
 unsafe impl SafeKernel for write_null {}
@@ -91,6 +94,7 @@ unsafe impl Kernel for fails_foreign {
     const NAME: &'static str = "fails_foreign";
     type Params = (i32,);
     const SIM_ENTRY: SimEntry = fails_foreign_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
 // SAFETY: reads its scalar only.
 unsafe impl SafeKernel for fails_foreign {}

@@ -10,6 +10,7 @@ unsafe impl Kernel for saxpy {
     const NAME: &'static str = "saxpy";
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
     const SIM_ENTRY: SimEntry = entry;
+    const SIGNATURE: u64 = 0;
 }
 unsafe impl gpukernel_device::SafeKernel for saxpy {}
 

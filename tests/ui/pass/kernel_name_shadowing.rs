@@ -16,9 +16,21 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     }
 }
 
+/// A stand-in for the kernel's PTX: its entry and its signature global, in the form the
+/// device build emits them (`.b8 NAME[8]`, the little-endian bytes of `Kernel::SIGNATURE`).
+fn ptx_of<K: Kernel>() -> String {
+    let bytes: Vec<String> = K::SIGNATURE.to_le_bytes().iter().map(u8::to_string).collect();
+    format!(
+        ".visible .global .align 8 .b8 {}[8] = {{{}}};\n.visible .entry {}()\n",
+        gpukernel_device::signature_symbol(K::NAME),
+        bytes.join(", "),
+        K::NAME
+    )
+}
+
 fn run() -> Result<()> {
     let ctx = Device::simulator().primary_context()?;
-    let module = ctx.load_module(b".visible .entry saxpy()")?;
+    let module = ctx.load_module(ptx_of::<saxpy>().as_bytes())?;
     let saxpy = module.kernel(saxpy)?;
     let _: &TypedKernel<saxpy> = &saxpy;
     assert_eq!(saxpy::NAME, "saxpy");

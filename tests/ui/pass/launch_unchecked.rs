@@ -4,7 +4,7 @@
 #![deny(warnings)]
 
 use gpukernel_device::prelude::*;
-use gpukernel_device::{atomic, thread};
+use gpukernel_device::{Kernel, atomic, thread};
 use gpukernel_runtime::{Device, LaunchConfig, Result};
 
 /// Adds every element of `input` into `*out`.
@@ -19,9 +19,21 @@ pub unsafe fn atomic_sum(input: &[f32], out: *mut f32) {
     }
 }
 
+/// A stand-in for the kernel's PTX: its entry and its signature global, in the form the
+/// device build emits them (`.b8 NAME[8]`, the little-endian bytes of `Kernel::SIGNATURE`).
+fn ptx_of<K: Kernel>() -> String {
+    let bytes: Vec<String> = K::SIGNATURE.to_le_bytes().iter().map(u8::to_string).collect();
+    format!(
+        ".visible .global .align 8 .b8 {}[8] = {{{}}};\n.visible .entry {}()\n",
+        gpukernel_device::signature_symbol(K::NAME),
+        bytes.join(", "),
+        K::NAME
+    )
+}
+
 fn run() -> Result<()> {
     let ctx = Device::simulator().primary_context()?;
-    let module = ctx.load_module(b".visible .entry atomic_sum()")?;
+    let module = ctx.load_module(ptx_of::<atomic_sum>().as_bytes())?;
     let atomic_sum = module.kernel(atomic_sum)?;
     let x = ctx.htod_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
     let out = ctx.alloc_zeros::<f32>(1)?;
