@@ -8,8 +8,10 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 
 /// A kernel compiled by `#[kernel]`.
 ///
-/// On the host, `#[kernel] pub fn saxpy(..)` expands to a unit struct `saxpy` that implements
-/// this trait; the runtime launches it by value: `stream.launch(saxpy, cfg, (a, &x, &mut y))`.
+/// On the host, `#[kernel] pub fn saxpy(..)` expands to a marker type `saxpy` (a braced
+/// struct, so only the type namespace holds it) that implements this trait, and a function
+/// `saxpy()` returning it; the runtime looks the kernel up with `module.kernel(saxpy)?` (see
+/// [`IntoKernel`]) and launches it: `stream.launch(&k, cfg, (a, &x, &mut y))`.
 ///
 /// # ABI
 /// Parameters lower in order, each to one or more PTX `.param`s:
@@ -20,8 +22,9 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 ///
 /// # Safety
 /// Implemented only by `#[kernel]`: [`NAME`](Kernel::NAME) is the PTX entry's name,
-/// [`Params`](Kernel::Params) lists the parameters' types in order, and
-/// [`SIM_ENTRY`](Kernel::SIM_ENTRY) reads the parameter array in the ABI above.
+/// [`Params`](Kernel::Params) lists the parameters' types in order,
+/// [`SIM_ENTRY`](Kernel::SIM_ENTRY) reads the parameter array in the ABI above, and
+/// [`SIGNATURE`](Kernel::SIGNATURE) is the value the device build exported for this kernel.
 pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     /// The PTX `.entry` name (the Rust function's name, unmangled).
     const NAME: &'static str;
@@ -31,6 +34,88 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     type Params;
     /// Runs the body for one simulated thread.
     const SIM_ENTRY: SimEntry;
+    /// The kernel's signature fingerprint: a hash of the crate's name, the kernel's name,
+    /// whether it is an `unsafe fn`, and its parameter types as written. The device build
+    /// exports the same value as the global [`signature_symbol`]`(NAME)`, a `u64`, so that the
+    /// runtime can tell the entry `#[kernel]` compiled from this signature from a same-named
+    /// entry with other parameter types.
+    const SIGNATURE: u64;
+}
+
+/// The prefix of the global that holds a kernel's [`Kernel::SIGNATURE`] in the device code:
+/// the global is `__gpukernel_sig_<NAME>`.
+pub const SIGNATURE_SYMBOL_PREFIX: &str = "__gpukernel_sig_";
+
+/// The name of the global holding the signature fingerprint of the kernel whose entry is
+/// `kernel_name`: `__gpukernel_sig_<kernel_name>`.
+///
+/// In the module it is an exported (`.visible .global`) `u64` initialised to
+/// [`Kernel::SIGNATURE`]: `cuModuleGetGlobal` finds it (8 bytes), and the PTX text reads
+/// `.visible .global .align 8 .u64 __gpukernel_sig_saxpy = 1234;` (the value in decimal).
+/// Kernels not compiled by `#[kernel]` (CUDA C `__global__` functions) have none.
+pub fn signature_symbol(kernel_name: &str) -> std::string::String {
+    std::format!("{SIGNATURE_SYMBOL_PREFIX}{kernel_name}")
+}
+
+/// A kernel that no argument list accepted by the safe typed launch can make unsound.
+///
+/// `#[kernel]` implements it for every kernel declared `fn` and never for one declared
+/// `unsafe fn`: an `unsafe fn` kernel has preconditions that no argument type checks (that a
+/// raw pointer is valid, how threads share a `&mut [T]`), so the runtime's `Stream::launch`
+/// requires this trait and such kernels go through `unsafe { stream.launch_unchecked(..) }`,
+/// whose caller upholds the kernel's `# Safety` contract.
+///
+/// # Safety
+/// The kernel's body must be sound for every argument tuple the safe launch accepts for
+/// [`Kernel::Params`] (shared slices read-only, `DisjointSlice`s written at each thread's own
+/// index, any address for a raw pointer parameter, any value for a scalar or `DeviceCopy`
+/// parameter).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is an `unsafe fn` kernel: launch it with `unsafe {{ stream.launch_unchecked(..) }}` and uphold its `# Safety` contract",
+    label = "`Stream::launch` launches safe kernels only",
+    note = "an `unsafe fn` kernel has preconditions that no argument type checks (a raw pointer's validity, how threads share a `&mut [T]`)"
+)]
+pub unsafe trait SafeKernel: Kernel {}
+
+/// What the runtime's `Module::kernel` accepts for kernel `K`: the kernel's name as
+/// `#[kernel]` defines it on the host (a function returning the marker value, so that
+/// `let saxpy = module.kernel(saxpy)?;` may rebind the name), or a marker value itself.
+///
+/// `M` only tells the two implementations apart ([`into_kernel::Constructor`] and
+/// [`into_kernel::Value`]); it is always inferred.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a `#[kernel]`",
+    label = "expected the name of a `#[kernel]` function",
+    note = "pass the kernel itself: `module.kernel(saxpy)` for `#[kernel] fn saxpy(..)`"
+)]
+pub trait IntoKernel<K: Kernel, M> {
+    /// The kernel's marker value.
+    fn into_kernel(self) -> K;
+}
+
+/// The markers that keep [`IntoKernel`]'s two implementations apart.
+pub mod into_kernel {
+    /// [`IntoKernel`](super::IntoKernel) for a function returning the marker (what
+    /// `#[kernel]` generates under the kernel's name).
+    #[derive(Debug)]
+    pub enum Constructor {}
+    /// [`IntoKernel`](super::IntoKernel) for the marker value itself.
+    #[derive(Debug)]
+    pub enum Value {}
+}
+
+impl<K: Kernel> IntoKernel<K, into_kernel::Value> for K {
+    #[inline(always)]
+    fn into_kernel(self) -> K {
+        self
+    }
+}
+
+impl<K: Kernel, F: FnOnce() -> K> IntoKernel<K, into_kernel::Constructor> for F {
+    #[inline(always)]
+    fn into_kernel(self) -> K {
+        self()
+    }
 }
 
 /// The `.param`s a kernel parameter type lowers to (see [`Kernel`]'s ABI), by size in bytes;
@@ -105,6 +190,12 @@ impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L);
 mod tests {
     use super::*;
     use crate::DisjointSlice;
+
+    #[test]
+    fn signature_symbols() {
+        assert_eq!(signature_symbol("saxpy"), "__gpukernel_sig_saxpy");
+        assert!(signature_symbol("k").starts_with(SIGNATURE_SYMBOL_PREFIX));
+    }
 
     #[test]
     fn parameter_lists_lower_as_the_abi_says() {

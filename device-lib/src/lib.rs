@@ -48,7 +48,10 @@ pub mod warp;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
-pub use kernel::{Kernel, ParamAbi, ParamList, SimEntry};
+pub use kernel::{
+    IntoKernel, Kernel, ParamAbi, ParamList, SIGNATURE_SYMBOL_PREFIX, SafeKernel, SimEntry,
+    into_kernel, signature_symbol,
+};
 pub use slice::{DisjointSlice, ThreadIndex};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
@@ -87,7 +90,11 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::slice::disjoint_from_raw;
+    /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
+    /// the derives) through this re-export, never as `::core`.
     pub use core;
 
     /// Rebuilds a shared slice from the two ABI parameters a `&[T]` kernel parameter lowers to.

@@ -1,5 +1,7 @@
 //! Procedural macros of gpukernel. Use them through `gpukernel_device`, which re-exports them
-//! (`use gpukernel_device::prelude::*`); the generated code names `::gpukernel_device`.
+//! (`use gpukernel_device::prelude::*`); the generated code names `::gpukernel_device::__private`
+//! only (or `<path>::__private` with `crate = "path"`, for a renamed dependency), and its own
+//! locals and parameters have mixed-site spans, so they never clash with the user's names.
 //!
 //! * [`macro@kernel`] turns a Rust function into a GPU kernel (an nvptx64 entry point) and, on
 //!   the host, into a marker type implementing `gpukernel_device::Kernel` for typed launches
@@ -13,6 +15,7 @@
 
 mod diag;
 mod foreign;
+mod hygiene;
 mod kernel;
 mod ty;
 
@@ -43,9 +46,16 @@ use proc_macro::TokenStream;
 /// The function must return `()`, and may not be generic, `async`, `const` or `extern`.
 ///
 /// On nvptx64 it becomes `#[unsafe(no_mangle)] pub unsafe extern "gpu-kernel" fn name(..)`
-/// (the crate needs `#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]`). On the
-/// host it becomes a unit struct `name` implementing `Kernel`, which the runtime launches on a
-/// GPU or in the simulator.
+/// (the crate needs `#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]`) and
+/// the exported `u64` global `__gpukernel_sig_name`, the kernel's signature fingerprint. On
+/// the host it becomes a marker struct `name {}` implementing `Kernel` (with the same
+/// fingerprint as `Kernel::SIGNATURE`), and `SafeKernel` unless the kernel is an `unsafe fn`,
+/// plus a function `name()` returning it: `let name = module.kernel(name)?;` looks the kernel
+/// up, and the runtime launches it on a GPU or in the simulator. A kernel declared
+/// `unsafe fn` launches only through `unsafe { stream.launch_unchecked(..) }`.
+///
+/// `#[kernel(crate = "gkd")]` names the device library when `gpukernel-device` is a
+/// dependency renamed to `gkd`.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::kernel(attr.into(), item.into()).into()
@@ -64,7 +74,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// Each entry is `attributes visibility (rust_name =)? "symbol", fn(args) -> ret`. The symbol
+/// Each entry is `attributes visibility (rust_name =)? "symbol", fn(args) -> ret`. A first
+/// entry `crate = "gkd";` names the device library when `gpukernel-device` is a dependency
+/// renamed to `gkd`. The symbol
 /// must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`, returning 0
 /// on success. The wrapper allocates the return slot, calls the symbol and reports a non-zero
 /// status to the runtime (an error at the next synchronization). Arguments are scalars, raw

@@ -24,8 +24,11 @@
 //! # unsafe impl Kernel for saxpy {
 //! #     const NAME: &'static str = "saxpy";
 //! #     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
+//! #     const SIGNATURE: u64 = 0;
 //! #     const SIM_ENTRY: gpukernel_device::SimEntry = { unsafe fn e(_: *const *mut core::ffi::c_void) {} e };
 //! # }
+//! # // SAFETY: as above.
+//! # unsafe impl gpukernel_device::SafeKernel for saxpy {}
 //! # const PTX: &str = "";
 //! fn main() -> gpukernel_runtime::Result<()> {
 //!     let ctx: Context = Device::default_device()?.primary_context()?;
@@ -81,7 +84,9 @@ pub use memory::{
 pub use module::{Function, ImageKind, Module, TypedKernel};
 pub use stream::Stream;
 
-pub use gpukernel_device::{AnyBitPattern, DeviceCopy, DisjointSlice, Kernel};
+pub use gpukernel_device::{
+    AnyBitPattern, DeviceCopy, DisjointSlice, IntoKernel, Kernel, SafeKernel,
+};
 
 /// The traits whose methods the everyday operations use: `use gpukernel_runtime::prelude::*;`.
 pub mod prelude {

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use gpukernel_device::Kernel;
 use gpukernel_device::ParamList;
+use gpukernel_device::{IntoKernel, Kernel};
 
 use crate::backend::{FunctionInfo, Image, ModuleHandle};
 use crate::context::{ContextInner, intern};
@@ -377,12 +377,15 @@ impl Module {
         (h != ModuleHandle::NULL).then(|| h.0.cast())
     }
 
-    /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?`. The
-    /// `CUfunction` is looked up once, here.
-    pub fn kernel<K: Kernel>(&self, _kernel: K) -> Result<TypedKernel<K>>
+    /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?` with the
+    /// name of a `#[kernel] fn saxpy` (on the host a function returning the marker, so that
+    /// `let saxpy = module.kernel(saxpy)?;` works; see [`IntoKernel`]). The `CUfunction` is
+    /// looked up once, here.
+    pub fn kernel<K: Kernel, M>(&self, kernel: impl IntoKernel<K, M>) -> Result<TypedKernel<K>>
     where
         K::Params: ParamList,
     {
+        let _marker: K = kernel.into_kernel();
         let function = self.function(K::NAME)?;
         // A typed launch writes the parameters the Rust signature lowers to: the entry in the
         // image must declare exactly those, or the launch would be undefined.

@@ -176,6 +176,7 @@ struct saxpy_wrong_signature;
 unsafe impl gpukernel_runtime::Kernel for saxpy_wrong_signature {
     const NAME: &'static str = "saxpy";
     type Params = (f64, &'static [f32]);
+    const SIGNATURE: u64 = 0;
     const SIM_ENTRY: gpukernel_device::SimEntry = {
         unsafe fn never(_: *const *mut core::ffi::c_void) {}
         never

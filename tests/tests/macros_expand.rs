@@ -82,8 +82,14 @@ fn params_are_the_parameter_types_with_static_lifetimes() {
     assert_params::<scale_in_place, (u32, &'static mut [u32])>();
     assert_params::<pair_product, (Pair, &'static [f32], *mut f32, *mut usize)>();
     assert_params::<no_params, ()>();
+    // Safe kernels may be launched by the safe `Stream::launch` (unsafe ones may not:
+    // `ui/fail/launch_unsafe_fn_kernel.rs`).
+    fn assert_safe<K: gpukernel_device::SafeKernel>() {}
+    assert_safe::<saxpy_serial>();
+    assert_safe::<write_at>();
+    assert_safe::<no_params>();
     // The marker is a plain value the runtime can copy around.
-    let k: saxpy_serial = saxpy_serial;
+    let k: saxpy_serial = saxpy_serial();
     let _copy = k;
     assert_eq!(format!("{k:?}"), "saxpy_serial");
 }

@@ -2,7 +2,8 @@
 //!
 //! This crate compiles twice. For `nvptx64-nvidia-cuda` (driven by its `build.rs` through
 //! `nvptx-builder`) every `#[kernel]` becomes a PTX entry; for the host, each kernel is a
-//! marker type that the runtime launches by value, on the GPU with [`PTX`] or on the simulator.
+//! marker type (and a function of the same name returning it) that the runtime looks up in a
+//! module and launches, on the GPU with [`PTX`] or on the simulator.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
 

@@ -207,7 +207,7 @@ mod tests {
 
     fn messages(tokens: TokenStream) -> (Vec<bool>, Vec<String>) {
         let mut errors = Errors::default();
-        let entries = super::super::parse::parse(tokens, &mut errors);
+        let (_, entries) = super::super::parse::parse(tokens, &mut errors);
         assert!(errors.is_empty(), "{:?}", errors.messages());
         let valid = check(&entries, &mut errors);
         (valid, errors.messages())

@@ -1,31 +1,35 @@
 //! [`Entry`] → the `extern "C"` declaration and the typed wrapper that owns the return slot
 //! and checks the status.
 
-use proc_macro2::TokenStream;
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use proc_macro2::{Ident, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::Type;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use super::Entry;
+use crate::hygiene::{Support, local};
 use crate::ty::{TypeKind, classify, strip};
 
-pub(super) fn expand(entry: &Entry) -> TokenStream {
+pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
+    let private = support.private();
     let Some(name) = entry.rust_name() else {
         // `check` refuses such entries; nothing to expand.
         return TokenStream::new();
     };
     let symbol = &entry.symbol;
     let symbol_str = symbol.value();
-    let ffi_name = format_ident!("__gk_ffi_{}", name.unraw());
     let (cfgs, attrs, vis) = (&entry.cfgs, &entry.attrs, &entry.vis);
-
-    let params: Vec<_> = entry
-        .args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| a.name.clone().unwrap_or_else(|| format_ident!("a{}", i)))
-        .collect();
+    // Generated names are mixed-site (see `hygiene`): an argument the user named `ret` or
+    // `__gk_ret_ptr` stays theirs. The foreign declaration lives inside the wrapper.
+    let (ffi_name, slot_param, ret, ret_ptr, status) = (
+        local("__gk_ffi"),
+        local("ret"),
+        local("__gk_ret"),
+        local("__gk_ret_ptr"),
+        local("__gk_status"),
+    );
+    let params = param_names(entry);
     let tys: Vec<_> = entry.args.iter().map(|a| &a.ty).collect();
     let has_pointer = entry
         .args
@@ -43,7 +47,7 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
         .map(|ty| {
             quote_spanned! {ty.span()=>
                 #(#cfgs)*
-                const _: () = ::gpukernel_device::__private::assert_device_copy::<#ty>();
+                const _: () = #private::assert_device_copy::<#ty>();
             }
         })
         .collect();
@@ -51,44 +55,44 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
     let docs = docs(entry, &symbol_str, unsafety.is_some());
     let inline =
         (!attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline(always)]));
-    let call = quote!(#ffi_name(__gk_ret_ptr, #(#params),*));
+    let call = quote!(#ffi_name(#ret_ptr, #(#params),*));
     let check = quote! {
-        if __gk_status != 0 {
-            ::gpukernel_device::__private::report_foreign_failure(#symbol_str, __gk_status);
+        if #status != 0 {
+            #private::report_foreign_failure(#symbol_str, #status);
         }
     };
 
     let (slot, arrow, body) = match &entry.ret {
         None => (
-            quote!(u8),
+            quote!(#private::core::primitive::u8),
             quote!(),
             quote! {
-                let mut __gk_ret: u8 = 0;
-                let __gk_ret_ptr: *mut u8 = &raw mut __gk_ret;
+                let mut #ret: #private::core::primitive::u8 = 0;
+                let #ret_ptr: *mut #private::core::primitive::u8 = &raw mut #ret;
                 // SAFETY: the return slot is a live local; the arguments' validity is the
                 // caller's promise where they are pointers, plain values otherwise.
-                let __gk_status = unsafe { #call };
+                let #status = unsafe { #call };
                 #check
             },
         ),
-        Some(ret) => (
-            ret.to_token_stream(),
-            quote!(-> #ret),
+        Some(ret_ty) => (
+            ret_ty.to_token_stream(),
+            quote!(-> #ret_ty),
             quote! {
-                let mut __gk_ret = ::core::mem::MaybeUninit::<#ret>::zeroed();
-                let __gk_ret_ptr: *mut #ret = __gk_ret.as_mut_ptr();
+                let mut #ret = #private::core::mem::MaybeUninit::<#ret_ty>::zeroed();
+                let #ret_ptr: *mut #ret_ty = #ret.as_mut_ptr();
                 // SAFETY: the return slot is a live local; the arguments' validity is the
                 // caller's promise where they are pointers, plain values otherwise.
-                let __gk_status = unsafe { #call };
-                if __gk_status != 0 {
-                    ::gpukernel_device::__private::report_foreign_failure(#symbol_str, __gk_status);
+                let #status = unsafe { #call };
+                if #status != 0 {
+                    #private::report_foreign_failure(#symbol_str, #status);
                     // A failed call returns zero, whatever the callee left in the slot.
-                    __gk_ret = ::core::mem::MaybeUninit::zeroed();
+                    #ret = #private::core::mem::MaybeUninit::zeroed();
                 }
                 // SAFETY: the slot is zero-initialised and the type is a scalar, raw pointer
                 // or `DeviceCopy` value, for which all-zero is valid; a successful callee may
                 // only have overwritten it with a value of that type.
-                unsafe { __gk_ret.assume_init() }
+                unsafe { #ret.assume_init() }
             },
         ),
     };
@@ -97,21 +101,47 @@ pub(super) fn expand(entry: &Entry) -> TokenStream {
         #asserts
 
         #(#cfgs)*
-        unsafe extern "C" {
-            #[link_name = #symbol_str]
-            fn #ffi_name(ret: *mut #slot, #(#params: #tys),*) -> i32;
-        }
-
-        #(#cfgs)*
         #(#attrs)*
         #docs
         #inline
         // The argument list mirrors the foreign function's, which the caller cannot change.
         #[allow(clippy::too_many_arguments)]
         #vis #unsafety fn #name(#(#params: #tys),*) #arrow {
+            unsafe extern "C" {
+                #[link_name = #symbol_str]
+                fn #ffi_name(
+                    #slot_param: *mut #slot,
+                    #(#params: #tys),*
+                ) -> #private::core::primitive::i32;
+            }
             #body
         }
     }
+}
+
+/// The wrapper's parameter names: the user's where given, else `a0`, `a1`, ... (mixed-site,
+/// and textually distinct from the user's names so that the docs stay unambiguous).
+fn param_names(entry: &Entry) -> Vec<Ident> {
+    let taken: Vec<String> = entry
+        .args
+        .iter()
+        .filter_map(|a| a.name.as_ref().map(|n| n.unraw().to_string()))
+        .collect();
+    entry
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match &a.name {
+            Some(name) => name.clone(),
+            None => {
+                let mut name = format!("a{i}");
+                while taken.contains(&name) {
+                    name.push('_');
+                }
+                local(&name)
+            }
+        })
+        .collect()
 }
 
 /// The generated documentation: the C declaration the symbol must have, and how failures are
@@ -199,13 +229,15 @@ fn c_type(ty: &Type) -> String {
 mod tests {
     use super::*;
 
+    const CORE: &str = ":: gpukernel_device :: __private :: core :: primitive ::";
+
     fn expand_str(tokens: TokenStream) -> String {
         let mut errors = crate::diag::Errors::default();
-        let entries = super::super::parse::parse(tokens, &mut errors);
+        let (support, entries) = super::super::parse::parse(tokens, &mut errors);
         assert!(errors.is_empty());
         entries
             .iter()
-            .map(expand)
+            .map(|e| expand(e, &support))
             .collect::<TokenStream>()
             .to_string()
     }
@@ -225,7 +257,9 @@ mod tests {
         let out = expand_str(quote::quote!(pub mul = "mul_f32_f32", fn(f32, f32) -> f32));
         assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
         assert!(
-            out.contains("fn __gk_ffi_mul (ret : * mut f32 , a0 : f32 , a1 : f32) -> i32"),
+            out.contains(&format!(
+                "fn __gk_ffi (ret : * mut f32 , a0 : f32 , a1 : f32) -> {CORE} i32"
+            )),
             "{out}"
         );
         assert!(
@@ -248,12 +282,48 @@ mod tests {
         let out = expand_str(quote::quote!("touch", fn(p: *mut u32)));
         assert!(out.contains("unsafe fn touch (p : * mut u32)"), "{out}");
         assert!(
-            out.contains("fn __gk_ffi_touch (ret : * mut u8 , p : * mut u32) -> i32"),
+            out.contains(&format!(
+                "fn __gk_ffi (ret : * mut {CORE} u8 , p : * mut u32) -> {CORE} i32"
+            )),
             "{out}"
         );
         assert!(out.contains("# Safety"), "{out}");
         assert!(out.contains("int touch(void* ret, uint32_t*)"), "{out}");
         assert!(!out.contains("assume_init"), "{out}");
+    }
+
+    #[test]
+    fn a_renamed_crate_is_reached_through_its_private_module_only() {
+        let out =
+            expand_str(quote::quote!(crate = "gkd"; "f", fn(Pair, *mut u8) -> Pair; "g", fn()));
+        assert!(!out.contains("gpukernel_device"), "{out}");
+        for (i, _) in out.match_indices(":: core ::") {
+            assert!(out[..i].ends_with("gkd :: __private "), "{out}");
+        }
+        assert!(
+            out.contains("gkd :: __private :: report_foreign_failure (\"f\""),
+            "{out}"
+        );
+        assert!(
+            out.contains("gkd :: __private :: assert_device_copy :: < Pair >"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_foreign_declaration_is_inside_the_wrapper() {
+        let out = expand_str(quote::quote!("f", fn(f32)));
+        let wrapper = out.find("fn f (a0 : f32)").unwrap();
+        assert!(out.find("unsafe extern \"C\"").unwrap() > wrapper, "{out}");
+    }
+
+    #[test]
+    fn generated_argument_names_differ_from_the_users() {
+        let out = expand_str(quote::quote!("f", fn(a1: f32, f32, a1_: f32, u8)));
+        assert!(
+            out.contains("fn f (a1 : f32 , a1__ : f32 , a1_ : f32 , a3 : u8)"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -65,13 +65,13 @@ impl Entry {
 /// Expands `declare_device!(...)`.
 pub(crate) fn declare_device(input: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let entries = parse::parse(input, &mut errors);
+    let (support, entries) = parse::parse(input, &mut errors);
     let valid = check::check(&entries, &mut errors);
     let mut tokens: TokenStream = entries
         .iter()
         .zip(valid)
         .filter(|(_, ok)| *ok)
-        .map(|(e, _)| expand::expand(e))
+        .map(|(e, _)| expand::expand(e, &support))
         .collect();
     tokens.extend(errors.to_compile_errors());
     tokens

@@ -1,27 +1,78 @@
 //! Tokens → [`Entry`] list. Declarations are split at top-level `;` first, so one malformed
 //! declaration is reported and the others are still parsed (and expanded).
 
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::parse::{ParseStream, Parser};
 use syn::{Attribute, Ident, LitStr, Token, Type, Visibility};
 
 use super::{Arg, Entry};
 use crate::diag::{Errors, error, error_at};
+use crate::hygiene::{Support, crate_path};
+
+const CRATE_HINT: &str =
+    "write `crate = \"gkd\";` first when `gpukernel-device` is a dependency renamed to `gkd`";
 
 const SIGNATURE_HINT: &str = "give the signature without the return slot: `\"mul_f32_f32\", fn(f32, f32) -> f32` for `int mul_f32_f32(float* ret, float a, float b)`";
 
-pub(super) fn parse(input: TokenStream, errors: &mut Errors) -> Vec<Entry> {
-    split_at_semicolons(input)
-        .into_iter()
-        .filter_map(|tokens| match entry.parse2(tokens) {
-            Ok(entry) => Some(entry),
-            Err(e) => {
-                errors.push(e);
-                None
+/// The declarations, and where the generated code finds `gpukernel_device` (a first
+/// declaration `crate = "path";`, for a renamed dependency).
+pub(super) fn parse(input: TokenStream, errors: &mut Errors) -> (Support, Vec<Entry>) {
+    let mut support = None;
+    let mut entries = Vec::new();
+    for (i, tokens) in split_at_semicolons(input).into_iter().enumerate() {
+        if let Some(at) = crate_keyword(&tokens) {
+            if i > 0 {
+                errors.push(error_at(
+                    at,
+                    "`crate = \"path\"` must come first in `declare_device!`",
+                    Some("move it before the first declaration: `declare_device!(crate = \"path\"; ...)`"),
+                ));
+                continue;
             }
-        })
-        .collect()
+            match crate_option.parse2(tokens) {
+                Ok(s) => support = Some(s),
+                Err(e) => errors.push(e),
+            }
+            continue;
+        }
+        match entry.parse2(tokens) {
+            Ok(entry) => entries.push(entry),
+            Err(e) => errors.push(e),
+        }
+    }
+    (support.unwrap_or_default(), entries)
+}
+
+/// The span of a leading `crate` keyword (the `crate = "path"` option).
+fn crate_keyword(tokens: &TokenStream) -> Option<Span> {
+    match tokens.clone().into_iter().next() {
+        Some(TokenTree::Ident(i)) if i == "crate" => Some(i.span()),
+        _ => None,
+    }
+}
+
+/// `crate = "path"`.
+fn crate_option(input: ParseStream<'_>) -> syn::Result<Support> {
+    input.parse::<Token![crate]>()?;
+    input.parse::<Token![=]>()?;
+    let lit: LitStr = input.parse().map_err(|e| {
+        error_at(
+            e.span(),
+            "expected the path of the device library as a string literal",
+            Some(CRATE_HINT),
+        )
+    })?;
+    let path = crate_path(&lit)?;
+    if !input.is_empty() {
+        let rest: TokenStream = input.parse()?;
+        return Err(error(
+            rest,
+            "unexpected tokens after `crate = \"path\"`",
+            Some("end it with `;`"),
+        ));
+    }
+    Ok(Support::at(&path))
 }
 
 /// Splits at top-level `;` (those inside brackets, as in `[T; N]`, are inside a group),
@@ -233,14 +284,14 @@ mod tests {
 
     fn parse_ok(tokens: TokenStream) -> Vec<Entry> {
         let mut errors = Errors::default();
-        let entries = parse(tokens, &mut errors);
+        let (_, entries) = parse(tokens, &mut errors);
         assert!(errors.is_empty(), "{:?}", errors.messages());
         entries
     }
 
     fn parse_err(tokens: TokenStream) -> (Vec<Entry>, Vec<String>) {
         let mut errors = Errors::default();
-        let entries = parse(tokens, &mut errors);
+        let (_, entries) = parse(tokens, &mut errors);
         (entries, errors.messages())
     }
 
@@ -271,6 +322,32 @@ mod tests {
         assert!(entries[3].ret.is_none());
         assert!(entries[4].ret.is_none());
         assert!(entries[4].unsafety.is_some());
+    }
+
+    #[test]
+    fn the_crate_path_comes_first() {
+        let mut errors = Errors::default();
+        let (support, entries) = parse(quote!(crate = "gkd"; "f", fn(f32)), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        assert_eq!(support.private().to_string(), "gkd :: __private");
+        assert_eq!(entries.len(), 1);
+        let (support, _) = parse(quote!("f", fn(f32)), &mut errors);
+        assert_eq!(
+            support.private().to_string(),
+            ":: gpukernel_device :: __private"
+        );
+
+        let (entries, errors) = parse_err(quote! {
+            "f", fn(f32);
+            crate = "gkd";
+        });
+        assert_eq!(entries.len(), 1);
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].contains("must come first"), "{errors:?}");
+        let (_, errors) = parse_err(quote!(crate = gkd; "f", fn()));
+        assert!(errors[0].contains("as a string literal"), "{errors:?}");
+        let (_, errors) = parse_err(quote!(crate = "gkd" x; "f", fn()));
+        assert!(errors[0].contains("unexpected tokens after"), "{errors:?}");
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! [`Kernel`] → tokens: the nvptx64 entry point and the host's marker type, `Kernel` impl and
 //! simulator entry, each gated on `target_arch` (the macro runs on the host for both builds).
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
-use quote::{ToTokens, format_ident, quote, quote_spanned};
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Type};
 
-use super::{Binding, Kernel, Param, ParamKind};
+use super::{Binding, Kernel, Param, ParamKind, signature};
+use crate::hygiene::local;
 use crate::ty::{all_static, explicit_disjoint_lifetime};
 
 /// How one kernel parameter crosses the ABI.
@@ -20,14 +21,15 @@ struct Lowered {
     value: Ident,
 }
 
-fn lower(param: &Param) -> Lowered {
+fn lower(param: &Param, private: &TokenStream) -> Lowered {
+    // Mixed-site names: the user's parameter names live in the body function, never here.
     let base = match &param.binding {
-        Binding::Ident(ident) => format_ident!("__gk_{}_{}", param.index, ident.unraw()),
-        Binding::Wild | Binding::Unsupported => format_ident!("__gk_{}", param.index),
+        Binding::Ident(ident) => format!("__gk_{}_{}", param.index, ident.unraw()),
+        Binding::Wild | Binding::Unsupported => format!("__gk_{}", param.index),
     };
-    let ptr = format_ident!("{}_ptr", base);
-    let len = format_ident!("{}_len", base);
-    let private = quote!(::gpukernel_device::__private);
+    let ptr = local(&format!("{base}_ptr"));
+    let len = local(&format!("{base}_len"));
+    let base = local(&base);
     let ty = &param.arg.ty;
     let (elem_ptr, rebuild_fn) = match &param.kind {
         ParamKind::Slice { elem } => (quote!(*const #elem), quote!(slice_from_raw::<#elem>)),
@@ -47,7 +49,10 @@ fn lower(param: &Param) -> Lowered {
         let #base = unsafe { #private::#rebuild_fn(#ptr, #len) };
     };
     Lowered {
-        abi: vec![(ptr, elem_ptr), (len, quote!(usize))],
+        abi: vec![
+            (ptr, elem_ptr),
+            (len, quote!(#private::core::primitive::usize)),
+        ],
         rebuild: Some(rebuild),
         value: base,
     }
@@ -68,7 +73,7 @@ fn body_params(kernel: &Kernel) -> Vec<FnArg> {
 
 /// `const _: () = assert_device_copy::<T>();` for each by-value struct and each slice element
 /// type, spanned on the user's type so that a missing `DeviceCopy` is reported there.
-fn device_copy_asserts(kernel: &Kernel) -> TokenStream {
+fn device_copy_asserts(kernel: &Kernel, private: &TokenStream) -> TokenStream {
     let cfgs = &kernel.cfgs;
     kernel
         .params
@@ -85,21 +90,22 @@ fn device_copy_asserts(kernel: &Kernel) -> TokenStream {
             let ty = all_static(ty);
             quote_spanned! {ty.span()=>
                 #(#cfgs)*
-                const _: () = ::gpukernel_device::__private::assert_device_copy::<#ty>();
+                const _: () = #private::assert_device_copy::<#ty>();
             }
         })
         .collect()
 }
 
-pub(super) fn expand(kernel: &Kernel) -> TokenStream {
-    let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
-    let asserts = device_copy_asserts(kernel);
-    let device = device(kernel, &lowered);
-    let host = host(kernel, &lowered);
+pub(super) fn expand(kernel: &Kernel, signature: u64) -> TokenStream {
+    let private = kernel.support.private();
+    let lowered: Vec<Lowered> = kernel.params.iter().map(|p| lower(p, &private)).collect();
+    let asserts = device_copy_asserts(kernel, &private);
+    let device = device(kernel, &lowered, signature);
+    let host = host(kernel, &lowered, signature);
     quote! { #asserts #device #host }
 }
 
-fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
+fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
@@ -128,7 +134,8 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
                 #[allow(improper_gpu_kernel_arg)]
             }
         });
-    let call = quote!(__gk_body(#(#values),*));
+    let body_fn = local("__gk_body");
+    let call = quote!(#body_fn(#(#values),*));
     let call = match unsafety {
         Some(_) => quote! {
             // SAFETY: the kernel's author states the conditions in its `# Safety` docs; the
@@ -137,7 +144,21 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
         },
         None => call,
     };
+    // The fingerprint global, inside an anonymous const so that its Rust name is no item of
+    // the user's module; `no_mangle` exports it (and nvptx-builder keeps unmangled symbols).
+    let private = kernel.support.private();
+    let symbol = local(&format!("{}{}", signature::SYMBOL_PREFIX, name.unraw()));
+    let value = Literal::u64_suffixed(signature);
     quote! {
+        #[cfg(target_arch = "nvptx64")]
+        #(#cfgs)*
+        const _: () = {
+            /// The signature fingerprint of the kernel (see `gpukernel_device::Kernel::SIGNATURE`).
+            #[unsafe(no_mangle)]
+            #[allow(non_upper_case_globals)]
+            static #symbol: #private::core::primitive::u64 = #value;
+        };
+
         #[cfg(target_arch = "nvptx64")]
         #(#cfgs)*
         #(#docs)*
@@ -151,7 +172,7 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
             #inline
             #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
             #(#body_attrs)*
-            #unsafety fn __gk_body(#(#params),*) #output #block
+            #unsafety fn #body_fn(#(#params),*) #output #block
 
             #(#rebuild)*
             #call;
@@ -159,11 +180,10 @@ fn device(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     }
 }
 
-fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
+fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
     let name_str = name.unraw().to_string();
-    let body_name = format_ident!("__gk_body_{}", name.unraw());
     let vis = &kernel.item.vis;
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
     let unsafety = &sig.unsafety;
@@ -171,8 +191,14 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     let block = &kernel.item.block;
     let params = body_params(kernel);
     let param_tys = kernel.params.iter().map(|p| all_static(&p.arg.ty));
+    let private = kernel.support.private();
+    let signature_lit = Literal::u64_suffixed(signature);
+    let (body_fn, entry_fn, params_ident) = (
+        local("__gk_body"),
+        local("__gk_sim_entry"),
+        local("__gk_params"),
+    );
 
-    let params_ident = Ident::new("__gk_params", Span::call_site());
     let mut reads = Vec::new();
     for (k, (abi_name, abi_ty)) in lowered.iter().flat_map(|l| &l.abi).enumerate() {
         let k = Literal::usize_unsuffixed(k);
@@ -187,7 +213,7 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
     }
     let rebuild = lowered.iter().filter_map(|l| l.rebuild.as_ref());
     let values = lowered.iter().map(|l| &l.value);
-    let call = quote!(#body_name(#(#values),*));
+    let call = quote!(#body_fn(#(#values),*));
     let call = match unsafety {
         Some(_) => quote! {
             // SAFETY: as on the GPU, the launch is `unsafe` or checked the kernel's contract.
@@ -196,40 +222,67 @@ fn host(kernel: &Kernel, lowered: &[Lowered]) -> TokenStream {
         None => call,
     };
 
+    // Only a kernel declared `fn` may be launched by the safe `Stream::launch`.
+    let safe = unsafety.is_none().then(|| {
+        quote! {
+            #[cfg(not(target_arch = "nvptx64"))]
+            #(#cfgs)*
+            // SAFETY: the kernel is a safe `fn`: its body is sound for any arguments of its
+            // parameter types, which the safe launch only lends as those types allow.
+            unsafe impl #private::SafeKernel for #name {}
+        }
+    });
+
+    // The marker type lives in the type namespace only (a braced struct) and a function of
+    // the same name returns it, so that the host can rebind the kernel's name:
+    // `let saxpy = module.kernel(saxpy)?;` (a unit struct's name cannot be shadowed by `let`).
     quote! {
         #[cfg(not(target_arch = "nvptx64"))]
         #(#cfgs)*
         #(#docs)*
-        #[doc(hidden)]
-        #[allow(non_snake_case, dead_code)]
-        // The parameter list is the kernel's launch interface, taken by value by design.
-        #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
-        #(#body_attrs)*
-        #vis #unsafety fn #body_name(#(#params),*) #output #block
+        #[allow(non_camel_case_types, dead_code)]
+        #[derive(
+            #private::core::clone::Clone,
+            #private::core::marker::Copy,
+            #private::core::fmt::Debug
+        )]
+        #vis struct #name {}
 
         #[cfg(not(target_arch = "nvptx64"))]
         #(#cfgs)*
         #(#docs)*
-        #[allow(non_camel_case_types, dead_code)]
-        #[derive(Clone, Copy, Debug)]
-        #vis struct #name;
+        #[doc = ""]
+        #[doc = " On the host, the kernel's marker value: `module.kernel(this_function)` looks it up."]
+        #[allow(non_snake_case, dead_code)]
+        #[inline(always)]
+        #vis const fn #name() -> #name {
+            #name {}
+        }
 
         #[cfg(not(target_arch = "nvptx64"))]
         #(#cfgs)*
         // SAFETY: generated by `#[kernel]`: `NAME` is the entry point's unmangled name, `Params`
         // the parameter types in order and `SIM_ENTRY` reads them in the documented ABI.
-        unsafe impl ::gpukernel_device::Kernel for #name {
-            const NAME: &'static str = #name_str;
+        unsafe impl #private::Kernel for #name {
+            const NAME: &'static #private::core::primitive::str = #name_str;
             type Params = (#(#param_tys,)*);
-            const SIM_ENTRY: ::gpukernel_device::SimEntry = {
-                unsafe fn __gk_sim_entry(#params_ident: *const *mut ::core::ffi::c_void) {
+            const SIGNATURE: #private::core::primitive::u64 = #signature_lit;
+            const SIM_ENTRY: #private::SimEntry = {
+                // The parameter list is the kernel's launch interface, taken by value by design.
+                #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+                #(#body_attrs)*
+                #unsafety fn #body_fn(#(#params),*) #output #block
+
+                unsafe fn #entry_fn(#params_ident: *const *mut #private::core::ffi::c_void) {
                     #(#reads)*
                     #(#rebuild)*
                     #call;
                 }
-                __gk_sim_entry
+                #entry_fn
             };
         }
+
+        #safe
     }
 }
 
@@ -255,8 +308,45 @@ pub(super) fn fallback(kernel: &Kernel) -> TokenStream {
 mod tests {
     use quote::quote;
 
+    const USIZE: &str = ":: gpukernel_device :: __private :: core :: primitive :: usize";
+
     fn expand(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
         super::super::kernel(attr, item).to_string()
+    }
+
+    #[test]
+    fn the_signature_reaches_both_builds() {
+        let item = quote!(
+            pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+        );
+        let kernel = super::super::parse::parse(syn::parse2(item.clone()).unwrap());
+        let out = super::expand(&kernel, 0x1234_5678_9abc_def0).to_string();
+        let value = 0x1234_5678_9abc_def0u64;
+        // Device: an exported `u64` global named after the kernel, inside an anonymous const.
+        assert!(
+            out.contains(&format!(
+                "# [unsafe (no_mangle)] # [allow (non_upper_case_globals)] static __gpukernel_sig_saxpy : :: gpukernel_device :: __private :: core :: primitive :: u64 = {value}u64 ; }} ;"
+            )),
+            "{out}"
+        );
+        // Host: the same value as `Kernel::SIGNATURE`.
+        assert!(
+            out.contains(&format!(
+                "const SIGNATURE : :: gpukernel_device :: __private :: core :: primitive :: u64 = {value}u64 ;"
+            )),
+            "{out}"
+        );
+        // The macro computes it from the crate the macro expands in.
+        let expected = super::signature::fingerprint(&super::signature::crate_name(), &kernel);
+        assert!(expand(quote!(), item).contains(&format!("= {expected}u64 ;")));
+        // A raw name is the entry's name.
+        let out = expand(
+            quote!(),
+            quote!(
+                fn r#match() {}
+            ),
+        );
+        assert!(out.contains("static __gpukernel_sig_match :"), "{out}");
     }
 
     #[test]
@@ -272,8 +362,10 @@ mod tests {
         assert!(
             out.contains(
                 "pub unsafe extern \"gpu-kernel\" fn saxpy (__gk_0_a : f32 , \
-                 __gk_1_x_ptr : * const f32 , __gk_1_x_len : usize , \
-                 __gk_2_y_ptr : * mut f32 , __gk_2_y_len : usize)"
+                 __gk_1_x_ptr : * const f32 , __gk_1_x_len : USIZE , \
+                 __gk_2_y_ptr : * mut f32 , __gk_2_y_len : USIZE)"
+                    .replace("USIZE", USIZE)
+                    .as_str()
             ),
             "{out}"
         );
@@ -310,13 +402,21 @@ mod tests {
                 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
             ),
         );
-        assert!(out.contains("pub struct saxpy ;"), "{out}");
+        // A braced marker (type namespace only) and a function returning it (value namespace).
+        assert!(out.contains("pub struct saxpy { }"), "{out}");
         assert!(
-            out.contains("unsafe impl :: gpukernel_device :: Kernel for saxpy"),
+            out.contains("pub const fn saxpy () -> saxpy { saxpy { } }"),
             "{out}"
         );
         assert!(
-            out.contains("const NAME : & 'static str = \"saxpy\""),
+            out.contains("unsafe impl :: gpukernel_device :: __private :: Kernel for saxpy"),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!(
+                "const NAME : & 'static {}str = \"saxpy\"",
+                USIZE.trim_end_matches("usize")
+            )),
             "{out}"
         );
         assert!(
@@ -325,13 +425,18 @@ mod tests {
             ),
             "{out}"
         );
-        assert!(out.contains("pub fn __gk_body_saxpy ("), "{out}");
+        // The body is a function inside `SIM_ENTRY`: no item next to the user's.
+        assert!(
+            out.contains("const SIM_ENTRY : :: gpukernel_device :: __private :: SimEntry = { # [allow (clippy :: too_many_arguments , clippy :: needless_pass_by_value)] fn __gk_body (a : f32 ,"),
+            "{out}"
+        );
+        assert!(!out.contains("__gk_body_"), "{out}");
         for (k, ty) in [
             (0, "f32"),
             (1, "* const f32"),
-            (2, "usize"),
+            (2, USIZE),
             (3, "* mut f32"),
-            (4, "usize"),
+            (4, USIZE),
         ] {
             let read =
                 format!("(* __gk_params . add ({k})) . cast :: < {ty} > () . read_unaligned ()");
@@ -346,6 +451,27 @@ mod tests {
     }
 
     #[test]
+    fn only_safe_kernels_are_safe_kernels() {
+        let safe = expand(
+            quote!(),
+            quote!(
+                fn k(p: *mut u32) {}
+            ),
+        );
+        assert!(
+            safe.contains("unsafe impl :: gpukernel_device :: __private :: SafeKernel for k { }"),
+            "{safe}"
+        );
+        let out = expand(
+            quote!(),
+            quote!(
+                unsafe fn k(p: *mut u32) {}
+            ),
+        );
+        assert!(!out.contains("SafeKernel"), "{out}");
+    }
+
+    #[test]
     fn unsafe_kernels_keep_their_unsafety() {
         let out = expand(
             quote!(),
@@ -357,12 +483,70 @@ mod tests {
             out.contains("unsafe fn __gk_body (x : & mut [u32])"),
             "{out}"
         );
-        assert!(
-            out.contains("unsafe fn __gk_body_k (x : & mut [u32])"),
+        assert_eq!(
+            out.matches("unsafe fn __gk_body (x : & mut [u32])").count(),
+            2,
             "{out}"
         );
         assert!(out.contains("slice_from_raw_mut :: < u32 >"), "{out}");
         assert!(out.contains("unsafe { __gk_body (__gk_0_x) }"), "{out}");
+    }
+
+    /// Every `::core` and support-code path of `out` goes through `private`.
+    fn assert_only_through(out: &str, private: &str) {
+        for needle in [":: core ::", ":: __private ::"] {
+            for (i, _) in out.match_indices(needle) {
+                let at = if needle == ":: core ::" {
+                    i
+                } else {
+                    i + ":: __private ".len()
+                };
+                assert!(
+                    out[..at].ends_with(private),
+                    "{}",
+                    &out[i.saturating_sub(80)..i + 10]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_renamed_crate_is_reached_through_its_private_module_only() {
+        let out = expand(
+            quote!(crate = "gkd"),
+            quote!(
+                pub unsafe fn k(
+                    a: f32,
+                    x: &[f32],
+                    y: DisjointSlice<f32>,
+                    z: &mut [u8],
+                    s: Pair,
+                    p: *mut u32,
+                ) {
+                }
+            ),
+        );
+        assert_only_through(&out, "gkd :: __private ");
+        assert!(!out.contains("gpukernel_device ::"), "{out}");
+        assert!(
+            out.contains("unsafe impl gkd :: __private :: Kernel for k"),
+            "{out}"
+        );
+        assert!(
+            out.contains("gkd :: __private :: assert_device_copy :: < Pair >"),
+            "{out}"
+        );
+        assert!(
+            out.contains("gkd :: __private :: slice_from_raw_mut :: < u8 >"),
+            "{out}"
+        );
+        let out = expand(
+            quote!(),
+            quote!(
+                fn k(a: f32, x: &[f32]) {}
+            ),
+        );
+        assert_only_through(&out, ":: gpukernel_device :: __private ");
     }
 
     #[test]
@@ -389,8 +573,9 @@ mod tests {
                 fn k(s: Pair) {}
             ),
         );
-        // the DeviceCopy check, the device entry, the body, the type and the impl
-        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 5, "{out}");
+        // the DeviceCopy check, the signature global, the device entry, the marker type, its
+        // function, the `Kernel` impl and the `SafeKernel` impl
+        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 7, "{out}");
         assert!(
             out.contains("# [doc = \" Hi.\"] # [allow (non_camel_case_types , dead_code)]"),
             "{out}"

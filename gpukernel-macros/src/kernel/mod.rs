@@ -2,17 +2,20 @@
 //! descriptor plus simulator entry (on the host).
 //!
 //! Pipeline: [`parse`] (syn `ItemFn` → [`Kernel`] IR, total) → [`check`] (every misuse, all
-//! reported) → [`expand`] (both targets' code, gated by `cfg(target_arch = "nvptx64")`).
+//! reported) → [`expand`] (both targets' code, gated by `cfg(target_arch = "nvptx64")`),
+//! which carries the [`signature`] fingerprint to both.
 
 mod check;
 mod expand;
 mod parse;
+mod signature;
 
 use proc_macro2::{Ident, TokenStream};
 use quote::ToTokens;
 use syn::{Attribute, ItemFn, PatType, Type};
 
-use crate::diag::{Errors, error};
+use crate::diag::Errors;
+use crate::hygiene::Support;
 use crate::ty::Unsupported;
 
 /// A `#[kernel]` function after parsing. Keeps the original syntax for spans and for the
@@ -30,6 +33,8 @@ pub(crate) struct Kernel {
     pub receiver: Option<syn::Receiver>,
     /// The typed parameters in order.
     pub params: Vec<Param>,
+    /// Where the generated code finds `gpukernel_device` (`#[kernel(crate = "...")]`).
+    pub support: Support,
 }
 
 /// One kernel parameter.
@@ -75,13 +80,7 @@ pub(crate) enum ParamKind {
 /// Expands `#[kernel]` (`attr` are the attribute's arguments, `item` the annotated item).
 pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    if !attr.is_empty() {
-        errors.push(error(
-            &attr,
-            "`#[kernel]` takes no arguments",
-            Some("write `#[kernel]`"),
-        ));
-    }
+    let support = parse::args(attr, &mut errors);
     let item_fn = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Fn(item_fn)) => item_fn,
         Ok(other) => {
@@ -93,10 +92,12 @@ pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
             return with_errors(item, &errors);
         }
     };
-    let kernel = parse::parse(item_fn);
+    let mut kernel = parse::parse(item_fn);
+    kernel.support = support;
     check::check(&kernel, &mut errors);
     if errors.is_empty() {
-        expand::expand(&kernel)
+        let signature = signature::fingerprint(&signature::crate_name(), &kernel);
+        expand::expand(&kernel, signature)
     } else {
         with_errors(expand::fallback(&kernel), &errors)
     }

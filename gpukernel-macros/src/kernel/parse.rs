@@ -1,10 +1,46 @@
 //! `ItemFn` → [`Kernel`]: classifies attributes and parameters; never fails (problems are
 //! recorded in the IR for [`super::check`]).
 
-use syn::{FnArg, ItemFn, Pat};
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::{FnArg, ItemFn, LitStr, Pat};
 
 use super::{Binding, Kernel, Param, ParamKind};
+use crate::diag::{Errors, error};
+use crate::hygiene::{Support, crate_path};
 use crate::ty::{TypeKind, classify};
+
+const ARGS_HINT: &str = "`#[kernel]` takes only `crate = \"path\"`, the name of a renamed \
+                         `gpukernel-device` dependency; most kernels need no argument";
+
+/// The attribute's arguments: `#[kernel]` or `#[kernel(crate = "path")]`.
+pub(super) fn args(attr: TokenStream, errors: &mut Errors) -> Support {
+    let mut support: Option<Support> = None;
+    let parser = syn::meta::parser(|meta| {
+        if !meta.path.is_ident("crate") {
+            let name = quote::ToTokens::to_token_stream(&meta.path).to_string();
+            return Err(error(
+                &meta.path,
+                format!("`{name}` is not an argument of `#[kernel]`"),
+                Some(ARGS_HINT),
+            ));
+        }
+        let lit: LitStr = meta.value()?.parse()?;
+        if support.is_some() {
+            return Err(error(
+                &meta.path,
+                "`crate` is given twice",
+                Some("keep one `crate = \"path\"`"),
+            ));
+        }
+        support = Some(Support::at(&crate_path(&lit)?));
+        Ok(())
+    });
+    if let Err(e) = parser.parse2(attr) {
+        errors.push(e);
+    }
+    support.unwrap_or_default()
+}
 
 pub(super) fn parse(item: ItemFn) -> Kernel {
     let mut docs = Vec::new();
@@ -41,6 +77,7 @@ pub(super) fn parse(item: ItemFn) -> Kernel {
         body_attrs,
         receiver,
         params,
+        support: Support::default(),
         item,
     }
 }
@@ -136,6 +173,34 @@ mod tests {
             k.params[1].kind,
             ParamKind::Unsupported(Unsupported::Reference)
         ));
+    }
+
+    fn args_errors(attr: TokenStream) -> Vec<String> {
+        let mut errors = Errors::default();
+        let _ = args(attr, &mut errors);
+        errors.messages()
+    }
+
+    #[test]
+    fn the_only_argument_is_the_crate_path() {
+        assert!(args_errors(quote::quote!()).is_empty());
+        assert!(args_errors(quote::quote!(crate = "gkd")).is_empty());
+        assert!(args_errors(quote::quote!(crate = "::renamed::device",)).is_empty());
+        let mut errors = Errors::default();
+        let support = args(quote::quote!(crate = "gkd"), &mut errors);
+        assert_eq!(support.private().to_string(), "gkd :: __private");
+
+        let e = args_errors(quote::quote!(block_size = 256));
+        assert_eq!(e.len(), 1);
+        assert!(
+            e[0].starts_with("`block_size` is not an argument of `#[kernel]`\nhint:"),
+            "{e:?}"
+        );
+        let e = args_errors(quote::quote!(crate = "a", crate = "b"));
+        assert!(e[0].contains("`crate` is given twice"), "{e:?}");
+        let e = args_errors(quote::quote!(crate = "a b"));
+        assert!(e[0].contains("`a b` is not a path"), "{e:?}");
+        assert_eq!(args_errors(quote::quote!(crate = gkd)).len(), 1);
     }
 
     #[test]

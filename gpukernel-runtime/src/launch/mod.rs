@@ -15,7 +15,7 @@ pub(crate) mod tests;
 use core::ffi::c_void;
 use std::sync::Arc;
 
-use gpukernel_device::Kernel;
+use gpukernel_device::{Kernel, SafeKernel};
 
 use crate::backend::LaunchDesc;
 use crate::error::Result;
@@ -37,18 +37,23 @@ impl Stream {
     /// simulator the grid runs before this returns, and a failure is returned here
     /// ([`Error::SimulatorFault`]).
     ///
+    /// Only safe kernels ([`SafeKernel`]: `#[kernel]`s declared `fn`) launch here; an
+    /// `unsafe fn` kernel has preconditions no argument type checks, so it needs
+    /// `unsafe { stream.launch_unchecked(..) }`.
+    ///
     /// The configuration is checked first (zero or too large dimensions, too many threads per
     /// block, too much shared memory: [`Error::InvalidLaunchConfig`] naming the kernel and the
     /// dimension).
     #[inline]
-    pub fn launch<K: Kernel, A: LaunchArgs<K::Params, Safety = Safe>>(
+    pub fn launch<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe>>(
         &self,
         kernel: &TypedKernel<K>,
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
-        // SAFETY: `Safety = Safe` excludes `&mut [T]` parameters, the only ones whose launch
-        // could race by itself; everything else is upheld by `KernelArg`.
+        // SAFETY: `K: SafeKernel` says the body is sound for any arguments of its parameter
+        // types; `Safety = Safe` excludes `&mut [T]` parameters (only `unsafe fn` kernels take
+        // them); everything else is upheld by `KernelArg`.
         unsafe { self.launch_unchecked(kernel, config, args) }
     }
 

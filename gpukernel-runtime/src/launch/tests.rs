@@ -4,7 +4,7 @@
 
 use core::ffi::c_void;
 
-use gpukernel_device::{__private, DisjointSlice, Kernel, SimEntry, thread};
+use gpukernel_device::{__private, DisjointSlice, Kernel, SafeKernel, SimEntry, thread};
 
 use super::*;
 use crate::error::Error;
@@ -35,8 +35,11 @@ pub(crate) struct saxpy;
 unsafe impl Kernel for saxpy {
     const NAME: &'static str = "saxpy";
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
+    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     const SIM_ENTRY: SimEntry = saxpy_entry;
 }
+// SAFETY: a safe kernel: sound for any arguments of its parameter types.
+unsafe impl SafeKernel for saxpy {}
 unsafe fn saxpy_entry(p: *const *mut c_void) {
     // SAFETY: the typed launch passes (f32, ptr, len, ptr, len) for live buffers.
     unsafe {
@@ -70,8 +73,11 @@ struct affine;
 unsafe impl Kernel for affine {
     const NAME: &'static str = "affine";
     type Params = (Affine, DisjointSlice<'static, f64>);
+    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     const SIM_ENTRY: SimEntry = affine_entry;
 }
+// SAFETY: a safe kernel: sound for any arguments of its parameter types.
+unsafe impl SafeKernel for affine {}
 unsafe fn affine_entry(p: *const *mut c_void) {
     // SAFETY: (Affine by value, ptr, len).
     unsafe {
@@ -91,6 +97,7 @@ struct scale_in_place;
 unsafe impl Kernel for scale_in_place {
     const NAME: &'static str = "scale_in_place";
     type Params = (&'static mut [f32], f32);
+    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     const SIM_ENTRY: SimEntry = scale_entry;
 }
 unsafe fn scale_entry(p: *const *mut c_void) {
@@ -113,8 +120,11 @@ struct out_of_bounds;
 unsafe impl Kernel for out_of_bounds {
     const NAME: &'static str = "out_of_bounds";
     type Params = (&'static [u32],);
+    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     const SIM_ENTRY: SimEntry = oob_entry;
 }
+// SAFETY: a safe kernel: sound for any arguments of its parameter types.
+unsafe impl SafeKernel for out_of_bounds {}
 unsafe fn oob_entry(p: *const *mut c_void) {
     // SAFETY: (ptr, len).
     let x = unsafe {
@@ -130,8 +140,11 @@ struct fails_foreign;
 unsafe impl Kernel for fails_foreign {
     const NAME: &'static str = "fails_foreign";
     type Params = (&'static [u32],);
+    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     const SIM_ENTRY: SimEntry = fails_foreign_entry;
 }
+// SAFETY: a safe kernel: sound for any arguments of its parameter types.
+unsafe impl SafeKernel for fails_foreign {}
 unsafe fn fails_foreign_entry(_p: *const *mut c_void) {
     if thread::index().get() == 5 {
         gpukernel_device::ffi::report_foreign_failure("mul_f32_f32", 7);
@@ -144,6 +157,7 @@ struct write_ptr;
 unsafe impl Kernel for write_ptr {
     const NAME: &'static str = "write_ptr";
     type Params = (*mut u32,);
+    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
     const SIM_ENTRY: SimEntry = write_ptr_entry;
 }
 unsafe fn write_ptr_entry(p: *const *mut c_void) {
@@ -246,11 +260,13 @@ fn raw_pointer_params() {
     let k = module.kernel(write_ptr).unwrap();
     let mut b = ctx.alloc_zeros::<u32>(4).unwrap();
     let s = ctx.default_stream();
-    s.launch(&k, LaunchConfig::new(1, 1), (b.device_ptr(),))
-        .unwrap();
+    // `write_ptr` stands for an `unsafe fn` kernel (it writes through its pointer).
+    // SAFETY: the pointer is to a live buffer of 4 u32s that nothing else uses.
+    unsafe { s.launch_unchecked(&k, LaunchConfig::new(1, 1), (b.device_ptr(),)) }.unwrap();
     assert_eq!(b.to_host_vec().unwrap(), [42, 0, 0, 0]);
     b.memset_zeros().unwrap();
-    s.launch(&k, LaunchConfig::new(1, 1), (&mut b,)).unwrap();
+    // SAFETY: as above.
+    unsafe { s.launch_unchecked(&k, LaunchConfig::new(1, 1), (&mut b,)) }.unwrap();
     assert_eq!(b.to_host_vec().unwrap(), [42, 0, 0, 0]);
 }
 

@@ -5,7 +5,7 @@
 
 use core::ffi::c_void;
 
-use gpukernel_device::{__private, DisjointSlice, Kernel, SimEntry, thread};
+use gpukernel_device::{__private, DisjointSlice, Kernel, SafeKernel, SimEntry, thread};
 use gpukernel_runtime::{Context, Device};
 
 pub const PTX: &str = include_str!("../data/test_kernels.ptx");
@@ -38,7 +38,10 @@ unsafe impl Kernel for saxpy {
     const NAME: &'static str = "saxpy";
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
     const SIM_ENTRY: SimEntry = saxpy_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
+// SAFETY: a safe kernel: sound for any arguments of its parameter types.
+unsafe impl SafeKernel for saxpy {}
 unsafe fn saxpy_entry(p: *const *mut c_void) {
     // SAFETY: the typed launch passes (f32, ptr, len, ptr, len) for live buffers.
     unsafe {
@@ -63,7 +66,10 @@ unsafe impl Kernel for empty {
     const NAME: &'static str = "empty";
     type Params = ();
     const SIM_ENTRY: SimEntry = empty_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
+// SAFETY: no parameters, nothing done.
+unsafe impl SafeKernel for empty {}
 unsafe fn empty_entry(_: *const *mut c_void) {}
 
 #[derive(Clone, Copy)]
@@ -73,7 +79,10 @@ unsafe impl Kernel for write_null {
     const NAME: &'static str = "write_null";
     type Params = ();
     const SIM_ENTRY: SimEntry = write_null_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
+// SAFETY: no parameters; its deliberate fault stays on the device (an error, on the simulator a panic caught as one).
+unsafe impl SafeKernel for write_null {}
 unsafe fn write_null_entry(_: *const *mut c_void) {
     panic!("write_null: store to address 0");
 }
@@ -85,7 +94,10 @@ unsafe impl Kernel for fails_foreign {
     const NAME: &'static str = "fails_foreign";
     type Params = (i32,);
     const SIM_ENTRY: SimEntry = fails_foreign_entry;
+    const SIGNATURE: u64 = 0; // hand-written PTX: no fingerprint
 }
+// SAFETY: reads its scalar only.
+unsafe impl SafeKernel for fails_foreign {}
 unsafe fn fails_foreign_entry(p: *const *mut c_void) {
     // SAFETY: one i32 parameter.
     let status: i32 = unsafe { arg(p, 0) };

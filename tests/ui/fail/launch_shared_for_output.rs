@@ -10,7 +10,9 @@ unsafe impl Kernel for saxpy {
     const NAME: &'static str = "saxpy";
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
     const SIM_ENTRY: SimEntry = entry;
+    const SIGNATURE: u64 = 0;
 }
+unsafe impl gpukernel_device::SafeKernel for saxpy {}
 
 fn run() -> Result<()> {
     let ctx = Device::simulator().primary_context()?;

@@ -11,6 +11,7 @@ unsafe impl Kernel for scale_in_place {
     const NAME: &'static str = "scale_in_place";
     type Params = (&'static mut [f32], f32);
     const SIM_ENTRY: SimEntry = entry;
+    const SIGNATURE: u64 = 0;
 }
 
 fn run() -> Result<()> {
