@@ -343,3 +343,31 @@ fn disjoint_halves_on_two_streams_overlap_on_the_gpu() {
     let ctx = Device::get(0).unwrap().primary_context().unwrap();
     disjoint_halves_on_two_streams_do_not_wait_for_each_other(&ctx);
 }
+
+#[test]
+#[ignore = "timing probe, run by hand"]
+fn tracker_cost_probe() {
+    let ctx = sim();
+    let (w, s, o) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let x = w.alloc_zeros::<f32>(256).unwrap();
+    let mut y = w.alloc_zeros::<f32>(256).unwrap();
+    x.raw_parts().track("t", "x", &s).unwrap();
+    x.raw_parts().track("t", "x", &o).unwrap();
+    y.raw_parts_mut().track("t", "y", &s).unwrap();
+    let n = 2_000_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        x.raw_parts().track("t", "x", &s).unwrap();
+    }
+    let read = t.elapsed().as_nanos() as f64 / n as f64;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        y.raw_parts_mut().track("t", "y", &s).unwrap();
+    }
+    let excl = t.elapsed().as_nanos() as f64 / n as f64;
+    println!("read (3 streams): {read:.1} ns, exclusive alone: {excl:.1} ns");
+}

@@ -126,8 +126,13 @@ impl Tracker {
         st.clock += 1;
         let now = st.clock;
         let me = s.id();
-        // The common case, one stream: nothing to order.
+        // The common case, one stream: nothing to order, and an exclusive use changes nothing
+        // but the clock when that stream is already home.
         let alone = st.uses.len() == 1 && st.uses[0].stream.id() == me;
+        if alone && access == Access::Exclusive && st.home.id() == me {
+            st.uses[0].last = now;
+            return Ok(());
+        }
         let mine = if alone {
             0
         } else {
