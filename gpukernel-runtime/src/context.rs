@@ -45,7 +45,7 @@ pub(crate) struct ContextInner {
     /// Whether a kernel of such a module ran since the last check (see `crate::foreign`).
     pub(crate) ffi_pending: AtomicBool,
     /// Failures read from modules as they were dropped, reported by the next check.
-    pub(crate) ffi_orphans: Mutex<Vec<Error>>,
+    pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
 }
 
 impl ContextInner {

@@ -108,13 +108,22 @@ pub(crate) enum Done<'a> {
     Before(&'a [StreamHandle]),
 }
 
-/// Keeps a failure read from a module being dropped, for the context's next check.
+/// A failure read from a module as it was dropped, with the streams its launches used.
+#[derive(Debug)]
+pub(crate) struct Orphan {
+    error: Error,
+    stream: usize,
+    mixed: bool,
+}
+
+/// Keeps a failure read from a module being dropped, for the next check that observes the
+/// streams its kernels ran on.
 pub(crate) fn orphan(
     ctx: &ContextInner,
     (function, status, thread): ForeignFailure,
     t: &FfiTracking,
 ) {
-    let e = Error::ForeignCallFailed {
+    let error = Error::ForeignCallFailed {
         function,
         status,
         thread,
@@ -123,8 +132,23 @@ pub(crate) fn orphan(
     ctx.ffi_orphans
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push(e);
+        .push(Orphan {
+            error,
+            stream: t.stream.load(Ordering::Relaxed).addr(),
+            mixed: t.mixed.load(Ordering::Relaxed),
+        });
     ctx.ffi_pending.store(true, Ordering::Release);
+}
+
+impl Orphan {
+    fn concerns(&self, done: Done<'_>) -> bool {
+        match done {
+            Done::All => true,
+            Done::Streams(set) | Done::Before(set) => {
+                self.mixed || set.iter().any(|s| s.0.addr() == self.stream)
+            }
+        }
+    }
 }
 
 /// Reads and clears the foreign-call failure records of the modules of `via`'s context whose
@@ -139,9 +163,14 @@ pub(crate) fn check(via: &Stream, done: Done<'_>) -> Result<()> {
     // A failure of a module dropped since (it was read before the unload) comes first.
     {
         let mut orphans = ctx.ffi_orphans.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = orphans.pop() {
+        let pending = !orphans.is_empty();
+        if let Some(i) = orphans.iter().position(|o| o.concerns(done)) {
+            let o = orphans.remove(i);
             ctx.ffi_pending.store(true, Ordering::Release);
-            return Err(e);
+            return Err(o.error);
+        }
+        if pending {
+            ctx.ffi_pending.store(true, Ordering::Release);
         }
     }
     let modules: Vec<Arc<ModuleInner>> = {
