@@ -57,6 +57,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod format;
 mod launch;
 pub mod link;
 mod memory;
@@ -68,6 +69,7 @@ pub use context::Context;
 pub use device::{Backend, Device, DeviceProperties};
 pub use error::{CudaError, Error, Result};
 pub use event::Event;
+pub use format::ImageKind;
 pub use launch::{
     DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
     RequiresLaunchUnchecked, Safe, SafetyLevel,
@@ -76,7 +78,7 @@ pub use memory::{
     DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
     PinnedHostBuffer,
 };
-pub use module::{Function, ImageKind, Module, TypedKernel};
+pub use module::{Function, Module, TypedKernel};
 pub use stream::Stream;
 
 pub use gpukernel_device::{AnyBitPattern, DeviceCopy, DisjointSlice, Kernel};

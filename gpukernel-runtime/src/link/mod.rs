@@ -51,7 +51,6 @@ mod cache;
 pub(crate) mod diagnose;
 mod input;
 mod nvrtc;
-mod ptx;
 mod sys;
 mod tools;
 
@@ -61,11 +60,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::error::{LinkErrorCode, LinkerKind};
+pub use crate::format::InputKind;
 pub use cache::CachePolicy;
-pub use input::InputKind;
 
 use crate::context::Context;
-use crate::error::{CudaError, Error, Result};
+use crate::error::{Error, Result};
+use crate::format::{self, elf, fatbin, ptx};
 use crate::module::Module;
 use input::Input;
 
@@ -138,49 +139,6 @@ impl fmt::Display for Arch {
             write!(f, "{c}")?;
         }
         Ok(())
-    }
-}
-
-/// Which linker produced an image or an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LinkerKind {
-    /// The CUDA driver's linker (`cuLinkCreate` … `cuLinkComplete`).
-    CuLink,
-    /// nvJitLink (no driver needed; also does link-time optimisation of LTO-IR).
-    NvJitLink,
-}
-
-impl fmt::Display for LinkerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            LinkerKind::CuLink => "cuLink (CUDA driver)",
-            LinkerKind::NvJitLink => "nvJitLink",
-        })
-    }
-}
-
-/// The result code of a failed linker call, kept as the linker gave it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LinkErrorCode {
-    /// A CUDA driver code (from `cuLink*`).
-    Driver(CudaError),
-    /// An `nvJitLinkResult`.
-    NvJitLink {
-        /// The numeric code.
-        code: i32,
-        /// Its name, e.g. `NVJITLINK_ERROR_PTX_COMPILE`.
-        name: &'static str,
-    },
-}
-
-impl fmt::Display for LinkErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LinkErrorCode::Driver(e) => write!(f, "{e}"),
-            LinkErrorCode::NvJitLink { code, name } => write!(f, "{name} ({code})"),
-        }
     }
 }
 
@@ -643,12 +601,13 @@ impl Linker {
                     };
                     input::check_shape(&input)?;
                     if let Some(kernels) = kernels {
-                        let text = String::from_utf8_lossy(&input.bytes).into_owned();
+                        let text = String::from_utf8_lossy(&input.bytes);
+                        let module = ptx::Ptx::parse(&text);
                         let keep: Vec<&str> = kernels.iter().map(String::as_str).collect();
-                        let selected = ptx::select_entries(&text, &keep).map_err(|missing| {
+                        let selected = module.select_entries(&keep).map_err(|missing| {
                             Error::KernelNotFound {
                                 name: missing.join(", "),
-                                available: ptx::entries(&text),
+                                available: module.entries(),
                             }
                         })?;
                         input.bytes = selected.into_bytes().into();
@@ -730,7 +689,9 @@ impl Linker {
 /// be compiled for `arch` (the driver's linker only notes that in its info log and goes on).
 fn check_arch(input: &Input, arch: Arch) -> Result<()> {
     if input.kind == InputKind::Fatbin {
-        let entries = input::fatbin_entries(&input.bytes);
+        let entries = fatbin::Fatbin::read(&input.bytes)
+            .map(|f| f.entries())
+            .unwrap_or_default();
         let usable = entries.iter().any(|e| {
             if e.ptx {
                 e.sm <= arch.sm()
@@ -760,7 +721,7 @@ fn check_arch(input: &Input, arch: Arch) -> Result<()> {
     if input.kind != InputKind::Cubin {
         return Ok(());
     }
-    if let Some(sm) = input::cubin_arch(&input.bytes)
+    if let Some(sm) = elf::cubin_arch(&input.bytes)
         && (sm / 10 != arch.major() || sm > arch.sm())
     {
         return Err(Error::WrongArchitecture {
@@ -778,7 +739,7 @@ fn check_arch(input: &Input, arch: Arch) -> Result<()> {
 fn check_duplicates(compiled: &[(InputKind, Arc<[u8]>, String)], inputs: &[Input]) -> Result<()> {
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (index, (kind, bytes, _)) in compiled.iter().enumerate() {
-        let Some(symbols) = input::defined_symbols(*kind, bytes) else {
+        let Some(symbols) = format::defined_symbols(*kind, bytes) else {
             continue;
         };
         for symbol in symbols {
@@ -1025,7 +986,7 @@ impl LinkedImage {
         if self.cubin.is_empty() {
             return Ok(Vec::new());
         }
-        input::cubin_functions(&self.cubin).map_err(|reason| Error::InvalidModuleImage {
+        elf::cubin_functions(&self.cubin).map_err(|reason| Error::InvalidModuleImage {
             reason: format!("the linked cubin cannot be read: {reason}"),
             origin: None,
         })
@@ -1099,9 +1060,9 @@ fn check_simulator_symbols(inputs: &[Input], headers: &[(String, String)]) -> Re
             InputKind::Ptx | InputKind::Cubin => {
                 if input.kind == InputKind::Ptx {
                     let text = std::str::from_utf8(&input.bytes).unwrap_or("");
-                    needed.extend(crate::module::ptx_extern_functions(text));
+                    needed.extend(ptx::extern_functions(text));
                 }
-                match input::defined_symbols(input.kind, &input.bytes) {
+                match format::defined_symbols(input.kind, &input.bytes) {
                     Some(names) => defined.extend(names),
                     None => return Ok(()),
                 }
@@ -1129,9 +1090,7 @@ fn check_simulator_symbols(inputs: &[Input], headers: &[(String, String)]) -> Re
         })
     };
     let missing = needed.iter().find(|name| {
-        !crate::module::is_ptx_system_call(name)
-            && !defined.iter().any(|d| d == *name)
-            && !mentioned(name)
+        !ptx::is_system_call(name) && !defined.iter().any(|d| d == *name) && !mentioned(name)
     });
     match missing {
         None => Ok(()),

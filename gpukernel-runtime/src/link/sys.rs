@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use crate::error::Error;
-use crate::link::{InputKind, LinkErrorCode, tools};
+use crate::error::{LinkErrorCode, LinkerKind};
+use crate::format::InputKind;
+use crate::link::tools;
 
 type NvrtcProgram = *mut c_void;
 type NvJitLinkHandle = *mut c_void;
@@ -417,7 +419,7 @@ pub(crate) fn nvjitlink_version() -> Result<(u32, u32), Error> {
     let code = unsafe { (api.version)(&mut major, &mut minor) };
     if code != 0 {
         return Err(Error::LinkFailed {
-            linker: crate::link::LinkerKind::NvJitLink,
+            linker: LinkerKind::NvJitLink,
             call: "nvJitLinkVersion",
             code: nvjitlink_code(code),
             error_log: String::new(),
@@ -686,7 +688,7 @@ pub(crate) unsafe fn culink_link(inputs: &[RawInput<'_>]) -> Result<RawLinkOutpu
     };
     if r != cu::CUresult::CUDA_SUCCESS {
         return Err(Error::LinkFailed {
-            linker: crate::link::LinkerKind::CuLink,
+            linker: LinkerKind::CuLink,
             call: "cuLinkCreate",
             code: driver_code(r),
             error_log: buffer_to_string(error),
