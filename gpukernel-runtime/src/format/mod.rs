@@ -4,13 +4,14 @@
 //! `kind` tells images and link inputs apart and checks their shape before a compiler or the
 //! driver sees them, `ptx` is the one PTX reader, `elf` and `archive` read cubins, objects and
 //! static libraries through the `object` crate, `fatbin` reads fat binary headers (no crate
-//! reads those).
+//! reads those), and `cache_entry` encodes and decodes the linker's on-disk cache entries.
 //!
 //! A malformed input is an `Err` with a sentence saying what is wrong, never a panic: the
 //! callers put that sentence into the crate's errors. Nothing here knows contexts, the driver,
 //! modules or the linker.
 
 pub(crate) mod archive;
+pub(crate) mod cache_entry;
 pub(crate) mod elf;
 pub(crate) mod fatbin;
 mod kind;

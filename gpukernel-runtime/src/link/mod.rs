@@ -407,7 +407,7 @@ impl Linker {
         if let Some(dir) = &cache_dir {
             let k = self.cache_key(&inputs, arch, linker, uses_ltoir)?;
             key = Some(k);
-            match cache::load(dir, k) {
+            match cache::load(dir, &k) {
                 Ok(entry) => {
                     return Ok(LinkedImage {
                         cubin: entry.cubin,
@@ -417,7 +417,7 @@ impl Linker {
                         info_log: entry.info_log,
                         compile_logs: Vec::new(),
                         cache: CacheStatus::Hit {
-                            path: cache::entry_path(dir, k),
+                            path: cache::entry_path(dir, &k),
                         },
                         timings: LinkTimings {
                             cache_lookup: cache_start.elapsed(),
@@ -485,7 +485,7 @@ impl Linker {
                 cubin: cubin.clone(),
                 info_log: info_log.clone(),
             };
-            let stored = Some(cache::store(dir, k, &entry).map_err(|e| e.to_string()));
+            let stored = Some(cache::store(dir, &k, &entry).map_err(|e| e.to_string()));
             match &mut cache_status {
                 CacheStatus::Miss { stored: s } | CacheStatus::Rebuilt { stored: s, .. } => {
                     *s = stored
@@ -632,7 +632,7 @@ impl Linker {
         arch: Arch,
         linker: LinkerKind,
         uses_ltoir: bool,
-    ) -> Result<u128> {
+    ) -> Result<cache::Key> {
         let mut key = cache::CacheKey::new();
         key.field("arch", arch.to_string().as_bytes());
         key.field("linker", linker.to_string().as_bytes());
