@@ -83,6 +83,11 @@ pub use stream::Stream;
 
 pub use gpukernel_device::{AnyBitPattern, DeviceCopy, DisjointSlice, Kernel};
 
+/// The parsers of untrusted bytes, for the fuzz targets in `fuzz/`. Not public API: hidden,
+/// unstable, and may change in any release.
+#[doc(hidden)]
+pub use format::fuzz as __fuzz;
+
 /// The traits whose methods the everyday operations use: `use gpukernel_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{

@@ -14,6 +14,7 @@ pub(crate) mod archive;
 pub(crate) mod cache_entry;
 pub(crate) mod elf;
 pub(crate) mod fatbin;
+pub mod fuzz;
 mod kind;
 pub(crate) mod ptx;
 
