@@ -139,6 +139,8 @@ fn run_target(target: &str, seconds: u64) -> Result<Summary, String> {
         .arg(&seeds)
         .arg("--")
         .arg(format!("-max_total_time={seconds}"))
+        // A parser that takes seconds over one input hangs.
+        .arg("-timeout=10")
         .arg("-print_final_stats=1")
         .stdout(Stdio::inherit())
         .stderr(log);

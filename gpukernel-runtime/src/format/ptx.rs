@@ -339,10 +339,13 @@ impl<'a> Ptx<'a> {
                 }
                 removed[i] = true;
                 for other in &mentions[i] {
-                    let count = references.entry(other).or_default();
-                    *count = count.saturating_sub(1);
-                    if *count == 0 {
-                        unreferenced.push(other);
+                    if let Some(count) = references.get_mut(other)
+                        && *count > 0
+                    {
+                        *count -= 1;
+                        if *count == 0 {
+                            unreferenced.push(other);
+                        }
                     }
                 }
             }
