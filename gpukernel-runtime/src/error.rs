@@ -6,6 +6,8 @@
 
 use std::fmt;
 
+use crate::format::{ImageKind, InputKind};
+
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -49,6 +51,49 @@ impl CudaError {
 impl fmt::Display for CudaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}): {}", self.name, self.code, self.description)
+    }
+}
+
+/// Which linker produced an image or an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LinkerKind {
+    /// The CUDA driver's linker (`cuLinkCreate` … `cuLinkComplete`).
+    CuLink,
+    /// nvJitLink (no driver needed; also does link-time optimisation of LTO-IR).
+    NvJitLink,
+}
+
+impl fmt::Display for LinkerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LinkerKind::CuLink => "cuLink (CUDA driver)",
+            LinkerKind::NvJitLink => "nvJitLink",
+        })
+    }
+}
+
+/// The result code of a failed linker call, kept as the linker gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LinkErrorCode {
+    /// A CUDA driver code (from `cuLink*`).
+    Driver(CudaError),
+    /// An `nvJitLinkResult`.
+    NvJitLink {
+        /// The numeric code.
+        code: i32,
+        /// Its name, e.g. `NVJITLINK_ERROR_PTX_COMPILE`.
+        name: &'static str,
+    },
+}
+
+impl fmt::Display for LinkErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkErrorCode::Driver(e) => write!(f, "{e}"),
+            LinkErrorCode::NvJitLink { code, name } => write!(f, "{name} ({code})"),
+        }
     }
 }
 
@@ -250,7 +295,7 @@ pub enum Error {
     )]
     ModuleLoad {
         /// The image's kind.
-        kind: crate::module::ImageKind,
+        kind: ImageKind,
         /// Where it came from (a file), when known.
         origin: Option<String>,
         /// The code the driver returned (e.g. `CUDA_ERROR_INVALID_PTX`).
@@ -448,7 +493,7 @@ pub enum Error {
         /// The input (path or name).
         name: String,
         /// The kind it was given as (from its extension or `add_data`).
-        kind: crate::link::InputKind,
+        kind: InputKind,
         /// What its bytes are instead.
         found: String,
     },
@@ -513,11 +558,11 @@ pub enum Error {
     #[error("{linker}: {call} failed with {code}\nerror log:\n{error_log}\ninfo log:\n{info_log}")]
     LinkFailed {
         /// Which linker.
-        linker: crate::link::LinkerKind,
+        linker: LinkerKind,
         /// The failing call, e.g. `cuLinkComplete`.
         call: &'static str,
         /// The code it returned.
-        code: crate::link::LinkErrorCode,
+        code: LinkErrorCode,
         /// The linker's error log.
         error_log: String,
         /// The linker's info log.
@@ -596,7 +641,7 @@ impl Error {
             | Error::UnresolvedForeignSymbols { error, .. } => Some(*error),
             Error::DriverUnavailable { error, .. } => *error,
             Error::LinkFailed {
-                code: crate::link::LinkErrorCode::Driver(error),
+                code: LinkErrorCode::Driver(error),
                 ..
             } => Some(*error),
             _ => None,

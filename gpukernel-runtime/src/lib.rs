@@ -62,6 +62,7 @@ mod driver;
 mod error;
 mod event;
 mod foreign;
+mod format;
 mod launch;
 pub mod link;
 mod memory;
@@ -73,6 +74,7 @@ pub use context::Context;
 pub use device::{Backend, Device, DeviceProperties};
 pub use error::{CudaError, Error, Result};
 pub use event::Event;
+pub use format::ImageKind;
 pub use launch::{
     DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
     RequiresLaunchUnchecked, Safe, SafetyLevel,
@@ -81,12 +83,17 @@ pub use memory::{
     DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
     PinnedHostBuffer,
 };
-pub use module::{Function, ImageKind, Module, TypedKernel};
+pub use module::{Function, Module, TypedKernel};
 pub use stream::Stream;
 
 pub use gpukernel_device::{
     AnyBitPattern, DeviceCopy, DisjointSlice, IntoKernel, Kernel, SafeKernel,
 };
+
+/// The parsers of untrusted bytes, for the fuzz targets in `fuzz/`. Not public API: hidden,
+/// unstable, and may change in any release.
+#[doc(hidden)]
+pub use format::fuzz as __fuzz;
 
 /// The traits whose methods the everyday operations use: `use gpukernel_runtime::prelude::*;`.
 pub mod prelude {

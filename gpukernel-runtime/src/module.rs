@@ -13,108 +13,17 @@ use crate::context::{ContextInner, intern};
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::foreign::FfiTracking;
+use crate::format::{ImageKind, ptx, trim_nul};
 use crate::memory::DevicePtr;
-
-/// The kind of a module image, told apart by its first bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImageKind {
-    /// PTX assembly text.
-    Ptx,
-    /// A CUDA ELF object (`EM_CUDA`): a cubin.
-    Cubin,
-    /// A fat binary (magic `0xBA55ED50`).
-    Fatbin,
-}
-
-impl fmt::Display for ImageKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ImageKind::Ptx => "PTX",
-            ImageKind::Cubin => "cubin",
-            ImageKind::Fatbin => "fatbin",
-        })
-    }
-}
-
-const FATBIN_MAGIC: u32 = 0xBA55_ED50;
-const EM_CUDA: u16 = 190;
 
 impl ImageKind {
     /// Classifies an image and checks its shape (headers within bounds), so the driver is
     /// never handed a truncated or foreign file.
     pub fn detect(image: &[u8]) -> Result<ImageKind> {
-        let bad = |reason: String| Error::InvalidModuleImage {
+        crate::format::detect_image(image).map_err(|reason| Error::InvalidModuleImage {
             reason,
             origin: None,
-        };
-        if image.is_empty() {
-            return Err(bad("the image is empty".into()));
-        }
-        if image.starts_with(b"\x7fELF") {
-            if image.len() < 64 {
-                return Err(bad(format!("truncated ELF header ({} bytes)", image.len())));
-            }
-            if image[4] != 2 || image[5] != 1 {
-                return Err(bad("not a 64-bit little-endian ELF object".into()));
-            }
-            let machine = u16::from_le_bytes([image[18], image[19]]);
-            if machine != EM_CUDA {
-                return Err(bad(format!(
-                    "an ELF object for machine {machine}, not a CUDA cubin (EM_CUDA = {EM_CUDA})"
-                )));
-            }
-            let shoff = u64::from_le_bytes(image[0x28..0x30].try_into().unwrap_or_default());
-            let shentsize = u16::from_le_bytes([image[0x3A], image[0x3B]]) as u64;
-            let shnum = u16::from_le_bytes([image[0x3C], image[0x3D]]) as u64;
-            let end = shoff.checked_add(shentsize * shnum);
-            if end.is_none_or(|e| e > image.len() as u64) {
-                return Err(bad(format!(
-                    "truncated cubin: its section headers end at byte {} but it has {} bytes",
-                    end.map_or("overflow".to_string(), |e| e.to_string()),
-                    image.len()
-                )));
-            }
-            return Ok(ImageKind::Cubin);
-        }
-        if image.len() >= 4
-            && u32::from_le_bytes([image[0], image[1], image[2], image[3]]) == FATBIN_MAGIC
-        {
-            if image.len() < 16 {
-                return Err(bad("truncated fatbin header".into()));
-            }
-            let header = u16::from_le_bytes([image[6], image[7]]) as u64;
-            let size = u64::from_le_bytes(image[8..16].try_into().unwrap_or_default());
-            if header
-                .checked_add(size)
-                .is_none_or(|e| e > image.len() as u64)
-            {
-                return Err(bad(format!(
-                    "truncated fatbin: header says {} bytes, the image has {}",
-                    header.saturating_add(size),
-                    image.len()
-                )));
-            }
-            return Ok(ImageKind::Fatbin);
-        }
-        if image.starts_with(b"!<arch>\n") {
-            return Err(bad(
-                "a static library (ar archive) is not a module: link it with the Linker first"
-                    .into(),
-            ));
-        }
-        let text = trim_nul(image);
-        match std::str::from_utf8(text) {
-            Ok(t) if t.contains(".version") || t.contains(".target") || t.contains(".entry") => {
-                if text.contains(&0) {
-                    return Err(bad("PTX text contains a NUL byte before its end".into()));
-                }
-                Ok(ImageKind::Ptx)
-            }
-            _ => Err(bad(format!(
-                "not PTX, a cubin or a fatbin (first bytes: {:02x?})",
-                &image[..image.len().min(8)]
-            ))),
-        }
+        })
     }
 }
 
@@ -126,98 +35,6 @@ fn trim_nul_ptx(kind: ImageKind, image: &[u8]) -> &[u8] {
     } else {
         image
     }
-}
-
-fn trim_nul(b: &[u8]) -> &[u8] {
-    let mut end = b.len();
-    while end > 0 && b[end - 1] == 0 {
-        end -= 1;
-    }
-    &b[..end]
-}
-
-/// A PTX text with its comments replaced by a space (line comments keep their newline).
-fn strip_comments(ptx: &str) -> String {
-    let mut clean = String::with_capacity(ptx.len());
-    let mut rest = ptx;
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix("//") {
-            rest = r.find('\n').map_or("", |i| &r[i..]);
-        } else if let Some(r) = rest.strip_prefix("/*") {
-            rest = r.find("*/").map_or("", |i| &r[i + 2..]);
-            clean.push(' ');
-        } else {
-            let c = rest.chars().next().unwrap_or(' ');
-            clean.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    clean
-}
-
-fn is_ptx_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '%'
-}
-
-/// The identifier at the start of `s` (after leading whitespace), if any.
-fn leading_ident(s: &str) -> Option<&str> {
-    let t = s.trim_start();
-    let end = t.find(|c: char| !is_ptx_ident(c)).unwrap_or(t.len());
-    (end > 0).then(|| &t[..end])
-}
-
-/// The positions just after each whole-word occurrence of `directive` (e.g. `.entry`) in a
-/// comment-free PTX text.
-fn after_directive<'a>(clean: &'a str, directive: &'a str) -> impl Iterator<Item = &'a str> {
-    clean.match_indices(directive).filter_map(move |(i, _)| {
-        let before_ok = i == 0 || clean[..i].ends_with(|c: char| c.is_whitespace());
-        let rest = &clean[i + directive.len()..];
-        (before_ok && rest.starts_with(|c: char| c.is_whitespace())).then_some(rest)
-    })
-}
-
-/// The `.entry` names of a PTX text, in order of appearance (comments skipped).
-pub(crate) fn ptx_entry_names(ptx: &str) -> Vec<String> {
-    let clean = strip_comments(ptx);
-    after_directive(&clean, ".entry")
-        .filter_map(leading_ident)
-        .map(str::to_owned)
-        .collect()
-}
-
-/// The functions a PTX text declares `.extern .func` (defined elsewhere), in order of
-/// appearance: `.extern .func (.param .b32 func_retval0) name(...)`, `.extern .func name(...)`.
-pub(crate) fn ptx_extern_functions(ptx: &str) -> Vec<String> {
-    let clean = strip_comments(ptx);
-    let mut names: Vec<String> = Vec::new();
-    for rest in after_directive(&clean, ".extern") {
-        let Some(rest) = rest.trim_start().strip_prefix(".func") else {
-            continue;
-        };
-        let mut rest = rest.trim_start();
-        // The return parameter list, if any.
-        if rest.starts_with('(') {
-            let Some(close) = rest.find(')') else {
-                continue;
-            };
-            rest = &rest[close + 1..];
-        }
-        if let Some(name) = leading_ident(rest)
-            && !names.iter().any(|n| n == name)
-        {
-            names.push(name.to_owned());
-        }
-    }
-    names
-}
-
-/// Functions that the PTX JIT provides itself (system calls), so an `.extern .func` of them
-/// needs no definition.
-const PTX_SYSTEM_CALLS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
-
-/// Whether the PTX JIT provides `name` itself (see [`PTX_SYSTEM_CALLS`]).
-pub(crate) fn is_ptx_system_call(name: &str) -> bool {
-    PTX_SYSTEM_CALLS.contains(&name)
 }
 
 /// The error for a module image the driver rejected: a kernel fault if that is what the call
@@ -237,9 +54,9 @@ pub(crate) fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -
         let symbols = crate::link::diagnose::unresolved_functions(&error_log);
         if !symbols.is_empty() {
             let text = std::str::from_utf8(trim_nul(image.bytes)).unwrap_or("");
-            let also_declared = ptx_extern_functions(text)
+            let also_declared = ptx::extern_functions(text)
                 .into_iter()
-                .filter(|n| !symbols.contains(n) && !PTX_SYSTEM_CALLS.contains(&n.as_str()))
+                .filter(|n| !symbols.contains(n) && !ptx::is_system_call(n))
                 .collect();
             return Error::UnresolvedForeignSymbols {
                 symbols,
@@ -359,10 +176,14 @@ impl Module {
         Module { inner }
     }
 
-    /// A module of the given kernels, without an image: the simulator's form of a linked
-    /// image (sorted and without duplicates like a CUDA module's names).
-    pub(crate) fn from_kernel_names(ctx: Arc<ContextInner>, names: Vec<String>) -> Result<Module> {
-        let loaded = ctx.backend.module_from_names(names)?;
+    /// The module of a simulator link: the PTX inputs' text, whose kernels (and their
+    /// signature fingerprints) make the module.
+    pub(crate) fn from_simulator_image(ctx: Arc<ContextInner>, image: &[u8]) -> Result<Module> {
+        let loaded = ctx.backend.module_load(Image {
+            bytes: image,
+            kind: ImageKind::Ptx,
+            origin: None,
+        })?;
         Ok(Module::register(ctx, loaded))
     }
 
@@ -647,15 +468,6 @@ mod tests {
     }
 
     #[test]
-    fn extern_functions_are_found() {
-        assert_eq!(
-            ptx_extern_functions(PTX_WITH_EXTERNS),
-            ["mul_f32_f32", "add_one", "vprintf"]
-        );
-        assert!(ptx_extern_functions(PTX).is_empty());
-    }
-
-    #[test]
     fn unresolved_extern_is_a_dedicated_error_with_the_log_and_a_hint() {
         let log = "ptxas fatal   : Unresolved extern function 'mul_f32_f32'";
         let e = load_error(
@@ -817,59 +629,5 @@ mod tests {
         // Other images are still checked the same way as on CUDA.
         let e = ctx.load_module(b"\x7fELF\x02\x01").unwrap_err();
         assert!(matches!(e, Error::InvalidModuleImage { .. }), "{e}");
-    }
-
-    #[test]
-    fn ptx_entries_are_found_and_comments_skipped() {
-        assert_eq!(ptx_entry_names(PTX), vec!["saxpy", "empty_kernel"]);
-    }
-
-    #[test]
-    fn image_kinds() {
-        assert_eq!(ImageKind::detect(PTX.as_bytes()).unwrap(), ImageKind::Ptx);
-        let mut with_nul = PTX.as_bytes().to_vec();
-        with_nul.push(0);
-        assert_eq!(ImageKind::detect(&with_nul).unwrap(), ImageKind::Ptx);
-
-        let mut elf = vec![0u8; 64];
-        elf[..4].copy_from_slice(b"\x7fELF");
-        elf[4] = 2;
-        elf[5] = 1;
-        elf[18..20].copy_from_slice(&EM_CUDA.to_le_bytes());
-        assert_eq!(ImageKind::detect(&elf).unwrap(), ImageKind::Cubin);
-        // Section headers past the end: truncated.
-        elf[0x28..0x30].copy_from_slice(&1000u64.to_le_bytes());
-        elf[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
-        elf[0x3C..0x3E].copy_from_slice(&3u16.to_le_bytes());
-        let e = ImageKind::detect(&elf).unwrap_err().to_string();
-        assert!(e.contains("truncated cubin"), "{e}");
-        // x86-64 ELF.
-        elf[18..20].copy_from_slice(&62u16.to_le_bytes());
-        let e = ImageKind::detect(&elf).unwrap_err().to_string();
-        assert!(e.contains("machine 62"), "{e}");
-
-        let mut fat = vec![0u8; 16];
-        fat[..4].copy_from_slice(&FATBIN_MAGIC.to_le_bytes());
-        fat[6..8].copy_from_slice(&16u16.to_le_bytes());
-        assert_eq!(ImageKind::detect(&fat).unwrap(), ImageKind::Fatbin);
-        fat[8..16].copy_from_slice(&100u64.to_le_bytes());
-        assert!(
-            ImageKind::detect(&fat)
-                .unwrap_err()
-                .to_string()
-                .contains("truncated fatbin")
-        );
-
-        let e = ImageKind::detect(b"!<arch>\nfoo").unwrap_err().to_string();
-        assert!(e.contains("static library"), "{e}");
-        let e = ImageKind::detect(b"\x01\x02\x03garbage")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("not PTX, a cubin or a fatbin"), "{e}");
-        assert!(ImageKind::detect(b"").is_err());
-        let e = ImageKind::detect(b".version 7.8\0.entry x")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("NUL"), "{e}");
     }
 }

@@ -118,6 +118,12 @@ pub enum Error {
         /// ptxas's log.
         log: String,
     },
+    /// The kernels crate's package name is unknown: `CARGO_PKG_NAME` is unset (the builder
+    /// runs outside a build script) and [`Builder::package_name`] was not called.
+    PackageNameUnknown {
+        /// The kernels crate's manifest.
+        manifest: PathBuf,
+    },
     /// The device build produced no bitcode for the kernels crate.
     NoBitcode {
         /// The kernels crate's manifest.
@@ -197,6 +203,12 @@ impl fmt::Display for Error {
                 f,
                 "ptxas rejected {} for {arch} (this is a bug in gpukernel or the nightly's nvptx backend; please report it):\n{log}",
                 ptx.display()
+            ),
+            Error::PackageNameUnknown { manifest } => write!(
+                f,
+                "the package name of the kernels crate {} is unknown: CARGO_PKG_NAME is not set \
+                 (the builder runs outside a build script); set it with `Builder::package_name`",
+                manifest.display()
             ),
             Error::NoBitcode { manifest } => write!(
                 f,
@@ -280,6 +292,7 @@ pub struct PtxOutput {
 #[derive(Debug, Clone)]
 pub struct Builder {
     manifest_dir: PathBuf,
+    package_name: Option<String>,
     out_dir: PathBuf,
     arch: Option<String>,
     toolchain: String,
@@ -305,10 +318,13 @@ impl Builder {
         b
     }
 
-    /// A builder for the kernels crate at `manifest_dir`, writing into `out_dir`.
+    /// A builder for the kernels crate at `manifest_dir`, writing into `out_dir`. The crate's
+    /// package name is `CARGO_PKG_NAME` (which cargo sets for build scripts) unless
+    /// [`Builder::package_name`] says otherwise.
     pub fn new(manifest_dir: impl Into<PathBuf>, out_dir: impl Into<PathBuf>) -> Self {
         Builder {
             manifest_dir: manifest_dir.into(),
+            package_name: std::env::var("CARGO_PKG_NAME").ok(),
             out_dir: out_dir.into(),
             arch: None,
             toolchain: std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into()),
@@ -317,6 +333,13 @@ impl Builder {
             validate: true,
             emit_cargo_directives: false,
         }
+    }
+
+    /// The kernels crate's package name, as in its `Cargo.toml` (needed when the builder runs
+    /// outside the kernels crate's own build script).
+    pub fn package_name(mut self, name: impl Into<String>) -> Self {
+        self.package_name = Some(name.into());
+        self
     }
 
     /// The GPU architecture, e.g. `"sm_90"`. Default: `GPUKERNEL_ARCH`, else [`DEFAULT_ARCH`].
@@ -370,7 +393,12 @@ impl Builder {
         let arch = self.resolve_arch()?;
         let toolchain = tools::Toolchain::locate(&self.toolchain)?;
         let manifest = self.manifest_dir.join("Cargo.toml");
-        let package = package_name(&manifest)?;
+        let package = self
+            .package_name
+            .clone()
+            .ok_or_else(|| Error::PackageNameUnknown {
+                manifest: manifest.clone(),
+            })?;
         let target_dir = self
             .target_dir
             .clone()
@@ -653,28 +681,6 @@ fn default_target_dir(out_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| out_dir.join("nvptx-kernels"))
 }
 
-fn package_name(manifest: &Path) -> Result<String, Error> {
-    let text = std::fs::read_to_string(manifest).map_err(io_err(manifest))?;
-    let mut in_package = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            in_package = t == "[package]";
-            continue;
-        }
-        if in_package
-            && let Some(rest) = t.strip_prefix("name")
-            && let Some(v) = rest.trim_start().strip_prefix('=')
-        {
-            return Ok(v.trim().trim_matches('"').to_string());
-        }
-    }
-    Err(Error::Io {
-        path: manifest.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "no `name` in [package]"),
-    })
-}
-
 /// Emits `rerun-if-changed` for every source file of the device build (from cargo's dep-info
 /// files next to the rlibs), except the standard library's.
 fn emit_rerun_if_changed(rlibs: &[PathBuf], sysroot: &Path) {
@@ -921,16 +927,18 @@ mod tests {
     }
 
     #[test]
-    fn package_name_is_read_from_the_package_table() {
-        let dir = std::env::temp_dir().join(format!("nvptx-builder-pkg-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let m = dir.join("Cargo.toml");
-        std::fs::write(
-            &m,
-            "[workspace]\nname = \"no\"\n[package]\nname = \"my-kernels\"\nversion = \"0.1.0\"\n",
-        )
-        .unwrap();
-        assert_eq!(package_name(&m).unwrap(), "my-kernels");
-        std::fs::remove_dir_all(&dir).unwrap();
+    fn package_name_comes_from_cargo_or_the_builder() {
+        let b = Builder::new("/k", "/tmp");
+        assert_eq!(
+            b.package_name.as_deref(),
+            std::env::var("CARGO_PKG_NAME").ok().as_deref()
+        );
+        let b = b.package_name("my-kernels");
+        assert_eq!(b.package_name.as_deref(), Some("my-kernels"));
+        let e = Error::PackageNameUnknown {
+            manifest: "/k/Cargo.toml".into(),
+        }
+        .to_string();
+        assert!(e.contains("Builder::package_name"), "{e}");
     }
 }

@@ -9,8 +9,12 @@
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
+//! * `fuzz [--seconds N] [TARGET...]` — runs each fuzz target of `fuzz/` (default: all, 60 s
+//!   each) with cargo-fuzz on the nightly toolchain, installing cargo-fuzz when missing.
 //! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
+
+mod fuzz;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
                 .unwrap_or("multiply_vectors"),
         ),
         Some("ptx-check") => ptx_check(),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
         Some(other) => Err(format!("unknown command `{other}`\n{USAGE}")),
         None => Err(USAGE.to_string()),
@@ -50,7 +55,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | ptx-check | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | ptx-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
 use crate::error::{Error, Result};
-use crate::module::ImageKind;
+use crate::format::ImageKind;
 
 /// A CUDA device's primary context (retained for the life of the process) and what the
 /// runtime caches about it.
@@ -451,7 +451,7 @@ impl Backend for CudaBackend {
         // SAFETY: `raw` was just loaded.
         let names = match unsafe { driver::module_function_names(raw) } {
             Ok(n) => n,
-            Err(_) if image.kind == ImageKind::Ptx => crate::module::ptx_entry_names(ptx_text()),
+            Err(_) if image.kind == ImageKind::Ptx => crate::format::ptx::entries(ptx_text()),
             Err(_) => Vec::new(),
         };
         let symbol = CString::new(FFI_ERROR_SYMBOL).unwrap_or_default();
@@ -464,14 +464,6 @@ impl Backend for CudaBackend {
             handle: ModuleHandle(raw.cast()),
             names,
             ffi_record,
-        })
-    }
-
-    fn module_from_names(&self, _names: Vec<String>) -> Result<LoadedModule> {
-        Err(Error::Unsupported {
-            operation: "a module of kernel names alone",
-            backend: "CUDA",
-            hint: Some("load the linked image with Context::load_module"),
         })
     }
 

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use gpukernel_device::SimEntry;
 
 use crate::error::Result;
-use crate::module::ImageKind;
+use crate::format::ImageKind;
 
 macro_rules! handle {
     ($($(#[$m:meta])* $name:ident;)*) => { $(
@@ -247,9 +247,6 @@ pub(crate) trait Backend: Send + Sync + 'static {
     // --- modules ---------------------------------------------------------------------------
     /// Loads a module image (its kind and shape already checked).
     fn module_load(&self, image: Image<'_>) -> Result<LoadedModule>;
-    /// A module of the given kernels (the simulator's form of a linked image); `Unsupported`
-    /// on CUDA.
-    fn module_from_names(&self, names: Vec<String>) -> Result<LoadedModule>;
     /// Unloads a module.
     ///
     /// # Safety

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::driver::DeviceAttr;
 use crate::error::{Error, Result};
-use crate::module::ImageKind;
+use crate::format::ImageKind;
 
 /// The simulator's device name.
 pub(crate) const DEVICE_NAME: &str = "gpukernel CPU simulator";
@@ -297,11 +297,8 @@ impl Backend for SimBackend {
         }
         // `.extern .func` declarations are no error here: the simulator runs the kernels'
         // Rust bodies, whose foreign calls were resolved when the host crate was built.
-        let text = std::str::from_utf8(image.bytes).unwrap_or("");
-        self.module_from_names(crate::module::ptx_entry_names(text))
-    }
-
-    fn module_from_names(&self, mut names: Vec<String>) -> Result<LoadedModule> {
+        let text = String::from_utf8_lossy(image.bytes);
+        let mut names = crate::format::ptx::entries(&text);
         names.sort();
         names.dedup();
         Ok(LoadedModule {

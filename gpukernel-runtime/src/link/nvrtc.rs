@@ -2,8 +2,37 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::link::{Arch, sys, tools};
+
+/// What [`compile_cuda`] produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CudaOutput {
+    /// PTX text (`-rdc=true`), linkable by cuLink or nvJitLink.
+    Ptx,
+    /// LTO-IR (`-rdc=true -dlto`), linkable by nvJitLink only ([`InputKind::LtoIr`]).
+    LtoIr,
+}
+
+/// Compiles one CUDA C++ source with NVRTC for `arch`, as the linker does for `.cu` inputs
+/// (`-rdc=true`, the CUDA include dir, then `options`), e.g. to save PTX or LTO-IR for later
+/// links. `name` is the file name NVRTC's log uses; `headers` are `(name, text)` pairs that
+/// `#include "name"` finds. Errors: [`Error::NvrtcCompile`] with the log and the options.
+pub fn compile_cuda(
+    source: &str,
+    name: &str,
+    headers: &[(String, String)],
+    arch: Arch,
+    options: &[String],
+    output: CudaOutput,
+) -> Result<Vec<u8>> {
+    let ltoir = output == CudaOutput::LtoIr;
+    let path = Path::new(name);
+    let dir = path.is_file().then_some(path);
+    let options = self::options(dir, arch, &[], options, ltoir);
+    Ok(compile(source, name, headers, &options, ltoir)?.0)
+}
 
 /// The NVRTC options for one source: `-rdc=true`, the architecture, the include directories
 /// (the source's own folder, the user's, then the CUDA include dir), then the user's options.

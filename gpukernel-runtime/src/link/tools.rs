@@ -15,6 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::link::sys;
 
 /// What to tell a user whose CUDA compiler libraries are missing.
 pub(crate) const DOCTOR_HINT: &str = "run `cargo xtask doctor` to install the CUDA compiler \
@@ -123,4 +124,26 @@ pub(crate) fn load_library(names: &[&str]) -> Result<(libloading::Library, PathB
         reason: last_error,
         hint: DOCTOR_HINT,
     })
+}
+/// Versions and locations of the compiler libraries the linker uses, for diagnostics
+/// (`cargo xtask doctor`, bug reports).
+pub fn toolchain_report() -> String {
+    let mut out = String::new();
+    match (sys::nvrtc_version(), sys::nvrtc_path()) {
+        (Ok((major, minor)), Ok(path)) => {
+            out += &format!("NVRTC {major}.{minor} ({})\n", path.display())
+        }
+        (Err(e), _) | (_, Err(e)) => out += &format!("NVRTC: {e}\n"),
+    }
+    match (sys::nvjitlink_version(), sys::nvjitlink_path()) {
+        (Ok((major, minor)), Ok(path)) => {
+            out += &format!("nvJitLink {major}.{minor} ({})\n", path.display())
+        }
+        (Err(e), _) | (_, Err(e)) => out += &format!("nvJitLink: {e}\n"),
+    }
+    match cuda_include_dir() {
+        Some(dir) => out += &format!("CUDA include dir: {}\n", dir.display()),
+        None => out += "CUDA include dir: not found\n",
+    }
+    out
 }

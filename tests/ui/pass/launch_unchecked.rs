@@ -24,7 +24,7 @@ pub unsafe fn atomic_sum(input: &[f32], out: *mut f32) {
 fn ptx_of<K: Kernel>() -> String {
     let bytes: Vec<String> = K::SIGNATURE.to_le_bytes().iter().map(u8::to_string).collect();
     format!(
-        ".visible .global .align 8 .b8 {}[8] = {{{}}};\n.visible .entry {}()\n",
+        ".visible .global .align 8 .b8 {}[8] = {{{}}};\n.visible .entry {}() {{ ret; }}\n",
         gpukernel_device::signature_symbol(K::NAME),
         bytes.join(", "),
         K::NAME

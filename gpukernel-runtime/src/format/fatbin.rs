@@ -1,0 +1,205 @@
+//! Fat binaries (`nvcc -fatbin`): a header, then entries of PTX or ELF images, each for one
+//! architecture. No maintained crate reads them, so this one is by hand; every read is
+//! bounds-checked.
+//!
+//! Layout (little-endian): the file header is `magic: u32`, `version: u16`,
+//! `header_size: u16`, `body_size: u64`; the body holds entries, each starting with
+//! `kind: u16`, `_: u16`, `header_size: u32`, `size: u64`, ..., `sm: u32` at byte 28, then
+//! its payload (`size` bytes after its header).
+
+/// The fatbin magic number (little-endian at offset 0).
+pub(crate) const MAGIC: u32 = 0xBA55_ED50;
+
+/// Whether `bytes` start with the fatbin magic.
+pub(crate) fn has_magic(bytes: &[u8]) -> bool {
+    u32_at(bytes, 0) == Some(MAGIC)
+}
+
+fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(
+        bytes.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(
+        bytes.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(
+        bytes.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// Why bytes are not a readable fatbin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeaderError {
+    /// No fatbin magic.
+    NotFatbin,
+    /// The magic, but shorter than the 16-byte header.
+    TruncatedHeader,
+    /// The header announces more bytes than there are.
+    Truncated {
+        /// Header plus body size, as announced (saturating).
+        announced: u64,
+        /// The length of the bytes.
+        len: usize,
+    },
+}
+
+/// A fatbin's file header, checked against the length of the bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Fatbin<'a> {
+    bytes: &'a [u8],
+    header_size: u64,
+    body_size: u64,
+}
+
+/// One entry of a fatbin: PTX or an ELF image, and the SM number it is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry {
+    /// True for PTX, false for an ELF image (cubin).
+    pub(crate) ptx: bool,
+    /// The SM number, e.g. 90.
+    pub(crate) sm: u32,
+}
+
+/// An entry header: kind(2) reserved(2) header size(4) payload size(8) ... sm(4) at 28.
+const ENTRY_HEADER_MIN: usize = 32;
+const KIND_PTX: u16 = 1;
+const KIND_ELF: u16 = 2;
+
+impl<'a> Fatbin<'a> {
+    /// Reads the file header and checks that the body lies inside `bytes`.
+    pub(crate) fn read(bytes: &'a [u8]) -> Result<Fatbin<'a>, HeaderError> {
+        if !has_magic(bytes) {
+            return Err(HeaderError::NotFatbin);
+        }
+        let (Some(header_size), Some(body_size)) = (u16_at(bytes, 6), u64_at(bytes, 8)) else {
+            return Err(HeaderError::TruncatedHeader);
+        };
+        let header_size = u64::from(header_size);
+        match header_size.checked_add(body_size) {
+            Some(total) if total <= bytes.len() as u64 => Ok(Fatbin {
+                bytes,
+                header_size,
+                body_size,
+            }),
+            _ => Err(HeaderError::Truncated {
+                announced: header_size.saturating_add(body_size),
+                len: bytes.len(),
+            }),
+        }
+    }
+
+    /// The PTX and ELF entries, in order; other kinds (e.g. LTO-IR) are skipped. Stops at the
+    /// first entry whose header does not fit in the body.
+    pub(crate) fn entries(&self) -> Vec<Entry> {
+        let mut out = Vec::new();
+        // Both fit in the bytes (checked by `read`), so in usize.
+        let end = (self.header_size + self.body_size) as usize;
+        let mut offset = self.header_size as usize;
+        while end - offset >= ENTRY_HEADER_MIN {
+            let entry = &self.bytes[offset..end];
+            let (Some(kind), Some(entry_header), Some(size), Some(sm)) = (
+                u16_at(entry, 0),
+                u32_at(entry, 4),
+                u64_at(entry, 8),
+                u32_at(entry, 28),
+            ) else {
+                break;
+            };
+            match kind {
+                KIND_PTX => out.push(Entry { ptx: true, sm }),
+                KIND_ELF => out.push(Entry { ptx: false, sm }),
+                _ => {}
+            }
+            let next = (offset as u64)
+                .checked_add(u64::from(entry_header))
+                .and_then(|o| o.checked_add(size));
+            match next {
+                Some(next) if entry_header > 0 && next <= end as u64 => offset = next as usize,
+                _ => break,
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(header_size: u16, body_size: u64) -> Vec<u8> {
+        let mut fb = MAGIC.to_le_bytes().to_vec();
+        fb.extend_from_slice(&1u16.to_le_bytes());
+        fb.extend_from_slice(&header_size.to_le_bytes());
+        fb.extend_from_slice(&body_size.to_le_bytes());
+        fb
+    }
+
+    fn entry(kind: u16, sm: u32, payload: usize) -> Vec<u8> {
+        let mut e = vec![0u8; 64];
+        e[0..2].copy_from_slice(&kind.to_le_bytes());
+        e[4..8].copy_from_slice(&64u32.to_le_bytes());
+        e[8..16].copy_from_slice(&(payload as u64).to_le_bytes());
+        e[28..32].copy_from_slice(&sm.to_le_bytes());
+        e.resize(64 + payload, 0xab);
+        e
+    }
+
+    #[test]
+    fn header_is_checked() {
+        assert_eq!(Fatbin::read(b"").unwrap_err(), HeaderError::NotFatbin);
+        assert_eq!(
+            Fatbin::read(&MAGIC.to_le_bytes()).unwrap_err(),
+            HeaderError::TruncatedHeader
+        );
+        let mut fb = header(16, 8);
+        fb.extend_from_slice(&[0; 8]);
+        assert!(Fatbin::read(&fb).unwrap().entries().is_empty());
+        fb.truncate(20);
+        assert_eq!(
+            Fatbin::read(&fb).unwrap_err(),
+            HeaderError::Truncated {
+                announced: 24,
+                len: 20
+            }
+        );
+        let fb = header(16, u64::MAX);
+        assert_eq!(
+            Fatbin::read(&fb).unwrap_err(),
+            HeaderError::Truncated {
+                announced: u64::MAX,
+                len: 16
+            }
+        );
+    }
+
+    #[test]
+    fn entries_are_listed_and_bounded() {
+        let body: Vec<u8> = [entry(2, 90, 10), entry(1, 80, 3), entry(4, 90, 0)].concat();
+        let mut fb = header(16, body.len() as u64);
+        fb.extend_from_slice(&body);
+        let entries = Fatbin::read(&fb).unwrap().entries();
+        assert_eq!(
+            entries,
+            [Entry { ptx: false, sm: 90 }, Entry { ptx: true, sm: 80 }]
+        );
+        // An entry announcing more than the body holds ends the walk.
+        let mut big = entry(2, 90, 0);
+        big[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        let mut fb = header(16, big.len() as u64);
+        fb.extend_from_slice(&big);
+        assert_eq!(Fatbin::read(&fb).unwrap().entries().len(), 1);
+    }
+
+    #[test]
+    fn real_fatbin() {
+        let bytes = include_bytes!("../../tests/data/test_kernels.fatbin");
+        let entries = Fatbin::read(bytes).unwrap().entries();
+        assert!(entries.iter().any(|e| !e.ptx && e.sm == 90), "{entries:?}");
+    }
+}

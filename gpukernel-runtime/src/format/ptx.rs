@@ -1,0 +1,706 @@
+//! PTX text: the one reader of PTX modules.
+//!
+//! [`Ptx::parse`] splits a module into its top-level statements, skipping comments and
+//! strings: a line directive (`.version`, `.target`, `.address_size`, `.file`) ends with its
+//! line; any other statement ends with a `;` outside braces, or with the `}` closing its body
+//! (a function's, a `.section`'s; an initializer `= { … }` still ends with its `;`). Each
+//! statement is classified as a function (`.entry` or `.func`, with its linkage, name and
+//! whether it has a body), a variable (with its state space and name) or something else.
+//! Everything the runtime asks of a PTX text is answered from those statements: the kernels
+//! ([`Ptx::entries`]), the foreign functions it declares ([`Ptx::extern_functions`]), the
+//! symbols it defines ([`Ptx::definitions`]), and a copy with only some kernels
+//! ([`Ptx::select_entries`]).
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+/// Functions that the PTX JIT provides itself (system calls), so an `.extern .func` of them
+/// needs no definition.
+pub(crate) const SYSTEM_CALLS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
+
+/// Whether the PTX JIT provides `name` itself (see [`SYSTEM_CALLS`]).
+pub(crate) fn is_system_call(name: &str) -> bool {
+    SYSTEM_CALLS.contains(&name)
+}
+
+/// The names of the kernels (`.entry` functions with a body) of a PTX text, in order.
+pub(crate) fn entries(text: &str) -> Vec<String> {
+    Ptx::parse(text).entries()
+}
+
+/// The functions a PTX text declares `.extern .func` (defined elsewhere), in order, once each.
+pub(crate) fn extern_functions(text: &str) -> Vec<String> {
+    Ptx::parse(text).extern_functions()
+}
+
+/// The linkage directive of a function or variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Linkage {
+    /// None: visible in this module only.
+    Internal,
+    /// `.visible`: defined here, visible to other modules.
+    Visible,
+    /// `.extern`: defined in another module.
+    Extern,
+    /// `.weak`.
+    Weak,
+    /// `.common`.
+    Common,
+}
+
+/// What a top-level statement is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Item {
+    /// A function definition or declaration.
+    Function {
+        name: String,
+        /// `.entry` (a kernel) rather than `.func`.
+        entry: bool,
+        linkage: Linkage,
+        /// A definition (with a `{ … }` body) rather than a declaration.
+        body: bool,
+    },
+    /// A variable in a state space.
+    Variable {
+        name: String,
+        linkage: Linkage,
+        /// `.global` or `.const` (rather than `.shared` or `.local`).
+        global_or_const: bool,
+    },
+    /// Anything else: directives, `.section`s, statements this reader does not know.
+    Other,
+}
+
+/// One top-level statement.
+#[derive(Debug, Clone)]
+struct Statement {
+    /// Its bytes in the text, from its first character to its terminator.
+    range: Range<usize>,
+    /// Its text with comments replaced by spaces.
+    clean: String,
+    item: Item,
+}
+
+impl Statement {
+    /// The function this statement declares or defines.
+    fn function(&self) -> Option<&str> {
+        match &self.item {
+            Item::Function { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    fn is_entry(&self) -> bool {
+        matches!(self.item, Item::Function { entry: true, .. })
+    }
+
+    fn is_visible(&self) -> bool {
+        matches!(
+            self.item,
+            Item::Function {
+                linkage: Linkage::Visible,
+                ..
+            }
+        )
+    }
+}
+
+/// A PTX module split into top-level statements.
+#[derive(Debug, Clone)]
+pub(crate) struct Ptx<'a> {
+    text: &'a str,
+    statements: Vec<Statement>,
+    /// LLVM's `// .globl name` comments between statements: their bytes and the name.
+    globl_comments: Vec<(Range<usize>, String)>,
+}
+
+/// Identifier characters of PTX (`%` only leads an identifier; this reader need not care).
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'%'
+}
+
+/// The identifier at the start of `s`, if any.
+fn leading_ident(s: &str) -> Option<&str> {
+    let end = s.bytes().position(|c| !is_ident(c)).unwrap_or(s.len());
+    (end > 0).then(|| &s[..end])
+}
+
+/// The directive word (`.entry`) at the start of `s`, if any.
+fn leading_directive(s: &str) -> Option<&str> {
+    let rest = s.strip_prefix('.')?;
+    let end = rest
+        .bytes()
+        .position(|c| !is_ident(c))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &s[..end + 1])
+}
+
+/// Directives that end with their line rather than with `;`.
+const LINE_DIRECTIVES: [&str; 4] = [".version", ".target", ".address_size", ".file"];
+
+/// The end of a string literal starting at `start` (a `"`): after its closing quote, or at the
+/// end of its line.
+fn skip_string(b: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            b'\n' => return i,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// The end of a comment starting at `start` (`//` or `/*`): the newline ending a line comment
+/// (not included), or after the `*/` of a block comment; the end of the text when unclosed.
+fn skip_comment(text: &str, start: usize) -> usize {
+    let rest = &text[start..];
+    if rest.starts_with("//") {
+        rest.find('\n').map_or(text.len(), |i| start + i)
+    } else {
+        rest[2..]
+            .find("*/")
+            .map_or(text.len(), |i| start + 2 + i + 2)
+    }
+}
+
+fn starts_comment(b: &[u8], i: usize) -> bool {
+    b[i] == b'/' && matches!(b.get(i + 1), Some(b'/' | b'*'))
+}
+
+impl<'a> Ptx<'a> {
+    /// Splits `text` into statements. Never fails: text that is not PTX yields statements of
+    /// no known kind.
+    pub(crate) fn parse(text: &'a str) -> Ptx<'a> {
+        let b = text.as_bytes();
+        let mut statements = Vec::new();
+        let mut globl_comments = Vec::new();
+        let mut pos = 0;
+        while pos < b.len() {
+            if b[pos].is_ascii_whitespace() || b[pos] == 0 {
+                pos += 1;
+                continue;
+            }
+            if starts_comment(b, pos) {
+                let end = skip_comment(text, pos);
+                if let Some(name) = text[pos..end]
+                    .strip_prefix("//")
+                    .and_then(|c| c.trim_start().strip_prefix(".globl"))
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                {
+                    globl_comments.push((pos..end, name.to_string()));
+                }
+                pos = end;
+                continue;
+            }
+            let line =
+                leading_directive(&text[pos..]).is_some_and(|d| LINE_DIRECTIVES.contains(&d));
+            let (end, clean, body) = scan_statement(text, pos, line);
+            let item = classify(&clean, body);
+            statements.push(Statement {
+                range: pos..end,
+                clean,
+                item,
+            });
+            pos = end;
+        }
+        Ptx {
+            text,
+            statements,
+            globl_comments,
+        }
+    }
+
+    /// The kernels: `.entry` functions with a body, in order.
+    pub(crate) fn entries(&self) -> Vec<String> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.item {
+                Item::Function {
+                    name,
+                    entry: true,
+                    body: true,
+                    ..
+                } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The functions declared `.extern .func`, in order, once each.
+    pub(crate) fn extern_functions(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.statements {
+            if let Item::Function {
+                name,
+                entry: false,
+                linkage: Linkage::Extern,
+                ..
+            } = &s.item
+                && !names.contains(name)
+            {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
+    /// The names the module defines with external linkage: `.visible` functions, kernels, and
+    /// `.visible` `.global`/`.const` variables (in order; a name may repeat).
+    pub(crate) fn definitions(&self) -> Vec<String> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.item {
+                Item::Function {
+                    name,
+                    linkage: Linkage::Visible,
+                    ..
+                }
+                | Item::Function {
+                    name,
+                    entry: true,
+                    linkage: Linkage::Internal,
+                    ..
+                }
+                | Item::Variable {
+                    name,
+                    linkage: Linkage::Visible,
+                    global_or_const: true,
+                } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The module with only the kernels named in `keep`: the other kernels, their `// .globl`
+    /// comments, and the declarations and internal functions nothing references any more are
+    /// removed (visible functions stay: another module may call them). Returns the names of
+    /// `keep` that are not kernels of the module.
+    pub(crate) fn select_entries(&self, keep: &[&str]) -> Result<String, Vec<String>> {
+        let present = self.entries();
+        let missing: Vec<String> = keep
+            .iter()
+            .filter(|k| !present.iter().any(|p| p == *k))
+            .map(|k| k.to_string())
+            .collect();
+        if !missing.is_empty() {
+            return Err(missing);
+        }
+        let dropped: HashSet<&str> = present
+            .iter()
+            .map(String::as_str)
+            .filter(|p| !keep.contains(p))
+            .collect();
+        let mut removed: Vec<bool> = self
+            .statements
+            .iter()
+            .map(|s| s.is_entry() && s.function().is_some_and(|n| !keep.contains(&n)))
+            .collect();
+
+        // Device functions and declarations that may go: not kernels, not visible.
+        let removable = |s: &Statement| !s.is_entry() && !s.is_visible();
+        let candidates: HashSet<&str> = self
+            .statements
+            .iter()
+            .filter(|s| removable(s))
+            .filter_map(Statement::function)
+            .collect();
+        // For each candidate, how many kept statements other than its own mention it.
+        let mentions: Vec<HashSet<&str>> = self
+            .statements
+            .iter()
+            .map(|s| {
+                s.clean
+                    .split(|c: char| !c.is_ascii() || !is_ident(c as u8))
+                    .filter(|t| candidates.contains(t) && Some(*t) != s.function())
+                    .collect()
+            })
+            .collect();
+        let mut references: HashMap<&str, usize> = candidates.iter().map(|&c| (c, 0)).collect();
+        for (i, names) in mentions.iter().enumerate() {
+            if !removed[i] {
+                for name in names {
+                    *references.entry(name).or_default() += 1;
+                }
+            }
+        }
+        let mut unreferenced: Vec<&str> = references
+            .iter()
+            .filter(|&(_, &n)| n == 0)
+            .map(|(&name, _)| name)
+            .collect();
+        while let Some(name) = unreferenced.pop() {
+            for (i, s) in self.statements.iter().enumerate() {
+                if removed[i] || !removable(s) || s.function() != Some(name) {
+                    continue;
+                }
+                removed[i] = true;
+                for other in &mentions[i] {
+                    if let Some(count) = references.get_mut(other)
+                        && *count > 0
+                    {
+                        *count -= 1;
+                        if *count == 0 {
+                            unreferenced.push(other);
+                        }
+                    }
+                }
+            }
+        }
+
+        let mut cuts: Vec<Range<usize>> = self
+            .statements
+            .iter()
+            .zip(&removed)
+            .filter(|(_, removed)| **removed)
+            .map(|(s, _)| s.range.clone())
+            .chain(
+                self.globl_comments
+                    .iter()
+                    .filter(|(_, name)| dropped.contains(name.as_str()))
+                    .map(|(range, _)| range.clone()),
+            )
+            .map(|r| self.whole_lines(r))
+            .collect();
+        cuts.sort_by_key(|r| r.start);
+        let mut out = String::with_capacity(self.text.len());
+        let mut at = 0;
+        for cut in cuts {
+            if cut.start > at {
+                out.push_str(&self.text[at..cut.start]);
+            }
+            at = at.max(cut.end);
+        }
+        out.push_str(&self.text[at..]);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    /// `range` widened to whole lines where only blanks share its first and last lines.
+    fn whole_lines(&self, range: Range<usize>) -> Range<usize> {
+        let text = self.text;
+        let line_start = text[..range.start].rfind('\n').map_or(0, |i| i + 1);
+        let start = if text[line_start..range.start].trim().is_empty() {
+            line_start
+        } else {
+            range.start
+        };
+        let line_end = text[range.end..]
+            .find('\n')
+            .map_or(text.len(), |i| range.end + i + 1);
+        let end = if text[range.end..line_end].trim().is_empty() {
+            line_end
+        } else {
+            range.end
+        };
+        start..end
+    }
+}
+
+/// Scans the statement starting at `start`: returns where it ends, its text without comments,
+/// and whether it has a body (a `{` at its top level, not after `=`).
+fn scan_statement(text: &str, start: usize, line: bool) -> (usize, String, bool) {
+    let b = text.as_bytes();
+    let mut clean = String::new();
+    let mut segment = start;
+    let mut depth = 0usize;
+    let mut initializer = false;
+    let mut body = false;
+    let mut i = start;
+    while i < b.len() {
+        if starts_comment(b, i) {
+            let line_comment = b[i + 1] == b'/';
+            clean.push_str(&text[segment..i]);
+            if line && line_comment {
+                return (i, clean, false);
+            }
+            i = skip_comment(text, i);
+            if !line_comment {
+                clean.push(' ');
+            }
+            segment = i;
+            continue;
+        }
+        match b[i] {
+            b'"' => {
+                i = skip_string(b, i);
+                continue;
+            }
+            b'\n' if line => break,
+            b'{' if !line => {
+                if depth == 0 && !initializer {
+                    body = true;
+                }
+                depth += 1;
+            }
+            b'}' if !line && depth > 0 => {
+                depth -= 1;
+                if depth == 0 && body {
+                    i += 1;
+                    break;
+                }
+            }
+            b'=' if depth == 0 => initializer = true,
+            b';' if !line && depth == 0 => {
+                i += 1;
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let end = i.min(b.len());
+    clean.push_str(&text[segment..end]);
+    (end, clean, body)
+}
+
+/// Classifies a statement from its comment-free text.
+fn classify(clean: &str, body: bool) -> Item {
+    let mut rest = clean.trim_start();
+    let mut linkage = Linkage::Internal;
+    while let Some(word) = leading_directive(rest) {
+        linkage = match word {
+            ".visible" => Linkage::Visible,
+            ".extern" => Linkage::Extern,
+            ".weak" => Linkage::Weak,
+            ".common" => Linkage::Common,
+            _ => break,
+        };
+        rest = rest[word.len()..].trim_start();
+    }
+    let Some(keyword) = leading_directive(rest) else {
+        return Item::Other;
+    };
+    let after = &rest[keyword.len()..];
+    match keyword {
+        ".entry" | ".func" => {
+            let mut after = after.trim_start();
+            if after.starts_with('(') {
+                // The return parameter list: `.func (.param .b32 func_retval0) name(`.
+                let Some(close) = after.find(')') else {
+                    return Item::Other;
+                };
+                after = after[close + 1..].trim_start();
+            }
+            match leading_ident(after) {
+                Some(name) => Item::Function {
+                    name: name.to_string(),
+                    entry: keyword == ".entry",
+                    linkage,
+                    body,
+                },
+                None => Item::Other,
+            }
+        }
+        ".global" | ".const" | ".shared" | ".local" => {
+            // `.global .align 4 .b8 name[16];` or `.const .u32 name = 1;`
+            let declaration = rest.split(['[', '=', ';', '{']).next().unwrap_or("");
+            match declaration
+                .split_whitespace()
+                .last()
+                .filter(|n| !n.starts_with('.'))
+            {
+                Some(name) => Item::Variable {
+                    name: name.to_string(),
+                    linkage,
+                    global_or_const: matches!(keyword, ".global" | ".const"),
+                },
+                None => Item::Other,
+            }
+        }
+        _ => Item::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module as LLVM's NVPTX back end writes it, with kernels calling foreign functions.
+    const LLVM: &str = "\
+.version 7.8
+.target sm_90
+.address_size 64
+
+.extern .func  (.param .b32 func_retval0) foreign_a
+(
+\t.param .b64 foreign_a_param_0
+)
+;
+.extern .func  (.param .b32 func_retval0) foreign_b
+(
+\t.param .b64 foreign_b_param_0
+)
+;
+.func helper_b(
+\t.param .b64 helper_b_param_0
+)
+;
+.visible .global .align 4 .b8 __gpukernel_ffi_error[32];
+\t// .globl\tk_a
+.visible .entry k_a(
+\t.param .u64 k_a_param_0
+)
+{
+\tcall.uni (retval0), foreign_a, (param0);
+\tret;
+}
+\t// .globl\tk_b
+.visible .entry k_b(
+\t.param .u64 k_b_param_0
+)
+{
+\tcall.uni helper_b, (param0);
+\tret;
+}
+.func helper_b(
+\t.param .b64 helper_b_param_0
+)
+{
+\tcall.uni (retval0), foreign_b, (param0);
+\tret;
+}
+";
+
+    /// Hand-written PTX with comments in the way.
+    const COMMENTED: &str = r#"
+//
+// Generated by hand
+//
+.version 7.8
+.target sm_90
+.address_size 64
+
+// .entry commented_out(
+/* .entry also_commented( */
+.visible .entry saxpy(
+    .param .f32 saxpy_param_0
+)
+{
+    ret;
+}
+.func helper()
+{
+    ret;
+}
+.entry empty_kernel()
+{
+    ret;
+}
+"#;
+
+    /// What a kernels crate's PTX looks like when it calls foreign functions.
+    const WITH_EXTERNS: &str = r#"
+.version 8.0
+.target sm_90
+.address_size 64
+
+.extern .func  (.param .b32 func_retval0) mul_f32_f32
+(
+	.param .b64 mul_f32_f32_param_0,
+	.param .b32 mul_f32_f32_param_1
+)
+;
+// .extern .func commented_out(
+.extern .func add_one(.param .b64 add_one_param_0);
+.extern .func  (.param .b32 func_retval0) vprintf
+(
+	.param .b64 vprintf_param_0,
+	.param .b64 vprintf_param_1
+)
+;
+.extern .global .align 4 .u32 some_global;
+.visible .entry uses_foreign(.param .u64 p)
+{
+	ret;
+}
+.visible .entry a_kernel()
+{
+	ret;
+}
+"#;
+
+    #[test]
+    fn finds_entries() {
+        assert_eq!(entries(LLVM), ["k_a", "k_b"]);
+        assert_eq!(entries(COMMENTED), ["saxpy", "empty_kernel"]);
+    }
+
+    #[test]
+    fn extern_functions_are_found() {
+        assert_eq!(
+            extern_functions(WITH_EXTERNS),
+            ["mul_f32_f32", "add_one", "vprintf"]
+        );
+        assert!(extern_functions(COMMENTED).is_empty());
+        assert!(is_system_call("vprintf") && !is_system_call("add_one"));
+    }
+
+    #[test]
+    fn definitions_are_visible_functions_kernels_and_globals() {
+        let mut defs = Ptx::parse(LLVM).definitions();
+        defs.sort();
+        assert_eq!(defs, ["__gpukernel_ffi_error", "k_a", "k_b"]);
+        let defs = Ptx::parse(
+            ".version 8.0\n.visible .func (.param .b32 r) f(.param .b32 a)\n{\nret;\n}\n\
+             .visible .const .u32 c = 1;\n.weak .func w()\n{\nret;\n}\n\
+             .global .u32 internal;\n.entry e()\n{\nret;\n}\n",
+        )
+        .definitions();
+        assert_eq!(defs, ["f", "c", "e"]);
+    }
+
+    #[test]
+    fn selecting_drops_the_other_kernels_foreign_needs() {
+        let ptx = Ptx::parse(LLVM);
+        let a = ptx.select_entries(&["k_a"]).unwrap();
+        assert!(a.contains(".entry k_a") && a.contains("foreign_a"), "{a}");
+        assert!(
+            !a.contains("k_b") && !a.contains("foreign_b") && !a.contains("helper_b"),
+            "{a}"
+        );
+        assert!(a.contains("__gpukernel_ffi_error"), "{a}");
+        let b = ptx.select_entries(&["k_b"]).unwrap();
+        assert!(
+            b.contains("helper_b") && b.contains("foreign_b") && !b.contains("foreign_a"),
+            "{b}"
+        );
+        assert_eq!(ptx.select_entries(&["nope"]).unwrap_err(), ["nope"]);
+        // Keeping every kernel keeps the text.
+        assert_eq!(ptx.select_entries(&["k_a", "k_b"]).unwrap(), LLVM);
+        // The result is PTX with exactly the kernels kept.
+        assert_eq!(entries(&a), ["k_a"]);
+        assert_eq!(extern_functions(&a), ["foreign_a"]);
+    }
+
+    #[test]
+    fn strings_braces_and_line_directives() {
+        let text = ".version 8.0 // a comment\n.target sm_90\n.file 1 \"a//b;{.c\"\n\
+                    .global .u32 table[2] = {1, 2};\n\
+                    .section .debug_str { .b8 0 }\n\
+                    .visible .entry k() .maxntid 32, 1, 1\n{\nret;\n}\n";
+        let ptx = Ptx::parse(text);
+        assert_eq!(ptx.entries(), ["k"]);
+        assert_eq!(ptx.statements.len(), 6, "{:#?}", ptx.statements);
+        assert!(matches!(
+            &ptx.statements[3].item,
+            Item::Variable { name, .. } if name == "table"
+        ));
+    }
+
+    #[test]
+    fn anything_parses() {
+        for text in [
+            "", "{", "}", ";", "/*", "//", "\"", ".func (", ".entry", "{{}}}}", "\0\0",
+        ] {
+            let ptx = Ptx::parse(text);
+            let _ = (ptx.entries(), ptx.extern_functions(), ptx.definitions());
+            let _ = ptx.select_entries(&[]);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! What a link produces: the image, and how it was made.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, LinkerKind, Result};
+use crate::format::{InputKind, elf};
+use crate::link::Arch;
+
+/// One input of a link, as reported by [`LinkedImage::inputs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkInput {
+    /// The path as given, or the name given with the data.
+    pub name: String,
+    /// Its kind.
+    pub kind: InputKind,
+    /// The canonical path, for file inputs.
+    pub path: Option<PathBuf>,
+}
+
+/// How the cache took part in a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheStatus {
+    /// No cache (disabled, or no cache directory could be determined).
+    Disabled,
+    /// The image was loaded from this cache file; nothing was compiled or linked.
+    Hit {
+        /// The cache entry.
+        path: PathBuf,
+    },
+    /// No entry existed; the image was linked and stored.
+    Miss {
+        /// Where it was stored, or why storing failed (a failed store never fails a link).
+        stored: Option<Result<PathBuf, String>>,
+    },
+    /// An entry existed but was corrupt or truncated; it was ignored and rebuilt.
+    Rebuilt {
+        /// What was wrong with it.
+        reason: String,
+        /// Where the new entry was stored, or why storing failed.
+        stored: Option<Result<PathBuf, String>>,
+    },
+}
+
+/// Time spent in each phase of a link.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkTimings {
+    /// Reading the cache (and computing its key).
+    pub cache_lookup: Duration,
+    /// NVRTC compilation of `.cu` inputs.
+    pub compile: Duration,
+    /// The linker itself.
+    pub link: Duration,
+    /// The whole `link()` call.
+    pub total: Duration,
+}
+
+/// The result of a link: a cubin for the target architecture (empty on the simulator).
+#[derive(Debug, Clone)]
+pub struct LinkedImage {
+    pub(super) cubin: Vec<u8>,
+    pub(super) simulator_image: Vec<u8>,
+    pub(super) arch: Option<Arch>,
+    pub(super) linker: Option<LinkerKind>,
+    pub(super) info_log: String,
+    pub(super) compile_logs: Vec<(String, String)>,
+    pub(super) cache: CacheStatus,
+    pub(super) timings: LinkTimings,
+    pub(super) inputs: Vec<LinkInput>,
+}
+
+impl LinkedImage {
+    /// The linked cubin (empty for a simulator link).
+    pub fn cubin(&self) -> &[u8] {
+        &self.cubin
+    }
+
+    /// The image to hand to [`Context::load_module`](crate::Context::load_module): the cubin, or on the simulator the PTX
+    /// inputs (whose kernel names make the simulator's module).
+    pub fn module_image(&self) -> &[u8] {
+        if self.is_simulator() {
+            &self.simulator_image
+        } else {
+            &self.cubin
+        }
+    }
+
+    /// The linked cubin, by value.
+    pub fn into_cubin(self) -> Vec<u8> {
+        self.cubin
+    }
+
+    /// Whether this image is for the simulator (no device code).
+    pub fn is_simulator(&self) -> bool {
+        self.arch.is_none()
+    }
+
+    /// The architecture it was linked for (`None` on the simulator).
+    pub fn arch(&self) -> Option<Arch> {
+        self.arch
+    }
+
+    /// The linker that produced it (`None` on the simulator).
+    pub fn linker(&self) -> Option<LinkerKind> {
+        self.linker
+    }
+
+    /// The linker's info log (for a cache hit: the log of the link that made the entry).
+    pub fn info_log(&self) -> &str {
+        &self.info_log
+    }
+
+    /// NVRTC's logs (warnings) per `.cu` source, where non-empty.
+    pub fn compile_logs(&self) -> &[(String, String)] {
+        &self.compile_logs
+    }
+
+    /// Whether the image came from the on-disk cache.
+    pub fn from_cache(&self) -> bool {
+        matches!(self.cache, CacheStatus::Hit { .. })
+    }
+
+    /// How the cache took part.
+    pub fn cache_status(&self) -> &CacheStatus {
+        &self.cache
+    }
+
+    /// Time spent per phase.
+    pub fn timings(&self) -> LinkTimings {
+        self.timings
+    }
+
+    /// The inputs linked (repeats removed), in order.
+    pub fn inputs(&self) -> &[LinkInput] {
+        &self.inputs
+    }
+
+    /// The kernel entry points of the cubin (from its ELF symbol table).
+    pub fn entry_points(&self) -> Result<Vec<String>> {
+        Ok(self
+            .symbols()?
+            .into_iter()
+            .filter(|(_, entry)| *entry)
+            .map(|(n, _)| n)
+            .collect())
+    }
+
+    /// Every function defined in the cubin (kernels and device functions).
+    pub fn functions(&self) -> Result<Vec<String>> {
+        Ok(self.symbols()?.into_iter().map(|(n, _)| n).collect())
+    }
+
+    fn symbols(&self) -> Result<Vec<(String, bool)>> {
+        if self.cubin.is_empty() {
+            return Ok(Vec::new());
+        }
+        elf::cubin_functions(&self.cubin).map_err(|reason| Error::InvalidModuleImage {
+            reason: format!("the linked cubin cannot be read: {reason}"),
+            origin: None,
+        })
+    }
+}

@@ -1,0 +1,371 @@
+//! The [`Linker`] builder: what a link is for, its inputs and options. [`Linker::link`] runs
+//! the stages (`stages.rs`; `simulator.rs` on the simulator).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::format::{InputKind, ptx};
+use crate::link::input::{self, Input};
+use crate::link::stages::{self, CacheLookup};
+use crate::link::{Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, simulator};
+use crate::module::Module;
+
+/// What a link is for.
+#[derive(Debug, Clone)]
+pub(super) enum Target {
+    /// No device: nvJitLink for this architecture.
+    Offline(Arch),
+    /// A CUDA context: cuLink (nvJitLink for LTO-IR), for the device's architecture.
+    Cuda { ctx: Context, arch: Arch },
+    /// The simulator: inputs are checked, nothing is compiled.
+    Simulator { ctx: Option<Context> },
+}
+
+/// An input as added, read and checked at [`Linker::link`].
+#[derive(Debug, Clone)]
+enum Pending {
+    File {
+        path: PathBuf,
+        kind: Option<InputKind>,
+    },
+    Data {
+        kind: InputKind,
+        bytes: Arc<[u8]>,
+        name: String,
+        kernels: Option<Vec<String>>,
+    },
+}
+
+/// Links CUDA C++ sources, PTX, cubins, fatbins, objects, archives and LTO-IR into one cubin.
+///
+/// The `add_*` methods only record inputs; [`link`](Linker::link) reads, checks, compiles
+/// and links them, and reports the first problem with the file or symbol at fault.
+#[derive(Debug, Clone)]
+pub struct Linker {
+    pub(super) target: Target,
+    pending: Vec<Pending>,
+    pub(super) nvrtc_options: Vec<String>,
+    pub(super) include_dirs: Vec<PathBuf>,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) cache: CachePolicy,
+    pub(super) lto: bool,
+}
+
+impl Linker {
+    fn with_target(target: Target) -> Linker {
+        Linker {
+            target,
+            pending: Vec::new(),
+            nvrtc_options: Vec::new(),
+            include_dirs: Vec::new(),
+            headers: Vec::new(),
+            cache: CachePolicy::Default,
+            lto: false,
+        }
+    }
+
+    /// A linker for a context: for a CUDA device it compiles for the device's architecture
+    /// and links with the driver (`cuLink*`; nvJitLink when LTO-IR is involved); for the
+    /// simulator see [`Linker::for_simulator`].
+    pub fn new(ctx: &Context) -> Result<Linker> {
+        if ctx.is_simulator() {
+            return Ok(Linker::with_target(Target::Simulator {
+                ctx: Some(ctx.clone()),
+            }));
+        }
+        let (major, minor) = ctx.compute_capability()?;
+        let arch = Arch::from_compute_capability(major, minor);
+        Ok(Linker::with_target(Target::Cuda {
+            ctx: ctx.clone(),
+            arch,
+        }))
+    }
+
+    /// A linker that needs no device: it compiles and links for `arch` (e.g. `"sm_90"`)
+    /// with NVRTC and nvJitLink. The cubin can be loaded later on a device of that
+    /// architecture.
+    pub fn for_arch(arch: &str) -> Result<Linker> {
+        Ok(Linker::with_target(Target::Offline(arch.parse()?)))
+    }
+
+    /// A linker for the simulator: [`link`](Linker::link) checks the inputs (files exist,
+    /// kinds and shapes are right) and compiles nothing; the foreign code the simulator runs
+    /// is the host-compiled `.cu` linked into the program.
+    pub fn for_simulator() -> Linker {
+        Linker::with_target(Target::Simulator { ctx: None })
+    }
+
+    /// The architecture linked for (`None` on the simulator).
+    pub fn arch(&self) -> Option<Arch> {
+        match &self.target {
+            Target::Offline(arch) | Target::Cuda { arch, .. } => Some(*arch),
+            Target::Simulator { .. } => None,
+        }
+    }
+
+    /// Adds a file; its kind comes from the extension (`.cu`, `.ptx`, `.cubin`, `.fatbin`,
+    /// `.o`, `.a`, `.ltoir`).
+    pub fn add_file(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.pending.push(Pending::File {
+            path: path.as_ref().to_path_buf(),
+            kind: None,
+        });
+        self
+    }
+
+    /// Adds a file of the given kind, whatever its extension.
+    pub fn add_file_as(&mut self, path: impl AsRef<Path>, kind: InputKind) -> &mut Self {
+        self.pending.push(Pending::File {
+            path: path.as_ref().to_path_buf(),
+            kind: Some(kind),
+        });
+        self
+    }
+
+    /// Adds an input from memory. `name` appears in logs and errors (for a `.cu` source, NVRTC
+    /// reports its errors as `name(line): error ...`).
+    pub fn add_data(
+        &mut self,
+        kind: InputKind,
+        bytes: impl Into<Vec<u8>>,
+        name: impl Into<String>,
+    ) -> &mut Self {
+        let bytes: Vec<u8> = bytes.into();
+        self.pending.push(Pending::Data {
+            kind,
+            bytes: bytes.into(),
+            name: name.into(),
+            kernels: None,
+        });
+        self
+    }
+
+    /// Adds PTX text, e.g. the Rust kernels' PTX (`kernels_crate::PTX`).
+    pub fn add_ptx(&mut self, ptx: &str, name: impl Into<String>) -> &mut Self {
+        self.add_data(InputKind::Ptx, ptx.as_bytes(), name)
+    }
+
+    /// Adds only the named kernels of a PTX module (e.g. a kernels crate's `PTX`, which has
+    /// every kernel of the crate): the other kernels, and the declarations of foreign
+    /// functions only they call, are left out, so the link needs only the foreign code these
+    /// kernels use. A name that is not an entry of the PTX is an error at
+    /// [`link`](Linker::link).
+    pub fn add_ptx_kernels(
+        &mut self,
+        ptx: &str,
+        name: impl Into<String>,
+        kernels: &[&str],
+    ) -> &mut Self {
+        self.pending.push(Pending::Data {
+            kind: InputKind::Ptx,
+            bytes: ptx.as_bytes().into(),
+            name: name.into(),
+            kernels: Some(kernels.iter().map(|k| k.to_string()).collect()),
+        });
+        self
+    }
+
+    /// Adds CUDA C++ source text, compiled by NVRTC at link time.
+    pub fn add_cuda_source(&mut self, source: &str, name: impl Into<String>) -> &mut Self {
+        self.add_data(InputKind::Cuda, source.as_bytes(), name)
+    }
+
+    /// Adds one NVRTC option (e.g. `-DN=4`, `--use_fast_math`), passed after the linker's own.
+    pub fn nvrtc_option(&mut self, option: impl Into<String>) -> &mut Self {
+        self.nvrtc_options.push(option.into());
+        self
+    }
+
+    /// Adds NVRTC options.
+    pub fn nvrtc_options<I, S>(&mut self, options: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.nvrtc_options
+            .extend(options.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds an include directory for `.cu` sources (searched after the source's own folder,
+    /// before the CUDA include dir).
+    pub fn include_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.include_dirs.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Provides a header to every `.cu` input from memory: `#include "name"` finds `text`
+    /// (before any include directory). Lets a program embed its CUDA sources and headers
+    /// (`include_str!`) instead of shipping files.
+    pub fn header(&mut self, name: impl Into<String>, text: impl Into<String>) -> &mut Self {
+        self.headers.push((name.into(), text.into()));
+        self
+    }
+
+    /// Link-time optimisation: `.cu` sources are compiled to LTO-IR (`-dlto`) and the link goes
+    /// through nvJitLink with `-lto`, so that CUDA C++ callees can be inlined into CUDA C++
+    /// callers. (Rust PTX takes part as PTX; Rust↔C inlining is the build-time LLVM path.)
+    pub fn lto(&mut self, enabled: bool) -> &mut Self {
+        self.lto = enabled;
+        self
+    }
+
+    /// Sets the cache policy (default: [`CachePolicy::Default`]).
+    pub fn cache(&mut self, policy: CachePolicy) -> &mut Self {
+        self.cache = policy;
+        self
+    }
+
+    /// Reads, checks, compiles and links every input.
+    pub fn link(&self) -> Result<LinkedImage> {
+        let start = Instant::now();
+        if self.pending.is_empty() {
+            return Err(Error::EmptyLink);
+        }
+        let inputs = self.read_inputs()?;
+        let infos: Vec<LinkInput> = inputs
+            .iter()
+            .map(|i| LinkInput {
+                name: i.name.clone(),
+                kind: i.kind,
+                path: i.path.clone(),
+            })
+            .collect();
+        let arch = match &self.target {
+            Target::Simulator { .. } => {
+                return simulator::link(&inputs, &self.headers, infos, start);
+            }
+            Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
+        };
+        let plan = self.plan(arch, &inputs)?;
+        let cache = match self.look_up_cache(&plan, &inputs)? {
+            CacheLookup::Hit {
+                entry,
+                path,
+                elapsed,
+            } => {
+                return Ok(LinkedImage {
+                    cubin: entry.cubin,
+                    simulator_image: Vec::new(),
+                    arch: Some(arch),
+                    linker: Some(plan.linker),
+                    info_log: entry.info_log,
+                    compile_logs: Vec::new(),
+                    cache: CacheStatus::Hit { path },
+                    timings: LinkTimings {
+                        cache_lookup: elapsed,
+                        total: start.elapsed(),
+                        ..LinkTimings::default()
+                    },
+                    inputs: infos,
+                });
+            }
+            CacheLookup::Miss(slot) => slot,
+        };
+        let compiled = self.compile(arch, &inputs)?;
+        stages::check_duplicates(&compiled.units, &inputs)?;
+        let linked = self.link_units(&plan, &compiled.units, &inputs)?;
+        let timings = LinkTimings {
+            cache_lookup: cache.elapsed,
+            compile: compiled.elapsed,
+            link: linked.elapsed,
+            total: start.elapsed(),
+        };
+        let cache = cache.store(&linked);
+        Ok(LinkedImage {
+            cubin: linked.cubin,
+            simulator_image: Vec::new(),
+            arch: Some(arch),
+            linker: Some(plan.linker),
+            info_log: linked.info_log,
+            compile_logs: compiled.logs,
+            cache,
+            timings,
+            inputs: infos,
+        })
+    }
+
+    /// Links, then loads the image as a module of the linker's context (on the simulator:
+    /// a module of the kernels the PTX inputs declare).
+    pub fn link_and_load(&self) -> Result<Module> {
+        let ctx = match &self.target {
+            Target::Cuda { ctx, .. } | Target::Simulator { ctx: Some(ctx) } => ctx,
+            Target::Offline(_) | Target::Simulator { ctx: None } => {
+                return Err(Error::Unsupported {
+                    operation: "Linker::link_and_load",
+                    backend: "linker without a context",
+                    hint: Some(
+                        "create the linker with `Linker::new(&ctx)`, or load `link()`'s cubin with `Context::load_module`",
+                    ),
+                });
+            }
+        };
+        let image = self.link()?;
+        if image.is_simulator() {
+            return Module::from_simulator_image(ctx.inner.clone(), image.module_image());
+        }
+        ctx.load_module(image.cubin())
+    }
+
+    /// Reads and checks the inputs, dropping repeats (the same file, or the same bytes of the
+    /// same kind): linking one input twice would define its symbols twice.
+    fn read_inputs(&self) -> Result<Vec<Input>> {
+        let mut inputs: Vec<Input> = Vec::with_capacity(self.pending.len());
+        for pending in &self.pending {
+            let input = match pending {
+                Pending::File { path, kind } => input::read_file(path, *kind)?,
+                Pending::Data {
+                    kind,
+                    bytes,
+                    name,
+                    kernels,
+                } => {
+                    let mut input = Input {
+                        kind: *kind,
+                        name: name.clone(),
+                        path: None,
+                        bytes: bytes.clone(),
+                    };
+                    input::check_shape(&input)?;
+                    if let Some(kernels) = kernels {
+                        let text = String::from_utf8_lossy(&input.bytes);
+                        let module = ptx::Ptx::parse(&text);
+                        let keep: Vec<&str> = kernels.iter().map(String::as_str).collect();
+                        let selected = module.select_entries(&keep).map_err(|missing| {
+                            Error::KernelNotFound {
+                                name: missing.join(", "),
+                                available: module.entries(),
+                            }
+                        })?;
+                        input.bytes = selected.into_bytes().into();
+                    }
+                    input
+                }
+            };
+            let repeat = inputs.iter().any(|seen| {
+                (seen.path.is_some() && seen.path == input.path)
+                    || (seen.kind == input.kind && seen.bytes == input.bytes)
+            });
+            if !repeat {
+                inputs.push(input);
+            }
+        }
+        Ok(inputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_link_is_an_error() {
+        assert!(matches!(
+            Linker::for_simulator().link(),
+            Err(Error::EmptyLink)
+        ));
+    }
+}

@@ -1,0 +1,451 @@
+//! The stages of a device link, in order: [`Linker::plan`] (which linker, and the inputs'
+//! architectures), [`Linker::look_up_cache`], [`Linker::compile`] (NVRTC for `.cu` inputs),
+//! [`check_duplicates`], [`Linker::link_units`] (cuLink or nvJitLink, and the reading of its
+//! logs), then [`CacheSlot::store`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, LinkErrorCode, LinkerKind, Result};
+use crate::format::{self, InputKind, elf, fatbin};
+use crate::link::input::Input;
+use crate::link::linker::Target;
+use crate::link::{Arch, CacheStatus, Linker, cache, diagnose, nvrtc, sys, tools};
+
+/// What a device link does.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Plan {
+    pub(super) arch: Arch,
+    pub(super) linker: LinkerKind,
+    /// Whether LTO-IR takes part (then nvJitLink links, with `-lto` when asked).
+    pub(super) uses_ltoir: bool,
+}
+
+/// One input as the linker receives it: `.cu` sources compiled to PTX or LTO-IR, the other
+/// inputs as they are.
+#[derive(Debug, Clone)]
+pub(super) struct Unit {
+    pub(super) kind: InputKind,
+    pub(super) bytes: Arc<[u8]>,
+    /// The name the linker's logs use.
+    pub(super) name: String,
+}
+
+/// The units to link, NVRTC's logs, and the time NVRTC took.
+#[derive(Debug)]
+pub(super) struct Compiled {
+    pub(super) units: Vec<Unit>,
+    pub(super) logs: Vec<(String, String)>,
+    pub(super) elapsed: Duration,
+}
+
+/// The linker's cubin and info log, and the time it took.
+#[derive(Debug)]
+pub(super) struct Linked {
+    pub(super) cubin: Vec<u8>,
+    pub(super) info_log: String,
+    pub(super) elapsed: Duration,
+}
+
+/// The outcome of the cache lookup.
+#[derive(Debug)]
+pub(super) enum CacheLookup {
+    /// The image is in the cache.
+    Hit {
+        entry: cache::Entry,
+        path: PathBuf,
+        elapsed: Duration,
+    },
+    /// It is not (or there is no cache): link, then store here.
+    Miss(CacheSlot),
+}
+
+/// Where a linked image goes in the cache, if anywhere.
+#[derive(Debug)]
+pub(super) struct CacheSlot {
+    place: Option<(PathBuf, cache::Key)>,
+    status: CacheStatus,
+    /// The time the lookup took.
+    pub(super) elapsed: Duration,
+}
+
+impl CacheSlot {
+    /// Stores the image (a failed store never fails a link) and says how the cache took part.
+    pub(super) fn store(self, linked: &Linked) -> CacheStatus {
+        let mut status = self.status;
+        if let Some((dir, key)) = &self.place {
+            let entry = cache::Entry {
+                cubin: linked.cubin.clone(),
+                info_log: linked.info_log.clone(),
+            };
+            let stored = Some(cache::store(dir, key, &entry).map_err(|e| e.to_string()));
+            match &mut status {
+                CacheStatus::Miss { stored: s } | CacheStatus::Rebuilt { stored: s, .. } => {
+                    *s = stored
+                }
+                _ => {}
+            }
+        }
+        status
+    }
+}
+
+impl Linker {
+    /// Chooses the linker and rejects cubins and fatbins without code for `arch`.
+    pub(super) fn plan(&self, arch: Arch, inputs: &[Input]) -> Result<Plan> {
+        let uses_ltoir = self.lto || inputs.iter().any(|i| i.kind == InputKind::LtoIr);
+        let linker = match &self.target {
+            Target::Cuda { .. } if !uses_ltoir => LinkerKind::CuLink,
+            _ => LinkerKind::NvJitLink,
+        };
+        for input in inputs {
+            check_arch(input, arch)?;
+        }
+        Ok(Plan {
+            arch,
+            linker,
+            uses_ltoir,
+        })
+    }
+
+    /// Looks the link up in the cache (a corrupt entry is a miss, to be rebuilt).
+    pub(super) fn look_up_cache(&self, plan: &Plan, inputs: &[Input]) -> Result<CacheLookup> {
+        let start = Instant::now();
+        let Some(dir) = self.cache.dir() else {
+            return Ok(CacheLookup::Miss(CacheSlot {
+                place: None,
+                status: CacheStatus::Disabled,
+                elapsed: start.elapsed(),
+            }));
+        };
+        let key = self.cache_key(inputs, plan.arch, plan.linker, plan.uses_ltoir)?;
+        let status = match cache::load(&dir, &key) {
+            Ok(entry) => {
+                return Ok(CacheLookup::Hit {
+                    entry,
+                    path: cache::entry_path(&dir, &key),
+                    elapsed: start.elapsed(),
+                });
+            }
+            Err(cache::Miss::Absent) => CacheStatus::Miss { stored: None },
+            Err(cache::Miss::Invalid(reason)) => CacheStatus::Rebuilt {
+                reason,
+                stored: None,
+            },
+        };
+        Ok(CacheLookup::Miss(CacheSlot {
+            place: Some((dir, key)),
+            status,
+            elapsed: start.elapsed(),
+        }))
+    }
+
+    /// Compiles the `.cu` inputs with NVRTC (to LTO-IR with `lto`); the others pass as they are.
+    pub(super) fn compile(&self, arch: Arch, inputs: &[Input]) -> Result<Compiled> {
+        let start = Instant::now();
+        let mut logs = Vec::new();
+        let mut units = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            if input.kind != InputKind::Cuda {
+                units.push(Unit {
+                    kind: input.kind,
+                    bytes: input.bytes.clone(),
+                    name: input.name.clone(),
+                });
+                continue;
+            }
+            let source = std::str::from_utf8(&input.bytes).unwrap_or_default();
+            let options = nvrtc::options(
+                input.path.as_deref(),
+                arch,
+                &self.include_dirs,
+                &self.nvrtc_options,
+                self.lto,
+            );
+            let (code, log) =
+                nvrtc::compile(source, &input.name, &self.headers, &options, self.lto)?;
+            if !log.trim().is_empty() {
+                logs.push((input.name.clone(), log));
+            }
+            let kind = if self.lto {
+                InputKind::LtoIr
+            } else {
+                InputKind::Ptx
+            };
+            units.push(Unit {
+                kind,
+                bytes: code.into(),
+                name: format!("{}.{}", input.name, kind.extension()),
+            });
+        }
+        Ok(Compiled {
+            units,
+            logs,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    /// Hands the units to the chosen linker and turns its outcome into the cubin or the most
+    /// specific error.
+    pub(super) fn link_units(
+        &self,
+        plan: &Plan,
+        units: &[Unit],
+        inputs: &[Input],
+    ) -> Result<Linked> {
+        let start = Instant::now();
+        // Text goes to the linkers NUL-terminated, as their C APIs expect.
+        let owned: Vec<Vec<u8>> = units
+            .iter()
+            .map(|unit| {
+                let mut b = unit.bytes.to_vec();
+                if unit.kind == InputKind::Ptx && b.last() != Some(&0) {
+                    b.push(0);
+                }
+                b
+            })
+            .collect();
+        let raw: Vec<sys::RawInput<'_>> = units
+            .iter()
+            .zip(&owned)
+            .map(|(unit, bytes)| sys::RawInput {
+                kind: unit.kind,
+                bytes,
+                name: &unit.name,
+            })
+            .collect();
+        let out = match (&self.target, plan.linker) {
+            (Target::Cuda { ctx, .. }, LinkerKind::CuLink) => {
+                ctx.bind_to_thread()?;
+                // SAFETY: the context was made current on this thread just above.
+                unsafe { sys::culink_link(&raw)? }
+            }
+            _ => {
+                let mut options = vec![format!("-arch={}", plan.arch)];
+                if plan.uses_ltoir {
+                    options.push("-lto".into());
+                }
+                sys::nvjitlink_link(&options, &raw)?
+            }
+        };
+        let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
+        let (cubin, info_log) = interpret(plan.linker, plan.arch, out, units, &names)?;
+        Ok(Linked {
+            cubin,
+            info_log,
+            elapsed: start.elapsed(),
+        })
+    }
+
+    fn cache_key(
+        &self,
+        inputs: &[Input],
+        arch: Arch,
+        linker: LinkerKind,
+        uses_ltoir: bool,
+    ) -> Result<cache::Key> {
+        let mut key = cache::CacheKey::new();
+        key.field("arch", arch.to_string().as_bytes());
+        key.field("linker", linker.to_string().as_bytes());
+        key.field("lto", &[u8::from(self.lto), u8::from(uses_ltoir)]);
+        match (&self.target, linker) {
+            (Target::Cuda { ctx, .. }, LinkerKind::CuLink) => {
+                ctx.bind_to_thread()?;
+                // SAFETY: a context exists, so the driver is loaded and initialised.
+                let version = unsafe { sys::driver_version()? };
+                key.field("driver", &version.to_le_bytes());
+            }
+            _ => {
+                let (major, minor) = sys::nvjitlink_version()?;
+                key.field("nvjitlink", format!("{major}.{minor}").as_bytes());
+            }
+        }
+        if inputs.iter().any(|i| i.kind == InputKind::Cuda) {
+            let (major, minor) = sys::nvrtc_version()?;
+            key.field("nvrtc", format!("{major}.{minor}").as_bytes());
+            for option in &self.nvrtc_options {
+                key.field("nvrtc-option", option.as_bytes());
+            }
+            for dir in &self.include_dirs {
+                key.field("include-dir", dir.to_string_lossy().as_bytes());
+            }
+            for (name, text) in &self.headers {
+                key.field("header-name", name.as_bytes());
+                key.field("header-text", text.as_bytes());
+            }
+            if let Some(dir) = tools::cuda_include_dir() {
+                key.field("cuda-include-dir", dir.to_string_lossy().as_bytes());
+            }
+        }
+        for input in inputs {
+            key.field("kind", input.kind.extension().as_bytes());
+            key.field("name", input.name.as_bytes());
+            key.field("bytes", &input.bytes);
+            if input.kind == InputKind::Cuda {
+                let source = String::from_utf8_lossy(&input.bytes);
+                for (path, bytes) in
+                    nvrtc::local_headers(input.path.as_deref(), &source, &self.include_dirs)
+                {
+                    key.field("header", path.to_string_lossy().as_bytes());
+                    key.field("header-bytes", &bytes);
+                }
+            }
+        }
+        Ok(key.finish())
+    }
+}
+
+/// Rejects a cubin or fatbin without code for `arch` before the linker sees it: a cubin of
+/// another architecture family, a fatbin with neither a compatible image nor PTX old enough to
+/// be compiled for `arch` (the driver's linker only notes that in its info log and goes on).
+fn check_arch(input: &Input, arch: Arch) -> Result<()> {
+    if input.kind == InputKind::Fatbin {
+        let entries = fatbin::Fatbin::read(&input.bytes)
+            .map(|f| f.entries())
+            .unwrap_or_default();
+        let usable = entries.iter().any(|e| {
+            if e.ptx {
+                e.sm <= arch.sm()
+            } else {
+                e.sm / 10 == arch.major() && e.sm <= arch.sm()
+            }
+        });
+        if !entries.is_empty() && !usable {
+            let contents: Vec<String> = entries
+                .iter()
+                .map(|e| {
+                    if e.ptx {
+                        format!("compute_{} PTX", e.sm)
+                    } else {
+                        format!("sm_{} image", e.sm)
+                    }
+                })
+                .collect();
+            return Err(Error::WrongArchitecture {
+                input: input.name.clone(),
+                arch: arch.to_string(),
+                info_log: format!("the fatbin holds: {}", contents.join(", ")),
+            });
+        }
+        return Ok(());
+    }
+    if input.kind != InputKind::Cubin {
+        return Ok(());
+    }
+    if let Some(sm) = elf::cubin_arch(&input.bytes)
+        && (sm / 10 != arch.major() || sm > arch.sm())
+    {
+        return Err(Error::WrongArchitecture {
+            input: input.name.clone(),
+            arch: arch.to_string(),
+            info_log: format!("the cubin was built for sm_{sm}"),
+        });
+    }
+    Ok(())
+}
+
+/// Finds a symbol defined by two inputs, where both inputs' symbols are readable (PTX, and so
+/// compiled `.cu`, and cubins). nvJitLink 13.0 only prints `Multiple definition` to stderr
+/// and links anyway, so this is checked before linking, for every backend alike.
+pub(super) fn check_duplicates(units: &[Unit], inputs: &[Input]) -> Result<()> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (index, unit) in units.iter().enumerate() {
+        let Some(symbols) = format::defined_symbols(unit.kind, &unit.bytes) else {
+            continue;
+        };
+        for symbol in symbols {
+            if let Some(&first) = seen.get(&symbol) {
+                let names = [inputs[first].name.clone(), inputs[index].name.clone()];
+                return Err(Error::DuplicateSymbol {
+                    error_log: format!(
+                        "`{symbol}` is defined in {} and again in {} (found before linking)",
+                        names[0], names[1]
+                    ),
+                    symbol,
+                    defined_in: names.to_vec(),
+                    info_log: String::new(),
+                });
+            }
+            seen.insert(symbol, index);
+        }
+    }
+    Ok(())
+}
+
+/// Turns a raw link's outcome into the cubin or the most specific error.
+fn interpret(
+    linker: LinkerKind,
+    arch: Arch,
+    out: sys::RawLinkOutput,
+    units: &[Unit],
+    names: &[String],
+) -> Result<(Vec<u8>, String)> {
+    let sys::RawLinkOutput {
+        result,
+        error_log,
+        info_log,
+        failed_input,
+    } = out;
+    let both = format!("{error_log}\n{info_log}");
+    match result {
+        Ok(cubin) => {
+            if let Some(input) = diagnose::no_code_for_arch(&info_log, &arch.to_string()) {
+                return Err(Error::WrongArchitecture {
+                    input,
+                    arch: arch.to_string(),
+                    info_log,
+                });
+            }
+            Ok((cubin, info_log))
+        }
+        Err((call, code)) => {
+            if let Some(symbol) = diagnose::undefined_symbol(&both) {
+                return Err(Error::UndefinedSymbol {
+                    symbol,
+                    inputs: names.to_vec(),
+                    error_log,
+                    info_log,
+                });
+            }
+            if let Some(symbol) = diagnose::duplicate_symbol(&both) {
+                return Err(Error::DuplicateSymbol {
+                    symbol,
+                    defined_in: Vec::new(),
+                    error_log,
+                    info_log,
+                });
+            }
+            let arch_name = arch.to_string();
+            let failed_name = failed_input
+                .and_then(|i| units.get(i))
+                .map(|u| u.name.clone());
+            if let Some(input) = diagnose::no_code_for_arch(&both, &arch_name) {
+                return Err(Error::WrongArchitecture {
+                    input,
+                    arch: arch_name,
+                    info_log: both,
+                });
+            }
+            if let LinkErrorCode::NvJitLink { code: 13, .. } = code {
+                // NVJITLINK_ERROR_ARCH_MISMATCH
+                return Err(Error::WrongArchitecture {
+                    input: failed_name.unwrap_or_else(|| "an input".into()),
+                    arch: arch_name,
+                    info_log: both,
+                });
+            }
+            let error_log = match failed_name {
+                Some(name) => format!("(while adding {name})\n{error_log}"),
+                None => error_log,
+            };
+            Err(Error::LinkFailed {
+                linker,
+                call,
+                code,
+                error_log,
+                info_log,
+            })
+        }
+    }
+}
