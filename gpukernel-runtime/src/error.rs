@@ -278,6 +278,38 @@ pub enum Error {
         found: Vec<usize>,
     },
 
+    /// A kernel's entry in the module carries no signature fingerprint: it was not compiled by
+    /// `#[kernel]`, so its parameter types cannot be checked against the Rust signature.
+    #[error(
+        "kernel `{kernel}` carries no signature fingerprint (`{symbol}`): it was not compiled by \
+         #[kernel] (a CUDA C `__global__`, or PTX from elsewhere), so its parameter types cannot \
+         be checked\nhint: if its parameters are exactly the Rust signature's, look it up with \
+         `unsafe {{ module.kernel_unverified(..) }}`"
+    )]
+    KernelNotVerified {
+        /// The kernel.
+        kernel: String,
+        /// The global that `#[kernel]` emits beside each kernel.
+        symbol: String,
+    },
+
+    /// A kernel's entry was compiled from another Rust signature than the one used to look it
+    /// up (another crate's kernel of the same name, or an out-of-date PTX).
+    #[error(
+        "kernel `{kernel}` in this module was compiled from another Rust signature than the one \
+         used here (fingerprint {found:#018x}, expected {expected:#018x})\nhint: rebuild the \
+         kernels crate and load the PTX it emits now, or look up the kernel of the crate that \
+         compiled this module"
+    )]
+    KernelFingerprintMismatch {
+        /// The kernel.
+        kernel: String,
+        /// `Kernel::SIGNATURE` of the Rust declaration.
+        expected: u64,
+        /// The value in the module.
+        found: u64,
+    },
+
     /// A module has no global of this name.
     #[error("the module has no global `{name}`")]
     GlobalNotFound {

@@ -195,19 +195,76 @@ impl Module {
     /// The raw `CUmodule` (`None` on the simulator).
     pub fn raw(&self) -> Option<cudarc::driver::sys::CUmodule> {
         let h = self.inner.handle;
-        (h != ModuleHandle::NULL).then(|| h.0.cast())
+        (!self.inner.ctx.backend.is_simulator()).then(|| h.0.cast())
     }
 
     /// The kernel `K` of this module, for typed launches: `module.kernel(saxpy)?` with the
     /// name of a `#[kernel] fn saxpy` (on the host a function returning the marker, so that
     /// `let saxpy = module.kernel(saxpy)?;` works; see [`IntoKernel`]). The `CUfunction` is
     /// looked up once, here.
+    ///
+    /// The entry must be the code of this very Rust declaration: its signature fingerprint
+    /// (which `#[kernel]` exports beside every kernel) must equal `K::SIGNATURE`, else
+    /// [`Error::KernelFingerprintMismatch`] (another crate's kernel of the same name, an
+    /// out-of-date PTX); an entry without one ([`Error::KernelNotVerified`]: a CUDA C
+    /// `__global__`, PTX from elsewhere) needs [`kernel_unverified`](Self::kernel_unverified).
+    /// Its parameter sizes must also match (`cuFuncGetParamInfo`): [`Error::KernelSignatureMismatch`].
     pub fn kernel<K: Kernel, M>(&self, kernel: impl IntoKernel<K, M>) -> Result<TypedKernel<K>>
     where
         K::Params: ParamList,
     {
         let _marker: K = kernel.into_kernel();
         let function = self.function(K::NAME)?;
+        match self
+            .inner
+            .ctx
+            .backend
+            .kernel_signature(self.inner.handle, K::NAME)?
+        {
+            Some(found) if found == K::SIGNATURE => {}
+            Some(found) => {
+                return Err(Error::KernelFingerprintMismatch {
+                    kernel: K::NAME.to_owned(),
+                    expected: K::SIGNATURE,
+                    found,
+                });
+            }
+            None => {
+                return Err(Error::KernelNotVerified {
+                    kernel: K::NAME.to_owned(),
+                    symbol: gpukernel_device::signature_symbol(K::NAME),
+                });
+            }
+        }
+        self.typed(function)
+    }
+
+    /// As [`kernel`](Self::kernel), for an entry that carries no signature fingerprint (a CUDA
+    /// C `__global__` kernel, PTX from elsewhere) described by a hand-written [`Kernel`]
+    /// implementation. The parameter sizes are still checked.
+    ///
+    /// # Safety
+    /// The entry's parameters must be exactly `K::Params` in types, not only in sizes (a
+    /// pointer where the Rust side lends a read-only slice, say, would let safe code race),
+    /// and its code must uphold what `K` promises: if `K` is a [`gpukernel_device::SafeKernel`],
+    /// that any arguments of those types are sound.
+    pub unsafe fn kernel_unverified<K: Kernel, M>(
+        &self,
+        kernel: impl IntoKernel<K, M>,
+    ) -> Result<TypedKernel<K>>
+    where
+        K::Params: ParamList,
+    {
+        let _marker: K = kernel.into_kernel();
+        let function = self.function(K::NAME)?;
+        self.typed(function)
+    }
+
+    /// Checks the entry's parameter sizes against `K`'s lowering and makes the typed kernel.
+    fn typed<K: Kernel>(&self, function: Function) -> Result<TypedKernel<K>>
+    where
+        K::Params: ParamList,
+    {
         // A typed launch writes the parameters the Rust signature lowers to: the entry in the
         // image must declare exactly those, or the launch would be undefined.
         let found = self

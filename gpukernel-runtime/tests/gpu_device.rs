@@ -52,7 +52,7 @@ fn streams_with_priorities_and_events() {
     assert_eq!(lo.priority().unwrap(), least);
 
     let module = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = module.kernel(common::saxpy).unwrap();
+    let k = common::kernel(&module, common::saxpy).unwrap();
     let n = 1 << 24;
     let x = hi.alloc_zeros::<f32>(n).unwrap();
     let mut y = hi.alloc_zeros::<f32>(n).unwrap();

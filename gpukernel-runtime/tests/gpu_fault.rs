@@ -67,7 +67,7 @@ fn kernel_fault_names_the_launch() {
     isolated("kernel_fault_names_the_launch", || {
         let ctx = gpu();
         let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-        let k = m.kernel(write_null).unwrap();
+        let k = common::kernel(&m, write_null).unwrap();
         let probe = ctx.alloc_zeros::<u32>(4).unwrap();
         ctx.synchronize().unwrap();
         let s = ctx.new_stream().unwrap();
@@ -91,7 +91,7 @@ fn kernel_fault_first_seen_by_a_read_names_the_launch() {
     isolated("kernel_fault_first_seen_by_a_read_names_the_launch", || {
         let ctx = gpu();
         let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-        let k = m.kernel(write_null).unwrap();
+        let k = common::kernel(&m, write_null).unwrap();
         let probe = ctx.alloc_zeros::<u32>(4).unwrap();
         ctx.synchronize().unwrap();
         // No synchronization in between: the read, ordered after the kernel on the same
@@ -119,7 +119,7 @@ fn a_foreign_buffer_is_not_finalized_while_its_work_may_run() {
 
             let ctx = gpu();
             let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-            let k = m.kernel(write_null).unwrap();
+            let k = common::kernel(&m, write_null).unwrap();
             let owner = ctx.alloc_zeros::<u32>(16).unwrap();
             let ran = Arc::new(AtomicBool::new(false));
             let flag = ran.clone();

@@ -12,7 +12,7 @@ use gpukernel_runtime::{Error, LaunchConfig};
 fn typed_saxpy_with_views_and_occupancy() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(saxpy).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
     let n = 1_000_003;
     let xs: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
     let x = ctx.htod_copy(&xs).unwrap();
@@ -48,7 +48,7 @@ fn typed_saxpy_with_views_and_occupancy() {
 fn invalid_configs_name_the_kernel_and_dimension() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(empty).unwrap();
+    let k = common::kernel(&m, empty).unwrap();
     let s = ctx.default_stream();
     for (cfg, dim) in [
         (LaunchConfig::new(0, 32), "grid.x"),
@@ -103,7 +103,7 @@ fn untyped_launch_of_foreign_ptx() {
 fn foreign_call_failure_is_reported_at_synchronize_then_cleared() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(fails_foreign).unwrap();
+    let k = common::kernel(&m, fails_foreign).unwrap();
     let s = ctx.new_stream().unwrap();
     s.launch(&k, LaunchConfig::new(1, 32), (9,)).unwrap();
     match s.synchronize().unwrap_err() {

@@ -79,7 +79,7 @@ fn pinned_memory_and_async_copies() {
 fn work_on_two_streams_is_ordered_by_the_buffers() {
     let ctx = gpu();
     let module = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = module.kernel(saxpy).unwrap();
+    let k = common::kernel(&module, saxpy).unwrap();
     let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let n = 1 << 24;
     let x = s1.htod_copy(&vec![1.0f32; n]).unwrap();
@@ -115,7 +115,7 @@ fn work_on_two_streams_is_ordered_by_the_buffers() {
 fn foreign_pointer_finalizer_runs_exactly_once() {
     let ctx = gpu();
     let module = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = module.kernel(saxpy).unwrap();
+    let k = common::kernel(&module, saxpy).unwrap();
     // "Someone else's" allocation: a buffer we hand over as the owner.
     let n = 4096;
     let other = ctx.htod_copy(&vec![2.0f32; n]).unwrap();

@@ -18,7 +18,7 @@ fn ptx_cubin_and_fatbin_load_and_list_their_kernels() {
             .load_module(image)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(m.kernel_names(), KERNELS, "{what}");
-        let k = m.kernel(saxpy).unwrap();
+        let k = common::kernel(&m, saxpy).unwrap();
         assert!(k.max_threads_per_block() >= 256);
         let x = ctx.htod_copy(&[1.0f32, 2.0]).unwrap();
         let mut y = ctx.htod_copy(&[1.0f32, 1.0]).unwrap();
@@ -189,9 +189,9 @@ fn a_typed_kernel_must_match_the_entry_parameters() {
     let ctx = gpu();
     let module = ctx.load_module(PTX.as_bytes()).unwrap();
     // The matching signature is accepted...
-    module.kernel(saxpy).unwrap();
+    common::kernel(&module, saxpy).unwrap();
     // ...a different one is refused before any launch could misread the arguments.
-    match module.kernel(saxpy_wrong_signature) {
+    match common::kernel(&module, saxpy_wrong_signature) {
         Err(Error::KernelSignatureMismatch {
             kernel,
             expected,

@@ -14,7 +14,7 @@ fn every_device_runs_saxpy_in_its_own_context() {
     for ordinal in 0..n {
         let ctx = Device::get(ordinal).unwrap().primary_context().unwrap();
         let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-        let k = m.kernel(saxpy).unwrap();
+        let k = common::kernel(&m, saxpy).unwrap();
         let x = ctx.htod_copy(&vec![ordinal as f32; 1024]).unwrap();
         let mut y = ctx.alloc_zeros::<f32>(1024).unwrap();
         ctx.default_stream()
@@ -34,7 +34,7 @@ fn every_device_runs_saxpy_in_its_own_context() {
     if n >= 2 {
         let (ctx0, m0, _) = &buffers[0];
         let (_, _, y1) = &buffers[1];
-        let k0 = m0.kernel(saxpy).unwrap();
+        let k0 = common::kernel(m0, saxpy).unwrap();
         let mut y0 = ctx0.alloc_zeros::<f32>(1024).unwrap();
         let e = ctx0
             .default_stream()

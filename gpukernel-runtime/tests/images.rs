@@ -43,7 +43,7 @@ fn simulator_module_lists_the_ptx_entries() {
 fn simulator_runs_the_same_typed_launches() {
     let ctx = Device::simulator().primary_context().unwrap();
     let m = ctx.load_module(PTX.as_bytes()).unwrap();
-    let k = m.kernel(saxpy).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
     let s = ctx.new_stream().unwrap();
     let x = s.htod_copy(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut y = s.htod_copy(&[10.0f32; 3]).unwrap();
@@ -55,7 +55,7 @@ fn simulator_runs_the_same_typed_launches() {
     .unwrap();
     assert_eq!(y.to_host_vec().unwrap(), [12.0, 14.0, 16.0]);
 
-    let f = m.kernel(fails_foreign).unwrap();
+    let f = common::kernel(&m, fails_foreign).unwrap();
     s.launch(&f, LaunchConfig::new(1, 8), (5,)).unwrap();
     match s.synchronize().unwrap_err() {
         Error::ForeignCallFailed {

@@ -1,6 +1,6 @@
 //! Kernels whose foreign functions (`cuda/sim_faults.cu`, compiled for the host by the build
 //! script) wait at a barrier or misuse a warp operation, for the simulator's fault tests.
-//! Host only: they have no PTX, and [`SIM_PTX`] names them for the simulator's module.
+//! Host only: they have no PTX, and [`sim_ptx`] names them for the simulator's module.
 
 use gpukernel_device::prelude::*;
 use gpukernel_device::thread;
@@ -50,8 +50,20 @@ pub fn foreign_bad_shuffle(mut out: DisjointSlice<u32>) {
     out.set(thread::index(), v);
 }
 
-/// The image the simulator loads for these kernels: their names (the simulator runs their
-/// Rust bodies; the GPU cannot run them).
-pub const SIM_PTX: &str = ".version 7.8\n.target sm_90\n.address_size 64\n\
-    .visible .entry foreign_barrier()\n{\n\tret;\n}\n\
-    .visible .entry foreign_bad_shuffle()\n{\n\tret;\n}\n";
+/// The image the simulator loads for these kernels: their names and signature fingerprints
+/// as the device build would export them (the simulator runs their Rust bodies; the GPU
+/// cannot run them).
+pub fn sim_ptx() -> std::string::String {
+    use gpukernel_device::Kernel;
+    let entry = |name: &str, signature: u64| {
+        std::format!(
+            ".visible .global .align 8 .u64 {} = {signature};\n.visible .entry {name}()\n{{\n\tret;\n}}\n",
+            gpukernel_device::signature_symbol(name)
+        )
+    };
+    std::format!(
+        ".version 7.8\n.target sm_90\n.address_size 64\n{}{}",
+        entry(foreign_barrier::NAME, foreign_barrier::SIGNATURE),
+        entry(foreign_bad_shuffle::NAME, foreign_bad_shuffle::SIGNATURE)
+    )
+}

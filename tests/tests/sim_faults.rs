@@ -9,12 +9,12 @@ use std::sync::atomic::Ordering;
 
 use gpukernel_runtime::{Context, Device, Error, LaunchConfig, Module};
 use gpukernel_tests::sim_faults::{
-    DROPPED, SIM_PTX, foreign_bad_shuffle, foreign_barrier, tracked_live,
+    DROPPED, foreign_bad_shuffle, foreign_barrier, sim_ptx, tracked_live,
 };
 
 fn sim() -> (Context, Module) {
     let ctx = Device::simulator().primary_context().unwrap();
-    let module = ctx.load_module(SIM_PTX.as_bytes()).unwrap();
+    let module = ctx.load_module(sim_ptx().as_bytes()).unwrap();
     (ctx, module)
 }
 

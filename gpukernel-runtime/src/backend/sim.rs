@@ -56,6 +56,13 @@ pub(crate) fn device_total_memory() -> usize {
         .unwrap_or(0)
 }
 
+/// A simulator module: the signature fingerprints of its kernels, read from its PTX (the
+/// module's handle points at it).
+#[derive(Debug)]
+struct SimModule {
+    signatures: Vec<(String, u64)>,
+}
+
 /// The simulator's one context.
 #[derive(Debug, Default)]
 pub(crate) struct SimBackend {
@@ -298,18 +305,40 @@ impl Backend for SimBackend {
         // `.extern .func` declarations are no error here: the simulator runs the kernels'
         // Rust bodies, whose foreign calls were resolved when the host crate was built.
         let text = String::from_utf8_lossy(image.bytes);
-        let mut names = crate::format::ptx::entries(&text);
+        let ptx = crate::format::ptx::Ptx::parse(&text);
+        let mut names = ptx.entries();
+        let signatures = names
+            .iter()
+            .filter_map(|k| {
+                let v = ptx.global_u64(&gpukernel_device::signature_symbol(k))?;
+                Some((k.clone(), v))
+            })
+            .collect();
+        let handle = ModuleHandle(Box::into_raw(Box::new(SimModule { signatures })).cast());
         names.sort();
         names.dedup();
         Ok(LoadedModule {
-            handle: ModuleHandle::NULL,
+            handle,
             names,
             // Every simulator module has a foreign-call record, kept on the host.
             ffi_record: Some(0),
         })
     }
 
-    unsafe fn module_unload(&self, _m: ModuleHandle) {}
+    unsafe fn module_unload(&self, m: ModuleHandle) {
+        // SAFETY: made by `module_load` from a Box; given up by the caller.
+        drop(unsafe { Box::from_raw(m.0.cast::<SimModule>()) });
+    }
+
+    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<u64>> {
+        // SAFETY: the module's owner holds it loaded.
+        let module = unsafe { &*m.0.cast::<SimModule>() };
+        Ok(module
+            .signatures
+            .iter()
+            .find(|(k, _)| k == kernel)
+            .map(|&(_, v)| v))
+    }
 
     fn function(
         &self,

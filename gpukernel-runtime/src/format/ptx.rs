@@ -23,6 +23,20 @@ pub(crate) fn is_system_call(name: &str) -> bool {
     SYSTEM_CALLS.contains(&name)
 }
 
+/// A PTX integer literal: decimal, `0x` hexadecimal, `0b` binary, with an optional `U` suffix.
+fn parse_integer(s: &str) -> Option<u64> {
+    let s = s.strip_suffix('U').unwrap_or(s);
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16).ok()
+    } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
+        u64::from_str_radix(b, 2).ok()
+    } else if let Some(n) = s.strip_prefix('-') {
+        n.parse::<u64>().ok().map(u64::wrapping_neg)
+    } else {
+        s.parse().ok()
+    }
+}
+
 /// The names of the kernels (`.entry` functions with a body) of a PTX text, in order.
 pub(crate) fn entries(text: &str) -> Vec<String> {
     Ptx::parse(text).entries()
@@ -211,6 +225,42 @@ impl<'a> Ptx<'a> {
             text,
             statements,
             globl_comments,
+        }
+    }
+
+    /// The value of the 8-byte global variable `symbol`, in either form LLVM prints one:
+    /// `.global .align 8 .b8 NAME[8] = {b0, b1, ..};` (little-endian bytes; those not listed
+    /// are zero, and no initializer is zero) or `.global .align 8 .u64 NAME = value;`.
+    /// `None` when there is no such variable or it is not 8 bytes.
+    pub(crate) fn global_u64(&self, symbol: &str) -> Option<u64> {
+        let s = self.statements.iter().find(|s| {
+            matches!(&s.item, Item::Variable { name, global_or_const: true, .. } if name == symbol)
+        })?;
+        let t = s.clean.trim().trim_end_matches(';');
+        let (decl, init) = match t.split_once('=') {
+            Some((d, i)) => (d, Some(i.trim())),
+            None => (t, None),
+        };
+        let words: Vec<&str> = decl.split_whitespace().collect();
+        if words.contains(&".b8") || words.contains(&".u8") {
+            let array = decl.split_once('[')?.1.split_once(']')?.0.trim();
+            if array != "8" {
+                return None;
+            }
+            let mut bytes = [0u8; 8];
+            if let Some(list) = init {
+                let list = list.strip_prefix('{')?.strip_suffix('}')?;
+                for (i, b) in list.split(',').enumerate() {
+                    *bytes.get_mut(i)? = u8::try_from(parse_integer(b.trim())?).ok()?;
+                }
+            }
+            Some(u64::from_le_bytes(bytes))
+        } else if words.iter().any(|w| matches!(*w, ".u64" | ".b64" | ".s64"))
+            && !decl.contains('[')
+        {
+            init.map_or(Some(0), parse_integer)
+        } else {
+            None
         }
     }
 
@@ -702,5 +752,36 @@ mod tests {
             let _ = (ptx.entries(), ptx.extern_functions(), ptx.definitions());
             let _ = ptx.select_entries(&[]);
         }
+    }
+
+    #[test]
+    fn eight_byte_globals_are_read_in_both_forms() {
+        let text = "
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .global .align 8 .b8 __gpukernel_sig_saxpy[8] = {32, 21, 168, 89, 107, 103, 94, 22};
+.visible .global .align 8 .b8 __gpukernel_sig_dot[8] = {249, 12, 224, 184, 146, 4, 85};
+.visible .global .align 8 .b8 __gpukernel_sig_zero[8];
+.visible .global .align 8 .u64 __gpukernel_sig_scalar = 1234;
+.visible .global .align 8 .u64 hex = 0xFFU;
+.visible .global .align 4 .b8 short[4] = {1, 2, 3, 4};
+.visible .entry saxpy() { ret; }
+";
+        let p = Ptx::parse(text);
+        assert_eq!(
+            p.global_u64("__gpukernel_sig_saxpy"),
+            Some(u64::from_le_bytes([32, 21, 168, 89, 107, 103, 94, 22]))
+        );
+        assert_eq!(
+            p.global_u64("__gpukernel_sig_dot"),
+            Some(u64::from_le_bytes([249, 12, 224, 184, 146, 4, 85, 0]))
+        );
+        assert_eq!(p.global_u64("__gpukernel_sig_zero"), Some(0));
+        assert_eq!(p.global_u64("__gpukernel_sig_scalar"), Some(1234));
+        assert_eq!(p.global_u64("hex"), Some(255));
+        assert_eq!(p.global_u64("short"), None);
+        assert_eq!(p.global_u64("missing"), None);
+        assert_eq!(p.global_u64("saxpy"), None);
     }
 }

@@ -10,7 +10,8 @@ use super::*;
 use crate::error::Error;
 use crate::{Context, Device, DeviceBuffer, DeviceCopy, Module};
 
-/// PTX declaring the test kernels (the simulator's module is the set of `.entry` names).
+/// PTX declaring the test kernels (the simulator's module is the set of `.entry` names) and
+/// their signature fingerprints, as `#[kernel]` would export them.
 pub(crate) const PTX: &str = "
     .version 7.8
     .target sm_90
@@ -21,6 +22,12 @@ pub(crate) const PTX: &str = "
     .visible .entry out_of_bounds(.param .u64 x, .param .u64 xn) { ret; }
     .visible .entry fails_foreign(.param .u64 x, .param .u64 xn) { ret; }
     .visible .entry write_ptr(.param .u64 p) { ret; }
+    .visible .global .align 8 .u64 __gpukernel_sig_saxpy = 7710162562058289153;
+    .visible .global .align 8 .u64 __gpukernel_sig_affine = 7710162562058289154;
+    .visible .global .align 8 .u64 __gpukernel_sig_scale_in_place = 7710162562058289155;
+    .visible .global .align 8 .u64 __gpukernel_sig_out_of_bounds = 7710162562058289156;
+    .visible .global .align 8 .u64 __gpukernel_sig_fails_foreign = 7710162562058289157;
+    .visible .global .align 8 .u64 __gpukernel_sig_write_ptr = 7710162562058289158;
 ";
 
 /// Reads ABI parameter `i` as a `T`.
@@ -35,7 +42,7 @@ pub(crate) struct saxpy;
 unsafe impl Kernel for saxpy {
     const NAME: &'static str = "saxpy";
     type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
-    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
+    const SIGNATURE: u64 = 0x6b00000000000001;
     const SIM_ENTRY: SimEntry = saxpy_entry;
 }
 // SAFETY: a safe kernel: sound for any arguments of its parameter types.
@@ -73,7 +80,7 @@ struct affine;
 unsafe impl Kernel for affine {
     const NAME: &'static str = "affine";
     type Params = (Affine, DisjointSlice<'static, f64>);
-    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
+    const SIGNATURE: u64 = 0x6b00000000000002;
     const SIM_ENTRY: SimEntry = affine_entry;
 }
 // SAFETY: a safe kernel: sound for any arguments of its parameter types.
@@ -97,7 +104,7 @@ struct scale_in_place;
 unsafe impl Kernel for scale_in_place {
     const NAME: &'static str = "scale_in_place";
     type Params = (&'static mut [f32], f32);
-    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
+    const SIGNATURE: u64 = 0x6b00000000000003;
     const SIM_ENTRY: SimEntry = scale_entry;
 }
 unsafe fn scale_entry(p: *const *mut c_void) {
@@ -120,7 +127,7 @@ struct out_of_bounds;
 unsafe impl Kernel for out_of_bounds {
     const NAME: &'static str = "out_of_bounds";
     type Params = (&'static [u32],);
-    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
+    const SIGNATURE: u64 = 0x6b00000000000004;
     const SIM_ENTRY: SimEntry = oob_entry;
 }
 // SAFETY: a safe kernel: sound for any arguments of its parameter types.
@@ -140,7 +147,7 @@ struct fails_foreign;
 unsafe impl Kernel for fails_foreign {
     const NAME: &'static str = "fails_foreign";
     type Params = (&'static [u32],);
-    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
+    const SIGNATURE: u64 = 0x6b00000000000005;
     const SIM_ENTRY: SimEntry = fails_foreign_entry;
 }
 // SAFETY: a safe kernel: sound for any arguments of its parameter types.
@@ -157,7 +164,7 @@ struct write_ptr;
 unsafe impl Kernel for write_ptr {
     const NAME: &'static str = "write_ptr";
     type Params = (*mut u32,);
-    const SIGNATURE: u64 = 0; // hand-written: its PTX has no fingerprint
+    const SIGNATURE: u64 = 0x6b00000000000006;
     const SIM_ENTRY: SimEntry = write_ptr_entry;
 }
 unsafe fn write_ptr_entry(p: *const *mut c_void) {
@@ -554,6 +561,60 @@ fn a_failure_of_a_dropped_module_is_reported_by_the_next_check() {
     drop(module);
     assert_foreign_failure(s.synchronize());
     assert_eq!(x.to_host_vec().unwrap(), [0; 4]);
+}
+
+#[derive(Clone, Copy)]
+struct saxpy_other_signature;
+// SAFETY: the `saxpy` entry's parameters, under another Rust declaration (its fingerprint).
+unsafe impl Kernel for saxpy_other_signature {
+    const NAME: &'static str = "saxpy";
+    type Params = (f32, &'static [f32], DisjointSlice<'static, f32>);
+    const SIM_ENTRY: SimEntry = saxpy_entry;
+    const SIGNATURE: u64 = 0x0bad;
+}
+
+#[derive(Clone, Copy)]
+struct foreign_global;
+// SAFETY: an entry without a fingerprint (as a CUDA C `__global__` has), taking one slice.
+unsafe impl Kernel for foreign_global {
+    const NAME: &'static str = "foreign_global";
+    type Params = (&'static [u32],);
+    const SIM_ENTRY: SimEntry = read_only_entry;
+    const SIGNATURE: u64 = 0;
+}
+// SAFETY: reads nothing it is not given.
+unsafe impl SafeKernel for foreign_global {}
+unsafe fn read_only_entry(_p: *const *mut c_void) {}
+
+#[test]
+fn a_typed_kernel_must_be_the_code_of_its_rust_declaration() {
+    let (ctx, module) = sim();
+    // Same name and parameter sizes, another Rust signature: refused.
+    let e = module.kernel(saxpy_other_signature).unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::KernelFingerprintMismatch { kernel, expected: 0x0bad, found }
+                if kernel == "saxpy" && *found == saxpy::SIGNATURE
+        ),
+        "{e}"
+    );
+    // An entry without a fingerprint: refused, with the way out named.
+    let ptx = "
+        .version 7.8
+        .target sm_90
+        .address_size 64
+        .visible .entry foreign_global(.param .u64 x, .param .u64 xn) { ret; }
+    ";
+    let m = ctx.load_module(ptx.as_bytes()).unwrap();
+    let e = m.kernel(foreign_global).unwrap_err();
+    assert!(matches!(e, Error::KernelNotVerified { .. }), "{e}");
+    assert!(e.to_string().contains("kernel_unverified"), "{e}");
+    // SAFETY: the entry takes (u64, u64), the lowering of `&[u32]`, and only reads it.
+    let k = unsafe { m.kernel_unverified(foreign_global) }.unwrap();
+    let x = ctx.alloc_zeros::<u32>(4).unwrap();
+    let s = ctx.new_stream().unwrap();
+    s.launch(&k, LaunchConfig::new(1, 1), (&x,)).unwrap();
 }
 
 #[test]

@@ -5,13 +5,26 @@
 
 use core::ffi::c_void;
 
+use gpukernel_device::ParamList;
 use gpukernel_device::{__private, DisjointSlice, Kernel, SafeKernel, SimEntry, thread};
-use gpukernel_runtime::{Context, Device};
+use gpukernel_runtime::{Context, Device, Module, TypedKernel};
 
 pub const PTX: &str = include_str!("../data/test_kernels.ptx");
 pub const CUBIN: &[u8] = include_bytes!("../data/test_kernels.sm_90.cubin");
 pub const FATBIN: &[u8] = include_bytes!("../data/test_kernels.fatbin");
 pub const KERNELS: [&str; 4] = ["empty", "fails_foreign", "saxpy", "write_null"];
+
+/// The typed kernel `K` of a module of the hand-written `data/test_kernels.*`: like a CUDA C
+/// `__global__`, those entries carry no signature fingerprint, so they are looked up the
+/// unverified way.
+pub fn kernel<K: Kernel>(m: &Module, k: K) -> gpukernel_runtime::Result<TypedKernel<K>>
+where
+    K::Params: ParamList,
+{
+    // SAFETY: each marker type below states its entry's parameter types exactly, as the PTX
+    // declares and uses them.
+    unsafe { m.kernel_unverified(k) }
+}
 
 /// The primary context of CUDA device 0; fails (never skips) without a GPU.
 pub fn gpu() -> Context {
