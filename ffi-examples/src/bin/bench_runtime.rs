@@ -409,28 +409,26 @@ fn cross_stream_launch(
     };
     let mut us = [Vec::new(), Vec::new()];
     let mut host = [Vec::new(), Vec::new()];
-    for _ in 0..LAUNCH_TRIALS {
-        let mut h = 0.0;
-        let ms = timed(stream, start, end, || {
-            let t = Instant::now();
-            for _ in 0..LAUNCHES_PER_TRIAL {
-                stream.launch(k_saxpy, cfg, (a, &x, &mut y))?;
-            }
-            h = t.elapsed().as_secs_f64();
-            Ok(())
-        })?;
-        us[0].push(ms * 1e3 / LAUNCHES_PER_TRIAL as f64);
-        host[0].push(h * 1e6 / LAUNCHES_PER_TRIAL as f64);
-        let ms = timed(stream, start, end, || {
-            let t = Instant::now();
-            for _ in 0..LAUNCHES_PER_TRIAL {
-                raw(stream)?;
-            }
-            h = t.elapsed().as_secs_f64();
-            Ok(())
-        })?;
-        us[1].push(ms * 1e3 / LAUNCHES_PER_TRIAL as f64);
-        host[1].push(h * 1e6 / LAUNCHES_PER_TRIAL as f64);
+    for trial in 0..LAUNCH_TRIALS {
+        // Alternate which goes first, so neither pays for starting from an idle GPU.
+        let order = if trial % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let mut h = 0.0;
+            let ms = timed(stream, start, end, || {
+                let t = Instant::now();
+                for _ in 0..LAUNCHES_PER_TRIAL {
+                    if which == 0 {
+                        stream.launch(k_saxpy, cfg, (a, &x, &mut y))?;
+                    } else {
+                        raw(stream)?;
+                    }
+                }
+                h = t.elapsed().as_secs_f64();
+                Ok(())
+            })?;
+            us[which].push(ms * 1e3 / LAUNCHES_PER_TRIAL as f64);
+            host[which].push(h * 1e6 / LAUNCHES_PER_TRIAL as f64);
+        }
     }
     stream.synchronize()?;
     let [typed, raw_us] = us.map(median);
