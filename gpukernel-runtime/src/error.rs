@@ -447,6 +447,54 @@ pub enum Error {
         operation: &'static str,
     },
     // ---------------------------------------------------------------------------------------
+    // Graphs and stream capture.
+    // ---------------------------------------------------------------------------------------
+    /// The graph's dependencies form a cycle.
+    #[error("graph `{graph}` has a dependency cycle through nodes {}", nodes.iter().map(|n| format!("#{n}")).collect::<Vec<_>>().join(" → "))]
+    GraphCycle {
+        /// The graph's name.
+        graph: String,
+        /// The nodes on the cycle, by index (the order they were added in).
+        nodes: Vec<usize>,
+    },
+
+    /// A node handle of one graph was given to another.
+    #[error("{operation}: node #{node} belongs to graph `{owner}`, not to graph `{graph}`")]
+    ForeignGraphNode {
+        /// The operation.
+        operation: &'static str,
+        /// The node's index in its own graph.
+        node: usize,
+        /// The graph the node belongs to.
+        owner: String,
+        /// The graph it was given to.
+        graph: String,
+    },
+
+    /// A node handle of the wrong kind (a copy node where a kernel node is needed, say).
+    #[error("{operation}: node #{node} of graph `{graph}` is not {expected}")]
+    WrongGraphNode {
+        /// The operation.
+        operation: &'static str,
+        /// The node's index.
+        node: usize,
+        /// The graph's name.
+        graph: String,
+        /// What kind of node was needed.
+        expected: &'static str,
+    },
+
+    /// `cuGraphExecUpdate` refused to update an instantiated graph; it is unchanged and
+    /// still usable (instantiate the new graph instead).
+    #[error("graph `{graph}` cannot be updated in place: {reason}")]
+    GraphUpdateRefused {
+        /// The graph's name.
+        graph: String,
+        /// Why (the driver's update result, or the runtime's own check).
+        reason: String,
+    },
+
+    // ---------------------------------------------------------------------------------------
     // Linker (NVRTC, cuLink, nvJitLink, cache): variants below are owned by `link`.
     // ---------------------------------------------------------------------------------------
     /// A CUDA compiler library (libnvrtc, libnvJitLink) could not be found or loaded.

@@ -63,6 +63,7 @@ mod error;
 mod event;
 mod foreign;
 mod format;
+mod graph;
 mod launch;
 pub mod link;
 mod memory;
@@ -75,6 +76,7 @@ pub use device::{Backend, Device, DeviceProperties};
 pub use error::{CudaError, Error, Result};
 pub use event::Event;
 pub use format::ImageKind;
+pub use graph::{Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};
 pub use launch::{
     DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
     RequiresLaunchUnchecked, Safe, SafetyLevel,

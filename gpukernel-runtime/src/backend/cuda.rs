@@ -10,8 +10,9 @@ use std::ffi::CString;
 use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
 use super::{
-    Backend, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo, Image,
-    LastLaunch, LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
+    Backend, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo,
+    GraphExecHandle, GraphHandle, GraphNode, Image, LastLaunch, LaunchDesc, Limits, LoadedModule,
+    ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
 use crate::error::{Error, Result};
@@ -49,6 +50,29 @@ fn function(f: FunctionHandle) -> driver::CUfunction {
 
 fn module(m: ModuleHandle) -> driver::CUmodule {
     m.0.cast()
+}
+
+fn graph(g: GraphHandle) -> driver::CUgraph {
+    g.0.cast()
+}
+
+fn exec(e: GraphExecHandle) -> driver::CUgraphExec {
+    e.0.cast()
+}
+
+fn node(n: NodeHandle) -> driver::CUgraphNode {
+    n.0.cast()
+}
+
+fn nodes(deps: &[NodeHandle]) -> Vec<driver::CUgraphNode> {
+    deps.iter().map(|&n| node(n)).collect()
+}
+
+fn copy_end(e: CopyEnd) -> driver::CopyEnd {
+    match e {
+        CopyEnd::Host(p) => driver::CopyEnd::Host(p.cast()),
+        CopyEnd::Device(d) => driver::CopyEnd::Device(d),
+    }
 }
 
 /// The name of a device (`cuDeviceGetName`).
@@ -596,6 +620,141 @@ impl Backend for CudaBackend {
         s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
         self.call(|| self.read_and_clear(record.device_addr, stream(s)))
+    }
+
+    fn graph_create(&self) -> Result<GraphHandle> {
+        // SAFETY: the context is current.
+        self.call(|| unsafe { driver::graph_create() })
+            .map(|g| GraphHandle(g.cast()))
+    }
+
+    unsafe fn graph_destroy(&self, g: GraphHandle) {
+        if self.bind_raw().is_ok() {
+            // SAFETY: the caller gives `g` up; its instantiations are independent of it.
+            let _ = unsafe { driver::graph_destroy(graph(g)) };
+        }
+    }
+
+    unsafe fn graph_add_node(
+        &self,
+        g: GraphHandle,
+        deps: &[NodeHandle],
+        n: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle> {
+        let deps = nodes(deps);
+        self.call(|| {
+            // SAFETY: forwarded from the caller; the context is current.
+            let raw = unsafe {
+                match n {
+                    GraphNode::Kernel { desc, params } => driver::graph_add_kernel(
+                        graph(g),
+                        &deps,
+                        function(desc.function),
+                        desc.grid,
+                        desc.block,
+                        desc.shared_mem_bytes,
+                        params.as_mut_ptr(),
+                    ),
+                    GraphNode::Copy { dst, src, bytes } => driver::graph_add_memcpy(
+                        graph(g),
+                        &deps,
+                        copy_end(dst),
+                        copy_end(src),
+                        bytes,
+                        self.raw,
+                    ),
+                    GraphNode::Memset { dst, value, bytes } => {
+                        driver::graph_add_memset(graph(g), &deps, dst, value, bytes, self.raw)
+                    }
+                    GraphNode::Host { f, data } => driver::graph_add_host(graph(g), &deps, f, data),
+                    GraphNode::Empty => driver::graph_add_empty(graph(g), &deps),
+                }
+            }?;
+            Ok(NodeHandle(raw.cast()))
+        })
+    }
+
+    unsafe fn graph_add_dependency(
+        &self,
+        g: GraphHandle,
+        from: NodeHandle,
+        to: NodeHandle,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        self.call(|| unsafe { driver::graph_add_dependency(graph(g), node(from), node(to)) })
+    }
+
+    unsafe fn graph_instantiate(&self, g: GraphHandle) -> Result<GraphExecHandle> {
+        // SAFETY: forwarded from the caller; the context is current.
+        self.call(|| unsafe { driver::graph_instantiate(graph(g)) })
+            .map(|e| GraphExecHandle(e.cast()))
+    }
+
+    unsafe fn graph_exec_destroy(&self, e: GraphExecHandle) {
+        if self.bind_raw().is_ok() {
+            // SAFETY: the caller gives `e` up.
+            let _ = unsafe { driver::graph_exec_destroy(exec(e)) };
+        }
+    }
+
+    unsafe fn graph_launch(
+        &self,
+        e: GraphExecHandle,
+        s: StreamHandle,
+        name: &'static &'static str,
+        stream_last: &LastLaunch,
+    ) -> Result<()> {
+        self.bind_raw()?;
+        // SAFETY: forwarded from the caller.
+        let r = unsafe { driver::graph_launch(exec(e), stream(s)) };
+        if !driver::is_success(r) {
+            let error = driver::cuda_error(r);
+            if error.is_kernel_fault() {
+                return Err(self.attribute(driver::error_of("cuGraphLaunch", error, None), None));
+            }
+            return Err(Error::Driver {
+                call: "cuGraphLaunch",
+                error,
+                context: Some(format!("launching {}", *name)),
+            });
+        }
+        stream_last.set(name);
+        self.last_launch.set(name);
+        Ok(())
+    }
+
+    unsafe fn graph_exec_set_kernel(
+        &self,
+        e: GraphExecHandle,
+        n: NodeHandle,
+        desc: &LaunchDesc<'_>,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        self.call(|| {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                driver::graph_exec_kernel_set_params(
+                    exec(e),
+                    node(n),
+                    function(desc.function),
+                    desc.grid,
+                    desc.block,
+                    desc.shared_mem_bytes,
+                    params.as_mut_ptr(),
+                )
+            }
+        })
+    }
+
+    unsafe fn graph_exec_update(&self, e: GraphExecHandle, g: GraphHandle) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        match self.call(|| unsafe { driver::graph_exec_update(exec(e), graph(g)) })? {
+            Ok(()) => Ok(()),
+            Err(reason) => Err(Error::GraphUpdateRefused {
+                graph: String::new(),
+                reason: reason.to_owned(),
+            }),
+        }
     }
 }
 

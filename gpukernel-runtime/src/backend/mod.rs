@@ -50,6 +50,47 @@ handle! {
     ModuleHandle;
     /// A kernel of a loaded module (`CUfunction`; null on the simulator).
     FunctionHandle;
+    /// A graph being built (`CUgraph`; the simulator's own node list).
+    GraphHandle;
+    /// An instantiated graph (`CUgraphExec`; the simulator's own ordered copy).
+    GraphExecHandle;
+    /// A node of a graph (`CUgraphNode`; an index on the simulator).
+    NodeHandle;
+}
+
+/// One end of a copy node: host memory or a device address.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CopyEnd {
+    Host(*mut u8),
+    Device(u64),
+}
+
+/// A function a host node calls with its data pointer (a `CUhostFn`).
+pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
+
+/// A node to add to a graph, as the backend sees it.
+#[derive(Debug)]
+pub(crate) enum GraphNode<'a, 'p> {
+    /// A kernel launch; `desc.stream` is ignored.
+    Kernel {
+        desc: &'a LaunchDesc<'a>,
+        /// One pointer per ABI parameter. CUDA copies the values when the node is added; the
+        /// simulator reads them at each launch, so they stay valid until the graph and every
+        /// instantiation of it are destroyed.
+        params: &'p mut [*mut c_void],
+    },
+    /// A copy of `bytes > 0` bytes.
+    Copy {
+        dst: CopyEnd,
+        src: CopyEnd,
+        bytes: usize,
+    },
+    /// A byte fill of `bytes > 0` bytes of device memory.
+    Memset { dst: u64, value: u8, bytes: usize },
+    /// A call of `f(data)` on a host thread.
+    Host { f: HostFn, data: *mut c_void },
+    /// Nothing: a join point.
+    Empty,
 }
 
 /// Launch limits of a device, read once so launches validate without backend calls.
@@ -287,6 +328,80 @@ pub(crate) trait Backend: Send + Sync + 'static {
         params: &mut [*mut c_void],
         stream_last: &LastLaunch,
     ) -> Result<()>;
+    // --- graphs ----------------------------------------------------------------------------
+    /// A new, empty graph.
+    fn graph_create(&self) -> Result<GraphHandle>;
+    /// Gives a graph back (its instantiations stay valid).
+    ///
+    /// # Safety
+    /// `g` came from this backend and is not used afterwards.
+    unsafe fn graph_destroy(&self, g: GraphHandle);
+    /// Adds a node depending on `deps`.
+    ///
+    /// # Safety
+    /// `g` is live, `deps` are nodes of `g`; the memory the node reaches (copy ends, kernel
+    /// arguments, the host function's data) stays valid, and is ordered after conflicting
+    /// work, whenever an instantiation of the graph runs; for kernels, as
+    /// [`launch`](Self::launch).
+    unsafe fn graph_add_node(
+        &self,
+        g: GraphHandle,
+        deps: &[NodeHandle],
+        node: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle>;
+    /// Makes `to` depend on `from`.
+    ///
+    /// # Safety
+    /// `g` is live; both nodes belong to it.
+    unsafe fn graph_add_dependency(
+        &self,
+        g: GraphHandle,
+        from: NodeHandle,
+        to: NodeHandle,
+    ) -> Result<()>;
+    /// Instantiates a graph (the graph is acyclic: the caller checked).
+    ///
+    /// # Safety
+    /// `g` is live.
+    unsafe fn graph_instantiate(&self, g: GraphHandle) -> Result<GraphExecHandle>;
+    /// Gives an instantiation back (a launch in flight completes first).
+    ///
+    /// # Safety
+    /// `e` came from this backend and is not used afterwards.
+    unsafe fn graph_exec_destroy(&self, e: GraphExecHandle);
+    /// Launches an instantiated graph on `s`, recording `name` as the last launch of the
+    /// context and of `stream_last`.
+    ///
+    /// # Safety
+    /// As [`graph_add_node`](Self::graph_add_node) for every node; one launch of `e` at a time
+    /// per stream order (the driver serializes launches of one instantiation).
+    unsafe fn graph_launch(
+        &self,
+        e: GraphExecHandle,
+        s: StreamHandle,
+        name: &'static &'static str,
+        stream_last: &LastLaunch,
+    ) -> Result<()>;
+    /// Replaces the arguments (and configuration) of kernel node `node` in `e`.
+    ///
+    /// # Safety
+    /// `node` is a kernel node of the graph `e` came from, `desc` names the same function; as
+    /// [`graph_add_node`](Self::graph_add_node) for `params`.
+    unsafe fn graph_exec_set_kernel(
+        &self,
+        e: GraphExecHandle,
+        node: NodeHandle,
+        desc: &LaunchDesc<'_>,
+        params: &mut [*mut c_void],
+    ) -> Result<()>;
+    /// Updates `e` to the node parameters of `g`, which must have the same topology;
+    /// [`Error::GraphUpdateRefused`](crate::Error::GraphUpdateRefused) when it cannot (`e`
+    /// is then unchanged).
+    ///
+    /// # Safety
+    /// Both are live; as [`graph_add_node`](Self::graph_add_node) for `g`'s nodes.
+    unsafe fn graph_exec_update(&self, e: GraphExecHandle, g: GraphHandle) -> Result<()>;
+
     /// Takes (reads and clears) the failure recorded in a module's foreign-call record,
     /// waiting for `s` first.
     fn take_foreign_failure(

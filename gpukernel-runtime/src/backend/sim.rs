@@ -9,12 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{
-    Backend, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo, Image,
-    LastLaunch, LaunchDesc, Limits, LoadedModule, ModuleHandle, RawAlloc, StreamHandle,
+    Backend, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo,
+    GraphExecHandle, GraphHandle, GraphNode, HostFn, Image, LastLaunch, LaunchDesc, Limits,
+    LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::DeviceAttr;
 use crate::error::{Error, Result};
 use crate::format::ImageKind;
+use gpukernel_device::SimEntry;
 
 /// The simulator's device name.
 pub(crate) const DEVICE_NAME: &str = "gpukernel CPU simulator";
@@ -116,6 +118,106 @@ fn alloc_zeroed(bytes: usize, align: usize, operation: &'static str) -> Result<*
 }
 
 const LABEL: &str = "the simulator";
+
+/// A node of a simulated graph: what to do when it runs.
+#[derive(Debug, Clone)]
+enum SimNode {
+    Kernel {
+        name: &'static &'static str,
+        entry: Option<SimEntry>,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared: u32,
+        /// Pointers to the ABI values, owned by the graph's owner (see `GraphNode::Kernel`).
+        params: Vec<*mut c_void>,
+        /// The module's foreign-call record (the graph's owner holds the module).
+        ffi: Option<*const FfiRecord>,
+    },
+    Copy {
+        dst: CopyEnd,
+        src: CopyEnd,
+        bytes: usize,
+    },
+    Memset {
+        dst: u64,
+        value: u8,
+        bytes: usize,
+    },
+    Host {
+        f: HostFn,
+        data: *mut c_void,
+    },
+    Empty,
+}
+
+impl SimNode {
+    fn kernel(desc: &LaunchDesc<'_>, params: &[*mut c_void]) -> SimNode {
+        SimNode::Kernel {
+            name: desc.name,
+            entry: desc.sim_entry,
+            grid: desc.grid,
+            block: desc.block,
+            shared: desc.shared_mem_bytes,
+            params: params.to_vec(),
+            ffi: desc.ffi.map(core::ptr::from_ref),
+        }
+    }
+}
+
+/// A simulated graph: its nodes and each node's dependencies (indices), in the order added.
+#[derive(Debug, Default)]
+struct SimGraph {
+    nodes: Mutex<Vec<(SimNode, Vec<usize>)>>,
+}
+
+/// A simulated instantiation: a copy of the nodes and an order that respects every edge.
+#[derive(Debug)]
+struct SimExec {
+    nodes: Mutex<Vec<SimNode>>,
+    order: Vec<usize>,
+}
+
+/// A topological order of `deps` (node `i` after each of `deps[i]`), or `None` on a cycle.
+fn topological_order(deps: &[Vec<usize>]) -> Option<Vec<usize>> {
+    let n = deps.len();
+    let mut indegree: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut users = vec![Vec::new(); n];
+    for (i, d) in deps.iter().enumerate() {
+        for &j in d {
+            users[j].push(i);
+        }
+    }
+    let mut ready: Vec<usize> = (0..n).rev().filter(|&i| indegree[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for &u in users[i].iter().rev() {
+            indegree[u] -= 1;
+            if indegree[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    (order.len() == n).then_some(order)
+}
+
+/// # Safety
+/// `g` came from [`SimBackend::graph_create`] and was not destroyed.
+unsafe fn sim_graph<'a>(g: GraphHandle) -> &'a SimGraph {
+    // SAFETY: made from a leaked Box that lives until `graph_destroy` (caller).
+    unsafe { &*g.0.cast::<SimGraph>() }
+}
+
+/// # Safety
+/// `e` came from [`SimBackend::graph_instantiate`] and was not destroyed.
+unsafe fn sim_exec<'a>(e: GraphExecHandle) -> &'a SimExec {
+    // SAFETY: as above.
+    unsafe { &*e.0.cast::<SimExec>() }
+}
+
+fn node_index(n: NodeHandle) -> usize {
+    n.0.addr() - 1
+}
 
 impl Backend for SimBackend {
     fn is_simulator(&self) -> bool {
@@ -425,5 +527,240 @@ impl Backend for SimBackend {
         _s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
         Ok(record.host.lock().unwrap_or_else(|p| p.into_inner()).take())
+    }
+
+    fn graph_create(&self) -> Result<GraphHandle> {
+        Ok(GraphHandle(
+            Box::into_raw(Box::<SimGraph>::default()).cast(),
+        ))
+    }
+
+    unsafe fn graph_destroy(&self, g: GraphHandle) {
+        // SAFETY: made by `graph_create` from a Box; given up by the caller.
+        drop(unsafe { Box::from_raw(g.0.cast::<SimGraph>()) });
+    }
+
+    unsafe fn graph_add_node(
+        &self,
+        g: GraphHandle,
+        deps: &[NodeHandle],
+        node: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle> {
+        let node = match node {
+            GraphNode::Kernel { desc, params } => SimNode::kernel(desc, params),
+            GraphNode::Copy { dst, src, bytes } => SimNode::Copy { dst, src, bytes },
+            GraphNode::Memset { dst, value, bytes } => SimNode::Memset { dst, value, bytes },
+            GraphNode::Host { f, data } => SimNode::Host { f, data },
+            GraphNode::Empty => SimNode::Empty,
+        };
+        // SAFETY: the caller's graph is live.
+        let mut nodes = unsafe { sim_graph(g) }
+            .nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        nodes.push((node, deps.iter().map(|&d| node_index(d)).collect()));
+        Ok(NodeHandle(core::ptr::without_provenance_mut(nodes.len())))
+    }
+
+    unsafe fn graph_add_dependency(
+        &self,
+        g: GraphHandle,
+        from: NodeHandle,
+        to: NodeHandle,
+    ) -> Result<()> {
+        // SAFETY: the caller's graph is live.
+        let mut nodes = unsafe { sim_graph(g) }
+            .nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        nodes[node_index(to)].1.push(node_index(from));
+        Ok(())
+    }
+
+    unsafe fn graph_instantiate(&self, g: GraphHandle) -> Result<GraphExecHandle> {
+        // SAFETY: the caller's graph is live.
+        let nodes = unsafe { sim_graph(g) }
+            .nodes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let deps: Vec<Vec<usize>> = nodes.iter().map(|(_, d)| d.clone()).collect();
+        let order = topological_order(&deps).ok_or(Error::GraphCycle {
+            graph: String::new(),
+            nodes: Vec::new(),
+        })?;
+        let exec = SimExec {
+            nodes: Mutex::new(nodes.iter().map(|(n, _)| n.clone()).collect()),
+            order,
+        };
+        Ok(GraphExecHandle(Box::into_raw(Box::new(exec)).cast()))
+    }
+
+    unsafe fn graph_exec_destroy(&self, e: GraphExecHandle) {
+        // SAFETY: made by `graph_instantiate` from a Box; given up by the caller.
+        drop(unsafe { Box::from_raw(e.0.cast::<SimExec>()) });
+    }
+
+    unsafe fn graph_launch(
+        &self,
+        e: GraphExecHandle,
+        s: StreamHandle,
+        name: &'static &'static str,
+        stream_last: &LastLaunch,
+    ) -> Result<()> {
+        // SAFETY: the caller's instantiation is live.
+        let exec = unsafe { sim_exec(e) };
+        let nodes = exec.nodes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for &i in &exec.order {
+            // SAFETY: every node's memory is valid and ordered (caller).
+            let r = unsafe { self.run_node(&nodes[i], s, stream_last) };
+            if let Err(e) = r {
+                return Err(match e {
+                    Error::SimulatorFault {
+                        kernel,
+                        block,
+                        thread,
+                        message,
+                    } => Error::SimulatorFault {
+                        kernel: format!("{kernel} (node #{i} of {})", *name),
+                        block,
+                        thread,
+                        message,
+                    },
+                    e => e,
+                });
+            }
+        }
+        stream_last.set(name);
+        self.last_launch.set(name);
+        Ok(())
+    }
+
+    unsafe fn graph_exec_set_kernel(
+        &self,
+        e: GraphExecHandle,
+        node: NodeHandle,
+        desc: &LaunchDesc<'_>,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        // SAFETY: the caller's instantiation is live.
+        let exec = unsafe { sim_exec(e) };
+        exec.nodes.lock().unwrap_or_else(|p| p.into_inner())[node_index(node)] =
+            SimNode::kernel(desc, params);
+        Ok(())
+    }
+
+    unsafe fn graph_exec_update(&self, e: GraphExecHandle, g: GraphHandle) -> Result<()> {
+        // SAFETY: both are live (caller).
+        let (exec, graph) = unsafe { (sim_exec(e), sim_graph(g)) };
+        let source = graph.nodes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut nodes = exec.nodes.lock().unwrap_or_else(|p| p.into_inner());
+        // The same rules as CUDA's for what the simulator models: the same number of nodes,
+        // each of the same kind, kernels of the same function, the same edges.
+        let deps: Vec<Vec<usize>> = source.iter().map(|(_, d)| d.clone()).collect();
+        let refuse = |reason: &str| {
+            Err(Error::GraphUpdateRefused {
+                graph: String::new(),
+                reason: reason.to_owned(),
+            })
+        };
+        if source.len() != nodes.len() || topological_order(&deps).as_ref() != Some(&exec.order) {
+            return refuse("the topology changed");
+        }
+        for ((new, _), old) in source.iter().zip(nodes.iter()) {
+            match (new, old) {
+                (SimNode::Kernel { name: a, .. }, SimNode::Kernel { name: b, .. }) if a != b => {
+                    return refuse("a kernel node's function changed");
+                }
+                (a, b) if core::mem::discriminant(a) != core::mem::discriminant(b) => {
+                    return refuse("a node's type changed");
+                }
+                _ => {}
+            }
+        }
+        *nodes = source.iter().map(|(n, _)| n.clone()).collect();
+        Ok(())
+    }
+}
+
+impl SimBackend {
+    /// Runs one node of a graph, synchronously.
+    ///
+    /// # Safety
+    /// As `Backend::graph_launch`.
+    unsafe fn run_node(&self, node: &SimNode, s: StreamHandle, last: &LastLaunch) -> Result<()> {
+        match node {
+            SimNode::Kernel {
+                name,
+                entry,
+                grid,
+                block,
+                shared,
+                params,
+                ffi,
+            } => {
+                let desc = LaunchDesc {
+                    function: FunctionHandle::NULL,
+                    name,
+                    sim_entry: *entry,
+                    grid: *grid,
+                    block: *block,
+                    shared_mem_bytes: *shared,
+                    stream: s,
+                    // SAFETY: the graph's owner holds the module, so its record is live.
+                    ffi: ffi.map(|r| unsafe { &*r }),
+                };
+                let mut params = params.clone();
+                // SAFETY: the parameters point at values the graph's owner keeps (caller).
+                unsafe { self.launch(&desc, &mut params, last) }
+            }
+            // SAFETY: the ends are valid for `bytes` bytes and do not overlap (caller).
+            SimNode::Copy { dst, src, bytes } => unsafe {
+                let src = match *src {
+                    CopyEnd::Host(p) => p.cast_const(),
+                    CopyEnd::Device(d) => d as *const u8,
+                };
+                let dst = match *dst {
+                    CopyEnd::Host(p) => p,
+                    CopyEnd::Device(d) => d as *mut u8,
+                };
+                core::ptr::copy_nonoverlapping(src, dst, *bytes);
+                Ok(())
+            },
+            // SAFETY: `dst` is `bytes` bytes of live, exclusively used memory (caller).
+            SimNode::Memset { dst, value, bytes } => unsafe {
+                core::ptr::write_bytes(*dst as *mut u8, *value, *bytes);
+                Ok(())
+            },
+            SimNode::Host { f, data } => {
+                // SAFETY: sound to call (caller).
+                unsafe { f(*data) };
+                Ok(())
+            }
+            SimNode::Empty => Ok(()),
+        }
+    }
+}
+
+// SAFETY: the raw pointers of a simulated graph are addresses the graph's owner keeps valid
+// (see `GraphNode`); the node lists are behind mutexes.
+unsafe impl Send for SimGraph {}
+// SAFETY: as above.
+unsafe impl Sync for SimGraph {}
+// SAFETY: as above.
+unsafe impl Send for SimExec {}
+// SAFETY: as above.
+unsafe impl Sync for SimExec {}
+
+#[cfg(test)]
+mod tests {
+    use super::topological_order;
+
+    #[test]
+    fn topological_order_respects_edges_and_finds_cycles() {
+        let order = topological_order(&[vec![], vec![0], vec![0], vec![1, 2]]).unwrap();
+        let pos = |i| order.iter().position(|&x| x == i).unwrap();
+        assert!(pos(0) < pos(1) && pos(0) < pos(2) && pos(1) < pos(3) && pos(2) < pos(3));
+        assert_eq!(topological_order(&[vec![1], vec![0]]), None);
+        assert_eq!(topological_order(&[]), Some(vec![]));
     }
 }

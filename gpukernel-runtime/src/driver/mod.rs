@@ -22,11 +22,13 @@ use cudarc::driver::sys;
 pub(crate) use sys::{CUcontext, CUdevice, CUdeviceptr, CUevent, CUfunction, CUmodule, CUstream};
 
 mod device;
+mod graph;
 mod memory;
 mod module;
 mod stream;
 
 pub(crate) use device::*;
+pub(crate) use graph::*;
 pub(crate) use memory::*;
 pub(crate) use module::*;
 pub(crate) use stream::*;

@@ -7,6 +7,7 @@ use gpukernel_device::{DeviceCopy, DisjointSlice};
 
 use super::MAX_KERNEL_PARAMS;
 use crate::error::Result;
+use crate::graph::{GraphBuffer, GraphBufferMut, NodeUses};
 use crate::memory::{
     DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
 };
@@ -92,6 +93,10 @@ pub unsafe trait KernelArg<P> {
     /// and returns its ABI values.
     #[doc(hidden)]
     fn lower(self, stream: &Stream) -> Result<Self::Abi>;
+    /// For a graph's kernel node: records the argument's memory use in `uses` (the graph
+    /// orders it at each launch) instead of ordering it now, and returns its ABI values.
+    #[doc(hidden)]
+    fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi>;
 }
 
 /// An argument tuple for a kernel whose parameter tuple is `P`, checked at compile time.
@@ -110,6 +115,8 @@ pub unsafe trait LaunchArgs<P> {
     type Abi;
     #[doc(hidden)]
     fn lower(self, stream: &Stream) -> Result<Self::Abi>;
+    #[doc(hidden)]
+    fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi>;
     #[doc(hidden)]
     fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize;
 }
@@ -148,6 +155,10 @@ unsafe impl<T: DeviceCopy> KernelArg<T> for T {
     fn lower(self, _stream: &Stream) -> Result<Scalar<T>> {
         Ok(Scalar(self))
     }
+    #[inline(always)]
+    fn record(self, _uses: &mut NodeUses<'_>) -> Result<Scalar<T>> {
+        Ok(Scalar(self))
+    }
 }
 
 // --- slices ----------------------------------------------------------------------------------
@@ -167,6 +178,13 @@ macro_rules! slice_arg {
                 let mut this = self;
                 let p = this.$method();
                 p.track("Stream::launch", "a buffer argument", stream)?;
+                Ok(slice_arg!(@lower p, $kind))
+            }
+            fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi> {
+                #[allow(unused_mut)]
+                let mut this = self;
+                let p = this.$method();
+                uses.record("Graph::add_kernel", "a buffer argument", p)?;
                 Ok(slice_arg!(@lower p, $kind))
             }
         }
@@ -196,6 +214,14 @@ slice_arg! {
     ['b, 'v, T: DeviceCopy] &'b DeviceView<'v, T> => *const T, raw_parts, ptr, Safe;
     ['b, T: DeviceCopy] &'b mut DeviceBuffer<T> => *mut T, raw_parts_mut, ptr, Safe;
     ['b, 'v, T: DeviceCopy] &'b mut DeviceViewMut<'v, T> => *mut T, raw_parts_mut, ptr, Safe;
+
+    ['g, T: DeviceCopy] GraphBuffer<'g, T> => &'static [T], raw_parts, slice, Safe;
+    ['g, T: DeviceCopy] GraphBuffer<'g, T> => *const T, raw_parts, ptr, Safe;
+    ['g, T: DeviceCopy] GraphBufferMut<'g, T> => &'static [T], raw_parts, slice, Safe;
+    ['g, T: DeviceCopy] GraphBufferMut<'g, T> => *const T, raw_parts, ptr, Safe;
+    ['g, T: DeviceCopy] GraphBufferMut<'g, T> => DisjointSlice<'static, T>, raw_parts_mut, slice, Safe;
+    ['g, T: DeviceCopy] GraphBufferMut<'g, T> => &'static mut [T], raw_parts_mut, slice, RequiresLaunchUnchecked;
+    ['g, T: DeviceCopy] GraphBufferMut<'g, T> => *mut T, raw_parts_mut, ptr, Safe;
 }
 
 // --- raw pointers ----------------------------------------------------------------------------
@@ -208,6 +234,10 @@ unsafe impl<T> KernelArg<*const T> for DevicePtr<T> {
     fn lower(self, _stream: &Stream) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
+    #[inline(always)]
+    fn record(self, _uses: &mut NodeUses<'_>) -> Result<Scalar<u64>> {
+        Ok(Scalar(self.addr()))
+    }
 }
 // SAFETY: as above.
 unsafe impl<T> KernelArg<*mut T> for DevicePtr<T> {
@@ -215,6 +245,10 @@ unsafe impl<T> KernelArg<*mut T> for DevicePtr<T> {
     type Abi = Scalar<u64>;
     #[inline(always)]
     fn lower(self, _stream: &Stream) -> Result<Scalar<u64>> {
+        Ok(Scalar(self.addr()))
+    }
+    #[inline(always)]
+    fn record(self, _uses: &mut NodeUses<'_>) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
 }
@@ -240,6 +274,12 @@ macro_rules! tuple_args {
                 let _ = stream;
                 let ($($a,)*) = self;
                 Ok(($(KernelArg::<$P>::lower($a, stream)?,)*))
+            }
+            #[inline(always)]
+            fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi> {
+                let _ = &uses;
+                let ($($a,)*) = self;
+                Ok(($(KernelArg::<$P>::record($a, uses)?,)*))
             }
             #[inline(always)]
             #[allow(unused_mut)]

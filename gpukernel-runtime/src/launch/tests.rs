@@ -122,7 +122,7 @@ unsafe fn scale_entry(p: *const *mut c_void) {
 }
 
 #[derive(Clone, Copy)]
-struct out_of_bounds;
+pub(crate) struct out_of_bounds;
 // SAFETY: as for `saxpy`.
 unsafe impl Kernel for out_of_bounds {
     const NAME: &'static str = "out_of_bounds";
@@ -142,7 +142,7 @@ unsafe fn oob_entry(p: *const *mut c_void) {
 }
 
 #[derive(Clone, Copy)]
-struct fails_foreign;
+pub(crate) struct fails_foreign;
 // SAFETY: as for `saxpy`.
 unsafe impl Kernel for fails_foreign {
     const NAME: &'static str = "fails_foreign";

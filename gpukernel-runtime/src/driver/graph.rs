@@ -1,0 +1,301 @@
+//! CUDA graphs: building, instantiating, launching and updating them.
+//!
+//! The `_v2` entry points of CUDA 12+ are used where the unsuffixed name is an older ABI
+//! (`cuGraphAddKernelNode_v2` and `cuGraphExecKernelNodeSetParams_v2` take
+//! `CUDA_KERNEL_NODE_PARAMS_v2`, whose `kern` and `ctx` fields are left null so `func` is used;
+//! `cuGraphExecUpdate_v2` reports through `CUgraphExecUpdateResultInfo`).
+
+use core::ffi::c_void;
+
+use cudarc::driver::sys;
+
+use super::{CUcontext, CUdeviceptr, CUfunction, CUstream, check};
+use crate::error::Result;
+
+pub(crate) use sys::{CUgraph, CUgraphExec, CUgraphNode};
+
+/// A host function called by a host node (`CUhostFn`).
+pub(crate) type HostFn = unsafe extern "C" fn(*mut c_void);
+
+/// # Safety
+/// A context must be current on this thread.
+pub(crate) unsafe fn graph_create() -> Result<CUgraph> {
+    let mut g: CUgraph = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; flags must be 0.
+    check("cuGraphCreate", unsafe { sys::cuGraphCreate(&mut g, 0) })?;
+    Ok(g)
+}
+
+/// # Safety
+/// `g` must be a live graph, not used afterwards.
+pub(crate) unsafe fn graph_destroy(g: CUgraph) -> Result<()> {
+    // SAFETY: the caller gives `g` up.
+    check("cuGraphDestroy", unsafe { sys::cuGraphDestroy(g) })
+}
+
+/// Adds a kernel node. The driver copies the parameter values.
+///
+/// # Safety
+/// `g` is live; `deps` are nodes of `g`; `f` is a live function of the current context and
+/// `params` holds one pointer per parameter, each to a value of the parameter's type.
+pub(crate) unsafe fn graph_add_kernel(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    params: *mut *mut c_void,
+) -> Result<CUgraphNode> {
+    let p = kernel_params(f, grid, block, shared_mem_bytes, params);
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller; `p` lives for the call.
+    check("cuGraphAddKernelNode", unsafe {
+        sys::cuGraphAddKernelNode_v2(&mut n, g, deps.as_ptr(), deps.len(), &p)
+    })?;
+    Ok(n)
+}
+
+fn kernel_params(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    params: *mut *mut c_void,
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    sys::CUDA_KERNEL_NODE_PARAMS {
+        func: f,
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: shared_mem_bytes,
+        kernelParams: params,
+        extra: core::ptr::null_mut(),
+        // Null `kern` and `ctx`: the driver uses `func` (a CUfunction of the current context).
+        kern: core::ptr::null_mut(),
+        ctx: core::ptr::null_mut(),
+    }
+}
+
+/// One end of a copy node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CopyEnd {
+    Host(*mut c_void),
+    Device(CUdeviceptr),
+}
+
+/// Adds a one-dimensional copy node of `bytes` bytes.
+///
+/// # Safety
+/// `g` is live, `deps` are its nodes, `ctx` is current; both ends are valid for `bytes` bytes
+/// whenever an instantiation of the graph runs.
+pub(crate) unsafe fn graph_add_memcpy(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    dst: CopyEnd,
+    src: CopyEnd,
+    bytes: usize,
+    ctx: CUcontext,
+) -> Result<CUgraphNode> {
+    // SAFETY: CUDA_MEMCPY3D is plain data; all-zero is its documented starting state.
+    let mut p: sys::CUDA_MEMCPY3D = unsafe { core::mem::zeroed() };
+    match src {
+        CopyEnd::Host(h) => {
+            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.srcHost = h;
+        }
+        CopyEnd::Device(d) => {
+            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.srcDevice = d;
+        }
+    }
+    match dst {
+        CopyEnd::Host(h) => {
+            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
+            p.dstHost = h;
+        }
+        CopyEnd::Device(d) => {
+            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+            p.dstDevice = d;
+        }
+    }
+    p.WidthInBytes = bytes;
+    p.Height = 1;
+    p.Depth = 1;
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller; `p` lives for the call.
+    check("cuGraphAddMemcpyNode", unsafe {
+        sys::cuGraphAddMemcpyNode(&mut n, g, deps.as_ptr(), deps.len(), &p, ctx)
+    })?;
+    Ok(n)
+}
+
+/// Adds a byte-fill node.
+///
+/// # Safety
+/// `g` is live, `deps` are its nodes, `ctx` is current; `dst` is `bytes` of device memory
+/// whenever an instantiation runs.
+pub(crate) unsafe fn graph_add_memset(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    dst: CUdeviceptr,
+    value: u8,
+    bytes: usize,
+    ctx: CUcontext,
+) -> Result<CUgraphNode> {
+    let p = sys::CUDA_MEMSET_NODE_PARAMS {
+        dst,
+        pitch: 0,
+        value: value as u32,
+        elementSize: 1,
+        width: bytes,
+        height: 1,
+    };
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller.
+    check("cuGraphAddMemsetNode", unsafe {
+        sys::cuGraphAddMemsetNode(&mut n, g, deps.as_ptr(), deps.len(), &p, ctx)
+    })?;
+    Ok(n)
+}
+
+/// Adds a host node calling `f(data)`.
+///
+/// # Safety
+/// `g` is live and `deps` are its nodes; `f(data)` is sound to call from a driver thread
+/// whenever an instantiation runs.
+pub(crate) unsafe fn graph_add_host(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    f: HostFn,
+    data: *mut c_void,
+) -> Result<CUgraphNode> {
+    let p = sys::CUDA_HOST_NODE_PARAMS {
+        fn_: Some(f),
+        userData: data,
+    };
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller.
+    check("cuGraphAddHostNode", unsafe {
+        sys::cuGraphAddHostNode(&mut n, g, deps.as_ptr(), deps.len(), &p)
+    })?;
+    Ok(n)
+}
+
+/// Adds an empty node (a join point).
+///
+/// # Safety
+/// `g` is live and `deps` are its nodes.
+pub(crate) unsafe fn graph_add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result<CUgraphNode> {
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller.
+    check("cuGraphAddEmptyNode", unsafe {
+        sys::cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len())
+    })?;
+    Ok(n)
+}
+
+/// Makes `to` depend on `from`.
+///
+/// # Safety
+/// `g` is live; both nodes belong to it.
+pub(crate) unsafe fn graph_add_dependency(
+    g: CUgraph,
+    from: CUgraphNode,
+    to: CUgraphNode,
+) -> Result<()> {
+    // SAFETY: forwarded from the caller; one edge, no edge data.
+    check("cuGraphAddDependencies", unsafe {
+        sys::cuGraphAddDependencies_v2(g, &from, &to, core::ptr::null(), 1)
+    })
+}
+
+/// # Safety
+/// `g` is live and a context is current.
+pub(crate) unsafe fn graph_instantiate(g: CUgraph) -> Result<CUgraphExec> {
+    let mut e: CUgraphExec = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; `g` is live (caller); no flags.
+    check("cuGraphInstantiateWithFlags", unsafe {
+        sys::cuGraphInstantiateWithFlags(&mut e, g, 0)
+    })?;
+    Ok(e)
+}
+
+/// # Safety
+/// `e` is live and not used afterwards.
+pub(crate) unsafe fn graph_exec_destroy(e: CUgraphExec) -> Result<()> {
+    // SAFETY: the caller gives `e` up; an in-flight launch completes first (the driver frees
+    // it asynchronously).
+    check("cuGraphExecDestroy", unsafe { sys::cuGraphExecDestroy(e) })
+}
+
+/// Returns the raw result, so the caller can classify a sticky fault.
+///
+/// # Safety
+/// `e` and `s` are live and of the current context.
+pub(crate) unsafe fn graph_launch(e: CUgraphExec, s: CUstream) -> sys::CUresult {
+    // SAFETY: forwarded from the caller.
+    unsafe { sys::cuGraphLaunch(e, s) }
+}
+
+/// Replaces a kernel node's launch parameters in an instantiated graph (same function).
+///
+/// # Safety
+/// As [`graph_add_kernel`]; `node` is the node of the graph `e` was instantiated from.
+pub(crate) unsafe fn graph_exec_kernel_set_params(
+    e: CUgraphExec,
+    node: CUgraphNode,
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    params: *mut *mut c_void,
+) -> Result<()> {
+    let p = kernel_params(f, grid, block, shared_mem_bytes, params);
+    // SAFETY: forwarded from the caller.
+    check("cuGraphExecKernelNodeSetParams", unsafe {
+        sys::cuGraphExecKernelNodeSetParams_v2(e, node, &p)
+    })
+}
+
+/// Why `cuGraphExecUpdate` refused: the driver's result code name.
+pub(crate) type UpdateRefusal = &'static str;
+
+/// Updates `e` to the parameters of `g` (same topology). `Ok(Err(reason))` when the driver
+/// refuses the update (the exec is unchanged and still usable).
+///
+/// # Safety
+/// `e` and `g` are live.
+pub(crate) unsafe fn graph_exec_update(
+    e: CUgraphExec,
+    g: CUgraph,
+) -> Result<core::result::Result<(), UpdateRefusal>> {
+    // SAFETY: plain data.
+    let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { core::mem::zeroed() };
+    // SAFETY: forwarded from the caller; valid out-pointer.
+    let r = unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) };
+    // Read as an integer: a code newer than these bindings must not be a Rust enum value.
+    // SAFETY: the field is a `repr(u32)` enum, so its bytes are a valid u32.
+    let code = unsafe { (&raw const info.result).cast::<u32>().read() };
+    let reason = match code {
+        0 => None,
+        2 => Some("the topology changed"),
+        3 => Some("a node's type changed"),
+        4 => Some("a kernel node's function changed"),
+        5 => Some("a node's parameters changed in a way that cannot be updated"),
+        6 => Some("the update is not supported"),
+        7 => Some("the function change is not supported"),
+        8 => Some("node attributes changed"),
+        _ => Some("CU_GRAPH_EXEC_UPDATE_ERROR"),
+    };
+    match reason {
+        Some(reason) => Ok(Err(reason)),
+        None if r == sys::CUresult::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE => {
+            Ok(Err("CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE"))
+        }
+        None => check("cuGraphExecUpdate", r).map(Ok),
+    }
+}

@@ -1,0 +1,233 @@
+//! Graphs on the simulator, with the hand-written kernels of the launch tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::Error;
+use crate::launch::tests::{saxpy, sim};
+use crate::{DeviceBuffer, LaunchConfig};
+
+const N: usize = 1000;
+
+#[test]
+fn copy_kernel_copy_host_node_runs_in_order_each_launch() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let host_x: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let mut host_y = vec![0.0f32; N];
+    let mut x = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(N).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    {
+        let g = ctx.new_graph("example").unwrap();
+        let (xb, yb) = (g.buffer_mut(&mut x), g.buffer_mut(&mut y));
+        let up = g.add_memcpy_htod(&[], xb, &host_x).unwrap();
+        let cfg = LaunchConfig::for_elements(N).unwrap();
+        let kn = g.add_kernel(&[up], &k, cfg, (2.0f32, xb, yb)).unwrap();
+        let down = g.add_memcpy_dtoh(&[kn], &mut host_y, yb).unwrap();
+        let c = calls.clone();
+        g.add_host(&[down], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        assert_eq!(g.len(), 4);
+        let exec = g.instantiate().unwrap();
+        let s = ctx.new_stream().unwrap();
+        for _ in 0..3 {
+            exec.launch(&s).unwrap();
+        }
+        s.synchronize().unwrap();
+        assert_eq!(
+            s.last_launch(),
+            Some("graph `example` (kernel nodes: saxpy)")
+        );
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // Three launches: y = 3 * 2x, and the last copy saw it.
+    assert!(host_y.iter().enumerate().all(|(i, &v)| v == 6.0 * i as f32));
+    assert_eq!(y.to_host_vec().unwrap(), host_y);
+}
+
+#[test]
+fn conflicting_nodes_are_ordered_and_readers_are_not() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 8]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(8).unwrap();
+    let mut z = ctx.alloc_zeros::<f32>(8).unwrap();
+    let g = ctx.new_graph("order").unwrap();
+    let (xb, yb, zb) = (g.buffer(&x), g.buffer_mut(&mut y), g.buffer_mut(&mut z));
+    let cfg = LaunchConfig::for_elements(8).unwrap();
+    let a = g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+    let b = g.add_kernel(&[], &k, cfg, (1.0f32, xb, zb)).unwrap();
+    let c = g.add_kernel(&[], &k, cfg, (1.0f32, yb.read(), zb)).unwrap();
+    let st = g.inner.lock();
+    assert!(st.nodes[a.index()].deps.is_empty());
+    assert!(st.nodes[b.index()].deps.is_empty(), "x is only read");
+    let mut dc = st.nodes[c.index()].deps.clone();
+    dc.sort();
+    assert_eq!(dc, vec![0, 1], "reads y after a, writes z after b");
+}
+
+#[test]
+fn a_cycle_is_a_named_error() {
+    let (ctx, _module) = sim();
+    let g = ctx.new_graph("loop").unwrap();
+    let a = g.add_empty(&[]).unwrap();
+    let b = g.add_empty(&[a]).unwrap();
+    let c = g.add_empty(&[b]).unwrap();
+    g.add_dependency(c, a).unwrap();
+    match g.instantiate() {
+        Err(Error::GraphCycle { graph, nodes }) => {
+            assert_eq!(graph, "loop");
+            assert_eq!(nodes.len(), 3);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_node_of_another_graph_is_a_named_error() {
+    let (ctx, _module) = sim();
+    let g1 = ctx.new_graph("one").unwrap();
+    let g2 = ctx.new_graph("two").unwrap();
+    let a = g1.add_empty(&[]).unwrap();
+    let b = g2.add_empty(&[]).unwrap();
+    assert!(matches!(
+        g2.add_empty(&[a]),
+        Err(Error::ForeignGraphNode { graph, .. }) if graph == "two"
+    ));
+    assert!(matches!(
+        g2.add_dependency(a, b),
+        Err(Error::ForeignGraphNode { .. })
+    ));
+}
+
+#[test]
+fn kernel_args_update_in_an_instantiated_graph() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 4]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(4).unwrap();
+    let mut other = ctx.alloc_zeros::<f32>(4).unwrap();
+    {
+        let g = ctx.new_graph("update").unwrap();
+        let (xb, yb, ob) = (g.buffer(&x), g.buffer_mut(&mut y), g.buffer_mut(&mut other));
+        let cfg = LaunchConfig::for_elements(4).unwrap();
+        let n = g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        let e = g.add_empty(&[]).unwrap();
+        let exec = g.instantiate().unwrap();
+        let s = ctx.default_stream();
+        exec.launch(&s).unwrap();
+        exec.set_kernel_args(n, &k, cfg, (10.0f32, xb, ob)).unwrap();
+        exec.launch(&s).unwrap();
+        assert!(matches!(
+            exec.set_kernel_args(e, &k, cfg, (1.0f32, xb, yb)),
+            Err(Error::WrongGraphNode { .. })
+        ));
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![1.0; 4]);
+    assert_eq!(other.to_host_vec().unwrap(), vec![10.0; 4]);
+}
+
+#[test]
+fn whole_graph_update_and_its_refusal() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 4]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(4).unwrap();
+    {
+        let g1 = ctx.new_graph("v1").unwrap();
+        let g2 = ctx.new_graph("v2").unwrap();
+        let g3 = ctx.new_graph("v3").unwrap();
+        let (xb, yb) = (g1.buffer(&x), g1.buffer_mut(&mut y));
+        let cfg = LaunchConfig::for_elements(4).unwrap();
+        g1.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        g2.add_kernel(&[], &k, cfg, (100.0f32, xb, yb)).unwrap();
+        g3.add_empty(&[]).unwrap();
+        g3.add_empty(&[]).unwrap();
+        let mut exec = g1.instantiate().unwrap();
+        let s = ctx.default_stream();
+        exec.launch(&s).unwrap();
+        exec.update(&g2).unwrap();
+        exec.launch(&s).unwrap();
+        assert!(matches!(
+            exec.update(&g3),
+            Err(Error::GraphUpdateRefused { graph, .. }) if graph == "v2"
+        ));
+        exec.launch(&s).unwrap();
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![201.0; 4]);
+}
+
+#[test]
+fn graph_launches_are_ordered_with_other_streams() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 4]).unwrap();
+    let mut y: DeviceBuffer<f32> = ctx.alloc_zeros(4).unwrap();
+    let s2 = ctx.new_stream().unwrap();
+    {
+        let g = ctx.new_graph("streams").unwrap();
+        let (xb, yb) = (g.buffer(&x), g.buffer_mut(&mut y));
+        let cfg = LaunchConfig::for_elements(4).unwrap();
+        g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        let exec = g.instantiate().unwrap();
+        exec.launch(&s2).unwrap();
+    }
+    // The buffer's tracker saw the launch on `s2`: a host read waits for it.
+    assert!(y.stream().same_as(&ctx.default_stream()));
+    assert_eq!(y.to_host_vec().unwrap(), vec![1.0; 4]);
+}
+
+#[test]
+fn a_simulated_fault_names_the_graph_and_node() {
+    let (ctx, module) = sim();
+    let k = module.kernel(crate::launch::tests::out_of_bounds).unwrap();
+    let mut x = ctx.alloc_zeros::<u32>(4).unwrap();
+    let g = ctx.new_graph("faulty").unwrap();
+    let xb = g.buffer_mut(&mut x);
+    g.add_empty(&[]).unwrap();
+    g.add_kernel(
+        &[],
+        &k,
+        LaunchConfig::for_elements(8).unwrap(),
+        (xb.read(),),
+    )
+    .unwrap();
+    let exec = g.instantiate().unwrap();
+    match exec.launch(&ctx.default_stream()) {
+        Err(Error::SimulatorFault { kernel, .. }) => {
+            assert!(kernel.contains("node #1 of graph `faulty`"), "{kernel}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_foreign_failure_of_a_graph_kernel_surfaces_where_its_stream_is_observed() {
+    let (ctx, module) = sim();
+    let k = module.kernel(crate::launch::tests::fails_foreign).unwrap();
+    let x = ctx.alloc_zeros::<u32>(16).unwrap();
+    let s = ctx.new_stream().unwrap();
+    {
+        let g = ctx.new_graph("ffi").unwrap();
+        g.add_kernel(
+            &[],
+            &k,
+            LaunchConfig::for_elements(16).unwrap(),
+            (g.buffer(&x),),
+        )
+        .unwrap();
+        g.instantiate().unwrap().launch(&s).unwrap();
+    }
+    match s.synchronize() {
+        Err(Error::ForeignCallFailed {
+            function, kernel, ..
+        }) => {
+            assert_eq!(function, "mul_f32_f32");
+            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}

@@ -1,0 +1,140 @@
+//! CUDA graphs on a CUDA device (feature `gpu`): the twins of the simulator tests in
+//! `src/graph/tests.rs`.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::{fails_foreign, gpu, saxpy};
+use gpukernel_runtime::{Error, LaunchConfig};
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn copy_kernel_copy_host_node_runs_in_order_each_launch() {
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = m.kernel(saxpy).unwrap();
+    let n = 100_003;
+    let host_x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let mut host_y = vec![0.0f32; n];
+    let mut x = ctx.alloc_zeros::<f32>(n).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(n).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    {
+        let g = ctx.new_graph("example").unwrap();
+        let (xb, yb) = (g.buffer_mut(&mut x), g.buffer_mut(&mut y));
+        let up = g.add_memcpy_htod(&[], xb, &host_x).unwrap();
+        let cfg = LaunchConfig::for_elements(n).unwrap();
+        let kn = g.add_kernel(&[up], &k, cfg, (2.0f32, xb, yb)).unwrap();
+        let down = g.add_memcpy_dtoh(&[kn], &mut host_y, yb).unwrap();
+        let c = calls.clone();
+        g.add_host(&[down], move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let exec = g.instantiate().unwrap();
+        let s = ctx.new_stream().unwrap();
+        for _ in 0..3 {
+            exec.launch(&s).unwrap();
+        }
+        s.synchronize().unwrap();
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    for (i, &v) in host_y.iter().enumerate() {
+        assert_eq!(v, 6.0 * host_x[i], "element {i}");
+    }
+    assert_eq!(y.to_host_vec().unwrap(), host_y);
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_chain_of_1000_conflicting_kernel_nodes_runs_in_order() {
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = m.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 256]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(256).unwrap();
+    {
+        let g = ctx.new_graph("chain").unwrap();
+        let (xb, yb) = (g.buffer(&x), g.buffer_mut(&mut y));
+        let cfg = LaunchConfig::for_elements(256).unwrap();
+        // Each node reads and writes all of y: unordered nodes would lose updates.
+        for _ in 0..1000 {
+            g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        }
+        g.instantiate()
+            .unwrap()
+            .launch(&ctx.default_stream())
+            .unwrap();
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![1000.0; 256]);
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn kernel_args_and_whole_graph_update() {
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = m.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 64]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(64).unwrap();
+    let mut other = ctx.alloc_zeros::<f32>(64).unwrap();
+    {
+        let g1 = ctx.new_graph("v1").unwrap();
+        let g2 = ctx.new_graph("v2").unwrap();
+        let g3 = ctx.new_graph("v3").unwrap();
+        let (xb, yb, ob) = (
+            g1.buffer(&x),
+            g1.buffer_mut(&mut y),
+            g1.buffer_mut(&mut other),
+        );
+        let cfg = LaunchConfig::for_elements(64).unwrap();
+        let n = g1.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        g2.add_kernel(&[], &k, cfg, (100.0f32, xb, yb)).unwrap();
+        g3.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        g3.add_empty(&[]).unwrap();
+        let mut exec = g1.instantiate().unwrap();
+        let s = ctx.default_stream();
+        exec.launch(&s).unwrap(); // y = 1
+        exec.set_kernel_args(n, &k, cfg, (10.0f32, xb, ob)).unwrap();
+        exec.launch(&s).unwrap(); // other = 10
+        exec.update(&g2).unwrap();
+        exec.launch(&s).unwrap(); // y = 101
+        assert!(matches!(
+            exec.update(&g3),
+            Err(Error::GraphUpdateRefused { .. })
+        ));
+        exec.launch(&s).unwrap(); // y = 201
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![201.0; 64]);
+    assert_eq!(other.to_host_vec().unwrap(), vec![10.0; 64]);
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_foreign_failure_of_a_graph_kernel_surfaces_at_synchronize() {
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = m.kernel(fails_foreign).unwrap();
+    let s = ctx.new_stream().unwrap();
+    {
+        let g = ctx.new_graph("ffi").unwrap();
+        g.add_kernel(&[], &k, LaunchConfig::new(1, 32), (9,))
+            .unwrap();
+        g.instantiate().unwrap().launch(&s).unwrap();
+    }
+    match s.synchronize() {
+        Err(Error::ForeignCallFailed {
+            function,
+            status,
+            kernel,
+            ..
+        }) => {
+            assert_eq!(function, "mul_f32_f32");
+            assert_eq!(status, 9);
+            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
