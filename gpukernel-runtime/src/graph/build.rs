@@ -1,0 +1,692 @@
+//! Building a graph: [`Graph`] and its nodes.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Nodes and the graph's state
+// ---------------------------------------------------------------------------------------------
+
+/// A node of a [`Graph`]: what `add_*` returns and dependencies name. `Copy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Node {
+    pub(super) graph: u64,
+    pub(super) index: usize,
+}
+
+impl Node {
+    /// The node's index: the order it was added in, from 0.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+/// A kernel node's function: its module is held so the function stays loaded.
+pub(super) struct KernelInfo {
+    pub(super) module: Arc<ModuleInner>,
+    pub(super) info: FunctionInfo,
+    pub(super) name: &'static &'static str,
+    pub(super) sim_entry: Option<SimEntry>,
+}
+
+pub(super) struct NodeState {
+    pub(super) handle: NodeHandle,
+    pub(super) deps: Vec<usize>,
+    pub(super) uses: Vec<Use>,
+    pub(super) kernel: Option<Arc<KernelInfo>>,
+}
+
+/// A value the backend may read for the graph's lifetime (kernel arguments, host closures);
+/// never accessed through the box.
+pub(super) trait Kept {}
+impl<T: ?Sized> Kept for T {}
+
+pub(super) struct KeptBox<'a>(
+    #[allow(dead_code, reason = "kept alive, read by the backend")] Box<dyn Kept + 'a>,
+);
+// SAFETY: the box is never accessed from Rust after it is made (only dropped); the backend
+// reads the plain ABI values it holds, and host closures are `Send` and called under their own
+// mutex.
+unsafe impl Send for KeptBox<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for KeptBox<'_> {}
+
+#[derive(Default)]
+pub(super) struct State<'a> {
+    pub(super) nodes: Vec<NodeState>,
+    /// Per allocation: the byte ranges used by nodes not yet ordered before a later writer
+    /// (the frontier that a new conflicting node depends on).
+    pub(super) frontier: Vec<Use>,
+    pub(super) frontier_node: Vec<usize>,
+    pub(super) kept: Vec<KeptBox<'a>>,
+}
+
+pub(super) struct GraphInner<'a> {
+    pub(super) ctx: Arc<ContextInner>,
+    pub(super) handle: GraphHandle,
+    pub(super) id: u64,
+    pub(super) name: String,
+    pub(super) state: Mutex<State<'a>>,
+}
+
+impl Drop for GraphInner<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the last owner of the graph; instantiations are independent of it (the ones
+        // reading its kept values hold this `Arc`).
+        unsafe { self.ctx.backend.graph_destroy(self.handle) };
+    }
+}
+
+impl<'a> GraphInner<'a> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State<'a>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A CUDA graph being built: nodes and the dependencies between them. See the [module
+/// documentation](self) for what `'a` borrows and how nodes are ordered.
+///
+/// ```no_run
+/// # use gpukernel_runtime::{Context, Graph, LaunchConfig, TypedKernel};
+/// # fn f<K: gpukernel_runtime::SafeKernel<Params = (f32, &'static [f32], gpukernel_device::DisjointSlice<'static, f32>)>>(ctx: &Context, saxpy: &TypedKernel<K>) -> gpukernel_runtime::Result<()> {
+/// let host_x = vec![1.0f32; 1024];
+/// let mut host_y = vec![0.0f32; 1024];
+/// let mut x = ctx.alloc_zeros::<f32>(1024)?;
+/// let mut y = ctx.alloc_zeros::<f32>(1024)?;
+/// {
+///     let graph = ctx.new_graph("saxpy")?;
+///     let (xb, yb) = (graph.buffer_mut(&mut x), graph.buffer_mut(&mut y));
+///     let up = graph.add_memcpy_htod(&[], xb, &host_x)?;
+///     let k = graph.add_kernel(&[up], saxpy, LaunchConfig::for_elements(1024)?, (2.0f32, xb, yb))?;
+///     graph.add_memcpy_dtoh(&[k], &mut host_y, yb)?;
+///     let exec = graph.instantiate()?;
+///     exec.launch(&ctx.default_stream())?;
+///     ctx.default_stream().synchronize()?;
+/// } // the graph and its instantiation are gone: `host_y` and the buffers are free again
+/// assert!(host_y.iter().all(|&v| v == 2.0));
+/// # Ok(()) }
+/// ```
+pub struct Graph<'a> {
+    pub(super) inner: Arc<GraphInner<'a>>,
+    /// Invariant in `'a`: borrows are added through `&self`.
+    pub(super) _a: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+impl fmt::Debug for Graph<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Graph")
+            .field("name", &self.inner.name)
+            .field("nodes", &self.inner.lock().nodes.len())
+            .finish()
+    }
+}
+
+pub(super) static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
+
+impl Context {
+    /// A new, empty graph named `name` (for error messages and fault reports).
+    pub fn new_graph<'a>(&self, name: &str) -> Result<Graph<'a>> {
+        let handle = self.inner.backend.graph_create()?;
+        Ok(Graph {
+            inner: Arc::new(GraphInner {
+                ctx: self.inner.clone(),
+                handle,
+                id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
+                name: name.to_owned(),
+                state: Mutex::new(State::default()),
+            }),
+            _a: PhantomData,
+        })
+    }
+}
+
+/// The `extern "C"` function host nodes call: runs the closure, never unwinding into the
+/// driver.
+unsafe extern "C" fn call_host(data: *mut c_void) {
+    // SAFETY: `data` is the `HostClosure` the graph keeps until its last owner is gone, which
+    // is after every launch that can call this (see `GraphExec`'s drop).
+    let closure = unsafe { &*data.cast::<HostClosure>() };
+    let run = std::panic::AssertUnwindSafe(|| {
+        let mut f = closure.0.lock().unwrap_or_else(|p| p.into_inner());
+        f();
+    });
+    if std::panic::catch_unwind(run).is_err() {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"gpukernel-runtime: a graph host node panicked (ignored)\n",
+        );
+    }
+}
+
+pub(super) type HostClosure = (Mutex<Box<dyn FnMut() + Send>>,);
+
+impl<'a> Graph<'a> {
+    /// The graph's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The number of nodes.
+    pub fn len(&self) -> usize {
+        self.inner.lock().nodes.len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The raw `CUgraph` (meaningless on the simulator).
+    pub fn raw(&self) -> cudarc::driver::sys::CUgraph {
+        if self.inner.ctx.backend.is_simulator() {
+            return core::ptr::null_mut();
+        }
+        self.inner.handle.0.cast()
+    }
+
+    /// Registers a buffer that nodes read, borrowing it for the graph's lifetime.
+    pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
+        let p = b.raw_parts();
+        GraphBuffer {
+            ptr: p.ptr,
+            len: p.len,
+            ctx: p.ctx,
+            tracker: p.tracker,
+            _t: PhantomData,
+        }
+    }
+
+    /// Registers a buffer that nodes read and write, borrowing it exclusively for the graph's
+    /// lifetime.
+    pub fn buffer_mut<T: DeviceCopy>(&self, b: &'a mut DeviceBuffer<T>) -> GraphBufferMut<'a, T> {
+        let p = b.raw_parts();
+        GraphBufferMut {
+            ptr: p.ptr,
+            len: p.len,
+            ctx: p.ctx,
+            tracker: p.tracker,
+            _t: PhantomData,
+        }
+    }
+
+    pub(super) fn check_deps(&self, operation: &'static str, deps: &[Node]) -> Result<Vec<usize>> {
+        let n = self.inner.lock().nodes.len();
+        deps.iter()
+            .map(|d| {
+                if d.graph != self.inner.id || d.index >= n {
+                    Err(Error::ForeignGraphNode {
+                        operation,
+                        node: d.index,
+                        owner: owner_name(d.graph),
+                        graph: self.inner.name.clone(),
+                    })
+                } else {
+                    Ok(d.index)
+                }
+            })
+            .collect()
+    }
+
+    /// Adds a node: its explicit dependencies, plus the earlier nodes its memory uses conflict
+    /// with; `kept` is stored for the graph's lifetime.
+    ///
+    /// # Safety
+    /// As `Backend::graph_add_node`: the node's memory is `uses` (valid for `'a`) or `kept`.
+    unsafe fn add(
+        &self,
+        operation: &'static str,
+        deps: &[Node],
+        uses: Vec<Use>,
+        node: GraphNode<'_, '_>,
+        kernel: Option<Arc<KernelInfo>>,
+        kept: Option<KeptBox<'a>>,
+    ) -> Result<Node> {
+        let mut deps = self.check_deps(operation, deps)?;
+        let mut st = self.inner.lock();
+        let index = st.nodes.len();
+        for u in &uses {
+            for (f, &n) in st.frontier.iter().zip(&st.frontier_node) {
+                if f.overlaps(u) && (f.writes() || u.writes()) && !deps.contains(&n) {
+                    deps.push(n);
+                }
+            }
+        }
+        let handles: Vec<NodeHandle> = deps.iter().map(|&d| st.nodes[d].handle).collect();
+        // SAFETY: forwarded from the caller; `deps` are nodes of this graph.
+        let handle = unsafe {
+            self.inner
+                .ctx
+                .backend
+                .graph_add_node(self.inner.handle, &handles, node)
+        }?;
+        for u in &uses {
+            if u.writes() {
+                // Uses inside the written range are ordered before this node now.
+                let mut i = 0;
+                while i < st.frontier.len() {
+                    let f = st.frontier[i];
+                    if core::ptr::eq(f.tracker, u.tracker)
+                        && u.span.0 <= f.span.0
+                        && f.span.1 <= u.span.1
+                    {
+                        st.frontier.swap_remove(i);
+                        st.frontier_node.swap_remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            st.frontier.push(*u);
+            st.frontier_node.push(index);
+        }
+        st.nodes.push(NodeState {
+            handle,
+            deps,
+            uses,
+            kernel,
+        });
+        st.kept.extend(kept);
+        Ok(Node {
+            graph: self.inner.id,
+            index,
+        })
+    }
+
+    /// Adds a kernel node after `deps`, with arguments typed and checked as for
+    /// [`Stream::launch`]. The arguments must outlive the graph (`A: 'a`).
+    pub fn add_kernel<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe> + 'a>(
+        &self,
+        deps: &[Node],
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<Node> {
+        // SAFETY: as `Stream::launch`: a safe kernel with safe arguments.
+        unsafe { self.add_kernel_unchecked(deps, kernel, config, args) }
+    }
+
+    /// As [`add_kernel`](Self::add_kernel), also for `unsafe fn` kernels.
+    ///
+    /// # Safety
+    /// As [`Stream::launch_unchecked`], for every launch of the graph.
+    pub unsafe fn add_kernel_unchecked<K: Kernel, A: LaunchArgs<K::Params> + 'a>(
+        &self,
+        deps: &[Node],
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<Node> {
+        const OP: &str = "Graph::add_kernel";
+        let f = &kernel.function;
+        if !Arc::ptr_eq(&f.module.ctx, &self.inner.ctx) {
+            return Err(crate::context::mismatch(
+                OP,
+                "the kernel",
+                &self.inner.ctx,
+                &f.module.ctx,
+            ));
+        }
+        config.validate(f)?;
+        let mut uses = NodeUses {
+            ctx: &self.inner.ctx,
+            uses: Vec::new(),
+        };
+        let abi = args.record(&mut uses)?;
+        let info = Arc::new(KernelInfo {
+            module: f.module.clone(),
+            info: f.info,
+            name: f.name,
+            sim_entry: Some(K::SIM_ENTRY),
+        });
+        let (kept, mut params) = pack::<K, A>(abi);
+        let desc = desc_of(&info, &config);
+        // SAFETY: `params` point into `kept`, stored for the graph's lifetime, holding exactly
+        // the ABI values of `K::Params`; the memory they reach is `uses`, borrowed for `'a`.
+        unsafe {
+            self.add(
+                OP,
+                deps,
+                uses.uses,
+                GraphNode::Kernel {
+                    desc: &desc,
+                    params: &mut params,
+                },
+                Some(info.clone()),
+                Some(kept),
+            )
+        }
+    }
+
+    /// Adds a host-to-device copy of `src` (read at each launch) into `dst`.
+    pub fn add_memcpy_htod<T: DeviceCopy>(
+        &self,
+        deps: &[Node],
+        dst: GraphBufferMut<'a, T>,
+        src: &'a [T],
+    ) -> Result<Node> {
+        const OP: &str = "Graph::add_memcpy_htod";
+        check_len(OP, dst.len, src.len())?;
+        let mut dst = dst;
+        let uses = self.uses_of(OP, &[dst.raw_parts_mut()])?;
+        let node = copy_node(
+            CopyEnd::Device(dst.ptr),
+            CopyEnd::Host(src.as_ptr().cast_mut().cast()),
+            size_of_val(src),
+        );
+        // SAFETY: `src` is borrowed for `'a` (read only, by the copy); `dst` is in `uses`.
+        unsafe { self.add(OP, deps, uses, node, None, None) }
+    }
+
+    /// Adds a device-to-host copy of `src` into `dst` (written at each launch; the host can
+    /// read it once the graph and its instantiations are gone).
+    pub fn add_memcpy_dtoh<T: DeviceCopy>(
+        &self,
+        deps: &[Node],
+        dst: &'a mut [T],
+        src: impl Into<GraphBuffer<'a, T>>,
+    ) -> Result<Node> {
+        const OP: &str = "Graph::add_memcpy_dtoh";
+        let src = src.into();
+        check_len(OP, dst.len(), src.len)?;
+        let uses = self.uses_of(OP, &[src.raw_parts()])?;
+        let node = copy_node(
+            CopyEnd::Host(dst.as_mut_ptr().cast()),
+            CopyEnd::Device(src.ptr),
+            size_of_val(dst),
+        );
+        // SAFETY: `dst` is exclusively borrowed for `'a`; `src` is in `uses`.
+        unsafe { self.add(OP, deps, uses, node, None, None) }
+    }
+
+    /// Adds a device-to-device copy.
+    pub fn add_memcpy_dtod<T: DeviceCopy>(
+        &self,
+        deps: &[Node],
+        dst: GraphBufferMut<'a, T>,
+        src: impl Into<GraphBuffer<'a, T>>,
+    ) -> Result<Node> {
+        const OP: &str = "Graph::add_memcpy_dtod";
+        let src = src.into();
+        check_len(OP, dst.len, src.len)?;
+        if core::ptr::eq(src.tracker, dst.tracker)
+            && src.ptr < dst.ptr + size_of::<T>() as u64 * dst.len as u64
+            && dst.ptr < src.ptr + size_of::<T>() as u64 * src.len as u64
+        {
+            return Err(Error::OutOfBounds {
+                operation: OP,
+                start: 0,
+                end: dst.len,
+                len: dst.len,
+            });
+        }
+        let mut dst = dst;
+        let uses = self.uses_of(OP, &[dst.raw_parts_mut(), src.raw_parts()])?;
+        let node = copy_node(
+            CopyEnd::Device(dst.ptr),
+            CopyEnd::Device(src.ptr),
+            dst.len * size_of::<T>(),
+        );
+        // SAFETY: both ends are in `uses`, disjoint (checked).
+        unsafe { self.add(OP, deps, uses, node, None, None) }
+    }
+
+    /// Adds a node setting every byte of `dst` to `value` (element types where any byte
+    /// pattern is a value).
+    pub fn add_memset_d8<T: AnyBitPattern>(
+        &self,
+        deps: &[Node],
+        dst: GraphBufferMut<'a, T>,
+        value: u8,
+    ) -> Result<Node> {
+        self.memset(deps, dst, value)
+    }
+
+    /// Adds a node zeroing `dst`.
+    pub fn add_memset_zeros<T: DeviceCopy>(
+        &self,
+        deps: &[Node],
+        dst: GraphBufferMut<'a, T>,
+    ) -> Result<Node> {
+        self.memset(deps, dst, 0)
+    }
+
+    pub(super) fn memset<T: DeviceCopy>(
+        &self,
+        deps: &[Node],
+        dst: GraphBufferMut<'a, T>,
+        value: u8,
+    ) -> Result<Node> {
+        const OP: &str = "Graph::add_memset";
+        let mut dst = dst;
+        let uses = self.uses_of(OP, &[dst.raw_parts_mut()])?;
+        let bytes = dst.len * size_of::<T>();
+        let node = if bytes == 0 {
+            GraphNode::Empty
+        } else {
+            GraphNode::Memset {
+                dst: dst.ptr,
+                value,
+                bytes,
+            }
+        };
+        // SAFETY: `dst` is in `uses`.
+        unsafe { self.add(OP, deps, uses, node, None, None) }
+    }
+
+    /// Adds a node calling `f` on a host thread once its dependencies are done. `f` is owned
+    /// by the graph and dropped with the last `Graph`/`GraphExec` holding it. A panic in `f`
+    /// is caught and reported on stderr (it cannot unwind into the driver).
+    pub fn add_host(&self, deps: &[Node], f: impl FnMut() + Send + 'static) -> Result<Node> {
+        let closure: Box<HostClosure> = Box::new((Mutex::new(Box::new(f)),));
+        let data = core::ptr::from_ref::<HostClosure>(&closure)
+            .cast_mut()
+            .cast();
+        let node = GraphNode::Host { f: call_host, data };
+        // SAFETY: `data` points into `closure`, kept for the graph's lifetime; `call_host` is
+        // sound to call from any thread (the closure is `Send`, behind a mutex).
+        unsafe {
+            self.add(
+                "Graph::add_host",
+                deps,
+                Vec::new(),
+                node,
+                None,
+                Some(KeptBox(closure)),
+            )
+        }
+    }
+
+    /// Adds an empty node: a join point for dependencies.
+    pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
+        // SAFETY: an empty node reaches no memory.
+        unsafe {
+            self.add(
+                "Graph::add_empty",
+                deps,
+                Vec::new(),
+                GraphNode::Empty,
+                None,
+                None,
+            )
+        }
+    }
+
+    /// Makes `to` run after `from`. A cycle is reported by
+    /// [`instantiate`](Self::instantiate) ([`Error::GraphCycle`]).
+    pub fn add_dependency(&self, from: Node, to: Node) -> Result<()> {
+        let d = self.check_deps("Graph::add_dependency", &[from, to])?;
+        let mut st = self.inner.lock();
+        if st.nodes[d[1]].deps.contains(&d[0]) {
+            return Ok(());
+        }
+        let (f, t) = (st.nodes[d[0]].handle, st.nodes[d[1]].handle);
+        // SAFETY: both nodes belong to this live graph (checked).
+        unsafe {
+            self.inner
+                .ctx
+                .backend
+                .graph_add_dependency(self.inner.handle, f, t)
+        }?;
+        st.nodes[d[1]].deps.push(d[0]);
+        Ok(())
+    }
+
+    pub(super) fn uses_of(
+        &self,
+        operation: &'static str,
+        parts: &[RawParts<'_>],
+    ) -> Result<Vec<Use>> {
+        let mut uses = NodeUses {
+            ctx: &self.inner.ctx,
+            uses: Vec::new(),
+        };
+        for p in parts {
+            uses.record(operation, "a buffer", *p)?;
+        }
+        Ok(uses.uses)
+    }
+
+    /// Instantiates the graph ([`Error::GraphCycle`] when its dependencies form a cycle). The
+    /// graph can still be changed afterwards; the instantiation keeps what it was.
+    pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        let st = self.inner.lock();
+        let deps: Vec<&[usize]> = st.nodes.iter().map(|n| n.deps.as_slice()).collect();
+        if let Some(nodes) = find_cycle(&deps) {
+            return Err(Error::GraphCycle {
+                graph: self.inner.name.clone(),
+                nodes,
+            });
+        }
+        // SAFETY: the graph is live and acyclic.
+        let handle = unsafe { self.inner.ctx.backend.graph_instantiate(self.inner.handle) }
+            .map_err(|e| self.named(e))?;
+        let nodes = st
+            .nodes
+            .iter()
+            .map(|n| ExecNode {
+                handle: n.handle,
+                uses: n.uses.clone(),
+                kernel: n.kernel.clone(),
+                kept: None,
+            })
+            .collect();
+        drop(st);
+        Ok(GraphExec {
+            graph: self.inner.clone(),
+            handle,
+            state: Mutex::new(ExecState {
+                nodes,
+                label: None,
+                launched_on: Vec::new(),
+            }),
+        })
+    }
+
+    pub(super) fn named(&self, e: Error) -> Error {
+        name_error(e, &self.inner.name)
+    }
+}
+
+pub(super) fn name_error(e: Error, name: &str) -> Error {
+    match e {
+        Error::GraphCycle { nodes, .. } => Error::GraphCycle {
+            graph: name.to_owned(),
+            nodes,
+        },
+        Error::GraphUpdateRefused { reason, .. } => Error::GraphUpdateRefused {
+            graph: name.to_owned(),
+            reason,
+        },
+        e => e,
+    }
+}
+
+pub(super) fn owner_name(id: u64) -> String {
+    format!("#{id}")
+}
+
+pub(super) fn check_len(
+    operation: &'static str,
+    destination: usize,
+    source_len: usize,
+) -> Result<()> {
+    if destination == source_len {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            operation,
+            destination,
+            source_len,
+        })
+    }
+}
+
+pub(super) fn copy_node(dst: CopyEnd, src: CopyEnd, bytes: usize) -> GraphNode<'static, 'static> {
+    if bytes == 0 {
+        GraphNode::Empty
+    } else {
+        GraphNode::Copy { dst, src, bytes }
+    }
+}
+
+pub(super) fn desc_of<'k>(info: &'k KernelInfo, config: &LaunchConfig) -> LaunchDesc<'k> {
+    LaunchDesc {
+        function: info.info.handle,
+        name: info.name,
+        sim_entry: info.sim_entry,
+        grid: config.grid.to_array(),
+        block: config.block.to_array(),
+        shared_mem_bytes: config.shared_mem_bytes,
+        stream: crate::backend::StreamHandle::NULL,
+        ffi: info.module.ffi.as_ref().map(|t| &t.record),
+    }
+}
+
+/// Boxes the ABI values (so their addresses are stable) and points a parameter array at them.
+pub(super) fn pack<'a, K: Kernel, A: LaunchArgs<K::Params> + 'a>(
+    abi: A::Abi,
+) -> (KeptBox<'a>, Vec<*mut c_void>)
+where
+    A::Abi: 'a,
+{
+    let mut abi = Box::new(abi);
+    let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
+    let n = A::fill(&mut abi, &mut params);
+    (KeptBox(abi), params[..n].to_vec())
+}
+
+/// A cycle in the graph `deps` (node `i` depends on each of `deps[i]`), as node indices in
+/// dependency order, or `None`.
+pub(super) fn find_cycle(deps: &[&[usize]]) -> Option<Vec<usize>> {
+    // Iterative depth-first search: 0 unvisited, 1 on the stack, 2 done.
+    let n = deps.len();
+    let mut mark = vec![0u8; n];
+    for root in 0..n {
+        if mark[root] != 0 {
+            continue;
+        }
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        mark[root] = 1;
+        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
+            if let Some(&d) = deps[v].get(*next) {
+                *next += 1;
+                match mark[d] {
+                    0 => {
+                        mark[d] = 1;
+                        stack.push((d, 0));
+                    }
+                    1 => {
+                        let from = stack.iter().position(|&(x, _)| x == d).unwrap_or(0);
+                        let mut cycle: Vec<usize> = stack[from..].iter().map(|&(x, _)| x).collect();
+                        cycle.reverse();
+                        return Some(cycle);
+                    }
+                    _ => {}
+                }
+            } else {
+                mark[v] = 2;
+                stack.pop();
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,286 @@
+//! Instantiated graphs: [`GraphExec`], launched and updated.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Instantiated graphs
+// ---------------------------------------------------------------------------------------------
+
+pub(super) struct ExecNode<'a> {
+    pub(super) handle: NodeHandle,
+    pub(super) uses: Vec<Use>,
+    pub(super) kernel: Option<Arc<KernelInfo>>,
+    /// Arguments given by [`GraphExec::set_kernel_args`], replacing the graph's.
+    pub(super) kept: Option<KeptBox<'a>>,
+}
+
+pub(super) struct ExecState<'a> {
+    pub(super) nodes: Vec<ExecNode<'a>>,
+    pub(super) label: Option<&'static &'static str>,
+    /// The streams launched on since the last wait (for `Drop` and `update`).
+    pub(super) launched_on: Vec<Stream>,
+}
+
+/// An instantiated graph (`cuGraphExec`): launch it on a stream any number of times. It
+/// borrows what its graph borrows (`'a`); dropping it waits for its launches.
+pub struct GraphExec<'a> {
+    pub(super) graph: Arc<GraphInner<'a>>,
+    pub(super) handle: GraphExecHandle,
+    pub(super) state: Mutex<ExecState<'a>>,
+}
+
+impl fmt::Debug for GraphExec<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GraphExec")
+            .field("graph", &self.graph.name)
+            .finish()
+    }
+}
+
+// SAFETY: the handle is a driver object usable from any thread (or the simulator's own,
+// behind mutexes); the uses' trackers are `Sync` and live for `'a`.
+unsafe impl Send for GraphExec<'_> {}
+// SAFETY: as above; mutable state is behind the mutex.
+unsafe impl Sync for GraphExec<'_> {}
+// SAFETY: the graph handle is a driver object usable from any thread (or the simulator's
+// own, behind a mutex); the state is behind a mutex, its trackers are `Sync` and live for `'a`.
+unsafe impl Send for GraphInner<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for GraphInner<'_> {}
+// SAFETY: a function handle may be used from any thread; the rest is immutable or `Sync`.
+unsafe impl Send for KernelInfo {}
+// SAFETY: as above.
+unsafe impl Sync for KernelInfo {}
+
+impl<'a> GraphExec<'a> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, ExecState<'a>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The name of the graph it was instantiated from.
+    pub fn name(&self) -> &str {
+        &self.graph.name
+    }
+
+    /// The raw `CUgraphExec` (meaningless on the simulator).
+    pub fn raw(&self) -> cudarc::driver::sys::CUgraphExec {
+        if self.graph.ctx.backend.is_simulator() {
+            return core::ptr::null_mut();
+        }
+        self.handle.0.cast()
+    }
+
+    /// Launches the graph on `stream` (`cuGraphLaunch`), ordered after the pending conflicting
+    /// work on every allocation it uses (and later work after it), as a kernel launch is. A
+    /// kernel fault is reported by the next synchronizing call naming the graph and its kernel
+    /// nodes; a failed foreign call of one of its kernels, wherever the stream's work is
+    /// observed. On the simulator the graph runs before this returns.
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        crate::context::check_same(
+            "GraphExec::launch",
+            "the stream",
+            &self.graph.ctx,
+            stream.ctx(),
+        )?;
+        let mut st = self.lock();
+        for n in &st.nodes {
+            for u in &n.uses {
+                // SAFETY: the tracker belongs to an allocation borrowed for `'a`.
+                unsafe { &*u.tracker }.use_on(stream, u.span, u.access)?;
+            }
+        }
+        for k in st.nodes.iter().filter_map(|n| n.kernel.as_ref()) {
+            k.module.launched.store(true, Ordering::Relaxed);
+            if let Some(t) = &k.module.ffi {
+                t.note_launch(&k.module.ctx, k.name, stream.handle());
+            }
+        }
+        let label = match st.label {
+            Some(l) => l,
+            None => {
+                let mut kernels: Vec<&str> = Vec::new();
+                for k in st.nodes.iter().filter_map(|n| n.kernel.as_ref()) {
+                    if !kernels.contains(k.name) {
+                        kernels.push(k.name);
+                    }
+                }
+                let l = intern(&format!(
+                    "graph `{}` (kernel nodes: {})",
+                    self.graph.name,
+                    if kernels.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        kernels.join(", ")
+                    }
+                ));
+                st.label = Some(l);
+                l
+            }
+        };
+        if !st.launched_on.iter().any(|s| s.same_as(stream)) {
+            st.launched_on.push(stream.clone());
+        }
+        // SAFETY: every node's memory is borrowed for `'a` or kept by the graph, and ordered
+        // on `stream` above; the driver orders launches of one instantiation.
+        unsafe {
+            self.graph.ctx.backend.graph_launch(
+                self.handle,
+                stream.handle(),
+                label,
+                &stream.state().last_launch,
+            )
+        }
+    }
+
+    /// Replaces the arguments and configuration of kernel node `node` for the next launches
+    /// (`cuGraphExecKernelNodeSetParams`): the same kernel, arguments checked as for
+    /// [`Stream::launch`]. The graph itself is unchanged.
+    pub fn set_kernel_args<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe> + 'a>(
+        &self,
+        node: Node,
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: as `Stream::launch`.
+        unsafe { self.set_kernel_args_unchecked(node, kernel, config, args) }
+    }
+
+    /// As [`set_kernel_args`](Self::set_kernel_args), also for `unsafe fn` kernels.
+    ///
+    /// # Safety
+    /// As [`Stream::launch_unchecked`], for every later launch.
+    pub unsafe fn set_kernel_args_unchecked<K: Kernel, A: LaunchArgs<K::Params> + 'a>(
+        &self,
+        node: Node,
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        const OP: &str = "GraphExec::set_kernel_args";
+        let mut st = self.lock();
+        if node.graph != self.graph.id || node.index >= st.nodes.len() {
+            return Err(Error::ForeignGraphNode {
+                operation: OP,
+                node: node.index,
+                owner: owner_name(node.graph),
+                graph: self.graph.name.clone(),
+            });
+        }
+        let f = &kernel.function;
+        let same = st.nodes[node.index]
+            .kernel
+            .as_ref()
+            .is_some_and(|k| Arc::ptr_eq(&k.module, &f.module) && k.name == f.name);
+        if !same {
+            return Err(Error::WrongGraphNode {
+                operation: OP,
+                node: node.index,
+                graph: self.graph.name.clone(),
+                expected: "a kernel node of this kernel",
+            });
+        }
+        config.validate(f)?;
+        let mut uses = NodeUses {
+            ctx: &self.graph.ctx,
+            uses: Vec::new(),
+        };
+        let abi = args.record(&mut uses)?;
+        let info = st.nodes[node.index].kernel.clone();
+        let Some(info) = info else {
+            unreachable!("checked above")
+        };
+        let (kept, mut params) = pack::<K, A>(abi);
+        let desc = desc_of(&info, &config);
+        // The simulator reads the replaced values at launch: wait for pending launches before
+        // dropping the old ones.
+        self.wait_launches(&mut st)?;
+        // SAFETY: as in `Graph::add_kernel_unchecked`; `node` is a kernel node of this
+        // function in the graph this came from.
+        unsafe {
+            self.graph.ctx.backend.graph_exec_set_kernel(
+                self.handle,
+                st.nodes[node.index].handle,
+                &desc,
+                &mut params,
+            )
+        }?;
+        let n = &mut st.nodes[node.index];
+        n.uses = uses.uses;
+        n.kept = Some(kept);
+        Ok(())
+    }
+
+    /// Updates this instantiation to the node parameters of `graph`, which must have the
+    /// same nodes and edges (`cuGraphExecUpdate`): [`Error::GraphUpdateRefused`] otherwise,
+    /// and this instantiation is unchanged. Waits for this instantiation's pending launches
+    /// first.
+    pub fn update(&mut self, graph: &Graph<'a>) -> Result<()> {
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let gst = graph.inner.lock();
+        if gst.nodes.len() != st.nodes.len() {
+            return Err(Error::GraphUpdateRefused {
+                graph: self.graph.name.clone(),
+                reason: format!(
+                    "the topology changed ({} nodes, was {})",
+                    gst.nodes.len(),
+                    st.nodes.len()
+                ),
+            });
+        }
+        let deps: Vec<&[usize]> = gst.nodes.iter().map(|n| n.deps.as_slice()).collect();
+        if let Some(nodes) = find_cycle(&deps) {
+            return Err(Error::GraphCycle {
+                graph: graph.inner.name.clone(),
+                nodes,
+            });
+        }
+        self.wait_launches(&mut st)?;
+        // SAFETY: both are live; the new nodes' memory is borrowed for `'a` or kept by
+        // `graph`, which this instantiation holds from now on.
+        unsafe {
+            self.graph
+                .ctx
+                .backend
+                .graph_exec_update(self.handle, graph.inner.handle)
+        }
+        .map_err(|e| name_error(e, &self.graph.name))?;
+        st.nodes = gst
+            .nodes
+            .iter()
+            .map(|n| ExecNode {
+                handle: n.handle,
+                uses: n.uses.clone(),
+                kernel: n.kernel.clone(),
+                kept: None,
+            })
+            .collect();
+        st.label = None;
+        drop(gst);
+        drop(st);
+        self.graph = graph.inner.clone();
+        Ok(())
+    }
+
+    /// Waits for the streams this was launched on (what a launch may still use).
+    pub(super) fn wait_launches(&self, st: &mut ExecState<'a>) -> Result<()> {
+        for s in &st.launched_on {
+            s.wait_idle()?;
+        }
+        st.launched_on.clear();
+        Ok(())
+    }
+}
+
+impl Drop for GraphExec<'_> {
+    fn drop(&mut self) {
+        // What the launches use is borrowed for `'a` or kept by the graph: wait for them
+        // before the borrows end. A failed wait (a faulted context) runs nothing more.
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        for s in &st.launched_on {
+            let _ = s.wait_idle();
+        }
+        // SAFETY: the last use of the handle; its launches are done.
+        unsafe { self.graph.ctx.backend.graph_exec_destroy(self.handle) };
+    }
+}

@@ -1,0 +1,162 @@
+//! What the nodes of a graph do with memory: byte ranges per allocation, and the buffer
+//! handles nodes take.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Memory uses
+// ---------------------------------------------------------------------------------------------
+
+/// One node's use of bytes of an allocation; the tracker is valid for the graph's `'a`.
+#[derive(Clone, Copy)]
+pub(super) struct Use {
+    pub(super) tracker: *const Tracker,
+    pub(super) span: (u64, u64),
+    pub(super) access: Access,
+}
+
+impl Use {
+    pub(super) fn writes(&self) -> bool {
+        self.access != Access::Read
+    }
+
+    pub(super) fn overlaps(&self, other: &Use) -> bool {
+        core::ptr::eq(self.tracker, other.tracker)
+            && self.span.0 < other.span.1
+            && other.span.0 < self.span.1
+    }
+}
+
+/// The memory uses of a node being added (for [`KernelArg::record`](crate::KernelArg)).
+#[doc(hidden)]
+#[allow(
+    missing_debug_implementations,
+    reason = "hidden plumbing of the argument traits"
+)]
+pub struct NodeUses<'g> {
+    pub(super) ctx: &'g Arc<ContextInner>,
+    pub(super) uses: Vec<Use>,
+}
+
+impl NodeUses<'_> {
+    /// Checks the context and records a use of `p`'s memory.
+    pub(crate) fn record(
+        &mut self,
+        operation: &'static str,
+        what: &'static str,
+        p: RawParts<'_>,
+    ) -> Result<()> {
+        if !Arc::ptr_eq(self.ctx, p.ctx) {
+            return Err(crate::context::mismatch(operation, what, self.ctx, p.ctx));
+        }
+        let bytes = (p.len * p.elem) as u64;
+        let span = match p.access {
+            Access::Exclusive => (0, u64::MAX),
+            _ => (p.ptr, p.ptr + bytes.max(1)),
+        };
+        self.uses.push(Use {
+            tracker: p.tracker,
+            span,
+            access: p.access,
+        });
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registered buffers
+// ---------------------------------------------------------------------------------------------
+
+/// A buffer read by a graph's nodes for its lifetime `'a` ([`Graph::buffer`]); `Copy`, so
+/// several nodes can take it.
+pub struct GraphBuffer<'a, T: DeviceCopy> {
+    pub(super) ptr: u64,
+    pub(super) len: usize,
+    pub(super) ctx: &'a Arc<ContextInner>,
+    pub(super) tracker: &'a Tracker,
+    pub(super) _t: PhantomData<&'a [T]>,
+}
+
+/// A buffer read and written by a graph's nodes for its lifetime `'a`
+/// ([`Graph::buffer_mut`]); `Copy`, so several nodes can take it (nodes that conflict on it
+/// are ordered).
+pub struct GraphBufferMut<'a, T: DeviceCopy> {
+    pub(super) ptr: u64,
+    pub(super) len: usize,
+    pub(super) ctx: &'a Arc<ContextInner>,
+    pub(super) tracker: &'a Tracker,
+    pub(super) _t: PhantomData<&'a mut [T]>,
+}
+
+macro_rules! graph_buffer_common {
+    ($ty:ident) => {
+        impl<T: DeviceCopy> Clone for $ty<'_, T> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<T: DeviceCopy> Copy for $ty<'_, T> {}
+        impl<T: DeviceCopy> fmt::Debug for $ty<'_, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field("ptr", &format_args!("{:#x}", self.ptr))
+                    .field("len", &self.len)
+                    .finish()
+            }
+        }
+        // SAFETY: as `DeviceBuffer`: an address and shared references to synchronized data.
+        unsafe impl<T: DeviceCopy> Send for $ty<'_, T> {}
+        // SAFETY: as above.
+        unsafe impl<T: DeviceCopy> Sync for $ty<'_, T> {}
+        impl<'a, T: DeviceCopy> $ty<'a, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.len
+            }
+            /// Whether there are no elements.
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+            #[doc(hidden)]
+            pub fn raw_parts(&self) -> RawParts<'a> {
+                RawParts {
+                    ptr: self.ptr,
+                    len: self.len,
+                    ctx: self.ctx,
+                    tracker: self.tracker,
+                    elem: size_of::<T>(),
+                    access: Access::Read,
+                }
+            }
+        }
+    };
+}
+graph_buffer_common!(GraphBuffer);
+graph_buffer_common!(GraphBufferMut);
+
+impl<'a, T: DeviceCopy> GraphBufferMut<'a, T> {
+    #[doc(hidden)]
+    pub fn raw_parts_mut(&mut self) -> RawParts<'a> {
+        RawParts {
+            access: Access::Write,
+            ..self.raw_parts()
+        }
+    }
+
+    /// The same buffer, for nodes that only read it.
+    pub fn read(self) -> GraphBuffer<'a, T> {
+        GraphBuffer {
+            ptr: self.ptr,
+            len: self.len,
+            ctx: self.ctx,
+            tracker: self.tracker,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy> From<GraphBufferMut<'a, T>> for GraphBuffer<'a, T> {
+    fn from(b: GraphBufferMut<'a, T>) -> Self {
+        b.read()
+    }
+}
