@@ -4,11 +4,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ffi_examples_kernels::{PTX, saxpy};
-use gpukernel_runtime::{Context, LaunchConfig};
+use gpukernel_runtime::link::Linker;
+use gpukernel_runtime::{Context, Kernel, LaunchConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::default_context()?;
-    let module = ctx.load_module(PTX.as_bytes())?;
+    // The crate's PTX also holds kernels that call foreign functions: keep only saxpy.
+    let module = Linker::new(&ctx)?
+        .add_ptx_kernels(PTX, "kernels.ptx", &[saxpy::NAME])
+        .link_and_load()?;
     let kernel = module.kernel(saxpy)?;
 
     let n = 1 << 16;

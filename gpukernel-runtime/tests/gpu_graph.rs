@@ -14,7 +14,7 @@ use gpukernel_runtime::{Error, LaunchConfig};
 fn copy_kernel_copy_host_node_runs_in_order_each_launch() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(saxpy).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
     let n = 100_003;
     let host_x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
     let mut host_y = vec![0.0f32; n];
@@ -52,7 +52,7 @@ fn copy_kernel_copy_host_node_runs_in_order_each_launch() {
 fn a_chain_of_1000_conflicting_kernel_nodes_runs_in_order() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(saxpy).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
     let x = ctx.htod_copy(&[1.0f32; 256]).unwrap();
     let mut y = ctx.alloc_zeros::<f32>(256).unwrap();
     {
@@ -76,7 +76,7 @@ fn a_chain_of_1000_conflicting_kernel_nodes_runs_in_order() {
 fn kernel_args_and_whole_graph_update() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(saxpy).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
     let x = ctx.htod_copy(&[1.0f32; 64]).unwrap();
     let mut y = ctx.alloc_zeros::<f32>(64).unwrap();
     let mut other = ctx.alloc_zeros::<f32>(64).unwrap();
@@ -116,7 +116,7 @@ fn kernel_args_and_whole_graph_update() {
 fn a_foreign_failure_of_a_graph_kernel_surfaces_at_synchronize() {
     let ctx = gpu();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
-    let k = m.kernel(fails_foreign).unwrap();
+    let k = common::kernel(&m, fails_foreign).unwrap();
     let s = ctx.new_stream().unwrap();
     {
         let g = ctx.new_graph("ffi").unwrap();
