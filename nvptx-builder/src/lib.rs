@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+mod directives;
 pub mod host_cc;
 pub mod shared_rewrite;
 mod tools;
@@ -147,6 +148,17 @@ pub enum Error {
     },
     /// The shared-memory pass could not rewrite the linked IR.
     SharedRewrite(String),
+    /// A foreign CUDA C source does not compile for the host (the simulator's copy).
+    ForeignCompileFailed {
+        /// The source.
+        source_file: PathBuf,
+        /// The host C++ compiler.
+        compiler: PathBuf,
+        /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
+        command: Option<String>,
+        /// The compiler's log (file:line, caret).
+        log: String,
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -235,6 +247,28 @@ impl fmt::Display for Error {
                 f,
                 "moving `shared_array!` storage to shared memory failed (a bug in gpukernel; please report it): {e}"
             ),
+            Error::ForeignCompileFailed {
+                source_file,
+                compiler,
+                command,
+                log,
+            } => {
+                write!(
+                    f,
+                    "{}\nthe foreign CUDA source {} does not compile for the simulator (with the host's {}; \
+                     the same file goes to NVRTC for the GPU)",
+                    log.trim_end(),
+                    source_file.display(),
+                    compiler.display()
+                )?;
+                match command {
+                    Some(c) => write!(f, "\ncommand: {c}"),
+                    None => write!(
+                        f,
+                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
+                    ),
+                }
+            }
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -317,6 +351,7 @@ pub struct Builder {
     output_name: String,
     validate: bool,
     emit_cargo_directives: bool,
+    foreign_sources: Vec<PathBuf>,
 }
 
 impl Builder {
@@ -349,6 +384,7 @@ impl Builder {
             output_name: "kernels".into(),
             validate: true,
             emit_cargo_directives: false,
+            foreign_sources: Vec::new(),
         }
     }
 
@@ -420,20 +456,63 @@ impl Builder {
         self
     }
 
-    /// Runs the build, or prints the error and exits the build script with status 1 (cargo
-    /// shows the message). On the device build of the kernels crate itself (the build script
-    /// runs again for nvptx64), does nothing.
+    /// The foreign CUDA C sources (relative to the kernels crate, or absolute) that
+    /// [`build_or_exit`](Builder::build_or_exit) also compiles for the host, into the static
+    /// library `<package>_foreign` that the simulator's foreign calls resolve to (see
+    /// [`host_cc`]). Their syntax is checked first, before the device build.
+    pub fn foreign_sources(mut self, sources: &[impl AsRef<Path>]) -> Self {
+        self.foreign_sources
+            .extend(sources.iter().map(|s| s.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Runs the build (the foreign sources' host compile too), or prints the error and exits
+    /// the build script with status 1. On failure the error is all the build script prints
+    /// (the compiler's log first, with file:line); its `cargo:` directives are held back, and
+    /// printed only with `GPUKERNEL_BUILD_VERBOSE=1`. On the device build of the kernels crate
+    /// itself (the build script runs again for nvptx64), does nothing.
     pub fn build_or_exit(self) -> Option<PtxOutput> {
         if is_device_build() {
             return None;
         }
-        match self.build() {
-            Ok(out) => Some(out),
+        let (result, lines) = directives::capture(|| self.build_with_foreign());
+        match result {
+            Ok(out) => {
+                for line in lines {
+                    println!("{line}");
+                }
+                Some(out)
+            }
             Err(e) => {
+                if directives::verbose() {
+                    for line in lines {
+                        println!("{line}");
+                    }
+                }
                 eprintln!("error: {e}");
                 std::process::exit(1);
             }
         }
+    }
+
+    /// The foreign sources' syntax check, the device build, then their host compile.
+    fn build_with_foreign(&self) -> Result<PtxOutput, Error> {
+        if self.foreign_sources.is_empty() {
+            return self.build();
+        }
+        let sources: Vec<PathBuf> = self
+            .foreign_sources
+            .iter()
+            .map(|s| self.manifest_dir.join(s))
+            .collect();
+        let host = host_cc::HostCc::new(cc::Build::new(), &self.out_dir)
+            .cargo_metadata(self.emit_cargo_directives);
+        host.check_all(&sources)?;
+        let out = self.build()?;
+        // Named after the package: two kernels crates in one program link two libraries.
+        let package = self.package_name.as_deref().unwrap_or(&self.output_name);
+        host.compile(&sources, &format!("{}_foreign", package.replace('-', "_")))?;
+        Ok(out)
     }
 
     /// Runs the device build and returns what it wrote.
@@ -453,10 +532,14 @@ impl Builder {
             .unwrap_or_else(|| default_target_dir(&self.out_dir));
 
         if self.emit_cargo_directives {
-            println!("cargo:rerun-if-env-changed=GPUKERNEL_ARCH");
-            println!("cargo:rerun-if-env-changed=GPUKERNEL_NIGHTLY");
-            println!("cargo:rerun-if-env-changed=GPUKERNEL_NVPTX_TARGET_DIR");
-            println!("cargo:rerun-if-changed={}", manifest.display());
+            for var in [
+                "GPUKERNEL_ARCH",
+                "GPUKERNEL_NIGHTLY",
+                "GPUKERNEL_NVPTX_TARGET_DIR",
+            ] {
+                directives::emit(format!("cargo:rerun-if-env-changed={var}"));
+            }
+            directives::emit(format!("cargo:rerun-if-changed={}", manifest.display()));
         }
 
         let rlibs = self.cargo_build(&toolchain, &manifest, &target_dir, &arch)?;
@@ -542,10 +625,10 @@ impl Builder {
             if let Some(ptxas) = find_cuda_tool("ptxas") {
                 validate_ptx(&ptxas, &ptx, &arch)?;
             } else if self.emit_cargo_directives {
-                println!(
+                directives::emit(format!(
                     "cargo:warning=ptxas not found: {} was not validated (run `cargo xtask doctor` to install the CUDA compiler tools)",
                     ptx.display()
-                );
+                ));
             }
         }
 
@@ -765,7 +848,7 @@ fn emit_rerun_if_changed(rlibs: &[PathBuf], sysroot: &Path) {
                     continue;
                 }
                 if seen.insert(p.clone()) {
-                    println!("cargo:rerun-if-changed={}", p.display());
+                    directives::emit(format!("cargo:rerun-if-changed={}", p.display()));
                 }
             }
         }
@@ -980,7 +1063,10 @@ mod tests {
         let e = pinned_nightly("[package.metadata.gpukernel]\nnightly = 7\n").unwrap_err();
         assert!(e.contains("toolchain name"), "{e}");
         assert_eq!(
-            Builder::new("/k", "/tmp").toolchain("nightly-x").resolve_toolchain().unwrap(),
+            Builder::new("/k", "/tmp")
+                .toolchain("nightly-x")
+                .resolve_toolchain()
+                .unwrap(),
             "nightly-x"
         );
     }

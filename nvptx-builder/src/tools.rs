@@ -96,10 +96,17 @@ pub const CUDA_TOOLS_VERSION: &str = "13.0";
 /// user: `$XDG_CACHE_HOME/gpukernel/cuda-13.0`, else `~/.cache/gpukernel/cuda-13.0`. The tools
 /// themselves are in its `nvidia/cu13` folder (see [`user_tools_dir`]).
 pub fn user_tools_install_dir() -> Option<PathBuf> {
-    let var = |v: &str| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from);
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    };
     var("XDG_CACHE_HOME")
         .or_else(|| var("HOME").map(|h| h.join(".cache")))
-        .map(|c| c.join("gpukernel").join(format!("cuda-{CUDA_TOOLS_VERSION}")))
+        .map(|c| {
+            c.join("gpukernel")
+                .join(format!("cuda-{CUDA_TOOLS_VERSION}"))
+        })
 }
 
 /// The per-user tool root, `<user_tools_install_dir>/nvidia/cu13` (with `bin/ptxas`,
@@ -115,7 +122,11 @@ pub fn user_tools_dir() -> Option<PathBuf> {
 pub fn cuda_tools_search_path() -> Vec<PathBuf> {
     ["GPUKERNEL_CUDA_TOOLS", "CUDA_HOME", "CUDA_PATH"]
         .iter()
-        .filter_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from))
+        .filter_map(|v| {
+            std::env::var_os(v)
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        })
         .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
         .chain(workspace_tools_dir())
         .chain(user_tools_dir())
