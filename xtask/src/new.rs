@@ -45,14 +45,14 @@ const FILES: &[(&str, &str)] = &[
 enum Source {
     /// This checkout, by path.
     Path(PathBuf),
-    /// A git repository.
-    Git(String),
+    /// A git repository, and a branch of it.
+    Git(String, Option<String>),
 }
 
 /// The rustc version the templates were tested with (nvptx-builder's `TESTED_NIGHTLY`).
 const TESTED_NIGHTLY: &str = "rustc 1.97.0-nightly (e50aa6fba 2026-05-19)";
 
-/// `new <DIR> [--git URL]`.
+/// `new <DIR> [--git URL [--branch B]]`.
 pub(crate) fn new_command(args: &[String]) -> Result<(), String> {
     if args.first().is_some_and(|a| a == "--check") {
         return check_generated_project();
@@ -64,7 +64,14 @@ pub(crate) fn new_command(args: &[String]) -> Result<(), String> {
         match a.as_str() {
             "--git" => {
                 let url = it.next().ok_or("--git needs a URL")?;
-                source = Source::Git(url.clone());
+                source = Source::Git(url.clone(), None);
+            }
+            "--branch" => {
+                let branch = it.next().ok_or("--branch needs a name")?;
+                match &mut source {
+                    Source::Git(_, b) => *b = Some(branch.clone()),
+                    Source::Path(_) => return Err("--branch goes after --git URL".into()),
+                }
             }
             _ if dir.is_none() && !a.starts_with('-') => dir = Some(PathBuf::from(a)),
             _ => {
@@ -74,7 +81,7 @@ pub(crate) fn new_command(args: &[String]) -> Result<(), String> {
             }
         }
     }
-    let dir = dir.ok_or("usage: cargo xtask new <DIR> [--git URL]")?;
+    let dir = dir.ok_or("usage: cargo xtask new <DIR> [--git URL [--branch B]]")?;
     // `cargo xtask` runs in the checkout: a relative DIR is taken from where the user typed it.
     let dir = if dir.is_relative() {
         std::env::current_dir()
@@ -96,7 +103,7 @@ pub(crate) fn new_command(args: &[String]) -> Result<(), String> {
 fn describe(source: &Source) -> String {
     match source {
         Source::Path(p) => format!("the checkout {}", p.display()),
-        Source::Git(url) => format!("git {url}"),
+        Source::Git(url, _) => format!("git {url}"),
     }
 }
 
@@ -117,7 +124,8 @@ fn generate(dir: &Path, source: &Source, nightly: &str) -> Result<(), String> {
             "{krate} = {{ path = {:?} }}",
             p.join(folder).display().to_string()
         ),
-        Source::Git(url) => format!("{krate} = {{ git = {url:?} }}"),
+        Source::Git(url, None) => format!("{krate} = {{ git = {url:?} }}"),
+        Source::Git(url, Some(b)) => format!("{krate} = {{ git = {url:?}, branch = {b:?} }}"),
     };
     let deps = [
         dep("gpukernel-device", "device-lib"),
@@ -127,7 +135,7 @@ fn generate(dir: &Path, source: &Source, nightly: &str) -> Result<(), String> {
     .join("\n");
     let source_line = match source {
         Source::Path(p) => format!("from the checkout at {}", p.display()),
-        Source::Git(url) => format!("from git ({url})"),
+        Source::Git(url, _) => format!("from git ({url})"),
     };
     for (path, text) in FILES {
         let text = text
@@ -219,7 +227,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         generate(
             &dir,
-            &Source::Git("file:///x/gpukernel".into()),
+            &Source::Git("file:///x/gpukernel".into(), Some("main".into())),
             "nightly-2026-05-20",
         )
         .unwrap();
@@ -232,7 +240,7 @@ mod tests {
         }
         let root = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
         assert!(
-            root.contains(r#"nvptx-builder = { git = "file:///x/gpukernel" }"#),
+            root.contains(r#"nvptx-builder = { git = "file:///x/gpukernel", branch = "main" }"#),
             "{root}"
         );
         let kernels = std::fs::read_to_string(dir.join("kernels/Cargo.toml")).unwrap();

@@ -48,9 +48,9 @@
 //! then from the loader's path; `LD_LIBRARY_PATH` need not be set.
 
 mod arch;
-mod embedded;
 mod cache;
 pub(crate) mod diagnose;
+mod embedded;
 mod image;
 mod input;
 mod linker;
