@@ -175,10 +175,10 @@ impl Linker {
     /// own `#include "..."`s are found among the [`header`](Linker::header)s, then in its folder
     /// on the build machine while that exists.
     pub fn add_cuda(&mut self, source: super::CudaSource) -> &mut Self {
-        if let Some(dir) = source.build_dir() {
-            if !self.include_dirs.contains(&dir) {
-                self.include_dirs.push(dir);
-            }
+        if let Some(dir) = source.build_dir()
+            && !self.include_dirs.contains(&dir)
+        {
+            self.include_dirs.push(dir);
         }
         self.add_cuda_source(source.text, source.name)
     }
