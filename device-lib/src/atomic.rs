@@ -10,6 +10,24 @@
 //! # Safety (for every function here)
 //! `ptr` must be valid for reads and writes of one `T`, aligned to `size_of::<T>()`, and while
 //! other threads may access the location, every access (by any thread) must be atomic.
+//!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::{atomic, thread};
+//!
+//! /// A histogram of bytes: CUDA's `atomicAdd(&bins[v], 1)`.
+//! ///
+//! /// # Safety
+//! /// `bins` points to 256 `u32`s that only atomics touch during the launch.
+//! #[kernel]
+//! pub unsafe fn histogram(data: &[u8], bins: *mut u32) {
+//!     let i = thread::global_index_x();
+//!     if i < data.len() {
+//!         // SAFETY: the caller's promise; `data[i] < 256`.
+//!         unsafe { atomic::add(bins.add(data[i] as usize), 1) };
+//!     }
+//! }
+//! ```
 
 use core::sync::atomic::{AtomicI32, AtomicI64, Ordering::Relaxed};
 #[cfg(not(target_arch = "nvptx64"))]

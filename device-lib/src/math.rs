@@ -6,6 +6,13 @@
 //!
 //! On the host (simulator) these call `std`'s correctly rounded versions, so simulator and GPU
 //! agree bit for bit.
+//!
+//! ```
+//! use gpukernel_device::math;
+//!
+//! assert_eq!(math::fmaf(2.0, 3.0, 1.0), 7.0); // on the host too (the simulator's path)
+//! assert_eq!(math::sqrtf(16.0), 4.0);
+//! ```
 
 /// `a * b + c` rounded once (`fma.rn.f32`), like CUDA's `fmaf`.
 #[inline(always)]

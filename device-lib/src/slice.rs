@@ -1,4 +1,18 @@
 //! Output slices that many threads can write without data races.
+//!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::thread;
+//!
+//! /// `y[i] += a * x[i]`: each thread gets a `&mut` to its own element only.
+//! #[kernel]
+//! pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+//!     let i = thread::index();
+//!     if let Some(yi) = y.get_mut(i) {
+//!         *yi += a * x[i.get()];
+//!     }
+//! }
+//! ```
 
 use core::marker::PhantomData;
 

@@ -1,5 +1,21 @@
 //! Barriers and memory fences (`__syncthreads`, `__syncwarp`, `__threadfence*`).
 //!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::{sync, thread};
+//!
+//! /// How many threads of the block see a positive value (`__syncthreads_count`).
+//! #[kernel]
+//! pub fn positives_per_block(x: &[f32], mut out: DisjointSlice<u32>) {
+//!     let i = thread::index();
+//!     let positive = x.get(i.get()).is_some_and(|v| *v > 0.0);
+//!     let n = sync::sync_threads_count(positive); // every thread of the block reaches it
+//!     if let Some(o) = out.get_mut(i) {
+//!         *o = n;
+//!     }
+//! }
+//! ```
+//!
 //! # Which barrier instruction, and why the safe forms are defined
 //!
 //! The safe block barriers ([`sync_threads`] and its count/and/or forms) lower to the PTX

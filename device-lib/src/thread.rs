@@ -4,6 +4,33 @@
 //! On nvptx64 each function reads a PTX special register (`%tid`, `%ctaid`, `%ntid`,
 //! `%nctaid`, `%laneid`); on the host it reads the simulated thread's context (see
 //! [`crate::host`]) and panics when called outside a simulated launch.
+//!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::thread;
+//!
+//! /// One thread per element of a `rows × cols` matrix, launched on a 2D grid of 2D blocks:
+//! /// CUDA's `row = blockIdx.y * blockDim.y + threadIdx.y`, `col = ... x`.
+//! #[kernel]
+//! pub fn transpose(m: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
+//!     let (row, col) = (thread::global_index_y(), thread::global_index_x());
+//!     if row < rows as usize && col < cols as usize {
+//!         // SAFETY: each (row, col) is one thread's, so each output slot is written once.
+//!         unsafe { out.write(col * rows as usize + row, m[row * cols as usize + col]) };
+//!     }
+//! }
+//!
+//! /// A grid-stride loop: any grid size covers every element.
+//! #[kernel]
+//! pub fn scale_all(x: &[f32], a: f32, out: DisjointSlice<f32>) {
+//!     let mut i = thread::global_index_x();
+//!     while i < out.len() {
+//!         // SAFETY: the strides of distinct threads never meet.
+//!         unsafe { out.write(i, a * x[i]) };
+//!         i += thread::grid_stride_x();
+//!     }
+//! }
+//! ```
 
 use crate::ThreadIndex;
 

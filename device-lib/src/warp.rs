@@ -30,6 +30,29 @@
 //! shuffle reading a lane that does not take part gets an unspecified value (any bit pattern
 //! is a valid value of the shuffled types). The nvptx64 target's floor, sm_70, is the first
 //! architecture where lanes need not be converged at a `*.sync` operation.
+//!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::{thread, warp};
+//!
+//! /// The sum of each warp's 32 values, in its lane 0 (`__shfl_down_sync` halving).
+//! /// Launch with blocks of a multiple of 32 threads and `x.len()` threads in all.
+//! #[kernel]
+//! pub fn warp_sums(x: &[f32], mut out: DisjointSlice<f32>) {
+//!     let i = thread::index();
+//!     let mut v = x[i.get()];
+//!     let mut delta = 16;
+//!     while delta > 0 {
+//!         v += warp::shfl_down_sync(0xffff_ffff, v, delta);
+//!         delta /= 2;
+//!     }
+//!     let lane0 = thread::lane_id() == 0;
+//!     let count = warp::ballot_sync(0xffff_ffff, v > 0.0).count_ones();
+//!     if let Some(o) = out.get_mut(i) {
+//!         *o = if lane0 { v } else { count as f32 };
+//!     }
+//! }
+//! ```
 
 /// The mask naming all 32 lanes of a warp.
 pub const FULL_MASK: u32 = 0xffff_ffff;

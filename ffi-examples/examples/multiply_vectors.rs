@@ -2,13 +2,14 @@
 //! compiled by NVRTC and linked at run time. Runs on the GPU if there is one, else on the
 //! simulator (which runs the same kernel with `functions.cu` compiled for the host).
 use ffi_examples_kernels::{PTX, ffi::multiply_vectors};
-use gpukernel_runtime::{Context, LaunchConfig, link::Linker};
+use gpukernel_runtime::{Context, LaunchConfig, include_cuda, link::Linker};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::default_context()?;
     let module = Linker::new(&ctx)?
         .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
-        .add_cuda_source(include_str!("../kernels/cuda/functions.cu"), "functions.cu")
+        .add_cuda(include_cuda!("kernels/cuda/functions.cu")) // embedded, relative to the crate
+        // Its #include, embedded too: the binary also runs where the sources are not.
         .header(
             "gpukernel_abi.h",
             include_str!("../kernels/cuda/gpukernel_abi.h"),
@@ -29,7 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let got = out.to_host_vec()?;
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
     println!(
-        "multiply_vectors on {}: out[..5] = {:?}",
+        "multiply_vectors ran on {}: out[..5] = {:?}",
         ctx.device(),
         &got[..5]
     );

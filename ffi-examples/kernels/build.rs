@@ -1,23 +1,15 @@
 //! Compiles this crate's kernels to PTX (for the GPU) and, for the host build, its foreign
 //! CUDA C sources into a static library that the simulator's foreign calls resolve to.
 fn main() {
-    if nvptx_builder::is_device_build() {
-        return;
-    }
-    nvptx_builder::Builder::from_build_script().build_or_exit();
-    // Every source that defines a symbol a `declare_device!` in src/ffi.rs names; on the GPU
-    // they arrive through the run-time Linker (as .cu, cubin, fatbin, object or archive).
-    let sources = [
-        "cuda/functions.cu",
-        "cuda/cubin_lib.cu",
-        "cuda/fatbin_lib.cu",
-        "cuda/archive_lib.cu",
-        "cuda/object_lib.cu",
-    ];
-    if let Err(e) =
-        nvptx_builder::host_cc::compile_foreign_for_host(&sources, "ffi_examples_foreign")
-    {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    nvptx_builder::Builder::from_build_script()
+        // Every source that defines a symbol a `declare_device!` in src/ffi.rs names; on the
+        // GPU they arrive through the run-time Linker (as .cu, cubin, fatbin, object or archive).
+        .foreign_sources(&[
+            "cuda/functions.cu",
+            "cuda/cubin_lib.cu",
+            "cuda/fatbin_lib.cu",
+            "cuda/archive_lib.cu",
+            "cuda/object_lib.cu",
+        ])
+        .build_or_exit();
 }

@@ -5,7 +5,7 @@
 //! against a host computation (exiting non-zero on a mismatch).
 
 /// Compares `got` with `want` element-wise with a relative tolerance; returns a message
-/// naming the first mismatching index.
+/// naming the first mismatching index, and on success prints that the results match the host.
 pub fn check_close(what: &str, got: &[f32], want: &[f32], rel_tol: f32) -> Result<(), String> {
     if got.len() != want.len() {
         return Err(format!(
@@ -24,6 +24,7 @@ pub fn check_close(what: &str, got: &[f32], want: &[f32], rel_tol: f32) -> Resul
             ));
         }
     }
+    println!("{what}: {} results match the host", got.len());
     Ok(())
 }
 

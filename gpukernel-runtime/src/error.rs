@@ -98,7 +98,11 @@ impl fmt::Display for LinkErrorCode {
 }
 
 /// Every error of gpukernel-runtime.
-#[derive(Debug, thiserror::Error)]
+///
+/// `Debug` prints the same text as `Display` (the message, its hint and any compiler or
+/// linker log), so that `fn main() -> Result<(), Error>` and `.unwrap()` show the readable
+/// message; match on the variants for the fields.
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     // ---------------------------------------------------------------------------------------
@@ -711,6 +715,12 @@ fn list(names: &[String]) -> String {
     }
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl Error {
     /// The CUDA error code behind this error, if it came from the driver.
     pub fn cuda_error(&self) -> Option<CudaError> {
@@ -739,6 +749,16 @@ mod tests {
             name: "CUDA_ERROR_ILLEGAL_ADDRESS",
             description: "an illegal memory access was encountered",
         }
+    }
+
+    #[test]
+    fn debug_reads_like_display() {
+        let e = Error::KernelNotFound {
+            name: "saxpi".into(),
+            available: vec!["saxpy".into()],
+        };
+        assert_eq!(format!("{e:?}"), e.to_string());
+        assert_eq!(format!("{e:#?}"), e.to_string());
     }
 
     #[test]

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::Error;
+use crate::directives;
 
 /// The compat header's text.
 pub const COMPAT_HEADER: &str = include_str!("../include/gpukernel_sim.h");
@@ -96,10 +97,9 @@ impl HostCc {
         Ok(path)
     }
 
-    /// Compiles `sources` into the static library `lib_name` (`lib<lib_name>.a` in the output
-    /// directory) and returns its path. A compile error is returned with the compiler's log,
-    /// which names the file and line.
-    pub fn compile(&self, sources: &[impl AsRef<Path>], lib_name: &str) -> Result<PathBuf, Error> {
+    /// The caller's build with the compat header and C++17; cc prints nothing (the directives
+    /// are ours, so that a build script can hold them back).
+    fn configured(&self) -> Result<cc::Build, Error> {
         let header = self.write_header()?;
         let mut build = self.build.clone();
         build
@@ -110,15 +110,24 @@ impl HostCc {
             .flag("-include")
             .flag(header.as_os_str())
             .define("GPUKERNEL_SIM", "1")
-            .out_dir(&self.out_dir)
-            .cargo_metadata(self.cargo_metadata);
+            .cargo_metadata(false)
+            .cargo_warnings(false);
+        Ok(build)
+    }
+
+    /// Compiles `sources` into the static library `lib_name` (`lib<lib_name>.a` in the output
+    /// directory) and returns its path. A compile error is returned with the compiler's log,
+    /// which names the file and line.
+    pub fn compile(&self, sources: &[impl AsRef<Path>], lib_name: &str) -> Result<PathBuf, Error> {
+        let mut build = self.configured()?;
+        build.out_dir(&self.out_dir);
         for src in sources {
             let src = src.as_ref();
             if !src.is_file() {
                 return Err(missing_source(src));
             }
             if self.cargo_metadata {
-                println!("cargo:rerun-if-changed={}", src.display());
+                directives::emit(format!("cargo:rerun-if-changed={}", src.display()));
             }
             self.check(&build, src)?;
             build.file(src);
@@ -129,7 +138,33 @@ impl HostCc {
             args: vec![format!("(cc crate building lib{lib_name}.a)")],
             output: e.to_string(),
         })?;
+        if self.cargo_metadata {
+            for line in [
+                format!("cargo:rustc-link-search=native={}", self.out_dir.display()),
+                format!("cargo:rustc-link-lib=static={lib_name}"),
+                // The compat header's C++ (as cc links it for C++ builds on Linux).
+                "cargo:rustc-link-lib=stdc++".to_string(),
+                "cargo:rerun-if-env-changed=CXX".to_string(),
+                "cargo:rerun-if-env-changed=CXXFLAGS".to_string(),
+            ] {
+                directives::emit(line);
+            }
+        }
         Ok(self.out_dir.join(format!("lib{lib_name}.a")))
+    }
+
+    /// Checks the syntax of every source (the fast part of [`compile`](HostCc::compile)), so
+    /// that a mistake in a `.cu` is reported before the slower device build.
+    pub fn check_all(&self, sources: &[impl AsRef<Path>]) -> Result<(), Error> {
+        let build = self.configured()?;
+        for src in sources {
+            let src = src.as_ref();
+            if !src.is_file() {
+                return Err(missing_source(src));
+            }
+            self.check(&build, src)?;
+        }
+        Ok(())
     }
 
     /// Runs the compiler on `src` with `-fsyntax-only` and returns its log on failure (cc
@@ -158,13 +193,12 @@ impl HostCc {
         }
         let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
         log.push_str(&String::from_utf8_lossy(&output.stdout));
-        Err(Error::ToolFailed {
-            tool: compiler.path().to_path_buf(),
-            args,
-            output: format!(
-                "compiling foreign CUDA source {} for the simulator failed:\n{log}",
-                src.display()
-            ),
+        Err(Error::ForeignCompileFailed {
+            source_file: src.to_path_buf(),
+            compiler: compiler.path().to_path_buf(),
+            command: directives::verbose()
+                .then(|| format!("{} {}", compiler.path().display(), args.join(" "))),
+            log,
         })
     }
 }
@@ -324,6 +358,15 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
             assert!(
                 e.contains(&format!("{name}.cu:2")),
                 "{name}: the error names file:line: {e}"
+            );
+            let log_at = e.find(&format!("{name}.cu:2"));
+            let note_at = e.find("does not compile for the simulator");
+            assert!(
+                log_at.is_some()
+                    && note_at.is_some()
+                    && log_at < note_at
+                    && !e.contains("-fsyntax-only"),
+                "{name}: the compiler's log comes first, no command line: {e}"
             );
         }
     }

@@ -25,13 +25,23 @@
 //! pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 //! ```
 //!
+//! The nightly that compiles the kernels: [`Builder::toolchain`], else `GPUKERNEL_NIGHTLY`, else
+//! the kernels crate's own pin in its `Cargo.toml` (so that every checkout of a project builds
+//! with the same nightly; the host code stays on stable):
+//! ```toml
+//! [package.metadata.gpukernel]
+//! nightly = "nightly-2026-05-20"
+//! ```
+//! else `nightly`. gpukernel is tested with the nightly named in [`TESTED_NIGHTLY`].
+//!
 //! Environment variables: `GPUKERNEL_ARCH` (default `sm_90`), `GPUKERNEL_NIGHTLY` (the
-//! toolchain name, default `nightly`), `GPUKERNEL_NVPTX_TARGET_DIR` (where the device build
+//! toolchain name, see above), `GPUKERNEL_NVPTX_TARGET_DIR` (where the device build
 //! goes; default `<target dir>/nvptx-kernels`, shared by every kernels crate of a workspace so
 //! that `core` is built once), `GPUKERNEL_CUDA_TOOLS` (where `bin/ptxas` is, for validation).
 
 #![warn(missing_docs)]
 
+mod directives;
 pub mod host_cc;
 pub mod shared_rewrite;
 mod tools;
@@ -43,10 +53,17 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub use tools::{cuda_tools_dir, find_cuda_tool};
+pub use tools::{
+    CUDA_TOOLS_VERSION, cuda_tools_dir, cuda_tools_search_path, find_cuda_tool, user_tools_dir,
+    user_tools_install_dir,
+};
 
 /// The default GPU architecture: the H100's.
 pub const DEFAULT_ARCH: &str = "sm_90";
+
+/// The nightly gpukernel's kernels are tested with (`rustc -V`): pin a dated nightly of the same
+/// day or later in `[package.metadata.gpukernel] nightly = "..."`.
+pub const TESTED_NIGHTLY: &str = "rustc 1.97.0-nightly (e50aa6fba 2026-05-19)";
 
 /// The target triple of device builds.
 pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
@@ -131,6 +148,17 @@ pub enum Error {
     },
     /// The shared-memory pass could not rewrite the linked IR.
     SharedRewrite(String),
+    /// A foreign CUDA C source does not compile for the host (the simulator's copy).
+    ForeignCompileFailed {
+        /// The source.
+        source_file: PathBuf,
+        /// The host C++ compiler.
+        compiler: PathBuf,
+        /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
+        command: Option<String>,
+        /// The compiler's log (file:line, caret).
+        log: String,
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -147,14 +175,14 @@ impl fmt::Display for Error {
                 f,
                 "the Rust toolchain `{toolchain}` (needed to compile kernels for nvptx64; {TOOLCHAIN_ORIGIN}) is not installed.\n\
                  hint: run `rustup toolchain install {toolchain} --profile minimal --component rust-src,llvm-tools-preview` \
-                 (or `cargo xtask doctor` in the gpukernel checkout), or set GPUKERNEL_NIGHTLY to an installed nightly toolchain.\n\
+                 (or `cargo xtask doctor` in the gpukernel checkout), or name an installed nightly in GPUKERNEL_NIGHTLY or the kernels crate's `[package.metadata.gpukernel] nightly`.\n\
                  rustup said: {detail}"
             ),
             Error::NotNightly { toolchain, version } => write!(
                 f,
                 "the Rust toolchain `{toolchain}` ({TOOLCHAIN_ORIGIN}) is not a nightly: it is `{version}`, and kernels \
                  are compiled with nightly-only features (`-Zbuild-std=core`, the `gpu-kernel` ABI).\n\
-                 hint: unset GPUKERNEL_NIGHTLY (the default is `nightly`) or set it to a nightly toolchain, e.g. `nightly` \
+                 hint: name a nightly toolchain there (GPUKERNEL_NIGHTLY overrides the crate's pin; the default is `nightly`), e.g. `nightly` \
                  or a dated `nightly-YYYY-MM-DD`; your host code stays on stable"
             ),
             Error::RustupMissing(e) => write!(
@@ -219,6 +247,28 @@ impl fmt::Display for Error {
                 f,
                 "moving `shared_array!` storage to shared memory failed (a bug in gpukernel; please report it): {e}"
             ),
+            Error::ForeignCompileFailed {
+                source_file,
+                compiler,
+                command,
+                log,
+            } => {
+                write!(
+                    f,
+                    "{}\nthe foreign CUDA source {} does not compile for the simulator (with the host's {}; \
+                     the same file goes to NVRTC for the GPU)",
+                    log.trim_end(),
+                    source_file.display(),
+                    compiler.display()
+                )?;
+                match command {
+                    Some(c) => write!(f, "\ncommand: {c}"),
+                    None => write!(
+                        f,
+                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
+                    ),
+                }
+            }
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -231,7 +281,8 @@ impl fmt::Debug for Error {
 }
 
 /// Where the nightly's name comes from, for messages.
-const TOOLCHAIN_ORIGIN: &str = "from GPUKERNEL_NIGHTLY or `Builder::toolchain`, default `nightly`";
+const TOOLCHAIN_ORIGIN: &str = "from `Builder::toolchain`, GPUKERNEL_NIGHTLY or the kernels crate's \
+     `[package.metadata.gpukernel] nightly`, default `nightly`";
 
 /// What to do about the kernels-crate mistakes whose rustc diagnostics alone mislead (rustc
 /// suggests `#![feature(..)]` unconditionally, which breaks the stable host build, and
@@ -295,11 +346,12 @@ pub struct Builder {
     package_name: Option<String>,
     out_dir: PathBuf,
     arch: Option<String>,
-    toolchain: String,
+    toolchain: Option<String>,
     target_dir: Option<PathBuf>,
     output_name: String,
     validate: bool,
     emit_cargo_directives: bool,
+    foreign_sources: Vec<PathBuf>,
 }
 
 impl Builder {
@@ -327,11 +379,12 @@ impl Builder {
             package_name: std::env::var("CARGO_PKG_NAME").ok(),
             out_dir: out_dir.into(),
             arch: None,
-            toolchain: std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into()),
+            toolchain: None,
             target_dir: std::env::var_os("GPUKERNEL_NVPTX_TARGET_DIR").map(PathBuf::from),
             output_name: "kernels".into(),
             validate: true,
             emit_cargo_directives: false,
+            foreign_sources: Vec::new(),
         }
     }
 
@@ -354,10 +407,41 @@ impl Builder {
         self
     }
 
-    /// The nightly toolchain to build with. Default: `GPUKERNEL_NIGHTLY`, else `nightly`.
+    /// The nightly toolchain to build with. Default: `GPUKERNEL_NIGHTLY`, else the kernels
+    /// crate's `[package.metadata.gpukernel] nightly`, else `nightly`.
     pub fn toolchain(mut self, toolchain: impl Into<String>) -> Self {
-        self.toolchain = toolchain.into();
+        self.toolchain = Some(toolchain.into());
         self
+    }
+
+    /// The toolchain name to build with (see [`Builder::toolchain`]).
+    pub fn resolve_toolchain(&self) -> Result<String, Error> {
+        if let Some(t) = &self.toolchain {
+            return Ok(t.clone());
+        }
+        if let Some(t) = std::env::var("GPUKERNEL_NIGHTLY")
+            .ok()
+            .filter(|t| !t.is_empty())
+        {
+            return Ok(t);
+        }
+        let manifest = self.manifest_dir.join("Cargo.toml");
+        let text = match std::fs::read_to_string(&manifest) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok("nightly".into()),
+            Err(source) => {
+                return Err(Error::Io {
+                    path: manifest,
+                    source,
+                });
+            }
+        };
+        Ok(pinned_nightly(&text)
+            .map_err(|e| Error::Io {
+                path: manifest,
+                source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            })?
+            .unwrap_or_else(|| "nightly".into()))
     }
 
     /// Where the device build's cargo target dir goes.
@@ -372,26 +456,69 @@ impl Builder {
         self
     }
 
-    /// Runs the build, or prints the error and exits the build script with status 1 (cargo
-    /// shows the message). On the device build of the kernels crate itself (the build script
-    /// runs again for nvptx64), does nothing.
+    /// The foreign CUDA C sources (relative to the kernels crate, or absolute) that
+    /// [`build_or_exit`](Builder::build_or_exit) also compiles for the host, into the static
+    /// library `<package>_foreign` that the simulator's foreign calls resolve to (see
+    /// [`host_cc`]). Their syntax is checked first, before the device build.
+    pub fn foreign_sources(mut self, sources: &[impl AsRef<Path>]) -> Self {
+        self.foreign_sources
+            .extend(sources.iter().map(|s| s.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Runs the build (the foreign sources' host compile too), or prints the error and exits
+    /// the build script with status 1. On failure the error is all the build script prints
+    /// (the compiler's log first, with file:line); its `cargo:` directives are held back, and
+    /// printed only with `GPUKERNEL_BUILD_VERBOSE=1`. On the device build of the kernels crate
+    /// itself (the build script runs again for nvptx64), does nothing.
     pub fn build_or_exit(self) -> Option<PtxOutput> {
         if is_device_build() {
             return None;
         }
-        match self.build() {
-            Ok(out) => Some(out),
+        let (result, lines) = directives::capture(|| self.build_with_foreign());
+        match result {
+            Ok(out) => {
+                for line in lines {
+                    println!("{line}");
+                }
+                Some(out)
+            }
             Err(e) => {
+                if directives::verbose() {
+                    for line in lines {
+                        println!("{line}");
+                    }
+                }
                 eprintln!("error: {e}");
                 std::process::exit(1);
             }
         }
     }
 
+    /// The foreign sources' syntax check, the device build, then their host compile.
+    fn build_with_foreign(&self) -> Result<PtxOutput, Error> {
+        if self.foreign_sources.is_empty() {
+            return self.build();
+        }
+        let sources: Vec<PathBuf> = self
+            .foreign_sources
+            .iter()
+            .map(|s| self.manifest_dir.join(s))
+            .collect();
+        let host = host_cc::HostCc::new(cc::Build::new(), &self.out_dir)
+            .cargo_metadata(self.emit_cargo_directives);
+        host.check_all(&sources)?;
+        let out = self.build()?;
+        // Named after the package: two kernels crates in one program link two libraries.
+        let package = self.package_name.as_deref().unwrap_or(&self.output_name);
+        host.compile(&sources, &format!("{}_foreign", package.replace('-', "_")))?;
+        Ok(out)
+    }
+
     /// Runs the device build and returns what it wrote.
     pub fn build(&self) -> Result<PtxOutput, Error> {
         let arch = self.resolve_arch()?;
-        let toolchain = tools::Toolchain::locate(&self.toolchain)?;
+        let toolchain = tools::Toolchain::locate(&self.resolve_toolchain()?)?;
         let manifest = self.manifest_dir.join("Cargo.toml");
         let package = self
             .package_name
@@ -405,10 +532,14 @@ impl Builder {
             .unwrap_or_else(|| default_target_dir(&self.out_dir));
 
         if self.emit_cargo_directives {
-            println!("cargo:rerun-if-env-changed=GPUKERNEL_ARCH");
-            println!("cargo:rerun-if-env-changed=GPUKERNEL_NIGHTLY");
-            println!("cargo:rerun-if-env-changed=GPUKERNEL_NVPTX_TARGET_DIR");
-            println!("cargo:rerun-if-changed={}", manifest.display());
+            for var in [
+                "GPUKERNEL_ARCH",
+                "GPUKERNEL_NIGHTLY",
+                "GPUKERNEL_NVPTX_TARGET_DIR",
+            ] {
+                directives::emit(format!("cargo:rerun-if-env-changed={var}"));
+            }
+            directives::emit(format!("cargo:rerun-if-changed={}", manifest.display()));
         }
 
         let rlibs = self.cargo_build(&toolchain, &manifest, &target_dir, &arch)?;
@@ -494,10 +625,10 @@ impl Builder {
             if let Some(ptxas) = find_cuda_tool("ptxas") {
                 validate_ptx(&ptxas, &ptx, &arch)?;
             } else if self.emit_cargo_directives {
-                println!(
+                directives::emit(format!(
                     "cargo:warning=ptxas not found: {} was not validated (run `cargo xtask doctor` to install the CUDA compiler tools)",
                     ptx.display()
-                );
+                ));
             }
         }
 
@@ -619,6 +750,23 @@ impl Builder {
     }
 }
 
+/// `[package.metadata.gpukernel] nightly` of a manifest's text, if set.
+fn pinned_nightly(manifest: &str) -> Result<Option<String>, String> {
+    let table: toml::Table = manifest.parse().map_err(|e| format!("{e}"))?;
+    let pin = table
+        .get("package")
+        .and_then(|p| p.get("metadata"))
+        .and_then(|m| m.get("gpukernel"))
+        .and_then(|g| g.get("nightly"));
+    match pin {
+        None => Ok(None),
+        Some(toml::Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "[package.metadata.gpukernel] nightly must be a toolchain name such as \"nightly-2026-05-20\", not {other}"
+        )),
+    }
+}
+
 /// Whether this build script runs for a device build (the kernels crate compiled for nvptx64
 /// by nvptx-builder itself), where it must not start another device build.
 pub fn is_device_build() -> bool {
@@ -700,7 +848,7 @@ fn emit_rerun_if_changed(rlibs: &[PathBuf], sysroot: &Path) {
                     continue;
                 }
                 if seen.insert(p.clone()) {
-                    println!("cargo:rerun-if-changed={}", p.display());
+                    directives::emit(format!("cargo:rerun-if-changed={}", p.display()));
                 }
             }
         }
@@ -902,6 +1050,25 @@ mod tests {
         };
         assert_eq!(format!("{e:?}"), e.to_string());
         assert!(e.to_string().contains("GPUKERNEL_NIGHTLY"), "{e}");
+    }
+
+    #[test]
+    fn the_nightly_is_pinned_in_the_kernels_manifest() {
+        let m = "[package]\nname = \"k\"\n[package.metadata.gpukernel]\nnightly = \"nightly-2026-05-20\"\n";
+        assert_eq!(
+            pinned_nightly(m).unwrap().as_deref(),
+            Some("nightly-2026-05-20")
+        );
+        assert_eq!(pinned_nightly("[package]\nname = \"k\"\n").unwrap(), None);
+        let e = pinned_nightly("[package.metadata.gpukernel]\nnightly = 7\n").unwrap_err();
+        assert!(e.contains("toolchain name"), "{e}");
+        assert_eq!(
+            Builder::new("/k", "/tmp")
+                .toolchain("nightly-x")
+                .resolve_toolchain()
+                .unwrap(),
+            "nightly-x"
+        );
     }
 
     #[test]

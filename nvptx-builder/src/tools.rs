@@ -88,23 +88,61 @@ impl Toolchain {
     }
 }
 
-/// The directory holding the CUDA compiler tools (`bin/ptxas`, `bin/nvcc`, `lib/libnvrtc.so*`,
-/// `include/`), searched in this order: `GPUKERNEL_CUDA_TOOLS`, `CUDA_HOME`, `CUDA_PATH`,
-/// `/usr/local/cuda`, then `.cuda-tools/nvidia/cu13` in this workspace (where
-/// `cargo xtask doctor` installs the CUDA 13.0 compiler wheels).
-pub fn cuda_tools_dir() -> Option<PathBuf> {
-    let candidates = ["GPUKERNEL_CUDA_TOOLS", "CUDA_HOME", "CUDA_PATH"]
+/// The CUDA version whose compiler tools `cargo xtask doctor` installs and gpukernel is tested
+/// with.
+pub const CUDA_TOOLS_VERSION: &str = "13.0";
+
+/// Where `cargo xtask doctor` installs the CUDA compiler wheels for every project of this
+/// user: `$XDG_CACHE_HOME/gpukernel/cuda-13.0`, else `~/.cache/gpukernel/cuda-13.0`. The tools
+/// themselves are in its `nvidia/cu13` folder (see [`user_tools_dir`]).
+pub fn user_tools_install_dir() -> Option<PathBuf> {
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    };
+    var("XDG_CACHE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .map(|c| {
+            c.join("gpukernel")
+                .join(format!("cuda-{CUDA_TOOLS_VERSION}"))
+        })
+}
+
+/// The per-user tool root, `<user_tools_install_dir>/nvidia/cu13` (with `bin/ptxas`,
+/// `lib/libnvrtc.so.13`, `include/`), whether or not it exists yet.
+pub fn user_tools_dir() -> Option<PathBuf> {
+    user_tools_install_dir().map(|d| d.join("nvidia").join("cu13"))
+}
+
+/// Every directory that may hold the CUDA compiler tools, in search order:
+/// `GPUKERNEL_CUDA_TOOLS`, `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda`, `.cuda-tools/nvidia/cu13`
+/// in the calling workspace (a gpukernel checkout's own folder, if it has one), then the
+/// per-user folder [`user_tools_dir`] that `cargo xtask doctor` fills.
+pub fn cuda_tools_search_path() -> Vec<PathBuf> {
+    ["GPUKERNEL_CUDA_TOOLS", "CUDA_HOME", "CUDA_PATH"]
         .iter()
-        .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
+        .filter_map(|v| {
+            std::env::var_os(v)
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        })
         .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
-        .chain(workspace_tools_dir());
-    candidates
+        .chain(workspace_tools_dir())
+        .chain(user_tools_dir())
+        .collect()
+}
+
+/// The directory holding the CUDA compiler tools (`bin/ptxas`, `bin/nvcc`, `lib/libnvrtc.so*`,
+/// `include/`): the first of [`cuda_tools_search_path`] that has `bin/` or `include/`.
+pub fn cuda_tools_dir() -> Option<PathBuf> {
+    cuda_tools_search_path()
         .into_iter()
         .find(|d| d.join("bin").is_dir() || d.join("include").is_dir())
 }
 
-/// `<workspace>/.cuda-tools/nvidia/cu13`, the workspace being the nearest ancestor of this
-/// crate's (or the calling build script's) manifest dir that has a `.cuda-tools` folder.
+/// `<workspace>/.cuda-tools/nvidia/cu13`, the workspace being the nearest ancestor of the
+/// calling build script's manifest dir (or of this crate's) that has a `.cuda-tools` folder.
 fn workspace_tools_dir() -> Option<PathBuf> {
     let starts = [
         std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from),
@@ -117,16 +155,13 @@ fn workspace_tools_dir() -> Option<PathBuf> {
     })
 }
 
-/// Finds a CUDA tool (`ptxas`, `nvcc`, `fatbinary`, `nvlink`, `cuobjdump`) in
-/// [`cuda_tools_dir`], or any of the searched directories that has it.
+/// Finds a CUDA tool (`ptxas`, `nvcc`, `fatbinary`, `nvlink`, `cuobjdump`) in the first
+/// directory of [`cuda_tools_search_path`] that has it.
 pub fn find_cuda_tool(name: &str) -> Option<PathBuf> {
     let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
-    let dirs = ["GPUKERNEL_CUDA_TOOLS", "CUDA_HOME", "CUDA_PATH"]
-        .iter()
-        .filter_map(|v| std::env::var_os(v).map(PathBuf::from))
-        .chain(std::iter::once(PathBuf::from("/usr/local/cuda")))
-        .chain(workspace_tools_dir());
-    dirs.map(|d| d.join("bin").join(&exe))
+    cuda_tools_search_path()
+        .into_iter()
+        .map(|d| d.join("bin").join(&exe))
         .find(|p| is_executable(p))
 }
 
@@ -166,5 +201,16 @@ mod tests {
         assert!(!is_nightly(&vv("1.95.0")));
         assert!(!is_nightly(&vv("1.96.0-beta.3")));
         assert!(!is_nightly("garbage"));
+    }
+
+    #[test]
+    fn the_user_tool_folder_is_under_the_cache_home() {
+        let d = user_tools_dir().expect("HOME is set in tests");
+        assert!(
+            d.ends_with(format!("gpukernel/cuda-{CUDA_TOOLS_VERSION}/nvidia/cu13")),
+            "{}",
+            d.display()
+        );
+        assert_eq!(cuda_tools_search_path().last(), Some(&d));
     }
 }

@@ -2,10 +2,17 @@
 //!
 //! * `doctor [--check]` — checks, and unless `--check` installs, what builds and tests need:
 //!   the nightly toolchain with `rust-src` and `llvm-tools-preview`, the CUDA 13.0 compiler
-//!   wheels (NVRTC, nvcc/ptxas, nvJitLink, libdevice) into `.cuda-tools/`, and clang-19.
+//!   wheels (NVRTC, nvcc/ptxas, nvJitLink, libdevice) into the per-user folder
+//!   `~/.cache/gpukernel/cuda-13.0` (or this checkout's `.cuda-tools/` where that exists, or
+//!   `GPUKERNEL_CUDA_TOOLS`), and clang-19.
+//! * `new <DIR> [--git URL]` — writes a ready project outside this checkout: a workspace with
+//!   a kernels crate (`build.rs`, one `.cu`), a host crate and a test on the simulator,
+//!   depending on this checkout by path (or on `URL` by git). `new --check` is the CI step that
+//!   `test` runs: a generated project in a temporary folder, built, tested and run.
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
-//!   the simulator, then `ptx-check`.
+//!   the simulator, a project from `new` built and tested in a temporary folder, then
+//!   `ptx-check`.
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
@@ -15,6 +22,7 @@
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
 
 mod fuzz;
+mod new;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -41,6 +49,7 @@ fn main() -> ExitCode {
                 .unwrap_or("multiply_vectors"),
         ),
         Some("ptx-check") => ptx_check(),
+        Some("new") => new::new_command(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
         Some(other) => Err(format!("unknown command `{other}`\n{USAGE}")),
@@ -55,7 +64,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | ptx-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -64,8 +73,47 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The CUDA tool root (`bin/ptxas`, `lib/libnvrtc.so.13`, `include/`) that `doctor` checks
+/// and fills: `GPUKERNEL_CUDA_TOOLS` if set, else this checkout's `.cuda-tools/nvidia/cu13` if
+/// it exists (kept for checkouts and CI machines that have one), else the per-user folder.
 fn cuda_tools() -> PathBuf {
-    root().join(".cuda-tools/nvidia/cu13")
+    if let Some(dir) = std::env::var_os("GPUKERNEL_CUDA_TOOLS").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let local = root().join(".cuda-tools/nvidia/cu13");
+    if local.is_dir() {
+        return local;
+    }
+    user_tools_install_dir().join("nvidia/cu13")
+}
+
+/// Where pip installs the wheels for [`cuda_tools`] (their `nvidia/cu13` is the tool root).
+fn cuda_tools_install_dir() -> Result<PathBuf, String> {
+    let tools = cuda_tools();
+    if tools.ends_with("nvidia/cu13") {
+        Ok(tools.parent().and_then(Path::parent).unwrap().to_path_buf())
+    } else {
+        Err(format!(
+            "GPUKERNEL_CUDA_TOOLS={} lacks the CUDA 13.0 tools, and doctor installs only into a folder \
+             ending in nvidia/cu13: point it at a CUDA 13 toolkit, or unset it to use {}",
+            tools.display(),
+            user_tools_install_dir().join("nvidia/cu13").display()
+        ))
+    }
+}
+
+/// `$XDG_CACHE_HOME/gpukernel/cuda-13.0`, else `~/.cache/gpukernel/cuda-13.0`: the same folder
+/// nvptx-builder's `user_tools_install_dir` and the runtime search, from any project.
+fn user_tools_install_dir() -> PathBuf {
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    };
+    var("XDG_CACHE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("gpukernel/cuda-13.0")
 }
 
 fn nightly() -> String {
@@ -182,20 +230,32 @@ fn doctor(install: bool) -> Result<(), String> {
                 .ok_or(
                     "python3 with pip is needed to install the CUDA compiler wheels from PyPI",
                 )?;
+            let target = cuda_tools_install_dir()?;
+            eprintln!(
+                "doctor: installing the CUDA 13.0 compiler wheels from PyPI into {} \
+                 (about 583 MB on the first install; once per user, for every project)",
+                target.display()
+            );
             let mut cmd = Command::new(python);
             cmd.args([
                 "-m",
                 "pip",
                 "install",
-                "--quiet",
+                "--progress-bar",
+                "on",
                 "--disable-pip-version-check",
                 "--no-deps",
                 "--upgrade",
                 "--target",
             ])
-            .arg(root().join(".cuda-tools"))
+            .arg(&target)
             .args(CUDA_WHEELS);
+            let started = std::time::Instant::now();
             run(&mut cmd)?;
+            eprintln!(
+                "doctor: CUDA wheels installed in {:.0} s",
+                started.elapsed().as_secs_f64()
+            );
             let still: Vec<_> = needed.iter().filter(|p| !tools.join(p).exists()).collect();
             if !still.is_empty() {
                 return Err(format!(
@@ -260,6 +320,10 @@ fn cargo() -> Command {
 
 fn test(extra: &[String]) -> Result<(), String> {
     doctor(true)?;
+    eprintln!(
+        "test: the workspace's tests; the macros' UI tests (tests/ui, `ui` below) compile every \
+         case with cargo and print nothing until the end (about 90 s)"
+    );
     let mut cmd = cargo();
     cmd.args(["test", "--workspace", "--exclude", "xtask"]);
     let extra: Vec<&String> = extra.iter().filter(|a| *a != "--").collect();
@@ -269,6 +333,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     run(&mut cmd)?;
     run(cargo().args(["test", "-p", "xtask"]))?;
     run_examples_on_simulator()?;
+    new::check_generated_project()?;
     ptx_check()
 }
 
@@ -301,7 +366,13 @@ fn run_examples_on_simulator() -> Result<(), String> {
 
 fn example(name: &str) -> Result<(), String> {
     doctor(true)?;
-    run(cargo().args(["run", "--release", "-p", "ffi-examples", "--example", name]))
+    eprintln!(
+        "example: building `{name}` (release) and running it on the GPU if there is one, else on \
+         the simulator (GPUKERNEL_BACKEND=cuda|sim chooses)"
+    );
+    run(cargo().args(["run", "--release", "-p", "ffi-examples", "--example", name]))?;
+    eprintln!("example: `{name}` checked its result against the host: it matches");
+    Ok(())
 }
 
 /// Every `*.ptx` (with its `*.bc`) that nvptx-builder wrote under target/.

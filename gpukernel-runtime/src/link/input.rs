@@ -33,10 +33,7 @@ pub(crate) fn read_file(path: &Path, kind: Option<InputKind>) -> Result<Input, E
             supported: InputKind::supported_list(),
         })?,
     };
-    let bytes = std::fs::read(path).map_err(|source| Error::LinkInputRead {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = std::fs::read(path).map_err(|source| unreadable(path, source))?;
     let canonical = std::fs::canonicalize(path).ok();
     let input = Input {
         kind,
@@ -46,6 +43,37 @@ pub(crate) fn read_file(path: &Path, kind: Option<InputKind>) -> Result<Input, E
     };
     check_shape(&input)?;
     Ok(input)
+}
+
+/// The error for a file that could not be read: a relative path is shown resolved, with what it
+/// was resolved against and the way that does not depend on the current directory.
+fn unreadable(path: &Path, source: std::io::Error) -> Error {
+    if path.is_absolute() {
+        return Error::LinkInputRead {
+            path: path.to_path_buf(),
+            source,
+        };
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let hint = if InputKind::from_path(path) == Some(InputKind::Cuda) {
+        format!(
+            "; hint: embed it at compile time with `.add_cuda(include_cuda!(\"{}\"))`, a path relative to the crate",
+            path.display()
+        )
+    } else {
+        "; hint: build the path from `env!(\"CARGO_MANIFEST_DIR\")` or embed the file with `include_bytes!`".to_owned()
+    };
+    Error::LinkInputRead {
+        path: cwd.join(path),
+        source: std::io::Error::new(
+            source.kind(),
+            format!(
+                "{source} (the relative path `{}` was resolved against the current directory, {}){hint}",
+                path.display(),
+                cwd.display()
+            ),
+        ),
+    }
 }
 
 /// Checks that an input's bytes have the shape its kind promises.
@@ -60,6 +88,20 @@ pub(crate) fn check_shape(input: &Input) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_relative_path_says_what_it_was_resolved_against() {
+        let e = read_file(Path::new("cuda/no_such_file.cu"), None)
+            .unwrap_err()
+            .to_string();
+        let cwd = std::env::current_dir().unwrap();
+        assert!(
+            e.contains(&cwd.join("cuda/no_such_file.cu").display().to_string())
+                && e.contains("resolved against the current directory")
+                && e.contains("include_cuda!(\"cuda/no_such_file.cu\")"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn mismatches_name_the_input_and_its_kind() {

@@ -107,7 +107,9 @@ impl Linker {
     }
 
     /// Adds a file; its kind comes from the extension (`.cu`, `.ptx`, `.cubin`, `.fatbin`,
-    /// `.o`, `.a`, `.ltoir`).
+    /// `.o`, `.a`, `.ltoir`). A relative path is resolved against the current directory when
+    /// the link runs (the error says so); to embed a `.cu` at compile time, relative to the
+    /// crate, use [`add_cuda`](Linker::add_cuda) with [`include_cuda!`](crate::include_cuda).
     pub fn add_file(&mut self, path: impl AsRef<Path>) -> &mut Self {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
@@ -166,6 +168,19 @@ impl Linker {
             kernels: Some(kernels.iter().map(|k| k.to_string()).collect()),
         });
         self
+    }
+
+    /// Adds a CUDA C++ source embedded with [`include_cuda!`](crate::include_cuda), compiled by
+    /// NVRTC at link time. Works from any directory: the text is in the program. The source's
+    /// own `#include "..."`s are found among the [`header`](Linker::header)s, then in its folder
+    /// on the build machine while that exists.
+    pub fn add_cuda(&mut self, source: super::CudaSource) -> &mut Self {
+        if let Some(dir) = source.build_dir()
+            && !self.include_dirs.contains(&dir)
+        {
+            self.include_dirs.push(dir);
+        }
+        self.add_cuda_source(source.text, source.name)
     }
 
     /// Adds CUDA C++ source text, compiled by NVRTC at link time.

@@ -43,13 +43,14 @@
 //! `~/.cache/gpukernel`.
 //!
 //! NVRTC and nvJitLink are loaded at run time from `GPUKERNEL_CUDA_TOOLS`, `CUDA_HOME`,
-//! `CUDA_PATH`, `/usr/local/cuda` or the workspace's `.cuda-tools/nvidia/cu13` (what
-//! `cargo xtask doctor` installs), then from the loader's path; `LD_LIBRARY_PATH` need not be
-//! set.
+//! `CUDA_PATH`, `/usr/local/cuda`, a gpukernel checkout's `.cuda-tools/nvidia/cu13`, or the
+//! per-user `~/.cache/gpukernel/cuda-13.0/nvidia/cu13` (what `cargo xtask doctor` installs),
+//! then from the loader's path; `LD_LIBRARY_PATH` need not be set.
 
 mod arch;
 mod cache;
 pub(crate) mod diagnose;
+mod embedded;
 mod image;
 mod input;
 mod linker;
@@ -63,6 +64,7 @@ pub use crate::error::{LinkErrorCode, LinkerKind};
 pub use crate::format::InputKind;
 pub use arch::Arch;
 pub use cache::CachePolicy;
+pub use embedded::CudaSource;
 pub use image::{CacheStatus, LinkInput, LinkTimings, LinkedImage};
 pub use linker::Linker;
 pub use nvrtc::{CudaOutput, compile_cuda};

@@ -6,7 +6,10 @@
 //! 1. `GPUKERNEL_CUDA_TOOLS`,
 //! 2. `CUDA_HOME`, then `CUDA_PATH`,
 //! 3. `/usr/local/cuda`,
-//! 4. `<workspace>/.cuda-tools/nvidia/cu13` (what `cargo xtask doctor` installs).
+//! 4. `<workspace>/.cuda-tools/nvidia/cu13` (a gpukernel checkout's own folder, if it has one),
+//! 5. `$XDG_CACHE_HOME/gpukernel/cuda-13.0/nvidia/cu13`, else
+//!    `~/.cache/gpukernel/cuda-13.0/nvidia/cu13`: the per-user folder that `cargo xtask doctor`
+//!    fills, found from any project.
 //!
 //! A library is then looked for in each root's `lib64/`, `lib/` and
 //! `targets/x86_64-linux/lib/` by full path, and last by its bare name (the dynamic loader's
@@ -38,6 +41,7 @@ pub(crate) fn tool_roots() -> Vec<PathBuf> {
             .join("nvidia")
             .join("cu13"),
     );
+    roots.extend(user_tools_dir());
     let mut seen = Vec::new();
     roots.retain(|root| {
         let keep = root.is_dir() && !seen.contains(root);
@@ -47,6 +51,18 @@ pub(crate) fn tool_roots() -> Vec<PathBuf> {
         keep
     });
     roots
+}
+
+/// The per-user tool root that `cargo xtask doctor` fills (nvptx-builder's `user_tools_dir`).
+pub(crate) fn user_tools_dir() -> Option<PathBuf> {
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    };
+    var("XDG_CACHE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .map(|c| c.join("gpukernel/cuda-13.0/nvidia/cu13"))
 }
 
 /// The library directories of every tool root, in search order.

@@ -1,0 +1,34 @@
+//! The project's GPU kernels.
+//!
+//! This crate compiles twice: for `nvptx64-nvidia-cuda` (driven by `build.rs`), where every
+//! `#[kernel]` becomes a PTX entry, and for the host, where each kernel is a typed launch
+//! descriptor that the runtime looks up in a module, on the GPU or on the simulator.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
+
+use gpukernel_device::{prelude::*, thread};
+
+/// The PTX of every kernel of this crate.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+// Defined in cuda/functions.cu: `extern "C" __device__ int scale_f32(float* ret, float x, float factor)`.
+declare_device!(pub "scale_f32", fn(x: f32, factor: f32) -> f32);
+
+/// `out[i] = x[i] * factor`, computed by the CUDA C function `scale_f32`.
+#[kernel]
+pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(o) = out.get_mut(i) {
+        *o = scale_f32(x[i.get()], factor);
+    }
+}
+
+/// `y[i] = a * x[i] + y[i]`, in Rust only.
+#[kernel]
+pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(yi) = y.get_mut(i) {
+        *yi += a * x[i.get()];
+    }
+}
