@@ -452,6 +452,46 @@ pub enum Error {
         log: String,
     },
 
+    /// A foreign function's definition does not match its `declare_device!` declaration
+    /// (argument count, argument types or return type). Linking it would pass arguments in
+    /// the wrong registers or write the return slot with the wrong size.
+    #[error(
+        "the definition of foreign function `{symbol}` in {defined_at} does not match its Rust \
+         declaration at {declared_at}, which expects `{expected}`: {detail}\nhint: change the \
+         `declare_device!` entry or the definition so that both have the same argument count, \
+         argument types and return type"
+    )]
+    ForeignSignatureMismatch {
+        /// The foreign symbol.
+        symbol: String,
+        /// The Rust declaration: `file:line` of the `declare_device!` entry.
+        declared_at: String,
+        /// The C declaration the Rust one stands for.
+        expected: String,
+        /// Where the definition is: `file:line` (a `.cu` source) or the input's name.
+        defined_at: String,
+        /// What differs: the compiler's message, or the parameter lists compared.
+        detail: String,
+    },
+
+    /// Inputs whose definitions cannot be checked (cubin, fatbin, object, archive, LTO-IR: their
+    /// C types are gone) may define functions that the selected kernels declare with
+    /// `declare_device!`, and were not added as unchecked.
+    #[error(
+        "{} may define the declared foreign function(s) {}, whose signatures cannot be checked in \
+         such inputs; hint: check the definitions against the declarations yourself, then add \
+         these inputs with `unsafe {{ linker.add_file_unchecked(..) }}` (or \
+         `add_data_unchecked`), or link the functions' `.cu` source or PTX instead, which is checked",
+        list(.inputs),
+        list(.symbols)
+    )]
+    UncheckedForeignDefinitions {
+        /// The inputs, by name.
+        inputs: Vec<String>,
+        /// The declared symbols they may define.
+        symbols: Vec<String>,
+    },
+
     /// A linker or NVRTC option, or an architecture name, that cannot be used.
     #[error("invalid link option {option:?}: {reason}")]
     InvalidLinkOption {

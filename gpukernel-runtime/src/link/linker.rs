@@ -10,7 +10,9 @@ use crate::error::{Error, Result};
 use crate::format::{InputKind, ptx};
 use crate::link::input::{self, Input};
 use crate::link::stages::{self, CacheLookup};
-use crate::link::{Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, simulator};
+use crate::link::{
+    Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, foreign, simulator,
+};
 use crate::module::Module;
 
 /// What a link is for.
@@ -30,12 +32,14 @@ enum Pending {
     File {
         path: PathBuf,
         kind: Option<InputKind>,
+        unchecked: bool,
     },
     Data {
         kind: InputKind,
         bytes: Arc<[u8]>,
         name: String,
         kernels: Option<Vec<String>>,
+        unchecked: bool,
     },
 }
 
@@ -112,6 +116,54 @@ impl Linker {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
             kind: None,
+            unchecked: false,
+        });
+        self
+    }
+
+    /// Adds a file as [`add_file`](Linker::add_file) does, acknowledging that the foreign
+    /// functions it defines are not checked against their `declare_device!` declarations.
+    ///
+    /// Needed for a cubin, fatbin, object (`.o`), archive (`.a`) or LTO-IR input that may
+    /// define a function the selected kernels declare: those formats keep no C types, so the
+    /// linker cannot compare the definition with the declaration, and without this call such
+    /// a link fails with [`Error::UncheckedForeignDefinitions`]. `.cu` and PTX inputs are
+    /// checked either way.
+    ///
+    /// # Safety
+    /// Every foreign function the input defines and a selected kernel declares must have the
+    /// declared signature (argument count, argument types and return type, and the ABI:
+    /// Numba's `int f(T* ret, ...)` or, for `extern "C" fn`, the plain C one). A mismatch
+    /// makes the kernels pass arguments in the wrong registers and write the return slot with
+    /// the wrong size: undefined behaviour on the device.
+    pub unsafe fn add_file_unchecked(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.pending.push(Pending::File {
+            path: path.as_ref().to_path_buf(),
+            kind: None,
+            unchecked: true,
+        });
+        self
+    }
+
+    /// Adds an input from memory as [`add_data`](Linker::add_data) does, acknowledging that
+    /// the foreign functions it defines are not checked (see
+    /// [`add_file_unchecked`](Linker::add_file_unchecked)).
+    ///
+    /// # Safety
+    /// As for [`add_file_unchecked`](Linker::add_file_unchecked).
+    pub unsafe fn add_data_unchecked(
+        &mut self,
+        kind: InputKind,
+        bytes: impl Into<Vec<u8>>,
+        name: impl Into<String>,
+    ) -> &mut Self {
+        let bytes: Vec<u8> = bytes.into();
+        self.pending.push(Pending::Data {
+            kind,
+            bytes: bytes.into(),
+            name: name.into(),
+            kernels: None,
+            unchecked: true,
         });
         self
     }
@@ -121,6 +173,7 @@ impl Linker {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
             kind: Some(kind),
+            unchecked: false,
         });
         self
     }
@@ -139,6 +192,7 @@ impl Linker {
             bytes: bytes.into(),
             name: name.into(),
             kernels: None,
+            unchecked: false,
         });
         self
     }
@@ -164,6 +218,7 @@ impl Linker {
             bytes: ptx.as_bytes().into(),
             name: name.into(),
             kernels: Some(kernels.iter().map(|k| k.to_string()).collect()),
+            unchecked: false,
         });
         self
     }
@@ -234,6 +289,15 @@ impl Linker {
                 path: i.path.clone(),
             })
             .collect();
+        let used = foreign::used_declarations(&inputs);
+        foreign::check_unchecked_inputs(&inputs, &used)?;
+        for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
+            foreign::check_ptx_definitions(
+                &String::from_utf8_lossy(&input.bytes),
+                &input.name,
+                &used,
+            )?;
+        }
         let arch = match &self.target {
             Target::Simulator { .. } => {
                 return simulator::link(&inputs, &self.headers, infos, start);
@@ -265,7 +329,7 @@ impl Linker {
             }
             CacheLookup::Miss(slot) => slot,
         };
-        let compiled = self.compile(arch, &inputs)?;
+        let compiled = self.compile(arch, &inputs, &used)?;
         stages::check_duplicates(&compiled.units, &inputs)?;
         let linked = self.link_units(&plan, &compiled.units, &inputs)?;
         let timings = LinkTimings {
@@ -316,18 +380,28 @@ impl Linker {
         let mut inputs: Vec<Input> = Vec::with_capacity(self.pending.len());
         for pending in &self.pending {
             let input = match pending {
-                Pending::File { path, kind } => input::read_file(path, *kind)?,
+                Pending::File {
+                    path,
+                    kind,
+                    unchecked,
+                } => {
+                    let mut input = input::read_file(path, *kind)?;
+                    input.unchecked = *unchecked;
+                    input
+                }
                 Pending::Data {
                     kind,
                     bytes,
                     name,
                     kernels,
+                    unchecked,
                 } => {
                     let mut input = Input {
                         kind: *kind,
                         name: name.clone(),
                         path: None,
                         bytes: bytes.clone(),
+                        unchecked: *unchecked,
                     };
                     input::check_shape(&input)?;
                     if let Some(kernels) = kernels {
