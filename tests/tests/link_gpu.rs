@@ -127,14 +127,16 @@ fn culink_links_every_input_kind_and_the_kernels_run() {
     let ptx_path = temp_dir("gpu-ptx").join("kernels.ptx");
     std::fs::write(&ptx_path, PTX).unwrap();
     let started = Instant::now();
-    let image = ok(linker(&ctx)
-        .add_file(&ptx_path)
-        .add_file(source("functions.cu"))
-        .add_file(&arts.cubin)
-        .add_file(&arts.fatbin)
-        .add_file(&arts.archive)
-        .add_file(&arts.object)
-        .link());
+    let mut all = linker(&ctx);
+    all.add_file(&ptx_path).add_file(source("functions.cu"));
+    // SAFETY: built from cuda/*_lib.cu, whose definitions match src/ffi.rs's declarations.
+    unsafe {
+        all.add_file_unchecked(&arts.cubin)
+            .add_file_unchecked(&arts.fatbin)
+            .add_file_unchecked(&arts.archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let image = ok(all.link());
     println!(
         "cuLink, every kind: {:?} ({:?})\ninfo log:\n{}",
         started.elapsed(),
@@ -266,11 +268,14 @@ fn errors_through_culink() {
     // Duplicate definitions inside precompiled code (not readable before the link): an
     // archive whose member the kernel pulls in, then an object defining the same
     // `object_sub_one`.
-    let e = err(linker(&ctx)
-        .add_ptx_kernels(PTX, "kernels.ptx", &["sub_one_object"])
-        .add_file(&arts.object_archive)
-        .add_file(&arts.object)
-        .link());
+    let mut dup = linker(&ctx);
+    dup.add_ptx_kernels(PTX, "kernels.ptx", &["sub_one_object"]);
+    // SAFETY: both define `object_sub_one` as src/ffi.rs declares it.
+    unsafe {
+        dup.add_file_unchecked(&arts.object_archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let e = err(dup.link());
     println!("duplicate through cuLink:\n{e}");
     assert!(
         matches!(&e, Error::DuplicateSymbol { symbol, .. } if symbol == "object_sub_one"),

@@ -206,16 +206,24 @@ pub(crate) enum Conflict {
     Mismatch(Error),
 }
 
-/// Reads a compiler log for an error about one of the prototyped symbols.
+/// Reads a compiler log for an error about one of the prototyped symbols: an error whose
+/// message or quoted source line names it.
 pub(crate) fn conflict_in_log(log: &str, decls: &[&ForeignDecl]) -> Option<Conflict> {
-    for line in log.lines() {
-        if !line.contains("error") {
+    let lines: Vec<&str> = log.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.contains("error") || location(line).is_none() || !is_conflict(line) {
             continue;
         }
+        // The message and the source excerpt after it, up to the next located line.
+        let block: Vec<&str> = std::iter::once(*line)
+            .chain(lines[i + 1..].iter().copied().take_while(|l| location(l).is_none()))
+            .collect();
+        let text = block.join("\n");
         for decl in decls {
-            if !line.contains(&format!("\"{}\"", decl.symbol))
-                && !line.contains(&format!("'{}'", decl.symbol))
-            {
+            let named = text.contains(&format!("\"{}\"", decl.symbol))
+                || text.contains(&format!("'{}'", decl.symbol))
+                || mentions(&text, &decl.symbol);
+            if !named {
                 continue;
             }
             if decl.spelling_may_differ() {
@@ -227,11 +235,26 @@ pub(crate) fn conflict_in_log(log: &str, decls: &[&ForeignDecl]) -> Option<Confl
                 declared_at: decl.declared_at.clone(),
                 expected: decl.c_declaration(),
                 defined_at,
-                detail: line.trim().to_owned(),
+                detail: text.trim().to_owned(),
             }));
         }
     }
     None
+}
+
+/// Whether a compiler's error message is about two declarations of one function (NVRTC's,
+/// gcc's and clang's wordings).
+fn is_conflict(message: &str) -> bool {
+    [
+        "linkage",
+        "incompatible",
+        "overload",
+        "conflicting",
+        "previous declaration",
+        "redeclar",
+    ]
+    .iter()
+    .any(|w| message.contains(w))
 }
 
 /// `file(12): error: ...` (NVRTC) or `file:12:5: error: ...` (gcc, clang) → `file:12`.
@@ -423,5 +446,8 @@ mod tests {
             Some(Conflict::Retry(_))
         ));
         assert!(conflict_in_log("f.cu(1): error: other\n", &[&d]).is_none());
+        // An unrelated error on a line that calls the function is not a mismatch.
+        let unrelated = "f.cu(4): error: identifier \"y\" is undefined\n  float r = mul_f32_f32(&r, y, 1.0f);\n";
+        assert!(conflict_in_log(unrelated, &[&d]).is_none());
     }
 }

@@ -290,7 +290,6 @@ impl Linker {
             })
             .collect();
         let used = foreign::used_declarations(&inputs);
-        foreign::check_unchecked_inputs(&inputs, &used)?;
         for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
             foreign::check_ptx_definitions(
                 &String::from_utf8_lossy(&input.bytes),
@@ -300,11 +299,15 @@ impl Linker {
         }
         let arch = match &self.target {
             Target::Simulator { .. } => {
+                foreign::check_unchecked_inputs(&inputs, &used)?;
                 return simulator::link(&inputs, &self.headers, infos, start);
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
         };
         let plan = self.plan(arch, &inputs)?;
+        // After the architecture checks: an input without code for the target is the first
+        // thing to fix, whether or not it was acknowledged as unchecked.
+        foreign::check_unchecked_inputs(&inputs, &used)?;
         let cache = match self.look_up_cache(&plan, &inputs)? {
             CacheLookup::Hit {
                 entry,
