@@ -4,7 +4,9 @@ fn main() {
     if nvptx_builder::is_device_build() {
         return;
     }
-    nvptx_builder::Builder::from_build_script().build_or_exit();
+    let Some(ptx) = nvptx_builder::Builder::from_build_script().build_or_exit() else {
+        return;
+    };
     // Every source that defines a symbol a `declare_device!` in src/ffi.rs names; on the GPU
     // they arrive through the run-time Linker (as .cu, cubin, fatbin, object or archive).
     let sources = [
@@ -14,9 +16,12 @@ fn main() {
         "cuda/archive_lib.cu",
         "cuda/object_lib.cu",
     ];
-    if let Err(e) =
-        nvptx_builder::host_cc::compile_foreign_for_host(&sources, "ffi_examples_foreign")
-    {
+    // Each definition is checked against the declaration the PTX records for it.
+    if let Err(e) = nvptx_builder::host_cc::compile_foreign_for_host_checked(
+        &sources,
+        "ffi_examples_foreign",
+        &ptx.foreign,
+    ) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

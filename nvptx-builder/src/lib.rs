@@ -32,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+pub mod foreign;
 pub mod host_cc;
 pub mod shared_rewrite;
 mod tools;
@@ -131,6 +132,21 @@ pub enum Error {
     },
     /// The shared-memory pass could not rewrite the linked IR.
     SharedRewrite(String),
+    /// A foreign `.cu` source defines a function differently from its `declare_device!`
+    /// declaration (found by the host compile, which compiles the declarations' C prototypes
+    /// with the source).
+    ForeignSignatureMismatch {
+        /// The foreign symbol.
+        symbol: String,
+        /// The Rust declaration, `file:line`.
+        declared_at: String,
+        /// The C declaration the Rust one stands for.
+        expected: String,
+        /// The definition, `file:line`.
+        defined_at: String,
+        /// The compiler's message.
+        detail: String,
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -219,6 +235,18 @@ impl fmt::Display for Error {
                 f,
                 "moving `shared_array!` storage to shared memory failed (a bug in gpukernel; please report it): {e}"
             ),
+            Error::ForeignSignatureMismatch {
+                symbol,
+                declared_at,
+                expected,
+                defined_at,
+                detail,
+            } => write!(
+                f,
+                "the definition of foreign function `{symbol}` at {defined_at} does not match its Rust declaration at \
+                 {declared_at}, which expects `{expected}`\nhint: change the `declare_device!` entry or the definition \
+                 so that both have the same argument count, argument types and return type\ncompiler: {detail}"
+            ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -286,6 +314,10 @@ pub struct PtxOutput {
     pub exported: Vec<String>,
     /// The architecture (`sm_XX`).
     pub arch: String,
+    /// The `declare_device!` declarations of the kernels crate and its dependencies, as
+    /// recorded in the PTX: give them to [`host_cc::HostCc::declarations`] so that the host
+    /// compile of the foreign sources checks the definitions against them.
+    pub foreign: Vec<foreign::ForeignDeclaration>,
 }
 
 /// Configures and runs a device build of one kernels crate.
@@ -435,6 +467,12 @@ impl Builder {
 
         let mut exported = exported_symbols(&toolchain, &own_bc)?;
         exported.insert(gpukernel_ffi_symbol().to_string());
+        // The declaration records of `declare_device!` entries in dependencies stay too.
+        exported.extend(
+            exported_symbols(&toolchain, &dep_bc)?
+                .into_iter()
+                .filter(|s| s.starts_with(foreign::RECORD_PREFIX)),
+        );
         let exported: Vec<String> = exported.into_iter().collect();
 
         let linked = work.join("linked.bc");
@@ -501,11 +539,14 @@ impl Builder {
             }
         }
 
+        let text = std::fs::read_to_string(&ptx).map_err(io_err(&ptx))?;
+        let foreign = foreign::declarations_in_ptx(&text);
         Ok(PtxOutput {
             ptx,
             bitcode,
             exported,
             arch,
+            foreign,
         })
     }
 
