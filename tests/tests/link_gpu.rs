@@ -374,3 +374,48 @@ fn cache_cold_vs_warm_link_times() {
         0.0,
     );
 }
+
+/// Declarations checked against definitions through cuLink: a wrong `.cu` definition is a
+/// mismatch naming both sides, a cubin needs the unchecked call, and acknowledged it runs.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn foreign_declarations_are_checked_through_culink() {
+    let ctx = gpu();
+    let e = err(linker(&ctx)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_cuda_source(
+            "extern \"C\" __device__ int mul_f32_f32(double* r, double a, double b) { *r = a * b; return 0; }",
+            "bad.cu",
+        )
+        .link());
+    println!("mismatch through cuLink:\n{e}");
+    assert!(
+        matches!(&e, Error::ForeignSignatureMismatch { symbol, defined_at, .. }
+            if symbol == "mul_f32_f32" && defined_at == "bad.cu:1"),
+        "{e}"
+    );
+    let arts = artifacts();
+    let e = err(linker(&ctx)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["add_one_cubin"])
+        .add_file(&arts.cubin)
+        .link());
+    assert!(
+        matches!(&e, Error::UncheckedForeignDefinitions { .. }),
+        "{e}"
+    );
+    let mut checked = linker(&ctx);
+    checked.add_ptx_kernels(PTX, "kernels.ptx", &["add_one_cubin"]);
+    // SAFETY: built from cuda/cubin_lib.cu, whose definition matches src/ffi.rs.
+    unsafe { checked.add_file_unchecked(&arts.cubin) };
+    let module = ok(checked.link_and_load());
+    let x: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let dx = ok(ctx.htod_copy(&x));
+    let mut out = ok(ctx.alloc_zeros::<f32>(x.len()));
+    ok(ctx.default_stream().launch(
+        &ok(module.kernel(add_one_cubin)),
+        ok(LaunchConfig::for_elements(x.len())),
+        (&dx, &mut out),
+    ));
+    let want: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
+    assert_close("add_one_cubin", &ok(out.to_host_vec()), &want, 0.0);
+}
