@@ -492,6 +492,23 @@ pub enum Error {
         symbols: Vec<String>,
     },
 
+    /// The device's architecture is not one the installed NVRTC / nvJitLink compile for, and
+    /// no architecture they support produces code the device can run.
+    #[error(
+        "cannot link for {device}: the installed NVRTC/nvJitLink compile for {}, and none of \
+         these makes code a {device} device can run (a cubin needs the same major architecture; \
+         PTX needs an older one); hint: install a CUDA toolkit that supports {device} \
+         (`cargo xtask doctor`, or set GPUKERNEL_CUDA_TOOLS), or link through a CUDA context \
+         without LTO-IR, which lets the driver compile PTX for the device",
+        .supported.join(", ")
+    )]
+    UnsupportedArchitecture {
+        /// The device's architecture, e.g. `sm_130`.
+        device: String,
+        /// The architectures the tools support.
+        supported: Vec<String>,
+    },
+
     /// A linker or NVRTC option, or an architecture name, that cannot be used.
     #[error("invalid link option {option:?}: {reason}")]
     InvalidLinkOption {

@@ -419,3 +419,39 @@ fn foreign_declarations_are_checked_through_culink() {
     let want: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
     assert_close("add_one_cubin", &ok(out.to_host_vec()), &want, 0.0);
 }
+
+/// A capability the tools do not know, injected on the sm_90 GPU: 9.1 links for sm_90 and
+/// runs; 13.0 through nvJitLink (LTO) is `UnsupportedArchitecture`, not NVRTC's raw message.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn injected_unsupported_capabilities_fall_back_or_are_named() {
+    let ctx = gpu();
+    let mut l = linker(&ctx);
+    l.assume_compute_capability(9, 1)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    let image = ok(l.link());
+    assert_eq!(image.arch().map(|a| a.sm()), Some(90));
+    let module = ok(ctx.load_module(image.module_image()));
+    let (a, b) = inputs(1000);
+    let (da, db) = (ok(ctx.htod_copy(&a)), ok(ctx.htod_copy(&b)));
+    let mut out = ok(ctx.alloc_zeros::<f32>(a.len()));
+    ok(ctx.default_stream().launch(
+        &ok(module.kernel(multiply_vectors)),
+        ok(LaunchConfig::for_elements(a.len())),
+        (&da, &db, &mut out),
+    ));
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+    assert_close("multiply_vectors for 9.1", &ok(out.to_host_vec()), &want, 0.0);
+
+    let mut l = linker(&ctx);
+    l.assume_compute_capability(13, 0)
+        .lto(true)
+        .add_file(source("functions.cu"));
+    let e = err(l.link());
+    println!("unsupported architecture:\n{e}");
+    assert!(
+        matches!(&e, Error::UnsupportedArchitecture { device, .. } if device == "sm_130"),
+        "{e}"
+    );
+}

@@ -8,10 +8,11 @@ use std::time::Instant;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::format::{InputKind, ptx};
+use crate::link::arch::Portability;
 use crate::link::input::{self, Input};
 use crate::link::stages::{self, CacheLookup};
 use crate::link::{
-    Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, foreign, simulator,
+    Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, foreign, simulator, sys,
 };
 use crate::module::Module;
 
@@ -304,6 +305,7 @@ impl Linker {
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
         };
+        let arch = self.target_arch(arch, &inputs)?;
         let plan = self.plan(arch, &inputs)?;
         // After the architecture checks: an input without code for the target is the first
         // thing to fix, whether or not it was acknowledged as unchecked.
@@ -375,6 +377,49 @@ impl Linker {
             return Module::from_simulator_image(ctx.inner.clone(), image.module_image());
         }
         ctx.load_module(image.cubin())
+    }
+
+    /// Compiles as if the device had compute capability `major.minor` (the context's device
+    /// still runs the result): to see how a link behaves for another GPU, e.g. one whose
+    /// architecture the installed NVRTC and nvJitLink do not know. No effect on the simulator.
+    pub fn assume_compute_capability(&mut self, major: u32, minor: u32) -> &mut Self {
+        let assumed = Arch::from_compute_capability(major, minor);
+        match &mut self.target {
+            Target::Offline(arch) | Target::Cuda { arch, .. } => *arch = assumed,
+            Target::Simulator { .. } => {}
+        }
+        self
+    }
+
+    /// The architecture to compile for on a device of architecture `device`: `device` when
+    /// NVRTC supports it, else the highest supported one whose code the device runs (any
+    /// older one through cuLink, which JIT-compiles PTX for the device; the same major one
+    /// through nvJitLink, whose output is a cubin), else [`Error::UnsupportedArchitecture`].
+    fn target_arch(&self, device: Arch, inputs: &[Input]) -> Result<Arch> {
+        let has_cuda = inputs.iter().any(|i| i.kind == InputKind::Cuda);
+        let uses_nvjitlink = !matches!(self.target, Target::Cuda { .. })
+            || self.lto
+            || inputs.iter().any(|i| i.kind == InputKind::LtoIr);
+        if !has_cuda && !uses_nvjitlink {
+            return Ok(device);
+        }
+        let supported = match sys::nvrtc_supported_archs() {
+            Ok(supported) => supported,
+            // Without NVRTC and without sources, nvJitLink itself judges the architecture.
+            Err(_) if !has_cuda => return Ok(device),
+            Err(e) => return Err(e),
+        };
+        let how = if uses_nvjitlink {
+            Portability::Cubin
+        } else {
+            Portability::PtxJit
+        };
+        device
+            .compatible_target(&supported, how)
+            .ok_or_else(|| Error::UnsupportedArchitecture {
+                device: device.to_string(),
+                supported: supported.iter().map(|sm| format!("sm_{sm}")).collect(),
+            })
     }
 
     /// Reads and checks the inputs, dropping repeats (the same file, or the same bytes of the
