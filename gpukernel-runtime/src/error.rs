@@ -563,10 +563,11 @@ pub enum Error {
 
     /// A symbol that some input uses is defined by no input.
     #[error(
-        "undefined symbol `{symbol}`: no link input defines it; hint: if it is declared with \
+        "undefined symbol `{symbol}`{}: no link input defines it; hint: if it is declared with \
          `declare_device!`, add the .cu/.ptx/.cubin/.fatbin/.a that defines it to the Linker, \
          or link only the kernels that need the inputs you have \
          (`Linker::add_ptx_kernels`) (inputs: {})\nlinker error log:\n{error_log}",
+        demangled_note(.symbol),
         list(.inputs)
     )]
     UndefinedSymbol {
@@ -582,8 +583,9 @@ pub enum Error {
 
     /// A symbol defined by more than one input.
     #[error(
-        "symbol `{symbol}` is defined more than once (in {}); hint: link each input once, and \
+        "symbol `{symbol}`{} is defined more than once (in {}); hint: link each input once, and \
          keep one definition per symbol\nlinker error log:\n{error_log}",
+        demangled_note(.symbol),
         list(.defined_in)
     )]
     DuplicateSymbol {
@@ -674,6 +676,24 @@ fn paths(paths: &[std::path::PathBuf]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// ` (C++: `ns::f(int)`)` for a mangled C++ symbol, else nothing.
+fn demangled_note(symbol: &str) -> String {
+    match demangle(symbol) {
+        Some(d) => format!(" (C++: `{d}`)"),
+        None => String::new(),
+    }
+}
+
+/// The demangled form of a mangled C++ (Itanium ABI) symbol, e.g. `_Z3addff` → `add(float,
+/// float)`; `None` for other names.
+pub fn demangle(symbol: &str) -> Option<String> {
+    if !symbol.starts_with("_Z") {
+        return None;
+    }
+    let parsed = cpp_demangle::Symbol::new(symbol).ok()?;
+    parsed.demangle().ok()
 }
 
 fn list(names: &[String]) -> String {

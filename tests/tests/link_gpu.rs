@@ -278,7 +278,8 @@ fn errors_through_culink() {
     let e = err(dup.link());
     println!("duplicate through cuLink:\n{e}");
     assert!(
-        matches!(&e, Error::DuplicateSymbol { symbol, .. } if symbol == "object_sub_one"),
+        matches!(&e, Error::DuplicateSymbol { symbol, defined_in, .. }
+            if symbol == "object_sub_one" && defined_in.len() == 2),
         "{e}"
     );
     // Duplicates found before the link.

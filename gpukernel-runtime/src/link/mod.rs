@@ -68,7 +68,7 @@ mod stages;
 mod sys;
 mod tools;
 
-pub use crate::error::{LinkErrorCode, LinkerKind};
+pub use crate::error::{LinkErrorCode, LinkerKind, demangle};
 pub use crate::format::InputKind;
 pub use arch::Arch;
 pub use cache::CachePolicy;

@@ -453,9 +453,25 @@ fn interpret(
                 });
             }
             if let Some(symbol) = diagnose::duplicate_symbol(&both) {
+                let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+                let mut defined_in =
+                    diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
+                if defined_in.is_empty() {
+                    // The log names no input: those that define it, where readable, and
+                    // those whose symbols cannot be read before the link.
+                    defined_in = units
+                        .iter()
+                        .zip(names)
+                        .filter(|(u, _)| {
+                            format::defined_symbols(u.kind, &u.bytes)
+                                .is_none_or(|defs| defs.contains(&symbol))
+                        })
+                        .map(|(_, n)| n.clone())
+                        .collect();
+                }
                 return Err(Error::DuplicateSymbol {
                     symbol,
-                    defined_in: Vec::new(),
+                    defined_in,
                     error_log,
                     info_log,
                 });
