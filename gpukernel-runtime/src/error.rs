@@ -509,6 +509,27 @@ pub enum Error {
         supported: Vec<String>,
     },
 
+    /// NVRTC could not find a header a CUDA source includes.
+    #[error(
+        "NVRTC could not compile {}: it cannot find the header \"{header}\"; hint: add the folder \
+         that holds it with `Linker::include_dir(\"<folder>\")`, or its text with \
+         `Linker::header(\"{header}\", text)`; toolkit headers (curand_kernel.h, cuda/std/..., \
+         cub/...) come from the CUDA include dir, which needs the toolkit's package for them \
+         (`cargo xtask doctor`, or set GPUKERNEL_CUDA_TOOLS)\n{log}\noptions: {}",
+        .file.display(),
+        .options.join(" ")
+    )]
+    NvrtcMissingHeader {
+        /// The source file (or the name given to `add_data`).
+        file: std::path::PathBuf,
+        /// The header, as the `#include` names it.
+        header: String,
+        /// Every option passed to NVRTC.
+        options: Vec<String>,
+        /// NVRTC's log.
+        log: String,
+    },
+
     /// A linker or NVRTC option, or an architecture name, that cannot be used.
     #[error("invalid link option {option:?}: {reason}")]
     InvalidLinkOption {

@@ -284,6 +284,7 @@ impl Linker {
             }
             if let Some(dir) = tools::cuda_include_dir() {
                 key.field("cuda-include-dir", dir.to_string_lossy().as_bytes());
+                key.field("cccl", &[u8::from(dir.join("cccl").is_dir())]);
             }
         }
         for input in inputs {
