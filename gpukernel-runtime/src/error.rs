@@ -455,24 +455,8 @@ pub enum Error {
     /// A foreign function's definition does not match its `declare_device!` declaration
     /// (argument count, argument types or return type). Linking it would pass arguments in
     /// the wrong registers or write the return slot with the wrong size.
-    #[error(
-        "the definition of foreign function `{symbol}` in {defined_at} does not match its Rust \
-         declaration at {declared_at}, which expects `{expected}`: {detail}\nhint: change the \
-         `declare_device!` entry or the definition so that both have the same argument count, \
-         argument types and return type"
-    )]
-    ForeignSignatureMismatch {
-        /// The foreign symbol.
-        symbol: String,
-        /// The Rust declaration: `file:line` of the `declare_device!` entry.
-        declared_at: String,
-        /// The C declaration the Rust one stands for.
-        expected: String,
-        /// Where the definition is: `file:line` (a `.cu` source) or the input's name.
-        defined_at: String,
-        /// What differs: the compiler's message, or the parameter lists compared.
-        detail: String,
-    },
+    #[error("{0}")]
+    ForeignSignatureMismatch(Box<SignatureMismatch>),
 
     /// Inputs whose definitions cannot be checked (cubin, fatbin, object, archive, LTO-IR: their
     /// C types are gone) may define functions that the selected kernels declare with
@@ -715,6 +699,28 @@ pub fn demangle(symbol: &str) -> Option<String> {
     }
     let parsed = cpp_demangle::Symbol::new(symbol).ok()?;
     parsed.demangle().ok()
+}
+
+/// What [`Error::ForeignSignatureMismatch`] reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the definition of foreign function `{symbol}` in {defined_at} does not match its Rust \
+     declaration at {declared_at}, which expects `{expected}`: {detail}\nhint: change the \
+     `declare_device!` entry or the definition so that both have the same argument count, \
+     argument types and return type"
+)]
+#[non_exhaustive]
+pub struct SignatureMismatch {
+    /// The foreign symbol.
+    pub symbol: String,
+    /// The Rust declaration: `file:line` of the `declare_device!` entry.
+    pub declared_at: String,
+    /// The C declaration the Rust one stands for.
+    pub expected: String,
+    /// Where the definition is: `file:line` (a `.cu` source) or the input's name.
+    pub defined_at: String,
+    /// What differs: the compiler's message, or the parameter lists compared.
+    pub detail: String,
 }
 
 fn list(names: &[String]) -> String {

@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn records_are_read_from_ptx() {
-        let text = "gpukernel-foreign-v1\nsymbol=f\nabi=numba\nat=src/a.rs:3\nret=float\narg=int32_t\n";
+        let text =
+            "gpukernel-foreign-v1\nsymbol=f\nabi=numba\nat=src/a.rs:3\nret=float\narg=int32_t\n";
         let bytes: Vec<String> = text.bytes().map(|b| b.to_string()).collect();
         let ptx = format!(
             ".visible .global .align 1 .b8 __gpukernel_foreign_f_1[{}] = {{{}}};\n",

@@ -106,7 +106,8 @@ impl HostCc {
     /// Writes the prototypes of the checked declarations next to the compat header and
     /// returns the file's path (`None` when there are none).
     fn write_prototypes(&self) -> Result<Option<PathBuf>, Error> {
-        let mut text = String::from("// The declare_device! declarations, checked against the definitions.\n");
+        let mut text =
+            String::from("// The declare_device! declarations, checked against the definitions.\n");
         let mut any = false;
         for decl in self.declarations.iter().filter(|d| d.host_prototype()) {
             let (file, line) = decl
@@ -247,9 +248,15 @@ impl HostCc {
             let Some((place, message)) = line.split_once(": error: ") else {
                 continue;
             };
-            if !["conflicting", "linkage", "overload", "previous declaration", "redeclar"]
-                .iter()
-                .any(|w| message.contains(w))
+            if ![
+                "conflicting",
+                "linkage",
+                "overload",
+                "previous declaration",
+                "redeclar",
+            ]
+            .iter()
+            .any(|w| message.contains(w))
             {
                 continue;
             }
@@ -434,10 +441,26 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
         .unwrap();
         // Wrong types, count, return, ABI: each names both sides.
         for (name, body, symbol) in [
-            ("decl_types", "extern \"C\" __device__ int mul_f32_f32(double* r, double a, double b) { return 0; }", "mul_f32_f32"),
-            ("decl_count", "extern \"C\" __device__ int mul_f32_f32(float* r, float a) { return 0; }", "mul_f32_f32"),
-            ("decl_ret", "extern \"C\" __device__ double axpy_c(float a, float x, float y) { return a; }", "axpy_c"),
-            ("decl_abi", "extern \"C\" __device__ int axpy_c(float* r, float a, float x, float y) { return 0; }", "axpy_c"),
+            (
+                "decl_types",
+                "extern \"C\" __device__ int mul_f32_f32(double* r, double a, double b) { return 0; }",
+                "mul_f32_f32",
+            ),
+            (
+                "decl_count",
+                "extern \"C\" __device__ int mul_f32_f32(float* r, float a) { return 0; }",
+                "mul_f32_f32",
+            ),
+            (
+                "decl_ret",
+                "extern \"C\" __device__ double axpy_c(float a, float x, float y) { return a; }",
+                "axpy_c",
+            ),
+            (
+                "decl_abi",
+                "extern \"C\" __device__ int axpy_c(float* r, float a, float x, float y) { return 0; }",
+                "axpy_c",
+            ),
         ] {
             let e = compile_declared(name, body, &[mul.clone(), axpy.clone()]).unwrap_err();
             let Error::ForeignSignatureMismatch {

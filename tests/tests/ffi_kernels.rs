@@ -4,8 +4,8 @@
 
 use ffi_examples_kernels::PTX;
 use ffi_examples_kernels::ffi::{
-    Float2, add_through_pointer, axpy_with_c_abi, divide_checked, dot_with, multiply_vectors, sum_rows,
-    swap_and_scale,
+    Float2, add_through_pointer, axpy_with_c_abi, divide_checked, dot_with, multiply_vectors,
+    sum_rows, swap_and_scale,
 };
 use gpukernel_runtime::link::Linker;
 use gpukernel_runtime::{Context, Error, Kernel, LaunchConfig, Module};

@@ -33,13 +33,9 @@ fn link_with(kernel: &str, source: &str) -> Result<(), Error> {
 #[track_caller]
 fn mismatch(e: &Error) -> (&str, &str, &str, &str) {
     match e {
-        Error::ForeignSignatureMismatch {
-            symbol,
-            declared_at,
-            expected,
-            defined_at,
-            ..
-        } => (symbol, declared_at, expected, defined_at),
+        Error::ForeignSignatureMismatch(m) => {
+            (&m.symbol, &m.declared_at, &m.expected, &m.defined_at)
+        }
         other => panic!("expected ForeignSignatureMismatch, got {other}\n{other:?}"),
     }
 }

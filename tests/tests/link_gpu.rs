@@ -391,8 +391,8 @@ fn foreign_declarations_are_checked_through_culink() {
         .link());
     println!("mismatch through cuLink:\n{e}");
     assert!(
-        matches!(&e, Error::ForeignSignatureMismatch { symbol, defined_at, .. }
-            if symbol == "mul_f32_f32" && defined_at == "bad.cu:1"),
+        matches!(&e, Error::ForeignSignatureMismatch(m)
+            if m.symbol == "mul_f32_f32" && m.defined_at == "bad.cu:1"),
         "{e}"
     );
     let arts = artifacts();
@@ -443,7 +443,12 @@ fn injected_unsupported_capabilities_fall_back_or_are_named() {
         (&da, &db, &mut out),
     ));
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
-    assert_close("multiply_vectors for 9.1", &ok(out.to_host_vec()), &want, 0.0);
+    assert_close(
+        "multiply_vectors for 9.1",
+        &ok(out.to_host_vec()),
+        &want,
+        0.0,
+    );
 
     let mut l = linker(&ctx);
     l.assume_compute_capability(13, 0)

@@ -30,7 +30,8 @@ fn undefined_cpp_symbols_are_demangled() {
     };
     assert_eq!(symbol, "_Z5scalefi");
     assert!(
-        e.to_string().contains("`_Z5scalefi` (C++: `scale(float, int)`)"),
+        e.to_string()
+            .contains("`_Z5scalefi` (C++: `scale(float, int)`)"),
         "{e}"
     );
 }

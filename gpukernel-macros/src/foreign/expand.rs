@@ -183,7 +183,11 @@ fn docs(entry: &Entry, symbol: &str, is_unsafe: bool) -> TokenStream {
     } else {
         quote!()
     };
-    let c_ret = if entry.is_c_abi() { ret.as_str() } else { "int" };
+    let c_ret = if entry.is_c_abi() {
+        ret.as_str()
+    } else {
+        "int"
+    };
     let calls = format!(
         " Calls the foreign device function `{symbol}`, declared in CUDA C as \
          `extern \"C\" __device__ {c_ret} {symbol}({})`.",

@@ -488,7 +488,10 @@ fn parse_func_params(clean: &str) -> Option<FuncParams> {
     let after = clean.split_once(".func")?.1.trim_start();
     let (ret, after) = if let Some(rest) = after.strip_prefix('(') {
         let close = rest.find(')')?;
-        (parse_param_list(&rest[..close])?.into_iter().next(), &rest[close + 1..])
+        (
+            parse_param_list(&rest[..close])?.into_iter().next(),
+            &rest[close + 1..],
+        )
     } else {
         (None, after)
     };
@@ -510,14 +513,12 @@ fn parse_param_list(list: &str) -> Option<Vec<ParamSlot>> {
         .filter(|p| !p.trim().is_empty())
         .map(|p| {
             let words: Vec<&str> = p.split_whitespace().collect();
-            let ty = words
-                .iter()
-                .find(|w| {
-                    w.starts_with('.')
-                        && w.len() > 2
-                        && matches!(w.as_bytes()[1], b'b' | b'u' | b's' | b'f')
-                        && w[2..].bytes().all(|c| c.is_ascii_digit())
-                })?;
+            let ty = words.iter().find(|w| {
+                w.starts_with('.')
+                    && w.len() > 2
+                    && matches!(w.as_bytes()[1], b'b' | b'u' | b's' | b'f')
+                    && w[2..].bytes().all(|c| c.is_ascii_digit())
+            })?;
             let bits: u32 = ty[2..].parse().ok()?;
             let last = words.last()?;
             match last.split_once('[') {

@@ -126,13 +126,20 @@ mod tests {
         // NVRTC 13.0's list.
         let tools = [75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
         let cc = |major, minor| Arch::from_compute_capability(major, minor);
-        let cubin = |a: Arch| a.compatible_target(&tools, Portability::Cubin).map(|a| a.sm());
+        let cubin = |a: Arch| {
+            a.compatible_target(&tools, Portability::Cubin)
+                .map(|a| a.sm())
+        };
         assert_eq!(cubin(cc(9, 0)), Some(90));
         assert_eq!(cubin(cc(7, 7)), Some(75));
         assert_eq!(cubin(cc(8, 5)), Some(80));
         assert_eq!(cubin(cc(9, 1)), Some(90));
         assert_eq!(cubin(cc(13, 0)), None, "no sm_13x code in the tools");
-        assert_eq!(cubin(cc(7, 0)), None, "older than anything the tools support");
+        assert_eq!(
+            cubin(cc(7, 0)),
+            None,
+            "older than anything the tools support"
+        );
         let jit = cc(13, 0).compatible_target(&tools, Portability::PtxJit);
         assert_eq!(jit.map(|a| a.sm()), Some(121));
     }

@@ -185,8 +185,16 @@ mod tests {
     #[test]
     fn duplicate_definitions_name_their_inputs() {
         let log = "error   : Multiple definition of 'object_sub_one' in 'object_lib.o', first defined in 'libobject.a:object_lib.o'";
-        let units = ["kernels.ptx".to_owned(), "libobject.a".to_owned(), "object_lib.o".to_owned()];
-        let inputs = ["kernels.ptx".to_owned(), "/x/libobject.a".to_owned(), "/x/object_lib.o".to_owned()];
+        let units = [
+            "kernels.ptx".to_owned(),
+            "libobject.a".to_owned(),
+            "object_lib.o".to_owned(),
+        ];
+        let inputs = [
+            "kernels.ptx".to_owned(),
+            "/x/libobject.a".to_owned(),
+            "/x/object_lib.o".to_owned(),
+        ];
         assert_eq!(
             duplicate_inputs(log, "object_sub_one", &units, &inputs),
             ["/x/libobject.a", "/x/object_lib.o"]

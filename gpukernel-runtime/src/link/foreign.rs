@@ -16,7 +16,7 @@
 //!   define a declared function must be added as unchecked (`unsafe`), else
 //!   [`Error::UncheckedForeignDefinitions`].
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SignatureMismatch};
 use crate::format::ptx::{FuncParams, ParamSlot, Ptx};
 use crate::format::{self, InputKind};
 use crate::link::input::Input;
@@ -115,15 +115,13 @@ impl ForeignDecl {
 
     /// Whether a C definition may spell one of the types differently for the same ABI.
     fn spelling_may_differ(&self) -> bool {
-        std::iter::once(&self.ret)
-            .chain(&self.args)
-            .any(|t| {
-                t.contains('*')
-                    || matches!(
-                        t.as_str(),
-                        "int64_t" | "uint64_t" | "size_t" | "ptrdiff_t" | "int8_t" | "uint8_t"
-                    )
-            })
+        std::iter::once(&self.ret).chain(&self.args).any(|t| {
+            t.contains('*')
+                || matches!(
+                    t.as_str(),
+                    "int64_t" | "uint64_t" | "size_t" | "ptrdiff_t" | "int8_t" | "uint8_t"
+                )
+        })
     }
 
     /// The Rust declaration's file and line, for a `#line` directive.
@@ -216,7 +214,12 @@ pub(crate) fn conflict_in_log(log: &str, decls: &[&ForeignDecl]) -> Option<Confl
         }
         // The message and the source excerpt after it, up to the next located line.
         let block: Vec<&str> = std::iter::once(*line)
-            .chain(lines[i + 1..].iter().copied().take_while(|l| location(l).is_none()))
+            .chain(
+                lines[i + 1..]
+                    .iter()
+                    .copied()
+                    .take_while(|l| location(l).is_none()),
+            )
             .collect();
         let text = block.join("\n");
         for decl in decls {
@@ -230,13 +233,15 @@ pub(crate) fn conflict_in_log(log: &str, decls: &[&ForeignDecl]) -> Option<Confl
                 return Some(Conflict::Retry(decl.symbol.clone()));
             }
             let defined_at = location(line).unwrap_or_else(|| "a `.cu` source".to_owned());
-            return Some(Conflict::Mismatch(Error::ForeignSignatureMismatch {
-                symbol: decl.symbol.clone(),
-                declared_at: decl.declared_at.clone(),
-                expected: decl.c_declaration(),
-                defined_at,
-                detail: text.trim().to_owned(),
-            }));
+            return Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(
+                Box::new(SignatureMismatch {
+                    symbol: decl.symbol.clone(),
+                    declared_at: decl.declared_at.clone(),
+                    expected: decl.c_declaration(),
+                    defined_at,
+                    detail: text.trim().to_owned(),
+                }),
+            )));
         }
     }
     None
@@ -274,29 +279,34 @@ fn location(line: &str) -> Option<String> {
 
 /// Compares every definition of a used declaration in a PTX unit (given or compiled from a
 /// `.cu` named `input_name`) with the declaration.
-pub(crate) fn check_ptx_definitions(ptx_text: &str, input_name: &str, used: &[UsedDecl]) -> Result<()> {
+pub(crate) fn check_ptx_definitions(
+    ptx_text: &str,
+    input_name: &str,
+    used: &[UsedDecl],
+) -> Result<()> {
     let ptx = Ptx::parse(ptx_text);
     let defined = ptx.defined_functions();
     for u in used {
         if !defined.contains(&u.decl.symbol) {
             continue;
         }
-        let (Some(expected), Some(found)) = (&u.params, ptx.function_params(&u.decl.symbol))
-        else {
+        let (Some(expected), Some(found)) = (&u.params, ptx.function_params(&u.decl.symbol)) else {
             continue;
         };
         if normalize(expected) != normalize(&found) {
-            return Err(Error::ForeignSignatureMismatch {
-                symbol: u.decl.symbol.clone(),
-                declared_at: u.decl.declared_at.clone(),
-                expected: u.decl.c_declaration(),
-                defined_at: input_name.to_owned(),
-                detail: format!(
-                    "the definition's PTX parameters are {}, the declaration's are {}",
-                    describe(&found),
-                    describe(expected)
-                ),
-            });
+            return Err(Error::ForeignSignatureMismatch(Box::new(
+                SignatureMismatch {
+                    symbol: u.decl.symbol.clone(),
+                    declared_at: u.decl.declared_at.clone(),
+                    expected: u.decl.c_declaration(),
+                    defined_at: input_name.to_owned(),
+                    detail: format!(
+                        "the definition's PTX parameters are {}, the declaration's are {}",
+                        describe(&found),
+                        describe(expected)
+                    ),
+                },
+            )));
         }
     }
     Ok(())
@@ -319,10 +329,10 @@ fn describe(params: &FuncParams) -> String {
         ParamSlot::Scalar(bits) => format!("{bits}-bit"),
         ParamSlot::Bytes(n) => format!("{n}-byte aggregate"),
     };
-    let ret = params
-        .ret
-        .as_ref()
-        .map_or_else(|| "no return value".to_owned(), |r| format!("returning {}", slot(r)));
+    let ret = params.ret.as_ref().map_or_else(
+        || "no return value".to_owned(),
+        |r| format!("returning {}", slot(r)),
+    );
     let list: Vec<String> = params.params.iter().map(slot).collect();
     format!("({}) {ret}", list.join(", "))
 }
@@ -340,9 +350,8 @@ pub(crate) fn check_unchecked_inputs(inputs: &[Input], used: &[UsedDecl]) -> Res
     let mut sources: Vec<String> = Vec::new();
     for input in inputs {
         match input.kind {
-            InputKind::Ptx => {
-                checked_defs.extend(format::defined_symbols(input.kind, &input.bytes).unwrap_or_default())
-            }
+            InputKind::Ptx => checked_defs
+                .extend(format::defined_symbols(input.kind, &input.bytes).unwrap_or_default()),
             InputKind::Cuda => sources.push(String::from_utf8_lossy(&input.bytes).into_owned()),
             _ => {}
         }
@@ -399,8 +408,7 @@ pub(crate) fn mentions(text: &str, name: &str) -> bool {
 mod tests {
     use super::*;
 
-    const RECORD: &str =
-        "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:32\nret=float\narg=float\narg=float\n";
+    const RECORD: &str = "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:32\nret=float\narg=float\narg=float\n";
 
     #[test]
     fn records_parse_into_c_declarations() {
@@ -416,7 +424,7 @@ mod tests {
             "extern \"C\" __device__ float mul_f32_f32(float, float)"
         );
         assert!(ForeignDecl::parse("other\nsymbol=x").is_none());
-        assert!(!ForeignDecl::parse(&RECORD.replace("arg=float\n\n", "")).is_none());
+        assert!(ForeignDecl::parse(&RECORD.replace("at=src/ffi.rs:32\n", "")).is_none());
     }
 
     #[test]
@@ -433,14 +441,15 @@ mod tests {
     fn compiler_messages_name_the_definition() {
         let d = ForeignDecl::parse(RECORD).unwrap();
         let log = "cuda/f.cu(9): error: more than one instance of overloaded function \"mul_f32_f32\" has \"C\" linkage\n";
-        let Some(Conflict::Mismatch(Error::ForeignSignatureMismatch { defined_at, .. })) =
+        let Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(m))) =
             conflict_in_log(log, &[&d])
         else {
             panic!("no mismatch found");
         };
-        assert_eq!(defined_at, "cuda/f.cu:9");
+        assert_eq!(m.defined_at, "cuda/f.cu:9");
         assert_eq!(location("f.cu:3:5: error: x"), Some("f.cu:3".into()));
-        let u64_decl = ForeignDecl::parse(&RECORD.replace("arg=float\narg", "arg=uint64_t\narg")).unwrap();
+        let u64_decl =
+            ForeignDecl::parse(&RECORD.replace("arg=float\narg", "arg=uint64_t\narg")).unwrap();
         assert!(matches!(
             conflict_in_log(log, &[&u64_decl]),
             Some(Conflict::Retry(_))

@@ -455,8 +455,7 @@ fn interpret(
             }
             if let Some(symbol) = diagnose::duplicate_symbol(&both) {
                 let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
-                let mut defined_in =
-                    diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
+                let mut defined_in = diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
                 if defined_in.is_empty() {
                     // The log names no input: those that define it, where readable, and
                     // those whose symbols cannot be read before the link.

@@ -30,7 +30,10 @@ pub(crate) fn nvrtc_supported_archs() -> Result<Vec<u32>, Error> {
         let code = unsafe { (api.supported_archs)(archs.as_mut_ptr()) };
         nvrtc_check(api, "nvrtcGetSupportedArchs", code)?;
     }
-    let mut archs: Vec<u32> = archs.into_iter().filter_map(|a| u32::try_from(a).ok()).collect();
+    let mut archs: Vec<u32> = archs
+        .into_iter()
+        .filter_map(|a| u32::try_from(a).ok())
+        .collect();
     archs.sort_unstable();
     Ok(archs)
 }
