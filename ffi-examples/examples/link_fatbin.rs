@@ -13,10 +13,13 @@ use gpukernel_runtime::{
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = common::context()?;
     let fatbin = common::artifact("fatbin", common::FATBIN)?;
-    let module = Linker::new(&ctx)?
-        .add_ptx_kernels(PTX, "kernels.ptx", &["affine_fatbin"])
-        .add_data(InputKind::Fatbin, fatbin, "fatbin_lib.fatbin")
-        .link_and_load()?;
+    let mut linker = Linker::new(&ctx)?;
+    linker.add_ptx_kernels(PTX, "kernels.ptx", &["affine_fatbin"]);
+    // A fatbin keeps no C types, so the linker cannot check its definitions against the
+    // `declare_device!` declarations: the call says so.
+    // SAFETY: built from cuda/fatbin_lib.cu, whose definition has the signature src/ffi.rs declares.
+    unsafe { linker.add_data_unchecked(InputKind::Fatbin, fatbin, "fatbin_lib.fatbin") };
+    let module = linker.link_and_load()?;
 
     let n = 100_000;
     let (scale, bias) = (1.5f32, -2.0f32);

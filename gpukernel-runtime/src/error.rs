@@ -536,6 +536,68 @@ pub enum Error {
         log: String,
     },
 
+    /// A foreign function's definition does not match its `declare_device!` declaration
+    /// (argument count, argument types or return type). Linking it would pass arguments in
+    /// the wrong registers or write the return slot with the wrong size.
+    #[error("{0}")]
+    ForeignSignatureMismatch(Box<SignatureMismatch>),
+
+    /// Inputs whose definitions cannot be checked (cubin, fatbin, object, archive, LTO-IR: their
+    /// C types are gone) may define functions that the selected kernels declare with
+    /// `declare_device!`, and were not added as unchecked.
+    #[error(
+        "{} may define the declared foreign function(s) {}, whose signatures cannot be checked in \
+         such inputs; hint: check the definitions against the declarations yourself, then add \
+         these inputs with `unsafe {{ linker.add_file_unchecked(..) }}` (or \
+         `add_data_unchecked`), or link the functions' `.cu` source or PTX instead, which is checked",
+        list(.inputs),
+        list(.symbols)
+    )]
+    UncheckedForeignDefinitions {
+        /// The inputs, by name.
+        inputs: Vec<String>,
+        /// The declared symbols they may define.
+        symbols: Vec<String>,
+    },
+
+    /// The device's architecture is not one the installed NVRTC / nvJitLink compile for, and
+    /// no architecture they support produces code the device can run.
+    #[error(
+        "cannot link for {device}: the installed NVRTC/nvJitLink compile for {}, and none of \
+         these makes code a {device} device can run (a cubin needs the same major architecture; \
+         PTX needs an older one); hint: install a CUDA toolkit that supports {device} \
+         (`cargo xtask doctor`, or set GPUKERNEL_CUDA_TOOLS), or link through a CUDA context \
+         without LTO-IR, which lets the driver compile PTX for the device",
+        .supported.join(", ")
+    )]
+    UnsupportedArchitecture {
+        /// The device's architecture, e.g. `sm_130`.
+        device: String,
+        /// The architectures the tools support.
+        supported: Vec<String>,
+    },
+
+    /// NVRTC could not find a header a CUDA source includes.
+    #[error(
+        "NVRTC could not compile {}: it cannot find the header \"{header}\"; hint: add the folder \
+         that holds it with `Linker::include_dir(\"<folder>\")`, or its text with \
+         `Linker::header(\"{header}\", text)`; toolkit headers (curand_kernel.h, cuda/std/..., \
+         cub/...) come from the CUDA include dir, which needs the toolkit's package for them \
+         (`cargo xtask doctor`, or set GPUKERNEL_CUDA_TOOLS)\n{log}\noptions: {}",
+        .file.display(),
+        .options.join(" ")
+    )]
+    NvrtcMissingHeader {
+        /// The source file (or the name given to `add_data`).
+        file: std::path::PathBuf,
+        /// The header, as the `#include` names it.
+        header: String,
+        /// Every option passed to NVRTC.
+        options: Vec<String>,
+        /// NVRTC's log.
+        log: String,
+    },
+
     /// A linker or NVRTC option, or an architecture name, that cannot be used.
     #[error("invalid link option {option:?}: {reason}")]
     InvalidLinkOption {
@@ -590,10 +652,11 @@ pub enum Error {
 
     /// A symbol that some input uses is defined by no input.
     #[error(
-        "undefined symbol `{symbol}`: no link input defines it; hint: if it is declared with \
+        "undefined symbol `{symbol}`{}: no link input defines it; hint: if it is declared with \
          `declare_device!`, add the .cu/.ptx/.cubin/.fatbin/.a that defines it to the Linker, \
          or link only the kernels that need the inputs you have \
          (`Linker::add_ptx_kernels`) (inputs: {})\nlinker error log:\n{error_log}",
+        demangled_note(.symbol),
         list(.inputs)
     )]
     UndefinedSymbol {
@@ -609,8 +672,9 @@ pub enum Error {
 
     /// A symbol defined by more than one input.
     #[error(
-        "symbol `{symbol}` is defined more than once (in {}); hint: link each input once, and \
+        "symbol `{symbol}`{} is defined more than once (in {}); hint: link each input once, and \
          keep one definition per symbol\nlinker error log:\n{error_log}",
+        demangled_note(.symbol),
         list(.defined_in)
     )]
     DuplicateSymbol {
@@ -701,6 +765,46 @@ fn paths(paths: &[std::path::PathBuf]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// ` (C++: `ns::f(int)`)` for a mangled C++ symbol, else nothing.
+fn demangled_note(symbol: &str) -> String {
+    match demangle(symbol) {
+        Some(d) => format!(" (C++: `{d}`)"),
+        None => String::new(),
+    }
+}
+
+/// The demangled form of a mangled C++ (Itanium ABI) symbol, e.g. `_Z3addff` → `add(float,
+/// float)`; `None` for other names.
+pub fn demangle(symbol: &str) -> Option<String> {
+    if !symbol.starts_with("_Z") {
+        return None;
+    }
+    let parsed = cpp_demangle::Symbol::new(symbol).ok()?;
+    parsed.demangle().ok()
+}
+
+/// What [`Error::ForeignSignatureMismatch`] reports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the definition of foreign function `{symbol}` in {defined_at} does not match its Rust \
+     declaration at {declared_at}, which expects `{expected}`: {detail}\nhint: change the \
+     `declare_device!` entry or the definition so that both have the same argument count, \
+     argument types and return type"
+)]
+#[non_exhaustive]
+pub struct SignatureMismatch {
+    /// The foreign symbol.
+    pub symbol: String,
+    /// The Rust declaration: `file:line` of the `declare_device!` entry.
+    pub declared_at: String,
+    /// The C declaration the Rust one stands for.
+    pub expected: String,
+    /// Where the definition is: `file:line` (a `.cu` source) or the input's name.
+    pub defined_at: String,
+    /// What differs: the compiler's message, or the parameter lists compared.
+    pub detail: String,
 }
 
 fn list(names: &[String]) -> String {

@@ -73,7 +73,7 @@ mod stream;
 
 pub use context::Context;
 pub use device::{Backend, Device, DeviceProperties};
-pub use error::{CudaError, Error, Result};
+pub use error::{CudaError, Error, Result, SignatureMismatch};
 pub use event::Event;
 pub use format::ImageKind;
 pub use graph::{Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};

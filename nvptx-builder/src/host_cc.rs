@@ -17,8 +17,14 @@
 //! ```no_run
 //! // in `fn main` of a kernels crate's build.rs
 //! if !nvptx_builder::is_device_build() {
-//!     nvptx_builder::host_cc::compile_foreign_for_host(&["cuda/mul.cu"], "foreign_sim")
-//!         .unwrap_or_else(|e| panic!("{e}"));
+//!     let ptx = nvptx_builder::Builder::from_build_script().build().unwrap_or_else(|e| panic!("{e}"));
+//!     // Each definition is checked against its `declare_device!` declaration.
+//!     nvptx_builder::host_cc::compile_foreign_for_host_checked(
+//!         &["cuda/mul.cu"],
+//!         "foreign_sim",
+//!         &ptx.foreign,
+//!     )
+//!     .unwrap_or_else(|e| panic!("{e}"));
 //! }
 //! ```
 
@@ -27,6 +33,7 @@ use std::process::Command;
 
 use crate::Error;
 use crate::directives;
+use crate::foreign::ForeignDeclaration;
 
 /// The compat header's text.
 pub const COMPAT_HEADER: &str = include_str!("../include/gpukernel_sim.h");
@@ -36,8 +43,20 @@ pub const COMPAT_HEADER_NAME: &str = "gpukernel_sim.h";
 
 /// From a build script: compiles `sources` (paths relative to the package, or absolute) for
 /// the host into the static library `lib_name` in `OUT_DIR`, and tells cargo to link it and to
-/// rerun when a source changes.
+/// rerun when a source changes. Checks nothing against the declarations: prefer
+/// [`compile_foreign_for_host_checked`].
 pub fn compile_foreign_for_host(sources: &[impl AsRef<Path>], lib_name: &str) -> Result<(), Error> {
+    compile_foreign_for_host_checked(sources, lib_name, &[])
+}
+
+/// As [`compile_foreign_for_host`], checking each definition of a declared foreign function
+/// against its `declare_device!` declaration (pass [`crate::PtxOutput::foreign`]; see
+/// [`HostCc::declarations`]).
+pub fn compile_foreign_for_host_checked(
+    sources: &[impl AsRef<Path>],
+    lib_name: &str,
+    declarations: &[ForeignDeclaration],
+) -> Result<(), Error> {
     let out_dir = std::env::var_os("OUT_DIR")
         .map(PathBuf::from)
         .ok_or_else(|| Error::Io {
@@ -48,6 +67,7 @@ pub fn compile_foreign_for_host(sources: &[impl AsRef<Path>], lib_name: &str) ->
             ),
         })?;
     HostCc::new(cc::Build::new(), out_dir)
+        .declarations(declarations)
         .compile(sources, lib_name)
         .map(|_| ())
 }
@@ -59,6 +79,7 @@ pub struct HostCc {
     build: cc::Build,
     out_dir: PathBuf,
     cargo_metadata: bool,
+    declarations: Vec<ForeignDeclaration>,
 }
 
 impl HostCc {
@@ -69,7 +90,50 @@ impl HostCc {
             build,
             out_dir: out_dir.into(),
             cargo_metadata: true,
+            declarations: Vec::new(),
         }
+    }
+
+    /// The `declare_device!` declarations to check the sources' definitions against
+    /// ([`crate::PtxOutput::foreign`]): their C prototypes are compiled with each source (each
+    /// under a `#line` naming its Rust declaration), so a conflicting definition stops the
+    /// build with [`Error::ForeignSignatureMismatch`]. Declarations whose C spelling is not
+    /// unique (structs, pointers, 8- and 64-bit integers) are left to the GPU link's checks.
+    pub fn declarations(mut self, declarations: &[ForeignDeclaration]) -> Self {
+        self.declarations = declarations.to_vec();
+        self
+    }
+
+    /// Writes the prototypes of the checked declarations next to the compat header and
+    /// returns the file's path (`None` when there are none).
+    fn write_prototypes(&self) -> Result<Option<PathBuf>, Error> {
+        let mut text =
+            String::from("// The declare_device! declarations, checked against the definitions.\n");
+        let mut any = false;
+        for decl in self.declarations.iter().filter(|d| d.host_prototype()) {
+            let (file, line) = decl
+                .declared_at
+                .rsplit_once(':')
+                .unwrap_or((decl.declared_at.as_str(), "1"));
+            text.push_str(&format!(
+                "#line {line} \"{}\"\n{};\n",
+                file.replace('\\', "\\\\").replace('"', "\\\""),
+                decl.c_declaration()
+            ));
+            any = true;
+        }
+        if !any {
+            return Ok(None);
+        }
+        let path = self
+            .out_dir
+            .join("gpukernel-sim-include")
+            .join("gpukernel_declarations.h");
+        std::fs::write(&path, text).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(Some(path))
     }
 
     /// Whether to print `cargo:` directives (link the library, rerun on change); on by
@@ -120,6 +184,7 @@ impl HostCc {
     /// which names the file and line.
     pub fn compile(&self, sources: &[impl AsRef<Path>], lib_name: &str) -> Result<PathBuf, Error> {
         let mut build = self.configured()?;
+        let prototypes = self.write_prototypes()?;
         build.out_dir(&self.out_dir);
         for src in sources {
             let src = src.as_ref();
@@ -129,7 +194,7 @@ impl HostCc {
             if self.cargo_metadata {
                 directives::emit(format!("cargo:rerun-if-changed={}", src.display()));
             }
-            self.check(&build, src)?;
+            self.check(&build, src, prototypes.as_deref())?;
             build.file(src);
         }
         let compiler = build.get_compiler();
@@ -157,19 +222,20 @@ impl HostCc {
     /// that a mistake in a `.cu` is reported before the slower device build.
     pub fn check_all(&self, sources: &[impl AsRef<Path>]) -> Result<(), Error> {
         let build = self.configured()?;
+        let prototypes = self.write_prototypes()?;
         for src in sources {
             let src = src.as_ref();
             if !src.is_file() {
                 return Err(missing_source(src));
             }
-            self.check(&build, src)?;
+            self.check(&build, src, prototypes.as_deref())?;
         }
         Ok(())
     }
 
     /// Runs the compiler on `src` with `-fsyntax-only` and returns its log on failure (cc
     /// itself would only print it as cargo warnings).
-    fn check(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
+    fn check(&self, build: &cc::Build, src: &Path, prototypes: Option<&Path>) -> Result<(), Error> {
         let compiler = build.try_get_compiler().map_err(|e| Error::ToolFailed {
             tool: PathBuf::from("c++"),
             args: Vec::new(),
@@ -179,6 +245,9 @@ impl HostCc {
             ),
         })?;
         let mut cmd: Command = compiler.to_command();
+        if let Some(prototypes) = prototypes {
+            cmd.arg("-include").arg(prototypes);
+        }
         cmd.arg("-fsyntax-only").arg(src);
         let args: Vec<String> = cmd
             .get_args()
@@ -193,6 +262,9 @@ impl HostCc {
         }
         let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
         log.push_str(&String::from_utf8_lossy(&output.stdout));
+        if let Some(e) = self.mismatch_in_log(&log) {
+            return Err(e);
+        }
         Err(Error::ForeignCompileFailed {
             source_file: src.to_path_buf(),
             compiler: compiler.path().to_path_buf(),
@@ -200,6 +272,48 @@ impl HostCc {
                 .then(|| format!("{} {}", compiler.path().display(), args.join(" "))),
             log,
         })
+    }
+}
+
+impl HostCc {
+    /// A gcc or clang error about a conflicting declaration of a checked symbol: `file:12:5:
+    /// error: conflicting declaration of C function 'int f(double*)'`.
+    fn mismatch_in_log(&self, log: &str) -> Option<Error> {
+        for line in log.lines() {
+            let Some((place, message)) = line.split_once(": error: ") else {
+                continue;
+            };
+            if ![
+                "conflicting",
+                "linkage",
+                "overload",
+                "previous declaration",
+                "redeclar",
+            ]
+            .iter()
+            .any(|w| message.contains(w))
+            {
+                continue;
+            }
+            let decl = self.declarations.iter().find(|d| {
+                d.host_prototype()
+                    && (message.contains(&format!(" {}(", d.symbol))
+                        || message.contains(&format!("'{}'", d.symbol)))
+            })?;
+            let mut parts = place.splitn(3, ':');
+            let defined_at = match (parts.next(), parts.next()) {
+                (Some(file), Some(line)) => format!("{file}:{line}"),
+                _ => place.to_owned(),
+            };
+            return Some(Error::ForeignSignatureMismatch {
+                symbol: decl.symbol.clone(),
+                declared_at: decl.declared_at.clone(),
+                expected: decl.c_declaration(),
+                defined_at,
+                detail: message.to_owned(),
+            });
+        }
+        None
     }
 }
 
@@ -323,6 +437,80 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
             .unwrap_err();
         let _ = std::fs::remove_dir_all(&dir);
         err.to_string()
+    }
+
+    fn declaration(symbol: &str, c_abi: bool, ret: &str, args: &[&str]) -> ForeignDeclaration {
+        ForeignDeclaration {
+            symbol: symbol.into(),
+            c_abi,
+            declared_at: "src/ffi.rs:12".into(),
+            ret: ret.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    fn compile_declared(name: &str, body: &str, decls: &[ForeignDeclaration]) -> Result<(), Error> {
+        let dir = scratch(name);
+        let src = dir.join(format!("{name}.cu"));
+        std::fs::write(&src, format!("// line 1\n{body}\n")).unwrap();
+        let result = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .declarations(decls)
+            .compile(&[&src], name)
+            .map(|_| ());
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    #[test]
+    fn definitions_are_checked_against_the_declarations() {
+        let mul = declaration("mul_f32_f32", false, "float", &["float", "float"]);
+        let axpy = declaration("axpy_c", true, "float", &["float", "float", "float"]);
+        // Matching definitions compile.
+        compile_declared(
+            "decl_ok",
+            "extern \"C\" __device__ int mul_f32_f32(float* r, float a, float b) { *r = a * b; return 0; }\n\
+             extern \"C\" __device__ float axpy_c(float a, float x, float y) { return a * x + y; }",
+            &[mul.clone(), axpy.clone()],
+        )
+        .unwrap();
+        // Wrong types, count, return, ABI: each names both sides.
+        for (name, body, symbol) in [
+            (
+                "decl_types",
+                "extern \"C\" __device__ int mul_f32_f32(double* r, double a, double b) { return 0; }",
+                "mul_f32_f32",
+            ),
+            (
+                "decl_count",
+                "extern \"C\" __device__ int mul_f32_f32(float* r, float a) { return 0; }",
+                "mul_f32_f32",
+            ),
+            (
+                "decl_ret",
+                "extern \"C\" __device__ double axpy_c(float a, float x, float y) { return a; }",
+                "axpy_c",
+            ),
+            (
+                "decl_abi",
+                "extern \"C\" __device__ int axpy_c(float* r, float a, float x, float y) { return 0; }",
+                "axpy_c",
+            ),
+        ] {
+            let e = compile_declared(name, body, &[mul.clone(), axpy.clone()]).unwrap_err();
+            let Error::ForeignSignatureMismatch {
+                symbol: s,
+                declared_at,
+                defined_at,
+                ..
+            } = &e
+            else {
+                panic!("{name}: {e}")
+            };
+            assert_eq!(s, symbol, "{name}: {e}");
+            assert_eq!(declared_at, "src/ffi.rs:12");
+            assert!(defined_at.ends_with(&format!("{name}.cu:2")), "{name}: {e}");
+        }
     }
 
     #[test]

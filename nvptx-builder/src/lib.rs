@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod directives;
+pub mod foreign;
 pub mod host_cc;
 pub mod shared_rewrite;
 mod tools;
@@ -159,6 +160,21 @@ pub enum Error {
         /// The compiler's log (file:line, caret).
         log: String,
     },
+    /// A foreign `.cu` source defines a function differently from its `declare_device!`
+    /// declaration (found by the host compile, which compiles the declarations' C prototypes
+    /// with the source).
+    ForeignSignatureMismatch {
+        /// The foreign symbol.
+        symbol: String,
+        /// The Rust declaration, `file:line`.
+        declared_at: String,
+        /// The C declaration the Rust one stands for.
+        expected: String,
+        /// The definition, `file:line`.
+        defined_at: String,
+        /// The compiler's message.
+        detail: String,
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -269,6 +285,18 @@ impl fmt::Display for Error {
                     ),
                 }
             }
+            Error::ForeignSignatureMismatch {
+                symbol,
+                declared_at,
+                expected,
+                defined_at,
+                detail,
+            } => write!(
+                f,
+                "the definition of foreign function `{symbol}` at {defined_at} does not match its Rust declaration at \
+                 {declared_at}, which expects `{expected}`\nhint: change the `declare_device!` entry or the definition \
+                 so that both have the same argument count, argument types and return type\ncompiler: {detail}"
+            ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -337,6 +365,10 @@ pub struct PtxOutput {
     pub exported: Vec<String>,
     /// The architecture (`sm_XX`).
     pub arch: String,
+    /// The `declare_device!` declarations of the kernels crate and its dependencies, as
+    /// recorded in the PTX: give them to [`host_cc::HostCc::declarations`] so that the host
+    /// compile of the foreign sources checks the definitions against them.
+    pub foreign: Vec<foreign::ForeignDeclaration>,
 }
 
 /// Configures and runs a device build of one kernels crate.
@@ -511,7 +543,9 @@ impl Builder {
         let out = self.build()?;
         // Named after the package: two kernels crates in one program link two libraries.
         let package = self.package_name.as_deref().unwrap_or(&self.output_name);
-        host.compile(&sources, &format!("{}_foreign", package.replace('-', "_")))?;
+        // Each definition is checked against the declaration the PTX records for it.
+        host.declarations(&out.foreign)
+            .compile(&sources, &format!("{}_foreign", package.replace('-', "_")))?;
         Ok(out)
     }
 
@@ -566,6 +600,12 @@ impl Builder {
 
         let mut exported = exported_symbols(&toolchain, &own_bc)?;
         exported.insert(gpukernel_ffi_symbol().to_string());
+        // The declaration records of `declare_device!` entries in dependencies stay too.
+        exported.extend(
+            exported_symbols(&toolchain, &dep_bc)?
+                .into_iter()
+                .filter(|s| s.starts_with(foreign::RECORD_PREFIX)),
+        );
         let exported: Vec<String> = exported.into_iter().collect();
 
         let linked = work.join("linked.bc");
@@ -632,11 +672,14 @@ impl Builder {
             }
         }
 
+        let text = std::fs::read_to_string(&ptx).map_err(io_err(&ptx))?;
+        let foreign = foreign::declarations_in_ptx(&text);
         Ok(PtxOutput {
             ptx,
             bitcode,
             exported,
             arch,
+            foreign,
         })
     }
 

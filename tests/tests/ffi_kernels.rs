@@ -4,8 +4,8 @@
 
 use ffi_examples_kernels::PTX;
 use ffi_examples_kernels::ffi::{
-    Float2, add_through_pointer, divide_checked, dot_with, multiply_vectors, sum_rows,
-    swap_and_scale,
+    Float2, add_through_pointer, axpy_with_c_abi, divide_checked, dot_with, multiply_vectors,
+    sum_rows, swap_and_scale,
 };
 use gpukernel_runtime::link::Linker;
 use gpukernel_runtime::{Context, Error, Kernel, LaunchConfig, Module};
@@ -23,6 +23,35 @@ fn link(ctx: &Context, kernels: &[&str]) -> Module {
                 .link_and_load()
         })
         .unwrap_or_else(|e| panic!("linking with functions.cu failed: {e}"))
+}
+
+#[test]
+fn c_abi_foreign_call_on_every_device() {
+    // `axpy_c` is a plain C function (`extern "C" fn` in `declare_device!`): no status, the
+    // value returned directly.
+    let mut rng = Rng::from_env("ffi_c_abi");
+    let n = 4_099;
+    let (x, y) = (rng.vec_f32(n), rng.vec_f32(n));
+    let a = 1.75f32;
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a * x + y).collect();
+    for (name, ctx) in devices() {
+        let module = link(&ctx, &[axpy_with_c_abi::NAME]);
+        let (dx, dy) = (ctx.htod_copy(&x).unwrap(), ctx.htod_copy(&y).unwrap());
+        let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
+        ctx.default_stream()
+            .launch(
+                &module.kernel(axpy_with_c_abi).unwrap(),
+                LaunchConfig::for_elements(n).unwrap(),
+                (a, &dx, &dy, &mut out),
+            )
+            .unwrap();
+        assert_close(
+            &format!("axpy_with_c_abi on {name}"),
+            &out.to_host_vec().unwrap(),
+            &want,
+            1e-6,
+        );
+    }
 }
 
 #[test]

@@ -15,7 +15,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 22] = signatures![
+const KERNELS: [(&str, u64); 23] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -38,6 +38,7 @@ const KERNELS: [(&str, u64); 22] = signatures![
     affine_fatbin,
     square_archive,
     sub_one_object,
+    axpy_with_c_abi,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

@@ -127,14 +127,16 @@ fn culink_links_every_input_kind_and_the_kernels_run() {
     let ptx_path = temp_dir("gpu-ptx").join("kernels.ptx");
     std::fs::write(&ptx_path, PTX).unwrap();
     let started = Instant::now();
-    let image = ok(linker(&ctx)
-        .add_file(&ptx_path)
-        .add_file(source("functions.cu"))
-        .add_file(&arts.cubin)
-        .add_file(&arts.fatbin)
-        .add_file(&arts.archive)
-        .add_file(&arts.object)
-        .link());
+    let mut all = linker(&ctx);
+    all.add_file(&ptx_path).add_file(source("functions.cu"));
+    // SAFETY: built from cuda/*_lib.cu, whose definitions match src/ffi.rs's declarations.
+    unsafe {
+        all.add_file_unchecked(&arts.cubin)
+            .add_file_unchecked(&arts.fatbin)
+            .add_file_unchecked(&arts.archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let image = ok(all.link());
     println!(
         "cuLink, every kind: {:?} ({:?})\ninfo log:\n{}",
         started.elapsed(),
@@ -266,14 +268,18 @@ fn errors_through_culink() {
     // Duplicate definitions inside precompiled code (not readable before the link): an
     // archive whose member the kernel pulls in, then an object defining the same
     // `object_sub_one`.
-    let e = err(linker(&ctx)
-        .add_ptx_kernels(PTX, "kernels.ptx", &["sub_one_object"])
-        .add_file(&arts.object_archive)
-        .add_file(&arts.object)
-        .link());
+    let mut dup = linker(&ctx);
+    dup.add_ptx_kernels(PTX, "kernels.ptx", &["sub_one_object"]);
+    // SAFETY: both define `object_sub_one` as src/ffi.rs declares it.
+    unsafe {
+        dup.add_file_unchecked(&arts.object_archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let e = err(dup.link());
     println!("duplicate through cuLink:\n{e}");
     assert!(
-        matches!(&e, Error::DuplicateSymbol { symbol, .. } if symbol == "object_sub_one"),
+        matches!(&e, Error::DuplicateSymbol { symbol, defined_in, .. }
+            if symbol == "object_sub_one" && defined_in.len() == 2),
         "{e}"
     );
     // Duplicates found before the link.
@@ -367,5 +373,91 @@ fn cache_cold_vs_warm_link_times() {
         &ok(out.to_host_vec()),
         &want,
         0.0,
+    );
+}
+
+/// Declarations checked against definitions through cuLink: a wrong `.cu` definition is a
+/// mismatch naming both sides, a cubin needs the unchecked call, and acknowledged it runs.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn foreign_declarations_are_checked_through_culink() {
+    let ctx = gpu();
+    let e = err(linker(&ctx)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_cuda_source(
+            "extern \"C\" __device__ int mul_f32_f32(double* r, double a, double b) { *r = a * b; return 0; }",
+            "bad.cu",
+        )
+        .link());
+    println!("mismatch through cuLink:\n{e}");
+    assert!(
+        matches!(&e, Error::ForeignSignatureMismatch(m)
+            if m.symbol == "mul_f32_f32" && m.defined_at == "bad.cu:1"),
+        "{e}"
+    );
+    let arts = artifacts();
+    let e = err(linker(&ctx)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["add_one_cubin"])
+        .add_file(&arts.cubin)
+        .link());
+    assert!(
+        matches!(&e, Error::UncheckedForeignDefinitions { .. }),
+        "{e}"
+    );
+    let mut checked = linker(&ctx);
+    checked.add_ptx_kernels(PTX, "kernels.ptx", &["add_one_cubin"]);
+    // SAFETY: built from cuda/cubin_lib.cu, whose definition matches src/ffi.rs.
+    unsafe { checked.add_file_unchecked(&arts.cubin) };
+    let module = ok(checked.link_and_load());
+    let x: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let dx = ok(ctx.htod_copy(&x));
+    let mut out = ok(ctx.alloc_zeros::<f32>(x.len()));
+    ok(ctx.default_stream().launch(
+        &ok(module.kernel(add_one_cubin)),
+        ok(LaunchConfig::for_elements(x.len())),
+        (&dx, &mut out),
+    ));
+    let want: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
+    assert_close("add_one_cubin", &ok(out.to_host_vec()), &want, 0.0);
+}
+
+/// A capability the tools do not know, injected on the sm_90 GPU: 9.1 links for sm_90 and
+/// runs; 13.0 through nvJitLink (LTO) is `UnsupportedArchitecture`, not NVRTC's raw message.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn injected_unsupported_capabilities_fall_back_or_are_named() {
+    let ctx = gpu();
+    let mut l = linker(&ctx);
+    l.assume_compute_capability(9, 1)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    let image = ok(l.link());
+    assert_eq!(image.arch().map(|a| a.sm()), Some(90));
+    let module = ok(ctx.load_module(image.module_image()));
+    let (a, b) = inputs(1000);
+    let (da, db) = (ok(ctx.htod_copy(&a)), ok(ctx.htod_copy(&b)));
+    let mut out = ok(ctx.alloc_zeros::<f32>(a.len()));
+    ok(ctx.default_stream().launch(
+        &ok(module.kernel(multiply_vectors)),
+        ok(LaunchConfig::for_elements(a.len())),
+        (&da, &db, &mut out),
+    ));
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+    assert_close(
+        "multiply_vectors for 9.1",
+        &ok(out.to_host_vec()),
+        &want,
+        0.0,
+    );
+
+    let mut l = linker(&ctx);
+    l.assume_compute_capability(13, 0)
+        .lto(true)
+        .add_file(source("functions.cu"));
+    let e = err(l.link());
+    println!("unsupported architecture:\n{e}");
+    assert!(
+        matches!(&e, Error::UnsupportedArchitecture { device, .. } if device == "sm_130"),
+        "{e}"
     );
 }

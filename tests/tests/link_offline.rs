@@ -136,14 +136,20 @@ fn check_with_readelf(image: &LinkedImage, kernels: &[&str]) {
 #[test]
 fn every_precompiled_kind_links_offline() {
     let arts = artifacts();
-    let image = ok(offline()
+    let mut linker = offline();
+    linker
         .add_ptx(PTX, "kernels.ptx")
-        .add_file(source("functions.cu"))
-        .add_file(&arts.cubin)
-        .add_file(&arts.fatbin)
-        .add_file(&arts.archive)
-        .add_file(&arts.object)
-        .link());
+        .add_file(source("functions.cu"));
+    // SAFETY: the cubin, fatbin, archive and object are built from cuda/*_lib.cu, whose
+    // definitions have the signatures that src/ffi.rs declares.
+    unsafe {
+        linker
+            .add_file_unchecked(&arts.cubin)
+            .add_file_unchecked(&arts.fatbin)
+            .add_file_unchecked(&arts.archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let image = ok(linker.link());
     let entries = ok(image.entry_points());
     for k in [
         "multiply_vectors",
@@ -203,10 +209,12 @@ fn ltoir_links_through_nvjitlink() {
     ));
     let path = temp_dir("ltoir").join("functions.ltoir");
     std::fs::write(&path, &ltoir).unwrap();
-    let image = ok(offline()
-        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
-        .add_file(&path)
-        .link());
+    let mut linker = offline();
+    linker.add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"]);
+    // LTO-IR keeps no parameter lists: the link says it is unchecked.
+    // SAFETY: compiled from functions.cu, whose `mul_f32_f32` matches src/ffi.rs.
+    unsafe { linker.add_file_unchecked(&path) };
+    let image = ok(linker.link());
     assert_eq!(ok(image.entry_points()), ["multiply_vectors"]);
 }
 

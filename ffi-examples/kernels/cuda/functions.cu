@@ -52,3 +52,8 @@ extern "C" __device__ int add_in_place(void* ret, float* x, float delta) {
     *x += delta;
     return 0;
 }
+
+// A plain C function (declared `extern "C" fn` in Rust): no status, no return slot.
+extern "C" __device__ float axpy_c(float a, float x, float y) {
+    return a * x + y;
+}

@@ -2,7 +2,7 @@
 //!
 //! Where each symbol comes from (all in `ffi-examples/kernels/cuda/`):
 //! * `functions.cu`, compiled by NVRTC at run time: `mul_f32_f32`, `sum_reduce`,
-//!   `checked_div`, `dot2`, `swap_scale`, `add_in_place`;
+//!   `checked_div`, `dot2`, `swap_scale`, `add_in_place`, and the plain C function `axpy_c`;
 //! * `cubin_lib.cu`, precompiled to a cubin: `cubin_add_one`;
 //! * `fatbin_lib.cu`, precompiled to a fatbin: `fatbin_affine`;
 //! * `archive_lib.cu`, precompiled to a static library: `archive_square`;
@@ -48,6 +48,17 @@ declare_device! {
     pub "archive_square", fn(x: f32) -> f32;
     /// `x - 1`, from an object file.
     pub "object_sub_one", fn(x: f32) -> f32;
+    /// `a * x + y`: a plain C function (C ABI: no status, the value returned).
+    pub "axpy_c", extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+}
+
+/// `out[i] = a * x[i] + y[i]`, through the plain C function `axpy_c`.
+#[kernel]
+pub fn axpy_with_c_abi(a: f32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(o) = out.get_mut(i) {
+        *o = axpy_c(a, x[i.get()], y[i.get()]);
+    }
 }
 
 /// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32_f32`.

@@ -63,11 +63,13 @@ fn check_entry(entry: &Entry, errors: &mut Errors) {
             )),
         ));
     }
-    if let Some(abi) = &entry.abi {
+    if let Some(abi) = &entry.abi
+        && !entry.is_c_abi()
+    {
         errors.push(error(
             abi,
-            "the foreign ABI is fixed: `extern \"C\" __device__ int f(T* ret, args...)`",
-            Some("remove the `extern` ABI"),
+            "a foreign device function has Numba's ABI (`fn(..)`: `extern \"C\" __device__ int f(T* ret, args...)`) or the C ABI (`extern \"C\" fn(..)`: `extern \"C\" __device__ T f(args...)`)",
+            Some("write `extern \"C\" fn(..) -> T` for a plain C function, or no ABI for Numba's"),
         ));
     }
     if let Some(generics) = &entry.generics {
@@ -231,9 +233,10 @@ mod tests {
             "c", fn() -> ();
             "d", fn(*mut u32);
             "e", fn() -> *mut u8;
+            "f", extern "C" fn(f32, *mut f32) -> f32;
         });
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(valid, [true; 5]);
+        assert_eq!(valid, [true; 6]);
     }
 
     #[test]
@@ -268,7 +271,7 @@ mod tests {
             mul = "mul_f32", fn(f32) -> f32;
             mul = "mul_f64", fn(f64) -> f64;
             "g", fn<T>(T) -> T;
-            "h", extern "C" fn();
+            "h", extern "system" fn();
             "v", fn(i32, ...);
             "n", fn(a: f32, a: f32);
         });
@@ -282,7 +285,7 @@ mod tests {
         assert!(errors[2].contains("`type_ = \"type\", fn(..)`"));
         assert!(errors[3].contains("`mul` is declared twice"));
         assert!(errors[4].contains("cannot be generic"));
-        assert!(errors[5].contains("the foreign ABI is fixed"));
+        assert!(errors[5].contains("or the C ABI"), "{}", errors[5]);
         assert!(errors[6].contains("cannot be variadic"));
         assert!(errors[7].contains("argument `a` is named twice"));
         assert_eq!(errors.len(), 8);

@@ -55,6 +55,30 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     let docs = docs(entry, &symbol_str, unsafety.is_some());
     let inline =
         (!attrs.iter().any(|a| a.path().is_ident("inline"))).then(|| quote!(#[inline(always)]));
+    if entry.is_c_abi() {
+        // A plain C function: called directly, its value returned; it has no status.
+        let arrow = entry.ret.as_ref().map(|ty| quote!(-> #ty));
+        return quote! {
+            #asserts
+
+            #(#cfgs)*
+            #(#attrs)*
+            #docs
+            #inline
+            // The argument list mirrors the foreign function's, which the caller cannot change.
+            #[allow(clippy::too_many_arguments)]
+            #vis #unsafety fn #name(#(#params: #tys),*) #arrow {
+                unsafe extern "C" {
+                    #[link_name = #symbol_str]
+                    fn #ffi_name(#(#params: #tys),*) #arrow;
+                }
+                // SAFETY: the arguments' validity is the caller's promise where they are
+                // pointers, plain values otherwise; the linker checks the definition's
+                // signature where the definition's types can be read.
+                unsafe { #ffi_name(#(#params),*) }
+            }
+        };
+    }
     let call = quote!(#ffi_name(#ret_ptr, #(#params),*));
     let check = quote! {
         if #status != 0 {
@@ -148,21 +172,34 @@ fn param_names(entry: &Entry) -> Vec<Ident> {
 /// reported.
 fn docs(entry: &Entry, symbol: &str, is_unsafe: bool) -> TokenStream {
     let ret = entry.ret.as_ref().map_or_else(|| "void".to_owned(), c_type);
-    let mut c_args = vec![format!("{ret}* ret")];
+    let mut c_args = if entry.is_c_abi() {
+        Vec::new()
+    } else {
+        vec![format!("{ret}* ret")]
+    };
     c_args.extend(entry.args.iter().map(|a| c_type(&a.ty)));
     let separator = if entry.attrs.iter().any(|a| a.path().is_ident("doc")) {
         quote!(#[doc = ""])
     } else {
         quote!()
     };
+    let c_ret = if entry.is_c_abi() {
+        ret.as_str()
+    } else {
+        "int"
+    };
     let calls = format!(
         " Calls the foreign device function `{symbol}`, declared in CUDA C as \
-         `extern \"C\" __device__ int {symbol}({})`.",
+         `extern \"C\" __device__ {c_ret} {symbol}({})`.",
         c_args.join(", ")
     );
-    let status = " A non-zero status is never ignored: the first failure of a launch is recorded \
+    let status = if entry.is_c_abi() {
+        " A plain C function: it reports no status, and its value is returned as it is."
+    } else {
+        " A non-zero status is never ignored: the first failure of a launch is recorded \
                   and reported by the runtime as an error at the next synchronization, and this \
-                  call returns the zero-initialised return value.";
+                  call returns the zero-initialised return value."
+    };
     let safety = is_unsafe.then(|| {
         let text = format!(
             " The arguments must satisfy `{symbol}`'s own contract: each pointer valid for the \
@@ -322,6 +359,21 @@ mod tests {
         let out = expand_str(quote::quote!("f", fn(a1: f32, f32, a1_: f32, u8)));
         assert!(
             out.contains("fn f (a1 : f32 , a1__ : f32 , a1_ : f32 , a3 : u8)"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn c_abi_calls_directly_and_returns_the_value() {
+        let out = expand_str(quote::quote!("fma_c", extern "C" fn(f32, f32, f32) -> f32));
+        assert!(
+            out.contains("fn __gk_ffi (a0 : f32 , a1 : f32 , a2 : f32) -> f32 ;"),
+            "{out}"
+        );
+        assert!(out.contains("unsafe { __gk_ffi (a0 , a1 , a2) }"), "{out}");
+        assert!(!out.contains("report_foreign_failure"), "{out}");
+        assert!(
+            out.contains("extern \\\"C\\\" __device__ float fma_c(float, float, float)"),
             "{out}"
         );
     }

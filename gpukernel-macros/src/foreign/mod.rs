@@ -1,5 +1,7 @@
 //! `declare_device!`: typed Rust wrappers for foreign CUDA C device functions that follow
-//! Numba's ABI, `extern "C" __device__ int f(T* ret, args...)` with 0 meaning success.
+//! Numba's ABI, `extern "C" __device__ int f(T* ret, args...)` with 0 meaning success, or
+//! (written `extern "C" fn(..) -> T`) plain C functions `extern "C" __device__ T f(args...)`.
+//! Each declaration is also recorded for the linker ([`manifest`]).
 //!
 //! Pipeline: [`parse`] (tokens → [`Entry`] list; a malformed entry is reported and skipped, the
 //! others still parse) → [`check`] → [`expand`]. The expansion is the same on both targets: on
@@ -7,6 +9,7 @@
 
 mod check;
 mod expand;
+mod manifest;
 mod parse;
 
 use proc_macro2::{Ident, TokenStream};
@@ -28,7 +31,8 @@ pub(crate) struct Entry {
     pub symbol: LitStr,
     /// `unsafe fn(..)`: the wrapper is `unsafe` even without pointer arguments.
     pub unsafety: Option<syn::Token![unsafe]>,
-    /// An explicit ABI (an error).
+    /// An explicit ABI: `extern "C"` declares a plain C function (no status, no return
+    /// slot); any other ABI is an error.
     pub abi: Option<syn::Abi>,
     /// `for<'a>` or `fn<T>` (an error).
     pub generics: Option<TokenStream>,
@@ -49,6 +53,13 @@ pub(crate) struct Arg {
 }
 
 impl Entry {
+    /// Whether the entry declares a plain C function (`extern "C" fn(..) -> T`).
+    pub(crate) fn is_c_abi(&self) -> bool {
+        self.abi
+            .as_ref()
+            .is_some_and(|abi| abi.name.as_ref().is_some_and(|n| n.value() == "C"))
+    }
+
     /// The Rust name of the wrapper: the alias, else the symbol (if it is a valid identifier).
     pub(crate) fn rust_name(&self) -> Option<Ident> {
         match &self.alias {
@@ -71,7 +82,11 @@ pub(crate) fn declare_device(input: TokenStream) -> TokenStream {
         .iter()
         .zip(valid)
         .filter(|(_, ok)| *ok)
-        .map(|(e, _)| expand::expand(e, &support))
+        .map(|(e, _)| {
+            let mut tokens = expand::expand(e, &support);
+            tokens.extend(manifest::record(e, &support));
+            tokens
+        })
         .collect();
     tokens.extend(errors.to_compile_errors());
     tokens

@@ -325,6 +325,66 @@ impl<'a> Ptx<'a> {
             .collect()
     }
 
+    /// The texts of the `declare_device!` records in the module: the initializers of the
+    /// `.global .b8 __gpukernel_foreign_*[N] = {..}` variables, decoded as UTF-8 (records that
+    /// are not text are skipped).
+    pub(crate) fn foreign_records(&self) -> Vec<String> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.item {
+                Item::Variable { name, .. } if name.starts_with(FOREIGN_RECORD_PREFIX) => {
+                    let init = s.clean.split_once('=')?.1;
+                    let inner = init.split_once('{')?.1.split_once('}')?.0;
+                    let bytes: Option<Vec<u8>> = inner
+                        .split(',')
+                        .map(|b| b.trim().parse::<u8>().ok())
+                        .collect();
+                    String::from_utf8(bytes?).ok()
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The parameter list of function `name`: of its definition (a `.func` with a body) if
+    /// the module has one, else of its declaration.
+    pub(crate) fn function_params(&self, name: &str) -> Option<FuncParams> {
+        let mut found = None;
+        for s in &self.statements {
+            if let Item::Function {
+                name: n,
+                entry: false,
+                body,
+                ..
+            } = &s.item
+                && n == name
+            {
+                let params = parse_func_params(&s.clean)?;
+                if *body {
+                    return Some(params);
+                }
+                found = Some(params);
+            }
+        }
+        found
+    }
+
+    /// The `.func`s the module defines (with a body) with external linkage.
+    pub(crate) fn defined_functions(&self) -> Vec<String> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.item {
+                Item::Function {
+                    name,
+                    entry: false,
+                    body: true,
+                    linkage: Linkage::Visible | Linkage::Weak,
+                } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The module with only the kernels named in `keep`: the other kernels, their `// .globl`
     /// comments, and the declarations and internal functions nothing references any more are
     /// removed (visible functions stay: another module may call them). Returns the names of
@@ -450,6 +510,76 @@ impl<'a> Ptx<'a> {
         };
         start..end
     }
+}
+
+/// The prefix of the globals that hold `declare_device!`'s declaration records.
+pub(crate) const FOREIGN_RECORD_PREFIX: &str = "__gpukernel_foreign_";
+
+/// One parameter (or the return value) of a PTX function, as the ABI passes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParamSlot {
+    /// A scalar of this many bits (`.b32`, `.f64`, `.u64`, ...).
+    Scalar(u32),
+    /// An aggregate of this many bytes (`.align A .b8 name[N]`).
+    Bytes(u32),
+}
+
+/// A PTX function's return value and parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FuncParams {
+    /// The return parameter, if any.
+    pub(crate) ret: Option<ParamSlot>,
+    /// The parameters, in order.
+    pub(crate) params: Vec<ParamSlot>,
+}
+
+/// Parses `.func (ret) name(params)` from a statement's clean text.
+fn parse_func_params(clean: &str) -> Option<FuncParams> {
+    let after = clean.split_once(".func")?.1.trim_start();
+    let (ret, after) = if let Some(rest) = after.strip_prefix('(') {
+        let close = rest.find(')')?;
+        (
+            parse_param_list(&rest[..close])?.into_iter().next(),
+            &rest[close + 1..],
+        )
+    } else {
+        (None, after)
+    };
+    let open = after.find('(');
+    let params = match open {
+        // A body or `;` before any `(`: no parameter list.
+        Some(open) if !after[..open].contains(['{', ';']) => {
+            let rest = &after[open + 1..];
+            parse_param_list(&rest[..rest.find(')')?])?
+        }
+        _ => Vec::new(),
+    };
+    Some(FuncParams { ret, params })
+}
+
+/// `.param .b32 a, .param .align 4 .b8 b[8]` → the slots.
+fn parse_param_list(list: &str) -> Option<Vec<ParamSlot>> {
+    list.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let words: Vec<&str> = p.split_whitespace().collect();
+            let ty = words.iter().find(|w| {
+                w.starts_with('.')
+                    && w.len() > 2
+                    && matches!(w.as_bytes()[1], b'b' | b'u' | b's' | b'f')
+                    && w[2..].bytes().all(|c| c.is_ascii_digit())
+            })?;
+            let bits: u32 = ty[2..].parse().ok()?;
+            let last = words.last()?;
+            match last.split_once('[') {
+                Some((_, n)) => {
+                    let n: u32 = n.trim_end_matches(']').parse().ok()?;
+                    Some(ParamSlot::Bytes(n * bits / 8))
+                }
+                None => Some(ParamSlot::Scalar(bits)),
+            }
+        })
+        .collect()
 }
 
 /// Scans the statement starting at `start`: returns where it ends, its text without comments,
@@ -674,6 +804,58 @@ pub(crate) mod tests {
 	ret;
 }
 "#;
+
+    #[test]
+    fn function_parameter_lists() {
+        let text = "\
+.extern .func  (.param .b32 func_retval0) mul
+(
+\t.param .b64 mul_param_0,
+\t.param .b32 mul_param_1,
+\t.param .align 4 .b8 mul_param_2[8]
+)
+;
+.visible .func  (.param .b32 func_retval0) mul(
+\t.param .b64 mul_param_0,
+\t.param .f64 mul_param_1
+)
+{
+\tret;
+}
+.func noargs
+{
+\tret;
+}
+.visible .global .align 1 .b8 __gpukernel_foreign_mul_1[3] = {97, 61, 98};
+";
+        let m = Ptx::parse(text);
+        assert_eq!(
+            m.function_params("mul"),
+            Some(FuncParams {
+                ret: Some(ParamSlot::Scalar(32)),
+                params: vec![ParamSlot::Scalar(64), ParamSlot::Scalar(64)],
+            })
+        );
+        assert_eq!(
+            m.function_params("noargs"),
+            Some(FuncParams {
+                ret: None,
+                params: vec![]
+            })
+        );
+        let decl = Ptx::parse(&text[..text.find(".visible .func").unwrap()]);
+        assert_eq!(
+            decl.function_params("mul").unwrap().params,
+            [
+                ParamSlot::Scalar(64),
+                ParamSlot::Scalar(32),
+                ParamSlot::Bytes(8)
+            ]
+        );
+        assert_eq!(m.foreign_records(), ["a=b"]);
+        assert_eq!(m.defined_functions(), ["mul"]);
+        assert_eq!(m.function_params("absent"), None);
+    }
 
     #[test]
     fn finds_entries() {

@@ -32,6 +32,34 @@ impl Arch {
     }
 }
 
+/// How a device's architecture maps onto what the tools can compile for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Portability {
+    /// The link's output is a cubin (nvJitLink): only an image of the same major architecture
+    /// and a minor no higher than the device's runs on it.
+    Cubin,
+    /// The driver JIT-compiles PTX for the device (cuLink): PTX of any older architecture runs.
+    PtxJit,
+}
+
+impl Arch {
+    /// The architecture to compile for on a device of architecture `self`, when the tools
+    /// support only `supported` (SM numbers): `self` if supported, else the highest supported
+    /// one whose code the device can run. `None` when there is none.
+    pub(crate) fn compatible_target(self, supported: &[u32], how: Portability) -> Option<Arch> {
+        if supported.is_empty() || supported.contains(&self.sm) {
+            return Some(self);
+        }
+        supported
+            .iter()
+            .copied()
+            .filter(|&sm| sm <= self.sm)
+            .filter(|&sm| how == Portability::PtxJit || sm / 10 == self.major())
+            .max()
+            .map(|sm| Arch { sm, suffix: None })
+    }
+}
+
 impl FromStr for Arch {
     type Err = Error;
 
@@ -91,5 +119,28 @@ mod tests {
         assert!("gpu".parse::<Arch>().is_err());
         assert!("sm_5".parse::<Arch>().is_err());
         assert_eq!(Arch::from_compute_capability(9, 0).to_string(), "sm_90");
+    }
+
+    #[test]
+    fn compatible_targets_for_unsupported_capabilities() {
+        // NVRTC 13.0's list.
+        let tools = [75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
+        let cc = |major, minor| Arch::from_compute_capability(major, minor);
+        let cubin = |a: Arch| {
+            a.compatible_target(&tools, Portability::Cubin)
+                .map(|a| a.sm())
+        };
+        assert_eq!(cubin(cc(9, 0)), Some(90));
+        assert_eq!(cubin(cc(7, 7)), Some(75));
+        assert_eq!(cubin(cc(8, 5)), Some(80));
+        assert_eq!(cubin(cc(9, 1)), Some(90));
+        assert_eq!(cubin(cc(13, 0)), None, "no sm_13x code in the tools");
+        assert_eq!(
+            cubin(cc(7, 0)),
+            None,
+            "older than anything the tools support"
+        );
+        let jit = cc(13, 0).compatible_target(&tools, Portability::PtxJit);
+        assert_eq!(jit.map(|a| a.sm()), Some(121));
     }
 }

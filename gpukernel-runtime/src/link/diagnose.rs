@@ -37,6 +37,47 @@ pub(crate) fn duplicate_symbol(log: &str) -> Option<String> {
     )
 }
 
+/// The inputs a linker log says define `symbol` (`Multiple definition of 'f' in 'b', first
+/// defined in 'a'` → `a`, `b`), mapped from the linker's unit names to the inputs' names
+/// (`unit_names[i]` is the name input `input_names[i]` was handed to the linker under; an
+/// archive member `lib.a:x.o` maps to `lib.a`).
+pub(crate) fn duplicate_inputs(
+    log: &str,
+    symbol: &str,
+    unit_names: &[String],
+    input_names: &[String],
+) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for line in log.lines() {
+        let Some(pos) = line.find(&format!("'{symbol}'")) else {
+            continue;
+        };
+        if !line.to_ascii_lowercase().contains("definition") {
+            continue;
+        }
+        let rest = &line[pos + symbol.len() + 2..];
+        let mut names: Vec<String> = rest
+            .split('\'')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect();
+        // The first definition first.
+        names.reverse();
+        for name in names {
+            let input = unit_names
+                .iter()
+                .position(|u| *u == name || name.starts_with(&format!("{u}:")))
+                .and_then(|i| input_names.get(i).cloned())
+                .unwrap_or(name);
+            if !found.contains(&input) {
+                found.push(input);
+            }
+        }
+    }
+    found
+}
+
 /// Whether a log says that an input has no code for `arch`
 /// (`No code for sm_90 in '<input>'; continuing.` and similar), and for which input.
 pub(crate) fn no_code_for_arch(log: &str, arch: &str) -> Option<String> {
@@ -139,5 +180,30 @@ mod tests {
         assert_eq!(unresolved_functions(log), ["mul_f32_f32", "add_one"]);
         assert!(unresolved_functions("ptxas error : syntax error at line 3").is_empty());
         assert!(unresolved_functions("").is_empty());
+    }
+
+    #[test]
+    fn duplicate_definitions_name_their_inputs() {
+        let log = "error   : Multiple definition of 'object_sub_one' in 'object_lib.o', first defined in 'libobject.a:object_lib.o'";
+        let units = [
+            "kernels.ptx".to_owned(),
+            "libobject.a".to_owned(),
+            "object_lib.o".to_owned(),
+        ];
+        let inputs = [
+            "kernels.ptx".to_owned(),
+            "/x/libobject.a".to_owned(),
+            "/x/object_lib.o".to_owned(),
+        ];
+        assert_eq!(
+            duplicate_inputs(log, "object_sub_one", &units, &inputs),
+            ["/x/libobject.a", "/x/object_lib.o"]
+        );
+        assert!(duplicate_inputs("nothing", "f", &units, &inputs).is_empty());
+        assert_eq!(
+            crate::error::demangle("_Z3addff").as_deref(),
+            Some("add(float, float)")
+        );
+        assert_eq!(crate::error::demangle("mul_f32_f32"), None);
     }
 }

@@ -18,6 +18,9 @@ pub(crate) struct Input {
     pub(crate) path: Option<PathBuf>,
     /// The exact bytes (PTX and CUDA sources without a trailing NUL).
     pub(crate) bytes: Arc<[u8]>,
+    /// Added as unchecked: it may define declared foreign functions whose types cannot be
+    /// read (see `link/foreign.rs`).
+    pub(crate) unchecked: bool,
 }
 
 /// Reads a file input; the kind comes from `kind` or else from the extension.
@@ -40,6 +43,7 @@ pub(crate) fn read_file(path: &Path, kind: Option<InputKind>) -> Result<Input, E
         name: path.display().to_string(),
         path: canonical,
         bytes: bytes.into(),
+        unchecked: false,
     };
     check_shape(&input)?;
     Ok(input)
@@ -110,6 +114,7 @@ mod tests {
             name: "lib.cubin".into(),
             path: None,
             bytes: b"!<arch>\nxxxx".as_slice().into(),
+            unchecked: false,
         };
         let e = check_shape(&input).unwrap_err().to_string();
         assert!(

@@ -8,9 +8,12 @@ use std::time::Instant;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::format::{InputKind, ptx};
+use crate::link::arch::Portability;
 use crate::link::input::{self, Input};
 use crate::link::stages::{self, CacheLookup};
-use crate::link::{Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, simulator};
+use crate::link::{
+    Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, foreign, simulator, sys,
+};
 use crate::module::Module;
 
 /// What a link is for.
@@ -30,12 +33,14 @@ enum Pending {
     File {
         path: PathBuf,
         kind: Option<InputKind>,
+        unchecked: bool,
     },
     Data {
         kind: InputKind,
         bytes: Arc<[u8]>,
         name: String,
         kernels: Option<Vec<String>>,
+        unchecked: bool,
     },
 }
 
@@ -114,6 +119,54 @@ impl Linker {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
             kind: None,
+            unchecked: false,
+        });
+        self
+    }
+
+    /// Adds a file as [`add_file`](Linker::add_file) does, acknowledging that the foreign
+    /// functions it defines are not checked against their `declare_device!` declarations.
+    ///
+    /// Needed for a cubin, fatbin, object (`.o`), archive (`.a`) or LTO-IR input that may
+    /// define a function the selected kernels declare: those formats keep no C types, so the
+    /// linker cannot compare the definition with the declaration, and without this call such
+    /// a link fails with [`Error::UncheckedForeignDefinitions`]. `.cu` and PTX inputs are
+    /// checked either way.
+    ///
+    /// # Safety
+    /// Every foreign function the input defines and a selected kernel declares must have the
+    /// declared signature (argument count, argument types and return type, and the ABI:
+    /// Numba's `int f(T* ret, ...)` or, for `extern "C" fn`, the plain C one). A mismatch
+    /// makes the kernels pass arguments in the wrong registers and write the return slot with
+    /// the wrong size: undefined behaviour on the device.
+    pub unsafe fn add_file_unchecked(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.pending.push(Pending::File {
+            path: path.as_ref().to_path_buf(),
+            kind: None,
+            unchecked: true,
+        });
+        self
+    }
+
+    /// Adds an input from memory as [`add_data`](Linker::add_data) does, acknowledging that
+    /// the foreign functions it defines are not checked (see
+    /// [`add_file_unchecked`](Linker::add_file_unchecked)).
+    ///
+    /// # Safety
+    /// As for [`add_file_unchecked`](Linker::add_file_unchecked).
+    pub unsafe fn add_data_unchecked(
+        &mut self,
+        kind: InputKind,
+        bytes: impl Into<Vec<u8>>,
+        name: impl Into<String>,
+    ) -> &mut Self {
+        let bytes: Vec<u8> = bytes.into();
+        self.pending.push(Pending::Data {
+            kind,
+            bytes: bytes.into(),
+            name: name.into(),
+            kernels: None,
+            unchecked: true,
         });
         self
     }
@@ -123,6 +176,7 @@ impl Linker {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
             kind: Some(kind),
+            unchecked: false,
         });
         self
     }
@@ -141,6 +195,7 @@ impl Linker {
             bytes: bytes.into(),
             name: name.into(),
             kernels: None,
+            unchecked: false,
         });
         self
     }
@@ -166,6 +221,7 @@ impl Linker {
             bytes: ptx.as_bytes().into(),
             name: name.into(),
             kernels: Some(kernels.iter().map(|k| k.to_string()).collect()),
+            unchecked: false,
         });
         self
     }
@@ -249,13 +305,26 @@ impl Linker {
                 path: i.path.clone(),
             })
             .collect();
+        let used = foreign::used_declarations(&inputs);
+        for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
+            foreign::check_ptx_definitions(
+                &String::from_utf8_lossy(&input.bytes),
+                &input.name,
+                &used,
+            )?;
+        }
         let arch = match &self.target {
             Target::Simulator { .. } => {
+                foreign::check_unchecked_inputs(&inputs, &used)?;
                 return simulator::link(&inputs, &self.headers, infos, start);
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
         };
+        let arch = self.target_arch(arch, &inputs)?;
         let plan = self.plan(arch, &inputs)?;
+        // After the architecture checks: an input without code for the target is the first
+        // thing to fix, whether or not it was acknowledged as unchecked.
+        foreign::check_unchecked_inputs(&inputs, &used)?;
         let cache = match self.look_up_cache(&plan, &inputs)? {
             CacheLookup::Hit {
                 entry,
@@ -280,7 +349,7 @@ impl Linker {
             }
             CacheLookup::Miss(slot) => slot,
         };
-        let compiled = self.compile(arch, &inputs)?;
+        let compiled = self.compile(arch, &inputs, &used)?;
         stages::check_duplicates(&compiled.units, &inputs)?;
         let linked = self.link_units(&plan, &compiled.units, &inputs)?;
         let timings = LinkTimings {
@@ -325,24 +394,77 @@ impl Linker {
         ctx.load_module(image.cubin())
     }
 
+    /// Compiles as if the device had compute capability `major.minor` (the context's device
+    /// still runs the result): to see how a link behaves for another GPU, e.g. one whose
+    /// architecture the installed NVRTC and nvJitLink do not know. No effect on the simulator.
+    pub fn assume_compute_capability(&mut self, major: u32, minor: u32) -> &mut Self {
+        let assumed = Arch::from_compute_capability(major, minor);
+        match &mut self.target {
+            Target::Offline(arch) | Target::Cuda { arch, .. } => *arch = assumed,
+            Target::Simulator { .. } => {}
+        }
+        self
+    }
+
+    /// The architecture to compile for on a device of architecture `device`: `device` when
+    /// NVRTC supports it, else the highest supported one whose code the device runs (any
+    /// older one through cuLink, which JIT-compiles PTX for the device; the same major one
+    /// through nvJitLink, whose output is a cubin), else [`Error::UnsupportedArchitecture`].
+    fn target_arch(&self, device: Arch, inputs: &[Input]) -> Result<Arch> {
+        let has_cuda = inputs.iter().any(|i| i.kind == InputKind::Cuda);
+        let uses_nvjitlink = !matches!(self.target, Target::Cuda { .. })
+            || self.lto
+            || inputs.iter().any(|i| i.kind == InputKind::LtoIr);
+        if !has_cuda && !uses_nvjitlink {
+            return Ok(device);
+        }
+        let supported = match sys::nvrtc_supported_archs() {
+            Ok(supported) => supported,
+            // Without NVRTC and without sources, nvJitLink itself judges the architecture.
+            Err(_) if !has_cuda => return Ok(device),
+            Err(e) => return Err(e),
+        };
+        let how = if uses_nvjitlink {
+            Portability::Cubin
+        } else {
+            Portability::PtxJit
+        };
+        device
+            .compatible_target(&supported, how)
+            .ok_or_else(|| Error::UnsupportedArchitecture {
+                device: device.to_string(),
+                supported: supported.iter().map(|sm| format!("sm_{sm}")).collect(),
+            })
+    }
+
     /// Reads and checks the inputs, dropping repeats (the same file, or the same bytes of the
     /// same kind): linking one input twice would define its symbols twice.
     fn read_inputs(&self) -> Result<Vec<Input>> {
         let mut inputs: Vec<Input> = Vec::with_capacity(self.pending.len());
         for pending in &self.pending {
             let input = match pending {
-                Pending::File { path, kind } => input::read_file(path, *kind)?,
+                Pending::File {
+                    path,
+                    kind,
+                    unchecked,
+                } => {
+                    let mut input = input::read_file(path, *kind)?;
+                    input.unchecked = *unchecked;
+                    input
+                }
                 Pending::Data {
                     kind,
                     bytes,
                     name,
                     kernels,
+                    unchecked,
                 } => {
                     let mut input = Input {
                         kind: *kind,
                         name: name.clone(),
                         path: None,
                         bytes: bytes.clone(),
+                        unchecked: *unchecked,
                     };
                     input::check_shape(&input)?;
                     if let Some(kernels) = kernels {

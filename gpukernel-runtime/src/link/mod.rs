@@ -24,6 +24,14 @@
 //!   automatically), then the user's options.
 //! * A linker for a CUDA context ([`Linker::new`]) links with the driver (`cuLink*`); an
 //!   offline linker ([`Linker::for_arch`]) and any link with LTO-IR use nvJitLink.
+//! * Foreign functions the selected kernels declare with `declare_device!` are checked
+//!   against their definitions: `.cu` sources are compiled with the declarations' C
+//!   prototypes (a conflicting definition is [`Error::ForeignSignatureMismatch`](crate::Error),
+//!   naming the Rust declaration's file:line and the definition's), PTX definitions' parameter
+//!   lists are compared with the declarations'. Cubins, fatbins, objects, archives and LTO-IR
+//!   keep no C types: one that may define a declared function must be added with
+//!   [`Linker::add_file_unchecked`] / [`Linker::add_data_unchecked`] (`unsafe`), else the
+//!   link fails with `Error::UncheckedForeignDefinitions`.
 //! * Both logs of the linker are always captured ([`LinkedImage::info_log`], and every error).
 //!   Undefined and duplicate symbols, and inputs without code for the target, become their
 //!   own errors naming the symbol or input.
@@ -51,6 +59,7 @@ mod arch;
 mod cache;
 pub(crate) mod diagnose;
 mod embedded;
+mod foreign;
 mod image;
 mod input;
 mod linker;
@@ -60,11 +69,12 @@ mod stages;
 mod sys;
 mod tools;
 
-pub use crate::error::{LinkErrorCode, LinkerKind};
+pub use crate::error::{LinkErrorCode, LinkerKind, demangle};
 pub use crate::format::InputKind;
 pub use arch::Arch;
 pub use cache::CachePolicy;
 pub use embedded::CudaSource;
+pub use foreign::{ForeignAbi, ForeignDecl};
 pub use image::{CacheStatus, LinkInput, LinkTimings, LinkedImage};
 pub use linker::Linker;
 pub use nvrtc::{CudaOutput, compile_cuda};

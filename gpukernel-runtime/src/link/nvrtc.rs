@@ -61,6 +61,11 @@ pub(crate) fn options(
     }
     if let Some(cuda) = tools::cuda_include_dir() {
         options.push(format!("--include-path={}", cuda.display()));
+        // CUDA 13 keeps CCCL (`<cuda/std/...>`, CUB, Thrust) in `include/cccl`.
+        let cccl = cuda.join("cccl");
+        if cccl.is_dir() {
+            options.push(format!("--include-path={}", cccl.display()));
+        }
     }
     options.extend(user_options.iter().cloned());
     options
@@ -77,12 +82,29 @@ pub(crate) fn compile(
 ) -> Result<(Vec<u8>, String), Error> {
     match sys::nvrtc_compile(source, name, headers, options, ltoir)? {
         sys::NvrtcOutput::Compiled { code, log } => Ok((code, log)),
-        sys::NvrtcOutput::Failed { log } => Err(Error::NvrtcCompile {
-            file: PathBuf::from(name),
-            options: options.to_vec(),
-            log,
-        }),
+        sys::NvrtcOutput::Failed { log } => match missing_header(&log) {
+            Some(header) => Err(Error::NvrtcMissingHeader {
+                file: PathBuf::from(name),
+                header,
+                options: options.to_vec(),
+                log,
+            }),
+            None => Err(Error::NvrtcCompile {
+                file: PathBuf::from(name),
+                options: options.to_vec(),
+                log,
+            }),
+        },
     }
+}
+
+/// The header NVRTC's log says it cannot find (`cannot open source file "x.h"`).
+fn missing_header(log: &str) -> Option<String> {
+    let at = log.find("cannot open source file")?;
+    let rest = &log[at..];
+    let start = rest.find('"')? + 1;
+    let end = rest[start..].find('"')?;
+    Some(rest[start..start + end].to_owned())
 }
 
 /// The local headers a source includes (`#include "x"` or `<x>` found in its folder or the
@@ -145,6 +167,13 @@ fn include_target(line: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_headers_are_named() {
+        let log = "k.cu(1): catastrophic error: cannot open source file \"my_lib.h\"\n  #include \"my_lib.h\"\n";
+        assert_eq!(missing_header(log).as_deref(), Some("my_lib.h"));
+        assert_eq!(missing_header("k.cu(3): error: x"), None);
+    }
 
     #[test]
     fn include_lines() {

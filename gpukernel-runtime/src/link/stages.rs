@@ -11,7 +11,7 @@ use crate::error::{Error, LinkErrorCode, LinkerKind, Result};
 use crate::format::{self, InputKind, elf, fatbin};
 use crate::link::input::Input;
 use crate::link::linker::Target;
-use crate::link::{Arch, CacheStatus, Linker, cache, diagnose, nvrtc, sys, tools};
+use crate::link::{Arch, CacheStatus, Linker, cache, diagnose, foreign, nvrtc, sys, tools};
 
 /// What a device link does.
 #[derive(Debug, Clone, Copy)]
@@ -142,7 +142,12 @@ impl Linker {
     }
 
     /// Compiles the `.cu` inputs with NVRTC (to LTO-IR with `lto`); the others pass as they are.
-    pub(super) fn compile(&self, arch: Arch, inputs: &[Input]) -> Result<Compiled> {
+    pub(super) fn compile(
+        &self,
+        arch: Arch,
+        inputs: &[Input],
+        used: &[foreign::UsedDecl],
+    ) -> Result<Compiled> {
         let start = Instant::now();
         let mut logs = Vec::new();
         let mut units = Vec::with_capacity(inputs.len());
@@ -164,7 +169,7 @@ impl Linker {
                 self.lto,
             );
             let (code, log) =
-                nvrtc::compile(source, &input.name, &self.headers, &options, self.lto)?;
+                compile_checked(source, &input.name, &self.headers, &options, self.lto, used)?;
             if !log.trim().is_empty() {
                 logs.push((input.name.clone(), log));
             }
@@ -249,6 +254,9 @@ impl Linker {
         key.field("arch", arch.to_string().as_bytes());
         key.field("linker", linker.to_string().as_bytes());
         key.field("lto", &[u8::from(self.lto), u8::from(uses_ltoir)]);
+        // `.cu` sources are compiled with the foreign declarations' prototypes (which derive
+        // from the PTX inputs' bytes, in the key below); the version of that check is here.
+        key.field("foreign-check", b"1");
         match (&self.target, linker) {
             (Target::Cuda { ctx, .. }, LinkerKind::CuLink) => {
                 ctx.bind_to_thread()?;
@@ -276,6 +284,7 @@ impl Linker {
             }
             if let Some(dir) = tools::cuda_include_dir() {
                 key.field("cuda-include-dir", dir.to_string_lossy().as_bytes());
+                key.field("cccl", &[u8::from(dir.join("cccl").is_dir())]);
             }
         }
         for input in inputs {
@@ -293,6 +302,42 @@ impl Linker {
             }
         }
         Ok(key.finish())
+    }
+}
+
+/// Compiles a `.cu` source with the prototypes of the used foreign declarations, turning a
+/// conflict into [`Error::ForeignSignatureMismatch`]; then checks the definitions in the
+/// PTX it produced (LTO-IR keeps no parameter lists: there the prototypes alone check).
+fn compile_checked(
+    source: &str,
+    name: &str,
+    headers: &[(String, String)],
+    options: &[String],
+    ltoir: bool,
+    used: &[foreign::UsedDecl],
+) -> Result<(Vec<u8>, String)> {
+    let mut prototyped = foreign::prototyped(used);
+    loop {
+        let text = foreign::with_prototypes(source, name, &prototyped);
+        match nvrtc::compile(&text, name, headers, options, ltoir) {
+            Ok((code, log)) => {
+                if !ltoir {
+                    foreign::check_ptx_definitions(&String::from_utf8_lossy(&code), name, used)?;
+                }
+                return Ok((code, log));
+            }
+            Err(Error::NvrtcCompile { file, options, log }) => {
+                match foreign::conflict_in_log(&log, &prototyped) {
+                    Some(foreign::Conflict::Mismatch(e)) => return Err(e),
+                    Some(foreign::Conflict::Retry(symbol)) => {
+                        prototyped.retain(|d| d.symbol != symbol);
+                    }
+                    // Not about a declaration (the `#line` keeps the source's own lines).
+                    None => return Err(Error::NvrtcCompile { file, options, log }),
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -409,9 +454,24 @@ fn interpret(
                 });
             }
             if let Some(symbol) = diagnose::duplicate_symbol(&both) {
+                let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+                let mut defined_in = diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
+                if defined_in.is_empty() {
+                    // The log names no input: those that define it, where readable, and
+                    // those whose symbols cannot be read before the link.
+                    defined_in = units
+                        .iter()
+                        .zip(names)
+                        .filter(|(u, _)| {
+                            format::defined_symbols(u.kind, &u.bytes)
+                                .is_none_or(|defs| defs.contains(&symbol))
+                        })
+                        .map(|(_, n)| n.clone())
+                        .collect();
+                }
                 return Err(Error::DuplicateSymbol {
                     symbol,
-                    defined_in: Vec::new(),
+                    defined_in,
                     error_log,
                     info_log,
                 });

@@ -2,7 +2,7 @@ use gpukernel_device::prelude::*;
 
 declare_device! {
     "log", fn(*const u8, ...);
-    "add", extern "C" fn(f32, f32) -> f32;
+    "add", extern "system" fn(f32, f32) -> f32;
 }
 
 fn main() {}

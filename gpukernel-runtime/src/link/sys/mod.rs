@@ -12,7 +12,9 @@ mod nvrtc;
 
 pub(crate) use culink::{culink_link, driver_version};
 pub(crate) use nvjitlink::{nvjitlink_link, nvjitlink_path, nvjitlink_version};
-pub(crate) use nvrtc::{NvrtcOutput, nvrtc_compile, nvrtc_path, nvrtc_version};
+pub(crate) use nvrtc::{
+    NvrtcOutput, nvrtc_compile, nvrtc_path, nvrtc_supported_archs, nvrtc_version,
+};
 
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::path::PathBuf;
@@ -45,6 +47,8 @@ struct NvrtcApi {
     ltoir_size: unsafe extern "C" fn(NvrtcProgram, *mut usize) -> c_int,
     ltoir: unsafe extern "C" fn(NvrtcProgram, *mut c_char) -> c_int,
     destroy: unsafe extern "C" fn(*mut NvrtcProgram) -> c_int,
+    num_supported_archs: unsafe extern "C" fn(*mut c_int) -> c_int,
+    supported_archs: unsafe extern "C" fn(*mut c_int) -> c_int,
     /// Where the library was loaded from (reported in diagnostics).
     path: PathBuf,
     /// Kept loaded for the life of the process: the function pointers above point into them.
@@ -170,6 +174,8 @@ fn load_nvrtc() -> Result<NvrtcApi, Error> {
         ltoir_size: symbol(&lib, "nvrtcGetLTOIRSize", &path)?,
         ltoir: symbol(&lib, "nvrtcGetLTOIR", &path)?,
         destroy: symbol(&lib, "nvrtcDestroyProgram", &path)?,
+        num_supported_archs: symbol(&lib, "nvrtcGetNumSupportedArchs", &path)?,
+        supported_archs: symbol(&lib, "nvrtcGetSupportedArchs", &path)?,
         path,
         _libs: {
             libs.push(lib);

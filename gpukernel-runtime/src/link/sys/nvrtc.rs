@@ -17,6 +17,27 @@ pub(crate) fn nvrtc_version() -> Result<(i32, i32), Error> {
     Ok((major, minor))
 }
 
+/// The SM numbers NVRTC can compile for (`--gpu-architecture=sm_XX`), ascending.
+pub(crate) fn nvrtc_supported_archs() -> Result<Vec<u32>, Error> {
+    let api = nvrtc_api()?;
+    let mut n: c_int = 0;
+    // SAFETY: the pointer is valid for a write of one int.
+    let code = unsafe { (api.num_supported_archs)(&mut n) };
+    nvrtc_check(api, "nvrtcGetNumSupportedArchs", code)?;
+    let mut archs: Vec<c_int> = vec![0; usize::try_from(n).unwrap_or(0)];
+    if !archs.is_empty() {
+        // SAFETY: `archs` holds the number of ints NVRTC just said it writes.
+        let code = unsafe { (api.supported_archs)(archs.as_mut_ptr()) };
+        nvrtc_check(api, "nvrtcGetSupportedArchs", code)?;
+    }
+    let mut archs: Vec<u32> = archs
+        .into_iter()
+        .filter_map(|a| u32::try_from(a).ok())
+        .collect();
+    archs.sort_unstable();
+    Ok(archs)
+}
+
 /// Where NVRTC was loaded from.
 pub(crate) fn nvrtc_path() -> Result<PathBuf, Error> {
     Ok(nvrtc_api()?.path.clone())

@@ -1,0 +1,200 @@
+//! The declaration record: what one `declare_device!` entry promises about its foreign symbol,
+//! exported by the device build as a global so that the linker can check the definition.
+//!
+//! On nvptx64 each entry becomes `#[no_mangle] static __gpukernel_foreign_<symbol>_<hash>:
+//! [u8; N]`, whose bytes are UTF-8 text, one `key=value` per line:
+//!
+//! ```text
+//! gpukernel-foreign-v1
+//! symbol=mul_f32_f32
+//! abi=numba            (or `c`: a plain C function, no status and no return slot)
+//! at=src/ffi.rs:12     (the Rust declaration: `file!()` and the symbol's line)
+//! ret=float            (the C type; `void` for none)
+//! arg=float            (one line per argument, in order)
+//! ```
+//!
+//! A type the macro cannot spell in C (a `DeviceCopy` struct, or a pointer to one) is written
+//! `struct Name` (`struct Name*`): its C name may differ, so the linker checks it only by
+//! size, never through a C prototype. The global's name carries a hash of the crate, the
+//! symbol and the position, so that two declarations of one symbol never collide.
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote, quote_spanned};
+use syn::Type;
+
+use super::Entry;
+use crate::hygiene::Support;
+use crate::ty::strip;
+
+/// The prefix of the exported record globals (`gpukernel_device::FOREIGN_RECORD_PREFIX` and
+/// the runtime's reader use the same string).
+pub(super) const SYMBOL_PREFIX: &str = "__gpukernel_foreign_";
+
+/// The record's first line (its format version).
+const FORMAT: &str = "gpukernel-foreign-v1";
+
+/// The record global of `entry` (device build only).
+pub(super) fn record(entry: &Entry, support: &Support) -> TokenStream {
+    let private = support.private();
+    let symbol = entry.symbol.value();
+    let span = entry.symbol.span();
+    let line = span_line(span);
+    let abi = if entry.is_c_abi() { "c" } else { "numba" };
+    let ret = entry.ret.as_ref().map_or_else(|| "void".to_owned(), c_type);
+    let head = format!("{FORMAT}\nsymbol={symbol}\nabi={abi}\nat=");
+    let mut tail = String::new();
+    tail.push_str(&format!("\nret={ret}"));
+    for arg in &entry.args {
+        tail.push_str(&format!("\narg={}", c_type(&arg.ty)));
+    }
+    tail.push('\n');
+    let line_tokens = match line {
+        Some(line) => {
+            let line = line.to_string();
+            quote!(#line)
+        }
+        None => quote_spanned!(span=> #private::core::line!()),
+    };
+    let name = syn::Ident::new(
+        &format!(
+            "{SYMBOL_PREFIX}{symbol}_{:016x}",
+            position_hash(&symbol, line, entry)
+        ),
+        span,
+    );
+    let cfgs = &entry.cfgs;
+    quote_spanned! {span=>
+        #(#cfgs)*
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            const RECORD: &str = #private::core::concat!(#head, #private::core::file!(), ":", #line_tokens, #tail);
+            #[unsafe(no_mangle)]
+            #[used]
+            static #name: [u8; RECORD.len()] = #private::record_bytes::<{ RECORD.len() }>(RECORD);
+        };
+    }
+}
+
+/// The line of `span` in its file, where the compiler tells it (inside a real macro call).
+fn span_line(span: proc_macro2::Span) -> Option<usize> {
+    if !proc_macro_available() {
+        return None;
+    }
+    Some(span.unwrap().line())
+}
+
+/// Whether this runs inside a macro call (unit tests run outside one, where `Span::unwrap`
+/// would panic).
+fn proc_macro_available() -> bool {
+    proc_macro::is_available()
+}
+
+/// FNV-1a of the crate, the symbol, the line and the declaration's tokens.
+fn position_hash(symbol: &str, line: Option<usize>, entry: &Entry) -> u64 {
+    let crate_name = std::env::var("CARGO_CRATE_NAME").unwrap_or_default();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut write = |bytes: &[u8]| {
+        for b in bytes {
+            hash ^= u64::from(*b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash ^= 0xff;
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    write(crate_name.as_bytes());
+    write(symbol.as_bytes());
+    write(line.unwrap_or(0).to_string().as_bytes());
+    for arg in &entry.args {
+        write(arg.ty.to_token_stream().to_string().as_bytes());
+    }
+    if let Some(ret) = &entry.ret {
+        write(ret.to_token_stream().to_string().as_bytes());
+    }
+    hash
+}
+
+/// The C spelling of a (valid) argument or return type: `float`, `const float*`, `int32_t`,
+/// or `struct Name` for a type whose C name the macro cannot know.
+pub(super) fn c_type(ty: &Type) -> String {
+    match strip(ty) {
+        Type::Ptr(p) => {
+            let pointee = match strip(&p.elem) {
+                Type::Tuple(t) if t.elems.is_empty() => "void".to_owned(),
+                _ => c_type(&p.elem),
+            };
+            if p.mutability.is_some() {
+                format!("{pointee}*")
+            } else {
+                format!("const {pointee}*")
+            }
+        }
+        Type::Tuple(t) if t.elems.is_empty() => "void".to_owned(),
+        Type::Path(p) => {
+            let last = p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            match last.as_str() {
+                "f32" => "float",
+                "f64" => "double",
+                "i8" => "int8_t",
+                "i16" => "int16_t",
+                "i32" => "int32_t",
+                "i64" => "int64_t",
+                "u8" => "uint8_t",
+                "u16" => "uint16_t",
+                "u32" => "uint32_t",
+                "u64" => "uint64_t",
+                "usize" => "size_t",
+                "isize" => "ptrdiff_t",
+                "bool" => "bool",
+                "c_void" => "void",
+                other => return format!("struct {other}"),
+            }
+            .to_owned()
+        }
+        other => format!("struct {}", other.to_token_stream()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_spellings() {
+        let c = |s: &str| c_type(&syn::parse_str(s).unwrap());
+        assert_eq!(c("*const f32"), "const float*");
+        assert_eq!(c("*mut *mut u8"), "uint8_t**");
+        assert_eq!(c("*mut ()"), "void*");
+        assert_eq!(c("Pair"), "struct Pair");
+        assert_eq!(c("*mut crate::Pair"), "struct Pair*");
+        assert_eq!(c("usize"), "size_t");
+    }
+
+    #[test]
+    fn the_record_names_symbol_abi_and_types() {
+        let mut errors = crate::diag::Errors::default();
+        let (support, entries) = super::super::parse::parse(
+            quote!("mul_f32_f32", fn(f32, *const f64) -> f32; "c_add", extern "C" fn(i32) -> i32),
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        let out = record(&entries[0], &support).to_string();
+        assert!(out.contains("__gpukernel_foreign_mul_f32_f32_"), "{out}");
+        assert!(
+            out.contains(r#""gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=""#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#""\nret=float\narg=float\narg=const double*\n""#),
+            "{out}"
+        );
+        assert!(out.contains("cfg (target_arch = \"nvptx64\")"), "{out}");
+        assert!(out.contains("record_bytes"), "{out}");
+        let out = record(&entries[1], &support).to_string();
+        assert!(out.contains(r#"abi=c\nat="#), "{out}");
+    }
+}

@@ -1,0 +1,135 @@
+//! The `declare_device!` declarations recorded in a kernels crate's PTX (the globals
+//! `__gpukernel_foreign_*`, one per entry; the format is `gpukernel-macros`'
+//! `foreign/manifest.rs`), read back so that the host compile of the foreign `.cu` files can
+//! check the definitions against them (see [`crate::host_cc::HostCc::declarations`]).
+
+/// The prefix of the record globals.
+pub const RECORD_PREFIX: &str = "__gpukernel_foreign_";
+
+/// One declaration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignDeclaration {
+    /// The foreign symbol.
+    pub symbol: String,
+    /// `true` for a plain C function (`extern "C" fn`), `false` for Numba's ABI.
+    pub c_abi: bool,
+    /// The Rust declaration, `file:line`.
+    pub declared_at: String,
+    /// The C return type (`void` for none); `struct Name` where the C name is unknown.
+    pub ret: String,
+    /// The C argument types.
+    pub args: Vec<String>,
+}
+
+impl ForeignDeclaration {
+    /// Parses one record's text.
+    pub fn parse(record: &str) -> Option<ForeignDeclaration> {
+        let mut lines = record.lines();
+        if lines.next()? != "gpukernel-foreign-v1" {
+            return None;
+        }
+        let (mut symbol, mut c_abi, mut at, mut ret) = (None, None, None, None);
+        let mut args = Vec::new();
+        for line in lines {
+            let (key, value) = line.split_once('=')?;
+            match key {
+                "symbol" => symbol = Some(value.to_owned()),
+                "abi" => c_abi = Some(value == "c"),
+                "at" => at = Some(value.to_owned()),
+                "ret" => ret = Some(value.to_owned()),
+                "arg" => args.push(value.to_owned()),
+                _ => {}
+            }
+        }
+        Some(ForeignDeclaration {
+            symbol: symbol?,
+            c_abi: c_abi?,
+            declared_at: at?,
+            ret: ret?,
+            args,
+        })
+    }
+
+    /// The C declaration, e.g. `extern "C" __device__ int f(float*, float)`.
+    pub fn c_declaration(&self) -> String {
+        let (ret, mut params) = if self.c_abi {
+            (self.ret.clone(), Vec::new())
+        } else {
+            ("int".to_owned(), vec![format!("{}*", self.ret)])
+        };
+        params.extend(self.args.iter().cloned());
+        format!(
+            "extern \"C\" __device__ {ret} {}({})",
+            self.symbol,
+            params.join(", ")
+        )
+    }
+
+    /// Whether the C prototype is compiled with the host sources: every type has a known C
+    /// spelling, and none that a definition may spell differently for the same ABI (64- and
+    /// 8-bit integers, pointers), which only the GPU link's PTX check can judge.
+    pub(crate) fn host_prototype(&self) -> bool {
+        std::iter::once(&self.ret).chain(&self.args).all(|t| {
+            !t.contains("struct ")
+                && !t.contains('*')
+                && !matches!(
+                    t.as_str(),
+                    "int64_t" | "uint64_t" | "size_t" | "ptrdiff_t" | "int8_t" | "uint8_t"
+                )
+        })
+    }
+}
+
+/// The declarations recorded in a PTX text (in order; records that do not parse are skipped).
+pub fn declarations_in_ptx(ptx: &str) -> Vec<ForeignDeclaration> {
+    let mut out: Vec<ForeignDeclaration> = Vec::new();
+    for line in ptx.lines() {
+        let Some(at) = line.find(RECORD_PREFIX) else {
+            continue;
+        };
+        if !line.trim_start().starts_with(".visible .global") {
+            continue;
+        }
+        let Some(inner) = line[at..]
+            .split_once('{')
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .map(|(inner, _)| inner)
+        else {
+            continue;
+        };
+        let bytes: Option<Vec<u8>> = inner.split(',').map(|b| b.trim().parse().ok()).collect();
+        if let Some(decl) = bytes
+            .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|t| ForeignDeclaration::parse(&t))
+            && !out.contains(&decl)
+        {
+            out.push(decl);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_read_from_ptx() {
+        let text =
+            "gpukernel-foreign-v1\nsymbol=f\nabi=numba\nat=src/a.rs:3\nret=float\narg=int32_t\n";
+        let bytes: Vec<String> = text.bytes().map(|b| b.to_string()).collect();
+        let ptx = format!(
+            ".visible .global .align 1 .b8 __gpukernel_foreign_f_1[{}] = {{{}}};\n",
+            bytes.len(),
+            bytes.join(", ")
+        );
+        let decls = declarations_in_ptx(&ptx);
+        assert_eq!(decls.len(), 1);
+        assert_eq!(
+            decls[0].c_declaration(),
+            "extern \"C\" __device__ int f(float*, int32_t)"
+        );
+        assert!(decls[0].host_prototype());
+        assert_eq!(decls[0].declared_at, "src/a.rs:3");
+    }
+}
