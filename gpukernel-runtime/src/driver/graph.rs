@@ -100,31 +100,44 @@ pub(crate) unsafe fn graph_add_memcpy(
     bytes: usize,
     ctx: CUcontext,
 ) -> Result<CUgraphNode> {
-    // SAFETY: CUDA_MEMCPY3D is plain data; all-zero is its documented starting state.
-    let mut p: sys::CUDA_MEMCPY3D = unsafe { core::mem::zeroed() };
-    match src {
-        CopyEnd::Host(h) => {
-            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.srcHost = h;
-        }
-        CopyEnd::Device(d) => {
-            p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.srcDevice = d;
-        }
-    }
-    match dst {
-        CopyEnd::Host(h) => {
-            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-            p.dstHost = h;
-        }
-        CopyEnd::Device(d) => {
-            p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-            p.dstDevice = d;
-        }
-    }
-    p.WidthInBytes = bytes;
-    p.Height = 1;
-    p.Depth = 1;
+    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    // Every field spelled out: the memory-type enums have no zero value, so an all-zero
+    // struct is not a valid Rust value.
+    let (src_type, src_host, src_device) = match src {
+        CopyEnd::Host(h) => (CU_MEMORYTYPE_HOST, h.cast_const(), 0),
+        CopyEnd::Device(d) => (CU_MEMORYTYPE_DEVICE, core::ptr::null(), d),
+    };
+    let (dst_type, dst_host, dst_device) = match dst {
+        CopyEnd::Host(h) => (CU_MEMORYTYPE_HOST, h, 0),
+        CopyEnd::Device(d) => (CU_MEMORYTYPE_DEVICE, core::ptr::null_mut(), d),
+    };
+    let p = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: core::ptr::null_mut(),
+        reserved0: core::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: core::ptr::null_mut(),
+        reserved1: core::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
+    };
     let mut n: CUgraphNode = core::ptr::null_mut();
     // SAFETY: forwarded from the caller; `p` lives for the call.
     check("cuGraphAddMemcpyNode", unsafe {
@@ -273,13 +286,14 @@ pub(crate) unsafe fn graph_exec_update(
     e: CUgraphExec,
     g: CUgraph,
 ) -> Result<core::result::Result<(), UpdateRefusal>> {
-    // SAFETY: plain data.
-    let mut info: sys::CUgraphExecUpdateResultInfo = unsafe { core::mem::zeroed() };
-    // SAFETY: forwarded from the caller; valid out-pointer.
-    let r = unsafe { sys::cuGraphExecUpdate_v2(e, g, &mut info) };
-    // Read as an integer: a code newer than these bindings must not be a Rust enum value.
-    // SAFETY: the field is a `repr(u32)` enum, so its bytes are a valid u32.
-    let code = unsafe { (&raw const info.result).cast::<u32>().read() };
+    // Never a Rust value of the struct: its `result` enum has codes these bindings may not
+    // know (and no zero value), so the driver writes into zeroed bytes read as integers.
+    let mut info = core::mem::MaybeUninit::<sys::CUgraphExecUpdateResultInfo>::zeroed();
+    // SAFETY: forwarded from the caller; valid out-pointer to writable memory of the size.
+    let r = unsafe { sys::cuGraphExecUpdate_v2(e, g, info.as_mut_ptr()) };
+    // SAFETY: the bytes are initialised (zeroed, then maybe written); `result` is a
+    // `repr(u32)` field, read as a plain u32.
+    let code = unsafe { (&raw const (*info.as_ptr()).result).cast::<u32>().read() };
     let reason = match code {
         0 => None,
         2 => Some("the topology changed"),
