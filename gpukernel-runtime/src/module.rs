@@ -10,10 +10,9 @@ use gpukernel_device::{IntoKernel, Kernel};
 
 use crate::backend::{FunctionInfo, Image, ModuleHandle};
 use crate::context::{ContextInner, intern};
-use crate::driver;
 use crate::error::{Error, Result};
 use crate::foreign::FfiTracking;
-use crate::format::{ImageKind, ptx, trim_nul};
+use crate::format::{ImageKind, trim_nul};
 use crate::memory::DevicePtr;
 
 impl ImageKind {
@@ -34,44 +33,6 @@ fn trim_nul_ptx(kind: ImageKind, image: &[u8]) -> &[u8] {
         trim_nul(image)
     } else {
         image
-    }
-}
-
-/// The error for a module image the driver rejected: a kernel fault if that is what the call
-/// reported, [`Error::UnresolvedForeignSymbols`] if the JIT log names unresolved foreign
-/// functions of a PTX, else [`Error::ModuleLoad`] with the logs.
-#[cold]
-pub(crate) fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
-    let driver::ModuleLoadFailure {
-        error,
-        error_log,
-        info_log,
-    } = failure;
-    if error.is_kernel_fault() {
-        return driver::error_of("cuModuleLoadDataEx", error, None);
-    }
-    if image.kind == ImageKind::Ptx {
-        let symbols = crate::link::diagnose::unresolved_functions(&error_log);
-        if !symbols.is_empty() {
-            let text = std::str::from_utf8(trim_nul(image.bytes)).unwrap_or("");
-            let also_declared = ptx::extern_functions(text)
-                .into_iter()
-                .filter(|n| !symbols.contains(n) && !ptx::is_system_call(n))
-                .collect();
-            return Error::UnresolvedForeignSymbols {
-                symbols,
-                also_declared,
-                error,
-                error_log,
-            };
-        }
-    }
-    Error::ModuleLoad {
-        kind: image.kind,
-        origin: image.origin.map(str::to_owned),
-        error,
-        error_log,
-        info_log,
     }
 }
 
@@ -459,169 +420,8 @@ impl<K: Kernel> core::ops::Deref for TypedKernel<K> {
 mod tests {
     use super::*;
 
-    /// PTX with comments in the way, and PTX declaring foreign functions (LLVM's form): the
-    /// reader's own test texts.
-    use crate::format::ptx::tests::{COMMENTED as PTX, WITH_EXTERNS as PTX_WITH_EXTERNS};
-
-    fn invalid_ptx() -> crate::error::CudaError {
-        crate::error::CudaError {
-            code: 218,
-            name: "CUDA_ERROR_INVALID_PTX",
-            description: "a PTX JIT compilation failed",
-        }
-    }
-
-    #[test]
-    fn unresolved_extern_is_a_dedicated_error_with_the_log_and_a_hint() {
-        let log = "ptxas fatal   : Unresolved extern function 'mul_f32_f32'";
-        let e = load_error(
-            Image {
-                bytes: PTX_WITH_EXTERNS.as_bytes(),
-                kind: ImageKind::Ptx,
-                origin: Some("kernels.ptx"),
-            },
-            driver::ModuleLoadFailure {
-                error: invalid_ptx(),
-                error_log: log.into(),
-                info_log: String::new(),
-            },
-        );
-        match &e {
-            Error::UnresolvedForeignSymbols {
-                symbols,
-                also_declared,
-                error,
-                error_log,
-            } => {
-                assert_eq!(symbols, &["mul_f32_f32"]);
-                // vprintf is a PTX system call: never unresolved.
-                assert_eq!(also_declared, &["add_one"]);
-                assert_eq!(error.code(), 218);
-                assert_eq!(error_log, log);
-            }
-            other => panic!("unexpected {other}"),
-        }
-        assert_eq!(e.cuda_error().map(|c| c.code()), Some(218));
-        assert_eq!(
-            e.to_string(),
-            "cannot load the PTX image: unresolved foreign device function \
-             `mul_f32_f32` (the PTX also declares `add_one`); hint: this PTX calls foreign \
-             device functions; link it with `gpukernel_runtime::link::Linker` together with \
-             the .cu/.ptx/cubin/fatbin/.a that defines them (use \
-             `Linker::add_ptx_kernels(ptx, name, &[kernels])` to keep only the kernels you \
-             launch)\ncuModuleLoadDataEx: CUDA_ERROR_INVALID_PTX (218): a PTX JIT compilation \
-             failed\nJIT error log:\nptxas fatal   : Unresolved extern function 'mul_f32_f32'"
-        );
-
-        // Several names in the log: all of them, plural.
-        let e = load_error(
-            Image {
-                bytes: PTX_WITH_EXTERNS.as_bytes(),
-                kind: ImageKind::Ptx,
-                origin: None,
-            },
-            driver::ModuleLoadFailure {
-                error: invalid_ptx(),
-                error_log: "ptxas fatal   : Unresolved extern function 'add_one'\n\
-                            ptxas fatal   : Unresolved extern function 'mul_f32_f32'"
-                    .into(),
-                info_log: String::new(),
-            },
-        );
-        let s = e.to_string();
-        assert!(
-            s.starts_with(
-                "cannot load the PTX image: unresolved foreign device functions \
-                 `add_one`, `mul_f32_f32`; hint: this PTX calls foreign device functions"
-            ),
-            "{s}"
-        );
-    }
-
-    #[test]
-    fn other_load_failures_keep_the_code_and_both_logs() {
-        let e = load_error(
-            Image {
-                bytes: PTX.as_bytes(),
-                kind: ImageKind::Ptx,
-                origin: None,
-            },
-            driver::ModuleLoadFailure {
-                error: invalid_ptx(),
-                error_log: "ptxas application ptx input, line 4; error   : syntax error".into(),
-                info_log: "ptxas info    : 0 bytes gmem".into(),
-            },
-        );
-        assert!(
-            matches!(
-                e,
-                Error::ModuleLoad {
-                    kind: ImageKind::Ptx,
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        assert_eq!(
-            e.to_string(),
-            "cuModuleLoadDataEx could not load the PTX image: CUDA_ERROR_INVALID_PTX (218): a \
-             PTX JIT compilation failed\nJIT error log:\nptxas application ptx input, line 4; \
-             error   : syntax error\nJIT info log:\nptxas info    : 0 bytes gmem"
-        );
-        // A cubin whose log happens to name an unresolved function is not treated as PTX.
-        let e = load_error(
-            Image {
-                bytes: b"",
-                kind: ImageKind::Cubin,
-                origin: Some("k.cubin"),
-            },
-            driver::ModuleLoadFailure {
-                error: crate::error::CudaError {
-                    code: 209,
-                    name: "CUDA_ERROR_NO_BINARY_FOR_GPU",
-                    description: "no kernel image is available for execution on the device",
-                },
-                error_log: String::new(),
-                info_log: String::new(),
-            },
-        );
-        assert_eq!(
-            e.to_string(),
-            "cuModuleLoadDataEx could not load the cubin image from `k.cubin`: \
-             CUDA_ERROR_NO_BINARY_FOR_GPU (209): no kernel image is available for execution on \
-             the device\nJIT error log:\n(empty)"
-        );
-    }
-
-    #[test]
-    fn a_sticky_fault_seen_by_the_load_is_a_kernel_fault() {
-        let e = load_error(
-            Image {
-                bytes: PTX.as_bytes(),
-                kind: ImageKind::Ptx,
-                origin: None,
-            },
-            driver::ModuleLoadFailure {
-                error: crate::error::CudaError {
-                    code: 700,
-                    name: "CUDA_ERROR_ILLEGAL_ADDRESS",
-                    description: "an illegal memory access was encountered",
-                },
-                error_log: String::new(),
-                info_log: String::new(),
-            },
-        );
-        assert!(
-            matches!(
-                e,
-                Error::KernelFault {
-                    call: "cuModuleLoadDataEx",
-                    ..
-                }
-            ),
-            "{e}"
-        );
-    }
+    /// PTX declaring foreign functions (LLVM's form): the reader's own test text.
+    use crate::format::ptx::tests::WITH_EXTERNS as PTX_WITH_EXTERNS;
 
     #[test]
     fn simulator_loads_ptx_with_extern_functions() {

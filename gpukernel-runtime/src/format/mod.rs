@@ -4,7 +4,9 @@
 //! `kind` tells images and link inputs apart and checks their shape before a compiler or the
 //! driver sees them, `ptx` is the one PTX reader, `elf` and `archive` read cubins, objects and
 //! static libraries through the `object` crate, `fatbin` reads fat binary headers (no crate
-//! reads those), and `cache_entry` encodes and decodes the linker's on-disk cache entries.
+//! reads those), `cache_entry` encodes and decodes the linker's on-disk cache entries, and
+//! `log` reads the compilers', linkers' and JIT's logs (undefined and duplicate symbols,
+//! missing architectures).
 //!
 //! A malformed input is an `Err` with a sentence saying what is wrong, never a panic: the
 //! callers put that sentence into the crate's errors. Nothing here knows contexts, the driver,
@@ -16,6 +18,7 @@ pub(crate) mod elf;
 pub(crate) mod fatbin;
 pub mod fuzz;
 mod kind;
+pub(crate) mod log;
 pub(crate) mod ptx;
 
 pub use kind::{ImageKind, InputKind};

@@ -57,7 +57,6 @@
 
 mod arch;
 mod cache;
-pub(crate) mod diagnose;
 mod embedded;
 mod foreign;
 mod image;

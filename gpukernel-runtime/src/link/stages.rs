@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, LinkErrorCode, LinkerKind, Result};
+use crate::format::log as diagnose;
 use crate::format::{self, InputKind, elf, fatbin};
 use crate::link::input::Input;
 use crate::link::linker::Target;
-use crate::link::{Arch, CacheStatus, Linker, cache, diagnose, foreign, nvrtc, sys, tools};
+use crate::link::{Arch, CacheStatus, Linker, cache, foreign, nvrtc, sys, tools};
 
 /// What a device link does.
 #[derive(Debug, Clone, Copy)]
