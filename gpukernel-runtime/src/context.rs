@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::backend::cuda::CudaBackend;
@@ -42,8 +42,13 @@ pub(crate) struct ContextInner {
     pub(crate) default_stream: StreamState,
     /// Modules that hold a foreign-call failure record, checked at synchronization.
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
-    /// Whether a kernel of such a module ran since the last check (see `crate::foreign`).
-    pub(crate) ffi_pending: AtomicBool,
+    /// Bumped by every launch of such a module and every failure kept from a dropped one (see
+    /// `crate::foreign`).
+    pub(crate) ffi_generation: AtomicU64,
+    /// The generation up to which every record was read and found clean.
+    pub(crate) ffi_clean: AtomicU64,
+    /// Serializes the checks of the records.
+    pub(crate) ffi_check: Mutex<()>,
     /// Failures read from modules as they were dropped, reported by the next check.
     pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
 }
@@ -56,7 +61,9 @@ impl ContextInner {
             default_stream: StreamState::new(backend.default_stream()),
             backend,
             ffi_modules: Mutex::new(Vec::new()),
-            ffi_pending: AtomicBool::new(false),
+            ffi_generation: AtomicU64::new(0),
+            ffi_clean: AtomicU64::new(0),
+            ffi_check: Mutex::new(()),
             ffi_orphans: Mutex::new(Vec::new()),
         }
     }

@@ -60,7 +60,7 @@ impl FfiTracking {
             self.mixed.store(true, Ordering::Relaxed);
         }
         self.launched.store(true, Ordering::Release);
-        ctx.ffi_pending.store(true, Ordering::Release);
+        ctx.ffi_generation.fetch_add(1, Ordering::Release);
     }
 
     /// Whether a check after `done` should read this record: every launched record for a
@@ -137,7 +137,7 @@ pub(crate) fn orphan(
             stream: t.stream.load(Ordering::Relaxed).addr(),
             mixed: t.mixed.load(Ordering::Relaxed),
         });
-    ctx.ffi_pending.store(true, Ordering::Release);
+    ctx.ffi_generation.fetch_add(1, Ordering::Release);
 }
 
 impl Orphan {
@@ -157,27 +157,26 @@ impl Orphan {
 /// are ordered on.
 pub(crate) fn check(via: &Stream, done: Done<'_>) -> Result<()> {
     let ctx = via.ctx();
-    if !ctx.ffi_pending.swap(false, Ordering::Acquire) {
+    // Free when nothing could have failed since everything was last known clean: every
+    // launch of a module with a record (and every orphaned failure) bumps the generation.
+    if ctx.ffi_generation.load(Ordering::Acquire) == ctx.ffi_clean.load(Ordering::Acquire) {
         return Ok(());
     }
+    // One check at a time: a concurrent one waits here rather than seeing a half-done scan.
+    let _serial = ctx.ffi_check.lock().unwrap_or_else(|p| p.into_inner());
+    let generation = ctx.ffi_generation.load(Ordering::Acquire);
     // A failure of a module dropped since (it was read before the unload) comes first.
-    {
+    let mut still_pending = {
         let mut orphans = ctx.ffi_orphans.lock().unwrap_or_else(|p| p.into_inner());
-        let pending = !orphans.is_empty();
         if let Some(i) = orphans.iter().position(|o| o.concerns(done)) {
-            let o = orphans.remove(i);
-            ctx.ffi_pending.store(true, Ordering::Release);
-            return Err(o.error);
+            return Err(orphans.remove(i).error);
         }
-        if pending {
-            ctx.ffi_pending.store(true, Ordering::Release);
-        }
-    }
+        !orphans.is_empty()
+    };
     let modules: Vec<Arc<ModuleInner>> = {
         let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
         list.iter().filter_map(Weak::upgrade).collect()
     };
-    let mut still_pending = false;
     let mut result = Ok(());
     for m in &modules {
         let Some(t) = &m.ffi else { continue };
@@ -208,8 +207,9 @@ pub(crate) fn check(via: &Stream, done: Done<'_>) -> Result<()> {
             }
         };
     }
-    if still_pending {
-        ctx.ffi_pending.store(true, Ordering::Release);
+    // Clean up to the generation read under the lock: a launch since then bumped it again.
+    if !still_pending && result.is_ok() {
+        ctx.ffi_clean.store(generation, Ordering::Release);
     }
     result
 }
