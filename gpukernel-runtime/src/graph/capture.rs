@@ -11,7 +11,9 @@
 //! intact: [`Stream::launch`] (its arguments are borrowed only for the call), copies and any
 //! other stream-ordered use of a buffer (tracker waits would wait on events recorded outside
 //! the capture, which CUDA refuses), [`Stream::synchronize`], [`Stream::query`], blocking
-//! copies and the foreign-call record reads. Captured work is not ordered against other
+//! copies, allocations on it and the foreign-call record reads (a buffer whose home is the
+//! capturing stream, dropped during the capture, is leaked rather than freed into the
+//! capture). Captured work is not ordered against other
 //! streams at capture time: it does not run then. Each node records its memory uses instead,
 //! and [`GraphExec::launch`] orders the launch after the pending conflicting work of every
 //! stream (a buffer written on another stream before the capture is read correctly by the

@@ -273,6 +273,7 @@ fn capture_refuses_synchronization_and_ordinary_work_and_goes_on() {
     let mut other = ctx.alloc_zeros::<f32>(8).unwrap();
     let s = ctx.new_stream().unwrap();
     let s2 = s.clone();
+    let homed_on_s = s.alloc_zeros::<f32>(8).unwrap();
     let cfg = LaunchConfig::for_elements(8).unwrap();
     let refused = |e: Error| match e {
         Error::StreamCapturing { operation } => operation,
@@ -297,8 +298,12 @@ fn capture_refuses_synchronization_and_ordinary_work_and_goes_on() {
             assert_eq!(refused(e), "a stream-ordered use of a buffer");
             let e = crate::foreign::check(&s2, crate::foreign::Done::All).unwrap_err();
             assert_eq!(refused(e), "reading the foreign-call records");
+            let e = s2.alloc_zeros::<f32>(4).unwrap_err();
+            assert_eq!(refused(e), "Stream::alloc");
             let e = s2.capture("nested", |_| Ok(())).unwrap_err();
             assert_eq!(refused(e), "Stream::capture");
+            // Dropped while its home stream captures: leaked, not freed into the capture.
+            drop(homed_on_s);
             // The capture goes on after the refusals.
             c.launch(&k, cfg, (1.0f32, &x, yb))
         })
