@@ -462,6 +462,19 @@ pub enum Error {
         nodes: Vec<usize>,
     },
 
+    /// An operation that would synchronize, block on or read back a stream's work was called
+    /// on a stream that is being captured into a graph (nothing runs during a capture). The
+    /// stream is untouched and the capture goes on.
+    #[error(
+        "{operation}: the stream is being captured into a graph; hint: synchronize or read \
+         results after the capture, where the graph's launch is observed, and enqueue \
+         captured work through the `Capture` the closure receives"
+    )]
+    StreamCapturing {
+        /// The operation refused.
+        operation: &'static str,
+    },
+
     /// A node handle of one graph was given to another.
     #[error("{operation}: node #{node} belongs to graph `{owner}`, not to graph `{graph}`")]
     ForeignGraphNode {

@@ -156,6 +156,7 @@ impl Orphan {
 /// module's last launched kernel) for the first failure found. `via` is the stream the reads
 /// are ordered on.
 pub(crate) fn check(via: &Stream, done: Done<'_>) -> Result<()> {
+    via.not_capturing("reading the foreign-call records")?;
     let ctx = via.ctx();
     // Free when nothing could have failed since everything was last known clean: every
     // launch of a module with a record (and every orphaned failure) bumps the generation.

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::backend::{LastLaunch, StreamHandle};
 use crate::context::{Context, ContextInner};
@@ -12,6 +13,8 @@ use crate::event::Event;
 pub(crate) struct StreamState {
     pub(crate) handle: StreamHandle,
     pub(crate) last_launch: LastLaunch,
+    /// Whether the stream is being captured into a graph (`Stream::capture`).
+    pub(crate) capturing: AtomicBool,
 }
 
 // SAFETY: a stream handle may be used from any thread (the backend binds its context); the
@@ -25,6 +28,7 @@ impl StreamState {
         StreamState {
             handle,
             last_launch: LastLaunch::default(),
+            capturing: AtomicBool::new(false),
         }
     }
 }
@@ -136,6 +140,22 @@ impl Stream {
         self.state().last_launch.get()
     }
 
+    /// Whether the stream is being captured into a graph ([`Stream::capture`]).
+    pub fn is_capturing(&self) -> bool {
+        self.state().capturing.load(Ordering::Acquire)
+    }
+
+    /// [`Error::StreamCapturing`](crate::Error::StreamCapturing) when the stream is being
+    /// captured: called before anything reaches the driver, so the capture is left intact.
+    #[inline(always)]
+    pub(crate) fn not_capturing(&self, operation: &'static str) -> Result<()> {
+        if self.is_capturing() {
+            Err(crate::error::Error::StreamCapturing { operation })
+        } else {
+            Ok(())
+        }
+    }
+
     /// Waits until all work on the stream is done (`cuStreamSynchronize`), then reports a kernel
     /// fault ([`Error::KernelFault`], naming the last launch on this stream) or a failed
     /// foreign call ([`Error::ForeignCallFailed`]).
@@ -146,6 +166,7 @@ impl Stream {
 
     /// `cuStreamSynchronize` with fault classification, without the foreign-call check.
     pub(crate) fn wait_idle(&self) -> Result<()> {
+        self.not_capturing("Stream::synchronize")?;
         self.ctx()
             .backend
             .stream_synchronize(self.handle(), self.fault_suspect())
@@ -160,6 +181,7 @@ impl Stream {
 
     /// Whether all work on the stream is done (`cuStreamQuery`); never blocks.
     pub fn query(&self) -> Result<bool> {
+        self.not_capturing("Stream::query")?;
         self.ctx()
             .backend
             .stream_query(self.handle(), self.fault_suspect())

@@ -660,6 +660,23 @@ impl Backend for CudaBackend {
         self.call(|| self.read_and_clear(record.device_addr, stream(s)))
     }
 
+    fn stream_begin_capture(&self, s: StreamHandle) -> Result<()> {
+        // SAFETY: the context is current; the stream is live while its owner is.
+        self.call(|| unsafe { driver::stream_begin_capture(stream(s)) })
+    }
+
+    unsafe fn stream_end_capture(&self, s: StreamHandle) -> Result<GraphHandle> {
+        // SAFETY: the context is current; `s` is capturing (caller).
+        self.call(|| unsafe { driver::stream_end_capture(stream(s)) })
+            .map(|g| GraphHandle(g.cast()))
+    }
+
+    unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>> {
+        // SAFETY: as above.
+        self.call(|| unsafe { driver::stream_capture_tail(stream(s)) })
+            .map(|n| n.map(|n| NodeHandle(n.cast())))
+    }
+
     fn graph_create(&self) -> Result<GraphHandle> {
         // SAFETY: the context is current.
         self.call(|| unsafe { driver::graph_create() })

@@ -314,6 +314,20 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// Allows launches with up to `bytes` of dynamic shared memory.
     fn set_max_dynamic_shared_bytes(&self, f: FunctionHandle, bytes: u32) -> Result<()>;
 
+    /// Begins capturing the stream's work into a new graph: later launches, copies and
+    /// memsets on it are recorded, not run, until [`stream_end_capture`](Self::stream_end_capture).
+    fn stream_begin_capture(&self, s: StreamHandle) -> Result<()>;
+    /// Ends the capture of `s`; the graph is the caller's (destroy it with `graph_destroy`).
+    ///
+    /// # Safety
+    /// `s` is capturing (`stream_begin_capture` succeeded), on the same thread.
+    unsafe fn stream_end_capture(&self, s: StreamHandle) -> Result<GraphHandle>;
+    /// The node the capture of `s` added last, if any.
+    ///
+    /// # Safety
+    /// As `stream_end_capture`.
+    unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>>;
+
     // --- launches and foreign-call failures ----------------------------------------------
     /// Launches a kernel and records it as the last launch of the context and of
     /// `stream_last` (the stream's own record).

@@ -69,6 +69,16 @@ struct SimModule {
 #[derive(Debug, Default)]
 pub(crate) struct SimBackend {
     last_launch: LastLaunch,
+    /// The streams being captured: (stream, graph, its last node), as addresses.
+    captures: Mutex<Vec<SimCapture>>,
+}
+
+/// A capture in progress: the stream, the graph its work goes to and the node added last.
+#[derive(Debug, Clone, Copy)]
+struct SimCapture {
+    stream: usize,
+    graph: usize,
+    tail: Option<usize>,
 }
 
 /// The limits the simulator enforces (those of an sm_90 device).
@@ -219,6 +229,30 @@ fn node_index(n: NodeHandle) -> usize {
     n.0.addr() - 1
 }
 
+impl SimBackend {
+    /// Adds `node` to the capture of `s` after its last node and returns `true`, or returns
+    /// `false` when `s` is not capturing (the operation runs now).
+    ///
+    /// # Safety
+    /// As `Backend::graph_add_node`, for the capture's graph.
+    unsafe fn captured(&self, s: StreamHandle, node: GraphNode<'_, '_>) -> Result<bool> {
+        let mut captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(c) = captures.iter_mut().find(|c| c.stream == s.0.addr()) else {
+            return Ok(false);
+        };
+        let deps: Vec<NodeHandle> = c
+            .tail
+            .map(|t| NodeHandle(core::ptr::without_provenance_mut(t)))
+            .into_iter()
+            .collect();
+        let g = GraphHandle(core::ptr::with_exposed_provenance_mut(c.graph));
+        // SAFETY: the capture's graph lives until its capture ends; the node is the caller's.
+        let n = unsafe { self.graph_add_node(g, &deps, node) }?;
+        c.tail = Some(n.0.addr());
+        Ok(true)
+    }
+}
+
 impl Backend for SimBackend {
     fn is_simulator(&self) -> bool {
         true
@@ -364,8 +398,17 @@ impl Backend for SimBackend {
         dst: u64,
         src: *const u8,
         bytes: usize,
-        _s: StreamHandle,
+        s: StreamHandle,
     ) -> Result<()> {
+        let node = GraphNode::Copy {
+            dst: CopyEnd::Device(dst),
+            src: CopyEnd::Host(src.cast_mut().cast()),
+            bytes,
+        };
+        // SAFETY: the caller keeps both ends valid while the capture's graph may run.
+        if unsafe { self.captured(s, node) }? {
+            return Ok(());
+        }
         // SAFETY: simulator device memory is host memory; the ranges are valid and distinct
         // (caller).
         unsafe { core::ptr::copy_nonoverlapping(src, dst as *mut u8, bytes) };
@@ -377,20 +420,42 @@ impl Backend for SimBackend {
         dst: *mut u8,
         src: u64,
         bytes: usize,
-        _s: StreamHandle,
+        s: StreamHandle,
     ) -> Result<()> {
+        let node = GraphNode::Copy {
+            dst: CopyEnd::Host(dst.cast()),
+            src: CopyEnd::Device(src),
+            bytes,
+        };
+        // SAFETY: as above.
+        if unsafe { self.captured(s, node) }? {
+            return Ok(());
+        }
         // SAFETY: as above.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst, bytes) };
         Ok(())
     }
 
-    unsafe fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize, _s: StreamHandle) -> Result<()> {
+    unsafe fn memcpy_dtod(&self, dst: u64, src: u64, bytes: usize, s: StreamHandle) -> Result<()> {
+        let node = GraphNode::Copy {
+            dst: CopyEnd::Device(dst),
+            src: CopyEnd::Device(src),
+            bytes,
+        };
+        // SAFETY: as above.
+        if unsafe { self.captured(s, node) }? {
+            return Ok(());
+        }
         // SAFETY: as above.
         unsafe { core::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
     }
 
-    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize, _s: StreamHandle) -> Result<()> {
+    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize, s: StreamHandle) -> Result<()> {
+        // SAFETY: as above.
+        if unsafe { self.captured(s, GraphNode::Memset { dst, value, bytes }) }? {
+            return Ok(());
+        }
         // SAFETY: a live, exclusively used host allocation of `bytes` bytes (caller).
         unsafe { core::ptr::write_bytes(dst as *mut u8, value, bytes) };
         Ok(())
@@ -491,6 +556,10 @@ impl Backend for SimBackend {
                 ),
             });
         };
+        // SAFETY: a capture keeps the parameter values for its graph's lifetime (caller).
+        if unsafe { self.captured(desc.stream, GraphNode::Kernel { desc, params }) }? {
+            return Ok(());
+        }
         stream_last.set(desc.name);
         self.last_launch.set(desc.name);
         let launch = crate::sim::SimLaunch {
@@ -529,10 +598,50 @@ impl Backend for SimBackend {
         Ok(record.host.lock().unwrap_or_else(|p| p.into_inner()).take())
     }
 
+    fn stream_begin_capture(&self, s: StreamHandle) -> Result<()> {
+        let mut captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
+        if captures.iter().any(|c| c.stream == s.0.addr()) {
+            return Err(Error::StreamCapturing {
+                operation: "Stream::capture",
+            });
+        }
+        let graph = self.graph_create()?;
+        captures.push(SimCapture {
+            stream: s.0.addr(),
+            graph: graph.0.addr(),
+            tail: None,
+        });
+        Ok(())
+    }
+
+    unsafe fn stream_end_capture(&self, s: StreamHandle) -> Result<GraphHandle> {
+        let mut captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
+        let i = captures
+            .iter()
+            .position(|c| c.stream == s.0.addr())
+            .ok_or(Error::Unsupported {
+                operation: "ending a capture",
+                backend: "simulator",
+                hint: Some("the stream is not capturing"),
+            })?;
+        let c = captures.swap_remove(i);
+        Ok(GraphHandle(core::ptr::with_exposed_provenance_mut(c.graph)))
+    }
+
+    unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>> {
+        let captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(captures
+            .iter()
+            .find(|c| c.stream == s.0.addr())
+            .and_then(|c| c.tail)
+            .map(|t| NodeHandle(core::ptr::without_provenance_mut(t))))
+    }
+
     fn graph_create(&self) -> Result<GraphHandle> {
-        Ok(GraphHandle(
-            Box::into_raw(Box::<SimGraph>::default()).cast(),
-        ))
+        let g = Box::into_raw(Box::<SimGraph>::default());
+        // Exposed: a capture keeps the graph as an address (`stream_end_capture`).
+        let _ = g.expose_provenance();
+        Ok(GraphHandle(g.cast()))
     }
 
     unsafe fn graph_destroy(&self, g: GraphHandle) {

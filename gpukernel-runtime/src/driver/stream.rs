@@ -157,3 +157,62 @@ pub(crate) unsafe fn event_destroy(e: CUevent) -> Result<()> {
     // SAFETY: the caller gives up `e`.
     check("cuEventDestroy", unsafe { sys::cuEventDestroy_v2(e) })
 }
+
+/// Begins capturing `s` into a new graph, in thread-local mode (only this thread's calls
+/// that are unsafe during a capture are refused; other threads are unaffected).
+///
+/// # Safety
+/// A context must be current; `s` is a live stream of it.
+pub(crate) unsafe fn stream_begin_capture(s: CUstream) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    check("cuStreamBeginCapture", unsafe {
+        sys::cuStreamBeginCapture_v2(
+            s,
+            sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        )
+    })
+}
+
+/// Ends the capture of `s`, returning the captured graph (owned by the caller).
+///
+/// # Safety
+/// As [`stream_begin_capture`], on the thread that began it.
+pub(crate) unsafe fn stream_end_capture(s: CUstream) -> Result<sys::CUgraph> {
+    let mut g: sys::CUgraph = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; forwarded from the caller.
+    check("cuStreamEndCapture", unsafe {
+        sys::cuStreamEndCapture(s, &mut g)
+    })?;
+    Ok(g)
+}
+
+/// The node a capturing stream last added (its one dependency for the next operation), or
+/// `None` when the capture has none yet.
+///
+/// # Safety
+/// As [`stream_begin_capture`], on a capturing stream.
+pub(crate) unsafe fn stream_capture_tail(s: CUstream) -> Result<Option<sys::CUgraphNode>> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: sys::cuuint64_t = 0;
+    let mut graph: sys::CUgraph = core::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = core::ptr::null();
+    let mut n: usize = 0;
+    // SAFETY: valid out-pointers; the edge data is optional (null).
+    check("cuStreamGetCaptureInfo", unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            s,
+            &mut status,
+            &mut id,
+            &mut graph,
+            &mut deps,
+            core::ptr::null_mut(),
+            &mut n,
+        )
+    })?;
+    if n == 0 || deps.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the driver returned `n` nodes at `deps`, valid until the next call on `s`; the
+    // last one is the newest (a single-stream capture has exactly one).
+    Ok(Some(unsafe { *deps.add(n - 1) }))
+}

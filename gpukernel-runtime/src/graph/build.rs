@@ -258,33 +258,7 @@ impl<'a> Graph<'a> {
                 .backend
                 .graph_add_node(self.inner.handle, &handles, node)
         }?;
-        for u in &uses {
-            if u.writes() {
-                // Uses inside the written range are ordered before this node now.
-                let mut i = 0;
-                while i < st.frontier.len() {
-                    let f = st.frontier[i];
-                    if core::ptr::eq(f.tracker, u.tracker)
-                        && u.span.0 <= f.span.0
-                        && f.span.1 <= u.span.1
-                    {
-                        st.frontier.swap_remove(i);
-                        st.frontier_node.swap_remove(i);
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
-            st.frontier.push(*u);
-            st.frontier_node.push(index);
-        }
-        st.nodes.push(NodeState {
-            handle,
-            deps,
-            uses,
-            kernel,
-        });
-        st.kept.extend(kept);
+        push_node(&mut st, handle, deps, uses, kernel, kept);
         Ok(Node {
             graph: self.inner.id,
             index,
@@ -584,6 +558,47 @@ impl<'a> Graph<'a> {
     pub(super) fn named(&self, e: Error) -> Error {
         name_error(e, &self.inner.name)
     }
+}
+
+/// Records a node the backend has added: its uses join the frontier (replacing the uses
+/// inside the ranges it writes). Returns its index.
+pub(super) fn push_node<'a>(
+    st: &mut State<'a>,
+    handle: NodeHandle,
+    deps: Vec<usize>,
+    uses: Vec<Use>,
+    kernel: Option<Arc<KernelInfo>>,
+    kept: Option<KeptBox<'a>>,
+) -> usize {
+    let index = st.nodes.len();
+    for u in &uses {
+        if u.writes() {
+            // Uses inside the written range are ordered before this node now.
+            let mut i = 0;
+            while i < st.frontier.len() {
+                let f = st.frontier[i];
+                if core::ptr::eq(f.tracker, u.tracker)
+                    && u.span.0 <= f.span.0
+                    && f.span.1 <= u.span.1
+                {
+                    st.frontier.swap_remove(i);
+                    st.frontier_node.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        st.frontier.push(*u);
+        st.frontier_node.push(index);
+    }
+    st.nodes.push(NodeState {
+        handle,
+        deps,
+        uses,
+        kernel,
+    });
+    st.kept.extend(kept);
+    index
 }
 
 pub(super) fn name_error(e: Error, name: &str) -> Error {

@@ -53,6 +53,7 @@
 //! ```
 
 mod build;
+mod capture;
 mod exec;
 #[cfg(test)]
 mod tests;
@@ -79,6 +80,7 @@ use crate::stream::Stream;
 
 use build::*;
 pub use build::{Graph, Node};
+pub use capture::Capture;
 pub use exec::GraphExec;
 use exec::*;
 pub(crate) use uses::NodeUses;

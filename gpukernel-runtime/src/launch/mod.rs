@@ -70,6 +70,7 @@ impl Stream {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
+        self.not_capturing("Stream::launch")?;
         let f = &kernel.function;
         if !Arc::ptr_eq(&f.module.ctx, self.ctx()) {
             return Err(crate::context::mismatch(
@@ -103,6 +104,7 @@ impl Stream {
         config: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        self.not_capturing("Stream::launch_untyped")?;
         if !Arc::ptr_eq(&function.module.ctx, self.ctx()) {
             return Err(crate::context::mismatch(
                 "Stream::launch_untyped",

@@ -83,6 +83,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// The contents are unspecified bytes: write them (a kernel, a copy, a memset) before
     /// reading, unless every bit pattern is a valid `T`.
     pub(crate) unsafe fn alloc_on(stream: &Stream, len: usize) -> Result<Self> {
+        stream.not_capturing("Stream::alloc")?;
         let bytes = byte_len::<T>("alloc", len)?;
         let ctx = stream.ctx().clone();
         let (ptr, alloc) = if bytes == 0 {
@@ -240,7 +241,8 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
             Alloc::Device(a) => {
                 // Every stream that used the buffer is ordered before `home`, where the free
                 // is enqueued. On failure (a faulted context) the memory is leaked rather than
-                // freed while work might still use it.
+                // freed while work might still use it; so is a buffer dropped while its home
+                // stream is being captured (a free there would join the capture).
                 if let Ok(home) = self.tracker.join_for_drop() {
                     // SAFETY: allocated by this backend; nothing is enqueued after this.
                     let _ = unsafe { self.ctx.backend.free(*a, home.handle()) };

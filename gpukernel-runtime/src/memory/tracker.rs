@@ -122,6 +122,9 @@ impl Tracker {
     /// conflicting work pending on the allocation.
     #[inline]
     pub(crate) fn use_on(&self, s: &Stream, span: Span, access: Access) -> Result<()> {
+        // Work enqueued on a capturing stream does not run now: ordering it here would wait
+        // on events the capture cannot take. Captured work is ordered when its graph launches.
+        s.not_capturing("a stream-ordered use of a buffer")?;
         let mut st = self.lock();
         st.clock += 1;
         let now = st.clock;

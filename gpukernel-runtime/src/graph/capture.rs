@@ -1,0 +1,374 @@
+//! Stream capture: ordinary stream work recorded into a [`Graph`].
+//!
+//! # Soundness
+//! [`Stream::capture`] runs a closure with a [`Capture`]: its methods enqueue on the capturing
+//! stream with the same argument types and checks as [`Stream::launch`], but require what they
+//! use to outlive the graph (`A: 'a`), because the graph replays them later. The `Capture`
+//! cannot leave the closure (it is borrowed for a lifetime the closure does not name).
+//!
+//! While the stream captures, everything else that would enqueue on it or observe it is
+//! refused with [`Error::StreamCapturing`] before the driver is called, leaving the capture
+//! intact: [`Stream::launch`] (its arguments are borrowed only for the call), copies and any
+//! other stream-ordered use of a buffer (tracker waits would wait on events recorded outside
+//! the capture, which CUDA refuses), [`Stream::synchronize`], [`Stream::query`], blocking
+//! copies, allocations on it and the foreign-call record reads (a buffer whose home is the
+//! capturing stream, dropped during the capture, is leaked rather than freed into the
+//! capture). Captured work is not ordered against other
+//! streams at capture time: it does not run then. Each node records its memory uses instead,
+//! and [`GraphExec::launch`] orders the launch after the pending conflicting work of every
+//! stream (a buffer written on another stream before the capture is read correctly by the
+//! graph's launch), exactly as for a graph built node by node.
+//!
+//! On CUDA the capture is `cuStreamBeginCapture` in thread-local mode: the capturing
+//! thread's own capture-unsafe calls fail (instead of silently escaping the capture, as in
+//! relaxed mode), while other threads, which may use the same context for unrelated work,
+//! are unaffected (as they would not be in global mode). The simulator records the
+//! launches, copies and memsets of a capturing stream as nodes of its graph instead of
+//! running them.
+
+use super::*;
+
+/// One captured operation, turned into a node of the graph once the capture ends.
+struct Captured<'a> {
+    handle: NodeHandle,
+    uses: Vec<Use>,
+    kernel: Option<Arc<KernelInfo>>,
+    kept: Option<KeptBox<'a>>,
+}
+
+/// The capturing stream, as the closure of [`Stream::capture`] sees it: its methods record
+/// work into the graph being captured. `'a` is the graph's lifetime.
+pub struct Capture<'c, 'a> {
+    stream: &'c Stream,
+    nodes: Mutex<Vec<Captured<'a>>>,
+    /// Invariant in `'a`, like [`Graph`].
+    _a: PhantomData<fn(&'a ()) -> &'a ()>,
+}
+
+impl fmt::Debug for Capture<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Capture")
+            .field("stream", self.stream)
+            .field(
+                "nodes",
+                &self.nodes.lock().unwrap_or_else(|p| p.into_inner()).len(),
+            )
+            .finish()
+    }
+}
+
+/// Ends a capture however the closure leaves (error or panic): the stream is usable again.
+struct CaptureGuard<'s> {
+    stream: &'s Stream,
+    ended: bool,
+}
+
+impl CaptureGuard<'_> {
+    fn end(&mut self) -> Result<GraphHandle> {
+        self.ended = true;
+        let s = self.stream;
+        // SAFETY: the capture began on this thread (`Stream::capture`) and is still open.
+        let r = unsafe { s.ctx().backend.stream_end_capture(s.handle()) };
+        s.state().capturing.store(false, Ordering::Release);
+        r
+    }
+}
+
+impl Drop for CaptureGuard<'_> {
+    fn drop(&mut self) {
+        if !self.ended
+            && let Ok(g) = self.end()
+        {
+            // SAFETY: the captured graph is ours and unused.
+            unsafe { self.stream.ctx().backend.graph_destroy(g) };
+        }
+    }
+}
+
+impl Stream {
+    /// Captures the work the closure enqueues through its [`Capture`] into a new graph named
+    /// `name`, without running it. See the [capture module documentation](crate::Capture)
+    /// for what is refused while capturing, and why.
+    ///
+    /// ```no_run
+    /// # use gpukernel_runtime::{Context, LaunchConfig, TypedKernel};
+    /// # fn f<K: gpukernel_runtime::SafeKernel<Params = (f32, &'static [f32], gpukernel_device::DisjointSlice<'static, f32>)>>(ctx: &Context, saxpy: &TypedKernel<K>) -> gpukernel_runtime::Result<()> {
+    /// let x = ctx.alloc_zeros::<f32>(1024)?;
+    /// let mut y = ctx.alloc_zeros::<f32>(1024)?;
+    /// let stream = ctx.new_stream()?;
+    /// let graph = stream.capture("saxpy x2", |s| {
+    ///     let y = s.buffer_mut(&mut y);
+    ///     s.launch(saxpy, LaunchConfig::for_elements(1024)?, (2.0f32, &x, y))?;
+    ///     s.launch(saxpy, LaunchConfig::for_elements(1024)?, (2.0f32, &x, y))
+    /// })?;
+    /// let exec = graph.instantiate()?;
+    /// exec.launch(&stream)?;
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn capture<'a>(
+        &self,
+        name: &str,
+        f: impl for<'c> FnOnce(&Capture<'c, 'a>) -> Result<()>,
+    ) -> Result<Graph<'a>> {
+        const OP: &str = "Stream::capture";
+        if self
+            .state()
+            .capturing
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(Error::StreamCapturing { operation: OP });
+        }
+        if let Err(e) = self.ctx().backend.stream_begin_capture(self.handle()) {
+            self.state().capturing.store(false, Ordering::Release);
+            return Err(e);
+        }
+        let mut guard = CaptureGuard {
+            stream: self,
+            ended: false,
+        };
+        let cap = Capture {
+            stream: self,
+            nodes: Mutex::new(Vec::new()),
+            _a: PhantomData,
+        };
+        let result = f(&cap);
+        let handle = guard.end();
+        let handle = match (result, handle) {
+            (Ok(()), Ok(h)) => h,
+            (Err(e), Ok(h)) => {
+                // SAFETY: the captured graph is ours and unused.
+                unsafe { self.ctx().backend.graph_destroy(h) };
+                return Err(e);
+            }
+            (Err(e), Err(_)) | (Ok(()), Err(e)) => return Err(e),
+        };
+        let inner = GraphInner {
+            ctx: self.ctx().clone(),
+            handle,
+            id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
+            name: name.to_owned(),
+            state: Mutex::new(State::default()),
+        };
+        {
+            let mut st = inner.lock();
+            let nodes = cap.nodes.into_inner().unwrap_or_else(|p| p.into_inner());
+            for (i, n) in nodes.into_iter().enumerate() {
+                let deps = if i == 0 { Vec::new() } else { vec![i - 1] };
+                push_node(&mut st, n.handle, deps, n.uses, n.kernel, n.kept);
+            }
+        }
+        Ok(Graph {
+            inner: Arc::new(inner),
+            _a: PhantomData,
+        })
+    }
+}
+
+impl<'a> Capture<'_, 'a> {
+    /// The capturing stream's raw `CUstream` (null on the simulator), for libraries that
+    /// enqueue on it directly; their work is captured too, but nothing orders or keeps what it
+    /// uses.
+    pub fn raw_stream(&self) -> cudarc::driver::sys::CUstream {
+        self.stream.raw()
+    }
+
+    /// The number of operations captured so far.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was captured yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Captured<'a>>> {
+        self.nodes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a buffer the captured work reads, borrowing it for the graph's lifetime.
+    pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
+        let p = b.raw_parts();
+        GraphBuffer {
+            ptr: p.ptr,
+            len: p.len,
+            ctx: p.ctx,
+            tracker: p.tracker,
+            _t: PhantomData,
+        }
+    }
+
+    /// Registers a buffer the captured work reads and writes, borrowing it exclusively for
+    /// the graph's lifetime.
+    pub fn buffer_mut<T: DeviceCopy>(&self, b: &'a mut DeviceBuffer<T>) -> GraphBufferMut<'a, T> {
+        let p = b.raw_parts();
+        GraphBufferMut {
+            ptr: p.ptr,
+            len: p.len,
+            ctx: p.ctx,
+            tracker: p.tracker,
+            _t: PhantomData,
+        }
+    }
+
+    /// Records the operation the backend just captured.
+    fn push(
+        &self,
+        uses: Vec<Use>,
+        kernel: Option<Arc<KernelInfo>>,
+        kept: Option<KeptBox<'a>>,
+    ) -> Result<()> {
+        let s = self.stream;
+        // SAFETY: the stream is capturing on this thread (`Stream::capture`).
+        let tail = unsafe { s.ctx().backend.stream_capture_tail(s.handle()) }?;
+        let Some(handle) = tail else {
+            return Err(Error::Unsupported {
+                operation: "Stream::capture",
+                backend: if s.ctx().backend.is_simulator() {
+                    "simulator"
+                } else {
+                    "CUDA device"
+                },
+                hint: Some("the captured operation added no node"),
+            });
+        };
+        self.lock().push(Captured {
+            handle,
+            uses,
+            kernel,
+            kept,
+        });
+        Ok(())
+    }
+
+    /// Captures a kernel launch, typed and checked as [`Stream::launch`]; the arguments must
+    /// outlive the graph (`A: 'a`).
+    pub fn launch<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe> + 'a>(
+        &self,
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        // SAFETY: as `Stream::launch`: a safe kernel with safe arguments.
+        unsafe { self.launch_unchecked(kernel, config, args) }
+    }
+
+    /// As [`launch`](Self::launch), also for `unsafe fn` kernels.
+    ///
+    /// # Safety
+    /// As [`Stream::launch_unchecked`], for every launch of the graph.
+    pub unsafe fn launch_unchecked<K: Kernel, A: LaunchArgs<K::Params> + 'a>(
+        &self,
+        kernel: &TypedKernel<K>,
+        config: LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        const OP: &str = "Capture::launch";
+        let s = self.stream;
+        let f = &kernel.function;
+        if !Arc::ptr_eq(&f.module.ctx, s.ctx()) {
+            return Err(crate::context::mismatch(
+                OP,
+                "the kernel",
+                s.ctx(),
+                &f.module.ctx,
+            ));
+        }
+        config.validate(f)?;
+        let mut uses = NodeUses {
+            ctx: s.ctx(),
+            uses: Vec::new(),
+        };
+        let abi = args.record(&mut uses)?;
+        let info = Arc::new(KernelInfo {
+            module: f.module.clone(),
+            info: f.info,
+            name: f.name,
+            sim_entry: Some(K::SIM_ENTRY),
+        });
+        let (kept, mut params) = pack::<K, A>(abi);
+        let mut desc = desc_of(&info, &config);
+        desc.stream = s.handle();
+        // SAFETY: `params` point into `kept`, kept for the graph's lifetime (the simulator
+        // reads them at each launch), holding exactly the ABI values of `K::Params`; the
+        // memory they reach is `uses`, borrowed for `'a`.
+        unsafe {
+            s.ctx()
+                .backend
+                .launch(&desc, &mut params, &s.state().last_launch)
+        }?;
+        self.push(uses.uses, Some(info), Some(kept))
+    }
+
+    /// Captures a device-to-device copy.
+    pub fn memcpy_dtod<T: DeviceCopy>(
+        &self,
+        dst: GraphBufferMut<'a, T>,
+        src: impl Into<GraphBuffer<'a, T>>,
+    ) -> Result<()> {
+        const OP: &str = "Capture::memcpy_dtod";
+        let s = self.stream;
+        let src = src.into();
+        check_len(OP, dst.len, src.len)?;
+        let bytes = dst.len * size_of::<T>();
+        if core::ptr::eq(src.tracker, dst.tracker)
+            && src.ptr < dst.ptr + bytes as u64
+            && dst.ptr < src.ptr + bytes as u64
+        {
+            return Err(Error::OutOfBounds {
+                operation: OP,
+                start: 0,
+                end: dst.len,
+                len: dst.len,
+            });
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut dst = dst;
+        let mut uses = NodeUses {
+            ctx: s.ctx(),
+            uses: Vec::new(),
+        };
+        uses.record(OP, "the destination", dst.raw_parts_mut())?;
+        uses.record(OP, "the source", src.raw_parts())?;
+        // SAFETY: both ranges are inside allocations borrowed for `'a`, disjoint (checked).
+        unsafe {
+            s.ctx()
+                .backend
+                .memcpy_dtod(dst.ptr, src.ptr, bytes, s.handle())
+        }?;
+        self.push(uses.uses, None, None)
+    }
+
+    /// Captures setting every byte of `dst` to `value` (element types where any byte
+    /// pattern is a value).
+    pub fn memset_d8<T: AnyBitPattern>(&self, dst: GraphBufferMut<'a, T>, value: u8) -> Result<()> {
+        self.memset(dst, value)
+    }
+
+    /// Captures zeroing `dst`.
+    pub fn memset_zeros<T: DeviceCopy>(&self, dst: GraphBufferMut<'a, T>) -> Result<()> {
+        self.memset(dst, 0)
+    }
+
+    fn memset<T: DeviceCopy>(&self, dst: GraphBufferMut<'a, T>, value: u8) -> Result<()> {
+        const OP: &str = "Capture::memset";
+        let s = self.stream;
+        let bytes = dst.len * size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let mut dst = dst;
+        let mut uses = NodeUses {
+            ctx: s.ctx(),
+            uses: Vec::new(),
+        };
+        uses.record(OP, "the destination", dst.raw_parts_mut())?;
+        // SAFETY: inside an allocation exclusively borrowed for `'a`.
+        unsafe { s.ctx().backend.memset_d8(dst.ptr, value, bytes, s.handle()) }?;
+        self.push(uses.uses, None, None)
+    }
+}
