@@ -692,10 +692,12 @@ fn concurrent_links_share_one_cache() {
         assert_eq!(image.cubin(), images[0].cubin());
     }
     assert!(ok(cached(&dir).link()).from_cache());
+    // The tools' version records (`*-info`) aside.
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name())
+        .filter(|n| !n.to_string_lossy().ends_with("-info"))
         .collect();
     assert_eq!(
         leftovers.len(),
@@ -755,4 +757,84 @@ fn concurrent_process_child() {
     let image = ok(cached_with(Path::new(&dir), Path::new(&src)).link());
     assert!(!image.cubin().is_empty());
     println!("child linked ({:?})", image.cache_status());
+}
+
+const WARM_CHILD_DIR: &str = "GPUKERNEL_LINK_TEST_WARM_DIR";
+
+/// A warm hit in a fresh process loads neither NVRTC nor nvJitLink: their versions (and
+/// NVRTC's architectures) are on record in the cache directory, keyed by the library files.
+#[test]
+fn warm_hit_in_a_fresh_process_loads_no_compiler() {
+    // A folder the link creates (`temp_dir` makes its own).
+    let dir = temp_dir("cache-warm-process").join("cache");
+    let cold = ok(cached(&dir).link());
+    assert!(!cold.from_cache());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "the cache directory is private");
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "warm_hit_child", "--ignored", "--nocapture"])
+        .env(WARM_CHILD_DIR, &dir)
+        .env(CHILD_SOURCE, source("functions.cu"))
+        .output()
+        .expect("start a child test process");
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success(),
+        "child failed:\n{out}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    assert!(out.contains("warm hit without NVRTC or nvJitLink"), "{out}");
+}
+
+/// Run by [`warm_hit_in_a_fresh_process_loads_no_compiler`] in a child process.
+#[test]
+#[ignore = "a helper run in a child process by warm_hit_in_a_fresh_process_loads_no_compiler"]
+fn warm_hit_child() {
+    let dir = std::env::var_os(WARM_CHILD_DIR)
+        .expect("run by warm_hit_in_a_fresh_process_loads_no_compiler");
+    let src = std::env::var_os(CHILD_SOURCE)
+        .expect("run by warm_hit_in_a_fresh_process_loads_no_compiler");
+    let image = ok(cached_with(Path::new(&dir), Path::new(&src)).link());
+    assert!(image.from_cache(), "{:?}", image.cache_status());
+    let loaded = gpukernel_runtime::link::loaded_tools();
+    assert!(!loaded.nvrtc, "NVRTC was loaded for a cache hit");
+    assert!(!loaded.nvjitlink, "nvJitLink was loaded for a cache hit");
+    println!(
+        "warm hit without NVRTC or nvJitLink: link() {:?}",
+        image.timings().total
+    );
+}
+
+/// A bad `GPUKERNEL_CACHE_MAX` is an error that names the variable and its value (a child
+/// process: the variable would reach every test of this one).
+#[test]
+fn bad_cache_max_is_named() {
+    let dir = temp_dir("cache-max-bad");
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "cache_max_child", "--ignored", "--nocapture"])
+        .env(WARM_CHILD_DIR, &dir)
+        .env("GPUKERNEL_CACHE_MAX", "12 parsecs")
+        .output()
+        .expect("start a child test process");
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "{out}");
+    assert!(
+        out.contains("InvalidCacheMax: invalid GPUKERNEL_CACHE_MAX \"12 parsecs\""),
+        "{out}"
+    );
+}
+
+/// Run by [`bad_cache_max_is_named`] in a child process.
+#[test]
+#[ignore = "a helper run in a child process by bad_cache_max_is_named"]
+fn cache_max_child() {
+    let dir = std::env::var_os(WARM_CHILD_DIR).expect("run by bad_cache_max_is_named");
+    match cached(Path::new(&dir)).link() {
+        Err(e @ Error::InvalidCacheMax { .. }) => println!("InvalidCacheMax: {e}"),
+        other => panic!("expected InvalidCacheMax, got {other:?}"),
+    }
 }

@@ -64,9 +64,11 @@ mod image;
 mod input;
 mod linker;
 mod nvrtc;
+mod options;
 mod simulator;
 mod stages;
 mod sys;
+mod toolinfo;
 mod tools;
 
 pub use crate::error::{LinkErrorCode, LinkerKind, demangle};
@@ -75,7 +77,26 @@ pub use arch::Arch;
 pub use cache::CachePolicy;
 pub use embedded::CudaSource;
 pub use foreign::{ForeignAbi, ForeignDecl};
-pub use image::{CacheStatus, LinkInput, LinkTimings, LinkedImage};
+pub use image::{CacheStatus, CompiledInput, LinkInput, LinkTimings, LinkedImage};
 pub use linker::Linker;
 pub use nvrtc::{CudaOutput, compile_cuda};
+pub use options::LinkOptions;
 pub use tools::toolchain_report;
+
+/// Which of the CUDA compiler libraries this process has loaded, as reported by
+/// [`loaded_tools`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadedTools {
+    /// NVRTC (loaded to compile `.cu` inputs, or once per library build to learn its version).
+    pub nvrtc: bool,
+    /// nvJitLink (loaded to link offline or LTO-IR, or once per library build for its version).
+    pub nvjitlink: bool,
+}
+
+/// Which compiler libraries this process has loaded so far (or tried to). A cache hit loads
+/// neither once their versions are on record in the cache directory.
+pub fn loaded_tools() -> LoadedTools {
+    let (nvrtc, nvjitlink) = sys::loaded();
+    LoadedTools { nvrtc, nvjitlink }
+}
