@@ -838,3 +838,158 @@ fn cache_max_child() {
         other => panic!("expected InvalidCacheMax, got {other:?}"),
     }
 }
+
+/// `.cu` inputs compiled with the link's options, each one's output and the linker's options
+/// reported; the options are part of the cache key.
+#[test]
+fn link_options_are_passed_and_reported() {
+    let mut linker = offline();
+    linker
+        .max_registers(32)
+        .optimization_level(2)
+        .line_info(true)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    let image = ok(linker.link());
+    let options = image.options();
+    assert_eq!(options.max_registers, Some(32));
+    assert_eq!(options.optimization_level, Some(2));
+    assert!(options.line_info && !options.debug);
+    assert_eq!(
+        image.linker_options(),
+        [
+            "-arch=sm_90",
+            "-maxrregcount=32",
+            "-Xptxas=-O2",
+            "-lineinfo"
+        ]
+    );
+    let [compiled] = image.compiled() else {
+        panic!("{:?}", image.compiled())
+    };
+    assert!(
+        compiled.input.ends_with("functions.cu"),
+        "{}",
+        compiled.input
+    );
+    assert_eq!(compiled.kind, InputKind::Ptx);
+    assert!(String::from_utf8_lossy(&compiled.code).contains("mul_f32_f32"));
+    for option in ["--maxrregcount=32", "-lineinfo", "-rdc=true"] {
+        assert!(
+            compiled.nvrtc_options.iter().any(|o| o == option),
+            "{option} in {:?}",
+            compiled.nvrtc_options
+        );
+    }
+    // Debug information, and LTO: the `.cu` input becomes LTO-IR.
+    let mut linker = offline();
+    linker
+        .debug(true)
+        .lto(true)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    let image = ok(linker.link());
+    assert_eq!(image.linker_options(), ["-arch=sm_90", "-lto", "-g"]);
+    assert_eq!(image.compiled()[0].kind, InputKind::LtoIr);
+    assert!(image.compiled()[0].nvrtc_options.iter().any(|o| o == "-G"));
+    // Each option is in the cache key.
+    let dir = temp_dir("cache-options");
+    ok(cached(&dir).link());
+    assert!(ok(cached(&dir).link()).from_cache());
+    let sets: [fn(&mut Linker); 4] = [
+        |l: &mut Linker| {
+            l.max_registers(64);
+        },
+        |l: &mut Linker| {
+            l.optimization_level(0);
+        },
+        |l: &mut Linker| {
+            l.line_info(true);
+        },
+        |l: &mut Linker| {
+            l.debug(true);
+        },
+    ];
+    for set in sets {
+        let mut linker = cached(&dir);
+        set(&mut linker);
+        let image = ok(linker.link());
+        assert!(!image.from_cache(), "{:?}", image.options());
+        assert!(
+            image.compiled().len() == 1,
+            "a miss reports what it compiled"
+        );
+    }
+}
+
+/// Sets one option of a linker.
+type SetOption = fn(&mut Linker);
+
+#[test]
+fn invalid_link_options_are_named() {
+    let cases: [(SetOption, &str); 3] = [
+        (
+            |l: &mut Linker| {
+                l.max_registers(8);
+            },
+            "max_registers(8)",
+        ),
+        (
+            |l: &mut Linker| {
+                l.max_registers(256);
+            },
+            "max_registers(256)",
+        ),
+        (
+            |l: &mut Linker| {
+                l.optimization_level(4);
+            },
+            "optimization_level(4)",
+        ),
+    ];
+    for (set, name) in cases {
+        let mut linker = offline();
+        set(&mut linker);
+        linker.add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"]);
+        let e = err(linker.link());
+        assert!(
+            matches!(&e, Error::InvalidLinkOption { option, .. } if option == name),
+            "{e}"
+        );
+    }
+}
+
+/// With `lto(true)`, inputs that are not LTO-IR (Rust PTX, cubin, fatbin, object, archive)
+/// link as they are beside the LTO part.
+#[test]
+fn lto_links_other_inputs_beside_the_lto_part() {
+    let arts = artifacts();
+    let mut linker = offline();
+    linker
+        .lto(true)
+        .add_ptx_kernels(
+            PTX,
+            "kernels.ptx",
+            &[
+                "multiply_vectors",
+                "add_one_cubin",
+                "affine_fatbin",
+                "square_archive",
+                "sub_one_object",
+            ],
+        )
+        .add_file(source("functions.cu"));
+    // SAFETY: built from cuda/*_lib.cu, whose definitions have the signatures that src/ffi.rs
+    // declares.
+    unsafe {
+        linker
+            .add_file_unchecked(&arts.cubin)
+            .add_file_unchecked(&arts.fatbin)
+            .add_file_unchecked(&arts.archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let image = ok(linker.link());
+    assert!(image.linker_options().iter().any(|o| o == "-lto"));
+    assert_eq!(sorted(ok(image.entry_points())).len(), 5);
+    assert_eq!(image.compiled()[0].kind, InputKind::LtoIr);
+}

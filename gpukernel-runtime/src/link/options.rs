@@ -11,7 +11,8 @@ use crate::link::sys::JitOption;
 pub struct LinkOptions {
     /// The most registers a thread may use (the linker spills beyond it).
     pub max_registers: Option<u32>,
-    /// The optimisation level of the final code generation, 0 to 3 (the linker's default: 3).
+    /// The optimisation level of the final code generation, 0 to 3 (the linker's default: 3;
+    /// through nvJitLink, whose own `-O` takes 0 or 3, levels 1 and 2 go to ptxas).
     pub optimization_level: Option<u32>,
     /// Line information for profilers and `compute-sanitizer` (`-lineinfo`).
     pub line_info: bool,
@@ -62,8 +63,11 @@ impl LinkOptions {
         if let Some(n) = self.max_registers {
             out.push(format!("-maxrregcount={n}"));
         }
-        if let Some(n) = self.optimization_level {
-            out.push(format!("-O{n}"));
+        match self.optimization_level {
+            // nvJitLink's own `-O` takes only 0 and 3; the levels between go to ptxas.
+            Some(n @ (0 | 3)) => out.push(format!("-O{n}")),
+            Some(n) => out.push(format!("-Xptxas=-O{n}")),
+            None => {}
         }
         if self.line_info {
             out.push("-lineinfo".into());
@@ -122,7 +126,7 @@ mod tests {
         assert_eq!(options.nvrtc(), ["--maxrregcount=32", "-lineinfo"]);
         assert_eq!(
             options.nvjitlink(),
-            ["-maxrregcount=32", "-O2", "-lineinfo"]
+            ["-maxrregcount=32", "-Xptxas=-O2", "-lineinfo"]
         );
         assert_eq!(
             options.culink_names(),
