@@ -35,9 +35,15 @@
 //! * Both logs of the linker are always captured ([`LinkedImage::info_log`], and every error).
 //!   Undefined and duplicate symbols, and inputs without code for the target, become their
 //!   own errors naming the symbol or input.
+//! * Code generation options ([`Linker::max_registers`], [`Linker::optimization_level`],
+//!   [`Linker::line_info`], [`Linker::debug`]) reach NVRTC and the linker; the image reports
+//!   them ([`LinkedImage::options`], [`LinkedImage::linker_options`]) and what each `.cu`
+//!   became ([`LinkedImage::compiled`]).
 //! * Linked cubins are cached on disk ([`CachePolicy`]), keyed by every input's kind, name
-//!   and bytes, the options, the architecture, and the versions of the driver, NVRTC,
-//!   nvJitLink and this crate.
+//!   and bytes, the headers they include, the options, the architecture, and the versions of
+//!   the driver, NVRTC, nvJitLink (and their library files) and this crate. A hit loads
+//!   neither compiler library ([`loaded_tools`]). `GPUKERNEL_CACHE_MAX` (e.g. `512M`) bounds
+//!   the cache's size, least recently used entries first.
 //! * On the simulator, inputs are checked and nothing is compiled: the foreign code runs as
 //!   the host-compiled `.cu` linked into the program.
 //!
