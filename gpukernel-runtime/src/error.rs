@@ -611,6 +611,15 @@ pub enum Error {
         log: String,
     },
 
+    /// `GPUKERNEL_CACHE_MAX` (the linker cache's size bound) cannot be read.
+    #[error("invalid GPUKERNEL_CACHE_MAX {value:?}: {reason} (e.g. `512M`, `2G`, `1048576`)")]
+    InvalidCacheMax {
+        /// The variable's value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A linker or NVRTC option, or an architecture name, that cannot be used.
     #[error("invalid link option {option:?}: {reason}")]
     InvalidLinkOption {

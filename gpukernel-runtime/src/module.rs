@@ -343,6 +343,13 @@ impl Function {
         self.info.max_threads_per_block
     }
 
+    /// The registers each thread of the kernel uses (`CU_FUNC_ATTRIBUTE_NUM_REGS`; 0 on the
+    /// simulator). At most [`Linker::max_registers`](crate::link::Linker::max_registers) when
+    /// the link set it.
+    pub fn num_registers(&self) -> u32 {
+        self.info.num_registers
+    }
+
     /// Bytes of static shared memory the kernel declares.
     pub fn static_shared_bytes(&self) -> u32 {
         self.info.static_shared_bytes

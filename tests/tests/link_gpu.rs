@@ -461,3 +461,112 @@ fn injected_unsupported_capabilities_fall_back_or_are_named() {
         "{e}"
     );
 }
+
+/// A kernel with many live values, so that its register count exceeds a low limit.
+const REGISTER_HUNGRY: &str = r#"
+extern "C" __global__ void register_hungry(const float* in, float* out, int n) {
+    float acc[48];
+    #pragma unroll
+    for (int j = 0; j < 48; ++j) acc[j] = in[(threadIdx.x + j) % n];
+    for (int i = 0; i < n; ++i) {
+        #pragma unroll
+        for (int j = 0; j < 48; ++j) acc[j] = acc[j] * in[i] + acc[(j + 7) % 48];
+    }
+    float s = 0.0f;
+    #pragma unroll
+    for (int j = 0; j < 48; ++j) s += acc[j] * (j + 1);
+    out[threadIdx.x] = s;
+}
+"#;
+
+/// `max_registers` takes effect through cuLink and through nvJitLink (LTO): the kernel's
+/// `CU_FUNC_ATTRIBUTE_NUM_REGS` is at most the limit, and above it without one.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn max_registers_takes_effect() {
+    let ctx = gpu();
+    let registers = |max: Option<u32>, lto: bool| {
+        let mut linker = linker(&ctx);
+        linker
+            .lto(lto)
+            .add_cuda_source(REGISTER_HUNGRY, "register_hungry.cu");
+        if let Some(max) = max {
+            linker.max_registers(max);
+        }
+        let module = ok(linker.link_and_load());
+        ok(module.function("register_hungry")).num_registers()
+    };
+    for lto in [false, true] {
+        let free = registers(None, lto);
+        let limited = registers(Some(32), lto);
+        println!("register_hungry (lto {lto}): {free} registers, {limited} with max_registers(32)");
+        assert!(
+            free > 32,
+            "the test kernel needs more than 32 registers: {free}"
+        );
+        assert!(limited <= 32, "max_registers(32) gave {limited}");
+    }
+}
+
+const WARM_GPU_DIR: &str = "GPUKERNEL_LINK_GPU_WARM_DIR";
+const WARM_GPU_SOURCE: &str = "GPUKERNEL_LINK_GPU_WARM_SOURCE";
+
+/// A warm cache hit through cuLink in a fresh process: it loads neither NVRTC nor nvJitLink,
+/// and prints the time `link()` took (process start and context creation excluded).
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn warm_hit_in_a_fresh_process() {
+    let ctx = gpu();
+    let dir = temp_dir("gpu-warm").join("cache");
+    let warm_linker = |dir: &std::path::Path, src: &std::path::Path| {
+        let mut linker = ok(Linker::new(&ctx));
+        linker
+            .cache(CachePolicy::Dir(dir.to_path_buf()))
+            .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+            .add_file(src);
+        linker
+    };
+    let cold = ok(warm_linker(&dir, &source("functions.cu")).link());
+    assert!(!cold.from_cache());
+    for _ in 0..3 {
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "warm_hit_gpu_child", "--ignored", "--nocapture"])
+            .env(WARM_GPU_DIR, &dir)
+            .env(WARM_GPU_SOURCE, source("functions.cu"))
+            .output()
+            .expect("start a child test process");
+        let out = String::from_utf8_lossy(&child.stdout);
+        assert!(
+            child.status.success(),
+            "child failed:\n{out}\n{}",
+            String::from_utf8_lossy(&child.stderr)
+        );
+        for line in out.lines().filter(|l| l.starts_with("warm hit")) {
+            println!("{line}");
+        }
+    }
+}
+
+/// Run by [`warm_hit_in_a_fresh_process`] in a child process.
+#[test]
+#[ignore = "a helper run in a child process by warm_hit_in_a_fresh_process"]
+fn warm_hit_gpu_child() {
+    let dir = std::env::var_os(WARM_GPU_DIR).expect("run by warm_hit_in_a_fresh_process");
+    let src = std::env::var_os(WARM_GPU_SOURCE).expect("run by warm_hit_in_a_fresh_process");
+    let ctx = gpu();
+    let mut linker = ok(Linker::new(&ctx));
+    linker
+        .cache(CachePolicy::Dir(dir.into()))
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(src);
+    let start = Instant::now();
+    let image = ok(linker.link());
+    let elapsed = start.elapsed();
+    assert!(image.from_cache(), "{:?}", image.cache_status());
+    let loaded = gpukernel_runtime::link::loaded_tools();
+    assert!(!loaded.nvrtc && !loaded.nvjitlink, "{loaded:?}");
+    println!(
+        "warm hit in a fresh process (cuLink, sm of the device): link() {:.3} ms",
+        elapsed.as_secs_f64() * 1e3
+    );
+}

@@ -692,10 +692,12 @@ fn concurrent_links_share_one_cache() {
         assert_eq!(image.cubin(), images[0].cubin());
     }
     assert!(ok(cached(&dir).link()).from_cache());
+    // The tools' version records (`*-info`) aside.
     let leftovers: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name())
+        .filter(|n| !n.to_string_lossy().ends_with("-info"))
         .collect();
     assert_eq!(
         leftovers.len(),
@@ -755,4 +757,239 @@ fn concurrent_process_child() {
     let image = ok(cached_with(Path::new(&dir), Path::new(&src)).link());
     assert!(!image.cubin().is_empty());
     println!("child linked ({:?})", image.cache_status());
+}
+
+const WARM_CHILD_DIR: &str = "GPUKERNEL_LINK_TEST_WARM_DIR";
+
+/// A warm hit in a fresh process loads neither NVRTC nor nvJitLink: their versions (and
+/// NVRTC's architectures) are on record in the cache directory, keyed by the library files.
+#[test]
+fn warm_hit_in_a_fresh_process_loads_no_compiler() {
+    // A folder the link creates (`temp_dir` makes its own).
+    let dir = temp_dir("cache-warm-process").join("cache");
+    let cold = ok(cached(&dir).link());
+    assert!(!cold.from_cache());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "the cache directory is private");
+    }
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "warm_hit_child", "--ignored", "--nocapture"])
+        .env(WARM_CHILD_DIR, &dir)
+        .env(CHILD_SOURCE, source("functions.cu"))
+        .output()
+        .expect("start a child test process");
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success(),
+        "child failed:\n{out}\n{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    assert!(out.contains("warm hit without NVRTC or nvJitLink"), "{out}");
+}
+
+/// Run by [`warm_hit_in_a_fresh_process_loads_no_compiler`] in a child process.
+#[test]
+#[ignore = "a helper run in a child process by warm_hit_in_a_fresh_process_loads_no_compiler"]
+fn warm_hit_child() {
+    let dir = std::env::var_os(WARM_CHILD_DIR)
+        .expect("run by warm_hit_in_a_fresh_process_loads_no_compiler");
+    let src = std::env::var_os(CHILD_SOURCE)
+        .expect("run by warm_hit_in_a_fresh_process_loads_no_compiler");
+    let image = ok(cached_with(Path::new(&dir), Path::new(&src)).link());
+    assert!(image.from_cache(), "{:?}", image.cache_status());
+    let loaded = gpukernel_runtime::link::loaded_tools();
+    assert!(!loaded.nvrtc, "NVRTC was loaded for a cache hit");
+    assert!(!loaded.nvjitlink, "nvJitLink was loaded for a cache hit");
+    println!(
+        "warm hit without NVRTC or nvJitLink: link() {:?}",
+        image.timings().total
+    );
+}
+
+/// A bad `GPUKERNEL_CACHE_MAX` is an error that names the variable and its value (a child
+/// process: the variable would reach every test of this one).
+#[test]
+fn bad_cache_max_is_named() {
+    let dir = temp_dir("cache-max-bad");
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "cache_max_child", "--ignored", "--nocapture"])
+        .env(WARM_CHILD_DIR, &dir)
+        .env("GPUKERNEL_CACHE_MAX", "12 parsecs")
+        .output()
+        .expect("start a child test process");
+    let out = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "{out}");
+    assert!(
+        out.contains("InvalidCacheMax: invalid GPUKERNEL_CACHE_MAX \"12 parsecs\""),
+        "{out}"
+    );
+}
+
+/// Run by [`bad_cache_max_is_named`] in a child process.
+#[test]
+#[ignore = "a helper run in a child process by bad_cache_max_is_named"]
+fn cache_max_child() {
+    let dir = std::env::var_os(WARM_CHILD_DIR).expect("run by bad_cache_max_is_named");
+    match cached(Path::new(&dir)).link() {
+        Err(e @ Error::InvalidCacheMax { .. }) => println!("InvalidCacheMax: {e}"),
+        other => panic!("expected InvalidCacheMax, got {other:?}"),
+    }
+}
+
+/// `.cu` inputs compiled with the link's options, each one's output and the linker's options
+/// reported; the options are part of the cache key.
+#[test]
+fn link_options_are_passed_and_reported() {
+    let mut linker = offline();
+    linker
+        .max_registers(32)
+        .optimization_level(2)
+        .line_info(true)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    let image = ok(linker.link());
+    let options = image.options();
+    assert_eq!(options.max_registers, Some(32));
+    assert_eq!(options.optimization_level, Some(2));
+    assert!(options.line_info && !options.debug);
+    assert_eq!(
+        image.linker_options(),
+        [
+            "-arch=sm_90",
+            "-maxrregcount=32",
+            "-Xptxas=-O2",
+            "-lineinfo"
+        ]
+    );
+    let [compiled] = image.compiled() else {
+        panic!("{:?}", image.compiled())
+    };
+    assert!(
+        compiled.input.ends_with("functions.cu"),
+        "{}",
+        compiled.input
+    );
+    assert_eq!(compiled.kind, InputKind::Ptx);
+    assert!(String::from_utf8_lossy(&compiled.code).contains("mul_f32_f32"));
+    for option in ["--maxrregcount=32", "-lineinfo", "-rdc=true"] {
+        assert!(
+            compiled.nvrtc_options.iter().any(|o| o == option),
+            "{option} in {:?}",
+            compiled.nvrtc_options
+        );
+    }
+    // Debug information, and LTO: the `.cu` input becomes LTO-IR.
+    let mut linker = offline();
+    linker
+        .debug(true)
+        .lto(true)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    let image = ok(linker.link());
+    assert_eq!(image.linker_options(), ["-arch=sm_90", "-lto", "-g"]);
+    assert_eq!(image.compiled()[0].kind, InputKind::LtoIr);
+    assert!(image.compiled()[0].nvrtc_options.iter().any(|o| o == "-G"));
+    // Each option is in the cache key.
+    let dir = temp_dir("cache-options");
+    ok(cached(&dir).link());
+    assert!(ok(cached(&dir).link()).from_cache());
+    let sets: [fn(&mut Linker); 4] = [
+        |l: &mut Linker| {
+            l.max_registers(64);
+        },
+        |l: &mut Linker| {
+            l.optimization_level(0);
+        },
+        |l: &mut Linker| {
+            l.line_info(true);
+        },
+        |l: &mut Linker| {
+            l.debug(true);
+        },
+    ];
+    for set in sets {
+        let mut linker = cached(&dir);
+        set(&mut linker);
+        let image = ok(linker.link());
+        assert!(!image.from_cache(), "{:?}", image.options());
+        assert!(
+            image.compiled().len() == 1,
+            "a miss reports what it compiled"
+        );
+    }
+}
+
+/// Sets one option of a linker.
+type SetOption = fn(&mut Linker);
+
+#[test]
+fn invalid_link_options_are_named() {
+    let cases: [(SetOption, &str); 3] = [
+        (
+            |l: &mut Linker| {
+                l.max_registers(8);
+            },
+            "max_registers(8)",
+        ),
+        (
+            |l: &mut Linker| {
+                l.max_registers(256);
+            },
+            "max_registers(256)",
+        ),
+        (
+            |l: &mut Linker| {
+                l.optimization_level(4);
+            },
+            "optimization_level(4)",
+        ),
+    ];
+    for (set, name) in cases {
+        let mut linker = offline();
+        set(&mut linker);
+        linker.add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"]);
+        let e = err(linker.link());
+        assert!(
+            matches!(&e, Error::InvalidLinkOption { option, .. } if option == name),
+            "{e}"
+        );
+    }
+}
+
+/// With `lto(true)`, inputs that are not LTO-IR (Rust PTX, cubin, fatbin, object, archive)
+/// link as they are beside the LTO part.
+#[test]
+fn lto_links_other_inputs_beside_the_lto_part() {
+    let arts = artifacts();
+    let mut linker = offline();
+    linker
+        .lto(true)
+        .add_ptx_kernels(
+            PTX,
+            "kernels.ptx",
+            &[
+                "multiply_vectors",
+                "add_one_cubin",
+                "affine_fatbin",
+                "square_archive",
+                "sub_one_object",
+            ],
+        )
+        .add_file(source("functions.cu"));
+    // SAFETY: built from cuda/*_lib.cu, whose definitions have the signatures that src/ffi.rs
+    // declares.
+    unsafe {
+        linker
+            .add_file_unchecked(&arts.cubin)
+            .add_file_unchecked(&arts.fatbin)
+            .add_file_unchecked(&arts.archive)
+            .add_file_unchecked(&arts.object);
+    }
+    let image = ok(linker.link());
+    assert!(image.linker_options().iter().any(|o| o == "-lto"));
+    assert_eq!(sorted(ok(image.entry_points())).len(), 5);
+    assert_eq!(image.compiled()[0].kind, InputKind::LtoIr);
 }

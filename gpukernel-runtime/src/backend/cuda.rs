@@ -561,6 +561,7 @@ impl Backend for CudaBackend {
                 max_dynamic_shared_bytes: attr(
                     FuncAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 )?,
+                num_registers: attr(FuncAttr::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
             }))
         })
     }

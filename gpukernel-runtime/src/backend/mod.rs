@@ -119,6 +119,8 @@ pub(crate) struct FunctionInfo {
     pub max_threads_per_block: u32,
     pub static_shared_bytes: u32,
     pub max_dynamic_shared_bytes: u32,
+    /// Registers per thread (`CU_FUNC_ATTRIBUTE_NUM_REGS`; 0 on the simulator).
+    pub num_registers: u32,
 }
 
 /// A module image handed to the backend: its bytes, kind (checked by `format`) and origin.

@@ -518,6 +518,7 @@ impl Backend for SimBackend {
             max_threads_per_block: LIMITS.max_threads_per_block,
             static_shared_bytes: 0,
             max_dynamic_shared_bytes: 48 * 1024,
+            num_registers: 0,
         }))
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::error::{Error, LinkerKind, Result};
 use crate::format::{InputKind, elf};
-use crate::link::Arch;
+use crate::link::{Arch, LinkOptions};
 
 /// One input of a link, as reported by [`LinkedImage::inputs`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,20 @@ pub struct LinkInput {
     pub kind: InputKind,
     /// The canonical path, for file inputs.
     pub path: Option<PathBuf>,
+}
+
+/// What NVRTC produced from one `.cu` input, as reported by [`LinkedImage::compiled`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompiledInput {
+    /// The input's name (as in [`LinkInput::name`]).
+    pub input: String,
+    /// [`InputKind::Ptx`], or [`InputKind::LtoIr`] with [`Linker::lto`](crate::link::Linker::lto).
+    pub kind: InputKind,
+    /// The PTX text or LTO-IR, as handed to the linker.
+    pub code: Vec<u8>,
+    /// Every option NVRTC was given.
+    pub nvrtc_options: Vec<String>,
 }
 
 /// How the cache took part in a link.
@@ -68,6 +82,9 @@ pub struct LinkedImage {
     pub(super) cache: CacheStatus,
     pub(super) timings: LinkTimings,
     pub(super) inputs: Vec<LinkInput>,
+    pub(super) options: LinkOptions,
+    pub(super) linker_options: Vec<String>,
+    pub(super) compiled: Vec<CompiledInput>,
 }
 
 impl LinkedImage {
@@ -134,6 +151,25 @@ impl LinkedImage {
     /// The inputs linked (repeats removed), in order.
     pub fn inputs(&self) -> &[LinkInput] {
         &self.inputs
+    }
+
+    /// The code generation options of the link (register limit, optimisation level, line
+    /// and debug information).
+    pub fn options(&self) -> LinkOptions {
+        self.options
+    }
+
+    /// The options handed to the linker, as it spells them (nvJitLink's `-arch=sm_90
+    /// -maxrregcount=32`, or the driver's `CU_JIT_MAX_REGISTERS=32`).
+    pub fn linker_options(&self) -> &[String] {
+        &self.linker_options
+    }
+
+    /// What was produced from each `.cu` input (PTX or LTO-IR), in input order. Empty for a
+    /// cache hit (nothing was compiled: link with [`CachePolicy::Disabled`](crate::link::CachePolicy)
+    /// to inspect it) and on the simulator.
+    pub fn compiled(&self) -> &[CompiledInput] {
+        &self.compiled
     }
 
     /// The kernel entry points of the cubin (from its ELF symbol table).

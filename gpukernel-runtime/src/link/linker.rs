@@ -12,7 +12,8 @@ use crate::link::arch::Portability;
 use crate::link::input::{self, Input};
 use crate::link::stages::{self, CacheLookup};
 use crate::link::{
-    Arch, CachePolicy, CacheStatus, LinkInput, LinkTimings, LinkedImage, foreign, simulator, sys,
+    Arch, CachePolicy, CacheStatus, LinkInput, LinkOptions, LinkTimings, LinkedImage, foreign,
+    simulator, toolinfo,
 };
 use crate::module::Module;
 
@@ -57,6 +58,7 @@ pub struct Linker {
     pub(super) headers: Vec<(String, String)>,
     pub(super) cache: CachePolicy,
     pub(super) lto: bool,
+    pub(super) options: LinkOptions,
 }
 
 impl Linker {
@@ -69,6 +71,7 @@ impl Linker {
             headers: Vec::new(),
             cache: CachePolicy::Default,
             lto: false,
+            options: LinkOptions::default(),
         }
     }
 
@@ -284,6 +287,35 @@ impl Linker {
         self
     }
 
+    /// Limits the registers each thread of the linked code may use (16 to 255): NVRTC's
+    /// `--maxrregcount` for `.cu` inputs, and the linker's (`CU_JIT_MAX_REGISTERS`, nvJitLink's
+    /// `-maxrregcount`) for the final code. Code that needs more spills to local memory.
+    pub fn max_registers(&mut self, registers: u32) -> &mut Self {
+        self.options.max_registers = Some(registers);
+        self
+    }
+
+    /// The optimisation level of the final code generation, 0 to 3
+    /// (`CU_JIT_OPTIMIZATION_LEVEL`, nvJitLink's `-O<n>`; the linkers' default is 3).
+    pub fn optimization_level(&mut self, level: u32) -> &mut Self {
+        self.options.optimization_level = Some(level);
+        self
+    }
+
+    /// Line information in the code, for profilers and `compute-sanitizer` (NVRTC's
+    /// `-lineinfo`, `CU_JIT_GENERATE_LINE_INFO`, nvJitLink's `-lineinfo`).
+    pub fn line_info(&mut self, enabled: bool) -> &mut Self {
+        self.options.line_info = enabled;
+        self
+    }
+
+    /// Device debug information, for `cuda-gdb` (NVRTC's `-G`, `CU_JIT_GENERATE_DEBUG_INFO`,
+    /// nvJitLink's `-g`). The code is then unoptimised.
+    pub fn debug(&mut self, enabled: bool) -> &mut Self {
+        self.options.debug = enabled;
+        self
+    }
+
     /// Sets the cache policy (default: [`CachePolicy::Default`]).
     pub fn cache(&mut self, policy: CachePolicy) -> &mut Self {
         self.cache = policy;
@@ -296,6 +328,7 @@ impl Linker {
         if self.pending.is_empty() {
             return Err(Error::EmptyLink);
         }
+        self.options.check()?;
         let inputs = self.read_inputs()?;
         let infos: Vec<LinkInput> = inputs
             .iter()
@@ -345,6 +378,9 @@ impl Linker {
                         ..LinkTimings::default()
                     },
                     inputs: infos,
+                    options: self.options,
+                    linker_options: self.linker_options(&plan),
+                    compiled: Vec::new(),
                 });
             }
             CacheLookup::Miss(slot) => slot,
@@ -369,6 +405,9 @@ impl Linker {
             cache,
             timings,
             inputs: infos,
+            options: self.options,
+            linker_options: self.linker_options(&plan),
+            compiled: compiled.outputs,
         })
     }
 
@@ -418,8 +457,9 @@ impl Linker {
         if !has_cuda && !uses_nvjitlink {
             return Ok(device);
         }
-        let supported = match sys::nvrtc_supported_archs() {
-            Ok(supported) => supported,
+        // Kept in the cache directory per NVRTC build: a cache hit need not load NVRTC.
+        let supported = match toolinfo::nvrtc(self.cache.dir().as_deref()) {
+            Ok(info) => info.archs,
             // Without NVRTC and without sources, nvJitLink itself judges the architecture.
             Err(_) if !has_cuda => return Ok(device),
             Err(e) => return Err(e),

@@ -35,9 +35,15 @@
 //! * Both logs of the linker are always captured ([`LinkedImage::info_log`], and every error).
 //!   Undefined and duplicate symbols, and inputs without code for the target, become their
 //!   own errors naming the symbol or input.
+//! * Code generation options ([`Linker::max_registers`], [`Linker::optimization_level`],
+//!   [`Linker::line_info`], [`Linker::debug`]) reach NVRTC and the linker; the image reports
+//!   them ([`LinkedImage::options`], [`LinkedImage::linker_options`]) and what each `.cu`
+//!   became ([`LinkedImage::compiled`]).
 //! * Linked cubins are cached on disk ([`CachePolicy`]), keyed by every input's kind, name
-//!   and bytes, the options, the architecture, and the versions of the driver, NVRTC,
-//!   nvJitLink and this crate.
+//!   and bytes, the headers they include, the options, the architecture, and the versions of
+//!   the driver, NVRTC, nvJitLink (and their library files) and this crate. A hit loads
+//!   neither compiler library ([`loaded_tools`]). `GPUKERNEL_CACHE_MAX` (e.g. `512M`) bounds
+//!   the cache's size, least recently used entries first.
 //! * On the simulator, inputs are checked and nothing is compiled: the foreign code runs as
 //!   the host-compiled `.cu` linked into the program.
 //!
@@ -63,9 +69,11 @@ mod image;
 mod input;
 mod linker;
 mod nvrtc;
+mod options;
 mod simulator;
 mod stages;
 mod sys;
+mod toolinfo;
 mod tools;
 
 pub use crate::error::{LinkErrorCode, LinkerKind, demangle};
@@ -74,7 +82,26 @@ pub use arch::Arch;
 pub use cache::CachePolicy;
 pub use embedded::CudaSource;
 pub use foreign::{ForeignAbi, ForeignDecl};
-pub use image::{CacheStatus, LinkInput, LinkTimings, LinkedImage};
+pub use image::{CacheStatus, CompiledInput, LinkInput, LinkTimings, LinkedImage};
 pub use linker::Linker;
 pub use nvrtc::{CudaOutput, compile_cuda};
+pub use options::LinkOptions;
 pub use tools::toolchain_report;
+
+/// Which of the CUDA compiler libraries this process has loaded, as reported by
+/// [`loaded_tools`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadedTools {
+    /// NVRTC (loaded to compile `.cu` inputs, or once per library build to learn its version).
+    pub nvrtc: bool,
+    /// nvJitLink (loaded to link offline or LTO-IR, or once per library build for its version).
+    pub nvjitlink: bool,
+}
+
+/// Which compiler libraries this process has loaded so far (or tried to). A cache hit loads
+/// neither once their versions are on record in the cache directory.
+pub fn loaded_tools() -> LoadedTools {
+    let (nvrtc, nvjitlink) = sys::loaded();
+    LoadedTools { nvrtc, nvjitlink }
+}

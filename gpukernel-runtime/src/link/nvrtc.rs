@@ -108,19 +108,22 @@ fn missing_header(log: &str) -> Option<String> {
 }
 
 /// The local headers a source includes (`#include "x"` or `<x>` found in its folder or the
-/// user's include directories), recursively: their bytes go into the cache key, so that
-/// editing a header invalidates the cached link. Headers of the CUDA toolkit are covered by
-/// NVRTC's version in the key instead.
+/// user's include directories), transitively, also those the in-memory `headers` include:
+/// their bytes go into the cache key, so that editing a header invalidates the cached link.
+/// Headers of the CUDA toolkit are covered by [`toolkit_identity`] instead (thousands of
+/// files, which a cache hit cannot afford to read).
 pub(crate) fn local_headers(
     source_path: Option<&Path>,
     source: &str,
     include_dirs: &[PathBuf],
+    headers: &[(String, String)],
 ) -> Vec<(PathBuf, Vec<u8>)> {
     let mut found: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let mut stack: Vec<(Option<PathBuf>, String)> = vec![(
         source_path.and_then(Path::parent).map(Path::to_path_buf),
         source.to_string(),
     )];
+    stack.extend(headers.iter().map(|(_, text)| (None, text.clone())));
     while let Some((dir, text)) = stack.pop() {
         for line in text.lines() {
             let Some(name) = include_target(line) else {
@@ -145,6 +148,33 @@ pub(crate) fn local_headers(
     }
     found.sort();
     found
+}
+
+/// The identity of the CUDA toolkit's headers in `include_dir`, for the cache key: the path,
+/// size and modification time of the folder, its `cccl` folder, the main headers and the
+/// toolkit's `version.json`. A reinstalled or upgraded toolkit changes them.
+pub(crate) fn toolkit_identity(include_dir: &Path) -> String {
+    let root = include_dir.parent().unwrap_or(include_dir);
+    let mut out = String::new();
+    for path in [
+        include_dir.to_path_buf(),
+        include_dir.join("cccl"),
+        include_dir.join("cuda.h"),
+        include_dir.join("cuda_runtime.h"),
+        include_dir.join("cuda_runtime_api.h"),
+        root.join("version.json"),
+    ] {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        out += &format!("{} {} {modified}\n", path.display(), meta.len());
+    }
+    out
 }
 
 /// The file named by an `#include` line, if the line is one.
@@ -183,5 +213,32 @@ mod tests {
             Some("cuda_fp16.h")
         );
         assert_eq!(include_target("int x; // #include \"no.h\""), None);
+    }
+
+    #[test]
+    fn headers_are_followed_transitively() {
+        let dir = tempfile::tempdir().unwrap();
+        let inc = dir.path().join("inc");
+        std::fs::create_dir(&inc).unwrap();
+        std::fs::write(dir.path().join("a.h"), "#include \"b.h\"\n").unwrap();
+        std::fs::write(inc.join("b.h"), "#include <c.h>\n").unwrap();
+        std::fs::write(inc.join("c.h"), "int c;\n").unwrap();
+        std::fs::write(inc.join("d.h"), "int d;\n").unwrap();
+        let source = dir.path().join("k.cu");
+        let memory = [("m.h".to_string(), "#include \"d.h\"\n".to_string())];
+        let found = local_headers(
+            Some(&source),
+            "#include \"a.h\"\n#include \"m.h\"\n",
+            std::slice::from_ref(&inc),
+            &memory,
+        );
+        let names: Vec<String> = found
+            .iter()
+            .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
+        for n in ["a.h", "b.h", "c.h", "d.h"] {
+            assert!(names.iter().any(|x| x == n), "{n} in {names:?}");
+        }
     }
 }

@@ -36,6 +36,9 @@ pub(super) fn link(
             ..LinkTimings::default()
         },
         inputs: infos,
+        options: crate::link::LinkOptions::default(),
+        linker_options: Vec::new(),
+        compiled: Vec::new(),
     })
 }
 

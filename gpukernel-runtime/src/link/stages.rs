@@ -12,7 +12,9 @@ use crate::format::log as diagnose;
 use crate::format::{self, InputKind, elf, fatbin};
 use crate::link::input::Input;
 use crate::link::linker::Target;
-use crate::link::{Arch, CacheStatus, Linker, cache, foreign, nvrtc, sys, tools};
+use crate::link::{
+    Arch, CacheStatus, CompiledInput, Linker, cache, foreign, nvrtc, sys, toolinfo, tools,
+};
 
 /// What a device link does.
 #[derive(Debug, Clone, Copy)]
@@ -37,6 +39,8 @@ pub(super) struct Unit {
 #[derive(Debug)]
 pub(super) struct Compiled {
     pub(super) units: Vec<Unit>,
+    /// What each `.cu` input became, for [`LinkedImage::compiled`](crate::link::LinkedImage::compiled).
+    pub(super) outputs: Vec<CompiledInput>,
     pub(super) logs: Vec<(String, String)>,
     pub(super) elapsed: Duration,
 }
@@ -66,6 +70,8 @@ pub(super) enum CacheLookup {
 #[derive(Debug)]
 pub(super) struct CacheSlot {
     place: Option<(PathBuf, cache::Key)>,
+    /// `GPUKERNEL_CACHE_MAX`, read at the lookup.
+    max: Option<u64>,
     status: CacheStatus,
     /// The time the lookup took.
     pub(super) elapsed: Duration,
@@ -80,7 +86,7 @@ impl CacheSlot {
                 cubin: linked.cubin.clone(),
                 info_log: linked.info_log.clone(),
             };
-            let stored = Some(cache::store(dir, key, &entry).map_err(|e| e.to_string()));
+            let stored = Some(cache::store(dir, key, &entry, self.max).map_err(|e| e.to_string()));
             match &mut status {
                 CacheStatus::Miss { stored: s } | CacheStatus::Rebuilt { stored: s, .. } => {
                     *s = stored
@@ -116,16 +122,21 @@ impl Linker {
         let Some(dir) = self.cache.dir() else {
             return Ok(CacheLookup::Miss(CacheSlot {
                 place: None,
+                max: None,
                 status: CacheStatus::Disabled,
                 elapsed: start.elapsed(),
             }));
         };
-        let key = self.cache_key(inputs, plan.arch, plan.linker, plan.uses_ltoir)?;
+        // A bad bound is the user's to fix: reported, not ignored.
+        let max = cache::max_from_env()?;
+        let key = self.cache_key(&dir, inputs, plan.arch, plan.linker, plan.uses_ltoir)?;
         let status = match cache::load(&dir, &key) {
             Ok(entry) => {
+                let path = cache::entry_path(&dir, &key);
+                cache::touch(&path);
                 return Ok(CacheLookup::Hit {
                     entry,
-                    path: cache::entry_path(&dir, &key),
+                    path,
                     elapsed: start.elapsed(),
                 });
             }
@@ -137,6 +148,7 @@ impl Linker {
         };
         Ok(CacheLookup::Miss(CacheSlot {
             place: Some((dir, key)),
+            max,
             status,
             elapsed: start.elapsed(),
         }))
@@ -152,6 +164,7 @@ impl Linker {
         let start = Instant::now();
         let mut logs = Vec::new();
         let mut units = Vec::with_capacity(inputs.len());
+        let mut outputs = Vec::new();
         for input in inputs {
             if input.kind != InputKind::Cuda {
                 units.push(Unit {
@@ -162,11 +175,18 @@ impl Linker {
                 continue;
             }
             let source = std::str::from_utf8(&input.bytes).unwrap_or_default();
+            // The link's options first: the user's own NVRTC options can override them.
+            let user: Vec<String> = self
+                .options
+                .nvrtc()
+                .into_iter()
+                .chain(self.nvrtc_options.iter().cloned())
+                .collect();
             let options = nvrtc::options(
                 input.path.as_deref(),
                 arch,
                 &self.include_dirs,
-                &self.nvrtc_options,
+                &user,
                 self.lto,
             );
             let (code, log) =
@@ -179,6 +199,12 @@ impl Linker {
             } else {
                 InputKind::Ptx
             };
+            outputs.push(CompiledInput {
+                input: input.name.clone(),
+                kind,
+                code: code.clone(),
+                nvrtc_options: options,
+            });
             units.push(Unit {
                 kind,
                 bytes: code.into(),
@@ -187,6 +213,7 @@ impl Linker {
         }
         Ok(Compiled {
             units,
+            outputs,
             logs,
             elapsed: start.elapsed(),
         })
@@ -225,15 +252,9 @@ impl Linker {
             (Target::Cuda { ctx, .. }, LinkerKind::CuLink) => {
                 ctx.bind_to_thread()?;
                 // SAFETY: the context was made current on this thread just above.
-                unsafe { sys::culink_link(&raw)? }
+                unsafe { sys::culink_link(&raw, &self.options.culink())? }
             }
-            _ => {
-                let mut options = vec![format!("-arch={}", plan.arch)];
-                if plan.uses_ltoir {
-                    options.push("-lto".into());
-                }
-                sys::nvjitlink_link(&options, &raw)?
-            }
+            _ => sys::nvjitlink_link(&self.linker_options(plan), &raw)?,
         };
         let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
         let (cubin, info_log) = interpret(plan.linker, plan.arch, out, units, &names)?;
@@ -244,8 +265,24 @@ impl Linker {
         })
     }
 
+    /// The options handed to the linker, as it spells them.
+    pub(super) fn linker_options(&self, plan: &Plan) -> Vec<String> {
+        match (&self.target, plan.linker) {
+            (Target::Cuda { .. }, LinkerKind::CuLink) => self.options.culink_names(),
+            _ => {
+                let mut options = vec![format!("-arch={}", plan.arch)];
+                if plan.uses_ltoir {
+                    options.push("-lto".into());
+                }
+                options.extend(self.options.nvjitlink());
+                options
+            }
+        }
+    }
+
     fn cache_key(
         &self,
+        dir: &std::path::Path,
         inputs: &[Input],
         arch: Arch,
         linker: LinkerKind,
@@ -258,6 +295,17 @@ impl Linker {
         // `.cu` sources are compiled with the foreign declarations' prototypes (which derive
         // from the PTX inputs' bytes, in the key below); the version of that check is here.
         key.field("foreign-check", b"1");
+        let plan = Plan {
+            arch,
+            linker,
+            uses_ltoir,
+        };
+        for option in self.linker_options(&plan) {
+            key.field("linker-option", option.as_bytes());
+        }
+        for option in self.options.nvrtc() {
+            key.field("link-nvrtc-option", option.as_bytes());
+        }
         match (&self.target, linker) {
             (Target::Cuda { ctx, .. }, LinkerKind::CuLink) => {
                 ctx.bind_to_thread()?;
@@ -266,13 +314,17 @@ impl Linker {
                 key.field("driver", &version.to_le_bytes());
             }
             _ => {
-                let (major, minor) = sys::nvjitlink_version()?;
-                key.field("nvjitlink", format!("{major}.{minor}").as_bytes());
+                // The version, and the library file's identity (an exact build), without
+                // loading nvJitLink once they are on record (`toolinfo`).
+                let info = toolinfo::nvjitlink(Some(dir))?;
+                key.field("nvjitlink", info.version.as_bytes());
+                key.field("nvjitlink-library", info.identity.as_bytes());
             }
         }
         if inputs.iter().any(|i| i.kind == InputKind::Cuda) {
-            let (major, minor) = sys::nvrtc_version()?;
-            key.field("nvrtc", format!("{major}.{minor}").as_bytes());
+            let info = toolinfo::nvrtc(Some(dir))?;
+            key.field("nvrtc", info.version.as_bytes());
+            key.field("nvrtc-library", info.identity.as_bytes());
             for option in &self.nvrtc_options {
                 key.field("nvrtc-option", option.as_bytes());
             }
@@ -286,6 +338,8 @@ impl Linker {
             if let Some(dir) = tools::cuda_include_dir() {
                 key.field("cuda-include-dir", dir.to_string_lossy().as_bytes());
                 key.field("cccl", &[u8::from(dir.join("cccl").is_dir())]);
+                // The toolkit's headers are keyed by the installation's identity, not read.
+                key.field("cuda-headers", nvrtc::toolkit_identity(&dir).as_bytes());
             }
         }
         for input in inputs {
@@ -294,9 +348,12 @@ impl Linker {
             key.field("bytes", &input.bytes);
             if input.kind == InputKind::Cuda {
                 let source = String::from_utf8_lossy(&input.bytes);
-                for (path, bytes) in
-                    nvrtc::local_headers(input.path.as_deref(), &source, &self.include_dirs)
-                {
+                for (path, bytes) in nvrtc::local_headers(
+                    input.path.as_deref(),
+                    &source,
+                    &self.include_dirs,
+                    &self.headers,
+                ) {
                     key.field("header", path.to_string_lossy().as_bytes());
                     key.field("header-bytes", &bytes);
                 }

@@ -32,6 +32,32 @@ fn culink_input_type(kind: InputKind) -> cu::CUjitInputType {
     }
 }
 
+/// A code generation option of the driver's linker, passed by value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JitOption {
+    /// `CU_JIT_MAX_REGISTERS`.
+    MaxRegisters(u32),
+    /// `CU_JIT_OPTIMIZATION_LEVEL` (0 to 4).
+    OptimizationLevel(u32),
+    /// `CU_JIT_GENERATE_LINE_INFO`.
+    LineInfo,
+    /// `CU_JIT_GENERATE_DEBUG_INFO`.
+    DebugInfo,
+}
+
+impl JitOption {
+    fn raw(self) -> (cu::CUjit_option, usize) {
+        match self {
+            JitOption::MaxRegisters(n) => (cu::CUjit_option::CU_JIT_MAX_REGISTERS, n as usize),
+            JitOption::OptimizationLevel(n) => {
+                (cu::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL, n as usize)
+            }
+            JitOption::LineInfo => (cu::CUjit_option::CU_JIT_GENERATE_LINE_INFO, 1),
+            JitOption::DebugInfo => (cu::CUjit_option::CU_JIT_GENERATE_DEBUG_INFO, 1),
+        }
+    }
+}
+
 /// Size of each log buffer handed to the driver's linker.
 const CULINK_LOG_BYTES: usize = 64 * 1024;
 
@@ -39,7 +65,10 @@ const CULINK_LOG_BYTES: usize = 64 * 1024;
 ///
 /// # Safety
 /// A CUDA context must be current on this thread (the caller binds it).
-pub(crate) unsafe fn culink_link(inputs: &[RawInput<'_>]) -> Result<RawLinkOutput, Error> {
+pub(crate) unsafe fn culink_link(
+    inputs: &[RawInput<'_>],
+    jit: &[JitOption],
+) -> Result<RawLinkOutput, Error> {
     let c_names = inputs
         .iter()
         .map(|i| c_string("an input name", i.name))
@@ -48,7 +77,7 @@ pub(crate) unsafe fn culink_link(inputs: &[RawInput<'_>]) -> Result<RawLinkOutpu
     // it (declared first, dropped last).
     let mut info = vec![0u8; CULINK_LOG_BYTES];
     let mut error = vec![0u8; CULINK_LOG_BYTES];
-    let mut options = [
+    let mut options = vec![
         cu::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
         cu::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
         cu::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
@@ -56,16 +85,21 @@ pub(crate) unsafe fn culink_link(inputs: &[RawInput<'_>]) -> Result<RawLinkOutpu
         cu::CUjit_option::CU_JIT_LOG_VERBOSE,
     ];
     // Option values are pointer-sized slots; sizes and flags are passed by value in them.
-    let mut values: [*mut c_void; 5] = [
+    let mut values: Vec<*mut c_void> = vec![
         info.as_mut_ptr().cast(),
-        CULINK_LOG_BYTES as *mut c_void,
+        std::ptr::without_provenance_mut(CULINK_LOG_BYTES),
         error.as_mut_ptr().cast(),
-        CULINK_LOG_BYTES as *mut c_void,
+        std::ptr::without_provenance_mut(CULINK_LOG_BYTES),
         std::ptr::without_provenance_mut(1), // CU_JIT_LOG_VERBOSE = 1
     ];
+    for option in jit {
+        let (name, value) = option.raw();
+        options.push(name);
+        values.push(std::ptr::without_provenance_mut(value));
+    }
     let mut state: cu::CUlinkState = std::ptr::null_mut();
-    // SAFETY: a context is current (caller); `options`/`values` have 5 entries each and the
-    // log buffers they point to have the announced sizes and outlive the link state.
+    // SAFETY: a context is current (caller); `options`/`values` have as many entries each and
+    // the log buffers they point to have the announced sizes and outlive the link state.
     let r = unsafe {
         cu::cuLinkCreate_v2(
             options.len() as c_uint,

@@ -10,7 +10,7 @@ mod culink;
 mod nvjitlink;
 mod nvrtc;
 
-pub(crate) use culink::{culink_link, driver_version};
+pub(crate) use culink::{JitOption, culink_link, driver_version};
 pub(crate) use nvjitlink::{nvjitlink_link, nvjitlink_path, nvjitlink_version};
 pub(crate) use nvrtc::{
     NvrtcOutput, nvrtc_compile, nvrtc_path, nvrtc_supported_archs, nvrtc_version,
@@ -129,15 +129,23 @@ fn symbol<T: Copy>(
         })
 }
 
+static NVRTC: OnceLock<Result<NvrtcApi, LoadFailure>> = OnceLock::new();
+static NVJITLINK: OnceLock<Result<NvJitLinkApi, LoadFailure>> = OnceLock::new();
+
+/// Whether this process has loaded (or tried to load) NVRTC and nvJitLink.
+pub(crate) fn loaded() -> (bool, bool) {
+    (NVRTC.get().is_some(), NVJITLINK.get().is_some())
+}
+
 fn nvrtc_api() -> Result<&'static NvrtcApi, Error> {
-    static API: OnceLock<Result<NvrtcApi, LoadFailure>> = OnceLock::new();
-    API.get_or_init(|| load_nvrtc().map_err(LoadFailure::from_error))
+    NVRTC
+        .get_or_init(|| load_nvrtc().map_err(LoadFailure::from_error))
         .as_ref()
         .map_err(LoadFailure::to_error)
 }
 
 fn load_nvrtc() -> Result<NvrtcApi, Error> {
-    let (lib, path) = tools::load_library(&["libnvrtc.so.13", "libnvrtc.so"])?;
+    let (lib, path) = tools::load_library(super::toolinfo::NVRTC_NAMES)?;
     let mut libs = Vec::new();
     // libnvrtc opens its builtins library by bare name when it compiles; when NVRTC came from
     // a directory the loader does not search, load the builtins first by full path so that
@@ -186,14 +194,14 @@ fn load_nvrtc() -> Result<NvrtcApi, Error> {
 }
 
 fn nvjitlink_api() -> Result<&'static NvJitLinkApi, Error> {
-    static API: OnceLock<Result<NvJitLinkApi, LoadFailure>> = OnceLock::new();
-    API.get_or_init(|| load_nvjitlink().map_err(LoadFailure::from_error))
+    NVJITLINK
+        .get_or_init(|| load_nvjitlink().map_err(LoadFailure::from_error))
         .as_ref()
         .map_err(LoadFailure::to_error)
 }
 
 fn load_nvjitlink() -> Result<NvJitLinkApi, Error> {
-    let (lib, path) = tools::load_library(&["libnvJitLink.so.13", "libnvJitLink.so"])?;
+    let (lib, path) = tools::load_library(super::toolinfo::NVJITLINK_NAMES)?;
     Ok(NvJitLinkApi {
         version: symbol(&lib, "nvJitLinkVersion", &path)?,
         create: symbol(&lib, "nvJitLinkCreate", &path)?,
