@@ -185,27 +185,13 @@ impl<'a> Graph<'a> {
 
     /// Registers a buffer that nodes read, borrowing it for the graph's lifetime.
     pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
-        let p = b.raw_parts();
-        GraphBuffer {
-            ptr: p.ptr,
-            len: p.len,
-            ctx: p.ctx,
-            tracker: p.tracker,
-            _t: PhantomData,
-        }
+        GraphBuffer::of(b)
     }
 
     /// Registers a buffer that nodes read and write, borrowing it exclusively for the graph's
     /// lifetime.
     pub fn buffer_mut<T: DeviceCopy>(&self, b: &'a mut DeviceBuffer<T>) -> GraphBufferMut<'a, T> {
-        let p = b.raw_parts();
-        GraphBufferMut {
-            ptr: p.ptr,
-            len: p.len,
-            ctx: p.ctx,
-            tracker: p.tracker,
-            _t: PhantomData,
-        }
+        GraphBufferMut::of(b)
     }
 
     pub(super) fn check_deps(&self, operation: &'static str, deps: &[Node]) -> Result<Vec<usize>> {

@@ -190,27 +190,13 @@ impl<'a> Capture<'_, 'a> {
 
     /// Registers a buffer the captured work reads, borrowing it for the graph's lifetime.
     pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
-        let p = b.raw_parts();
-        GraphBuffer {
-            ptr: p.ptr,
-            len: p.len,
-            ctx: p.ctx,
-            tracker: p.tracker,
-            _t: PhantomData,
-        }
+        GraphBuffer::of(b)
     }
 
     /// Registers a buffer the captured work reads and writes, borrowing it exclusively for
     /// the graph's lifetime.
     pub fn buffer_mut<T: DeviceCopy>(&self, b: &'a mut DeviceBuffer<T>) -> GraphBufferMut<'a, T> {
-        let p = b.raw_parts();
-        GraphBufferMut {
-            ptr: p.ptr,
-            len: p.len,
-            ctx: p.ctx,
-            tracker: p.tracker,
-            _t: PhantomData,
-        }
+        GraphBufferMut::of(b)
     }
 
     /// Records the operation the backend just captured.

@@ -160,3 +160,31 @@ impl<'a, T: DeviceCopy> From<GraphBufferMut<'a, T>> for GraphBuffer<'a, T> {
         b.read()
     }
 }
+
+impl<'a, T: DeviceCopy> GraphBuffer<'a, T> {
+    /// The handle of a buffer that nodes read, borrowed for `'a`.
+    pub(super) fn of(b: &'a DeviceBuffer<T>) -> Self {
+        let p = b.raw_parts();
+        GraphBuffer {
+            ptr: p.ptr,
+            len: p.len,
+            ctx: p.ctx,
+            tracker: p.tracker,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<'a, T: DeviceCopy> GraphBufferMut<'a, T> {
+    /// The handle of a buffer that nodes read and write, borrowed exclusively for `'a`.
+    pub(super) fn of(b: &'a mut DeviceBuffer<T>) -> Self {
+        let p = b.raw_parts();
+        GraphBufferMut {
+            ptr: p.ptr,
+            len: p.len,
+            ctx: p.ctx,
+            tracker: p.tracker,
+            _t: PhantomData,
+        }
+    }
+}
