@@ -79,7 +79,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// renamed to `gkd`. The symbol
 /// must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`, returning 0
 /// on success. The wrapper allocates the return slot, calls the symbol and reports a non-zero
-/// status to the runtime (an error at the next synchronization). Arguments are scalars, raw
+/// status to the runtime (an error wherever the host next observes the work: a synchronization or a copy to the host). Arguments are scalars, raw
 /// pointers (the wrapper is then `unsafe fn`) and `DeviceCopy` structs; the return type is a
 /// scalar, a raw pointer, a `DeviceCopy` struct or `()`.
 #[proc_macro]

@@ -40,7 +40,7 @@ pub(crate) struct ContextInner {
     pub(crate) backend: Box<dyn Backend>,
     pub(crate) limits: Limits,
     pub(crate) default_stream: StreamState,
-    /// Modules that hold a foreign-call failure record, checked at synchronization.
+    /// Modules that hold a foreign-call failure record, checked wherever the host observes results (see `crate::foreign`).
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
     /// Bumped by every launch of such a module and every failure kept from a dropped one (see
     /// `crate::foreign`).

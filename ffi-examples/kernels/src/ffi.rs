@@ -84,7 +84,7 @@ pub fn sum_rows(x: &[f32], width: u32, mut out: DisjointSlice<f32>) {
 }
 
 /// `out[i] = a[i] / b[i]` through the foreign `checked_div`, which fails on a zero divisor:
-/// the runtime then reports `Error::ForeignCallFailed` at the next synchronization.
+/// the runtime then reports `Error::ForeignCallFailed` at the next host read or synchronization.
 #[kernel]
 pub fn divide_checked(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();

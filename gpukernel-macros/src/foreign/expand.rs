@@ -3,13 +3,13 @@
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
-use syn::Type;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 
 use super::Entry;
+use super::manifest::c_type;
 use crate::hygiene::{Support, local};
-use crate::ty::{TypeKind, classify, strip};
+use crate::ty::{TypeKind, classify};
 
 pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     let private = support.private();
@@ -197,7 +197,8 @@ fn docs(entry: &Entry, symbol: &str, is_unsafe: bool) -> TokenStream {
         " A plain C function: it reports no status, and its value is returned as it is."
     } else {
         " A non-zero status is never ignored: the first failure of a launch is recorded \
-                  and reported by the runtime as an error at the next synchronization, and this \
+                  and reported by the runtime as an error wherever the host next observes the \
+                  launch's work (a synchronization, a copy to the host), and this \
                   call returns the zero-initialised return value."
     };
     let safety = is_unsafe.then(|| {
@@ -217,48 +218,6 @@ fn docs(entry: &Entry, symbol: &str, is_unsafe: bool) -> TokenStream {
         #[doc = ""]
         #[doc = #status]
         #safety
-    }
-}
-
-/// The C spelling of a (valid) argument or return type, for the docs.
-fn c_type(ty: &Type) -> String {
-    match strip(ty) {
-        Type::Ptr(p) => {
-            let pointee = c_type(&p.elem);
-            if p.mutability.is_some() {
-                format!("{pointee}*")
-            } else {
-                format!("const {pointee}*")
-            }
-        }
-        Type::Tuple(t) if t.elems.is_empty() => "void".to_owned(),
-        Type::Path(p) => {
-            let last = p
-                .path
-                .segments
-                .last()
-                .map(|s| s.ident.to_string())
-                .unwrap_or_default();
-            match last.as_str() {
-                "f32" => "float",
-                "f64" => "double",
-                "i8" => "int8_t",
-                "i16" => "int16_t",
-                "i32" => "int32_t",
-                "i64" => "int64_t",
-                "u8" => "uint8_t",
-                "u16" => "uint16_t",
-                "u32" => "uint32_t",
-                "u64" => "uint64_t",
-                "usize" => "size_t",
-                "isize" => "ptrdiff_t",
-                "bool" => "bool",
-                "c_void" => "void",
-                other => other,
-            }
-            .to_owned()
-        }
-        other => other.to_token_stream().to_string(),
     }
 }
 
@@ -284,8 +243,8 @@ mod tests {
         let c = |s: &str| c_type(&syn::parse_str(s).unwrap());
         assert_eq!(c("*const f32"), "const float*");
         assert_eq!(c("*mut *mut u8"), "uint8_t**");
-        assert_eq!(c("Pair"), "Pair");
-        assert_eq!(c("crate::Pair"), "Pair");
+        assert_eq!(c("Pair"), "struct Pair");
+        assert_eq!(c("crate::Pair"), "struct Pair");
         assert_eq!(c("usize"), "size_t");
     }
 
