@@ -1,0 +1,48 @@
+// Shared setup of the crate's doc examples, included by their hidden first line:
+// `# include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));`
+// It stands in for what an application has: `#[kernel]`s from its kernels crate and the PTX
+// nvptx-builder wrote for them. The simulator runs the kernels' host bodies; it reads only the
+// entry names and signature fingerprints from the PTX, which is generated here from those.
+#[allow(unused_imports)]
+use gpukernel_runtime::prelude::*;
+#[allow(unused_imports)]
+use gpukernel_runtime::{Device, Error, LaunchConfig, Module};
+
+/// `y[i] += a * x[i]`.
+#[gpukernel_device::kernel]
+fn saxpy(a: f32, x: &[f32], mut y: gpukernel_device::DisjointSlice<f32>) {
+    let i = gpukernel_device::thread::index();
+    if let Some(yi) = y.get_mut(i) {
+        *yi += a * x[i.get()];
+    }
+}
+
+/// `out[i] = i`.
+#[gpukernel_device::kernel]
+fn iota(mut out: gpukernel_device::DisjointSlice<u32>) {
+    let i = gpukernel_device::thread::index();
+    if let Some(o) = out.get_mut(i) {
+        *o = i.get() as u32;
+    }
+}
+
+/// The PTX of the kernels above, as far as the simulator reads it.
+#[allow(dead_code)]
+fn kernels_ptx() -> String {
+    use gpukernel_device::Kernel;
+    let mut ptx = String::from(".version 8.0\n.target sm_90\n.address_size 64\n");
+    for (name, sig) in [("saxpy", <saxpy as Kernel>::SIGNATURE), ("iota", <iota as Kernel>::SIGNATURE)] {
+        ptx.push_str(&format!(
+            ".visible .entry {name}()\n{{\n\tret;\n}}\n.visible .global .align 8 .u64 __gpukernel_sig_{name} = {sig};\n"
+        ));
+    }
+    ptx
+}
+
+/// The simulator's context and the module of the kernels above.
+#[allow(dead_code)]
+fn doc_setup() -> (Context, Module) {
+    let ctx = Device::simulator().primary_context().expect("the simulator always has a context");
+    let module = ctx.load_module(kernels_ptx().as_bytes()).expect("the kernels' module loads");
+    (ctx, module)
+}
