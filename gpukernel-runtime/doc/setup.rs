@@ -26,12 +26,26 @@ fn iota(mut out: gpukernel_device::DisjointSlice<u32>) {
     }
 }
 
+/// `data[i] *= a`; `unsafe`: it takes `&mut [f32]`, so no two threads may touch one element.
+#[gpukernel_device::kernel]
+unsafe fn scale(a: f32, data: &mut [f32]) {
+    let i = gpukernel_device::thread::index().get();
+    if i < data.len() {
+        data[i] *= a;
+    }
+}
+
 /// The PTX of the kernels above, as far as the simulator reads it.
 #[allow(dead_code)]
 fn kernels_ptx() -> String {
     use gpukernel_device::Kernel;
     let mut ptx = String::from(".version 8.0\n.target sm_90\n.address_size 64\n");
-    for (name, sig) in [("saxpy", <saxpy as Kernel>::SIGNATURE), ("iota", <iota as Kernel>::SIGNATURE)] {
+    let kernels = [
+        ("saxpy", <saxpy as Kernel>::SIGNATURE),
+        ("iota", <iota as Kernel>::SIGNATURE),
+        ("scale", <scale as Kernel>::SIGNATURE),
+    ];
+    for (name, sig) in kernels {
         ptx.push_str(&format!(
             ".visible .entry {name}()\n{{\n\tret;\n}}\n.visible .global .align 8 .u64 __gpukernel_sig_{name} = {sig};\n"
         ));

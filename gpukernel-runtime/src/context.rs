@@ -334,7 +334,7 @@ impl Context {
     /// # let ptx = kernels_ptx();
     /// // `ptx` as nvptx-builder writes it: include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))
     /// let module = ctx.load_module(ptx.as_bytes())?;
-    /// assert_eq!(module.kernel_names(), ["iota", "saxpy"]);
+    /// assert_eq!(module.kernel_names(), ["iota", "saxpy", "scale"]);
     /// # Ok(()) }
     /// ```
     pub fn load_module(&self, image: &[u8]) -> Result<Module> {
