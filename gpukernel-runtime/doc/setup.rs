@@ -60,3 +60,16 @@ fn doc_setup() -> (Context, Module) {
     let module = ctx.load_module(kernels_ptx().as_bytes()).expect("the kernels' module loads");
     (ctx, module)
 }
+
+/// A CUDA C++ source with one device function, as a kernels crate's `cuda/functions.cu` has.
+#[allow(dead_code)]
+const FUNCTIONS_CU: &str = "extern \"C\" __device__ float twice(float x) { return 2.0f * x; }\n";
+
+/// Writes `text` to a file `name` in a new temporary folder (removed when the guard drops).
+#[allow(dead_code)]
+fn doc_file(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("the file is written");
+    (dir, path)
+}

@@ -38,6 +38,25 @@ struct Captured<'a> {
 
 /// The capturing stream, as the closure of [`Stream::capture`] sees it: its methods record
 /// work into the graph being captured. `'a` is the graph's lifetime.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let x = ctx.htod_copy(&[1.0f32; 64])?;
+/// let mut y = ctx.alloc_zeros::<f32>(64)?;
+/// {
+///     let saxpy = module.kernel(saxpy)?;
+///     let graph = stream.capture("saxpy", |c| {
+///         let yb = c.buffer_mut(&mut y);
+///         c.memset_zeros(yb)?;
+///         c.launch(&saxpy, LaunchConfig::for_elements(64)?, (2.0f32, &x, yb))
+///     })?;
+///     graph.instantiate()?.launch(&stream)?;
+/// }
+/// assert_eq!(y.to_host_vec()?, [2.0; 64]);
+/// # Ok(()) }
+/// ```
 pub struct Capture<'c, 'a> {
     stream: &'c Stream,
     nodes: Mutex<Vec<Captured<'a>>>,
