@@ -9,8 +9,12 @@
 
 /// The record of the first failed foreign call since the runtime last cleared it.
 ///
+/// Hidden: the layout the runtime reads back (it reports `Error::ForeignCallFailed`, never the
+/// record itself); not a user API, and it may change in any release.
+///
 /// Layout shared with the runtime (which reads it with `cuModuleGetGlobal("__gpukernel_ffi_error")`
 /// on the GPU and through [`host_record`] in the simulator): 32 bytes, `#[repr(C)]`.
+#[doc(hidden)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct FfiErrorRecord {
