@@ -47,6 +47,20 @@ pub static mut __gpukernel_ffi_error: FfiErrorRecord = FfiErrorRecord {
 };
 
 /// Records a failed foreign call (first one wins). Called by `declare_device!` wrappers.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{ffi, thread};
+/// /// A hand-written check of a status, reported as `declare_device!` wrappers report one:
+/// /// the runtime returns `Error::ForeignCallFailed { function: "decode", status, .. }`.
+/// #[kernel]
+/// pub fn decode(codes: &[i32], mut out: DisjointSlice<i32>) {
+///     let i = thread::index();
+///     let status = if codes[i.get()] < 0 { 22 } else { 0 };
+///     if status != 0 { ffi::report_foreign_failure("decode", status); }
+///     out.set(i, codes[i.get()].max(0));
+/// }
+/// ```
 #[inline(never)]
 #[cold]
 pub fn report_foreign_failure(name: &'static str, status: i32) {
