@@ -34,10 +34,10 @@ pub use gpukernel_macros::{declare_device, kernel};
 pub mod atomic;
 mod copy;
 pub mod ffi;
-/// The simulator's side of the host backend: the runtime's simulator installs each simulated
-/// thread's context and its hooks here, and foreign `.cu` code compiled for the host calls its
-/// `extern "C"` entry points through the compat header. Not a user API (kernels reach it only
-/// through the intrinsics of the other modules): hidden, and it may change in any release.
+// The simulator's side of the host backend: the runtime's simulator installs each simulated
+// thread's context and its hooks here, and foreign `.cu` code compiled for the host calls its
+// `extern "C"` entry points through the compat header. Not a user API (kernels reach it only
+// through the intrinsics of the other modules): hidden, and it may change in any release.
 #[doc(hidden)]
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;

@@ -255,21 +255,6 @@ pub const SHARED_SECTION: &str = ".gpukernel.shared";
 /// On nvptx64 the storage is an uninitialized `static` in the link section
 /// `.gpukernel.shared`, which `nvptx-builder` moves to the `.shared` state space before
 /// code generation, so its accesses compile to `ld.shared`/`st.shared`.
-///
-/// ```
-/// # use gpukernel_device::prelude::*;
-/// use gpukernel_device::{shared::shared_array, sync, thread};
-///
-/// /// Reverses each block of 256 elements (blocks of 256 threads).
-/// #[kernel]
-/// pub fn block_reverse(x: &[f32], mut out: DisjointSlice<f32>) {
-///     let tile = shared_array!(f32, 256); // CUDA's `__shared__ float tile[256];`
-///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
-///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
-///     sync::sync_threads();
-///     out.set(i, unsafe { tile.read(255 - t) }); // SAFETY: no writes after the barrier
-/// }
-/// ```
 #[cfg(target_arch = "nvptx64")]
 #[macro_export]
 macro_rules! shared_array {
@@ -295,6 +280,21 @@ macro_rules! shared_array {
 ///
 /// In the simulator each block gets its own zeroed storage per declaration, found through the
 /// address of a static unique to the declaration.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{shared::shared_array, sync, thread};
+///
+/// /// Reverses each block of 256 elements (blocks of 256 threads).
+/// #[kernel]
+/// pub fn block_reverse(x: &[f32], mut out: DisjointSlice<f32>) {
+///     let tile = shared_array!(f32, 256); // CUDA's `__shared__ float tile[256];`
+///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
+///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
+///     sync::sync_threads();
+///     out.set(i, unsafe { tile.read(255 - t) }); // SAFETY: no writes after the barrier
+/// }
+/// ```
 #[cfg(not(target_arch = "nvptx64"))]
 #[macro_export]
 macro_rules! shared_array {
