@@ -56,8 +56,12 @@ fn kernels_ptx() -> String {
 /// The simulator's context and the module of the kernels above.
 #[allow(dead_code)]
 fn doc_setup() -> (Context, Module) {
-    let ctx = Device::simulator().primary_context().expect("the simulator always has a context");
-    let module = ctx.load_module(kernels_ptx().as_bytes()).expect("the kernels' module loads");
+    let ctx = Device::simulator()
+        .primary_context()
+        .expect("the simulator always has a context");
+    let module = ctx
+        .load_module(kernels_ptx().as_bytes())
+        .expect("the kernels' module loads");
     (ctx, module)
 }
 
@@ -73,3 +77,18 @@ fn doc_file(name: &str, text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     std::fs::write(&path, text).expect("the file is written");
     (dir, path)
 }
+
+/// An offline link (no device) of the kernels above and `FUNCTIONS_CU` for sm_90.
+#[allow(dead_code)]
+fn doc_image() -> gpukernel_runtime::Result<gpukernel_runtime::link::LinkedImage> {
+    gpukernel_runtime::link::Linker::for_arch("sm_90")?
+        .add_ptx(&kernels_ptx(), "kernels.ptx")
+        .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+        .link()
+}
+
+/// The declaration record `declare_device! { fn mul_f32_f32(a: f32, b: f32) -> f32; }` at
+/// `src/ffi.rs:12` exports beside the kernels.
+#[allow(dead_code)]
+const DECL_RECORD: &str = "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:12\n\
+                           ret=float\narg=float\narg=float\n";

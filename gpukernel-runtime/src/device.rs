@@ -83,7 +83,7 @@ impl fmt::Display for Device {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// let p = Device::simulator().properties()?;
 /// assert_eq!(p.warp_size, 32);
-/// println!("{}: {} SMs, {} threads per block at most", p.name, p.multiprocessor_count, p.max_threads_per_block);
+/// println!("{}: {} SMs, blocks of up to {}", p.name, p.multiprocessor_count, p.max_threads_per_block);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
 //!   the simulator, a project from `new` built and tested in a temporary folder, then
-//!   `ptx-check`.
+//!   `doc-check` and `ptx-check`.
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `doc-check` — every public item of `gpukernel-device` and `gpukernel-runtime` (functions,
@@ -339,6 +339,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     run(cargo().args(["test", "-p", "xtask"]))?;
     run_examples_on_simulator()?;
     new::check_generated_project()?;
+    doccheck::doc_check()?;
     ptx_check()
 }
 

@@ -51,7 +51,9 @@ impl fmt::Display for ImageKind {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// use gpukernel_runtime::link::{InputKind, Linker};
-/// let module = Linker::new(&ctx)?.add_data(InputKind::Ptx, kernels_ptx(), "kernels.ptx").link_and_load()?;
+/// let module = Linker::new(&ctx)?
+///     .add_data(InputKind::Ptx, kernels_ptx(), "kernels.ptx")
+///     .link_and_load()?;
 /// assert_eq!(InputKind::from_path("lib/functions.a"), Some(InputKind::Library));
 /// # Ok(()) }
 /// ```

@@ -266,7 +266,8 @@ impl<'a> Graph<'a> {
     /// let mut y = ctx.alloc_zeros::<f32>(64)?;
     /// let graph = ctx.new_graph("saxpy")?;
     /// let (xb, yb) = (graph.buffer(&x), graph.buffer_mut(&mut y)); // `x` is only read
-    /// graph.add_kernel(&[], &module.kernel(saxpy)?, LaunchConfig::for_elements(64)?, (2.0f32, xb, yb))?;
+    /// let cfg = LaunchConfig::for_elements(64)?;
+    /// graph.add_kernel(&[], &module.kernel(saxpy)?, cfg, (2.0f32, xb, yb))?;
     /// # Ok(()) }
     /// ```
     pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
@@ -396,7 +397,8 @@ impl<'a> Graph<'a> {
     ///     let graph = ctx.new_graph("scale")?;
     ///     let d = graph.buffer_mut(&mut data);
     ///     // SAFETY: `scale` is launched with one thread per element, at every launch of the graph.
-    ///     unsafe { graph.add_kernel_unchecked(&[], &module.kernel(scale)?, LaunchConfig::for_elements(32)?, (3.0f32, d))? };
+    ///     let (scale, cfg) = (module.kernel(scale)?, LaunchConfig::for_elements(32)?);
+    ///     unsafe { graph.add_kernel_unchecked(&[], &scale, cfg, (3.0f32, d))? };
     ///     graph.instantiate()?.launch(&stream)?;
     /// }
     /// assert_eq!(data.to_host_vec()?[31], 3.0);
@@ -762,7 +764,8 @@ impl<'a> Graph<'a> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// let mut out = ctx.alloc_zeros::<u32>(128)?;
     /// let graph = ctx.new_graph("fill")?;
-    /// graph.add_kernel(&[], &module.kernel(iota)?, LaunchConfig::for_elements(128)?, (graph.buffer_mut(&mut out),))?;
+    /// let (iota, cfg) = (module.kernel(iota)?, LaunchConfig::for_elements(128)?);
+    /// graph.add_kernel(&[], &iota, cfg, (graph.buffer_mut(&mut out),))?;
     /// let exec = graph.instantiate()?;
     /// for _ in 0..10 {
     ///     exec.launch(&stream)?; // replays cost one call each

@@ -31,7 +31,8 @@ pub(super) struct ExecState<'a> {
 /// use gpukernel_runtime::GraphExec;
 /// let mut out = ctx.alloc_zeros::<u32>(64)?;
 /// let graph = ctx.new_graph("fill")?;
-/// graph.add_kernel(&[], &module.kernel(iota)?, LaunchConfig::for_elements(64)?, (graph.buffer_mut(&mut out),))?;
+/// let (iota, cfg) = (module.kernel(iota)?, LaunchConfig::for_elements(64)?);
+/// graph.add_kernel(&[], &iota, cfg, (graph.buffer_mut(&mut out),))?;
 /// let exec: GraphExec<'_> = graph.instantiate()?;
 /// exec.launch(&stream)?;
 /// stream.synchronize()?;
@@ -117,7 +118,8 @@ impl<'a> GraphExec<'a> {
     /// {
     ///     let graph = ctx.new_graph("accumulate")?;
     ///     let (x, y) = (graph.buffer(&ones), graph.buffer_mut(&mut acc));
-    ///     graph.add_kernel(&[], &module.kernel(saxpy)?, LaunchConfig::for_elements(4)?, (1.0f32, x, y))?;
+    ///     let (saxpy, cfg) = (module.kernel(saxpy)?, LaunchConfig::for_elements(4)?);
+    ///     graph.add_kernel(&[], &saxpy, cfg, (1.0f32, x, y))?;
     ///     let exec = graph.instantiate()?;
     ///     for _ in 0..3 {
     ///         exec.launch(&stream)?;

@@ -105,7 +105,8 @@ pub struct GraphBuffer<'a, T: DeviceCopy> {
 /// let graph = ctx.new_graph("fill")?;
 /// let o: GraphBufferMut<'_, u32> = graph.buffer_mut(&mut out);
 /// graph.add_memset_zeros(&[], o)?;
-/// graph.add_kernel(&[], &module.kernel(iota)?, LaunchConfig::for_elements(8)?, (o,))?; // ordered after the memset
+/// let (iota, cfg) = (module.kernel(iota)?, LaunchConfig::for_elements(8)?);
+/// graph.add_kernel(&[], &iota, cfg, (o,))?; // ordered after the memset
 /// # Ok(()) }
 /// ```
 pub struct GraphBufferMut<'a, T: DeviceCopy> {

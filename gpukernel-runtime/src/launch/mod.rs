@@ -85,7 +85,8 @@ impl Stream {
     /// let mut data = stream.htod_copy(&[1.0f32, 2.0, 3.0])?;
     /// let scale = module.kernel(scale)?; // `unsafe fn scale(a: f32, data: &mut [f32])`
     /// // SAFETY: one thread per element: no two threads touch the same one.
-    /// unsafe { stream.launch_unchecked(&scale, LaunchConfig::for_elements(3)?, (10.0f32, &mut data))? };
+    /// let cfg = LaunchConfig::for_elements(3)?;
+    /// unsafe { stream.launch_unchecked(&scale, cfg, (10.0f32, &mut data))? };
     /// assert_eq!(data.to_host_vec()?, [10.0, 20.0, 30.0]);
     /// # Ok(()) }
     /// ```

@@ -28,7 +28,7 @@ use crate::link::input::Input;
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-/// # let record = "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:12\nret=float\narg=float\narg=float\n";
+/// # let record = DECL_RECORD;
 ///
 /// let decl = ForeignDecl::parse(record).unwrap();
 /// match decl.abi {
@@ -54,7 +54,7 @@ pub enum ForeignAbi {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-/// # let record = "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:12\nret=float\narg=float\narg=float\n";
+/// # let record = DECL_RECORD;
 ///
 /// // `record` as `declare_device!` exports it beside the kernels.
 /// let decl = ForeignDecl::parse(record).unwrap();
@@ -84,7 +84,7 @@ impl ForeignDecl {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let record = "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:12\nret=float\narg=float\narg=float\n";
+    /// # let record = DECL_RECORD;
     ///
     /// assert_eq!(ForeignDecl::parse(record).unwrap().ret, "float");
     /// assert!(ForeignDecl::parse("not a record").is_none());
@@ -154,10 +154,11 @@ impl ForeignDecl {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let record = "gpukernel-foreign-v1\nsymbol=mul_f32_f32\nabi=numba\nat=src/ffi.rs:12\nret=float\narg=float\narg=float\n";
+    /// # let record = DECL_RECORD;
     ///
     /// let decl = ForeignDecl::parse(record).unwrap();
-    /// assert_eq!(decl.c_declaration(), "extern \"C\" __device__ int mul_f32_f32(float*, float, float)");
+    /// let c = decl.c_declaration();
+    /// assert_eq!(c, "extern \"C\" __device__ int mul_f32_f32(float*, float, float)");
     /// # Ok(()) }
     /// ```
     pub fn c_declaration(&self) -> String {

@@ -14,7 +14,7 @@ use crate::link::{Arch, LinkOptions};
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-/// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+/// # let image = doc_image()?;
 ///
 /// for input in image.inputs() {
 ///     println!("{} ({:?})", input.name, input.kind);
@@ -69,7 +69,7 @@ pub struct CompiledInput {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-/// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+/// # let image = doc_image()?;
 ///
 /// match image.cache_status() {
 ///     CacheStatus::Hit { path } => println!("loaded from {}", path.display()),
@@ -109,7 +109,7 @@ pub enum CacheStatus {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-/// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+/// # let image = doc_image()?;
 ///
 /// let t: LinkTimings = image.timings();
 /// println!("compile {:?}, link {:?}, total {:?}", t.compile, t.link, t.total);
@@ -134,7 +134,7 @@ pub struct LinkTimings {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-/// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+/// # let image = doc_image()?;
 ///
 /// println!("{} bytes for {:?} by {:?}", image.cubin().len(), image.arch(), image.linker());
 /// assert!(image.entry_points()?.contains(&"saxpy".to_owned()));
@@ -164,7 +164,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// assert_eq!(&image.cubin()[..4], b"\x7fELF"); // a CUDA ELF image
     /// # Ok(()) }
@@ -200,7 +200,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// let bytes: Vec<u8> = image.into_cubin(); // e.g. to store it
     /// assert!(!bytes.is_empty());
@@ -231,7 +231,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// assert_eq!(image.arch().map(|a| a.to_string()).as_deref(), Some("sm_90"));
     /// # Ok(()) }
@@ -247,7 +247,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// assert_eq!(image.linker(), Some(LinkerKind::NvJitLink)); // offline links use nvJitLink
     /// # Ok(()) }
@@ -263,7 +263,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// if !image.info_log().is_empty() {
     ///     eprintln!("linker said:\n{}", image.info_log()); // e.g. register and spill counts
@@ -281,7 +281,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// for (source, log) in image.compile_logs() {
     ///     eprintln!("{source}: {log}"); // NVRTC warnings
@@ -299,9 +299,12 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
-    /// let again = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// let again = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+    ///     .link()?;
     /// assert!(again.from_cache()); // same inputs, options and tools: nothing compiled
     /// # Ok(()) }
     /// ```
@@ -316,7 +319,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// if let CacheStatus::Hit { path } = image.cache_status() {
     ///     println!("cache entry {}", path.display());
@@ -334,7 +337,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// let t = image.timings();
     /// assert!(t.total >= t.link);
@@ -351,7 +354,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// let names: Vec<&str> = image.inputs().iter().map(|i| i.name.as_str()).collect();
     /// assert_eq!(names, ["kernels.ptx", "functions.cu"]);
@@ -370,7 +373,10 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     ///
-    /// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "k.ptx").max_registers(64).link()?;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "k.ptx")
+    ///     .max_registers(64)
+    ///     .link()?;
     /// assert_eq!(image.options().max_registers, Some(64));
     /// # Ok(()) }
     /// ```
@@ -387,7 +393,10 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     ///
-    /// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "k.ptx").max_registers(64).link()?;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "k.ptx")
+    ///     .max_registers(64)
+    ///     .link()?;
     /// println!("{:?}", image.linker_options()); // e.g. ["-arch=sm_90", "-maxrregcount=64"]
     /// # Ok(()) }
     /// ```
@@ -424,7 +433,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// let mut kernels = image.entry_points()?;
     /// kernels.sort();
@@ -447,7 +456,7 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    /// # let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").add_cuda_source(FUNCTIONS_CU, "functions.cu").link()?;
+    /// # let image = doc_image()?;
     ///
     /// let functions = image.functions()?; // kernels and the device functions they call
     /// assert!(functions.iter().any(|f| f == "saxpy"));
