@@ -2,7 +2,7 @@
 //!
 //! `declare_device!` wrappers check the status a foreign function returns (the ABI is
 //! `extern "C" __device__ int f(T* ret, ...)`, 0 meaning success). A non-zero status is never
-//! ignored: the first failure of a launch is recorded in [`struct@__gpukernel_ffi_error`], a
+//! ignored: the first failure of a launch is recorded in `__gpukernel_ffi_error`, a
 //! global of the module, and the wrapper returns the zero-initialised return slot so the kernel
 //! can finish. The runtime reads the record when the stream or context is synchronized and
 //! returns `Error::ForeignCallFailed { function, status, .. }`, then clears it.

@@ -329,7 +329,7 @@ impl Module {
         })
     }
 
-    /// The kernel named `name`, for untyped launches ([`Stream::launch_untyped`]). An unknown
+    /// The kernel named `name`, for untyped launches ([`Stream::launch_untyped`](crate::Stream::launch_untyped)). An unknown
     /// name is [`Error::KernelNotFound`], listing the kernels the module has.
     ///
     /// ```
@@ -574,7 +574,7 @@ impl Function {
     }
 }
 
-/// A kernel `K` looked up in a module: what [`Stream::launch`] takes. Holds the `CUfunction`,
+/// A kernel `K` looked up in a module: what [`Stream::launch`](crate::Stream::launch) takes. Holds the `CUfunction`,
 /// so launching does no lookup. Dereferences to its [`Function`].
 ///
 /// ```

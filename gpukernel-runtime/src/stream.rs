@@ -222,8 +222,8 @@ impl Stream {
     }
 
     /// Waits until all work on the stream is done (`cuStreamSynchronize`), then reports a kernel
-    /// fault ([`Error::KernelFault`], naming the last launch on this stream) or a failed
-    /// foreign call ([`Error::ForeignCallFailed`]).
+    /// fault ([`Error::KernelFault`](crate::Error::KernelFault), naming the last launch on this stream) or a failed
+    /// foreign call ([`Error::ForeignCallFailed`](crate::Error::ForeignCallFailed)).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));

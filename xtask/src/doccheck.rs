@@ -7,7 +7,8 @@
 //! macro or type alias, a public inherent method of a public type, or a method of a public
 //! trait. Fields, variants, constants and the items of trait impls are not checked; items
 //! marked `#[doc(hidden)]` are not in rustdoc's output and so not checked either.
-//! The check fails naming `file:line` and the path of each item that lacks an example.
+//! The check fails naming `file:line` and the path of each item that lacks an example, and on
+//! any broken or private intra-doc link (rustdoc's own error, with its location).
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -47,7 +48,10 @@ pub(crate) fn doc_check() -> Result<(), String> {
             .current_dir(root())
             .env("CARGO_TARGET_DIR", &target)
             .args(["rustdoc", "--quiet", "--lib", "-p", package])
-            .args(["--", "-Z", "unstable-options", "--output-format", "json"]))?;
+            .args(["--", "-Z", "unstable-options", "--output-format", "json"])
+            // A link to nothing, or to an item users cannot see, is a broken doc too.
+            .args(["-D", "rustdoc::broken_intra_doc_links"])
+            .args(["-D", "rustdoc::private_intra_doc_links"]))?;
         let path = target.join("doc").join(format!("{krate}.json"));
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("reading {}: {e}", path.display()))?;

@@ -106,8 +106,10 @@ impl<'a> GraphInner<'a> {
     }
 }
 
-/// A CUDA graph being built: nodes and the dependencies between them. See the [module
-/// documentation](self) for what `'a` borrows and how nodes are ordered.
+/// A CUDA graph being built: nodes and the dependencies between them. `'a` is what the nodes
+/// borrow: buffers and host slices they use must outlive the graph and every [`GraphExec`]
+/// made from it. Nodes that use overlapping bytes of one allocation, one of them writing, run
+/// in the order they were added; others run concurrently unless given dependencies.
 ///
 /// ```no_run
 /// # use gpukernel_runtime::{Context, Graph, LaunchConfig, TypedKernel};

@@ -65,7 +65,7 @@ pub mod abi {
 use abi::{Abi, Scalar, Slice};
 
 /// A host value that can be passed for a kernel parameter of type `P` (a type of the kernel's
-/// [`Kernel::Params`]).
+/// [`Kernel::Params`](gpukernel_device::Kernel::Params)).
 ///
 /// | kernel parameter `P` | host argument |
 /// |---|---|
@@ -76,7 +76,7 @@ use abi::{Abi, Scalar, Slice};
 /// | `*mut T` | `DevicePtr<T>`, `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>` |
 ///
 /// # Safety
-/// `lower` must produce the ABI values of `P` (see [`Kernel`]'s ABI), pointing only at memory
+/// `lower` must produce the ABI values of `P` (see [`Kernel`](gpukernel_device::Kernel)'s ABI), pointing only at memory
 /// that stays valid, with the access `P` allows, until the launched work completes on the
 /// stream given to `lower`, which must order that work after pending conflicting work.
 ///

@@ -33,16 +33,16 @@ pub const MAX_KERNEL_PARAMS: usize = 24;
 impl Stream {
     /// Launches kernel `K` with typed arguments, checked at compile time against
     /// `K::Params` (see [`KernelArg`]). Asynchronous on CUDA: a fault of the kernel is reported
-    /// by the next synchronizing call ([`Error::KernelFault`] naming this launch). On the
+    /// by the next synchronizing call ([`Error::KernelFault`](crate::Error::KernelFault) naming this launch). On the
     /// simulator the grid runs before this returns, and a failure is returned here
-    /// ([`Error::SimulatorFault`]).
+    /// ([`Error::SimulatorFault`](crate::Error::SimulatorFault)).
     ///
     /// Only safe kernels ([`SafeKernel`]: `#[kernel]`s declared `fn`) launch here; an
     /// `unsafe fn` kernel has preconditions no argument type checks, so it needs
     /// `unsafe { stream.launch_unchecked(..) }`.
     ///
     /// The configuration is checked first (zero or too large dimensions, too many threads per
-    /// block, too much shared memory: [`Error::InvalidLaunchConfig`] naming the kernel and the
+    /// block, too much shared memory: [`Error::InvalidLaunchConfig`](crate::Error::InvalidLaunchConfig) naming the kernel and the
     /// dimension).
     ///
     /// ```

@@ -23,7 +23,7 @@ use crate::link::{Arch, sys, tools};
 pub enum CudaOutput {
     /// PTX text (`-rdc=true`), linkable by cuLink or nvJitLink.
     Ptx,
-    /// LTO-IR (`-rdc=true -dlto`), linkable by nvJitLink only ([`InputKind::LtoIr`]).
+    /// LTO-IR (`-rdc=true -dlto`), linkable by nvJitLink only ([`InputKind::LtoIr`](crate::link::InputKind::LtoIr)).
     LtoIr,
 }
 

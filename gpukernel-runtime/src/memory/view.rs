@@ -12,7 +12,7 @@ use super::tracker::Tracker;
 use crate::context::ContextInner;
 use crate::error::{Error, Result};
 
-/// A shared view of part of a [`DeviceBuffer`] (`buffer.slice(range)`): launches and copies
+/// A shared view of part of a [`DeviceBuffer`](crate::DeviceBuffer) (`buffer.slice(range)`): launches and copies
 /// like a buffer.
 ///
 /// ```
@@ -41,7 +41,7 @@ impl<T: DeviceCopy> Clone for DeviceView<'_, T> {
 }
 impl<T: DeviceCopy> Copy for DeviceView<'_, T> {}
 
-/// An exclusive view of part of a [`DeviceBuffer`] (`buffer.slice_mut(range)`,
+/// An exclusive view of part of a [`DeviceBuffer`](crate::DeviceBuffer) (`buffer.slice_mut(range)`,
 /// `split_at_mut`): a kernel output or copy destination like a buffer.
 ///
 /// ```
