@@ -218,7 +218,8 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
 /// #[kernel]
 /// pub fn converged(err: &[f32], mut done: DisjointSlice<bool>) {
 ///     let i = thread::index();
-///     let all_small = sync::sync_threads_and(err[i.get()] < 1e-6); // the same answer in every thread
+///     let small = err.get(i.get()).is_none_or(|e| *e < 1e-6); // threads past the end agree
+///     let all_small = sync::sync_threads_and(small); // the same answer in every thread
 ///     done.set(i, all_small);
 /// }
 /// ```
@@ -247,7 +248,7 @@ pub fn sync_threads_and(predicate: bool) -> bool {
 /// #[kernel]
 /// pub fn any_nan(x: &[f32], mut flag: DisjointSlice<bool>) {
 ///     let i = thread::index();
-///     flag.set(i, sync::sync_threads_or(x[i.get()].is_nan()));
+///     flag.set(i, sync::sync_threads_or(x.get(i.get()).is_some_and(|v| v.is_nan())));
 /// }
 /// ```
 #[inline(always)]

@@ -315,7 +315,8 @@ reexport! {
     ///
     /// #[kernel]
     /// pub fn rows_total(mut out: DisjointSlice<u32>) {
-    ///     out.set(thread::index(), thread::grid_dim_y() * thread::block_dim_y()); // `gridDim.y * blockDim.y`
+    ///     let rows = thread::grid_dim_y() * thread::block_dim_y(); // `gridDim.y * blockDim.y`
+    ///     out.set(thread::index(), rows);
     /// }
     /// ```
     grid_dim_y;
@@ -343,7 +344,7 @@ reexport! {
     /// #[kernel]
     /// pub fn warp_max(x: &[u32], out: DisjointSlice<u32>) {
     ///     let i = thread::index().get();
-    ///     let mut m = x[i];
+    ///     let mut m = x.get(i).copied().unwrap_or_default();
     ///     for d in [16, 8, 4, 2, 1] { m = m.max(warp::shfl_xor_sync(warp::FULL_MASK, m, d)); }
     ///     // SAFETY: one lane per warp writes its warp's slot.
     ///     if thread::lane_id() == 0 { unsafe { out.write(i / 32, m) } }

@@ -153,7 +153,7 @@ mod sealed {
 /// #[kernel]
 /// pub fn broadcast(x: &[f64], mut out: DisjointSlice<f64>) {
 ///     let i = thread::index();
-///     out.set(i, from_lane0(x[i.get()]));
+///     out.set(i, from_lane0(x.get(i.get()).copied().unwrap_or_default()));
 /// }
 /// ```
 pub trait ShuffleValue: Copy + sealed::Sealed {
@@ -221,7 +221,7 @@ fn mode_of(m: u8) -> Mode {
 /// #[kernel]
 /// pub fn warp_broadcast(x: &[u32], mut out: DisjointSlice<u32>) {
 ///     let i = thread::index();
-///     out.set(i, warp::shfl_sync(FULL_MASK, x[i.get()], 0));
+///     out.set(i, warp::shfl_sync(FULL_MASK, x.get(i.get()).copied().unwrap_or_default(), 0));
 /// }
 /// ```
 #[inline(always)]
@@ -245,7 +245,7 @@ pub fn shfl_sync<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
 /// #[kernel]
 /// pub fn warp_scan(x: &[u32], mut out: DisjointSlice<u32>) {
 ///     let i = thread::index();
-///     let mut v = x[i.get()];
+///     let mut v = x.get(i.get()).copied().unwrap_or_default();
 ///     for d in [1, 2, 4, 8, 16] {
 ///         let up = warp::shfl_up_sync(FULL_MASK, v, d);
 ///         if thread::lane_id() >= d { v += up; }
@@ -274,7 +274,7 @@ pub fn shfl_up_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
 /// #[kernel]
 /// pub fn warp_sum(x: &[f32], out: DisjointSlice<f32>) {
 ///     let i = thread::index().get();
-///     let mut v = x[i];
+///     let mut v = x.get(i).copied().unwrap_or_default();
 ///     for d in [16, 8, 4, 2, 1] { v += warp::shfl_down_sync(FULL_MASK, v, d); }
 ///     // SAFETY: lane 0 of each warp writes its warp's slot.
 ///     if thread::lane_id() == 0 { unsafe { out.write(i / 32, v) } }
@@ -300,7 +300,7 @@ pub fn shfl_down_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
 /// #[kernel]
 /// pub fn warp_max(x: &[f32], mut out: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     let mut m = x[i.get()];
+///     let mut m = x.get(i.get()).copied().unwrap_or_default();
 ///     for d in [16, 8, 4, 2, 1] { m = m.max(warp::shfl_xor_sync(FULL_MASK, m, d)); }
 ///     out.set(i, m);
 /// }
@@ -361,7 +361,8 @@ pub unsafe fn shfl_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, src_lane
 /// pub fn previous_lane(x: &[u32], mut out: DisjointSlice<u32>) {
 ///     let i = thread::index();
 ///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
-///     out.set(i, unsafe { warp::shfl_up_sync_unchecked(FULL_MASK, x[i.get()], 1) });
+///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
+///     out.set(i, unsafe { warp::shfl_up_sync_unchecked(FULL_MASK, v, 1) });
 /// }
 /// ```
 #[inline(always)]
@@ -387,7 +388,8 @@ pub unsafe fn shfl_up_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta
 /// pub fn next_lane(x: &[u32], mut out: DisjointSlice<u32>) {
 ///     let i = thread::index();
 ///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
-///     out.set(i, unsafe { warp::shfl_down_sync_unchecked(FULL_MASK, x[i.get()], 1) });
+///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
+///     out.set(i, unsafe { warp::shfl_down_sync_unchecked(FULL_MASK, v, 1) });
 /// }
 /// ```
 #[inline(always)]
@@ -413,7 +415,8 @@ pub unsafe fn shfl_down_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, del
 /// pub fn pair_swap(x: &[f32], mut out: DisjointSlice<f32>) {
 ///     let i = thread::index();
 ///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
-///     out.set(i, unsafe { warp::shfl_xor_sync_unchecked(FULL_MASK, x[i.get()], 1) });
+///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
+///     out.set(i, unsafe { warp::shfl_xor_sync_unchecked(FULL_MASK, v, 1) });
 /// }
 /// ```
 #[inline(always)]
@@ -434,7 +437,8 @@ pub unsafe fn shfl_xor_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, lane
 /// #[kernel]
 /// pub fn warp_all_positive(x: &[i32], mut out: DisjointSlice<bool>) {
 ///     let i = thread::index();
-///     out.set(i, warp::all_sync(FULL_MASK, x[i.get()] > 0)); // CUDA's __all_sync
+///     let positive = x.get(i.get()).is_none_or(|&v| v > 0); // lanes past the end agree
+///     out.set(i, warp::all_sync(FULL_MASK, positive)); // CUDA's __all_sync
 /// }
 /// ```
 #[inline(always)]
@@ -456,7 +460,8 @@ pub fn all_sync(mask: u32, predicate: bool) -> bool {
 /// #[kernel]
 /// pub fn warp_any_zero(x: &[i32], mut out: DisjointSlice<bool>) {
 ///     let i = thread::index();
-///     out.set(i, warp::any_sync(FULL_MASK, x[i.get()] == 0)); // CUDA's __any_sync
+///     let zero = x.get(i.get()).is_some_and(|&v| v == 0); // lanes past the end say no
+///     out.set(i, warp::any_sync(FULL_MASK, zero)); // CUDA's __any_sync
 /// }
 /// ```
 #[inline(always)]
@@ -480,7 +485,7 @@ pub fn any_sync(mask: u32, predicate: bool) -> bool {
 /// #[kernel]
 /// pub fn ranks(x: &[f32], mut out: DisjointSlice<u32>) {
 ///     let i = thread::index();
-///     let keep = warp::ballot_sync(FULL_MASK, x[i.get()] > 0.0);
+///     let keep = warp::ballot_sync(FULL_MASK, x.get(i.get()).is_some_and(|&v| v > 0.0));
 ///     let below = keep & ((1u32 << thread::lane_id()) - 1);
 ///     out.set(i, below.count_ones());
 /// }

@@ -81,7 +81,7 @@ impl Event {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// let event = ctx.new_event()?;
-    /// let raw = event.raw(); // for a driver call the runtime does not wrap, e.g. cuStreamWaitEvent
+    /// let raw = event.raw(); // for a library that takes a CUevent, or a driver call not wrapped here
     /// # Ok(()) }
     /// ```
     pub fn raw(&self) -> cudarc::driver::sys::CUevent {
