@@ -38,8 +38,10 @@ pub(crate) struct Missing {
 }
 
 pub(crate) fn doc_check() -> Result<(), String> {
+    // Absolute, so that the nightly cargo (run from the workspace root) and the reader agree.
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
+        .map(|t| std::env::current_dir().map(|d| d.join(&t)).unwrap_or(t))
         .unwrap_or_else(|| root().join("target"));
     let mut missing = Vec::new();
     let mut checked = 0;
