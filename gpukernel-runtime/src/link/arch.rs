@@ -12,7 +12,6 @@ use crate::error::{Error, Result};
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// let arch: Arch = "sm_90".parse()?;
 /// assert_eq!(arch, Arch::from_compute_capability(9, 0));
 /// assert_eq!(arch.to_string(), "sm_90");
@@ -32,7 +31,6 @@ impl Arch {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let (major, minor) = ctx.compute_capability()?;
     /// let arch = Arch::from_compute_capability(major, minor);
     /// assert_eq!(Arch::from_compute_capability(8, 6).sm(), 86);
@@ -52,7 +50,6 @@ impl Arch {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// assert_eq!("sm_90".parse::<Arch>()?.sm(), 90);
     /// # Ok(()) }
     /// ```
@@ -67,7 +64,6 @@ impl Arch {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// assert_eq!("sm_89".parse::<Arch>()?.major(), 8);
     /// # Ok(()) }
     /// ```

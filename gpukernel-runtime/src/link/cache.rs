@@ -29,7 +29,6 @@ pub(crate) use crate::format::cache_entry::{Entry, Key};
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// let image = Linker::for_arch("sm_90")?
 ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
 ///     .cache(CachePolicy::Dir(std::env::temp_dir().join("my-app-cubins")))
@@ -57,7 +56,6 @@ impl CachePolicy {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// assert_eq!(CachePolicy::Disabled.dir(), None);
     /// println!("links are cached in {:?}", CachePolicy::Default.dir()); // ~/.cache/gpukernel
     /// # Ok(()) }

@@ -29,7 +29,6 @@ use crate::link::input::Input;
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
 /// # let record = DECL_RECORD;
-///
 /// let decl = ForeignDecl::parse(record).unwrap();
 /// match decl.abi {
 ///     ForeignAbi::Numba => println!("int {}(float* ret, ...)", decl.symbol),
@@ -55,7 +54,6 @@ pub enum ForeignAbi {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
 /// # let record = DECL_RECORD;
-///
 /// // `record` as `declare_device!` exports it beside the kernels.
 /// let decl = ForeignDecl::parse(record).unwrap();
 /// assert_eq!((decl.symbol.as_str(), decl.declared_at.as_str()), ("mul_f32_f32", "src/ffi.rs:12"));
@@ -85,7 +83,6 @@ impl ForeignDecl {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let record = DECL_RECORD;
-    ///
     /// assert_eq!(ForeignDecl::parse(record).unwrap().ret, "float");
     /// assert!(ForeignDecl::parse("not a record").is_none());
     /// # Ok(()) }
@@ -130,7 +127,6 @@ impl ForeignDecl {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // What the kernels of a PTX declare with `declare_device!`, to list or check them.
     /// for decl in ForeignDecl::from_ptx(&kernels_ptx()) {
     ///     println!("{} at {}", decl.c_declaration(), decl.declared_at);
@@ -155,7 +151,6 @@ impl ForeignDecl {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let record = DECL_RECORD;
-    ///
     /// let decl = ForeignDecl::parse(record).unwrap();
     /// let c = decl.c_declaration();
     /// assert_eq!(c, "extern \"C\" __device__ int mul_f32_f32(float*, float, float)");

@@ -15,7 +15,6 @@ use crate::link::{Arch, LinkOptions};
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
 /// # let image = doc_image()?;
-///
 /// for input in image.inputs() {
 ///     println!("{} ({:?})", input.name, input.kind);
 /// }
@@ -39,7 +38,6 @@ pub struct LinkInput {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// let image = Linker::for_arch("sm_90")?
 ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
 ///     .cache(CachePolicy::Disabled)
@@ -70,7 +68,6 @@ pub struct CompiledInput {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
 /// # let image = doc_image()?;
-///
 /// match image.cache_status() {
 ///     CacheStatus::Hit { path } => println!("loaded from {}", path.display()),
 ///     CacheStatus::Miss { .. } | CacheStatus::Rebuilt { .. } => println!("linked and stored"),
@@ -110,7 +107,6 @@ pub enum CacheStatus {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
 /// # let image = doc_image()?;
-///
 /// let t: LinkTimings = image.timings();
 /// println!("compile {:?}, link {:?}, total {:?}", t.compile, t.link, t.total);
 /// # Ok(()) }
@@ -135,7 +131,6 @@ pub struct LinkTimings {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
 /// # let image = doc_image()?;
-///
 /// println!("{} bytes for {:?} by {:?}", image.cubin().len(), image.arch(), image.linker());
 /// assert!(image.entry_points()?.contains(&"saxpy".to_owned()));
 /// # Ok(()) }
@@ -165,7 +160,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// assert_eq!(&image.cubin()[..4], b"\x7fELF"); // a CUDA ELF image
     /// # Ok(()) }
     /// ```
@@ -201,7 +195,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// let bytes: Vec<u8> = image.into_cubin(); // e.g. to store it
     /// assert!(!bytes.is_empty());
     /// # Ok(()) }
@@ -232,7 +225,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// assert_eq!(image.arch().map(|a| a.to_string()).as_deref(), Some("sm_90"));
     /// # Ok(()) }
     /// ```
@@ -248,7 +240,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// assert_eq!(image.linker(), Some(LinkerKind::NvJitLink)); // offline links use nvJitLink
     /// # Ok(()) }
     /// ```
@@ -264,7 +255,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// if !image.info_log().is_empty() {
     ///     eprintln!("linker said:\n{}", image.info_log()); // e.g. register and spill counts
     /// }
@@ -282,7 +272,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// for (source, log) in image.compile_logs() {
     ///     eprintln!("{source}: {log}"); // NVRTC warnings
     /// }
@@ -300,7 +289,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// let again = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
     ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
@@ -320,7 +308,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// if let CacheStatus::Hit { path } = image.cache_status() {
     ///     println!("cache entry {}", path.display());
     /// }
@@ -338,7 +325,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// let t = image.timings();
     /// assert!(t.total >= t.link);
     /// # Ok(()) }
@@ -355,7 +341,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// let names: Vec<&str> = image.inputs().iter().map(|i| i.name.as_str()).collect();
     /// assert_eq!(names, ["kernels.ptx", "functions.cu"]);
     /// # Ok(()) }
@@ -372,7 +357,6 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "k.ptx")
     ///     .max_registers(64)
@@ -392,7 +376,6 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "k.ptx")
     ///     .max_registers(64)
@@ -413,7 +396,6 @@ impl LinkedImage {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
     ///     .cache(CachePolicy::Disabled) // a cache hit compiles nothing
@@ -434,7 +416,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// let mut kernels = image.entry_points()?;
     /// kernels.sort();
     /// assert_eq!(kernels, ["iota", "saxpy", "scale"]);
@@ -457,7 +438,6 @@ impl LinkedImage {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
     /// # let image = doc_image()?;
-    ///
     /// let functions = image.functions()?; // kernels and the device functions they call
     /// assert!(functions.iter().any(|f| f == "saxpy"));
     /// # Ok(()) }

@@ -55,7 +55,6 @@ enum Pending {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// // The Rust kernels' PTX plus CUDA C++ they call, linked for the context's device.
 /// let module = Linker::new(&ctx)?
 ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
@@ -99,7 +98,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let ctx = Context::default_context()?; // a GPU, or the simulator
     /// let module = Linker::new(&ctx)?.add_ptx(&kernels_ptx(), "kernels.ptx").link_and_load()?;
     /// # Ok(()) }
@@ -127,7 +125,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // No GPU needed: NVRTC and nvJitLink compile and link for sm_90.
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
@@ -150,7 +147,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // Checks the inputs as a real link would, compiles nothing.
     /// let image = Linker::for_simulator().add_ptx(&kernels_ptx(), "kernels.ptx").link()?;
     /// assert!(image.is_simulator() && image.cubin().is_empty());
@@ -167,7 +163,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// assert_eq!(Linker::for_arch("sm_90")?.arch().map(|a| a.sm()), Some(90));
     /// assert_eq!(Linker::for_simulator().arch(), None);
     /// # Ok(()) }
@@ -189,7 +184,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// # let (_dir, cu) = doc_file("functions.cu", FUNCTIONS_CU);
     /// // `cu` is e.g. "kernels/cuda/functions.cu", relative to the current directory.
     /// let module = Linker::new(&ctx)?
@@ -232,7 +226,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // A prebuilt library (`nvcc -lib -rdc=true`) that defines functions the kernels declare.
     /// let mut linker = Linker::new(&ctx)?;
     /// linker.add_ptx(&kernels_ptx(), "kernels.ptx");
@@ -264,7 +257,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let fatbin: Vec<u8> = std::fs::read("functions.fatbin").expect("nvcc -fatbin output");
     /// let mut linker = Linker::new(&ctx)?;
     /// linker.add_ptx(&kernels_ptx(), "kernels.ptx");
@@ -297,7 +289,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// # let (_dir, ptx) = doc_file("kernels.txt", &kernels_ptx());
     /// // A PTX file without the .ptx extension.
     /// let module = Linker::new(&ctx)?.add_file_as(&ptx, InputKind::Ptx).link_and_load()?;
@@ -320,7 +311,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let module = Linker::new(&ctx)?
     ///     .add_data(InputKind::Ptx, kernels_ptx(), "kernels.ptx")
     ///     .add_data(InputKind::Cuda, FUNCTIONS_CU, "functions.cu") // errors name it `functions.cu`
@@ -351,7 +341,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // In an application: `const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));`
     /// let module = Linker::new(&ctx)?.add_ptx(&kernels_ptx(), "kernels.ptx").link_and_load()?;
     /// assert_eq!(module.kernel_names(), ["iota", "saxpy", "scale"]);
@@ -372,7 +361,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // Only `saxpy` (and the foreign code it calls) is linked.
     /// let module = Linker::new(&ctx)?
     ///     .add_ptx_kernels(&kernels_ptx(), "kernels.ptx", &["saxpy"])
@@ -429,7 +417,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// const SRC: &str = r#"extern "C" __device__ float twice(float x) { return 2.0f * x; }"#;
     /// let module = Linker::new(&ctx)?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
@@ -466,7 +453,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
     ///     .nvrtc_options(["--use_fast_math", "-DNDEBUG"])
@@ -491,7 +477,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// # let (dir, _) = doc_file("scale.h", "#define SCALE 2.0f\n");
     /// // `dir` holds scale.h, e.g. "kernels/cuda/include".
     /// let image = Linker::for_arch("sm_90")?
@@ -514,7 +499,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // e.g. `.header("scale.h", include_str!("cuda/scale.h"))`: nothing to ship beside the binary
     /// let image = Linker::for_arch("sm_90")?
     ///     .header("scale.h", "#define SCALE 2.0f\n")
@@ -536,7 +520,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // CUDA C++ callees inlined into CUDA C++ callers at link time (through nvJitLink).
     /// let module = Linker::new(&ctx)?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
@@ -559,7 +542,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
     ///     .max_registers(32) // more threads resident per SM, at the cost of spills
@@ -580,7 +562,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
     ///     .optimization_level(0) // fast to build, slow to run
@@ -601,7 +582,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // For Nsight Compute's source view and compute-sanitizer's line numbers.
     /// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").line_info(true).link()?;
     /// assert!(image.options().line_info);
@@ -620,7 +600,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // For cuda-gdb: device debug information, no optimisation.
     /// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").debug(true).link()?;
     /// assert!(image.options().debug);
@@ -638,7 +617,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
     ///     .cache(CachePolicy::Disabled) // always compile and link
@@ -658,14 +636,12 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let image = Linker::for_arch("sm_90")?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
     ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
     ///     .link()?;
     /// println!("{} bytes in {:?}", image.cubin().len(), image.timings().total);
-    /// let module = ctx.load_module(image.module_image()) // on a device of sm_90
-    /// #   .ok();
+    /// // Later, on an sm_90 device: `ctx.load_module(image.cubin())?`.
     /// # Ok(()) }
     /// ```
     pub fn link(&self) -> Result<LinkedImage> {
@@ -764,7 +740,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// let module = Linker::new(&ctx)?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
     ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
@@ -801,7 +776,6 @@ impl Linker {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
     /// # use gpukernel_runtime::link::*;
-    ///
     /// // On an sm_90 machine, check that the code would also link for sm_80.
     /// let image = Linker::new(&ctx)?
     ///     .add_ptx(&kernels_ptx(), "kernels.ptx")

@@ -12,7 +12,6 @@ use crate::link::{Arch, sys, tools};
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// let ltoir = compile_cuda(FUNCTIONS_CU, "functions.cu", &[], "sm_90".parse()?, &[], CudaOutput::LtoIr)?;
 /// // SAFETY-free: LTO-IR is checked like any input; link it later with nvJitLink.
 /// let image = Linker::for_arch("sm_90")?.add_data(InputKind::LtoIr, ltoir, "functions.ltoir").link()?;
@@ -37,7 +36,6 @@ pub enum CudaOutput {
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// let ptx = compile_cuda(FUNCTIONS_CU, "functions.cu", &[], "sm_90".parse()?, &["--use_fast_math".into()], CudaOutput::Ptx)?;
 /// assert!(String::from_utf8_lossy(&ptx).contains(".visible .func"));
 /// let e = compile_cuda("int x = ;", "bad.cu", &[], "sm_90".parse()?, &[], CudaOutput::Ptx).unwrap_err();

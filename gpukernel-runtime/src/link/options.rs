@@ -12,7 +12,6 @@ use crate::link::sys::JitOption;
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
 /// # use gpukernel_runtime::link::*;
-///
 /// let image = Linker::for_arch("sm_90")?
 ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
 ///     .max_registers(32)
