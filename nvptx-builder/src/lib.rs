@@ -337,7 +337,11 @@ impl fmt::Display for Error {
                 "`{}`{} was not found or does not run ({detail}); it compiles the `foreign_cuda` sources for build-time LTO.\n\
                  hint: install it with {install}, or name another clang (19 or newer) in GPUKERNEL_CLANG",
                 clang.display(),
-                if *from_env { " (from GPUKERNEL_CLANG)" } else { "" }
+                if *from_env {
+                    " (from GPUKERNEL_CLANG)"
+                } else {
+                    ""
+                }
             ),
             Error::CudaHeadersMissing { searched } => write!(
                 f,

@@ -76,9 +76,7 @@ pub fn cuda_headers_root() -> Result<PathBuf, Error> {
     let searched = crate::cuda_tools_search_path();
     searched
         .iter()
-        .find(|d| {
-            d.join("include/cuda.h").is_file() && d.join("include/cuda_runtime.h").is_file()
-        })
+        .find(|d| d.join("include/cuda.h").is_file() && d.join("include/cuda_runtime.h").is_file())
         .cloned()
         .ok_or(Error::CudaHeadersMissing { searched })
 }
@@ -461,7 +459,10 @@ fn mismatch(
         None => source.path.display().to_string(),
     };
     let byval = found.params.iter().any(|p| p.ends_with("byval"))
-        || want.params.iter().any(|p| p.starts_with('[') || p.starts_with('{'));
+        || want
+            .params
+            .iter()
+            .any(|p| p.starts_with('[') || p.starts_with('{'));
     let mut detail = format!(
         "LLVM types differ: the kernels call `{want}`, clang defines `{found}` (build-time LTO links the two directly)"
     );
@@ -506,7 +507,8 @@ fn definition_line(text: &str, name: &str) -> Option<usize> {
         }
         let brace = after.find('{');
         let semi = after.find(';');
-        if matches!((brace, semi), (Some(b), Some(s)) if b < s) || (brace.is_some() && semi.is_none())
+        if matches!((brace, semi), (Some(b), Some(s)) if b < s)
+            || (brace.is_some() && semi.is_none())
         {
             return Some(text[..at].matches('\n').count() + 1);
         }
@@ -517,7 +519,10 @@ fn definition_line(text: &str, name: &str) -> Option<usize> {
 /// The LLVM IR of the record globals (one per source): `gpukernel-lto-v1`, `source=`, `hash=`
 /// (FNV-1a of the source's bytes, hex) and one `defines=` per external function. The run-time
 /// Linker reads them from the PTX to recognise a source added again.
-pub(crate) fn record_globals(sources: &[CudaBitcode], defined: &[Vec<String>]) -> Vec<(String, String)> {
+pub(crate) fn record_globals(
+    sources: &[CudaBitcode],
+    defined: &[Vec<String>],
+) -> Vec<(String, String)> {
     sources
         .iter()
         .zip(defined)
@@ -616,7 +621,10 @@ define dso_local { float, float } @pair(float %0) {\n";
             .to_string();
         assert!(e.contains("`dot2`") && e.contains("src/ffi.rs:9"), "{e}");
         assert!(e.contains("f.cu:4"), "the definition's line: {e}");
-        assert!(e.contains("i32 (ptr, [2 x i32], [2 x i32])") && e.contains("byval"), "{e}");
+        assert!(
+            e.contains("i32 (ptr, [2 x i32], [2 x i32])") && e.contains("byval"),
+            "{e}"
+        );
         // Without dot2 the same sources pass, and what each defines is returned.
         let ok_ir = CLANG_IR.replace("@dot2", "@dot3");
         let defined = check_signatures(RUST_IR, &[(src, ok_ir)], &[]).unwrap();

@@ -5,7 +5,7 @@
 //     extern "C" __device__ int f(T* return_value, A1 a1, ...);   // 0 means success
 
 // ret = a * b
-extern "C" __device__ int mul_f32_f32(float* ret, float a, float b) {
+extern "C" __device__ int mul_f32(float* ret, float a, float b) {
     *ret = a * b;
     return 0;
 }

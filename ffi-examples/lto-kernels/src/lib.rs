@@ -27,9 +27,11 @@ pub const PTX_RUNTIME_LINK: &str =
 /// The text of `cuda/functions.cu`, for the run-time link of [`PTX_RUNTIME_LINK`].
 pub const FUNCTIONS_CU: &str = include_str!("../cuda/functions.cu");
 
+// Named unlike `ffi-examples-kernels`' functions: on the host, where the simulator runs foreign
+// code, both crates link into one test program, and C symbols are global.
 declare_device! {
     /// `a * b`.
-    pub "mul_f32_f32", fn(a: f32, b: f32) -> f32;
+    pub "mul_f32", fn(a: f32, b: f32) -> f32;
     /// A degree-8 polynomial by Horner's rule (8 fused multiply-adds), bounded on [0, 1].
     pub "horner8", fn(x: f32) -> f32;
     /// `sqrt(x)`; fails with status 33 when `x < 0`.
@@ -63,12 +65,12 @@ pub fn horner8_rust(x: f32) -> f32 {
     acc
 }
 
-/// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32_f32`.
+/// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32`.
 #[kernel]
 pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
     if let Some(o) = out.get_mut(i) {
-        *o = mul_f32_f32(a[i.get()], b[i.get()]);
+        *o = mul_f32(a[i.get()], b[i.get()]);
     }
 }
 
@@ -88,7 +90,7 @@ pub unsafe fn saxpy_mul_inline(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
-/// `y[i] = mul_f32_f32(a, x[i]) + y[i]`: the multiply through the foreign function.
+/// `y[i] = mul_f32(a, x[i]) + y[i]`: the multiply through the foreign function.
 ///
 /// # Safety
 /// As [`saxpy_mul_inline`].
@@ -99,7 +101,7 @@ pub unsafe fn saxpy_mul_foreign(a: f32, x: &[f32], y: &mut [f32]) {
         // SAFETY: as in `saxpy_mul_inline`.
         unsafe {
             let yi = y.get_unchecked_mut(i);
-            *yi += mul_f32_f32(a, *x.get_unchecked(i));
+            *yi += mul_f32(a, *x.get_unchecked(i));
         }
     }
 }

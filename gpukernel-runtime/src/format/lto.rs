@@ -76,9 +76,15 @@ mod tests {
         assert_eq!(r.defines, ["f", "g"]);
         assert!(r.is_source(src));
         assert!(!r.is_source(b"something else"));
-        assert_eq!(LtoRecord::parse("gpukernel-lto-v2\nsource=a\nhash=1\n"), None);
+        assert_eq!(
+            LtoRecord::parse("gpukernel-lto-v2\nsource=a\nhash=1\n"),
+            None
+        );
         assert_eq!(LtoRecord::parse("gpukernel-lto-v1\nsource=a\n"), None);
-        assert_eq!(LtoRecord::parse("gpukernel-lto-v1\nsource=a\nhash=zz\n"), None);
+        assert_eq!(
+            LtoRecord::parse("gpukernel-lto-v1\nsource=a\nhash=zz\n"),
+            None
+        );
         // The same values as nvptx-builder's FNV-1a (its test vectors: "" and "a").
         assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
