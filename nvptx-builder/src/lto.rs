@@ -51,10 +51,17 @@ const STUB_HEADERS: [&str; 2] = ["texture_fetch_functions.h", "curand_mtgp32_ker
 
 /// The clang to compile foreign CUDA C with: `GPUKERNEL_CLANG`, else `clang-19` on `PATH`.
 pub fn find_clang() -> Result<PathBuf, Error> {
-    let named = std::env::var_os("GPUKERNEL_CLANG").filter(|v| !v.is_empty());
+    find_clang_named(
+        std::env::var_os("GPUKERNEL_CLANG")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+    )
+}
+
+/// [`find_clang`] with the value of `GPUKERNEL_CLANG` given.
+fn find_clang_named(named: Option<PathBuf>) -> Result<PathBuf, Error> {
     let candidate = named
         .clone()
-        .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(format!("clang-{CLANG_VERSION}")));
     match Command::new(&candidate).arg("--version").output() {
         Ok(out) if out.status.success() => Ok(candidate),
@@ -662,6 +669,98 @@ define dso_local { float, float } @pair(float %0) {\n";
         assert!(global.contains("c\"gpukernel-lto-v1\\0Asource=cuda/f \\22x\\22.cu\\0Ahash=00000000000000ab\\0Adefines=mul_f32_f32\\0A\""), "{global}");
         let len: usize = "gpukernel-lto-v1\nsource=cuda/f \"x\".cu\nhash=00000000000000ab\ndefines=mul_f32_f32\n".len();
         assert!(global.contains(&format!("[{len} x i8]")), "{global}");
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("nvptx-lto-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_missing_clang_names_the_command_that_installs_it() {
+        let e = find_clang_named(Some("/nonexistent/clang-19".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/nonexistent/clang-19")
+                && e.contains("GPUKERNEL_CLANG")
+                && e.contains("cargo xtask doctor")
+                && e.contains("apt-get install clang-19"),
+            "{e}"
+        );
+    }
+
+    /// Needs clang-19 and the CUDA headers (`cargo xtask doctor` installs both).
+    #[test]
+    fn clang_errors_come_first_with_the_source_line() {
+        let dir = scratch("bad");
+        std::fs::write(
+            dir.join("bad.cu"),
+            "extern \"C\" __device__ int f(float* r, float x) {\n    *r = x +;\n    return 0;\n}\n",
+        )
+        .unwrap();
+        let clang = Clang::locate(&dir.join("work")).unwrap_or_else(|e| panic!("{e}"));
+        let e = clang
+            .compile(&dir, Path::new("bad.cu"), "sm_90", &dir.join("work"), false)
+            .unwrap_err();
+        assert!(matches!(e, Error::ForeignDeviceCompileFailed { .. }), "{e}");
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with(&format!("{}:2:", dir.join("bad.cu").display()))
+                && first.contains("error:"),
+            "clang's error is the first line: {text}"
+        );
+        assert!(text.contains("does not compile for the GPU"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Needs clang-19, the CUDA headers and the nightly's llvm-tools (`cargo xtask doctor`).
+    #[test]
+    fn real_clang_output_is_checked_against_the_kernels_declarations() {
+        let dir = scratch("real");
+        std::fs::write(
+            dir.join("f.cu"),
+            "#include <cuda_fp16.h>\nstruct Float2 { float x; float y; };\n\
+             extern \"C\" __device__ int mul_f32_f32(float* r, float a, float b) { *r = a * b; return 0; }\n\
+             extern \"C\" __device__ int dot2(float* r, Float2 a, Float2 b) { *r = a.x * b.x + a.y * b.y; return 0; }\n\
+             extern \"C\" __device__ int e(float* r, float x) { *r = expf(x) + __half2float(__float2half(x)); return 0; }\n",
+        )
+        .unwrap();
+        let clang = Clang::locate(&dir.join("work")).unwrap_or_else(|e| panic!("{e}"));
+        let bc = clang
+            .compile(&dir, Path::new("f.cu"), "sm_90", &dir.join("work"), false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let nightly = std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into());
+        let tc = crate::tools::Toolchain::locate(&nightly).unwrap_or_else(|e| panic!("{e}"));
+        let ir = crate::run_tool(
+            &tc.llvm_dis,
+            &[bc.bitcode.clone().into_os_string(), "-o".into(), "-".into()],
+        )
+        .unwrap();
+        // `mul_f32_f32` matches; `expf` came from libdevice, inside the bitcode.
+        let defined = check_signatures(
+            RUST_IR.lines().next().unwrap(),
+            &[(bc.clone(), ir.clone())],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(defined, [["mul_f32_f32", "dot2", "e"]]);
+        assert!(
+            !ir.contains("declare float @expf"),
+            "expf resolved in the bitcode"
+        );
+        // `dot2` with structs by value: refused, naming the definition's line.
+        let e = check_signatures(RUST_IR, &[(bc, ir)], &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`dot2`") && e.contains("f.cu:4") && e.contains("byval"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
