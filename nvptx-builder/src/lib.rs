@@ -205,6 +205,13 @@ pub enum Error {
         /// clang's log (file:line, caret).
         log: String,
     },
+    /// Two sources of [`Builder::foreign_cuda`] define the same function.
+    ForeignDuplicateDefinition {
+        /// The function.
+        symbol: String,
+        /// The sources that define it.
+        sources: [PathBuf; 2],
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -375,6 +382,13 @@ impl fmt::Display for Error {
                     ),
                 }
             }
+            Error::ForeignDuplicateDefinition { symbol, sources } => write!(
+                f,
+                "`{symbol}` is defined by two `foreign_cuda` sources, {} and {}: they are linked into one PTX, so keep one \
+                 definition (a shared helper goes in a header, `static` or `inline`)",
+                sources[0].display(),
+                sources[1].display()
+            ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }

@@ -438,6 +438,16 @@ pub(crate) fn check_signatures(
             if !is_def {
                 continue;
             }
+            let earlier = sources
+                .iter()
+                .zip(&defined_per_source)
+                .find(|(_, defs): &(_, &Vec<String>)| defs.contains(&name));
+            if let Some(((first, _), _)) = earlier {
+                return Err(Error::ForeignDuplicateDefinition {
+                    symbol: name,
+                    sources: [first.path.clone(), source.path.clone()],
+                });
+            }
             if let Some((_, want)) = wanted.iter().find(|(n, _)| *n == name)
                 && *want != sig
             {
@@ -637,6 +647,29 @@ define dso_local { float, float } @pair(float %0) {\n";
         let defined = check_signatures(RUST_IR, &[(src, ok_ir)], &[]).unwrap();
         assert_eq!(defined, [["mul_f32_f32", "sum_reduce", "dot3", "pair"]]);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn two_sources_defining_one_function_are_refused() {
+        let src = |name: &str| CudaBitcode {
+            named: name.into(),
+            path: format!("/k/{name}").into(),
+            bitcode: "/o/x.bc".into(),
+            hash: 3,
+        };
+        let e = check_signatures(
+            RUST_IR,
+            &[
+                (src("a.cu"), CLANG_IR.into()),
+                (src("b.cu"), CLANG_IR.into()),
+            ],
+            &[],
+        );
+        let e = e.unwrap_err().to_string();
+        assert!(
+            e.contains("`mul_f32_f32`") && e.contains("/k/a.cu") && e.contains("/k/b.cu"),
+            "{e}"
+        );
     }
 
     #[test]
