@@ -175,6 +175,10 @@ pub(crate) trait ShareBackend {
         Err(sim("device_uuid"))
     }
     /// The raw `CUcontext` (null on the simulator), for interoperation with other libraries.
+    #[cfg_attr(
+        not(feature = "cudarc-interop"),
+        allow(dead_code, reason = "used by the cudarc interop feature")
+    )]
     fn raw_context(&self) -> *mut c_void {
         core::ptr::null_mut()
     }

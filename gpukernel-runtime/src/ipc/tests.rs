@@ -67,6 +67,17 @@ fn sharing_is_refused_on_the_simulator_by_name() {
     assert!(matches!(e, Error::NotOnSimulator { .. }), "{e}");
     let ev = ctx.new_event().unwrap();
     assert!(matches!(ev.ipc_handle(), Err(Error::NotOnSimulator { .. })));
+    use crate::external::*;
+    // SAFETY: refused before anything is imported.
+    let e = unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueWin32(1), 64, true) }
+        .unwrap_err();
+    assert!(matches!(e, Error::NotOnSimulator { operation: "ExternalMemory::import" }), "{e}");
+    // SAFETY: as above.
+    let e = unsafe {
+        ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueWin32(1), SemaphoreKind::Binary)
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::NotOnSimulator { .. }), "{e}");
 }
 
 #[cfg(unix)]
