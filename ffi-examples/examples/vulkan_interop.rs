@@ -11,15 +11,17 @@
 //!
 //! Needs a GPU and the Vulkan loader (`libvulkan.so.1`; `GPUKERNEL_VULKAN_LOADER` names another
 //! path). Run: `cargo run -p ffi-examples --example vulkan_interop`.
-#![allow(clippy::undocumented_unsafe_blocks, reason = "every Vulkan call is unsafe in ash")]
+#![allow(
+    clippy::undocumented_unsafe_blocks,
+    reason = "every Vulkan call is unsafe in ash"
+)]
 
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use ash::vk;
 use ffi_examples_kernels::{PTX, saxpy};
 use gpukernel_runtime::external::{
-    ExternalMemory, ExternalMemoryHandle, ExternalSemaphore, ExternalSemaphoreHandle,
-    SemaphoreKind,
+    ExternalMemory, ExternalMemoryHandle, ExternalSemaphore, ExternalSemaphoreHandle, SemaphoreKind,
 };
 use gpukernel_runtime::link::Linker;
 use gpukernel_runtime::{Context, Device, Kernel, LaunchConfig};
@@ -62,8 +64,12 @@ impl Vk {
         let entry = unsafe { ash::Entry::load_from(&loader) }
             .map_err(|e| format!("loading the Vulkan loader `{loader}`: {e}"))?;
         let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
-        let instance =
-            unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None) }?;
+        let instance = unsafe {
+            entry.create_instance(
+                &vk::InstanceCreateInfo::default().application_info(&app),
+                None,
+            )
+        }?;
         let mut chosen = None;
         for pd in unsafe { instance.enumerate_physical_devices() }? {
             let mut id = vk::PhysicalDeviceIDProperties::default();
@@ -82,7 +88,10 @@ impl Vk {
         let pd = chosen.ok_or("no Vulkan device on the GPU")?;
         let qf = unsafe { instance.get_physical_device_queue_family_properties(pd) }
             .iter()
-            .position(|q| q.queue_flags.intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE))
+            .position(|q| {
+                q.queue_flags
+                    .intersects(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+            })
             .ok_or("no graphics or compute queue")? as u32;
         let exts = [
             ash::khr::external_memory_fd::NAME.as_ptr(),
@@ -126,7 +135,9 @@ impl Vk {
         (0..self.props.memory_type_count)
             .find(|&i| {
                 bits & (1 << i) != 0
-                    && self.props.memory_types[i as usize].property_flags.contains(want)
+                    && self.props.memory_types[i as usize]
+                        .property_flags
+                        .contains(want)
             })
             .ok_or_else(|| format!("no memory type with {want:?}").into())
     }
@@ -224,12 +235,15 @@ impl Vk {
         let values: Vec<u64> = wait.iter().map(|w| w.1.unwrap_or(0)).collect();
         let stages = [vk::PipelineStageFlags::TRANSFER];
         let signals: Vec<vk::Semaphore> = signal.into_iter().collect();
-        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
+        let mut timeline =
+            vk::TimelineSemaphoreSubmitInfo::default().wait_semaphore_values(&values);
         let mut info = vk::SubmitInfo::default()
             .command_buffers(&cbs)
             .signal_semaphores(&signals);
         if !waits.is_empty() {
-            info = info.wait_semaphores(&waits).wait_dst_stage_mask(&stages[..waits.len()]);
+            info = info
+                .wait_semaphores(&waits)
+                .wait_dst_stage_mask(&stages[..waits.len()]);
         }
         if wait.is_some_and(|w| w.1.is_some()) {
             info = info.push_next(&mut timeline);
@@ -298,14 +312,27 @@ pub fn round_trip(ctx: &Context, vk: &Vk, n: usize) -> Res<Vec<f32>> {
     // SAFETY: the fd is an export of `shared.size` bytes of this GPU's memory; Vulkan touches
     // it only in the submissions ordered by the two semaphores below.
     let mem = unsafe {
-        ExternalMemory::import(ctx, ExternalMemoryHandle::OpaqueFd(vk.memory_fd(&shared)?), shared.size, true)
+        ExternalMemory::import(
+            ctx,
+            ExternalMemoryHandle::OpaqueFd(vk.memory_fd(&shared)?),
+            shared.size,
+            true,
+        )
     }?;
     let mut y = mem.map::<f32>(0, n)?;
     // SAFETY: exports of a binary and a timeline semaphore of this GPU.
     let (wait_fill, signal_done) = unsafe {
         (
-            ExternalSemaphore::import(ctx, ExternalSemaphoreHandle::OpaqueFd(fill_fd), SemaphoreKind::Binary)?,
-            ExternalSemaphore::import(ctx, ExternalSemaphoreHandle::OpaqueFd(cuda_fd), SemaphoreKind::Timeline)?,
+            ExternalSemaphore::import(
+                ctx,
+                ExternalSemaphoreHandle::OpaqueFd(fill_fd),
+                SemaphoreKind::Binary,
+            )?,
+            ExternalSemaphore::import(
+                ctx,
+                ExternalSemaphoreHandle::OpaqueFd(cuda_fd),
+                SemaphoreKind::Timeline,
+            )?,
         )
     };
 
@@ -328,7 +355,12 @@ pub fn round_trip(ctx: &Context, vk: &Vk, n: usize) -> Res<Vec<f32>> {
     signal_done.signal_value(&stream, 1)?;
     // Vulkan waits for 1 and copies into host-visible memory.
     let copy = vk.submit(Some((cuda_done, Some(1))), None, |d, cb| unsafe {
-        d.cmd_copy_buffer(cb, shared.buffer, host.buffer, &[vk::BufferCopy::default().size(bytes)]);
+        d.cmd_copy_buffer(
+            cb,
+            shared.buffer,
+            host.buffer,
+            &[vk::BufferCopy::default().size(bytes)],
+        );
     })?;
     vk.wait(fill)?;
     vk.wait(copy)?;
@@ -344,7 +376,10 @@ pub fn round_trip(ctx: &Context, vk: &Vk, n: usize) -> Res<Vec<f32>> {
     Ok(got)
 }
 
-#[allow(dead_code, reason = "the test includes this file as a module and calls round_trip")]
+#[allow(
+    dead_code,
+    reason = "the test includes this file as a module and calls round_trip"
+)]
 fn main() -> Res<()> {
     let ctx = Device::get(0)?.primary_context()?;
     let vk = Vk::new(ctx.device_uuid()?)?;
@@ -354,7 +389,11 @@ fn main() -> Res<()> {
     println!(
         "vulkan_interop: Vulkan filled, saxpy transformed, Vulkan read back {n} floats: {} \
          (y[0] = {}, y[n-1] = {})",
-        if bad == 0 { "all correct".to_string() } else { format!("{bad} wrong") },
+        if bad == 0 {
+            "all correct".to_string()
+        } else {
+            format!("{bad} wrong")
+        },
         got[0],
         got[n - 1]
     );

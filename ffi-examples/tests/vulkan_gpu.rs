@@ -1,6 +1,9 @@
 //! Vulkan interop on a real Vulkan device (feature `gpu`; needs the Vulkan loader): the
 //! example's round trip, the named refusals, and a leak loop of 10,000 import/map/free cycles.
-#![allow(clippy::undocumented_unsafe_blocks, reason = "ash calls; see the example")]
+#![allow(
+    clippy::undocumented_unsafe_blocks,
+    reason = "ash calls; see the example"
+)]
 
 #[allow(dead_code, reason = "the example's `main` is not called here")]
 #[path = "../examples/vulkan_interop.rs"]
@@ -8,8 +11,7 @@ mod example;
 
 use example::{Vk, expected, round_trip};
 use gpukernel_runtime::external::{
-    ExternalMemory, ExternalMemoryHandle, ExternalSemaphore, ExternalSemaphoreHandle,
-    SemaphoreKind,
+    ExternalMemory, ExternalMemoryHandle, ExternalSemaphore, ExternalSemaphoreHandle, SemaphoreKind,
 };
 use gpukernel_runtime::{Context, Device, Error};
 
@@ -27,8 +29,15 @@ fn vulkan_fills_a_kernel_transforms_vulkan_reads_back() {
     let vk = Vk::new(ctx.device_uuid().unwrap()).unwrap();
     for n in [1 << 16, 1000] {
         let got = round_trip(&ctx, &vk, n).unwrap();
-        let bad: Vec<usize> = (0..n).filter(|&i| got[i] != expected(i, n)).take(5).collect();
-        assert!(bad.is_empty(), "n = {n}: wrong at {bad:?}: {:?}", bad.iter().map(|&i| got[i]).collect::<Vec<_>>());
+        let bad: Vec<usize> = (0..n)
+            .filter(|&i| got[i] != expected(i, n))
+            .take(5)
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "n = {n}: wrong at {bad:?}: {:?}",
+            bad.iter().map(|&i| got[i]).collect::<Vec<_>>()
+        );
     }
 }
 
@@ -40,7 +49,12 @@ fn external_bad_input_is_named() {
     let b = vk.buffer(4096, true).unwrap();
     // SAFETY: an export of `b.size` bytes of this GPU.
     let mem = unsafe {
-        ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueFd(vk.memory_fd(&b).unwrap()), b.size, true)
+        ExternalMemory::import(
+            &ctx,
+            ExternalMemoryHandle::OpaqueFd(vk.memory_fd(&b).unwrap()),
+            b.size,
+            true,
+        )
     }
     .unwrap();
     // Ranges past the end, and misaligned offsets.
@@ -53,16 +67,42 @@ fn external_bad_input_is_named() {
     assert_eq!(whole.len(), n);
     // Windows handles on this platform.
     // SAFETY: refused before the driver sees it.
-    let e = unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueWin32(1), 4096, true) }.unwrap_err();
+    let e =
+        unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueWin32(1), 4096, true) }
+            .unwrap_err();
     assert!(matches!(e, Error::UnsupportedHandleType { .. }), "{e}");
     // SAFETY: as above.
-    let e = unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::D3D12Fence(1), SemaphoreKind::Timeline) }.unwrap_err();
+    let e = unsafe {
+        ExternalSemaphore::import(
+            &ctx,
+            ExternalSemaphoreHandle::D3D12Fence(1),
+            SemaphoreKind::Timeline,
+        )
+    }
+    .unwrap_err();
     assert!(matches!(e, Error::UnsupportedHandleType { .. }), "{e}");
     // A descriptor that is not exported memory: the driver refuses it, by call name.
     let file = tempfile::tempfile().unwrap();
     // SAFETY: a wrong handle on purpose: the driver checks it and refuses.
-    let e = unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueFd(file.into()), 4096, true) }.unwrap_err();
-    assert!(matches!(e, Error::Driver { call: "cuImportExternalMemory", .. }), "{e}");
+    let e = unsafe {
+        ExternalMemory::import(
+            &ctx,
+            ExternalMemoryHandle::OpaqueFd(file.into()),
+            4096,
+            true,
+        )
+    }
+    .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Driver {
+                call: "cuImportExternalMemory",
+                ..
+            }
+        ),
+        "{e}"
+    );
     println!("a plain file as external memory: {e}");
     // A semaphore used as the other kind.
     let (bin, bin_fd) = vk.semaphore(false).unwrap();
@@ -70,12 +110,27 @@ fn external_bad_input_is_named() {
     // SAFETY: exports of a binary and a timeline semaphore.
     let (bs, ts) = unsafe {
         (
-            ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(bin_fd), SemaphoreKind::Binary).unwrap(),
-            ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(tl_fd), SemaphoreKind::Timeline).unwrap(),
+            ExternalSemaphore::import(
+                &ctx,
+                ExternalSemaphoreHandle::OpaqueFd(bin_fd),
+                SemaphoreKind::Binary,
+            )
+            .unwrap(),
+            ExternalSemaphore::import(
+                &ctx,
+                ExternalSemaphoreHandle::OpaqueFd(tl_fd),
+                SemaphoreKind::Timeline,
+            )
+            .unwrap(),
         )
     };
     let s = ctx.new_stream().unwrap();
-    for e in [bs.signal_value(&s, 3).unwrap_err(), bs.wait_value(&s, 1).unwrap_err(), ts.signal(&s).unwrap_err(), ts.wait(&s).unwrap_err()] {
+    for e in [
+        bs.signal_value(&s, 3).unwrap_err(),
+        bs.wait_value(&s, 1).unwrap_err(),
+        ts.signal(&s).unwrap_err(),
+        ts.wait(&s).unwrap_err(),
+    ] {
         assert!(matches!(e, Error::SemaphoreKind { .. }), "{e}");
     }
     // A timeline signalled and waited on by value works both ways on one stream.
@@ -100,7 +155,12 @@ fn ten_thousand_import_map_free_cycles_keep_memory_flat() {
     let cycle = || {
         // SAFETY: an export of `b.size` bytes of this GPU, unused by Vulkan meanwhile.
         let mem = unsafe {
-            ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueFd(vk.memory_fd(&b).unwrap()), b.size, true)
+            ExternalMemory::import(
+                &ctx,
+                ExternalMemoryHandle::OpaqueFd(vk.memory_fd(&b).unwrap()),
+                b.size,
+                true,
+            )
         }
         .unwrap();
         let mut y = mem.map::<f32>(0, n).unwrap();
@@ -129,11 +189,19 @@ fn ten_thousand_import_map_free_cycles_keep_memory_flat() {
         (after as i64 - before as i64) / 1024
     );
     // One leaked mapping per cycle would be 10000 MiB; allow the driver's own bookkeeping.
-    assert!(after + (16 << 20) >= before, "device memory fell from {before} to {after} bytes");
-    assert!(fds_after <= fds_before + 16, "descriptors leaked: {fds_before} -> {fds_after}");
+    assert!(
+        after + (16 << 20) >= before,
+        "device memory fell from {before} to {after} bytes"
+    );
+    assert!(
+        fds_after <= fds_before + 16,
+        "descriptors leaked: {fds_before} -> {fds_after}"
+    );
     vk.free(b);
 }
 
 fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0)
 }

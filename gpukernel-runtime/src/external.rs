@@ -74,7 +74,10 @@ pub enum SemaphoreKind {
 }
 
 /// Windows handles, refused elsewhere by name.
-#[cfg_attr(windows, allow(dead_code, reason = "refusal used on non-Windows platforms"))]
+#[cfg_attr(
+    windows,
+    allow(dead_code, reason = "refusal used on non-Windows platforms")
+)]
 fn windows_only(operation: &'static str, handle_type: &'static str) -> Error {
     Error::UnsupportedHandleType {
         operation,
@@ -83,7 +86,10 @@ fn windows_only(operation: &'static str, handle_type: &'static str) -> Error {
     }
 }
 
-#[cfg_attr(not(windows), allow(unused_variables, reason = "the Windows handle is unused"))]
+#[cfg_attr(
+    not(windows),
+    allow(unused_variables, reason = "the Windows handle is unused")
+)]
 fn win32(operation: &'static str, what: &'static str, h: isize) -> Result<OsHandle> {
     #[cfg(windows)]
     {
@@ -205,7 +211,10 @@ impl ExternalMemory {
         check_range::<T>(OP, "the external memory", offset, len as u64, i.size)?;
         let bytes = (len * size_of::<T>()) as u64;
         // The driver refuses empty mappings; map one byte so the buffer has an address.
-        let ptr = i.ctx.backend.external_memory_map(i.handle, offset, bytes.max(1))?;
+        let ptr = i
+            .ctx
+            .backend
+            .external_memory_map(i.handle, offset, bytes.max(1))?;
         let keep = self.inner.clone();
         let ctx = Context {
             inner: i.ctx.clone(),
@@ -219,7 +228,12 @@ impl ExternalMemory {
         // alone; the import's contract (caller of `import`) keeps it valid and unshared while
         // our work runs; the finalizer unmaps it once, after that work.
         let made = unsafe {
-            DeviceBuffer::from_raw_parts_with_finalizer(&ctx, DevicePtr::from_addr(ptr), len, finalizer)
+            DeviceBuffer::from_raw_parts_with_finalizer(
+                &ctx,
+                DevicePtr::from_addr(ptr),
+                len,
+                finalizer,
+            )
         };
         if made.is_err() {
             // The finalizer was dropped unrun: unmap here.
@@ -315,12 +329,7 @@ impl ExternalSemaphore {
         self.kind
     }
 
-    fn check(
-        &self,
-        operation: &'static str,
-        stream: &Stream,
-        value: Option<u64>,
-    ) -> Result<u64> {
+    fn check(&self, operation: &'static str, stream: &Stream, value: Option<u64>) -> Result<u64> {
         crate::context::check_same(operation, "the stream", &self.ctx, stream.ctx())?;
         stream.not_capturing(operation)?;
         let v = match (self.kind, value) {

@@ -31,10 +31,14 @@ fn a_kernel_reads_a_cudarc_slice_and_cudarc_reads_ours() {
     let mut y = ctx.htod_copy(&vec![1.0f32; n]).unwrap();
     {
         let xb = ctx.borrow_cudarc(&x).unwrap();
-        ctx.default_stream().launch(&k, cfg, (2.0f32, &*xb, &mut y)).unwrap();
+        ctx.default_stream()
+            .launch(&k, cfg, (2.0f32, &*xb, &mut y))
+            .unwrap();
         // A cudarc slice as a kernel output too.
         let mut yb = ctx.borrow_cudarc_mut(&mut y_theirs).unwrap();
-        ctx.default_stream().launch(&k, cfg, (4.0f32, &*xb, yb.view_mut())).unwrap();
+        ctx.default_stream()
+            .launch(&k, cfg, (4.0f32, &*xb, yb.view_mut()))
+            .unwrap();
     }
     // Our buffer read by cudarc on its stream, without a copy into a cudarc allocation.
     let ours_as_theirs = y.as_cudarc(&theirs).unwrap();
@@ -56,7 +60,9 @@ fn a_kernel_reads_a_cudarc_slice_and_cudarc_reads_ours() {
     let as_theirs = unsafe { ours.to_cudarc(&cx) }.unwrap();
     let z = as_theirs.clone_htod(&[7.0f32; 16]).unwrap();
     assert_eq!(as_theirs.clone_dtoh(&z).unwrap(), vec![7.0f32; 16]);
-    println!("cudarc interop: a kernel read a cudarc slice ({n} floats) and wrote one; cudarc read ours; streams converted both ways");
+    println!(
+        "cudarc interop: a kernel read a cudarc slice ({n} floats) and wrote one; cudarc read ours; streams converted both ways"
+    );
 }
 
 #[test]
@@ -68,7 +74,10 @@ fn a_non_primary_cudarc_context_is_refused() {
     let e = Stream::from_cudarc(&ctx, s.clone()).unwrap_err();
     assert!(matches!(e, Error::InteropMismatch { .. }), "{e}");
     let slice = s.alloc_zeros::<f32>(4).unwrap();
-    assert!(matches!(ctx.borrow_cudarc(&slice), Err(Error::InteropMismatch { .. })));
+    assert!(matches!(
+        ctx.borrow_cudarc(&slice),
+        Err(Error::InteropMismatch { .. })
+    ));
     println!("non-primary cudarc context: {e}");
 }
 

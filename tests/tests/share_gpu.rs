@@ -63,7 +63,12 @@ fn two_processes_share_buffers_and_an_event() {
     let listener = UnixListener::bind(&path).unwrap();
     listener.set_nonblocking(true).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_process", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, &path)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -87,9 +92,12 @@ fn two_processes_share_buffers_and_an_event() {
         }
     };
     conn.set_nonblocking(false).unwrap();
-    conn.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    conn.write_all(&legacy.ipc_handle(LO..HI).unwrap().to_bytes()).unwrap();
-    conn.write_all(&event.ipc_handle().unwrap().to_bytes()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    conn.write_all(&legacy.ipc_handle(LO..HI).unwrap().to_bytes())
+        .unwrap();
+    conn.write_all(&event.ipc_handle().unwrap().to_bytes())
+        .unwrap();
     conn.write_all(&gone_handle.to_bytes()).unwrap();
     vmm.export_vmm(LO..HI).unwrap().send(&conn).unwrap();
 
@@ -100,16 +108,25 @@ fn two_processes_share_buffers_and_an_event() {
     let (got_legacy, got_vmm) = (legacy.to_host_vec().unwrap(), vmm.to_host_vec().unwrap());
     conn.write_all(b"A").unwrap();
     let out = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
     println!("--- child ---\n{stdout}\n{stderr}\n--- end of child ---");
     assert!(out.status.success(), "the child failed: {}", out.status);
     for (what, got) in [("legacy IPC", &got_legacy), ("VMM fd", &got_vmm)] {
         for (i, (&g, &y)) in got.iter().zip(&y0).enumerate() {
-            let want = if (LO..HI).contains(&i) { A * 1.0 + y } else { y };
+            let want = if (LO..HI).contains(&i) {
+                A * 1.0 + y
+            } else {
+                y
+            };
             assert_eq!(g, want, "{what}: element {i}");
         }
     }
-    println!("two processes: the child's kernel wrote elements {LO}..{HI} of both buffers; the rest is untouched");
+    println!(
+        "two processes: the child's kernel wrote elements {LO}..{HI} of both buffers; the rest is untouched"
+    );
 }
 
 /// The child's side; does nothing unless run by the test above.
@@ -120,9 +137,14 @@ fn child_process() {
     };
     let ctx = gpu();
     let mut conn = UnixStream::connect(path).unwrap();
-    let mem = IpcMemHandle::<f32>::from_bytes(&read_exact::<{ IpcMemHandle::<f32>::BYTES }>(&mut conn)).unwrap();
-    let ev = IpcEventHandle::from_bytes(&read_exact::<{ IpcEventHandle::BYTES }>(&mut conn)).unwrap();
-    let gone = IpcMemHandle::<f32>::from_bytes(&read_exact::<{ IpcMemHandle::<f32>::BYTES }>(&mut conn)).unwrap();
+    let mem =
+        IpcMemHandle::<f32>::from_bytes(&read_exact::<{ IpcMemHandle::<f32>::BYTES }>(&mut conn))
+            .unwrap();
+    let ev =
+        IpcEventHandle::from_bytes(&read_exact::<{ IpcEventHandle::BYTES }>(&mut conn)).unwrap();
+    let gone =
+        IpcMemHandle::<f32>::from_bytes(&read_exact::<{ IpcMemHandle::<f32>::BYTES }>(&mut conn))
+            .unwrap();
     let vmm = VmmHandle::<f32>::recv(&conn).unwrap();
     assert_eq!((mem.len(), vmm.len()), (HI - LO, HI - LO));
 
@@ -170,20 +192,29 @@ fn child_process() {
         t.elapsed().as_secs_f64(),
         mib(before, after)
     );
-    assert!(after + (16 << 20) >= before, "device memory fell from {before} to {after}");
+    assert!(
+        after + (16 << 20) >= before,
+        "device memory fell from {before} to {after}"
+    );
 }
 
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn vmm_export_import_cycles_keep_memory_flat() {
     let ctx = gpu();
-    let mut buf = ctx.alloc_shareable::<u32>(1 << 18, ShareKind::PosixFd).unwrap();
-    buf.copy_from_host(&(0..1 << 18).collect::<Vec<u32>>()).unwrap();
+    let mut buf = ctx
+        .alloc_shareable::<u32>(1 << 18, ShareKind::PosixFd)
+        .unwrap();
+    buf.copy_from_host(&(0..1 << 18).collect::<Vec<u32>>())
+        .unwrap();
     // The same allocation imported in this process, through a sub-range: offsets are right.
     let h = buf.export_vmm(1000..2000).unwrap();
     // SAFETY: nothing else uses the range meanwhile.
     let view = unsafe { h.open(&ctx) }.unwrap();
-    assert_eq!(view.to_host_vec().unwrap(), (1000..2000).collect::<Vec<u32>>());
+    assert_eq!(
+        view.to_host_vec().unwrap(),
+        (1000..2000).collect::<Vec<u32>>()
+    );
     drop(view);
     let cycle = || {
         let h = buf.export_vmm(..).unwrap();
@@ -194,7 +225,11 @@ fn vmm_export_import_cycles_keep_memory_flat() {
     cycle();
     ctx.synchronize().unwrap();
     let (before, _) = ctx.memory_info().unwrap();
-    let fds = |()| std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0);
+    let fds = |()| {
+        std::fs::read_dir("/proc/self/fd")
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
     let fds_before = fds(());
     let t = Instant::now();
     for _ in 0..10_000 {
@@ -208,7 +243,10 @@ fn vmm_export_import_cycles_keep_memory_flat() {
         mib(before, after)
     );
     assert!(fds_after <= fds_before + 16, "descriptors leaked");
-    assert!(after + (16 << 20) >= before, "device memory fell from {before} to {after}");
+    assert!(
+        after + (16 << 20) >= before,
+        "device memory fell from {before} to {after}"
+    );
 }
 
 #[test]
@@ -222,10 +260,19 @@ fn exporting_what_is_not_shareable_says_so() {
     let e = pooled.export_vmm(..).unwrap_err();
     assert!(matches!(e, Error::NotExportable { .. }), "{e}");
     let legacy = ctx.alloc_shareable::<f32>(64, ShareKind::Ipc).unwrap();
-    assert!(matches!(legacy.export_vmm(..), Err(Error::NotExportable { .. })));
+    assert!(matches!(
+        legacy.export_vmm(..),
+        Err(Error::NotExportable { .. })
+    ));
     let vmm = ctx.alloc_shareable::<f32>(64, ShareKind::PosixFd).unwrap();
-    assert!(matches!(vmm.ipc_handle(..), Err(Error::NotExportable { .. })));
-    assert!(matches!(legacy.ipc_handle(10..100), Err(Error::OutOfBounds { .. })));
+    assert!(matches!(
+        vmm.ipc_handle(..),
+        Err(Error::NotExportable { .. })
+    ));
+    assert!(matches!(
+        legacy.ipc_handle(10..100),
+        Err(Error::OutOfBounds { .. })
+    ));
     let e = ctx.new_event().unwrap().ipc_handle().unwrap_err();
     assert!(matches!(e, Error::NotExportable { .. }), "{e}");
     // Legacy handles open only in another process.

@@ -13,32 +13,65 @@ use crate::error::{CudaError, Result};
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum OsHandle {
     Fd(i32),
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     Win32(*mut c_void),
 }
 
 /// What kind of memory handle is imported (`CUexternalMemoryHandleType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExtMemType {
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "POSIX descriptors exist on Unix only")
+    )]
     OpaqueFd,
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     OpaqueWin32,
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     D3D12Resource,
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     D3D12Heap,
 }
 
 /// What kind of semaphore handle is imported (`CUexternalSemaphoreHandleType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExtSemType {
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "POSIX descriptors exist on Unix only")
+    )]
     OpaqueFd,
+    #[cfg_attr(
+        windows,
+        allow(dead_code, reason = "POSIX descriptors exist on Unix only")
+    )]
     TimelineFd,
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     OpaqueWin32,
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     TimelineWin32,
-    #[cfg_attr(not(windows), allow(dead_code, reason = "Windows handles exist on Windows only"))]
+    #[cfg_attr(
+        not(windows),
+        allow(dead_code, reason = "Windows handles exist on Windows only")
+    )]
     D3D12Fence,
 }
 
@@ -54,23 +87,29 @@ pub(crate) unsafe fn import_external_memory(
     dedicated: bool,
 ) -> Result<sys::CUexternalMemory> {
     use sys::CUexternalMemoryHandleType as T;
-    // SAFETY: all-zero is a valid value of this plain C struct (the reserved fields must be 0).
-    let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { core::mem::zeroed() };
-    desc.type_ = match ty {
-        ExtMemType::OpaqueFd => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-        ExtMemType::OpaqueWin32 => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32,
-        ExtMemType::D3D12Resource => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE,
-        ExtMemType::D3D12Heap => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP,
-    };
+    // Not `zeroed()` for the whole struct: its handle-type enum has no zero value.
+    // SAFETY: the union holds an int and pointers, for which all-zero is valid.
+    let mut handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 =
+        unsafe { core::mem::zeroed() };
     match h {
-        OsHandle::Fd(fd) => desc.handle.fd = fd,
-        OsHandle::Win32(p) => desc.handle.win32.handle = p,
+        OsHandle::Fd(fd) => handle.fd = fd,
+        OsHandle::Win32(p) => handle.win32.handle = p,
     }
-    desc.size = size;
-    desc.flags = if dedicated {
-        sys::CUDA_EXTERNAL_MEMORY_DEDICATED
-    } else {
-        0
+    let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+        type_: match ty {
+            ExtMemType::OpaqueFd => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            ExtMemType::OpaqueWin32 => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32,
+            ExtMemType::D3D12Resource => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE,
+            ExtMemType::D3D12Heap => T::CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP,
+        },
+        handle,
+        size,
+        flags: if dedicated {
+            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
+        } else {
+            0
+        },
+        reserved: [0; 16],
     };
     let mut m: sys::CUexternalMemory = core::ptr::null_mut();
     // SAFETY: valid descriptor and out-pointer; the handle is live (caller).
@@ -120,19 +159,28 @@ pub(crate) unsafe fn import_external_semaphore(
     h: OsHandle,
 ) -> Result<sys::CUexternalSemaphore> {
     use sys::CUexternalSemaphoreHandleType as T;
-    // SAFETY: all-zero is valid.
-    let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { core::mem::zeroed() };
-    desc.type_ = match ty {
-        ExtSemType::OpaqueFd => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
-        ExtSemType::TimelineFd => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
-        ExtSemType::OpaqueWin32 => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32,
-        ExtSemType::TimelineWin32 => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32,
-        ExtSemType::D3D12Fence => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE,
-    };
+    // As for memory: the handle-type enum has no zero value.
+    // SAFETY: the union holds an int and pointers, for which all-zero is valid.
+    let mut handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 =
+        unsafe { core::mem::zeroed() };
     match h {
-        OsHandle::Fd(fd) => desc.handle.fd = fd,
-        OsHandle::Win32(p) => desc.handle.win32.handle = p,
+        OsHandle::Fd(fd) => handle.fd = fd,
+        OsHandle::Win32(p) => handle.win32.handle = p,
     }
+    let desc = sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: match ty {
+            ExtSemType::OpaqueFd => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+            ExtSemType::TimelineFd => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+            ExtSemType::OpaqueWin32 => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_WIN32,
+            ExtSemType::TimelineWin32 => {
+                T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_WIN32
+            }
+            ExtSemType::D3D12Fence => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_D3D12_FENCE,
+        },
+        handle,
+        flags: 0,
+        reserved: [0; 16],
+    };
     let mut sem: sys::CUexternalSemaphore = core::ptr::null_mut();
     // SAFETY: valid descriptor and out-pointer.
     check("cuImportExternalSemaphore", unsafe {
@@ -248,7 +296,9 @@ pub(crate) unsafe fn event_create_interprocess() -> Result<CUevent> {
         | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
     let mut e: CUevent = core::ptr::null_mut();
     // SAFETY: valid out-pointer.
-    check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, flags) })?;
+    check("cuEventCreate", unsafe {
+        sys::cuEventCreate(&mut e, flags)
+    })?;
     Ok(e)
 }
 
@@ -330,7 +380,9 @@ pub(crate) unsafe fn vmm_create(dev: CUdevice, size: usize, win32: bool) -> Resu
     let prop = device_prop(dev, win32);
     let mut h: sys::CUmemGenericAllocationHandle = 0;
     // SAFETY: valid property and out-pointer.
-    check("cuMemCreate", unsafe { sys::cuMemCreate(&mut h, size, &prop, 0) })?;
+    check("cuMemCreate", unsafe {
+        sys::cuMemCreate(&mut h, size, &prop, 0)
+    })?;
     Ok(h)
 }
 
@@ -377,7 +429,9 @@ pub(crate) unsafe fn vmm_unmap(p: CUdeviceptr, size: usize) -> Result<()> {
     // SAFETY: forwarded from the caller.
     let unmapped = check("cuMemUnmap", unsafe { sys::cuMemUnmap(p, size) });
     // SAFETY: forwarded from the caller.
-    let freed = check("cuMemAddressFree", unsafe { sys::cuMemAddressFree(p, size) });
+    let freed = check("cuMemAddressFree", unsafe {
+        sys::cuMemAddressFree(p, size)
+    });
     unmapped.and(freed)
 }
 
@@ -460,7 +514,9 @@ pub(crate) unsafe fn device_uuid(dev: CUdevice) -> Result<[u8; 16]> {
     // SAFETY: all-zero is valid.
     let mut u: sys::CUuuid = unsafe { core::mem::zeroed() };
     // SAFETY: valid out-pointer.
-    check("cuDeviceGetUuid", unsafe { sys::cuDeviceGetUuid_v2(&mut u, dev) })?;
+    check("cuDeviceGetUuid", unsafe {
+        sys::cuDeviceGetUuid_v2(&mut u, dev)
+    })?;
     Ok(u.bytes.map(|b| b as u8))
 }
 

@@ -22,7 +22,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ::cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr as _, SyncOnDrop};
+use ::cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr as _, SyncOnDrop,
+};
 use gpukernel_device::DeviceCopy;
 
 use crate::backend::StreamHandle;
@@ -101,7 +103,12 @@ impl Context {
         // `CudarcBorrow` hands out no mutable access); the finalizer does nothing (the
         // memory stays cudarc's), and runs after our work on it.
         let buf = unsafe {
-            DeviceBuffer::from_raw_parts_with_finalizer(self, DevicePtr::from_addr(ptr), slice.len(), || {})
+            DeviceBuffer::from_raw_parts_with_finalizer(
+                self,
+                DevicePtr::from_addr(ptr),
+                slice.len(),
+                || {},
+            )
         }?;
         Ok(CudarcBorrow { buf, _sync: sync })
     }
@@ -135,7 +142,9 @@ pub struct CudarcBorrowMut<'a, T: DeviceCopy> {
 
 impl<T: DeviceCopy> fmt::Debug for CudarcBorrowMut<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("CudarcBorrowMut").field(&self.inner.buf).finish()
+        f.debug_tuple("CudarcBorrowMut")
+            .field(&self.inner.buf)
+            .finish()
     }
 }
 
@@ -167,7 +176,9 @@ pub struct AsCudarc<'a, T> {
 
 impl<T> fmt::Debug for AsCudarc<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsCudarc").field("len", &self.slice.len()).finish()
+        f.debug_struct("AsCudarc")
+            .field("len", &self.slice.len())
+            .finish()
     }
 }
 
@@ -215,7 +226,9 @@ fn wrap<'a, T: DeviceCopy>(
     p: crate::memory::RawParts<'_>,
     stream: &Arc<CudaStream>,
 ) -> Result<AsCudarc<'a, T>> {
-    let ctx = Context { inner: p.ctx.clone() };
+    let ctx = Context {
+        inner: p.ctx.clone(),
+    };
     not_on_simulator(&ctx.inner, operation)?;
     same_context(operation, &ctx, stream.context())?;
     // cudarc's stream runs after our pending conflicting work on the buffer, and the buffer's
@@ -235,7 +248,11 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// This buffer as a cudarc slice on `stream`, read-only ([`AsCudarc::view`]), without a
     /// copy; cudarc's work on `stream` is ordered after ours on the buffer.
     pub fn as_cudarc(&self, stream: &Arc<CudaStream>) -> Result<AsCudarc<'_, T>> {
-        wrap("DeviceBuffer::as_cudarc", DeviceSlice::raw_parts(self), stream)
+        wrap(
+            "DeviceBuffer::as_cudarc",
+            DeviceSlice::raw_parts(self),
+            stream,
+        )
     }
 
     /// This buffer as a writable cudarc slice on `stream` ([`AsCudarcMut::view_mut`]).

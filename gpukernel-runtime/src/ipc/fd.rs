@@ -50,7 +50,11 @@ pub fn send_with_fds(socket: &UnixStream, data: &[u8], fds: &[BorrowedFd<'_>]) -
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
             (*c).cmsg_len = libc::CMSG_LEN(fd_bytes as u32) as _;
-            core::ptr::copy_nonoverlapping(raw.as_ptr(), libc::CMSG_DATA(c).cast::<RawFd>(), raw.len());
+            core::ptr::copy_nonoverlapping(
+                raw.as_ptr(),
+                libc::CMSG_DATA(c).cast::<RawFd>(),
+                raw.len(),
+            );
         }
     }
     // SAFETY: `msg` points at live buffers for the call.

@@ -206,7 +206,9 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 }
 
 fn take<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
-    b[at..at + N].try_into().expect("length checked by the caller")
+    b[at..at + N]
+        .try_into()
+        .expect("length checked by the caller")
 }
 
 fn check_header(
@@ -244,7 +246,9 @@ pub(crate) fn check_range<T>(
 ) -> Result<()> {
     let bytes = len.checked_mul(size_of::<T>() as u64).unwrap_or(u64::MAX);
     let align = align_of::<T>() as u64;
-    let fits = offset.checked_add(bytes).is_some_and(|end| end <= alloc_bytes);
+    let fits = offset
+        .checked_add(bytes)
+        .is_some_and(|end| end <= alloc_bytes);
     if !fits || !offset.is_multiple_of(align) || bytes > isize::MAX as u64 {
         return Err(Error::ShareRange {
             operation,
@@ -329,7 +333,13 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     pub unsafe fn open(&self, ctx: &Context) -> Result<DeviceBuffer<T>> {
         const OP: &str = "IpcMemHandle::open";
         not_on_simulator(&ctx.inner, OP)?;
-        check_range::<T>(OP, "the shared allocation", self.offset, self.len, self.alloc_bytes)?;
+        check_range::<T>(
+            OP,
+            "the shared allocation",
+            self.offset,
+            self.len,
+            self.alloc_bytes,
+        )?;
         let base = ctx.inner.backend.ipc_mem_open(&self.raw)?;
         let a = crate::backend::SharedAlloc {
             ptr: base,

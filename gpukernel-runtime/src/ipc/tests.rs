@@ -22,7 +22,10 @@ fn ipc_memory_handles_round_trip_through_bytes() {
     let h = mem_handle(16, 10, 256);
     let b = h.to_bytes();
     let back = IpcMemHandle::<f32>::from_bytes(&b).unwrap();
-    assert_eq!((back.raw, back.offset, back.len, back.alloc_bytes), (h.raw, 16, 10, 256));
+    assert_eq!(
+        (back.raw, back.offset, back.len, back.alloc_bytes),
+        (h.raw, 16, 10, 256)
+    );
     assert_eq!(back.len(), 10);
 }
 
@@ -32,21 +35,39 @@ fn bad_ipc_bytes_are_named_errors() {
     // Wrong length, magic, version, element type.
     for (bytes, want) in [
         (b[..50].to_vec(), "50 bytes, expected 104"),
-        ({ let mut x = b; x[0] = b'X'; x.to_vec() }, "wrong magic"),
-        ({ let mut x = b; x[8] = 9; x.to_vec() }, "format version 9"),
+        (
+            {
+                let mut x = b;
+                x[0] = b'X';
+                x.to_vec()
+            },
+            "wrong magic",
+        ),
+        (
+            {
+                let mut x = b;
+                x[8] = 9;
+                x.to_vec()
+            },
+            "format version 9",
+        ),
     ] {
         let e = IpcMemHandle::<f32>::from_bytes(&bytes).unwrap_err();
         assert!(matches!(e, Error::InvalidShareHandle { .. }), "{e}");
         assert!(e.to_string().contains(want), "{e}");
     }
     let e = IpcMemHandle::<f64>::from_bytes(&b).unwrap_err();
-    assert!(e.to_string().contains("exported for 4-byte elements"), "{e}");
+    assert!(
+        e.to_string().contains("exported for 4-byte elements"),
+        "{e}"
+    );
     // A range past the allocation, and a misaligned offset.
     for (off, len) in [(0, 65), (250, 2), (2, 1)] {
         let e = IpcMemHandle::<f32>::from_bytes(&mem_handle(off, len, 256).to_bytes()).unwrap_err();
         assert!(matches!(e, Error::ShareRange { .. }), "{e}");
     }
-    let e = IpcMemHandle::<f32>::from_bytes(&mem_handle(u64::MAX - 1, 4, 256).to_bytes()).unwrap_err();
+    let e =
+        IpcMemHandle::<f32>::from_bytes(&mem_handle(u64::MAX - 1, 4, 256).to_bytes()).unwrap_err();
     assert!(matches!(e, Error::ShareRange { .. }), "{e}");
     let e = IpcEventHandle::from_bytes(&b).unwrap_err();
     assert!(matches!(e, Error::InvalidShareHandle { .. }), "{e}");
@@ -56,12 +77,32 @@ fn bad_ipc_bytes_are_named_errors() {
 fn sharing_is_refused_on_the_simulator_by_name() {
     let ctx = sim();
     let e = ctx.alloc_shareable::<f32>(16, ShareKind::Ipc).unwrap_err();
-    assert!(matches!(e, Error::NotOnSimulator { operation: "Context::alloc_shareable" }), "{e}");
-    assert!(matches!(ctx.new_ipc_event(), Err(Error::NotOnSimulator { .. })));
-    assert!(matches!(ctx.memory_info(), Err(Error::NotOnSimulator { .. })));
+    assert!(
+        matches!(
+            e,
+            Error::NotOnSimulator {
+                operation: "Context::alloc_shareable"
+            }
+        ),
+        "{e}"
+    );
+    assert!(matches!(
+        ctx.new_ipc_event(),
+        Err(Error::NotOnSimulator { .. })
+    ));
+    assert!(matches!(
+        ctx.memory_info(),
+        Err(Error::NotOnSimulator { .. })
+    ));
     let buf = ctx.htod_copy(&[1.0f32; 8]).unwrap();
-    assert!(matches!(buf.ipc_handle(..), Err(Error::NotOnSimulator { .. })));
-    assert!(matches!(buf.export_vmm(..), Err(Error::NotOnSimulator { .. })));
+    assert!(matches!(
+        buf.ipc_handle(..),
+        Err(Error::NotOnSimulator { .. })
+    ));
+    assert!(matches!(
+        buf.export_vmm(..),
+        Err(Error::NotOnSimulator { .. })
+    ));
     // SAFETY: refused before anything is opened.
     let e = unsafe { mem_handle(0, 4, 256).open(&ctx) }.unwrap_err();
     assert!(matches!(e, Error::NotOnSimulator { .. }), "{e}");
@@ -71,10 +112,22 @@ fn sharing_is_refused_on_the_simulator_by_name() {
     // SAFETY: refused before anything is imported.
     let e = unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueWin32(1), 64, true) }
         .unwrap_err();
-    assert!(matches!(e, Error::NotOnSimulator { operation: "ExternalMemory::import" }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::NotOnSimulator {
+                operation: "ExternalMemory::import"
+            }
+        ),
+        "{e}"
+    );
     // SAFETY: as above.
     let e = unsafe {
-        ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueWin32(1), SemaphoreKind::Binary)
+        ExternalSemaphore::import(
+            &ctx,
+            ExternalSemaphoreHandle::OpaqueWin32(1),
+            SemaphoreKind::Binary,
+        )
     }
     .unwrap_err();
     assert!(matches!(e, Error::NotOnSimulator { .. }), "{e}");
@@ -102,7 +155,10 @@ fn descriptors_cross_a_unix_socket() {
     // Refusals: no data, too many descriptors; a message cut short.
     assert!(send_with_fds(&a, b"", &[]).is_err());
     let many: Vec<_> = (0..=MAX_FDS).map(|_| file.as_fd()).collect();
-    assert_eq!(send_with_fds(&a, b"x", &many).unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(
+        send_with_fds(&a, b"x", &many).unwrap_err().kind(),
+        std::io::ErrorKind::InvalidInput
+    );
     // On a stream socket a longer message is read in parts; the descriptors come first.
     send_with_fds(&a, b"longer than four", &[file.as_fd()]).unwrap();
     let mut four = [0u8; 4];
@@ -129,7 +185,13 @@ fn vmm_meta_bytes_are_checked() {
     m[24..32].copy_from_slice(&64u64.to_le_bytes());
     m[32..40].copy_from_slice(&100u64.to_le_bytes());
     assert_eq!(vmm::parse_meta::<f32>(&m).unwrap(), (2 << 20, 64, 100));
-    assert!(matches!(vmm::parse_meta::<u16>(&m), Err(Error::InvalidShareHandle { .. })));
+    assert!(matches!(
+        vmm::parse_meta::<u16>(&m),
+        Err(Error::InvalidShareHandle { .. })
+    ));
     m[32..40].copy_from_slice(&(1u64 << 20).to_le_bytes());
-    assert!(matches!(vmm::parse_meta::<f32>(&m), Err(Error::ShareRange { .. })));
+    assert!(matches!(
+        vmm::parse_meta::<f32>(&m),
+        Err(Error::ShareRange { .. })
+    ));
 }

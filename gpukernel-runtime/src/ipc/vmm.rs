@@ -55,8 +55,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         const OP: &str = "DeviceBuffer::export_vmm";
         not_on_simulator(&self.ctx, OP)?;
         let (start, len) = range_of(self, range)?;
-        let Some((a @ SharedAlloc { kind: SharedKind::Vmm { .. }, .. }, base)) =
-            self.shared_alloc()
+        let Some((
+            a @ SharedAlloc {
+                kind: SharedKind::Vmm { .. },
+                ..
+            },
+            base,
+        )) = self.shared_alloc()
         else {
             return Err(Error::NotExportable {
                 operation: OP,
@@ -187,7 +192,13 @@ impl<T: DeviceCopy> VmmHandle<T> {
     pub unsafe fn open(&self, ctx: &Context) -> Result<DeviceBuffer<T>> {
         const OP: &str = "VmmHandle::open";
         not_on_simulator(&ctx.inner, OP)?;
-        check_range::<T>(OP, "the shared allocation", self.offset, self.len, self.alloc_bytes)?;
+        check_range::<T>(
+            OP,
+            "the shared allocation",
+            self.offset,
+            self.len,
+            self.alloc_bytes,
+        )?;
         let g = ctx.inner.backend.vmm_granularity(cfg!(windows))? as u64;
         if self.alloc_bytes == 0 || !self.alloc_bytes.is_multiple_of(g) {
             return Err(Error::InvalidShareHandle {
@@ -217,6 +228,10 @@ impl<T: DeviceCopy> VmmHandle<T> {
 }
 
 /// `(alloc_bytes, offset, len)` of valid meta bytes.
+#[cfg_attr(
+    not(unix),
+    allow(dead_code, reason = "descriptors are received on Unix only")
+)]
 pub(crate) fn parse_meta<T>(meta: &[u8]) -> Result<(u64, u64, u64)> {
     const OP: &str = "VmmHandle::from_parts";
     super::check_header(OP, "VMM handle", meta, 40, MAGIC)?;

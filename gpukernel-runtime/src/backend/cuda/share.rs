@@ -32,13 +32,14 @@ impl ShareBackend for CudaBackend {
                 // SAFETY: just allocated, `bytes` long; nothing else uses it yet. The fill is
                 // on the legacy default stream, which synchronizes with blocking streams; we
                 // also wait for it, so every stream sees zeroed memory.
-                let zeroed = unsafe { driver::memset_d8_async(ptr, 0, bytes, core::ptr::null_mut()) }
-                    .and_then(|()| {
-                        // SAFETY: the null stream is always valid in a current context.
-                        driver::sync_result("cuStreamSynchronize", unsafe {
-                            driver::stream_synchronize(core::ptr::null_mut())
-                        })
-                    });
+                let zeroed =
+                    unsafe { driver::memset_d8_async(ptr, 0, bytes, core::ptr::null_mut()) }
+                        .and_then(|()| {
+                            // SAFETY: the null stream is always valid in a current context.
+                            driver::sync_result("cuStreamSynchronize", unsafe {
+                                driver::stream_synchronize(core::ptr::null_mut())
+                            })
+                        });
                 if let Err(e) = zeroed {
                     // SAFETY: allocated above, unused.
                     let _ = unsafe { driver::mem_free(ptr) };
@@ -73,13 +74,14 @@ impl ShareBackend for CudaBackend {
                     kind: SharedKind::Vmm { handle, win32 },
                 };
                 // SAFETY: mapped read-write above; waited for below.
-                let zeroed = unsafe { driver::memset_d8_async(ptr, 0, size, core::ptr::null_mut()) }
-                    .and_then(|()| {
-                        // SAFETY: the null stream is valid in a current context.
-                        driver::sync_result("cuStreamSynchronize", unsafe {
-                            driver::stream_synchronize(core::ptr::null_mut())
-                        })
-                    });
+                let zeroed =
+                    unsafe { driver::memset_d8_async(ptr, 0, size, core::ptr::null_mut()) }
+                        .and_then(|()| {
+                            // SAFETY: the null stream is valid in a current context.
+                            driver::sync_result("cuStreamSynchronize", unsafe {
+                                driver::stream_synchronize(core::ptr::null_mut())
+                            })
+                        });
                 if let Err(e) = zeroed {
                     // SAFETY: ours, unused.
                     let _ = unsafe { self.free_shareable(a) };
@@ -166,15 +168,14 @@ impl ShareBackend for CudaBackend {
     fn vmm_import(&self, h: OsHandle, bytes: usize, win32: bool) -> Result<SharedAlloc> {
         self.call(|| {
             // SAFETY: the context is current.
-            let handle = unsafe { driver::vmm_import(h) }.map_err(|error| {
-                Error::ShareHandleRejected {
+            let handle =
+                unsafe { driver::vmm_import(h) }.map_err(|error| Error::ShareHandleRejected {
                     operation: "cuMemImportFromShareableHandle",
                     handle: "VMM shareable handle",
                     error,
                     hint: "the descriptor must come from cuMemExportToShareableHandle (a \
                            gpukernel VMM export), not from another file",
-                }
-            })?;
+                })?;
             // SAFETY: as above.
             let dev = unsafe { driver::ctx_device() };
             // SAFETY: `handle` is live; a size larger than the allocation fails in cuMemMap.
