@@ -77,7 +77,7 @@ impl Context {
         self.borrow_impl("Context::borrow_cudarc", slice)
     }
 
-    /// Borrows a cudarc slice as a writable buffer ([`CudarcBorrow::view_mut`]).
+    /// Borrows a cudarc slice as a writable buffer ([`CudarcBorrowMut::view_mut`]).
     pub fn borrow_cudarc_mut<'a, T: DeviceCopy>(
         &self,
         slice: &'a mut CudaSlice<T>,

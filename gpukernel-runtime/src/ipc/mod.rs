@@ -244,7 +244,7 @@ pub(crate) fn check_range<T>(
     len: u64,
     alloc_bytes: u64,
 ) -> Result<()> {
-    let bytes = len.checked_mul(size_of::<T>() as u64).unwrap_or(u64::MAX);
+    let bytes = len.saturating_mul(size_of::<T>() as u64);
     let align = align_of::<T>() as u64;
     let fits = offset
         .checked_add(bytes)

@@ -87,8 +87,8 @@ impl<T: DeviceCopy> VmmHandle<T> {
     fn from_os(h: OsHandle, alloc_bytes: u64, offset: u64, len: u64) -> Result<Self> {
         match h {
             #[cfg(unix)]
-            // SAFETY: cuMemExportToShareableHandle returned a new descriptor, now ours.
             OsHandle::Fd(fd) => Ok(VmmHandle {
+                // SAFETY: cuMemExportToShareableHandle returned a new descriptor, now ours.
                 fd: unsafe { OwnedFd::from_raw_fd(fd) },
                 alloc_bytes,
                 offset,
@@ -96,8 +96,8 @@ impl<T: DeviceCopy> VmmHandle<T> {
                 _t: PhantomData,
             }),
             #[cfg(windows)]
-            // SAFETY: the driver returned a new handle, now ours.
             OsHandle::Win32(p) => Ok(VmmHandle {
+                // SAFETY: the driver returned a new handle, now ours.
                 handle: unsafe { OwnedHandle::from_raw_handle(p) },
                 alloc_bytes,
                 offset,
