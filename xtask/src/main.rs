@@ -629,6 +629,15 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     {
         let _ = Command::new("strip").arg(f.path()).status();
     }
+    // One gzip archive of bin/, unpacked by run.sh: a GPU run carries at most 64 MiB, and the
+    // stripped binaries alone passed that (they compress to about a third).
+    run(Command::new("tar")
+        .arg("czf")
+        .arg(dir.join("bin.tar.gz"))
+        .arg("-C")
+        .arg(&dir)
+        .arg("bin"))?;
+    std::fs::remove_dir_all(dir.join("bin")).map_err(|e| e.to_string())?;
     // Data files the examples and tests read at run time.
     copy_dir(
         &root().join("ffi-examples/kernels/cuda"),
@@ -638,7 +647,7 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     vulkan_libs(&dir.join("lib"));
 
     let mut sh = String::from(
-        "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
+        "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\n[ -d bin ] || tar xzf bin.tar.gz || { echo 'FAILED: cannot unpack bin.tar.gz'; exit 1; }\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
     );
     sh.push_str(
         "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true\n",
