@@ -867,6 +867,112 @@ pub enum Error {
         /// The linker's info log.
         info_log: String,
     },
+
+    // --- sharing: IPC, external memory and semaphores, interop ----------------------------
+    /// A sharing operation (IPC, external memory or semaphores, VMM export) was asked of the
+    /// simulator, whose memory is host memory that no other process or API can reach.
+    #[error(
+        "{operation} is not on the simulator: sharing device memory with other processes or \
+         graphics APIs needs a CUDA device\nhint: run on a GPU (`GPUKERNEL_BACKEND=cuda`)"
+    )]
+    NotOnSimulator {
+        /// The operation, e.g. `DeviceBuffer::ipc_handle`.
+        operation: &'static str,
+    },
+
+    /// A buffer (or event) that was not created for sharing was asked for a shareable handle.
+    #[error("{operation}: {what} cannot be exported: {reason}\nhint: {hint}")]
+    NotExportable {
+        /// The operation.
+        operation: &'static str,
+        /// What was asked: `this buffer`, `this event`.
+        what: &'static str,
+        /// Why not.
+        reason: String,
+        /// How to make one that can be.
+        hint: &'static str,
+    },
+
+    /// Bytes that are not a handle this crate wrote (wrong length, magic, version or element
+    /// size), or a handle's own fields out of range.
+    #[error("{operation}: invalid {handle}: {problem}")]
+    InvalidShareHandle {
+        /// The operation.
+        operation: &'static str,
+        /// Which handle: `IPC memory handle`, `IPC event handle`, `VMM handle`.
+        handle: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// The driver refused a shared handle: closed by its exporter, from another device or
+    /// machine, forged, or opened in the process that exported it.
+    #[error("{operation}: the driver refused the {handle}: {error}\nhint: {hint}")]
+    ShareHandleRejected {
+        /// The operation.
+        operation: &'static str,
+        /// Which handle.
+        handle: &'static str,
+        /// The driver's error code.
+        error: CudaError,
+        /// The likely causes.
+        hint: &'static str,
+    },
+
+    /// A mapped range outside the shared or imported memory, or one not aligned for the element
+    /// type.
+    #[error(
+        "{operation}: bytes {offset}..{end} do not fit {what} of {size} bytes{}",
+        if *align > 1 { format!(" (offsets must be multiples of {align})") } else { String::new() },
+        end = offset.saturating_add(*bytes)
+    )]
+    ShareRange {
+        /// The operation.
+        operation: &'static str,
+        /// What is mapped: `the external memory`, `the shared allocation`.
+        what: &'static str,
+        /// Requested start in bytes.
+        offset: u64,
+        /// Requested length in bytes.
+        bytes: u64,
+        /// Size of what is mapped, in bytes.
+        size: u64,
+        /// The alignment the offset needs.
+        align: u64,
+    },
+
+    /// A handle type that this platform does not have (a Windows handle on Linux, a POSIX fd on
+    /// Windows) or that the device does not support.
+    #[error("{operation}: handle type {handle_type} is not supported {place}")]
+    UnsupportedHandleType {
+        /// The operation.
+        operation: &'static str,
+        /// The handle type, e.g. `opaque Win32`.
+        handle_type: &'static str,
+        /// Where: `on this platform`, `by CUDA device 0`.
+        place: String,
+    },
+
+    /// A semaphore used as the other kind: a value given to a binary semaphore, or a timeline
+    /// semaphore signalled or waited on without one.
+    #[error("{operation}: the semaphore is {kind}, but {problem}")]
+    SemaphoreKind {
+        /// The operation.
+        operation: &'static str,
+        /// `binary` or `timeline`.
+        kind: &'static str,
+        /// What the call assumed.
+        problem: &'static str,
+    },
+
+    /// Memory of another library (cudarc) whose context or element size does not match.
+    #[error("{operation}: {problem}")]
+    InteropMismatch {
+        /// The operation.
+        operation: &'static str,
+        /// What does not match.
+        problem: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {
@@ -1016,7 +1122,8 @@ impl Error {
             Error::Driver { error, .. }
             | Error::KernelFault { error, .. }
             | Error::ModuleLoad { error, .. }
-            | Error::UnresolvedForeignSymbols { error, .. } => Some(*error),
+            | Error::UnresolvedForeignSymbols { error, .. }
+            | Error::ShareHandleRejected { error, .. } => Some(*error),
             Error::DriverUnavailable { error, .. } => *error,
             Error::LinkFailed {
                 code: LinkErrorCode::Driver(error),
