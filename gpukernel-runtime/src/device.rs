@@ -25,7 +25,8 @@ enum Kind {
         ordinal: usize,
         raw: driver::CUdevice,
     },
-    Sim,
+    /// A simulated device: `index` among the `GPUKERNEL_SIM_DEVICES` the simulator offers.
+    Sim { index: usize },
 }
 
 /// A device that runs kernels: a CUDA device (by ordinal) or the simulator.
@@ -38,7 +39,8 @@ impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Cuda { ordinal, .. } => write!(f, "Device(cuda:{ordinal})"),
-            Kind::Sim => write!(f, "Device(simulator)"),
+            Kind::Sim { index: 0 } => write!(f, "Device(simulator)"),
+            Kind::Sim { index } => write!(f, "Device(simulator:{index})"),
         }
     }
 }
@@ -47,7 +49,7 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Cuda { ordinal, .. } => write!(f, "CUDA device {ordinal}"),
-            Kind::Sim => write!(f, "the simulator"),
+            Kind::Sim { index } => f.write_str(&sim::label(index)),
         }
     }
 }
@@ -101,9 +103,48 @@ impl Device {
         })
     }
 
-    /// The CPU simulator.
+    /// The CPU simulator (its device 0).
     pub fn simulator() -> Device {
-        Device { kind: Kind::Sim }
+        Device {
+            kind: Kind::Sim { index: 0 },
+        }
+    }
+
+    /// Simulated device `index`: the simulator offers `GPUKERNEL_SIM_DEVICES` devices (1 when
+    /// unset), each with its own context, memory and streams, all able to access each other's
+    /// memory once peer access is enabled ([`Context::enable_peer_access`]), so that
+    /// multi-device code runs without GPUs. [`Error::NoDevice`] when `index` is out of range.
+    pub fn simulated(index: usize) -> Result<Device> {
+        let count = sim::device_count()?;
+        if index >= count {
+            return Err(Error::NoDevice {
+                ordinal: index,
+                count,
+            });
+        }
+        Ok(Device {
+            kind: Kind::Sim { index },
+        })
+    }
+
+    /// Every device of the backend [`Device::default_device`] picks: all CUDA devices, or the
+    /// `GPUKERNEL_SIM_DEVICES` simulated ones.
+    pub fn all() -> Result<Vec<Device>> {
+        let first = Device::default_device()?;
+        if first.is_simulator() {
+            (0..sim::device_count()?).map(Device::simulated).collect()
+        } else {
+            (0..Device::count()?).map(Device::get).collect()
+        }
+    }
+
+    /// The device's position among the devices of its backend: the CUDA ordinal, or the
+    /// simulated device's index.
+    pub fn index(&self) -> usize {
+        match self.kind {
+            Kind::Cuda { ordinal, .. } => ordinal,
+            Kind::Sim { index } => index,
+        }
     }
 
     /// CUDA device 0 if libcuda loads and a device exists; the simulator when there is no
@@ -142,27 +183,27 @@ impl Device {
     pub fn backend(&self) -> Backend {
         match self.kind {
             Kind::Cuda { .. } => Backend::Cuda,
-            Kind::Sim => Backend::Simulator,
+            Kind::Sim { .. } => Backend::Simulator,
         }
     }
 
     /// Whether this is the simulator.
     pub fn is_simulator(&self) -> bool {
-        self.kind == Kind::Sim
+        matches!(self.kind, Kind::Sim { .. })
     }
 
     /// The CUDA ordinal (`None` for the simulator).
     pub fn ordinal(&self) -> Option<usize> {
         match self.kind {
             Kind::Cuda { ordinal, .. } => Some(ordinal),
-            Kind::Sim => None,
+            Kind::Sim { .. } => None,
         }
     }
 
     pub(crate) fn raw(&self) -> Option<driver::CUdevice> {
         match self.kind {
             Kind::Cuda { raw, .. } => Some(raw),
-            Kind::Sim => None,
+            Kind::Sim { .. } => None,
         }
     }
 
@@ -170,7 +211,7 @@ impl Device {
     pub fn name(&self) -> Result<String> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_name(raw),
-            Kind::Sim => Ok(sim::DEVICE_NAME.to_owned()),
+            Kind::Sim { .. } => Ok(sim::DEVICE_NAME.to_owned()),
         }
     }
 
@@ -191,7 +232,7 @@ impl Device {
     pub fn total_memory(&self) -> Result<usize> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_total_memory(raw),
-            Kind::Sim => Ok(sim::device_total_memory()),
+            Kind::Sim { .. } => Ok(sim::device_total_memory()),
         }
     }
 
@@ -229,7 +270,7 @@ impl Device {
     fn attribute(&self, attr: DeviceAttr) -> Result<u32> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_attribute(raw, attr),
-            Kind::Sim => Ok(sim::device_attribute(attr)),
+            Kind::Sim { .. } => Ok(sim::device_attribute(attr)),
         }
     }
 

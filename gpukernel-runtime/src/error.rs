@@ -163,8 +163,10 @@ pub enum Error {
         accepted: &'static str,
     },
 
-    /// Two objects of different contexts (devices or backends) were used together.
-    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}")]
+    /// Two objects of different contexts (devices or backends) were used together: memory of
+    /// another device without peer access enabled, a kernel of another device's module, a
+    /// stream or event of another context.
+    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}{}", fmt_hint(.hint))]
     ContextMismatch {
         /// What was being done.
         operation: &'static str,
@@ -174,6 +176,21 @@ pub enum Error {
         expected: String,
         /// The argument's context.
         found: String,
+        /// What to do instead (peer access, a copy), when there is something.
+        hint: Option<&'static str>,
+    },
+
+    /// Peer access between two devices was asked for, but they cannot reach each other's
+    /// memory (`cuDeviceCanAccessPeer` is false: no NVLink or PCIe peer path, or the
+    /// simulator and a GPU).
+    #[error(
+        "{from} cannot access the memory of {to} (no peer path between the devices); hint: copy between them with `copy_from_device`, which goes through host memory"
+    )]
+    PeerAccessUnsupported {
+        /// The context that asked for access.
+        from: String,
+        /// The context whose memory it asked for.
+        to: String,
     },
 
     /// The operation is not available on this backend.

@@ -148,6 +148,13 @@ impl Module {
         Ok(Module::register(ctx, loaded))
     }
 
+    /// The context the module was loaded in.
+    pub fn context(&self) -> crate::Context {
+        crate::Context {
+            inner: self.inner.ctx.clone(),
+        }
+    }
+
     /// The names of the module's kernels, sorted.
     pub fn kernel_names(&self) -> &[String] {
         &self.inner.names
