@@ -193,6 +193,57 @@ pub enum Error {
         to: String,
     },
 
+    /// A collective was asked for wrongly: buffer lengths that do not fit the number of
+    /// ranks, a root or rank out of range, ranks that disagree on the operation, contexts that
+    /// cannot form a communicator.
+    #[error("{operation}: {reason}")]
+    InvalidCollective {
+        /// What was being done, e.g. `Communicator::all_gather`.
+        operation: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A simulated collective waited for ranks that never joined it (on a GPU NCCL would wait
+    /// forever): when one thread drives several ranks, issue their operations inside one
+    /// `collective::group`.
+    #[error(
+        "{operation}: rank {rank} waited {waited_ms} ms for rank(s) {missing:?}, which never joined the collective; hint: one thread driving several ranks must issue them inside `collective::group(|g| ..)`"
+    )]
+    CollectiveIncomplete {
+        /// The collective.
+        operation: &'static str,
+        /// The rank that waited.
+        rank: usize,
+        /// The ranks that had not joined.
+        missing: Vec<usize>,
+        /// How long it waited.
+        waited_ms: u64,
+    },
+
+    /// NCCL cannot be used: the library is not found (or not under a name cudarc loads), or
+    /// the crate was built without its `nccl` feature.
+    #[error("NCCL is unavailable: {reason}; hint: {hint}")]
+    NcclUnavailable {
+        /// What is missing.
+        reason: String,
+        /// How to fix it.
+        hint: String,
+    },
+
+    /// An NCCL call failed.
+    #[error("{call} failed: {name} ({code}){}", if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    Nccl {
+        /// The NCCL function.
+        call: &'static str,
+        /// `ncclResult_t`.
+        code: i32,
+        /// Its name, e.g. `ncclInvalidArgument`.
+        name: String,
+        /// NCCL's last error message (`ncclGetLastError`), when it has one.
+        message: String,
+    },
+
     /// The operation is not available on this backend.
     #[error("{operation} is not supported on the {backend}{}", fmt_hint(.hint))]
     Unsupported {

@@ -56,6 +56,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod collective;
 mod context;
 mod device;
 mod driver;
