@@ -15,8 +15,17 @@ use crate::backend::StreamHandle;
 use crate::error::{Error, Result};
 
 /// How long a rank waits for the others before its collective is reported incomplete (the
-/// other ranks were never called: a missing group, or a rank that failed).
-const PATIENCE: Duration = Duration::from_secs(30);
+/// other ranks were never called: a missing group, or a rank that failed): 30 s, or
+/// `GPUKERNEL_SIM_PATIENCE_MS` milliseconds.
+fn patience() -> Duration {
+    static P: OnceLock<Duration> = OnceLock::new();
+    *P.get_or_init(|| {
+        std::env::var("GPUKERNEL_SIM_PATIENCE_MS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(Duration::from_secs(30), Duration::from_millis)
+    })
+}
 
 /// The state of one communicator shared by its ranks.
 struct Clique {
@@ -85,9 +94,10 @@ impl Clique {
     }
 
     /// Waits until collective `seq` is complete and returns `rank`'s outcome; after
-    /// [`PATIENCE`] withdraws the rank's part and reports the collective incomplete.
+    /// [`patience`] withdraws the rank's part and reports the collective incomplete.
     fn wait(&self, rank: usize, seq: u64, operation: &'static str) -> Result<()> {
-        let deadline = Instant::now() + PATIENCE;
+        let patience = patience();
+        let deadline = Instant::now() + patience;
         let mut st = self.lock();
         loop {
             if let Some((outcome, readers)) = st.done.get_mut(&seq) {
@@ -112,7 +122,7 @@ impl Clique {
                     operation,
                     rank,
                     missing,
-                    waited_ms: PATIENCE.as_millis() as u64,
+                    waited_ms: patience.as_millis() as u64,
                 });
             }
             st = self
