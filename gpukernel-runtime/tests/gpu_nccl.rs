@@ -9,9 +9,20 @@ use common::saxpy;
 use gpukernel_runtime::collective::{self, Communicator, ReduceOp, UniqueId};
 use gpukernel_runtime::{Error, LaunchConfig};
 
+/// NCCL runs only with NVLink multicast off (`NCCL_NVLS_ENABLE=0`: shared machines); the
+/// library never sets NCCL's environment, so the test insists on it.
+fn multicast_off() {
+    assert_eq!(
+        std::env::var("NCCL_NVLS_ENABLE").as_deref(),
+        Ok("0"),
+        "run the NCCL tests with NCCL_NVLS_ENABLE=0 (the GPU bundle's run.sh sets it)"
+    );
+}
+
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn one_rank_runs_every_collective_through_nccl() {
+    multicast_off();
     let (major, minor, patch) = collective::nccl_version().unwrap();
     println!("NCCL {major}.{minor}.{patch}");
     assert!(major >= 2);
@@ -55,6 +66,7 @@ fn one_rank_runs_every_collective_through_nccl() {
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn a_collective_waits_for_a_kernel_on_another_stream() {
+    multicast_off();
     let ctx = common::gpu();
     let comms = Communicator::for_contexts(std::slice::from_ref(&ctx)).unwrap();
     let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
@@ -78,6 +90,7 @@ fn a_collective_waits_for_a_kernel_on_another_stream() {
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn a_unique_id_makes_a_one_rank_communicator() {
+    multicast_off();
     let ctx = common::gpu();
     let id = UniqueId::new(&ctx).unwrap();
     let again = UniqueId::from_hex(&id.to_hex()).unwrap();

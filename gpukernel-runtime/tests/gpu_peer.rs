@@ -9,6 +9,17 @@ mod common;
 use common::saxpy;
 use gpukernel_runtime::{Context, Device, Error, LaunchConfig};
 
+/// NCCL runs only with NVLink multicast off (`NCCL_NVLS_ENABLE=0`: shared machines); the
+/// library never sets NCCL's environment, so the test insists on it.
+#[cfg(feature = "nccl")]
+fn multicast_off() {
+    assert_eq!(
+        std::env::var("NCCL_NVLS_ENABLE").as_deref(),
+        Ok("0"),
+        "run the NCCL tests with NCCL_NVLS_ENABLE=0 (the GPU bundle's run.sh sets it)"
+    );
+}
+
 fn two_gpus() -> (Context, Context) {
     let n = Device::count().expect("these tests need CUDA devices (feature `gpu`)");
     assert!(
@@ -98,6 +109,7 @@ fn peer_access_copies_and_kernels_across_two_gpus() {
 #[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
 fn nccl_with_two_ranks_matches_the_host() {
     use gpukernel_runtime::collective::{self, Communicator, ReduceOp};
+    multicast_off();
     let (c0, c1) = two_gpus();
     let ctxs = [c0, c1];
     let comms = Communicator::for_contexts(&ctxs).unwrap();
