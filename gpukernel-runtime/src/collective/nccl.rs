@@ -33,7 +33,9 @@ fn library() -> Result<()> {
     if *PRESENT.get_or_init(|| unsafe { sys::is_culib_present() }) {
         return Ok(());
     }
-    let names = cudarc::get_lib_name_candidates("nccl");
+    let mut names = cudarc::get_lib_name_candidates("nccl");
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
     let found = find_versioned();
     let (reason, hint) = match &found {
         Some(p) => (

@@ -140,11 +140,13 @@ struct SimComm {
     rank: usize,
 }
 
+/// A collective joined inside a group: its clique, the rank, its number, its name.
+type Joined = (Arc<Clique>, usize, u64, &'static str);
+
 thread_local! {
     /// The open groups of this thread: their depth, and the collectives joined inside them
     /// that the outermost end waits for.
-    static GROUP: RefCell<(usize, Vec<(Arc<Clique>, usize, u64, &'static str)>)> =
-        const { RefCell::new((0, Vec::new())) };
+    static GROUP: RefCell<(usize, Vec<Joined>)> = const { RefCell::new((0, Vec::new())) };
 }
 
 impl RawComm for SimComm {
