@@ -315,6 +315,22 @@ fn collectives_check_their_arguments() {
     })
     .unwrap_err();
     assert!(e.to_string().contains("the ranks disagree"), "{e}");
+    // Inside a group, a direct call or a nested group is refused: NCCL would run it at the
+    // outer group's end, after the buffer it borrowed may be gone.
+    let e = collective::group(|_| {
+        let mut tmp = ctxs[0].alloc_zeros::<f32>(4)?;
+        comms[0].all_reduce_in_place(&s0, &mut tmp, ReduceOp::Sum)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("through the group"), "{e}");
+    let e = collective::group(|_| collective::group(|_| Ok(()))).unwrap_err();
+    assert!(e.to_string().contains("groups do not nest"), "{e}");
+    // After a refused group the thread is outside any group again.
+    collective::group(|g| {
+        g.all_reduce_in_place(&comms[0], &s0, &mut a, ReduceOp::Sum)?;
+        g.all_reduce_in_place(&comms[1], &s1, &mut b, ReduceOp::Sum)
+    })
+    .unwrap();
 }
 
 fn ranks_in_threads_join_through_a_unique_id() {

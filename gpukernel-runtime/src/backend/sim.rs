@@ -947,6 +947,24 @@ mod tests {
     use super::topological_order;
 
     #[test]
+    fn the_number_of_simulated_devices_is_checked() {
+        use super::parse_device_count as count;
+        assert_eq!(count(None).unwrap(), 1);
+        assert_eq!(count(Some("")).unwrap(), 1);
+        assert_eq!(count(Some(" 8 ")).unwrap(), 8);
+        assert_eq!(count(Some("64")).unwrap(), 64);
+        for bad in ["0", "65", "two", "-1"] {
+            let e = count(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains("GPUKERNEL_SIM_DEVICES") && e.contains("1 to 64"),
+                "{e}"
+            );
+        }
+        assert_eq!(super::label(0), "the simulator");
+        assert_eq!(super::label(3), "the simulator's device 3");
+    }
+
+    #[test]
     fn topological_order_respects_edges_and_finds_cycles() {
         let order = topological_order(&[vec![], vec![0], vec![0], vec![1, 2]]).unwrap();
         let pos = |i| order.iter().position(|&x| x == i).unwrap();

@@ -356,6 +356,13 @@ impl Communicator {
         grouped: bool,
     ) -> Result<()> {
         let name = operation_name(kind);
+        if !grouped && IN_GROUP.with(|g| g.get()) {
+            // NCCL would defer it to the group's end, after the buffer's borrow ended.
+            return Err(invalid(
+                name,
+                "called directly inside `collective::group`: issue it through the group (`g`)",
+            ));
+        }
         check_same(name, "the stream", &self.ctx, stream.ctx())?;
         let (send_len, send_ptr) = send.map_or((recv.len, recv.ptr), |p| (p.len, p.ptr));
         let count = self.count(name, kind, send_len, recv.len)?;
@@ -452,7 +459,17 @@ pub fn group<'a, R>(f: impl FnOnce(&mut Group<'a>) -> Result<R>) -> Result<R> {
         fn drop(&mut self) {
             // On unwinding only: the normal path ended the group already.
             let _ = self.0.close();
+            IN_GROUP.with(|g| g.set(false));
         }
+    }
+    // NCCL defers every operation of a thread with a group open to the outermost group's end:
+    // an inner group, or a direct call inside, would let a buffer go before its operation
+    // runs. Neither is allowed.
+    if IN_GROUP.with(|g| g.replace(true)) {
+        return Err(invalid(
+            "collective::group",
+            "groups do not nest: issue every operation through the open group",
+        ));
     }
     let mut g = Ender(Group {
         opened: Vec::new(),
@@ -460,8 +477,14 @@ pub fn group<'a, R>(f: impl FnOnce(&mut Group<'a>) -> Result<R>) -> Result<R> {
     });
     let r = f(&mut g.0);
     let ended = g.0.close();
+    IN_GROUP.with(|g| g.set(false));
     let r = r?;
     ended.map(|()| r)
+}
+
+thread_local! {
+    /// Whether this thread is inside [`group`].
+    static IN_GROUP: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
 }
 
 /// The operations issued inside [`group`]: the [`Communicator`] methods with the
