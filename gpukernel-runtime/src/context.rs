@@ -383,6 +383,15 @@ impl Context {
     /// (`cuDeviceCanAccessPeer`): NVLink or PCIe peer-to-peer between the two GPUs. Always
     /// true for the same context and between simulated devices; false between the simulator
     /// and a GPU.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let sim = Device::simulator().primary_context()?;
+    /// assert!(sim.can_access_peer(&sim)?); // simulated devices reach each other; a GPU and the simulator do not
+    /// # Ok(()) }
+    /// ```
     pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
         if Arc::ptr_eq(&self.inner, &peer.inner) {
             return Ok(true);
@@ -398,6 +407,18 @@ impl Context {
     ///
     /// [`Error::PeerAccessUnsupported`] when the devices cannot reach each other
     /// ([`can_access_peer`](Self::can_access_peer) is false).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // With `GPUKERNEL_SIM_DEVICES=2` (or two GPUs) `other` would be a second device.
+    /// let other = Device::all()?.last().copied().unwrap_or(ctx.device()).primary_context()?;
+    /// if ctx.can_access_peer(&other)? {
+    ///     ctx.enable_peer_access(&other)?; // kernels of `ctx` may now take `other`'s buffers
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
         if Arc::ptr_eq(&self.inner, &peer.inner) || self.peer_access_enabled(peer) {
             return Ok(());
@@ -418,6 +439,14 @@ impl Context {
 
     /// Whether [`enable_peer_access`](Self::enable_peer_access) made `peer`'s memory
     /// accessible to this context's work (true for the context itself).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(ctx.peer_access_enabled(&ctx)); // a context always reaches its own memory
+    /// # Ok(()) }
+    /// ```
     pub fn peer_access_enabled(&self, peer: &Context) -> bool {
         self.inner.can_use_memory_of(&peer.inner)
     }

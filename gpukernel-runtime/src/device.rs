@@ -178,6 +178,16 @@ impl Device {
     /// unset), each with its own context, memory and streams, all able to access each other's
     /// memory once peer access is enabled ([`Context::enable_peer_access`]), so that
     /// multi-device code runs without GPUs. [`Error::NoDevice`] when `index` is out of range.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let d = Device::simulated(0)?; // GPUKERNEL_SIM_DEVICES=N offers 0..N
+    /// assert_eq!(d, Device::simulator());
+    /// assert!(Device::simulated(64).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn simulated(index: usize) -> Result<Device> {
         let count = sim::device_count()?;
         if index >= count {
@@ -193,6 +203,17 @@ impl Device {
 
     /// Every device of the backend [`Device::default_device`] picks: all CUDA devices, or the
     /// `GPUKERNEL_SIM_DEVICES` simulated ones.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// for device in Device::all()? {
+    ///     let ctx = device.primary_context()?;
+    ///     println!("{device}: {}", ctx.device().index());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn all() -> Result<Vec<Device>> {
         let first = Device::default_device()?;
         if first.is_simulator() {
@@ -204,6 +225,14 @@ impl Device {
 
     /// The device's position among the devices of its backend: the CUDA ordinal, or the
     /// simulated device's index.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(Device::simulator().index(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn index(&self) -> usize {
         match self.kind {
             Kind::Cuda { ordinal, .. } => ordinal,

@@ -92,6 +92,16 @@ pub(crate) trait RawComm: Send + Sync {
 /// One rank of a communicator: a context, its rank, and the number of ranks. `Send` but not
 /// `Sync`: NCCL forbids concurrent calls on one communicator. Dropping it destroys the
 /// communicator once its work is done (`ncclCommDestroy` finalizes first).
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = Device::simulator().primary_context()?;
+/// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+/// let (comm, s) = (&comms[0], ctx.default_stream());
+/// assert_eq!((comm.rank(), comm.size()), (0, 1));
+/// # Ok(()) }
+/// ```
 pub struct Communicator {
     ctx: Arc<ContextInner>,
     rank: usize,
@@ -121,6 +131,15 @@ fn invalid(operation: &'static str, reason: impl Into<String>) -> Error {
 impl Communicator {
     /// One communicator per context, ranks in list order, for the devices of this process
     /// (`ncclCommInitAll` on GPUs). The contexts must be distinct devices of one backend.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx])?;
+    /// assert_eq!(comms.len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn for_contexts(contexts: &[Context]) -> Result<Vec<Communicator>> {
         const OP: &str = "Communicator::for_contexts";
         let Some(first) = contexts.first() else {
@@ -181,6 +200,16 @@ impl Communicator {
     /// this (each in its own process or thread) with the same `id` and `size`; on GPUs it
     /// returns once all ranks have joined (`ncclCommInitRank`). On the simulator the ranks are
     /// threads of one process.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let id = UniqueId::new(&ctx)?; // rank 0 makes it and sends `id.to_hex()` to the others
+    /// let comm = Communicator::init_rank(&ctx, &id, 0, 1)?;
+    /// assert_eq!(comm.size(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn init_rank(
         ctx: &Context,
         id: &UniqueId,
@@ -227,16 +256,46 @@ impl Communicator {
     }
 
     /// This rank.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// assert_eq!(comm.rank(), 0);
+    /// # Ok(()) }
+    /// ```
     pub fn rank(&self) -> usize {
         self.rank
     }
 
     /// The number of ranks.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// assert_eq!(comm.size(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// The rank's context.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// assert_eq!(comm.context().device(), ctx.device());
+    /// # Ok(()) }
+    /// ```
     pub fn context(&self) -> Context {
         Context {
             inner: self.ctx.clone(),
@@ -244,6 +303,19 @@ impl Communicator {
     }
 
     /// `recv[i] = op over ranks of send[i]` on every rank (`ncclAllReduce`).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// comm.all_reduce(&s, &x, &mut y, ReduceOp::Sum)?;
+    /// assert_eq!(y.to_host_vec()?, [1.0, 2.0]); // one rank: the sum is the input
+    /// # Ok(()) }
+    /// ```
     pub fn all_reduce<T: CollectiveType>(
         &self,
         stream: &Stream,
@@ -261,6 +333,18 @@ impl Communicator {
     }
 
     /// [`all_reduce`](Self::all_reduce) with the result written over the input.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let mut v = ctx.htod_copy(&[3i32, 4])?;
+    /// comm.all_reduce_in_place(&s, &mut v, ReduceOp::Max)?;
+    /// assert_eq!(v.to_host_vec()?, [3, 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn all_reduce_in_place<T: CollectiveType>(
         &self,
         stream: &Stream,
@@ -278,6 +362,19 @@ impl Communicator {
 
     /// Every rank's `recv` becomes `root`'s `send` (`ncclBroadcast`); `send` is read on the
     /// root only (other ranks may pass any buffer of the same length).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[7u8; 4])?;
+    /// let mut y = ctx.alloc_zeros::<u8>(4)?;
+    /// comm.broadcast(&s, &x, &mut y, 0)?;
+    /// assert_eq!(y.to_host_vec()?, [7; 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn broadcast<T: CollectiveType>(
         &self,
         stream: &Stream,
@@ -296,6 +393,18 @@ impl Communicator {
 
     /// [`broadcast`](Self::broadcast) in place: `buf` is the root's input and every other
     /// rank's output.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let mut v = ctx.htod_copy(&[1.5f64])?;
+    /// comm.broadcast_in_place(&s, &mut v, 0)?;
+    /// assert_eq!(v.to_host_vec()?, [1.5]);
+    /// # Ok(()) }
+    /// ```
     pub fn broadcast_in_place<T: CollectiveType>(
         &self,
         stream: &Stream,
@@ -313,6 +422,19 @@ impl Communicator {
 
     /// `recv` (`size` times as long as `send`) becomes the ranks' `send`s in rank order
     /// (`ncclAllGather`).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1u32, 2])?;
+    /// let mut all = ctx.alloc_zeros::<u32>(2 * comm.size())?;
+    /// comm.all_gather(&s, &x, &mut all)?;
+    /// assert_eq!(all.to_host_vec()?, [1, 2]);
+    /// # Ok(()) }
+    /// ```
     pub fn all_gather<T: CollectiveType>(
         &self,
         stream: &Stream,
@@ -330,6 +452,19 @@ impl Communicator {
 
     /// `send` (`size` times as long as `recv`) is reduced over the ranks, and rank `r` gets
     /// block `r` of the result (`ncclReduceScatter`).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1i64, 2])?;
+    /// let mut mine = ctx.alloc_zeros::<i64>(2 / comm.size())?;
+    /// comm.reduce_scatter(&s, &x, &mut mine, ReduceOp::Sum)?;
+    /// assert_eq!(mine.to_host_vec()?, [1, 2]);
+    /// # Ok(()) }
+    /// ```
     pub fn reduce_scatter<T: CollectiveType>(
         &self,
         stream: &Stream,
@@ -490,6 +625,19 @@ thread_local! {
 /// The operations issued inside [`group`]: the [`Communicator`] methods with the
 /// communicator as first argument, the buffers borrowed until the group ends. Not `Send`: a
 /// group belongs to its thread.
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = Device::simulator().primary_context()?;
+/// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+/// let (comm, s) = (&comms[0], ctx.default_stream());
+/// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+/// let mut y = ctx.alloc_zeros::<f32>(2)?;
+/// collective::group(|g| g.all_reduce(comm, &s, &x, &mut y, ReduceOp::Sum))?;
+/// assert_eq!(y.to_host_vec()?, [1.0, 2.0]);
+/// # Ok(()) }
+/// ```
 pub struct Group<'a> {
     /// One communicator per implementation whose group was opened, to close it.
     opened: Vec<&'a Communicator>,
@@ -515,6 +663,19 @@ impl<'a> Group<'a> {
     }
 
     /// [`Communicator::all_reduce`] of `comm`'s rank, in the group.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// collective::group(|g| g.all_reduce(comm, &s, &x, &mut y, ReduceOp::Sum))?;
+    /// assert_eq!(y.to_host_vec()?, [1.0, 2.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn all_reduce<T: CollectiveType>(
         &mut self,
         comm: &'a Communicator,
@@ -534,6 +695,19 @@ impl<'a> Group<'a> {
     }
 
     /// [`Communicator::all_reduce_in_place`], in the group.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// collective::group(|g| g.all_reduce_in_place(comm, &s, &mut y, ReduceOp::Sum))?;
+    /// assert_eq!(y.to_host_vec()?, [0.0, 0.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn all_reduce_in_place<T: CollectiveType>(
         &mut self,
         comm: &'a Communicator,
@@ -546,6 +720,19 @@ impl<'a> Group<'a> {
     }
 
     /// [`Communicator::broadcast`], in the group.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// collective::group(|g| g.broadcast(comm, &s, &x, &mut y, 0))?;
+    /// assert_eq!(y.to_host_vec()?, [1.0, 2.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn broadcast<T: CollectiveType>(
         &mut self,
         comm: &'a Communicator,
@@ -565,6 +752,19 @@ impl<'a> Group<'a> {
     }
 
     /// [`Communicator::broadcast_in_place`], in the group.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// collective::group(|g| g.broadcast_in_place(comm, &s, &mut y, 0))?;
+    /// assert_eq!(y.to_host_vec()?, [0.0, 0.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn broadcast_in_place<T: CollectiveType>(
         &mut self,
         comm: &'a Communicator,
@@ -583,6 +783,19 @@ impl<'a> Group<'a> {
     }
 
     /// [`Communicator::all_gather`], in the group.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// collective::group(|g| g.all_gather(comm, &s, &x, &mut y))?;
+    /// assert_eq!(y.to_host_vec()?, [1.0, 2.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn all_gather<T: CollectiveType>(
         &mut self,
         comm: &'a Communicator,
@@ -601,6 +814,19 @@ impl<'a> Group<'a> {
     }
 
     /// [`Communicator::reduce_scatter`], in the group.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let (comm, s) = (&comms[0], ctx.default_stream());
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// collective::group(|g| g.reduce_scatter(comm, &s, &x, &mut y, ReduceOp::Sum))?;
+    /// assert_eq!(y.to_host_vec()?, [1.0, 2.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn reduce_scatter<T: CollectiveType>(
         &mut self,
         comm: &'a Communicator,
@@ -634,6 +860,17 @@ impl<'a> Group<'a> {
 }
 
 /// NCCL's version as `(major, minor, patch)`, loading the library (see the `nccl` feature).
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// // An error naming what is missing when NCCL cannot be loaded (or the `nccl` feature is off).
+/// match collective::nccl_version() {
+///     Ok((major, minor, patch)) => println!("NCCL {major}.{minor}.{patch}"),
+///     Err(e) => println!("{e}"),
+/// }
+/// # Ok(()) }
+/// ```
 pub fn nccl_version() -> Result<(u32, u32, u32)> {
     #[cfg(feature = "nccl")]
     {

@@ -6,6 +6,13 @@ use gpukernel_device::DeviceCopy;
 use crate::error::{Error, Result};
 
 /// An element type NCCL reduces natively (`ncclDataType_t`).
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// assert_eq!(<f32 as CollectiveType>::DATA_TYPE, DataType::F32);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum DataType {
@@ -29,6 +36,17 @@ pub enum DataType {
 
 /// How a reduction combines the ranks' elements (`ncclRedOp_t`). Integer sums and products
 /// wrap; `Avg` is the sum divided by the number of ranks (integer division for integers).
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = Device::simulator().primary_context()?;
+/// let comm = &Communicator::for_contexts(&[ctx.clone()])?[0];
+/// let mut v = ctx.htod_copy(&[5u64, 9])?;
+/// comm.all_reduce_in_place(&ctx.default_stream(), &mut v, ReduceOp::Avg)?;
+/// assert_eq!(v.to_host_vec()?, [5, 9]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ReduceOp {
@@ -50,6 +68,16 @@ mod sealed {
 
 /// An element type collectives accept: `i8`, `u8`, `i32`, `u32`, `i64`, `u64`, `f32`, `f64`.
 /// Sealed: the list is NCCL's.
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// fn bytes<T: CollectiveType>(n: usize) -> usize {
+///     n * T::DATA_TYPE.size()
+/// }
+/// assert_eq!(bytes::<i64>(4), 32);
+/// # Ok(()) }
+/// ```
 pub trait CollectiveType: DeviceCopy + PartialOrd + sealed::Sealed {
     /// NCCL's name for it.
     const DATA_TYPE: DataType;
@@ -104,6 +132,14 @@ float_type!(f32 => F32, f64 => F64);
 
 impl DataType {
     /// Bytes per element.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// assert_eq!(DataType::F64.size(), 8);
+    /// assert_eq!(DataType::U8.size(), 1);
+    /// # Ok(()) }
+    /// ```
     pub fn size(self) -> usize {
         match self {
             DataType::I8 | DataType::U8 => 1,
@@ -117,6 +153,15 @@ impl DataType {
 /// bytes): rank 0 makes it ([`UniqueId::new`]), sends [`as_bytes`](Self::as_bytes) to the
 /// other processes by any means (a file, a socket, an environment variable of a child), and
 /// every rank passes it to [`Communicator::init_rank`](super::Communicator::init_rank).
+///
+/// ```
+/// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = Device::simulator().primary_context()?;
+/// let id = UniqueId::new(&ctx)?;
+/// assert_eq!(id.as_bytes().len(), UniqueId::LEN);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UniqueId {
     pub(crate) bytes: [u8; UniqueId::LEN],
@@ -137,6 +182,15 @@ impl UniqueId {
     /// A new id for a communicator of `ctx`'s backend: `ncclGetUniqueId` for GPUs (it also
     /// starts NCCL's bootstrap listener in this process, which rank 0 must keep running), a
     /// random id of this process for the simulator (whose ranks are threads of one process).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let id = UniqueId::new(&ctx)?;
+    /// assert_ne!(id, UniqueId::new(&ctx)?);
+    /// # Ok(()) }
+    /// ```
     pub fn new(ctx: &crate::Context) -> Result<UniqueId> {
         if ctx.is_simulator() {
             Ok(super::sim::new_id())
@@ -146,12 +200,29 @@ impl UniqueId {
     }
 
     /// The id's bytes, to send to the other ranks.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let id = UniqueId::from_bytes([7; UniqueId::LEN]);
+    /// assert_eq!(id.as_bytes()[0], 7);
+    /// # Ok(()) }
+    /// ```
     pub fn as_bytes(&self) -> &[u8; UniqueId::LEN] {
         &self.bytes
     }
 
     /// The id as 256 hexadecimal digits (for an environment variable or a command line); the
     /// simulator's ids start with `sim:`.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let id = UniqueId::from_bytes([0xab; UniqueId::LEN]);
+    /// assert!(id.to_hex().starts_with("abab"));
+    /// assert_eq!(UniqueId::from_hex(&id.to_hex())?, id);
+    /// # Ok(()) }
+    /// ```
     pub fn to_hex(&self) -> String {
         let mut s = String::with_capacity(4 + 2 * Self::LEN);
         if self.simulated {
@@ -165,6 +236,15 @@ impl UniqueId {
 
     /// Reads [`to_hex`](Self::to_hex)'s form back; anything else is
     /// [`Error::InvalidCollective`] saying what is wrong.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// assert!(UniqueId::from_hex("not hex").is_err());
+    /// let id = UniqueId::from_bytes([1; UniqueId::LEN]);
+    /// assert_eq!(UniqueId::from_hex(&id.to_hex())?, id);
+    /// # Ok(()) }
+    /// ```
     pub fn from_hex(text: &str) -> Result<UniqueId> {
         let bad = |reason: String| Error::InvalidCollective {
             operation: "UniqueId::from_hex",
@@ -190,6 +270,15 @@ impl UniqueId {
     }
 
     /// An NCCL id from its bytes (received from rank 0).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let bytes = [3u8; UniqueId::LEN]; // as received from rank 0
+    /// let id = UniqueId::from_bytes(bytes);
+    /// assert_eq!(id.as_bytes(), &bytes);
+    /// # Ok(()) }
+    /// ```
     pub fn from_bytes(bytes: [u8; UniqueId::LEN]) -> UniqueId {
         UniqueId {
             bytes,

@@ -15,6 +15,17 @@ impl LinkedImage {
     /// device. A cubin on the simulator, or a simulator image on a GPU, is
     /// [`Error::Unsupported`]; a cubin for another architecture is the driver's
     /// [`Error::ModuleLoad`].
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::link::Linker;
+    /// let image = Linker::new(&ctx)?.add_ptx(&kernels_ptx(), "kernels.ptx").link()?;
+    /// let module = image.load(&ctx)?; // the same image on every device of its kind
+    /// assert!(module.kernel_names().contains(&"saxpy".to_owned()));
+    /// # Ok(()) }
+    /// ```
     pub fn load(&self, ctx: &Context) -> Result<Module> {
         match (self.is_simulator(), ctx.is_simulator()) {
             (true, true) => Module::from_simulator_image(ctx.inner.clone(), &self.simulator_image),
@@ -47,6 +58,19 @@ impl Linker {
     /// [`assume_compute_capability`](Self::assume_compute_capability) is not applied); the
     /// simulator's contexts share one simulator link. An empty list is
     /// [`Error::Unsupported`] naming the call.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::link::Linker;
+    /// let contexts: Vec<_> = Device::all()?.iter().map(|d| d.primary_context()).collect::<Result<_, _>>()?;
+    /// let modules = Linker::new(&contexts[0])?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .link_and_load_on(&contexts)?; // one link, one module per device
+    /// assert_eq!(modules.len(), contexts.len());
+    /// # Ok(()) }
+    /// ```
     pub fn link_and_load_on(&self, contexts: &[Context]) -> Result<Vec<Module>> {
         if contexts.is_empty() {
             return Err(Error::Unsupported {
