@@ -18,6 +18,7 @@ use gpukernel_runtime::{Context, Device, Event, Stream};
 type BoxError = Box<dyn std::error::Error>;
 
 const COPY_BYTES: usize = 256 << 20;
+#[cfg(feature = "nccl")]
 const REDUCE_BYTES: usize = 1 << 30;
 const TRIALS: usize = 15;
 
