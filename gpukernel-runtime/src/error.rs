@@ -270,8 +270,10 @@ pub enum Error {
         accepted: &'static str,
     },
 
-    /// Two objects of different contexts (devices or backends) were used together.
-    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}")]
+    /// Two objects of different contexts (devices or backends) were used together: memory of
+    /// another device without peer access enabled, a kernel of another device's module, a
+    /// stream or event of another context.
+    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}{}", fmt_hint(.hint))]
     ContextMismatch {
         /// What was being done.
         operation: &'static str,
@@ -281,6 +283,72 @@ pub enum Error {
         expected: String,
         /// The argument's context.
         found: String,
+        /// What to do instead (peer access, a copy), when there is something.
+        hint: Option<&'static str>,
+    },
+
+    /// Peer access between two devices was asked for, but they cannot reach each other's
+    /// memory (`cuDeviceCanAccessPeer` is false: no NVLink or PCIe peer path, or the
+    /// simulator and a GPU).
+    #[error(
+        "{from} cannot access the memory of {to} (no peer path between the devices); hint: copy between them with `copy_from_device`, which goes through host memory"
+    )]
+    PeerAccessUnsupported {
+        /// The context that asked for access.
+        from: String,
+        /// The context whose memory it asked for.
+        to: String,
+    },
+
+    /// A collective was asked for wrongly: buffer lengths that do not fit the number of
+    /// ranks, a root or rank out of range, ranks that disagree on the operation, contexts that
+    /// cannot form a communicator.
+    #[error("{operation}: {reason}")]
+    InvalidCollective {
+        /// What was being done, e.g. `Communicator::all_gather`.
+        operation: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A simulated collective waited for ranks that never joined it (on a GPU NCCL would wait
+    /// forever): when one thread drives several ranks, issue their operations inside one
+    /// `collective::group`.
+    #[error(
+        "{operation}: rank {rank} waited {waited_ms} ms for rank(s) {missing:?}, which never joined the collective; hint: one thread driving several ranks must issue them inside `collective::group(|g| ..)`"
+    )]
+    CollectiveIncomplete {
+        /// The collective.
+        operation: &'static str,
+        /// The rank that waited.
+        rank: usize,
+        /// The ranks that had not joined.
+        missing: Vec<usize>,
+        /// How long it waited.
+        waited_ms: u64,
+    },
+
+    /// NCCL cannot be used: the library is not found (or not under a name cudarc loads), or
+    /// the crate was built without its `nccl` feature.
+    #[error("NCCL is unavailable: {reason}; hint: {hint}")]
+    NcclUnavailable {
+        /// What is missing.
+        reason: String,
+        /// How to fix it.
+        hint: String,
+    },
+
+    /// An NCCL call failed.
+    #[error("{call} failed: {name} ({code}){}", if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    Nccl {
+        /// The NCCL function.
+        call: &'static str,
+        /// `ncclResult_t`.
+        code: i32,
+        /// Its name, e.g. `ncclInvalidArgument`.
+        name: String,
+        /// NCCL's last error message (`ncclGetLastError`), when it has one.
+        message: String,
     },
 
     /// The operation is not available on this backend.

@@ -360,6 +360,26 @@ impl Stream {
         self.ctx().backend.stream_priority(self.handle())
     }
 
+    /// Makes later work on this stream wait for the work enqueued so far on `other`, which may
+    /// be a stream of another context: then an event of `other`'s context is recorded there
+    /// and waited for here (`cuStreamWaitEvent` accepts another device's event).
+    pub(crate) fn order_after(&self, other: &Stream) -> Result<()> {
+        if Arc::ptr_eq(self.ctx(), other.ctx()) {
+            return self
+                .ctx()
+                .backend
+                .stream_wait_stream(self.handle(), other.handle());
+        }
+        let theirs = &other.ctx().backend;
+        let e = theirs.event_create(false, false)?;
+        let r = theirs
+            .event_record(e, other.handle())
+            .and_then(|()| self.ctx().backend.stream_wait_event(self.handle(), e));
+        // SAFETY: made above and not used after; a pending event is released once complete.
+        unsafe { theirs.event_destroy(e) };
+        r
+    }
+
     /// Makes this stream wait for the work enqueued so far on `other`.
     ///
     /// ```
