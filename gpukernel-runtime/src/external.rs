@@ -33,6 +33,20 @@ use crate::stream::Stream;
 
 /// A memory handle exported by another API. A POSIX descriptor is given to the driver on a
 /// successful import (closed here on failure); Windows handles stay the caller's.
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::external::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+/// // `fd`: vkGetMemoryFdKHR(.., VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT) of 64 MiB.
+/// let handle = ExternalMemoryHandle::OpaqueFd(fd); // the driver owns it once imported
+/// // SAFETY: 64 MiB of this device's memory (same deviceUUID); Vulkan and our streams are
+/// // ordered by semaphores; Vulkan frees it only after `mem` and its buffers are dropped.
+/// let mem = unsafe { ExternalMemory::import(&ctx, handle, 64 << 20, false)? };
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ExternalMemoryHandle {
@@ -49,6 +63,20 @@ pub enum ExternalMemoryHandle {
 }
 
 /// A semaphore handle exported by another API (ownership as for [`ExternalMemoryHandle`]).
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::external::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+/// // `fd`: vkGetSemaphoreFdKHR(.., VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT) of a
+/// // timeline semaphore.
+/// let handle = ExternalSemaphoreHandle::OpaqueFd(fd);
+/// // SAFETY: a timeline semaphore of this device.
+/// let frames = unsafe { ExternalSemaphore::import(&ctx, handle, SemaphoreKind::Timeline)? };
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ExternalSemaphoreHandle {
@@ -64,6 +92,22 @@ pub enum ExternalSemaphoreHandle {
 
 /// Whether a semaphore is signalled and waited on without a value (binary) or with a
 /// monotonically increasing 64-bit value (timeline; D3D12 fences).
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::external::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+/// # let frame = 1;
+/// let handle = ExternalSemaphoreHandle::OpaqueFd(fd);
+/// // SAFETY: `fd` exports a VK_SEMAPHORE_TYPE_TIMELINE semaphore of this device.
+/// let sem = unsafe { ExternalSemaphore::import(&ctx, handle, SemaphoreKind::Timeline)? };
+/// sem.wait_value(&stream, 2 * frame)?; // a timeline is waited on for a value
+/// let no_value = sem.wait(&stream); // the binary form: refused by name
+/// assert!(matches!(no_value, Err(Error::SemaphoreKind { .. })));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SemaphoreKind {
@@ -122,6 +166,28 @@ impl Drop for MemInner {
 /// Memory imported from another API (`cuImportExternalMemory`). Map ranges of it as typed
 /// buffers ([`map`](Self::map)); it is destroyed (`cuDestroyExternalMemory`) when this and
 /// every buffer mapped from it are dropped.
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::external::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+/// # let null = || -> std::io::Result<std::os::fd::OwnedFd> { Ok(std::fs::File::open("/dev/null")?.into()) };
+/// # let (fd, n) = (null()?, 1 << 20);
+/// # let binary = |fd| unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(fd), SemaphoreKind::Binary) };
+/// # let (rendered, computed) = (binary(null()?)?, binary(null()?)?);
+/// // `fd`: vkGetMemoryFdKHR of a Vulkan buffer of `n` u32s.
+/// let handle = ExternalMemoryHandle::OpaqueFd(fd);
+/// // SAFETY: `4 * n` bytes of this device's memory; Vulkan touches them only between the
+/// // semaphores below, and frees them after `mem` and `texels` are dropped.
+/// let mem = unsafe { ExternalMemory::import(&ctx, handle, 4 * n as u64, false)? };
+/// let mut texels = mem.map::<u32>(0, n)?;
+/// rendered.wait(&stream)?; // after Vulkan's work
+/// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(n)?, (&mut texels,))?;
+/// computed.signal(&stream)?; // Vulkan's next submission waits for this
+/// # Ok(()) }
+/// ```
 pub struct ExternalMemory {
     inner: Arc<MemInner>,
 }
@@ -145,6 +211,20 @@ impl ExternalMemory {
     /// the other API does not access the mapped ranges while work enqueued here on them may
     /// run (order both sides with [`ExternalSemaphore`]s), and keeps its memory alive until
     /// this and the mapped buffers are dropped.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// // `fd` exports a VkDeviceMemory of 16 MiB allocated with VkMemoryDedicatedAllocateInfo.
+    /// let handle = ExternalMemoryHandle::OpaqueFd(fd);
+    /// // SAFETY: 16 MiB of this device's memory; both sides are ordered with semaphores; Vulkan
+    /// // frees it only after `mem` and every buffer mapped from it are dropped.
+    /// let mem = unsafe { ExternalMemory::import(&ctx, handle, 16 << 20, true)? };
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn import(
         ctx: &Context,
         handle: ExternalMemoryHandle,
@@ -197,6 +277,18 @@ impl ExternalMemory {
     }
 
     /// The imported size in bytes.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let mem = unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueFd(fd), 16 << 20, false)? };
+    /// assert_eq!(mem.size(), 16 << 20);
+    /// let whole = mem.map::<f32>(0, (mem.size() / 4) as usize)?; // all of it as f32s
+    /// # Ok(()) }
+    /// ```
     pub fn size(&self) -> u64 {
         self.inner.size
     }
@@ -205,6 +297,21 @@ impl ExternalMemory {
     /// freed when dropped after its work; the import stays alive while it exists.
     /// [`Error::ShareRange`] when the range does not fit the import or `offset` is misaligned
     /// for `T`.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let mem = unsafe { ExternalMemory::import(&ctx, ExternalMemoryHandle::OpaqueFd(fd), 16 << 20, false)? };
+    /// // A vertex buffer at byte 0 and an index buffer at 8 MiB of one Vulkan allocation.
+    /// let vertices = mem.map::<[f32; 4]>(0, 1 << 19)?;
+    /// let indices = mem.map::<u32>(8 << 20, 1 << 21)?;
+    /// let past_end = mem.map::<u32>(8 << 20, 1 << 22); // 16 MiB more do not fit
+    /// assert!(matches!(past_end, Err(Error::ShareRange { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn map<T: DeviceCopy>(&self, offset: u64, len: usize) -> Result<DeviceBuffer<T>> {
         const OP: &str = "ExternalMemory::map";
         let i = &self.inner;
@@ -247,6 +354,27 @@ impl ExternalMemory {
 /// A semaphore imported from another API (`cuImportExternalSemaphore`): streams wait on it and
 /// signal it, in stream order. Destroyed when dropped, after the streams that used it are idle
 /// (else leaked, like buffers).
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::external::*;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+/// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+/// # let mut image = stream.alloc_zeros::<u32>(1024)?;
+/// // `fd`: a Vulkan timeline semaphore the renderer sets to 2n-1 after frame n, and waits on
+/// // for 2n before presenting it.
+/// let handle = ExternalSemaphoreHandle::OpaqueFd(fd);
+/// // SAFETY: it is a timeline semaphore of this device.
+/// let timeline = unsafe { ExternalSemaphore::import(&ctx, handle, SemaphoreKind::Timeline)? };
+/// for frame in 1..=3u64 {
+///     timeline.wait_value(&stream, 2 * frame - 1)?;
+///     stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut image,))?;
+///     timeline.signal_value(&stream, 2 * frame)?;
+/// }
+/// # Ok(()) }
+/// ```
 pub struct ExternalSemaphore {
     ctx: Arc<ContextInner>,
     handle: RawSem,
@@ -275,6 +403,20 @@ impl ExternalSemaphore {
     /// # Safety
     /// The handle is an export of a semaphore of `kind` on this context's device (the driver
     /// cannot always tell a binary from a timeline semaphore).
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// // `fd`: vkGetSemaphoreFdKHR of a binary VkSemaphore (VK_SEMAPHORE_TYPE_BINARY).
+    /// let handle = ExternalSemaphoreHandle::OpaqueFd(fd);
+    /// // SAFETY: a binary semaphore of this device.
+    /// let ready = unsafe { ExternalSemaphore::import(&ctx, handle, SemaphoreKind::Binary)? };
+    /// ready.wait(&stream)?; // later work on `stream` waits for Vulkan's signal
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn import(
         ctx: &Context,
         handle: ExternalSemaphoreHandle,
@@ -325,6 +467,23 @@ impl ExternalSemaphore {
     }
 
     /// The semaphore's kind.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let sem = unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(fd), SemaphoreKind::Timeline)? };
+    /// # let frame = 1;
+    /// // Code that takes either kind of semaphore signals each as it must be.
+    /// match sem.kind() {
+    ///     SemaphoreKind::Binary => sem.signal(&stream)?,
+    ///     SemaphoreKind::Timeline => sem.signal_value(&stream, frame)?,
+    ///     other => return Err(format!("no signal for a {other:?} semaphore").into()),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn kind(&self) -> SemaphoreKind {
         self.kind
     }
@@ -358,6 +517,20 @@ impl ExternalSemaphore {
     }
 
     /// Enqueues a signal of a binary semaphore on `stream`, after the work enqueued so far.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let computed = unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(fd), SemaphoreKind::Binary)? };
+    /// # let mut out = stream.alloc_zeros::<u32>(1024)?;
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut out,))?;
+    /// computed.signal(&stream)?; // after the kernel: Vulkan's waiting submission reads `out`
+    /// # Ok(()) }
+    /// ```
     pub fn signal(&self, stream: &Stream) -> Result<()> {
         let v = self.check("ExternalSemaphore::signal", stream, None)?;
         self.ctx
@@ -366,6 +539,22 @@ impl ExternalSemaphore {
     }
 
     /// Enqueues setting a timeline semaphore to `value` on `stream`.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let timeline = unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(fd), SemaphoreKind::Timeline)? };
+    /// # let mut out = stream.alloc_zeros::<u32>(1024)?;
+    /// # let frame = 1;
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut out,))?;
+    /// timeline.signal_value(&stream, frame)?; // Vulkan waits for `frame` before reading `out`
+    /// assert!(matches!(timeline.signal(&stream), Err(Error::SemaphoreKind { .. }))); // no value
+    /// # Ok(()) }
+    /// ```
     pub fn signal_value(&self, stream: &Stream, value: u64) -> Result<()> {
         let v = self.check("ExternalSemaphore::signal_value", stream, Some(value))?;
         self.ctx
@@ -375,6 +564,20 @@ impl ExternalSemaphore {
 
     /// Makes later work on `stream` wait until a binary semaphore is signalled (and consumes
     /// the signal).
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let rendered = unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(fd), SemaphoreKind::Binary)? };
+    /// # let mut image = stream.alloc_zeros::<u32>(1024)?; // a buffer mapped from the Vulkan image's memory
+    /// rendered.wait(&stream)?; // Vulkan's submission signals it after drawing `image`
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut image,))?;
+    /// # Ok(()) }
+    /// ```
     pub fn wait(&self, stream: &Stream) -> Result<()> {
         let v = self.check("ExternalSemaphore::wait", stream, None)?;
         self.ctx
@@ -383,6 +586,21 @@ impl ExternalSemaphore {
     }
 
     /// Makes later work on `stream` wait until a timeline semaphore reaches `value`.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::external::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let timeline = unsafe { ExternalSemaphore::import(&ctx, ExternalSemaphoreHandle::OpaqueFd(fd), SemaphoreKind::Timeline)? };
+    /// # let mut image = stream.alloc_zeros::<u32>(1024)?;
+    /// # let frame = 1;
+    /// timeline.wait_value(&stream, frame)?; // until Vulkan sets it to `frame` (or more)
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut image,))?;
+    /// # Ok(()) }
+    /// ```
     pub fn wait_value(&self, stream: &Stream, value: u64) -> Result<()> {
         let v = self.check("ExternalSemaphore::wait_value", stream, Some(value))?;
         self.ctx

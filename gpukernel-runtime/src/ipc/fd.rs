@@ -15,6 +15,20 @@ pub const MAX_FDS: usize = 16;
 /// An error of kind `InvalidInput` for empty `data` or more than [`MAX_FDS`] descriptors; the
 /// system's error otherwise (a short send is an error too: the descriptors went with the part
 /// that was sent).
+///
+/// ```
+/// # use gpukernel_runtime::ipc::{recv_with_fds, send_with_fds};
+/// # use std::os::fd::AsFd;
+/// # fn main() -> std::io::Result<()> {
+/// let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+/// let file = tempfile::tempfile()?; // any descriptor: a VMM export, a Vulkan memory fd ...
+/// send_with_fds(&tx, b"scratch", &[file.as_fd()])?; // `file` stays open here too
+/// let (n, fds) = recv_with_fds(&rx, &mut [0; 16])?;
+/// assert_eq!((n, fds.len()), (7, 1));
+/// let empty = send_with_fds(&tx, b"", &[file.as_fd()]).unwrap_err(); // needs one byte
+/// assert_eq!(empty.kind(), std::io::ErrorKind::InvalidInput);
+/// # Ok(()) }
+/// ```
 pub fn send_with_fds(socket: &UnixStream, data: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
     if data.is_empty() || fds.len() > MAX_FDS {
         return Err(io::Error::new(
@@ -76,6 +90,26 @@ pub fn send_with_fds(socket: &UnixStream, data: &[u8], fds: &[BorrowedFd<'_>]) -
 /// stream socket a longer message is read in parts (its descriptors arrive with the first);
 /// a datagram or sequenced-packet socket reports a cut message as an error (`MSG_TRUNC`), and
 /// every socket reports cut descriptors (`MSG_CTRUNC`; those that did arrive are closed).
+///
+/// ```
+/// # use gpukernel_runtime::ipc::{recv_with_fds, send_with_fds};
+/// # use std::io::{Read, Seek, Write};
+/// # use std::os::fd::AsFd;
+/// # fn main() -> std::io::Result<()> {
+/// # let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+/// # let mut file = tempfile::tempfile()?;
+/// # send_with_fds(&tx, b"scratch", &[file.as_fd()])?; // what the other process sent
+/// let mut buf = [0u8; 64];
+/// let (n, mut fds) = recv_with_fds(&rx, &mut buf)?;
+/// assert_eq!(&buf[..n], b"scratch");
+/// // The descriptor is this process's own, of the same open file.
+/// std::fs::File::from(fds.remove(0)).write_all(b"written by the receiver")?;
+/// let mut text = String::new();
+/// file.rewind()?;
+/// file.read_to_string(&mut text)?;
+/// assert_eq!(text, "written by the receiver");
+/// # Ok(()) }
+/// ```
 pub fn recv_with_fds(socket: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd>)> {
     let fd_bytes = MAX_FDS * size_of::<RawFd>();
     // SAFETY: pure computation.

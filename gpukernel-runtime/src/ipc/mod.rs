@@ -46,6 +46,22 @@ pub use fd::{MAX_FDS, recv_with_fds, send_with_fds};
 pub use vmm::VmmHandle;
 
 /// How a shareable buffer is allocated, hence how it is exported.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::ipc::ShareKind;
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// // Legacy IPC within one machine and container; an fd over a Unix socket across containers.
+/// let across = std::env::var_os("SHARE_ACROSS_CONTAINERS").is_some();
+/// let kind = if across { ShareKind::PosixFd } else { ShareKind::Ipc };
+/// match ctx.alloc_shareable::<f32>(1 << 20, kind) {
+///     Ok(buf) => println!("{} elements to share", buf.len()),
+///     Err(Error::NotOnSimulator { .. }) => assert!(ctx.is_simulator()), // one process's memory
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ShareKind {
@@ -72,6 +88,19 @@ impl Context {
     /// [module documentation](crate::ipc)). For VMM kinds the allocation is rounded up to the
     /// device's granularity (the buffer still has `len` elements). [`Error::NotOnSimulator`]
     /// on the simulator.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::ShareKind;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// let legacy = ctx.alloc_shareable::<f32>(1000, ShareKind::Ipc)?; // zeroed
+    /// let handle = legacy.ipc_handle(..)?; // its bytes go to the other process
+    /// let vmm = ctx.alloc_shareable::<f32>(1000, ShareKind::PosixFd)?;
+    /// assert_eq!(vmm.len(), 1000); // the allocation behind it is a multiple of the granularity
+    /// let fd = vmm.export_vmm(..)?; // sent over a Unix socket
+    /// # Ok(()) }
+    /// ```
     pub fn alloc_shareable<T: DeviceCopy>(
         &self,
         len: usize,
@@ -101,6 +130,20 @@ impl Context {
 
     /// An event other processes can open ([`Event::ipc_handle`]); it has no timing
     /// (`CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING`).
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::ShareKind;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let module = ctx.load_module(kernels_ptx().as_bytes())?;
+    /// let mut shared = ctx.alloc_shareable::<u32>(1024, ShareKind::Ipc)?;
+    /// let written = ctx.new_ipc_event()?;
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut shared,))?;
+    /// written.record(&stream)?; // the other process waits on this before reading `shared`
+    /// let event_bytes = written.ipc_handle()?.to_bytes(); // sent with the buffer's handle
+    /// # Ok(()) }
+    /// ```
     pub fn new_ipc_event(&self) -> Result<Event> {
         not_on_simulator(&self.inner, "Context::new_ipc_event")?;
         let h = self.inner.backend.event_create_interprocess()?;
@@ -109,6 +152,18 @@ impl Context {
 
     /// `(free, total)` bytes of the device's memory (`cuMemGetInfo`): for leak checks and
     /// capacity planning. [`Error::NotOnSimulator`] on the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// match ctx.memory_info() {
+    ///     Ok((free, total)) => println!("{} of {} MiB free", free >> 20, total >> 20),
+    ///     Err(Error::NotOnSimulator { .. }) => assert!(ctx.is_simulator()),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         not_on_simulator(&self.inner, "Context::memory_info")?;
         self.inner.backend.mem_info()
@@ -116,6 +171,19 @@ impl Context {
 
     /// The device's UUID (`cuDeviceGetUuid`): what Vulkan calls `deviceUUID`, to pick the
     /// same physical device in both APIs. [`Error::NotOnSimulator`] on the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // Vulkan: pick the VkPhysicalDevice whose VkPhysicalDeviceIDProperties::deviceUUID is this.
+    /// match ctx.device_uuid() {
+    ///     Ok(uuid) => println!("device {uuid:02x?}"),
+    ///     Err(Error::NotOnSimulator { .. }) => assert!(ctx.is_simulator()),
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn device_uuid(&self) -> Result<[u8; 16]> {
         not_on_simulator(&self.inner, "Context::device_uuid")?;
         self.inner.backend.device_uuid()
@@ -129,6 +197,22 @@ const IPC_MEM_HANDLE_BYTES: usize = 104;
 
 /// A legacy IPC handle of an element range of a shareable buffer: the driver's 64 bytes plus
 /// the range, the allocation size and the element size, as [`IpcMemHandle::BYTES`] bytes.
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::ipc::*;
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// // The exporting process: a buffer allocated for sharing, its handle as bytes.
+/// let buf = ctx.alloc_shareable::<f32>(1024, ShareKind::Ipc)?;
+/// let bytes = buf.ipc_handle(..)?.to_bytes(); // through a pipe, a socket, a file ...
+/// // Another process: the same memory as a buffer of its own.
+/// let handle = IpcMemHandle::<f32>::from_bytes(&bytes)?;
+/// // SAFETY: the exporter keeps `buf` alive and leaves it alone while we use it.
+/// let theirs = unsafe { handle.open(&ctx)? };
+/// assert_eq!(theirs.len(), 1024);
+/// # Ok(()) }
+/// ```
 pub struct IpcMemHandle<T> {
     raw: [u8; 64],
     offset: u64,
@@ -172,6 +256,19 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// [`Context::alloc_shareable`]`(.., ShareKind::Ipc)`; others are
     /// [`Error::NotExportable`], naming why. The other process sees the memory, not this
     /// process's pending work: order them with an [IPC event](Context::new_ipc_event).
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::ShareKind;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// let buf = ctx.alloc_shareable::<f32>(1024, ShareKind::Ipc)?;
+    /// let middle = buf.ipc_handle(256..768)?; // the other process sees these 512 elements
+    /// assert_eq!(middle.len(), 512);
+    /// let pooled = stream.alloc_zeros::<f32>(1024)?; // the stream-ordered pool: refused by name
+    /// assert!(matches!(pooled.ipc_handle(..), Err(Error::NotExportable { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn ipc_handle(&self, range: impl RangeBounds<usize>) -> Result<IpcMemHandle<T>> {
         const OP: &str = "DeviceBuffer::ipc_handle";
         not_on_simulator(&self.ctx, OP)?;
@@ -268,6 +365,21 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
 
     /// The handle as bytes for any channel: magic, version, element size, the driver's handle,
     /// offset, length, allocation size (little-endian).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::IpcMemHandle;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # // Stands in for another process's `buf.ipc_handle(..)?.to_bytes()`: 16 f32s at byte 0
+    /// # // of a 64-byte allocation (the driver's 64 bytes left zero).
+    /// # let mut received = [0u8; 104];
+    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 1; received[12] = 4;
+    /// # received[88] = 16; received[96] = 64;
+    /// let handle = IpcMemHandle::<f32>::from_bytes(&received)?;
+    /// let bytes = handle.to_bytes(); // to pass it on to a third process
+    /// assert_eq!(bytes.len(), IpcMemHandle::<f32>::BYTES);
+    /// assert_eq!(bytes, received); // the round trip keeps every byte
+    /// # Ok(()) }
+    /// ```
     pub fn to_bytes(&self) -> [u8; IPC_MEM_HANDLE_BYTES] {
         let mut b = [0u8; IPC_MEM_HANDLE_BYTES];
         b[..8].copy_from_slice(MEM_MAGIC);
@@ -284,6 +396,21 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     /// another length, magic, version or element size, [`Error::ShareRange`] for a range
     /// outside the allocation or misaligned for `T`. Whether the driver accepts the handle is
     /// known only at [`open`](Self::open).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Error, ipc::IpcMemHandle};
+    /// # // 16 f32s at byte 0 of a 64-byte allocation, as `to_bytes` writes them.
+    /// # let mut bytes = [0u8; 104];
+    /// # bytes[..8].copy_from_slice(b"GKIPCMEM"); bytes[8] = 1; bytes[12] = 4;
+    /// # bytes[88] = 16; bytes[96] = 64;
+    /// assert_eq!(IpcMemHandle::<f32>::from_bytes(&bytes).unwrap().len(), 16);
+    /// let cut = IpcMemHandle::<f32>::from_bytes(&bytes[..10]).unwrap_err();
+    /// assert!(cut.to_string().contains("10 bytes, expected 104"));
+    /// let other = IpcMemHandle::<f64>::from_bytes(&bytes).unwrap_err(); // exported for f32
+    /// assert!(matches!(other, Error::InvalidShareHandle { .. }));
+    /// let zeros = IpcMemHandle::<f32>::from_bytes(&[0; 104]).unwrap_err();
+    /// assert!(zeros.to_string().contains("wrong magic"));
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         const OP: &str = "IpcMemHandle::from_bytes";
         const WHAT: &str = "IPC memory handle";
@@ -312,11 +439,37 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     }
 
     /// Number of elements the handle names.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::IpcMemHandle;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # // 16 f32s at byte 0 of a 64-byte allocation, as another process's `to_bytes` wrote them.
+    /// # let mut received = [0u8; 104];
+    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 1; received[12] = 4;
+    /// # received[88] = 16; received[96] = 64;
+    /// let handle = IpcMemHandle::<f32>::from_bytes(&received)?;
+    /// let mut host = vec![0.0f32; handle.len()]; // room for the shared range
+    /// assert_eq!(host.len(), 16);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.len as usize
     }
 
     /// Whether it names no element.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::IpcMemHandle;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # // A handle of an empty range of a 64-byte allocation, as another process's `to_bytes`
+    /// # // wrote it (`buf.ipc_handle(0..0)`).
+    /// # let mut received = [0u8; 104];
+    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 1; received[12] = 4;
+    /// # received[96] = 64;
+    /// let handle = IpcMemHandle::<f32>::from_bytes(&received)?;
+    /// assert!(handle.is_empty()); // a valid handle, but nothing to open or read
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -330,6 +483,22 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     /// The exporting process keeps the allocation alive, and does not access the range while
     /// this process's work on it may run (order both sides with an IPC event): the returned
     /// buffer is treated as exclusively this process's.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::*;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let (mem_bytes, event_bytes) = ([0u8; 104], [0u8; 80]); // received from the exporter
+    /// let handle = IpcMemHandle::<f32>::from_bytes(&mem_bytes)?;
+    /// let written = IpcEventHandle::from_bytes(&event_bytes)?.open(&ctx)?;
+    /// // SAFETY: the exporter keeps the allocation alive and does not touch it until we are done.
+    /// let theirs = unsafe { handle.open(&ctx)? };
+    /// stream.wait_event(&written)?; // after the exporter's writes
+    /// let mut host = vec![0.0f32; theirs.len()];
+    /// stream.memcpy_dtoh(&mut host, &theirs)?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn open(&self, ctx: &Context) -> Result<DeviceBuffer<T>> {
         const OP: &str = "IpcMemHandle::open";
         not_on_simulator(&ctx.inner, OP)?;
@@ -356,6 +525,21 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
 }
 
 /// A legacy IPC handle of an event ([`Event::ipc_handle`]), as [`IpcEventHandle::BYTES`] bytes.
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::ipc::*;
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// // The exporting process: an event recorded after the work the other process waits for.
+/// let done = ctx.new_ipc_event()?;
+/// done.record(&stream)?;
+/// let bytes = done.ipc_handle()?.to_bytes();
+/// // Another process: its stream waits for that work.
+/// let theirs = IpcEventHandle::from_bytes(&bytes)?.open(&ctx)?;
+/// stream.wait_event(&theirs)?;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy)]
 pub struct IpcEventHandle {
     raw: [u8; 64],
@@ -372,6 +556,20 @@ impl IpcEventHandle {
     pub const BYTES: usize = 80;
 
     /// Magic, version, four zero bytes, the driver's 64 bytes.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::IpcEventHandle;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # // Stands in for another process's `event.ipc_handle()?.to_bytes()` (the driver's 64 bytes
+    /// # // left zero).
+    /// # let mut received = [0u8; 80];
+    /// # received[..8].copy_from_slice(b"GKIPCEVT"); received[8] = 1;
+    /// let handle = IpcEventHandle::from_bytes(&received)?;
+    /// let bytes = handle.to_bytes(); // to pass it on to a third process
+    /// assert_eq!(bytes.len(), IpcEventHandle::BYTES);
+    /// assert_eq!(bytes, received); // the round trip keeps every byte
+    /// # Ok(()) }
+    /// ```
     pub fn to_bytes(&self) -> [u8; Self::BYTES] {
         let mut b = [0u8; Self::BYTES];
         b[..8].copy_from_slice(EVENT_MAGIC);
@@ -381,6 +579,18 @@ impl IpcEventHandle {
     }
 
     /// Reads [`to_bytes`](Self::to_bytes) back ([`Error::InvalidShareHandle`] otherwise).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Error, ipc::IpcEventHandle};
+    /// # let mut bytes = [0u8; 80]; // as `to_bytes` writes them (the driver's 64 bytes left zero)
+    /// # bytes[..8].copy_from_slice(b"GKIPCEVT"); bytes[8] = 1;
+    /// assert!(IpcEventHandle::from_bytes(&bytes).is_ok());
+    /// let cut = IpcEventHandle::from_bytes(&bytes[..79]).unwrap_err();
+    /// assert!(cut.to_string().contains("79 bytes, expected 80"));
+    /// bytes[..8].copy_from_slice(b"GKIPCMEM"); // a memory handle's magic: not an event's
+    /// let e = IpcEventHandle::from_bytes(&bytes).unwrap_err();
+    /// assert!(matches!(e, Error::InvalidShareHandle { .. }));
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
         check_header(
             "IpcEventHandle::from_bytes",
@@ -396,6 +606,18 @@ impl IpcEventHandle {
 
     /// Opens the event in this process (`cuIpcOpenEventHandle`): record it, wait on it or make
     /// a stream wait for it like any event (it has no timing).
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::*;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let bytes = [0u8; 80]; // received from the exporting process
+    /// let theirs = IpcEventHandle::from_bytes(&bytes)?.open(&ctx)?;
+    /// stream.wait_event(&theirs)?; // later work on `stream` runs after the exporter's
+    /// theirs.synchronize()?; // or the host waits
+    /// # Ok(()) }
+    /// ```
     pub fn open(&self, ctx: &Context) -> Result<Event> {
         not_on_simulator(&ctx.inner, "IpcEventHandle::open")?;
         let h = ctx.inner.backend.ipc_event_open(&self.raw)?;
@@ -407,6 +629,17 @@ impl Event {
     /// The event's IPC handle, for another process to open. Only events from
     /// [`Context::new_ipc_event`] (or opened from a handle) can be exported; others are
     /// [`Error::NotExportable`].
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// let shared = ctx.new_ipc_event()?;
+    /// let bytes = shared.ipc_handle()?.to_bytes(); // for the other process
+    /// let timing = ctx.new_event()?; // not interprocess: refused by name
+    /// assert!(matches!(timing.ipc_handle(), Err(Error::NotExportable { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn ipc_handle(&self) -> Result<IpcEventHandle> {
         const OP: &str = "Event::ipc_handle";
         not_on_simulator(self.ctx(), OP)?;

@@ -24,6 +24,23 @@ const META: usize = 40;
 /// dropped) and what the importer needs beside it: the allocation size, the element range and
 /// element size ([`VmmHandle::meta_bytes`], [`VmmHandle::META_BYTES`] bytes). Send both to the
 /// other process, e.g. with [`send_with_fds`](super::send_with_fds) ([`VmmHandle::send`]).
+///
+/// ```no_run
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # use gpukernel_runtime::ipc::*;
+/// # use std::os::unix::net::{UnixListener, UnixStream};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+/// // The exporting process: VMM memory, its fd and meta bytes sent over a Unix socket.
+/// let buf = ctx.alloc_shareable::<f32>(1 << 20, ShareKind::PosixFd)?;
+/// buf.export_vmm(..)?.send(&UnixStream::connect("/run/app/share.sock")?)?;
+/// // The other process (another container too, where the socket is shared):
+/// # let (socket, _) = UnixListener::bind("/run/app/share.sock")?.accept()?;
+/// let handle = VmmHandle::<f32>::recv(&socket)?;
+/// // SAFETY: the exporter leaves the memory alone while we use it.
+/// let theirs = unsafe { handle.open(&ctx)? };
+/// # Ok(()) }
+/// ```
 pub struct VmmHandle<T> {
     #[cfg(unix)]
     fd: OwnedFd,
@@ -51,6 +68,19 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// [`Context::alloc_shareable`](crate::Context::alloc_shareable) with a VMM kind
     /// ([`ShareKind::PosixFd`](super::ShareKind)), or be an import of one; others are
     /// [`Error::NotExportable`].
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::ShareKind;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// let buf = ctx.alloc_shareable::<f32>(1 << 20, ShareKind::PosixFd)?;
+    /// let tail = buf.export_vmm(1024..)?; // a new fd; the importer sees elements 1024..
+    /// assert_eq!(tail.len(), (1 << 20) - 1024);
+    /// let legacy = ctx.alloc_shareable::<f32>(1024, ShareKind::Ipc)?; // not cuMemCreate memory
+    /// assert!(matches!(legacy.export_vmm(..), Err(Error::NotExportable { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn export_vmm(&self, range: impl RangeBounds<usize>) -> Result<VmmHandle<T>> {
         const OP: &str = "DeviceBuffer::export_vmm";
         not_on_simulator(&self.ctx, OP)?;
@@ -115,6 +145,24 @@ impl<T: DeviceCopy> VmmHandle<T> {
 
     /// What travels beside the handle: magic, version, element size, allocation size, byte
     /// offset, element count (little-endian).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::VmmHandle;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // Stands in for `buf.export_vmm(..)?`: 256 f32s at byte 0 of a 2 MiB allocation, with a
+    /// # // descriptor of /dev/null in place of the driver's.
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
+    /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
+    /// // To send the fd by other means (a pidfd_getfd, a D-Bus fd), send these bytes beside it.
+    /// let meta = handle.meta_bytes();
+    /// assert_eq!(meta.len(), VmmHandle::<f32>::META_BYTES);
+    /// let fd = handle.fd().try_clone_to_owned()?; // what the other process receives
+    /// let theirs = VmmHandle::<f32>::from_parts(fd, &meta)?;
+    /// assert_eq!(theirs.len(), handle.len());
+    /// # Ok(()) }
+    /// ```
     pub fn meta_bytes(&self) -> [u8; META] {
         let mut b = [0u8; META];
         b[..8].copy_from_slice(MAGIC);
@@ -129,6 +177,23 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// A handle from a received descriptor and its [`meta_bytes`](Self::meta_bytes):
     /// [`Error::InvalidShareHandle`] / [`Error::ShareRange`] for bytes that do not describe a
     /// range of `T` in the allocation. The descriptor is closed on error.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Error, ipc::VmmHandle};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // The exporter's meta bytes (256 f32s at byte 0 of a 2 MiB allocation) and descriptors
+    /// # // (of /dev/null here, in place of the driver's).
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
+    /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
+    /// # let other_fd = fd.try_clone()?;
+    /// let handle = VmmHandle::<f32>::from_parts(fd, &meta)?;
+    /// assert_eq!(handle.len(), 256);
+    /// let e = VmmHandle::<u8>::from_parts(other_fd, &meta).unwrap_err(); // `other_fd` is closed
+    /// assert!(matches!(e, Error::InvalidShareHandle { .. })); // exported for 4-byte elements
+    /// # Ok(()) }
+    /// ```
     #[cfg(unix)]
     pub fn from_parts(fd: OwnedFd, meta: &[u8]) -> Result<Self> {
         let (alloc_bytes, offset, len) = parse_meta::<T>(meta)?;
@@ -142,6 +207,26 @@ impl<T: DeviceCopy> VmmHandle<T> {
     }
 
     /// The descriptor (owned by this handle).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::*;
+    /// # use std::os::fd::AsFd;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // Stands in for `buf.export_vmm(..)?` (a descriptor of /dev/null, 256 f32s).
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
+    /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
+    /// # let log = std::fs::File::open("/dev/null")?;
+    /// let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+    /// // The handle and a second descriptor in one message.
+    /// send_with_fds(&tx, &handle.meta_bytes(), &[handle.fd(), log.as_fd()])?;
+    /// let mut meta = [0u8; VmmHandle::<f32>::META_BYTES];
+    /// let (n, mut fds) = recv_with_fds(&rx, &mut meta)?;
+    /// assert_eq!((n, fds.len()), (meta.len(), 2));
+    /// let theirs = VmmHandle::<f32>::from_parts(fds.remove(0), &meta)?;
+    /// # Ok(()) }
+    /// ```
     #[cfg(unix)]
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
         use std::os::fd::AsFd;
@@ -149,16 +234,56 @@ impl<T: DeviceCopy> VmmHandle<T> {
     }
 
     /// Number of elements the handle names.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::VmmHandle;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A received handle: 256 f32s at byte 0 of a 2 MiB allocation (/dev/null's descriptor).
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
+    /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
+    /// assert_eq!(handle.len(), 256); // elements, not bytes of the allocation
+    /// let mut host = vec![0.0f32; handle.len()]; // room for the shared range
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.len as usize
     }
 
     /// Whether it names no element.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::VmmHandle;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // A received handle of an empty range (`buf.export_vmm(0..0)`) of a 2 MiB allocation.
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes());
+    /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
+    /// assert!(handle.is_empty()); // a valid handle, but nothing to open or read
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Sends the descriptor and the meta bytes in one message (`SCM_RIGHTS`).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::VmmHandle;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // Stands in for `buf.export_vmm(..)?` (a descriptor of /dev/null, 256 f32s).
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
+    /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
+    /// let (tx, rx) = std::os::unix::net::UnixStream::pair()?; // a connection to the other process
+    /// handle.send(&tx)?;
+    /// let theirs = VmmHandle::<f32>::recv(&rx)?; // with its own descriptor of the memory
+    /// assert_eq!(theirs.meta_bytes(), handle.meta_bytes());
+    /// # Ok(()) }
+    /// ```
     #[cfg(unix)]
     pub fn send(&self, socket: &std::os::unix::net::UnixStream) -> std::io::Result<()> {
         super::send_with_fds(socket, &self.meta_bytes(), &[self.fd()])
@@ -166,6 +291,23 @@ impl<T: DeviceCopy> VmmHandle<T> {
 
     /// Receives what [`send`](Self::send) sent. An I/O error of kind `InvalidData` when the
     /// message is not one descriptor with valid meta bytes (the descriptors are closed).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::ipc::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # // Stands in for `buf.export_vmm(..)?` (a descriptor of /dev/null, 256 f32s).
+    /// # let mut meta = [0u8; 40];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
+    /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
+    /// let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
+    /// handle.send(&tx)?;
+    /// assert_eq!(VmmHandle::<f32>::recv(&rx)?.len(), 256);
+    /// send_with_fds(&tx, b"no descriptor", &[])?; // not a handle: refused
+    /// let e = VmmHandle::<f32>::recv(&rx).unwrap_err();
+    /// assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    /// # Ok(()) }
+    /// ```
     #[cfg(unix)]
     pub fn recv(socket: &std::os::unix::net::UnixStream) -> std::io::Result<Self> {
         let mut buf = [0u8; META];
@@ -189,6 +331,21 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// # Safety
     /// The exporting side does not access the range while this process's work on it may run
     /// (order both sides, e.g. with an IPC event): the buffer is treated as this process's.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # use gpukernel_runtime::ipc::*;
+    /// # use std::os::unix::net::UnixListener;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
+    /// # let (socket, _) = UnixListener::bind("/run/app/share.sock")?.accept()?;
+    /// let handle = VmmHandle::<f32>::recv(&socket)?;
+    /// // SAFETY: the exporter does not touch the range until we tell it we are done.
+    /// let mut theirs = unsafe { handle.open(&ctx)? };
+    /// stream.memcpy_htod(&mut theirs, &vec![1.0; handle.len()])?;
+    /// stream.synchronize()?; // then tell the exporter (over the socket, or with an IPC event)
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn open(&self, ctx: &Context) -> Result<DeviceBuffer<T>> {
         const OP: &str = "VmmHandle::open";
         not_on_simulator(&ctx.inner, OP)?;
