@@ -49,7 +49,15 @@ pub(crate) fn doc_check() -> Result<(), String> {
         run(nightly_cargo()
             .current_dir(root())
             .env("CARGO_TARGET_DIR", &target)
-            .args(["rustdoc", "--quiet", "--lib", "-p", package])
+            // Every feature: items behind `nccl` or `cudarc-interop` are API too.
+            .args([
+                "rustdoc",
+                "--quiet",
+                "--lib",
+                "--all-features",
+                "-p",
+                package,
+            ])
             .args(["--", "-Z", "unstable-options", "--output-format", "json"])
             // A link to nothing, or to an item users cannot see, is a broken doc too.
             .args(["-D", "rustdoc::broken_intra_doc_links"])
