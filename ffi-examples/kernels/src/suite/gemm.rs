@@ -1,0 +1,263 @@
+//! The suite's matrix multiplications: f32 SGEMM on CUDA cores (shared-memory tiles, 8×8
+//! register blocking, `float4` loads) and bf16 GEMM on tensor cores (`mma.sync` m16n8k16
+//! fed by `ldmatrix`, with a multi-stage `cp.async` pipeline).
+//!
+//! Both check their shape assumptions up front (`assert!`, uniform across the launch) and then
+//! use unchecked accesses whose bounds follow from those checks.
+
+use super::{ld4, st4};
+use gpukernel_device::mma::{self, cp_async_16, cp_async_commit, cp_async_wait, ldmatrix_x4};
+use gpukernel_device::prelude::*;
+use gpukernel_device::shared::{dynamic_shared, shared_array};
+use gpukernel_device::{math, sync, thread};
+
+/// SGEMM block tile: rows of C per block.
+pub const SGEMM_BM: u32 = 128;
+/// SGEMM block tile: columns of C per block.
+pub const SGEMM_BN: u32 = 128;
+/// SGEMM k step per shared-memory tile.
+pub const SGEMM_BK: u32 = 8;
+/// SGEMM threads per block (16 × 16, each computing 8 × 8 outputs).
+pub const SGEMM_THREADS: u32 = 256;
+
+/// `c = a · b` for row-major `a` (`m × k`), `b` (`k × n`), `c` (`m × n`), all f32.
+///
+/// Launch with one-dimensional blocks of [`SGEMM_THREADS`] threads and a grid of
+/// `n / SGEMM_BN × m / SGEMM_BM`; `m` and `n` must be multiples of 128 and `k` of 8 (else
+/// every thread traps). Each thread computes two 4×4 quadrants 64 rows / columns apart, so
+/// that its `float4` reads of the shared tiles are conflict-free broadcasts.
+#[kernel]
+pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+    const BM: usize = SGEMM_BM as usize;
+    const BN: usize = SGEMM_BN as usize;
+    const BK: usize = SGEMM_BK as usize;
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    assert!(
+        thread::block_dim_x() == SGEMM_THREADS
+            && m % BM == 0
+            && n % BN == 0
+            && k % BK == 0
+            && a.len() >= m * k
+            && b.len() >= k * n
+            && c.len() >= m * n
+            && (thread::grid_dim_x() as usize) * BN <= n
+            && (thread::grid_dim_y() as usize) * BM <= m
+    );
+    // Two buffers of A (transposed: [k][m]) and B ([k][n]).
+    let a_s = shared_array!(super::F4, 2 * BK * BM / 4);
+    let b_s = shared_array!(super::F4, 2 * BK * BN / 4);
+    let (a_s, b_s) = (a_s.as_mut_ptr().cast::<f32>(), b_s.as_mut_ptr().cast::<f32>());
+    let tid = thread::thread_idx_x() as usize;
+    let (tx, ty) = (tid % 16, tid / 16);
+    let bm = thread::block_idx_y() as usize * BM;
+    let bn = thread::block_idx_x() as usize * BN;
+    // What each thread copies per tile: one float4 of A and one of B.
+    let (a_row, a_col) = (tid / 2, (tid % 2) * 4);
+    let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
+    let a_g = a.as_ptr();
+    let b_g = b.as_ptr();
+    // SAFETY (all global reads below): rows bm + a_row < m, columns < k (k % 8 == 0), and
+    // a.len() >= m * k; likewise for b; offsets are multiples of 4 floats of 16-byte aligned
+    // allocations.
+    let load_a = |k0: usize| unsafe { ld4(a_g.add((bm + a_row) * k + k0 + a_col)) };
+    let load_b = |k0: usize| unsafe { ld4(b_g.add((k0 + b_row) * n + bn + b_col)) };
+    // SAFETY (all shared accesses below): indices are below 2 * BK * BM; each slot is written
+    // by one thread, between barriers that separate it from the reads of that buffer.
+    let store = |buf: usize, av: [f32; 4], bv: [f32; 4]| unsafe {
+        for (i, v) in av.into_iter().enumerate() {
+            *a_s.add(buf * BK * BM + (a_col + i) * BM + a_row) = v;
+        }
+        st4(b_s.add(buf * BK * BN + b_row * BN + b_col), bv);
+    };
+    let mut acc = [[0.0f32; 8]; 8];
+    store(0, load_a(0), load_b(0));
+    sync::sync_threads();
+    let tiles = k / BK;
+    let mut buf = 0;
+    for kt in 0..tiles {
+        let more = kt + 1 < tiles;
+        let (mut na, mut nb) = ([0.0; 4], [0.0; 4]);
+        if more {
+            (na, nb) = (load_a((kt + 1) * BK), load_b((kt + 1) * BK));
+        }
+        for kk in 0..BK {
+            // SAFETY: see above (reads of the current buffer).
+            let (a0, a1, b0, b1) = unsafe {
+                let ar = a_s.add(buf * BK * BM + kk * BM);
+                let br = b_s.add(buf * BK * BN + kk * BN);
+                (ld4(ar.add(ty * 4)), ld4(ar.add(ty * 4 + 64)), ld4(br.add(tx * 4)), ld4(br.add(tx * 4 + 64)))
+            };
+            let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+            let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
+            for i in 0..8 {
+                for j in 0..8 {
+                    acc[i][j] = math::fmaf(av[i], bv[j], acc[i][j]);
+                }
+            }
+        }
+        if more {
+            store(buf ^ 1, na, nb);
+            sync::sync_threads();
+            buf ^= 1;
+        }
+    }
+    let c_g = c.as_mut_ptr();
+    for (i, row) in acc.iter().enumerate() {
+        let r = bm + ty * 4 + (i % 4) + 64 * (i / 4);
+        for half in 0..2 {
+            let col = bn + tx * 4 + 64 * half;
+            let v = [row[4 * half], row[4 * half + 1], row[4 * half + 2], row[4 * half + 3]];
+            // SAFETY: (r, col..col + 4) is inside c (r < m, col + 4 <= n), 16-byte aligned,
+            // and belongs to this thread alone (blocks own disjoint 128×128 tiles, threads
+            // disjoint rows / columns within them).
+            unsafe { st4(c_g.add(r * n + col), v) };
+        }
+    }
+}
+
+/// bf16 GEMM block tile: rows of C per block.
+pub const GEMM_BM: u32 = 128;
+/// bf16 GEMM block tile: columns of C per block.
+pub const GEMM_BN: u32 = 128;
+/// bf16 GEMM k step per pipeline stage.
+pub const GEMM_BK: u32 = 32;
+/// bf16 GEMM threads per block: four warps, each computing a 64 × 64 tile of C.
+pub const GEMM_THREADS: u32 = 128;
+/// The shared-memory row pitch of a stage, in bf16 elements: 32 + 8 padding, so that the
+/// eight 16-byte rows one `ldmatrix` reads fall in distinct banks.
+const LDS: usize = 40;
+/// Bytes of one pipeline stage (A and B tiles).
+pub const GEMM_STAGE_BYTES: u32 = ((GEMM_BM + GEMM_BN) as usize * LDS * 2) as u32;
+
+/// Repeats `$body` with `$i` bound to each literal in turn: a full unroll that LLVM's
+/// thresholds cannot decline, so that fragment arrays indexed by `$i` stay in registers
+/// (a rolled loop over them puts the 128 accumulators in local memory).
+macro_rules! unroll {
+    ($i:ident in [$($n:literal),*] $body:block) => { $( { let $i: usize = $n; $body } )* };
+}
+
+/// A pair of f32s, 8-byte aligned (one `st.v2.f32`).
+#[repr(C, align(8))]
+#[derive(Clone, Copy)]
+struct F2([f32; 2]);
+
+/// `c = a · bᵀ` on tensor cores, for row-major bf16 `a` (`m × k`) and `b` (`n × k`, i.e. B
+/// stored `n`-major, the `.col` operand of `mma.sync`), bf16 values as raw bit patterns, and
+/// f32 `c` (`m × n`).
+///
+/// Launch with [`GEMM_THREADS`]-thread blocks, a grid of `n / GEMM_BN × m / GEMM_BM`, and
+/// `stages × GEMM_STAGE_BYTES` bytes of dynamic shared memory for a `stages`-deep `cp.async`
+/// pipeline (2 to 4; more than 48 KiB needs
+/// `Function::set_max_dynamic_shared_bytes`). `m`, `n` must be multiples of 128, `k` of 32.
+#[kernel]
+pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+    const BM: usize = GEMM_BM as usize;
+    const BN: usize = GEMM_BN as usize;
+    const BK: usize = GEMM_BK as usize;
+    const STAGE: usize = (BM + BN) * LDS;
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    let smem = dynamic_shared::<u16>();
+    let stages = smem.len() / STAGE;
+    assert!(
+        thread::block_dim_x() == GEMM_THREADS
+            && (2..=4).contains(&stages)
+            && m % BM == 0
+            && n % BN == 0
+            && k % BK == 0
+            && a.len() >= m * k
+            && b.len() >= n * k
+            && c.len() >= m * n
+            && (thread::grid_dim_x() as usize) * BN <= n
+            && (thread::grid_dim_y() as usize) * BM <= m
+    );
+    let s = smem.as_mut_ptr();
+    let tid = thread::thread_idx_x() as usize;
+    let lane = tid % 32;
+    let (wm, wn) = ((tid / 32) / 2, (tid / 32) % 2);
+    let bm = thread::block_idx_y() as usize * BM;
+    let bn = thread::block_idx_x() as usize * BN;
+    let (a_g, b_g) = (a.as_ptr(), b.as_ptr());
+    // Each thread copies four 16-byte chunks of A and four of B per stage.
+    let load_stage = |slot: usize, kt: usize| {
+        unroll!(i in [0, 1, 2, 3] {
+            let chunk = tid + i * GEMM_THREADS as usize;
+            let (row, col) = (chunk / 4, (chunk % 4) * 8);
+            // SAFETY: rows bm + row < m and bn + row < n, columns kt * 32 + col + 8 <= k:
+            // inside a and b (checked above), 16-byte aligned (k % 32 == 0); the shared
+            // destination is inside stage `slot` (< stages), which no thread reads until the
+            // wait and barrier of the iteration that computes it.
+            unsafe {
+                let dst = s.add(slot * STAGE + row * LDS + col);
+                cp_async_16(dst.cast(), a_g.add((bm + row) * k + kt * BK + col).cast());
+                let dst = s.add(slot * STAGE + BM * LDS + row * LDS + col);
+                cp_async_16(dst.cast(), b_g.add((bn + row) * k + kt * BK + col).cast());
+            }
+        });
+    };
+    let tiles = k / BK;
+    for st in 0..stages - 1 {
+        if st < tiles {
+            load_stage(st, st);
+        }
+        cp_async_commit();
+    }
+    let mut acc = [[[0.0f32; 4]; 8]; 4];
+    for kt in 0..tiles {
+        // The group of tile kt is complete once at most stages - 2 newer ones are pending.
+        match stages {
+            2 => cp_async_wait::<0>(),
+            3 => cp_async_wait::<1>(),
+            _ => cp_async_wait::<2>(),
+        }
+        sync::sync_threads();
+        let next = kt + stages - 1;
+        if next < tiles {
+            load_stage(next % stages, next);
+        }
+        cp_async_commit();
+        let a_s = s.wrapping_add((kt % stages) * STAGE);
+        let b_s = a_s.wrapping_add(BM * LDS);
+        unroll!(kk in [0, 1] {
+            let mut af = [[0u32; 4]; 4];
+            let mut bf = [[0u32; 2]; 8];
+            // SAFETY: every lane of every warp runs these loads and mmas together (uniform
+            // control flow: the loop bounds are constants); rows < 128 and columns < 32 of the
+            // current stage, 16-byte aligned (LDS * 2 = 80 bytes); the stage is complete
+            // (wait + barrier above) and not overwritten before the next barrier.
+            unsafe {
+                unroll!(mi in [0, 1, 2, 3] {
+                    let row = wm * 64 + mi * 16 + lane % 16;
+                    af[mi] = ldmatrix_x4(a_s.add(row * LDS + kk * 16 + (lane / 16) * 8));
+                });
+                unroll!(nj in [0, 1, 2, 3] {
+                    let row = wn * 64 + nj * 16 + (lane / 16) * 8 + lane % 8;
+                    let r = ldmatrix_x4(b_s.add(row * LDS + kk * 16 + ((lane / 8) % 2) * 8));
+                    bf[2 * nj] = [r[0], r[1]];
+                    bf[2 * nj + 1] = [r[2], r[3]];
+                });
+                unroll!(mi in [0, 1, 2, 3] {
+                    unroll!(ni in [0, 1, 2, 3, 4, 5, 6, 7] {
+                        acc[mi][ni] = mma::mma_m16n8k16_bf16(af[mi], bf[ni], acc[mi][ni]);
+                    });
+                });
+            }
+        });
+    }
+    cp_async_wait::<0>();
+    let c_g = c.as_mut_ptr();
+    let (g, t) = (lane / 4, lane % 4);
+    unroll!(mi in [0, 1, 2, 3] {
+        unroll!(ni in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let v = acc[mi][ni];
+            let row = bm + wm * 64 + mi * 16 + g;
+            let col = bn + wn * 64 + ni * 8 + 2 * t;
+            // SAFETY: row + 8 < m, col + 2 <= n (tiles inside c), 8-byte aligned (col even);
+            // each (row, col) pair is this lane's alone: the fragment layout gives lanes
+            // disjoint elements, warps and blocks own disjoint tiles.
+            unsafe {
+                c_g.add(row * n + col).cast::<F2>().write(F2([v[0], v[1]]));
+                c_g.add((row + 8) * n + col).cast::<F2>().write(F2([v[2], v[3]]));
+            }
+        });
+    });
+}
