@@ -580,6 +580,11 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         &root().join("ffi-examples/kernels/cuda"),
         &dir.join("data/cuda"),
     )?;
+    // The Numba rows of `bench_suite` (run before it; it reads their results file).
+    copy(
+        &root().join("ffi-examples/bench/numba_suite.py"),
+        &dir.join("data/numba_suite.py"),
+    )?;
 
     let mut sh = String::from(
         "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
@@ -609,6 +614,7 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     for e in &examples {
         sh.push_str(&format!("step bin/{e}\n"));
     }
+    sh.push_str("if python3 -c 'import numba.cuda' 2>/dev/null; then\n  step python3 data/numba_suite.py /tmp/gpukernel-numba-suite.txt && export GPUKERNEL_NUMBA_RESULTS=/tmp/gpukernel-numba-suite.txt\nfi\n");
     for b in &benches {
         sh.push_str(&format!("step bin/{b}\n"));
     }

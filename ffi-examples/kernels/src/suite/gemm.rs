@@ -80,7 +80,7 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
         if more {
             (na, nb) = (load_a((kt + 1) * BK), load_b((kt + 1) * BK));
         }
-        for kk in 0..BK {
+        unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
             // SAFETY: see above (reads of the current buffer).
             let (a0, a1, b0, b1) = unsafe {
                 let ar = a_s.add(buf * BK * BM + kk * BM);
@@ -94,7 +94,7 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
                     acc[i][j] = math::fmaf(av[i], bv[j], acc[i][j]);
                 }
             }
-        }
+        });
         if more {
             store(buf ^ 1, na, nb);
             sync::sync_threads();
@@ -115,84 +115,108 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
     }
 }
 
-/// bf16 GEMM block tile: rows of C per block.
+/// bf16 GEMM block tile: rows of C per block (both variants).
 pub const GEMM_BM: u32 = 128;
-/// bf16 GEMM block tile: columns of C per block.
-pub const GEMM_BN: u32 = 128;
 /// bf16 GEMM k step per pipeline stage.
 pub const GEMM_BK: u32 = 32;
-/// bf16 GEMM threads per block: four warps, each computing a 64 × 64 tile of C.
-pub const GEMM_THREADS: u32 = 128;
 /// The shared-memory row pitch of a stage, in bf16 elements: 32 + 8 padding, so that the
 /// eight 16-byte rows one `ldmatrix` reads fall in distinct banks.
 const LDS: usize = 40;
-/// Bytes of one pipeline stage (A and B tiles).
-pub const GEMM_STAGE_BYTES: u32 = ((GEMM_BM + GEMM_BN) as usize * LDS * 2) as u32;
 
-/// Repeats `$body` with `$i` bound to each literal in turn: a full unroll that LLVM's
-/// thresholds cannot decline, so that fragment arrays indexed by `$i` stay in registers
-/// (a rolled loop over them puts the 128 accumulators in local memory).
-macro_rules! unroll {
-    ($i:ident in [$($n:literal),*] $body:block) => { $( { let $i: usize = $n; $body } )* };
+/// Columns of C per block of [`gemm_bf16`] (128) or [`gemm_bf16_wide`] (256).
+pub const fn gemm_bn(wide: bool) -> u32 {
+    if wide { 256 } else { 128 }
 }
 
-/// A pair of f32s, 8-byte aligned (one `st.v2.f32`).
+/// Threads per block of [`gemm_bf16`] (four warps) or [`gemm_bf16_wide`] (eight), each warp
+/// computing a 64 × 64 tile of C.
+pub const fn gemm_threads(wide: bool) -> u32 {
+    gemm_bn(wide) / 64 * 64
+}
+
+/// Bytes of one pipeline stage (the A and B tiles) of either variant.
+pub const fn gemm_stage_bytes(wide: bool) -> u32 {
+    (GEMM_BM + gemm_bn(wide)) * LDS as u32 * 2
+}
+
+/// A pair of f32s, 8-byte aligned (one 64-bit store).
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
 struct F2([f32; 2]);
 
 /// `c = a · bᵀ` on tensor cores, for row-major bf16 `a` (`m × k`) and `b` (`n × k`, i.e. B
 /// stored `n`-major, the `.col` operand of `mma.sync`), bf16 values as raw bit patterns, and
-/// f32 `c` (`m × n`).
+/// f32 `c` (`m × n`). Block tile 128 × 128 × 32, four warps of 64 × 64.
 ///
-/// Launch with [`GEMM_THREADS`]-thread blocks, a grid of `n / GEMM_BN × m / GEMM_BM`, and
-/// `stages × GEMM_STAGE_BYTES` bytes of dynamic shared memory for a `stages`-deep `cp.async`
-/// pipeline (2 to 4; more than 48 KiB needs
-/// `Function::set_max_dynamic_shared_bytes`). `m`, `n` must be multiples of 128, `k` of 32.
+/// Launch with `gemm_threads(false)` threads per block, a grid of `n / 128 × m / 128`, and
+/// `stages × gemm_stage_bytes(false)` bytes of dynamic shared memory for a `stages`-deep
+/// `cp.async` pipeline (2 to 4; more than 48 KiB needs `Function::set_max_dynamic_shared_bytes`).
+/// `m`, `n` must be multiples of the block tile and `k` of 32 (else every thread traps).
 #[kernel]
 pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+    gemm_bf16_body::<2>(a, b, m, n, k, c);
+}
+
+/// [`gemm_bf16`] with a 128 × 256 block tile and eight warps (launch with `gemm_threads(true)`
+/// threads, a grid of `n / 256 × m / 128`, `stages × gemm_stage_bytes(true)` bytes).
+#[kernel]
+pub fn gemm_bf16_wide(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+    gemm_bf16_body::<4>(a, b, m, n, k, c);
+}
+
+/// The tensor-core GEMM with `WN` warps along N (2 × `WN` warps of 64 × 64).
+#[inline(always)]
+fn gemm_bf16_body<const WN: usize>(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<'_, f32>) {
     const BM: usize = GEMM_BM as usize;
-    const BN: usize = GEMM_BN as usize;
     const BK: usize = GEMM_BK as usize;
-    const STAGE: usize = (BM + BN) * LDS;
+    let bn_: usize = 64 * WN;
+    let threads: usize = 64 * WN;
+    let stage: usize = (BM + bn_) * LDS;
     let (m, n, k) = (m as usize, n as usize, k as usize);
     let smem = dynamic_shared::<u16>();
-    let stages = smem.len() / STAGE;
+    let stages = smem.len() / stage;
     assert!(
-        thread::block_dim_x() == GEMM_THREADS
+        thread::block_dim_x() as usize == threads
             && (2..=4).contains(&stages)
             && m % BM == 0
-            && n % BN == 0
+            && n % bn_ == 0
             && k % BK == 0
             && a.len() >= m * k
             && b.len() >= n * k
             && c.len() >= m * n
-            && (thread::grid_dim_x() as usize) * BN <= n
+            && (thread::grid_dim_x() as usize) * bn_ <= n
             && (thread::grid_dim_y() as usize) * BM <= m
     );
     let s = smem.as_mut_ptr();
     let tid = thread::thread_idx_x() as usize;
     let lane = tid % 32;
-    let (wm, wn) = ((tid / 32) / 2, (tid / 32) % 2);
+    let (wm, wn) = ((tid / 32) / WN, (tid / 32) % WN);
     let bm = thread::block_idx_y() as usize * BM;
-    let bn = thread::block_idx_x() as usize * BN;
+    let bn = thread::block_idx_x() as usize * bn_;
     let (a_g, b_g) = (a.as_ptr(), b.as_ptr());
-    // Each thread copies four 16-byte chunks of A and four of B per stage.
+    // Each thread copies BM * 4 / threads 16-byte chunks of A and 4 of B per stage.
     let load_stage = |slot: usize, kt: usize| {
-        unroll!(i in [0, 1, 2, 3] {
-            let chunk = tid + i * GEMM_THREADS as usize;
+        for i in 0..BM * 4 / threads {
+            let chunk = tid + i * threads;
             let (row, col) = (chunk / 4, (chunk % 4) * 8);
-            // SAFETY: rows bm + row < m and bn + row < n, columns kt * 32 + col + 8 <= k:
-            // inside a and b (checked above), 16-byte aligned (k % 32 == 0); the shared
-            // destination is inside stage `slot` (< stages), which no thread reads until the
-            // wait and barrier of the iteration that computes it.
+            // SAFETY: row bm + row < m, columns kt * 32 + col + 8 <= k: inside a (checked
+            // above), 16-byte aligned (k % 32 == 0); the destination is inside stage `slot`
+            // (< stages), which no thread reads until the wait and barrier of the iteration
+            // that computes it.
             unsafe {
-                let dst = s.add(slot * STAGE + row * LDS + col);
+                let dst = s.add(slot * stage + row * LDS + col);
                 cp_async_16(dst.cast(), a_g.add((bm + row) * k + kt * BK + col).cast());
-                let dst = s.add(slot * STAGE + BM * LDS + row * LDS + col);
+            }
+        }
+        for i in 0..4 {
+            let chunk = tid + i * threads;
+            let (row, col) = (chunk / 4, (chunk % 4) * 8);
+            // SAFETY: as for A, with bn + row < n.
+            unsafe {
+                let dst = s.add(slot * stage + BM * LDS + row * LDS + col);
                 cp_async_16(dst.cast(), b_g.add((bn + row) * k + kt * BK + col).cast());
             }
-        });
+        }
     };
     let tiles = k / BK;
     for st in 0..stages - 1 {
@@ -215,7 +239,7 @@ pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<
             load_stage(next % stages, next);
         }
         cp_async_commit();
-        let a_s = s.wrapping_add((kt % stages) * STAGE);
+        let a_s = s.wrapping_add((kt % stages) * stage);
         let b_s = a_s.wrapping_add(BM * LDS);
         unroll!(kk in [0, 1] {
             let mut af = [[0u32; 4]; 4];

@@ -12,6 +12,13 @@ use gpukernel_device::prelude::*;
 use gpukernel_device::shared::shared_array;
 use gpukernel_device::{atomic, math, sync, thread, warp};
 
+/// Repeats `$body` with `$i` bound to each literal in turn: a full unroll that LLVM's
+/// thresholds cannot decline, so that fragment arrays indexed by `$i` stay in registers
+/// (a rolled loop over them puts the 128 accumulators in local memory).
+macro_rules! unroll {
+    ($i:ident in [$($n:literal),*] $body:block) => { $( { let $i: usize = $n; $body } )* };
+}
+
 pub mod gemm;
 
 /// Threads per block of the one-dimensional suite kernels (sum, histogram, softmax, n-body).
@@ -293,16 +300,25 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     let t = thread::thread_idx_x() as usize;
     let base = row * cols;
     let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
-    let mut j = t;
-    while j < cols {
-        let v = x[base + j];
+    let mut update = |v: f32| {
         if v > m {
             s = s * exp_approx(m - v) + 1.0;
             m = v;
         } else {
             s += exp_approx(v - m);
         }
-        j += BLOCK as usize;
+    };
+    // Four loads in flight per thread (nvcc unrolls the CUDA C twin's loops by four).
+    const B: usize = BLOCK as usize;
+    let mut j = t;
+    while j + 3 * B < cols {
+        let v = [x[base + j], x[base + j + B], x[base + j + 2 * B], x[base + j + 3 * B]];
+        v.into_iter().for_each(&mut update);
+        j += 4 * B;
+    }
+    while j < cols {
+        update(x[base + j]);
+        j += B;
     }
     let mut offset = 16;
     while offset > 0 {
@@ -329,11 +345,18 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
         acc = softmax_combine(acc, unsafe { (part.read(2 * k), part.read(2 * k + 1)) });
     }
     let (m, inv) = (acc.0, 1.0 / acc.1);
+    // SAFETY (writes): row `row` belongs to this block, column `j` to this thread.
     let mut j = t;
+    while j + 3 * B < cols {
+        let v = [x[base + j], x[base + j + B], x[base + j + 2 * B], x[base + j + 3 * B]];
+        for (u, v) in v.into_iter().enumerate() {
+            unsafe { out.write(base + j + u * B, exp_approx(v - m) * inv) };
+        }
+        j += 4 * B;
+    }
     while j < cols {
-        // SAFETY: row `row` belongs to this block, column `j` to this thread.
         unsafe { out.write(base + j, exp_approx(x[base + j] - m) * inv) };
-        j += BLOCK as usize;
+        j += B;
     }
 }
 
@@ -355,7 +378,10 @@ pub fn nbody(pos: &[F4], eps2: f32, mut acc: DisjointSlice<F4>) {
         // SAFETY: thread `t` alone writes slot `t`; read after the barrier.
         unsafe { tile.write(t, if j < n { pos[j] } else { F4([0.0; 4]) }) };
         sync::sync_threads();
-        for k in 0..BLOCK as usize {
+        // Eight bodies per step, as nvcc unrolls the CUDA C twin's loop by default.
+        for k8 in 0..BLOCK as usize / 8 {
+            unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let k = 8 * k8 + u;
             // SAFETY: written before the barrier; the next write follows the next barrier.
             let p = unsafe { ld4(tile.as_mut_ptr().add(k).cast::<f32>()) };
             let (dx, dy, dz) = (p[0] - me[0], p[1] - me[1], p[2] - me[2]);
@@ -365,6 +391,7 @@ pub fn nbody(pos: &[F4], eps2: f32, mut acc: DisjointSlice<F4>) {
             ax = math::fmaf(dx, s, ax);
             ay = math::fmaf(dy, s, ay);
             az = math::fmaf(dz, s, az);
+            });
         }
         sync::sync_threads();
         start += BLOCK as usize;

@@ -6,7 +6,7 @@ use super::rows::{push, ratio};
 use super::{Bench, BoxError, C_FLAGS, launch_c, p, rel_err, unit};
 use cudarc::cublas::sys as cb;
 use ffi_examples_kernels::suite::gemm::{
-    self, GEMM_BM, GEMM_BN, GEMM_STAGE_BYTES, GEMM_THREADS, SGEMM_BM, SGEMM_BN, SGEMM_THREADS,
+    self, GEMM_BM, SGEMM_BM, SGEMM_BN, SGEMM_THREADS, gemm_bn, gemm_stage_bytes, gemm_threads,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_runtime::{DeviceBuffer, LaunchConfig, Stream};
@@ -134,19 +134,27 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
     let a = s.htod_copy(&av)?;
     let bb = s.htod_copy(&bv)?;
     let mut c = s.alloc_zeros::<f32>(m * n)?;
-    let kr = b.rust.kernel(gemm::gemm_bf16)?;
-    kr.set_max_dynamic_shared_bytes(4 * GEMM_STAGE_BYTES)?;
-    let cfg = |stages: u32| {
-        LaunchConfig::new(((n as u32) / GEMM_BN, (m as u32) / GEMM_BM, 1), GEMM_THREADS)
-            .with_shared_mem_bytes(stages * GEMM_STAGE_BYTES)
+    let k_narrow = b.rust.kernel(gemm::gemm_bf16)?;
+    let k_wide = b.rust.kernel(gemm::gemm_bf16_wide)?;
+    k_narrow.set_max_dynamic_shared_bytes(4 * gemm_stage_bytes(false))?;
+    k_wide.set_max_dynamic_shared_bytes(4 * gemm_stage_bytes(true))?;
+    // (wide block tile, pipeline stages) of each Rust variant; cuBLAS comes last.
+    const VARIANTS: [(bool, u32); 4] = [(false, 3), (false, 4), (true, 3), (true, 4)];
+    let cfg = |wide: bool, stages: u32| {
+        LaunchConfig::new(((n as u32) / gemm_bn(wide), (m as u32) / GEMM_BM, 1), gemm_threads(wide))
+            .with_shared_mem_bytes(stages * gemm_stage_bytes(wide))
     };
     let blas = Cublas::new(s)?;
     let (ap, bp) = (a.as_raw(), bb.as_raw());
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
-    // 0: Rust 3 stages, 1: Rust 4 stages, 2: cuBLAS.
     let run = |which: usize, c: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
-        if which < 2 {
-            return Ok(s.launch(&kr, cfg(3 + which as u32), (&a, &bb, mu, nu, ku, c))?);
+        if let Some(&(wide, stages)) = VARIANTS.get(which) {
+            let args = (&a, &bb, mu, nu, ku, c);
+            return Ok(if wide {
+                s.launch(&k_wide, cfg(wide, stages), args)?
+            } else {
+                s.launch(&k_narrow, cfg(wide, stages), args)?
+            });
         }
         let h = blas.as_ref().ok_or("no cuBLAS")?.0;
         let (alpha, beta) = (1.0f32, 0.0f32);
@@ -156,17 +164,18 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
         unsafe {
             cudarc::cublas::result::gemm_ex(
                 h, cb::cublasOperation_t::CUBLAS_OP_T, cb::cublasOperation_t::CUBLAS_OP_N,
-                n as i32, m as i32, k as i32, p(&mut { alpha }) as *const _,
+                n as i32, m as i32, k as i32, (&alpha as *const f32).cast(),
                 bp as *const _, cb::cudaDataType::CUDA_R_16BF, k as i32,
                 ap as *const _, cb::cudaDataType::CUDA_R_16BF, k as i32,
-                p(&mut { beta }) as *const _, c.as_raw() as *mut _, cb::cudaDataType::CUDA_R_32F, n as i32,
+                (&beta as *const f32).cast(), c.as_raw() as *mut _, cb::cudaDataType::CUDA_R_32F, n as i32,
                 cb::cublasComputeType_t::CUBLAS_COMPUTE_32F, cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
         }
         .map_err(|e| format!("cublasGemmEx: {e:?}").into())
     };
-    let refs = if blas.is_some() { 3 } else { 2 };
-    let mut errs = [0.0; 3];
+    let nv = VARIANTS.len();
+    let refs = if blas.is_some() { nv + 1 } else { nv };
+    let mut errs = [0.0; 5];
     for (which, err) in errs.iter_mut().enumerate().take(refs) {
         c.memset_zeros()?;
         run(which, &mut c)?;
@@ -177,16 +186,20 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
     }
     let ms: Vec<f64> = (0..refs).map(|w| b.time(|| run(w, &mut c))).collect::<Result<_, _>>()?;
     let flops = 2.0 * (m * n * k) as f64;
-    let flags = "mma.sync m16n8k16 + ldmatrix, 128×128×32 tiles, 4 warps of 64×64, cp.async";
-    for stages in 0..2 {
+    for (v, &(wide, stages)) in VARIANTS.iter().enumerate() {
         let mut ratios = Vec::new();
-        if refs == 3 {
-            ratios.push(ratio(ms[stages], ms[2], "cuBLAS"));
+        if refs > nv {
+            ratios.push(ratio(ms[v], ms[nv], "cuBLAS"));
         }
-        push(b, format!("bf16 GEMM 8192³ → f32, tensor cores, {} stages", 3 + stages), ms[stages], flops, "GFLOP/s", ratios, Some(errs[stages]), &format!("Rust; {flags}"));
+        let flags = format!(
+            "Rust; mma.sync m16n8k16 + ldmatrix, 128×{}×32 tiles, {} warps of 64×64, cp.async",
+            gemm_bn(wide),
+            gemm_threads(wide) / 32
+        );
+        push(b, format!("bf16 GEMM 8192³ → f32, tensor cores, 128×{} tile, {stages} stages", gemm_bn(wide)), ms[v], flops, "GFLOP/s", ratios, Some(errs[v]), &flags);
     }
-    if refs == 3 {
-        push(b, "bf16 GEMM, cuBLAS (cublasGemmEx, COMPUTE_32F)".into(), ms[2], flops, "GFLOP/s", vec![], Some(errs[2]), "cuBLAS defaults");
+    if refs > nv {
+        push(b, "bf16 GEMM, cuBLAS (cublasGemmEx, COMPUTE_32F)".into(), ms[nv], flops, "GFLOP/s", vec![], Some(errs[nv]), "cuBLAS defaults");
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ pub(crate) const RUST_KERNELS: &[&str] = &[
     suite::nbody::NAME,
     gemm::sgemm::NAME,
     gemm::gemm_bf16::NAME,
+    gemm::gemm_bf16_wide::NAME,
 ];
 
 const GB: f64 = 1e9;
