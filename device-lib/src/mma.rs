@@ -155,6 +155,97 @@ fn shared_u32<T>(p: *const T) -> u32 {
     s as u32
 }
 
+/// An address in the block's shared memory: the 32-bit shared-state-space address on the GPU
+/// (what `ldmatrix` and `cp.async` take), a pointer in the simulator. Converting once and
+/// offsetting it keeps the per-access address arithmetic 32-bit (the pointer forms of this
+/// module convert each time: `cvta.to.shared` plus a read of the shared window's base).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedAddr {
+    #[cfg(target_arch = "nvptx64")]
+    addr: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    addr: *mut u8,
+}
+
+impl SharedAddr {
+    /// The shared address of `p`, which must point into shared memory (a
+    /// [`shared_array!`](crate::shared::shared_array) or [`dynamic_shared`](crate::shared::dynamic_shared)
+    /// element) for the result to be usable.
+    #[inline(always)]
+    pub fn of<T>(p: *const T) -> SharedAddr {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            SharedAddr { addr: shared_u32(p) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            SharedAddr { addr: p as *mut u8 }
+        }
+    }
+
+    /// This address plus `bytes` (no bounds: the accessors' callers promise validity).
+    #[inline(always)]
+    pub fn add_bytes(self, bytes: usize) -> SharedAddr {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            SharedAddr { addr: self.addr.wrapping_add(bytes as u32) }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            SharedAddr { addr: self.addr.wrapping_add(bytes) }
+        }
+    }
+}
+
+/// [`ldmatrix_x4`] at a [`SharedAddr`] (this lane's row).
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ldmatrix_x4_at(row: SharedAddr) -> [u32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (r0, r1, r2, r3): (u32, u32, u32, u32);
+        // SAFETY: the caller's promises (convergence, a shared address, no writer).
+        unsafe {
+            core::arch::asm!(
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) r0, out(reg32) r1, out(reg32) r2, out(reg32) r3,
+                in(reg32) row.addr,
+                options(readonly, nostack),
+            );
+        }
+        [r0, r1, r2, r3]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::ldmatrix::<4>(row.addr as *const u16)
+    }
+}
+
+/// [`cp_async_16`] to a [`SharedAddr`].
+///
+/// # Safety
+/// As [`cp_async_16`].
+#[inline(always)]
+pub unsafe fn cp_async_16_at(dst: SharedAddr, src: *const u8) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's promises.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.cg.shared.global [{0}], [{1}], 16;",
+            in(reg32) dst.addr, in(reg64) src,
+            options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's promises; the simulator copies at once.
+    unsafe {
+        core::ptr::copy_nonoverlapping(src, dst.addr, 16)
+    }
+}
+
 /// `ldmatrix.sync.aligned.m8n8.x4.shared.b16`: four 8×8 matrices of 16-bit elements from
 /// shared memory, one row address per lane (layout in the [module documentation](self)).
 ///

@@ -11,7 +11,13 @@ Usage: python3 numba_suite.py RESULTS_FILE
 import sys
 
 import numpy as np
-from numba import cuda, float32
+
+# numba-cuda releases before NumPy 2.4 support register an overload for `np.row_stack`, which
+# NumPy 2.4 removed (it was an alias of `np.vstack`): restore the alias before importing it.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+from numba import cuda, float32  # noqa: E402
 
 BLOCK = 256
 SX, SY = 32, 8

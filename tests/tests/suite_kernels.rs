@@ -2,7 +2,7 @@
 //! device (the simulator always; the GPU with the `gpu` feature), each checked against a host
 //! reference. The benchmark (`bench_suite`) runs the same kernels at full size.
 
-use ffi_examples_kernels::suite::gemm::{self, SGEMM_THREADS, gemm_bn, gemm_stage_bytes, gemm_threads};
+use ffi_examples_kernels::suite::gemm::{self, SGEMM_THREADS, gemm_bn, gemm_shared_bytes, gemm_stages, gemm_threads};
 use ffi_examples_kernels::suite::{self, BLOCK, F4, STENCIL_X, STENCIL_Y, TILE, TILE_ROWS};
 use ffi_examples_kernels::{PTX, saxpy};
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
@@ -190,30 +190,27 @@ fn gemms_match_the_host() {
         assert_close(&format!("sgemm on {name}"), &c.to_host_vec().unwrap(), &want, 1e-5);
         let (da, db) = (ctx.htod_copy(&ah).unwrap(), ctx.htod_copy(&bh).unwrap());
         // Above 48 KiB of dynamic shared memory needs the opt-in (both backends honour it).
-        let stages: &[u32] = if ctx.device().is_simulator() { &[2] } else { &[2, 3, 4] };
         for wide in [false, true] {
-            for &st in stages {
-                let bytes = st * gemm_stage_bytes(wide);
-                c.memset_zeros().unwrap();
-                let cfg = LaunchConfig::new(((n as u32) / gemm_bn(wide), (m / 128) as u32, 1), gemm_threads(wide))
-                    .with_shared_mem_bytes(bytes);
-                let args = (&da, &db, m as u32, n as u32, k as u32, &mut c);
-                if wide {
-                    let kw = md.kernel(gemm::gemm_bf16_wide).unwrap();
-                    kw.set_max_dynamic_shared_bytes(bytes).unwrap();
-                    s.launch(&kw, cfg, args).unwrap();
-                } else {
-                    let kn = md.kernel(gemm::gemm_bf16).unwrap();
-                    kn.set_max_dynamic_shared_bytes(bytes).unwrap();
-                    s.launch(&kn, cfg, args).unwrap();
-                }
-                assert_close(
-                    &format!("bf16 gemm (128×{} tile, {st} stages) on {name}", gemm_bn(wide)),
-                    &c.to_host_vec().unwrap(),
-                    &want_h,
-                    1e-5,
-                );
+            let bytes = gemm_shared_bytes(wide);
+            c.memset_zeros().unwrap();
+            let cfg = LaunchConfig::new(((n as u32) / gemm_bn(wide), (m / 128) as u32, 1), gemm_threads(wide))
+                .with_shared_mem_bytes(bytes);
+            let args = (&da, &db, m as u32, n as u32, k as u32, &mut c);
+            if wide {
+                let kw = md.kernel(gemm::gemm_bf16_wide).unwrap();
+                kw.set_max_dynamic_shared_bytes(bytes).unwrap();
+                s.launch(&kw, cfg, args).unwrap();
+            } else {
+                let kn = md.kernel(gemm::gemm_bf16).unwrap();
+                kn.set_max_dynamic_shared_bytes(bytes).unwrap();
+                s.launch(&kn, cfg, args).unwrap();
             }
+            assert_close(
+                &format!("bf16 gemm (128×{} tile, {} stages) on {name}", gemm_bn(wide), gemm_stages(wide)),
+                &c.to_host_vec().unwrap(),
+                &want_h,
+                1e-5,
+            );
         }
     }
 }

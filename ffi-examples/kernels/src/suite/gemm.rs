@@ -6,7 +6,7 @@
 //! use unchecked accesses whose bounds follow from those checks.
 
 use super::{ld4, st4};
-use gpukernel_device::mma::{self, cp_async_16, cp_async_commit, cp_async_wait, ldmatrix_x4};
+use gpukernel_device::mma::{self, SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, ldmatrix_x4_at};
 use gpukernel_device::prelude::*;
 use gpukernel_device::shared::{dynamic_shared, shared_array};
 use gpukernel_device::{math, sync, thread};
@@ -139,6 +139,17 @@ pub const fn gemm_stage_bytes(wide: bool) -> u32 {
     (GEMM_BM + gemm_bn(wide)) * LDS as u32 * 2
 }
 
+/// Pipeline depth of [`gemm_bf16`] (4) and [`gemm_bf16_wide`] (3).
+pub const fn gemm_stages(wide: bool) -> u32 {
+    if wide { 3 } else { 4 }
+}
+
+/// Dynamic shared memory a launch of either variant needs: `stages × stage bytes`
+/// (above 48 KiB: call `Function::set_max_dynamic_shared_bytes` first).
+pub const fn gemm_shared_bytes(wide: bool) -> u32 {
+    gemm_stages(wide) * gemm_stage_bytes(wide)
+}
+
 /// A pair of f32s, 8-byte aligned (one 64-bit store).
 #[repr(C, align(8))]
 #[derive(Clone, Copy)]
@@ -146,38 +157,46 @@ struct F2([f32; 2]);
 
 /// `c = a · bᵀ` on tensor cores, for row-major bf16 `a` (`m × k`) and `b` (`n × k`, i.e. B
 /// stored `n`-major, the `.col` operand of `mma.sync`), bf16 values as raw bit patterns, and
-/// f32 `c` (`m × n`). Block tile 128 × 128 × 32, four warps of 64 × 64.
+/// f32 `c` (`m × n`). Block tile 128 × 128 × 32, four warps of 64 × 64, a 4-stage `cp.async`
+/// pipeline.
 ///
 /// Launch with `gemm_threads(false)` threads per block, a grid of `n / 128 × m / 128`, and
-/// `stages × gemm_stage_bytes(false)` bytes of dynamic shared memory for a `stages`-deep
-/// `cp.async` pipeline (2 to 4; more than 48 KiB needs `Function::set_max_dynamic_shared_bytes`).
-/// `m`, `n` must be multiples of the block tile and `k` of 32 (else every thread traps).
+/// `gemm_shared_bytes(false)` bytes of dynamic shared memory. `m`, `n` must be multiples of the
+/// block tile and `k` of 32 (else every thread traps).
 #[kernel]
 pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
-    gemm_bf16_body::<2>(a, b, m, n, k, c);
+    gemm_bf16_body::<2, 4>(a, b, m, n, k, c);
 }
 
-/// [`gemm_bf16`] with a 128 × 256 block tile and eight warps (launch with `gemm_threads(true)`
-/// threads, a grid of `n / 256 × m / 128`, `stages × gemm_stage_bytes(true)` bytes).
+/// [`gemm_bf16`] with a 128 × 256 block tile, eight warps and 3 stages (launch with
+/// `gemm_threads(true)` threads, a grid of `n / 256 × m / 128`, `gemm_shared_bytes(true)`).
 #[kernel]
 pub fn gemm_bf16_wide(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
-    gemm_bf16_body::<4>(a, b, m, n, k, c);
+    gemm_bf16_body::<4, 3>(a, b, m, n, k, c);
 }
 
-/// The tensor-core GEMM with `WN` warps along N (2 × `WN` warps of 64 × 64).
+/// The tensor-core GEMM with `WN` warps along N (2 × `WN` warps of 64 × 64) and a
+/// `STAGES`-deep pipeline. Shared addresses are computed once per thread as 32-bit
+/// [`SharedAddr`]s and offset by constants inside the loop.
 #[inline(always)]
-fn gemm_bf16_body<const WN: usize>(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<'_, f32>) {
+fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
+    a: &[u16],
+    b: &[u16],
+    m: u32,
+    n: u32,
+    k: u32,
+    c: DisjointSlice<'_, f32>,
+) {
     const BM: usize = GEMM_BM as usize;
     const BK: usize = GEMM_BK as usize;
     let bn_: usize = 64 * WN;
     let threads: usize = 64 * WN;
-    let stage: usize = (BM + bn_) * LDS;
+    let stage_bytes: usize = (BM + bn_) * LDS * 2;
     let (m, n, k) = (m as usize, n as usize, k as usize);
     let smem = dynamic_shared::<u16>();
-    let stages = smem.len() / stage;
     assert!(
         thread::block_dim_x() as usize == threads
-            && (2..=4).contains(&stages)
+            && smem.len() * 2 >= STAGES * stage_bytes
             && m % BM == 0
             && n % bn_ == 0
             && k % BK == 0
@@ -187,75 +206,74 @@ fn gemm_bf16_body<const WN: usize>(a: &[u16], b: &[u16], m: u32, n: u32, k: u32,
             && (thread::grid_dim_x() as usize) * bn_ <= n
             && (thread::grid_dim_y() as usize) * BM <= m
     );
-    let s = smem.as_mut_ptr();
+    let base = SharedAddr::of(smem.as_mut_ptr());
     let tid = thread::thread_idx_x() as usize;
     let lane = tid % 32;
     let (wm, wn) = ((tid / 32) / WN, (tid / 32) % WN);
     let bm = thread::block_idx_y() as usize * BM;
     let bn = thread::block_idx_x() as usize * bn_;
-    let (a_g, b_g) = (a.as_ptr(), b.as_ptr());
-    // Each thread copies BM * 4 / threads 16-byte chunks of A and 4 of B per stage.
+    // This thread's 16-byte chunks of a stage: A rows `chunk / 4` (BM * 4 / threads chunks),
+    // B rows likewise (4 chunks), columns `(chunk % 4) * 8`.
+    let chunk = |i: usize| (tid + i * threads) / 4;
+    let col = (tid % 4) * 8;
+    // SAFETY (the source pointers): rows bm + row < m, bn + row < n, columns col + 8 <= 32 <=
+    // k of each k tile: inside a and b (checked above); 16-byte aligned (k % 32 == 0).
+    let a_src = |i: usize| a.as_ptr().wrapping_add((bm + chunk(i)) * k + col);
+    let b_src = |i: usize| b.as_ptr().wrapping_add((bn + chunk(i)) * k + col);
+    let a_dst = |i: usize| (chunk(i) * LDS + col) * 2;
+    let b_dst = |i: usize| (BM * LDS + chunk(i) * LDS + col) * 2;
     let load_stage = |slot: usize, kt: usize| {
+        let st = base.add_bytes(slot * stage_bytes);
         for i in 0..BM * 4 / threads {
-            let chunk = tid + i * threads;
-            let (row, col) = (chunk / 4, (chunk % 4) * 8);
-            // SAFETY: row bm + row < m, columns kt * 32 + col + 8 <= k: inside a (checked
-            // above), 16-byte aligned (k % 32 == 0); the destination is inside stage `slot`
-            // (< stages), which no thread reads until the wait and barrier of the iteration
-            // that computes it.
-            unsafe {
-                let dst = s.add(slot * stage + row * LDS + col);
-                cp_async_16(dst.cast(), a_g.add((bm + row) * k + kt * BK + col).cast());
-            }
+            // SAFETY: see `a_src`; the destination is inside stage `slot`, which no thread
+            // reads until the wait and barrier of the iteration that computes it.
+            unsafe { cp_async_16_at(st.add_bytes(a_dst(i)), a_src(i).wrapping_add(kt * BK).cast()) };
         }
         for i in 0..4 {
-            let chunk = tid + i * threads;
-            let (row, col) = (chunk / 4, (chunk % 4) * 8);
-            // SAFETY: as for A, with bn + row < n.
-            unsafe {
-                let dst = s.add(slot * stage + BM * LDS + row * LDS + col);
-                cp_async_16(dst.cast(), b_g.add((bn + row) * k + kt * BK + col).cast());
-            }
+            // SAFETY: as for A.
+            unsafe { cp_async_16_at(st.add_bytes(b_dst(i)), b_src(i).wrapping_add(kt * BK).cast()) };
         }
     };
+    // Per-lane ldmatrix row offsets inside a stage (bytes).
+    let a_frag = ((wm * 64 + lane % 16) * LDS + (lane / 16) * 8) * 2;
+    let b_frag = (BM * LDS + (wn * 64 + (lane / 16) * 8 + lane % 8) * LDS + ((lane / 8) % 2) * 8) * 2;
     let tiles = k / BK;
-    for st in 0..stages - 1 {
+    for st in 0..STAGES - 1 {
         if st < tiles {
             load_stage(st, st);
         }
         cp_async_commit();
     }
     let mut acc = [[[0.0f32; 4]; 8]; 4];
+    let (mut read_slot, mut write_slot) = (0, STAGES - 1);
     for kt in 0..tiles {
-        // The group of tile kt is complete once at most stages - 2 newer ones are pending.
-        match stages {
+        // Tile kt's group is complete once at most STAGES - 2 newer ones are pending.
+        match STAGES {
             2 => cp_async_wait::<0>(),
             3 => cp_async_wait::<1>(),
             _ => cp_async_wait::<2>(),
         }
         sync::sync_threads();
-        let next = kt + stages - 1;
-        if next < tiles {
-            load_stage(next % stages, next);
+        if kt + STAGES - 1 < tiles {
+            load_stage(write_slot, kt + STAGES - 1);
         }
         cp_async_commit();
-        let a_s = s.wrapping_add((kt % stages) * stage);
-        let b_s = a_s.wrapping_add(BM * LDS);
+        write_slot = if write_slot + 1 == STAGES { 0 } else { write_slot + 1 };
+        let st = base.add_bytes(read_slot * stage_bytes);
+        read_slot = if read_slot + 1 == STAGES { 0 } else { read_slot + 1 };
         unroll!(kk in [0, 1] {
             let mut af = [[0u32; 4]; 4];
             let mut bf = [[0u32; 2]; 8];
             // SAFETY: every lane of every warp runs these loads and mmas together (uniform
-            // control flow: the loop bounds are constants); rows < 128 and columns < 32 of the
-            // current stage, 16-byte aligned (LDS * 2 = 80 bytes); the stage is complete
-            // (wait + barrier above) and not overwritten before the next barrier.
+            // control flow: the loop bounds are uniform); rows < 128 (A) / bn_ (B) and columns
+            // < 32 of the current stage, 16-byte aligned (LDS * 2 = 80 bytes); the stage is
+            // complete (wait + barrier above) and not overwritten before the next barrier.
             unsafe {
                 unroll!(mi in [0, 1, 2, 3] {
-                    let row = wm * 64 + mi * 16 + lane % 16;
-                    af[mi] = ldmatrix_x4(a_s.add(row * LDS + kk * 16 + (lane / 16) * 8));
+                    af[mi] = ldmatrix_x4_at(st.add_bytes(a_frag + (mi * 16 * LDS + kk * 16) * 2));
                 });
                 unroll!(nj in [0, 1, 2, 3] {
-                    let row = wn * 64 + nj * 16 + (lane / 16) * 8 + lane % 8;
-                    let r = ldmatrix_x4(b_s.add(row * LDS + kk * 16 + ((lane / 8) % 2) * 8));
+                    let r = ldmatrix_x4_at(st.add_bytes(b_frag + (nj * 16 * LDS + kk * 16) * 2));
                     bf[2 * nj] = [r[0], r[1]];
                     bf[2 * nj + 1] = [r[2], r[3]];
                 });

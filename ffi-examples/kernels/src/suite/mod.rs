@@ -207,26 +207,33 @@ pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
     let tile = shared_array!(f32, T * (T + 1));
     let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
     let (bx, by) = (thread::block_idx_x() as usize * T, thread::block_idx_y() as usize * T);
-    let mut j = 0;
-    while j < T {
-        let (r, c) = (by + ty + j, bx + tx);
+    // All four loads are issued before the first store, so that they are in flight together
+    // (a bounds check between a load and the previous store would serialize them).
+    const R: usize = TILE_ROWS as usize;
+    let mut v = [0.0f32; T / R];
+    unroll!(q in [0, 1, 2, 3] {
+        let (r, c) = (by + ty + q * R, bx + tx);
         if r < rows && c < cols {
-            // SAFETY: each (ty + j, tx) is one thread's slot; read after the barrier.
-            unsafe { tile.write((ty + j) * (T + 1) + tx, input[r * cols + c]) };
+            v[q] = input[r * cols + c];
         }
-        j += TILE_ROWS as usize;
-    }
+    });
+    unroll!(q in [0, 1, 2, 3] {
+        // SAFETY: each (ty + q * R, tx) is one thread's slot; read after the barrier.
+        unsafe { tile.write((ty + q * R) * (T + 1) + tx, v[q]) };
+    });
     sync::sync_threads();
-    let mut j = 0;
-    while j < T {
-        let (r, c) = (bx + ty + j, by + tx);
+    unroll!(q in [0, 1, 2, 3] {
+        // SAFETY: the tile is only read after the barrier.
+        v[q] = unsafe { tile.read(tx * (T + 1) + ty + q * R) };
+    });
+    unroll!(q in [0, 1, 2, 3] {
+        let (r, c) = (bx + ty + q * R, by + tx);
         if r < cols && c < rows {
-            // SAFETY: the tile is only read after the barrier; output (r, c) is this thread's
-            // alone (blocks own disjoint tiles, threads disjoint (ty + j, tx)).
-            unsafe { out.write(r * rows + c, tile.read(tx * (T + 1) + ty + j)) };
+            // SAFETY: output (r, c) is this thread's alone (blocks own disjoint tiles,
+            // threads disjoint (ty + q * R, tx)).
+            unsafe { out.write(r * rows + c, v[q]) };
         }
-        j += TILE_ROWS as usize;
-    }
+    });
 }
 
 /// One Jacobi step of the 5-point stencil on an `ny × nx` grid:
@@ -244,20 +251,31 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
             && u.len() >= nx * ny
             && out.len() >= nx * ny
     );
+    const { assert!(W * H <= 2 * (STENCIL_X * STENCIL_Y) as usize) };
     let tile = shared_array!(f32, W * H);
     let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
     let x0 = thread::block_idx_x() as usize * STENCIL_X as usize;
     let y0 = thread::block_idx_y() as usize * STENCIL_Y as usize;
     // The tile with its halo: cell (ly, lx) is grid point (y0 + ly - 1, x0 + lx - 1), clamped.
-    let mut k = ty * STENCIL_X as usize + tx;
-    while k < W * H {
-        let (ly, lx) = (k / W, k % W);
-        let gy = (y0 + ly).saturating_sub(1).min(ny - 1);
-        let gx = (x0 + lx).saturating_sub(1).min(nx - 1);
-        // SAFETY: cell `k` is this thread's (k advances by the block size); read after the
-        // barrier.
-        unsafe { tile.write(k, u[gy * nx + gx]) };
-        k += (STENCIL_X * STENCIL_Y) as usize;
+    // Both of a thread's cells are loaded before either is stored (loads in flight together),
+    // with 32-bit index arithmetic (the division by the tile width is by a constant).
+    let cell = |k: u32| {
+        let (ly, lx) = (k / W as u32, k % W as u32);
+        let gy = (y0 as u32 + ly).saturating_sub(1).min(ny as u32 - 1);
+        let gx = (x0 as u32 + lx).saturating_sub(1).min(nx as u32 - 1);
+        gy as usize * nx + gx as usize
+    };
+    const THREADS: u32 = STENCIL_X * STENCIL_Y;
+    let k0 = (ty * STENCIL_X as usize + tx) as u32;
+    let k1 = k0 + THREADS;
+    let v0 = u[cell(k0)];
+    let v1 = if k1 < (W * H) as u32 { u[cell(k1)] } else { 0.0 };
+    // SAFETY: cells k0 and k1 are this thread's (W * H <= 2 * THREADS); read after the barrier.
+    unsafe {
+        tile.write(k0 as usize, v0);
+        if k1 < (W * H) as u32 {
+            tile.write(k1 as usize, v1);
+        }
     }
     sync::sync_threads();
     let (x, y) = (x0 + tx, y0 + ty);
@@ -349,9 +367,9 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     let mut j = t;
     while j + 3 * B < cols {
         let v = [x[base + j], x[base + j + B], x[base + j + 2 * B], x[base + j + 3 * B]];
-        for (u, v) in v.into_iter().enumerate() {
-            unsafe { out.write(base + j + u * B, exp_approx(v - m) * inv) };
-        }
+        unroll!(u in [0, 1, 2, 3] {
+            unsafe { out.write(base + j + u * B, exp_approx(v[u] - m) * inv) };
+        });
         j += 4 * B;
     }
     while j < cols {

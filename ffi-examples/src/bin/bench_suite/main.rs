@@ -235,15 +235,24 @@ fn run() -> Result<bool, BoxError> {
         numba: read_numba(),
     };
     println!("# Rust: {RUST_FLAGS}; CUDA C: {C_FLAGS}; {WARMUP} warm-up, median of {TRIALS}");
-    rows::saxpy(&mut b)?;
-    rows::sum(&mut b)?;
-    rows::histogram(&mut b)?;
-    rows::transpose(&mut b)?;
-    rows::stencil(&mut b)?;
-    rows::softmax(&mut b)?;
-    rows::nbody(&mut b)?;
-    gemm::sgemm(&mut b)?;
-    gemm::gemm_bf16(&mut b)?;
+    // `GPUKERNEL_SUITE_ROWS=sum,bf16` runs only the named rows (e.g. under a profiler).
+    let only = std::env::var("GPUKERNEL_SUITE_ROWS").ok();
+    let all: [(&str, fn(&mut Bench) -> Result<(), BoxError>); 9] = [
+        ("saxpy", rows::saxpy),
+        ("sum", rows::sum),
+        ("histogram", rows::histogram),
+        ("transpose", rows::transpose),
+        ("stencil", rows::stencil),
+        ("softmax", rows::softmax),
+        ("nbody", rows::nbody),
+        ("sgemm", gemm::sgemm),
+        ("bf16", gemm::gemm_bf16),
+    ];
+    for (name, row) in all {
+        if only.as_deref().is_none_or(|o| o.split(',').any(|x| x == name)) {
+            row(&mut b)?;
+        }
+    }
     print_table(&b.rows);
     if !b.ok.get() {
         println!("# SOME RESULTS WERE WRONG (see WRONG: lines)");
