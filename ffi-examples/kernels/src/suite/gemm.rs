@@ -118,10 +118,10 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
 /// bf16 GEMM block tile: rows of C per block (both variants).
 pub const GEMM_BM: u32 = 128;
 /// bf16 GEMM k step per pipeline stage.
-pub const GEMM_BK: u32 = 32;
-/// The shared-memory row pitch of a stage, in bf16 elements: 32 + 8 padding, so that the
-/// eight 16-byte rows one `ldmatrix` reads fall in distinct banks.
-const LDS: usize = 40;
+pub const GEMM_BK: u32 = 64;
+/// The shared-memory row pitch of a stage, in bf16 elements: 64 + 8 padding (144 bytes), so
+/// that the eight 16-byte rows one `ldmatrix` reads fall in distinct banks.
+const LDS: usize = 72;
 
 /// Columns of C per block of [`gemm_bf16`] (128) or [`gemm_bf16_wide`] (256).
 pub const fn gemm_bn(wide: bool) -> u32 {
@@ -141,7 +141,7 @@ pub const fn gemm_stage_bytes(wide: bool) -> u32 {
 
 /// Pipeline depth of [`gemm_bf16`] (4) and [`gemm_bf16_wide`] (3).
 pub const fn gemm_stages(wide: bool) -> u32 {
-    if wide { 3 } else { 4 }
+    if wide { 3 } else { 3 }
 }
 
 /// Dynamic shared memory a launch of either variant needs: `stages × stage bytes`
@@ -157,15 +157,15 @@ struct F2([f32; 2]);
 
 /// `c = a · bᵀ` on tensor cores, for row-major bf16 `a` (`m × k`) and `b` (`n × k`, i.e. B
 /// stored `n`-major, the `.col` operand of `mma.sync`), bf16 values as raw bit patterns, and
-/// f32 `c` (`m × n`). Block tile 128 × 128 × 32, four warps of 64 × 64, a 4-stage `cp.async`
-/// pipeline.
+/// f32 `c` (`m × n`). Block tile 128 × 128 × 64, four warps of 64 × 64, a 3-stage `cp.async`
+/// pipeline (two blocks fit an SM).
 ///
 /// Launch with `gemm_threads(false)` threads per block, a grid of `n / 128 × m / 128`, and
 /// `gemm_shared_bytes(false)` bytes of dynamic shared memory. `m`, `n` must be multiples of the
-/// block tile and `k` of 32 (else every thread traps).
+/// block tile and `k` of 64 (else every thread traps).
 #[kernel]
 pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
-    gemm_bf16_body::<2, 4>(a, b, m, n, k, c);
+    gemm_bf16_body::<2, 3>(a, b, m, n, k, c);
 }
 
 /// [`gemm_bf16`] with a 128 × 256 block tile, eight warps and 3 stages (launch with
@@ -210,26 +210,35 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
     let tid = thread::thread_idx_x() as usize;
     let lane = tid % 32;
     let (wm, wn) = ((tid / 32) / WN, (tid / 32) % WN);
-    let bm = thread::block_idx_y() as usize * BM;
-    let bn = thread::block_idx_x() as usize * bn_;
-    // This thread's 16-byte chunks of a stage: A rows `chunk / 4` (BM * 4 / threads chunks),
-    // B rows likewise (4 chunks), columns `(chunk % 4) * 8`.
-    let chunk = |i: usize| (tid + i * threads) / 4;
-    let col = (tid % 4) * 8;
-    // SAFETY (the source pointers): rows bm + row < m, bn + row < n, columns col + 8 <= 32 <=
-    // k of each k tile: inside a and b (checked above); 16-byte aligned (k % 32 == 0).
+    // Grouped block order: consecutive blocks walk GROUP block rows down one block column
+    // before moving right, so the A and B tiles in flight at once stay few (L2 reuse). A
+    // bijection of the grid onto the tiles: blocks still own disjoint tiles.
+    const GROUP: usize = 8;
+    let (gx, gy) = (thread::grid_dim_x() as usize, thread::grid_dim_y() as usize);
+    let pid = thread::block_idx_y() as usize * gx + thread::block_idx_x() as usize;
+    let first = pid / (GROUP * gx) * GROUP;
+    let rows_in_group = if gy - first < GROUP { gy - first } else { GROUP };
+    let in_group = pid % (GROUP * gx);
+    let bm = (first + in_group % rows_in_group) * BM;
+    let bn = in_group / rows_in_group * bn_;
+    // This thread's 16-byte chunks of a stage: A rows `chunk / 8` (BM * 8 / threads chunks),
+    // B rows likewise (8 chunks), columns `(chunk % 8) * 8`.
+    let chunk = |i: usize| (tid + i * threads) / 8;
+    let col = (tid % 8) * 8;
+    // SAFETY (the source pointers): rows bm + row < m, bn + row < n, columns col + 8 <= 64 <=
+    // k of each k tile: inside a and b (checked above); 16-byte aligned (k % 64 == 0).
     let a_src = |i: usize| a.as_ptr().wrapping_add((bm + chunk(i)) * k + col);
     let b_src = |i: usize| b.as_ptr().wrapping_add((bn + chunk(i)) * k + col);
     let a_dst = |i: usize| (chunk(i) * LDS + col) * 2;
     let b_dst = |i: usize| (BM * LDS + chunk(i) * LDS + col) * 2;
     let load_stage = |slot: usize, kt: usize| {
         let st = base.add_bytes(slot * stage_bytes);
-        for i in 0..BM * 4 / threads {
+        for i in 0..BM * 8 / threads {
             // SAFETY: see `a_src`; the destination is inside stage `slot`, which no thread
             // reads until the wait and barrier of the iteration that computes it.
             unsafe { cp_async_16_at(st.add_bytes(a_dst(i)), a_src(i).wrapping_add(kt * BK).cast()) };
         }
-        for i in 0..4 {
+        for i in 0..8 {
             // SAFETY: as for A.
             unsafe { cp_async_16_at(st.add_bytes(b_dst(i)), b_src(i).wrapping_add(kt * BK).cast()) };
         }
@@ -261,12 +270,12 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
         write_slot = if write_slot + 1 == STAGES { 0 } else { write_slot + 1 };
         let st = base.add_bytes(read_slot * stage_bytes);
         read_slot = if read_slot + 1 == STAGES { 0 } else { read_slot + 1 };
-        unroll!(kk in [0, 1] {
+        unroll!(kk in [0, 1, 2, 3] {
             let mut af = [[0u32; 4]; 4];
             let mut bf = [[0u32; 2]; 8];
             // SAFETY: every lane of every warp runs these loads and mmas together (uniform
             // control flow: the loop bounds are uniform); rows < 128 (A) / bn_ (B) and columns
-            // < 32 of the current stage, 16-byte aligned (LDS * 2 = 80 bytes); the stage is
+            // < 64 of the current stage, 16-byte aligned (LDS * 2 = 144 bytes); the stage is
             // complete (wait + barrier above) and not overwritten before the next barrier.
             unsafe {
                 unroll!(mi in [0, 1, 2, 3] {

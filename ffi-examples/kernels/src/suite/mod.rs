@@ -317,6 +317,10 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     assert!(thread::block_dim_x() == BLOCK && out.len() >= x.len());
     let t = thread::thread_idx_x() as usize;
     let base = row * cols;
+    // One bounds check per block, hoisted out of the loops: the row is inside `x` and `out`.
+    assert!(base + cols <= x.len());
+    // SAFETY: checked just above.
+    let row_x = unsafe { x.get_unchecked(base..base + cols) };
     let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
     let mut update = |v: f32| {
         if v > m {
@@ -330,12 +334,15 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     const B: usize = BLOCK as usize;
     let mut j = t;
     while j + 3 * B < cols {
-        let v = [x[base + j], x[base + j + B], x[base + j + 2 * B], x[base + j + 3 * B]];
+        // SAFETY: j + 3 * B < cols = row_x.len().
+        let v = unsafe {
+            [*row_x.get_unchecked(j), *row_x.get_unchecked(j + B), *row_x.get_unchecked(j + 2 * B), *row_x.get_unchecked(j + 3 * B)]
+        };
         v.into_iter().for_each(&mut update);
         j += 4 * B;
     }
     while j < cols {
-        update(x[base + j]);
+        update(row_x[j]);
         j += B;
     }
     let mut offset = 16;
@@ -366,14 +373,17 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     // SAFETY (writes): row `row` belongs to this block, column `j` to this thread.
     let mut j = t;
     while j + 3 * B < cols {
-        let v = [x[base + j], x[base + j + B], x[base + j + 2 * B], x[base + j + 3 * B]];
+        // SAFETY: j + 3 * B < cols = row_x.len().
+        let v = unsafe {
+            [*row_x.get_unchecked(j), *row_x.get_unchecked(j + B), *row_x.get_unchecked(j + 2 * B), *row_x.get_unchecked(j + 3 * B)]
+        };
         unroll!(u in [0, 1, 2, 3] {
             unsafe { out.write(base + j + u * B, exp_approx(v[u] - m) * inv) };
         });
         j += 4 * B;
     }
     while j < cols {
-        unsafe { out.write(base + j, exp_approx(x[base + j] - m) * inv) };
+        unsafe { out.write(base + j, exp_approx(row_x[j] - m) * inv) };
         j += B;
     }
 }
