@@ -17,7 +17,7 @@ import numpy as np
 if not hasattr(np, "row_stack"):
     np.row_stack = np.vstack
 
-from numba import cuda, float32  # noqa: E402
+from numba import cuda  # noqa: E402
 
 BLOCK = 256
 SX, SY = 32, 8
@@ -35,10 +35,10 @@ def warp_sum(v):
 
 @cuda.jit
 def sum_f32(x, total):
-    partial = cuda.shared.array(8, float32)
+    partial = cuda.shared.array(8, np.float32)
     stride = cuda.gridDim.x * cuda.blockDim.x
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    v = float32(0.0)
+    v = np.float32(0.0)
     while i < x.shape[0]:
         v += x[i]
         i += stride
@@ -49,7 +49,7 @@ def sum_f32(x, total):
         partial[w] = v
     cuda.syncthreads()
     if w == 0:
-        v = partial[lane] if lane < 8 else float32(0.0)
+        v = partial[lane] if lane < 8 else np.float32(0.0)
         v = warp_sum(v)
         if lane == 0:
             cuda.atomic.add(total, 0, v)
@@ -57,7 +57,7 @@ def sum_f32(x, total):
 
 @cuda.jit
 def stencil5(u, c0, c1, out):
-    tile = cuda.shared.array(W * H, float32)
+    tile = cuda.shared.array(W * H, np.float32)
     ny, nx = u.shape
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     x0 = cuda.blockIdx.x * SX
