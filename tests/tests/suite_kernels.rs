@@ -118,14 +118,20 @@ fn transpose_and_stencil_match_the_host() {
 #[test]
 fn softmax_and_nbody_match_the_host() {
     let mut rng = Rng::from_env("suite_math");
-    let (rows, cols) = (3usize, 700usize);
-    let x: Vec<f32> = rng.vec_f32(rows * cols).iter().map(|v| 4.0 * v).collect();
-    let mut want = Vec::new();
-    for row in x.chunks(cols) {
-        let mx = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-        let sum: f64 = row.iter().map(|&v| (v as f64 - mx).exp()).sum();
-        want.extend(row.iter().map(|&v| ((v as f64 - mx).exp() / sum) as f32));
-    }
+    // 700 columns: every thread has elements; 100: most threads' partials are empty.
+    let cases: Vec<(usize, Vec<f32>, Vec<f32>)> = [700usize, 100]
+        .into_iter()
+        .map(|cols| {
+            let x: Vec<f32> = rng.vec_f32(3 * cols).iter().map(|v| 4.0 * v).collect();
+            let mut want = Vec::new();
+            for row in x.chunks(cols) {
+                let mx = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
+                let sum: f64 = row.iter().map(|&v| (v as f64 - mx).exp()).sum();
+                want.extend(row.iter().map(|&v| ((v as f64 - mx).exp() / sum) as f32));
+            }
+            (cols, x, want)
+        })
+        .collect();
     let n = 300;
     let pos: Vec<F4> = (0..n).map(|_| F4([rng.f32(), rng.f32(), rng.f32(), 0.5 + rng.f32().abs()])).collect();
     let eps2 = 0.01f32;
@@ -146,11 +152,14 @@ fn softmax_and_nbody_match_the_host() {
     for (name, ctx) in devices() {
         let m = suite_module(&ctx);
         let s = ctx.default_stream();
-        let dx = ctx.htod_copy(&x).unwrap();
-        let mut out = ctx.alloc_zeros::<f32>(rows * cols).unwrap();
-        s.launch(&m.kernel(suite::softmax_rows).unwrap(), LaunchConfig::new(rows as u32, BLOCK), (&dx, cols as u32, &mut out))
-            .unwrap();
-        assert_close(&format!("softmax on {name}"), &out.to_host_vec().unwrap(), &want, 1e-5);
+        for (cols, x, want) in &cases {
+            let dx = ctx.htod_copy(x).unwrap();
+            let mut out = ctx.alloc_zeros::<f32>(x.len()).unwrap();
+            let cfg = LaunchConfig::new((x.len() / cols) as u32, BLOCK);
+            s.launch(&m.kernel(suite::softmax_rows).unwrap(), cfg, (&dx, *cols as u32, &mut out))
+                .unwrap();
+            assert_close(&format!("softmax ({cols} columns) on {name}"), &out.to_host_vec().unwrap(), want, 1e-5);
+        }
         let dp = ctx.htod_copy(&pos).unwrap();
         let mut acc = ctx.alloc_zeros::<F4>(n).unwrap();
         s.launch(&m.kernel(suite::nbody).unwrap(), LaunchConfig::new((n as u32).div_ceil(BLOCK), BLOCK), (&dp, eps2, &mut acc))

@@ -294,17 +294,19 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
     }
 }
 
-/// Combines two online-softmax partials (running maximum, sum of `e^(x - max)`).
+/// Combines two online-softmax partials (running maximum, sum of `e^(x - max)`); an empty
+/// partial is `(-inf, 0)`. Written with selects, not branches: LLVM keeps an `if`/`else` here
+/// as divergent branches (a `BSSY`/`BSYNC` pair each in SASS), where NVVM if-converts the CUDA
+/// C twin's early returns.
 #[inline(always)]
 fn softmax_combine((m1, s1): (f32, f32), (m2, s2): (f32, f32)) -> (f32, f32) {
-    if s2 == 0.0 {
-        return (m1, s1);
-    }
-    if s1 == 0.0 {
-        return (m2, s2);
-    }
     let m = if m1 > m2 { m1 } else { m2 };
-    (m, s1 * exp_approx(m1 - m) + s2 * exp_approx(m2 - m))
+    let t1 = s1 * exp_approx(m1 - m);
+    let t2 = s2 * exp_approx(m2 - m);
+    // An empty side contributes nothing (its -inf - -inf would be NaN).
+    let s = if s1 == 0.0 { 0.0 } else { t1 } + if s2 == 0.0 { 0.0 } else { t2 };
+    let m = if s2 == 0.0 { m1 } else if s1 == 0.0 { m2 } else { m };
+    (m, s)
 }
 
 /// `out[r][j] = e^(x[r][j] - max_r) / Σ_j e^(x[r][j] - max_r)` for each row of a
@@ -322,13 +324,12 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     // SAFETY: checked just above.
     let row_x = unsafe { x.get_unchecked(base..base + cols) };
     let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+    // One exponential per element, the branches as selects (see `softmax_combine`).
     let mut update = |v: f32| {
-        if v > m {
-            s = s * exp_approx(m - v) + 1.0;
-            m = v;
-        } else {
-            s += exp_approx(v - m);
-        }
+        let gt = v > m;
+        let e = exp_approx(if gt { m - v } else { v - m });
+        s = if gt { s * e + 1.0 } else { s + e };
+        m = if gt { v } else { m };
     };
     // Four loads in flight per thread (nvcc unrolls the CUDA C twin's loops by four).
     const B: usize = BLOCK as usize;

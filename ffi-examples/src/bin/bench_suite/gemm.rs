@@ -194,8 +194,9 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
             ratios.push(ratio(ms[v], ms[nv], "cuBLAS"));
         }
         let flags = format!(
-            "Rust; mma.sync m16n8k16 + ldmatrix, 128×{}×32 tiles, {} warps of 64×64, cp.async",
+            "Rust; mma.sync m16n8k16 + ldmatrix, 128×{}×{} tiles, {} warps of 64×64, cp.async, grouped block order",
             gemm_bn(wide),
+            gemm::GEMM_BK,
             gemm_threads(wide) / 32
         );
         push(b, format!("bf16 GEMM 8192³ → f32, tensor cores, 128×{} tile, {stages} stages", gemm_bn(wide)), ms[v], flops, "GFLOP/s", ratios, Some(errs[v]), &flags);

@@ -60,7 +60,8 @@ pub(crate) struct Bench {
     pub sms: u32,
     pub rows: Vec<Row>,
     pub ok: std::cell::Cell<bool>,
-    pub numba: Vec<(String, f64)>,
+    /// (row, milliseconds, which Numba variant ran).
+    pub numba: Vec<(String, f64, String)>,
 }
 
 impl Bench {
@@ -92,9 +93,12 @@ impl Bench {
         self.ok.set(false);
     }
 
-    /// The Numba time of `key`, from the results file, if there is one.
-    pub fn numba_ms(&self, key: &str) -> Option<f64> {
-        self.numba.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+    /// The Numba time of `key` and the variant that ran, from the results file, if any.
+    pub fn numba_ms(&self, key: &str) -> Option<(f64, String)> {
+        self.numba
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map(|(_, v, how)| (*v, how.clone()))
     }
 }
 
@@ -173,7 +177,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn read_numba() -> Vec<(String, f64)> {
+fn read_numba() -> Vec<(String, f64, String)> {
     let Ok(path) = std::env::var("GPUKERNEL_NUMBA_RESULTS") else {
         return Vec::new();
     };
@@ -181,11 +185,13 @@ fn read_numba() -> Vec<(String, f64)> {
         println!("# no Numba results at {path}");
         return Vec::new();
     };
-    // Lines "key ms" (written by numba_suite.py).
+    // Lines "key ms variant" (written by numba_suite.py).
     text.lines()
         .filter_map(|l| {
             let mut it = l.split_whitespace();
-            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+            let key = it.next()?.to_string();
+            let ms = it.next()?.parse().ok()?;
+            Some((key, ms, it.next().unwrap_or("shared").to_string()))
         })
         .collect()
 }

@@ -135,13 +135,14 @@ pub(crate) fn sum(b: &mut Bench) -> Result<(), BoxError> {
     let ms_c = b.time(|| run(false, &mut total))?;
     let bytes = 4.0 * n as f64;
     let mut ratios = vec![ratio(ms_r, ms_c, "CUDA C")];
-    if let Some(nb) = b.numba_ms("sum") {
-        ratios.push(ratio(ms_r, nb, "Numba"));
+    let numba = b.numba_ms("sum");
+    if let Some((nb, how)) = &numba {
+        ratios.push(ratio(ms_r, *nb, &format!("Numba ({how})")));
     }
     push(b, "sum 2^28 f32 (block + shuffles + atomics)".into(), ms_r, bytes, "GB/s", ratios, Some(errs[0]), "Rust");
     push(b, "sum 2^28 f32, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(errs[1]), C_FLAGS);
-    if let Some(nb) = b.numba_ms("sum") {
-        push(b, "sum 2^28 f32, Numba-CUDA".into(), nb, bytes, "GB/s", vec![], None, "numba.cuda.jit defaults (separate process)");
+    if let Some((nb, how)) = numba {
+        push(b, format!("sum 2^28 f32, Numba-CUDA ({how})"), nb, bytes, "GB/s", vec![], None, "numba.cuda.jit defaults (separate process, same machine)");
     }
     Ok(())
 }
@@ -267,13 +268,14 @@ pub(crate) fn stencil(b: &mut Bench) -> Result<(), BoxError> {
     let ms_c = b.time(|| run(false, &mut out))?;
     let bytes = 8.0 * (nx * ny) as f64;
     let mut ratios = vec![ratio(ms_r, ms_c, "CUDA C")];
-    if let Some(nb) = b.numba_ms("stencil") {
-        ratios.push(ratio(ms_r, nb, "Numba"));
+    let numba = b.numba_ms("stencil");
+    if let Some((nb, how)) = &numba {
+        ratios.push(ratio(ms_r, *nb, &format!("Numba ({how})")));
     }
     push(b, "2D 5-point stencil 8192² f32 (shared halo)".into(), ms_r, bytes, "GB/s", ratios, Some(errs[0]), "Rust");
     push(b, "stencil, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(errs[1]), C_FLAGS);
-    if let Some(nb) = b.numba_ms("stencil") {
-        push(b, "stencil, Numba-CUDA".into(), nb, bytes, "GB/s", vec![], None, "numba.cuda.jit defaults (separate process)");
+    if let Some((nb, how)) = numba {
+        push(b, format!("stencil, Numba-CUDA ({how})"), nb, bytes, "GB/s", vec![], None, "numba.cuda.jit defaults (separate process, same machine)");
     }
     Ok(())
 }
