@@ -175,7 +175,9 @@ impl SharedAddr {
     pub fn of<T>(p: *const T) -> SharedAddr {
         #[cfg(target_arch = "nvptx64")]
         {
-            SharedAddr { addr: shared_u32(p) }
+            SharedAddr {
+                addr: shared_u32(p),
+            }
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
@@ -188,11 +190,15 @@ impl SharedAddr {
     pub fn add_bytes(self, bytes: usize) -> SharedAddr {
         #[cfg(target_arch = "nvptx64")]
         {
-            SharedAddr { addr: self.addr.wrapping_add(bytes as u32) }
+            SharedAddr {
+                addr: self.addr.wrapping_add(bytes as u32),
+            }
         }
         #[cfg(not(target_arch = "nvptx64"))]
         {
-            SharedAddr { addr: self.addr.wrapping_add(bytes) }
+            SharedAddr {
+                addr: self.addr.wrapping_add(bytes),
+            }
         }
     }
 }
@@ -385,7 +391,12 @@ mod host {
         let mut bm = [[0f32; 8]; 16];
         for l in 0..32 {
             let (g, t) = (l / 4, l % 4);
-            let regs = [a01[l] as u32, (a01[l] >> 32) as u32, a23[l] as u32, (a23[l] >> 32) as u32];
+            let regs = [
+                a01[l] as u32,
+                (a01[l] >> 32) as u32,
+                a23[l] as u32,
+                (a23[l] >> 32) as u32,
+            ];
             for (r, v) in regs.into_iter().enumerate() {
                 let row = g + 8 * (r & 1);
                 let col = 2 * t + 8 * (r >> 1);

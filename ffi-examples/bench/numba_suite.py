@@ -22,6 +22,7 @@ from numba import cuda  # noqa: E402
 BLOCK = 256
 SX, SY = 32, 8
 W, H = SX + 2, SY + 2
+assert W * H == 340  # the literal size of the stencil's shared tile
 
 
 @cuda.jit(device=True, inline=True)
@@ -57,7 +58,9 @@ def sum_f32(x, total):
 
 @cuda.jit
 def stencil5(u, c0, c1, out):
-    tile = cuda.shared.array(W * H, np.float32)
+    # A literal size: numba-cuda types a product of module constants (W * H) as int64, not as
+    # the integer literal shared.array requires.
+    tile = cuda.shared.array(340, np.float32)
     ny, nx = u.shape
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     x0 = cuda.blockIdx.x * SX
@@ -83,8 +86,8 @@ def stencil5(u, c0, c1, out):
         out[y, x] = v
 
 
-# Fallbacks for numba-cuda builds whose typing rejects `cuda.shared.array` (seen with
-# numba-cuda on NumPy 2.4: "No implementation of function shared.array ... array(int64,
+# Fallbacks for a numba-cuda that rejects a kernel's `cuda.shared.array` (a size it does not
+# type as a literal gives "No implementation of function shared.array ... array(int64,
 # class(float32))"): the sum with one atomic per warp, the stencil reading its neighbours from
 # global memory (L1). The results file names the variant that ran.
 @cuda.jit

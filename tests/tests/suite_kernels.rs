@@ -2,7 +2,9 @@
 //! device (the simulator always; the GPU with the `gpu` feature), each checked against a host
 //! reference. The benchmark (`bench_suite`) runs the same kernels at full size.
 
-use ffi_examples_kernels::suite::gemm::{self, SGEMM_THREADS, gemm_bn, gemm_shared_bytes, gemm_stages, gemm_threads};
+use ffi_examples_kernels::suite::gemm::{
+    self, SGEMM_THREADS, gemm_bn, gemm_shared_bytes, gemm_stages, gemm_threads,
+};
 use ffi_examples_kernels::suite::{self, BLOCK, F4, STENCIL_X, STENCIL_Y, TILE, TILE_ROWS};
 use ffi_examples_kernels::{PTX, saxpy};
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
@@ -25,7 +27,10 @@ fn suite_module(ctx: &Context) -> Module {
         gemm::gemm_bf16_wide::NAME,
     ];
     Linker::new(ctx)
-        .and_then(|mut l| l.add_ptx_kernels(PTX, "kernels.ptx", &names).link_and_load())
+        .and_then(|mut l| {
+            l.add_ptx_kernels(PTX, "kernels.ptx", &names)
+                .link_and_load()
+        })
         .unwrap_or_else(|e| panic!("linking the suite kernels failed: {e}"))
 }
 
@@ -40,9 +45,17 @@ fn saxpy_grid_stride_covers_every_element() {
         let s = ctx.default_stream();
         let (dx, mut dy) = (ctx.htod_copy(&x).unwrap(), ctx.htod_copy(&y0).unwrap());
         // Fewer threads than elements: each thread strides.
-        s.launch(&m.kernel(suite::saxpy_grid_stride).unwrap(), LaunchConfig::new(3, 256), (0.75f32, &dx, &mut dy))
-            .unwrap();
-        assert_eq!(dy.to_host_vec().unwrap(), want, "saxpy_grid_stride on {name}");
+        s.launch(
+            &m.kernel(suite::saxpy_grid_stride).unwrap(),
+            LaunchConfig::new(3, 256),
+            (0.75f32, &dx, &mut dy),
+        )
+        .unwrap();
+        assert_eq!(
+            dy.to_host_vec().unwrap(),
+            want,
+            "saxpy_grid_stride on {name}"
+        );
     }
 }
 
@@ -64,15 +77,30 @@ fn sum_and_histogram_match_the_host() {
         let s = ctx.default_stream();
         let dx = ctx.htod_copy(&x).unwrap();
         let mut total = ctx.alloc_zeros::<f32>(1).unwrap();
-        s.launch(&m.kernel(suite::sum_f32).unwrap(), LaunchConfig::new(7, BLOCK), (&dx, &mut total))
-            .unwrap();
+        s.launch(
+            &m.kernel(suite::sum_f32).unwrap(),
+            LaunchConfig::new(7, BLOCK),
+            (&dx, &mut total),
+        )
+        .unwrap();
         let got = total.to_host_vec().unwrap()[0] as f64;
-        assert!((got - want).abs() < 1e-3 * (1.0 + want.abs()), "sum on {name}: {got} != {want}");
+        assert!(
+            (got - want).abs() < 1e-3 * (1.0 + want.abs()),
+            "sum on {name}: {got} != {want}"
+        );
         let dw = ctx.htod_copy(&words).unwrap();
         let mut bins = ctx.alloc_zeros::<u32>(256).unwrap();
-        s.launch(&m.kernel(suite::histogram256).unwrap(), LaunchConfig::new(5, BLOCK), (&dw, &mut bins))
-            .unwrap();
-        assert_eq!(bins.to_host_vec().unwrap(), bins_want, "histogram on {name}");
+        s.launch(
+            &m.kernel(suite::histogram256).unwrap(),
+            LaunchConfig::new(5, BLOCK),
+            (&dw, &mut bins),
+        )
+        .unwrap();
+        assert_eq!(
+            bins.to_host_vec().unwrap(),
+            bins_want,
+            "histogram on {name}"
+        );
     }
 }
 
@@ -82,7 +110,9 @@ fn transpose_and_stencil_match_the_host() {
     // Sizes that are not multiples of the tiles: the edge blocks must stay in bounds.
     let (rows, cols) = (45usize, 70usize);
     let x = rng.vec_f32(rows * cols);
-    let want_t: Vec<f32> = (0..rows * cols).map(|i| x[(i % rows) * cols + i / rows]).collect();
+    let want_t: Vec<f32> = (0..rows * cols)
+        .map(|i| x[(i % rows) * cols + i / rows])
+        .collect();
     let (c0, c1) = (0.5f32, 0.125f32);
     let (nx, ny) = (cols, rows);
     let want_s: Vec<f32> = (0..nx * ny)
@@ -101,17 +131,41 @@ fn transpose_and_stencil_match_the_host() {
         let s = ctx.default_stream();
         let dx = ctx.htod_copy(&x).unwrap();
         let mut out = ctx.alloc_zeros::<f32>(rows * cols).unwrap();
-        let cfg = LaunchConfig::new(((cols as u32).div_ceil(TILE), (rows as u32).div_ceil(TILE), 1), (TILE, TILE_ROWS, 1));
-        s.launch(&m.kernel(suite::transpose).unwrap(), cfg, (&dx, rows as u32, cols as u32, &mut out))
-            .unwrap();
+        let cfg = LaunchConfig::new(
+            (
+                (cols as u32).div_ceil(TILE),
+                (rows as u32).div_ceil(TILE),
+                1,
+            ),
+            (TILE, TILE_ROWS, 1),
+        );
+        s.launch(
+            &m.kernel(suite::transpose).unwrap(),
+            cfg,
+            (&dx, rows as u32, cols as u32, &mut out),
+        )
+        .unwrap();
         assert_eq!(out.to_host_vec().unwrap(), want_t, "transpose on {name}");
         let cfg = LaunchConfig::new(
-            ((nx as u32).div_ceil(STENCIL_X), (ny as u32).div_ceil(STENCIL_Y), 1),
+            (
+                (nx as u32).div_ceil(STENCIL_X),
+                (ny as u32).div_ceil(STENCIL_Y),
+                1,
+            ),
             (STENCIL_X, STENCIL_Y, 1),
         );
-        s.launch(&m.kernel(suite::stencil5).unwrap(), cfg, (&dx, nx as u32, ny as u32, c0, c1, &mut out))
-            .unwrap();
-        assert_close(&format!("stencil on {name}"), &out.to_host_vec().unwrap(), &want_s, 1e-6);
+        s.launch(
+            &m.kernel(suite::stencil5).unwrap(),
+            cfg,
+            (&dx, nx as u32, ny as u32, c0, c1, &mut out),
+        )
+        .unwrap();
+        assert_close(
+            &format!("stencil on {name}"),
+            &out.to_host_vec().unwrap(),
+            &want_s,
+            1e-6,
+        );
     }
 }
 
@@ -133,7 +187,9 @@ fn softmax_and_nbody_match_the_host() {
         })
         .collect();
     let n = 300;
-    let pos: Vec<F4> = (0..n).map(|_| F4([rng.f32(), rng.f32(), rng.f32(), 0.5 + rng.f32().abs()])).collect();
+    let pos: Vec<F4> = (0..n)
+        .map(|_| F4([rng.f32(), rng.f32(), rng.f32(), 0.5 + rng.f32().abs()]))
+        .collect();
     let eps2 = 0.01f32;
     let acc_want: Vec<f32> = (0..n)
         .flat_map(|i| {
@@ -156,15 +212,33 @@ fn softmax_and_nbody_match_the_host() {
             let dx = ctx.htod_copy(x).unwrap();
             let mut out = ctx.alloc_zeros::<f32>(x.len()).unwrap();
             let cfg = LaunchConfig::new((x.len() / cols) as u32, BLOCK);
-            s.launch(&m.kernel(suite::softmax_rows).unwrap(), cfg, (&dx, *cols as u32, &mut out))
-                .unwrap();
-            assert_close(&format!("softmax ({cols} columns) on {name}"), &out.to_host_vec().unwrap(), want, 1e-5);
+            s.launch(
+                &m.kernel(suite::softmax_rows).unwrap(),
+                cfg,
+                (&dx, *cols as u32, &mut out),
+            )
+            .unwrap();
+            assert_close(
+                &format!("softmax ({cols} columns) on {name}"),
+                &out.to_host_vec().unwrap(),
+                want,
+                1e-5,
+            );
         }
         let dp = ctx.htod_copy(&pos).unwrap();
         let mut acc = ctx.alloc_zeros::<F4>(n).unwrap();
-        s.launch(&m.kernel(suite::nbody).unwrap(), LaunchConfig::new((n as u32).div_ceil(BLOCK), BLOCK), (&dp, eps2, &mut acc))
-            .unwrap();
-        let got: Vec<f32> = acc.to_host_vec().unwrap().iter().flat_map(|a| a.0).collect();
+        s.launch(
+            &m.kernel(suite::nbody).unwrap(),
+            LaunchConfig::new((n as u32).div_ceil(BLOCK), BLOCK),
+            (&dp, eps2, &mut acc),
+        )
+        .unwrap();
+        let got: Vec<f32> = acc
+            .to_host_vec()
+            .unwrap()
+            .iter()
+            .flat_map(|a| a.0)
+            .collect();
         assert_close(&format!("n-body on {name}"), &got, &acc_want, 1e-4);
     }
 }
@@ -177,7 +251,11 @@ fn gemms_match_the_host() {
     let a = rng.vec_f32(m * k);
     let b = rng.vec_f32(k * n);
     let want: Vec<f32> = (0..m * n)
-        .map(|i| (0..k).map(|q| a[(i / n) * k + q] as f64 * b[q * n + i % n] as f64).sum::<f64>() as f32)
+        .map(|i| {
+            (0..k)
+                .map(|q| a[(i / n) * k + q] as f64 * b[q * n + i % n] as f64)
+                .sum::<f64>() as f32
+        })
         .collect();
     // bf16: B stored n-major (n rows of k), C = A · Bᵀ.
     let ah: Vec<u16> = rng.vec_f32(m * k).into_iter().map(bf16_bits).collect();
@@ -185,7 +263,10 @@ fn gemms_match_the_host() {
     let want_h: Vec<f32> = (0..m * n)
         .map(|i| {
             (0..k)
-                .map(|q| bf16_to_f32(ah[(i / n) * k + q]) as f64 * bf16_to_f32(bh[(i % n) * k + q]) as f64)
+                .map(|q| {
+                    bf16_to_f32(ah[(i / n) * k + q]) as f64
+                        * bf16_to_f32(bh[(i % n) * k + q]) as f64
+                })
                 .sum::<f64>() as f32
         })
         .collect();
@@ -195,16 +276,28 @@ fn gemms_match_the_host() {
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
         let mut c = ctx.alloc_zeros::<f32>(m * n).unwrap();
         let cfg = LaunchConfig::new(((n / 128) as u32, (m / 128) as u32, 1), SGEMM_THREADS);
-        s.launch(&md.kernel(gemm::sgemm).unwrap(), cfg, (&da, &db, m as u32, n as u32, k as u32, &mut c))
-            .unwrap();
-        assert_close(&format!("sgemm on {name}"), &c.to_host_vec().unwrap(), &want, 1e-5);
+        s.launch(
+            &md.kernel(gemm::sgemm).unwrap(),
+            cfg,
+            (&da, &db, m as u32, n as u32, k as u32, &mut c),
+        )
+        .unwrap();
+        assert_close(
+            &format!("sgemm on {name}"),
+            &c.to_host_vec().unwrap(),
+            &want,
+            1e-5,
+        );
         let (da, db) = (ctx.htod_copy(&ah).unwrap(), ctx.htod_copy(&bh).unwrap());
         // Above 48 KiB of dynamic shared memory needs the opt-in (both backends honour it).
         for wide in [false, true] {
             let bytes = gemm_shared_bytes(wide);
             c.memset_zeros().unwrap();
-            let cfg = LaunchConfig::new(((n as u32) / gemm_bn(wide), (m / 128) as u32, 1), gemm_threads(wide))
-                .with_shared_mem_bytes(bytes);
+            let cfg = LaunchConfig::new(
+                ((n as u32) / gemm_bn(wide), (m / 128) as u32, 1),
+                gemm_threads(wide),
+            )
+            .with_shared_mem_bytes(bytes);
             let args = (&da, &db, m as u32, n as u32, k as u32, &mut c);
             if wide {
                 let kw = md.kernel(gemm::gemm_bf16_wide).unwrap();
@@ -216,7 +309,11 @@ fn gemms_match_the_host() {
                 s.launch(&kn, cfg, args).unwrap();
             }
             assert_close(
-                &format!("bf16 gemm (128×{} tile, {} stages) on {name}", gemm_bn(wide), gemm_stages(wide)),
+                &format!(
+                    "bf16 gemm (128×{} tile, {} stages) on {name}",
+                    gemm_bn(wide),
+                    gemm_stages(wide)
+                ),
                 &c.to_host_vec().unwrap(),
                 &want_h,
                 1e-5,
@@ -229,7 +326,9 @@ fn gemms_match_the_host() {
 /// for; reported, never asserted: the CI machine's speed varies).
 #[test]
 fn simulator_saxpy_2_20_time() {
-    let ctx = gpukernel_runtime::Device::simulator().primary_context().unwrap();
+    let ctx = gpukernel_runtime::Device::simulator()
+        .primary_context()
+        .unwrap();
     let m = suite_module(&ctx);
     let k = m.kernel(saxpy).unwrap();
     let n = 1 << 20;

@@ -5,7 +5,10 @@
 //! marker type (and a function of the same name returning it) that the runtime looks up in a
 //! module and launches, on the GPU with [`PTX`] or on the simulator.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel, asm_experimental_arch))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_gpu_kernel, asm_experimental_arch)
+)]
 
 use gpukernel_device::{math, prelude::*, thread};
 

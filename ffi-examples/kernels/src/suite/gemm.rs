@@ -6,7 +6,9 @@
 //! use unchecked accesses whose bounds follow from those checks.
 
 use super::{ld4, st4};
-use gpukernel_device::mma::{self, SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, ldmatrix_x4_at};
+use gpukernel_device::mma::{
+    self, SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, ldmatrix_x4_at,
+};
 use gpukernel_device::prelude::*;
 use gpukernel_device::shared::{dynamic_shared, shared_array};
 use gpukernel_device::{math, sync, thread};
@@ -46,7 +48,10 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
     // Two buffers of A (transposed: [k][m]) and B ([k][n]).
     let a_s = shared_array!(super::F4, 2 * BK * BM / 4);
     let b_s = shared_array!(super::F4, 2 * BK * BN / 4);
-    let (a_s, b_s) = (a_s.as_mut_ptr().cast::<f32>(), b_s.as_mut_ptr().cast::<f32>());
+    let (a_s, b_s) = (
+        a_s.as_mut_ptr().cast::<f32>(),
+        b_s.as_mut_ptr().cast::<f32>(),
+    );
     let tid = thread::thread_idx_x() as usize;
     let (tx, ty) = (tid % 16, tid / 16);
     let bm = thread::block_idx_y() as usize * BM;
@@ -56,13 +61,13 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
     let (b_row, b_col) = (tid / 32, (tid % 32) * 4);
     let a_g = a.as_ptr();
     let b_g = b.as_ptr();
-    // SAFETY (all global reads below): rows bm + a_row < m, columns < k (k % 8 == 0), and
-    // a.len() >= m * k; likewise for b; offsets are multiples of 4 floats of 16-byte aligned
-    // allocations.
+    // SAFETY: rows bm + a_row < m, columns < k (k % 8 == 0), and a.len() >= m * k; offsets
+    // are multiples of 4 floats of a 16-byte aligned allocation.
     let load_a = |k0: usize| unsafe { ld4(a_g.add((bm + a_row) * k + k0 + a_col)) };
+    // SAFETY: as for `load_a`, with rows k0 + b_row < k and b.len() >= k * n.
     let load_b = |k0: usize| unsafe { ld4(b_g.add((k0 + b_row) * n + bn + b_col)) };
-    // SAFETY (all shared accesses below): indices are below 2 * BK * BM; each slot is written
-    // by one thread, between barriers that separate it from the reads of that buffer.
+    // SAFETY: (also for the shared reads below) indices are below 2 * BK * BM; each slot is
+    // written by one thread, between barriers that separate it from the reads of that buffer.
     let store = |buf: usize, av: [f32; 4], bv: [f32; 4]| unsafe {
         for (i, v) in av.into_iter().enumerate() {
             *a_s.add(buf * BK * BM + (a_col + i) * BM + a_row) = v;
@@ -106,7 +111,12 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
         let r = bm + ty * 4 + (i % 4) + 64 * (i / 4);
         for half in 0..2 {
             let col = bn + tx * 4 + 64 * half;
-            let v = [row[4 * half], row[4 * half + 1], row[4 * half + 2], row[4 * half + 3]];
+            let v = [
+                row[4 * half],
+                row[4 * half + 1],
+                row[4 * half + 2],
+                row[4 * half + 3],
+            ];
             // SAFETY: (r, col..col + 4) is inside c (r < m, col + 4 <= n), 16-byte aligned,
             // and belongs to this thread alone (blocks own disjoint 128×128 tiles, threads
             // disjoint rows / columns within them).
@@ -139,9 +149,12 @@ pub const fn gemm_stage_bytes(wide: bool) -> u32 {
     (GEMM_BM + gemm_bn(wide)) * LDS as u32 * 2
 }
 
-/// Pipeline depth of [`gemm_bf16`] (4) and [`gemm_bf16_wide`] (3).
+/// Pipeline depth of [`gemm_bf16`] and [`gemm_bf16_wide`] (3 stages).
 pub const fn gemm_stages(wide: bool) -> u32 {
-    if wide { 3 } else { 3 }
+    // Three for both: the wide tile's fourth stage would not fit (221 KiB is the limit with
+    // the larger k step), the narrow tile's would leave room for one block per SM, not two.
+    let _ = wide;
+    3
 }
 
 /// Dynamic shared memory a launch of either variant needs: `stages × stage bytes`
@@ -217,7 +230,11 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
     let (gx, gy) = (thread::grid_dim_x() as usize, thread::grid_dim_y() as usize);
     let pid = thread::block_idx_y() as usize * gx + thread::block_idx_x() as usize;
     let first = pid / (GROUP * gx) * GROUP;
-    let rows_in_group = if gy - first < GROUP { gy - first } else { GROUP };
+    let rows_in_group = if gy - first < GROUP {
+        gy - first
+    } else {
+        GROUP
+    };
     let in_group = pid % (GROUP * gx);
     let bm = (first + in_group % rows_in_group) * BM;
     let bn = in_group / rows_in_group * bn_;
@@ -236,16 +253,27 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
         for i in 0..BM * 8 / threads {
             // SAFETY: see `a_src`; the destination is inside stage `slot`, which no thread
             // reads until the wait and barrier of the iteration that computes it.
-            unsafe { cp_async_16_at(st.add_bytes(a_dst(i)), a_src(i).wrapping_add(kt * BK).cast()) };
+            unsafe {
+                cp_async_16_at(
+                    st.add_bytes(a_dst(i)),
+                    a_src(i).wrapping_add(kt * BK).cast(),
+                )
+            };
         }
         for i in 0..8 {
             // SAFETY: as for A.
-            unsafe { cp_async_16_at(st.add_bytes(b_dst(i)), b_src(i).wrapping_add(kt * BK).cast()) };
+            unsafe {
+                cp_async_16_at(
+                    st.add_bytes(b_dst(i)),
+                    b_src(i).wrapping_add(kt * BK).cast(),
+                )
+            };
         }
     };
     // Per-lane ldmatrix row offsets inside a stage (bytes).
     let a_frag = ((wm * 64 + lane % 16) * LDS + (lane / 16) * 8) * 2;
-    let b_frag = (BM * LDS + (wn * 64 + (lane / 16) * 8 + lane % 8) * LDS + ((lane / 8) % 2) * 8) * 2;
+    let b_frag =
+        (BM * LDS + (wn * 64 + (lane / 16) * 8 + lane % 8) * LDS + ((lane / 8) % 2) * 8) * 2;
     let tiles = k / BK;
     for st in 0..STAGES - 1 {
         if st < tiles {
@@ -267,9 +295,17 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
             load_stage(write_slot, kt + STAGES - 1);
         }
         cp_async_commit();
-        write_slot = if write_slot + 1 == STAGES { 0 } else { write_slot + 1 };
+        write_slot = if write_slot + 1 == STAGES {
+            0
+        } else {
+            write_slot + 1
+        };
         let st = base.add_bytes(read_slot * stage_bytes);
-        read_slot = if read_slot + 1 == STAGES { 0 } else { read_slot + 1 };
+        read_slot = if read_slot + 1 == STAGES {
+            0
+        } else {
+            read_slot + 1
+        };
         unroll!(kk in [0, 1, 2, 3] {
             let mut af = [[0u32; 4]; 4];
             let mut bf = [[0u32; 2]; 8];

@@ -152,8 +152,12 @@ pub fn sum_f32(input: &[f32], total: DisjointSlice<f32>) {
     }
     sync::sync_threads();
     if w == 0 {
-        // SAFETY: written before the barrier, not written after it.
-        let v = warp_sum(if lane < partial.len() { unsafe { partial.read(lane) } } else { 0.0 });
+        let v = warp_sum(if lane < partial.len() {
+            // SAFETY: written before the barrier, not written after it.
+            unsafe { partial.read(lane) }
+        } else {
+            0.0
+        });
         if lane == 0 {
             // SAFETY: `total` is this launch's exclusive buffer, updated only atomically.
             unsafe { atomic::add(total.as_mut_ptr(), v) };
@@ -179,7 +183,12 @@ pub fn histogram256(data: &[u32], bins: DisjointSlice<u32>) {
         for b in 0..4 {
             // SAFETY: a shared-memory address of this block, updated only atomically
             // between the two barriers; the index is below 256.
-            unsafe { atomic::add(local.as_mut_ptr().add(((w >> (8 * b)) & 255) as usize), 1u32) };
+            unsafe {
+                atomic::add(
+                    local.as_mut_ptr().add(((w >> (8 * b)) & 255) as usize),
+                    1u32,
+                )
+            };
         }
         i += stride;
     }
@@ -205,8 +214,14 @@ pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
     );
     const T: usize = TILE as usize;
     let tile = shared_array!(f32, T * (T + 1));
-    let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
-    let (bx, by) = (thread::block_idx_x() as usize * T, thread::block_idx_y() as usize * T);
+    let (tx, ty) = (
+        thread::thread_idx_x() as usize,
+        thread::thread_idx_y() as usize,
+    );
+    let (bx, by) = (
+        thread::block_idx_x() as usize * T,
+        thread::block_idx_y() as usize * T,
+    );
     // All four loads are issued before the first store, so that they are in flight together
     // (a bounds check between a load and the previous store would serialize them).
     const R: usize = TILE_ROWS as usize;
@@ -253,7 +268,10 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
     );
     const { assert!(W * H <= 2 * (STENCIL_X * STENCIL_Y) as usize) };
     let tile = shared_array!(f32, W * H);
-    let (tx, ty) = (thread::thread_idx_x() as usize, thread::thread_idx_y() as usize);
+    let (tx, ty) = (
+        thread::thread_idx_x() as usize,
+        thread::thread_idx_y() as usize,
+    );
     let x0 = thread::block_idx_x() as usize * STENCIL_X as usize;
     let y0 = thread::block_idx_y() as usize * STENCIL_Y as usize;
     // The tile with its halo: cell (ly, lx) is grid point (y0 + ly - 1, x0 + lx - 1), clamped.
@@ -269,7 +287,11 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
     let k0 = (ty * STENCIL_X as usize + tx) as u32;
     let k1 = k0 + THREADS;
     let v0 = u[cell(k0)];
-    let v1 = if k1 < (W * H) as u32 { u[cell(k1)] } else { 0.0 };
+    let v1 = if k1 < (W * H) as u32 {
+        u[cell(k1)]
+    } else {
+        0.0
+    };
     // SAFETY: cells k0 and k1 are this thread's (W * H <= 2 * THREADS); read after the barrier.
     unsafe {
         tile.write(k0 as usize, v0);
@@ -305,7 +327,13 @@ fn softmax_combine((m1, s1): (f32, f32), (m2, s2): (f32, f32)) -> (f32, f32) {
     let t2 = s2 * exp_approx(m2 - m);
     // An empty side contributes nothing (its -inf - -inf would be NaN).
     let s = if s1 == 0.0 { 0.0 } else { t1 } + if s2 == 0.0 { 0.0 } else { t2 };
-    let m = if s2 == 0.0 { m1 } else if s1 == 0.0 { m2 } else { m };
+    let m = if s2 == 0.0 {
+        m1
+    } else if s1 == 0.0 {
+        m2
+    } else {
+        m
+    };
     (m, s)
 }
 
@@ -337,7 +365,12 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     while j + 3 * B < cols {
         // SAFETY: j + 3 * B < cols = row_x.len().
         let v = unsafe {
-            [*row_x.get_unchecked(j), *row_x.get_unchecked(j + B), *row_x.get_unchecked(j + 2 * B), *row_x.get_unchecked(j + 3 * B)]
+            [
+                *row_x.get_unchecked(j),
+                *row_x.get_unchecked(j + B),
+                *row_x.get_unchecked(j + 2 * B),
+                *row_x.get_unchecked(j + 3 * B),
+            ]
         };
         v.into_iter().for_each(&mut update);
         j += 4 * B;
@@ -376,14 +409,21 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
     while j + 3 * B < cols {
         // SAFETY: j + 3 * B < cols = row_x.len().
         let v = unsafe {
-            [*row_x.get_unchecked(j), *row_x.get_unchecked(j + B), *row_x.get_unchecked(j + 2 * B), *row_x.get_unchecked(j + 3 * B)]
+            [
+                *row_x.get_unchecked(j),
+                *row_x.get_unchecked(j + B),
+                *row_x.get_unchecked(j + 2 * B),
+                *row_x.get_unchecked(j + 3 * B),
+            ]
         };
         unroll!(u in [0, 1, 2, 3] {
+            // SAFETY: see the loop's comment.
             unsafe { out.write(base + j + u * B, exp_approx(v[u] - m) * inv) };
         });
         j += 4 * B;
     }
     while j < cols {
+        // SAFETY: see the first loop's comment.
         unsafe { out.write(base + j, exp_approx(row_x[j] - m) * inv) };
         j += B;
     }
@@ -399,7 +439,11 @@ pub fn nbody(pos: &[F4], eps2: f32, mut acc: DisjointSlice<F4>) {
     let i = thread::index();
     let t = thread::thread_idx_x() as usize;
     let n = pos.len();
-    let me = if i.get() < n { pos[i.get()].0 } else { [0.0; 4] };
+    let me = if i.get() < n {
+        pos[i.get()].0
+    } else {
+        [0.0; 4]
+    };
     let (mut ax, mut ay, mut az) = (0.0f32, 0.0f32, 0.0f32);
     let mut start = 0;
     while start < n {

@@ -22,7 +22,8 @@ impl Cublas {
             println!("# cuBLAS not found (libcublas.so): reference rows skipped");
             return Ok(None);
         }
-        let h = cudarc::cublas::result::create_handle().map_err(|e| format!("cublasCreate: {e:?}"))?;
+        let h =
+            cudarc::cublas::result::create_handle().map_err(|e| format!("cublasCreate: {e:?}"))?;
         // SAFETY: a live handle and a live stream of the current context.
         unsafe { cudarc::cublas::result::set_stream(h, stream.raw() as cb::cudaStream_t) }
             .map_err(|e| format!("cublasSetStream: {e:?}"))?;
@@ -40,7 +41,12 @@ impl Drop for Cublas {
 /// Sampled output positions of an `m × n` result.
 fn samples(m: usize, n: usize) -> Vec<(usize, usize)> {
     (0..256u64)
-        .map(|i| ((super::hash(2 * i) as usize) % m, (super::hash(2 * i + 1) as usize) % n))
+        .map(|i| {
+            (
+                (super::hash(2 * i) as usize) % m,
+                (super::hash(2 * i + 1) as usize) % n,
+            )
+        })
         .collect()
 }
 
@@ -55,7 +61,11 @@ pub(crate) fn sgemm(b: &mut Bench) -> Result<(), BoxError> {
     let at = samples(m, n);
     let want: Vec<f64> = at
         .iter()
-        .map(|&(i, j)| (0..k).map(|q| av[i * k + q] as f64 * bv[q * n + j] as f64).sum())
+        .map(|&(i, j)| {
+            (0..k)
+                .map(|q| av[i * k + q] as f64 * bv[q * n + j] as f64)
+                .sum()
+        })
         .collect();
     let s = &b.stream;
     let a = s.htod_copy(&av)?;
@@ -63,7 +73,10 @@ pub(crate) fn sgemm(b: &mut Bench) -> Result<(), BoxError> {
     let mut c = s.alloc_zeros::<f32>(m * n)?;
     let kr = b.rust.kernel(gemm::sgemm)?;
     let kc = b.c_fn("sgemm_c")?;
-    let cfg = LaunchConfig::new(((n as u32) / SGEMM_BN, (m as u32) / SGEMM_BM, 1), SGEMM_THREADS);
+    let cfg = LaunchConfig::new(
+        ((n as u32) / SGEMM_BN, (m as u32) / SGEMM_BM, 1),
+        SGEMM_THREADS,
+    );
     let blas = Cublas::new(s)?;
     let (ap, bp) = (a.as_raw(), bb.as_raw());
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
@@ -71,8 +84,16 @@ pub(crate) fn sgemm(b: &mut Bench) -> Result<(), BoxError> {
         match which {
             0 => Ok(s.launch(&kr, cfg, (&a, &bb, mu, nu, ku, c))?),
             1 => {
-                let (mut ap, mut bp, mut mm, mut nn, mut kk, mut cp) = (ap, bp, mu, nu, ku, c.as_raw());
-                let params = &mut [p(&mut ap), p(&mut bp), p(&mut mm), p(&mut nn), p(&mut kk), p(&mut cp)];
+                let (mut ap, mut bp, mut mm, mut nn, mut kk, mut cp) =
+                    (ap, bp, mu, nu, ku, c.as_raw());
+                let params = &mut [
+                    p(&mut ap),
+                    p(&mut bp),
+                    p(&mut mm),
+                    p(&mut nn),
+                    p(&mut kk),
+                    p(&mut cp),
+                ];
                 // SAFETY: (const float*, const float*, unsigned ×3, float*) as sgemm_c declares.
                 unsafe { launch_c(&kc, s, cfg, params) }
             }
@@ -83,9 +104,20 @@ pub(crate) fn sgemm(b: &mut Bench) -> Result<(), BoxError> {
                 // SAFETY: device buffers of the stated sizes, live past the synchronization.
                 unsafe {
                     cudarc::cublas::result::sgemm(
-                        h, cb::cublasOperation_t::CUBLAS_OP_N, cb::cublasOperation_t::CUBLAS_OP_N,
-                        n as i32, m as i32, k as i32, &alpha, bp as *const f32, n as i32,
-                        ap as *const f32, k as i32, &beta, c.as_raw() as *mut f32, n as i32,
+                        h,
+                        cb::cublasOperation_t::CUBLAS_OP_N,
+                        cb::cublasOperation_t::CUBLAS_OP_N,
+                        n as i32,
+                        m as i32,
+                        k as i32,
+                        &alpha,
+                        bp as *const f32,
+                        n as i32,
+                        ap as *const f32,
+                        k as i32,
+                        &beta,
+                        c.as_raw() as *mut f32,
+                        n as i32,
                     )
                 }
                 .map_err(|e| format!("cublasSgemm: {e:?}").into())
@@ -99,20 +131,52 @@ pub(crate) fn sgemm(b: &mut Bench) -> Result<(), BoxError> {
         run(which, &mut c)?;
         *err = rel_err(&sampled(&c.to_host_vec()?, n, &at), &want);
         if *err > 1e-4 {
-            b.fail("sgemm", format!("variant {which}: relative error {err:.2e}"));
+            b.fail(
+                "sgemm",
+                format!("variant {which}: relative error {err:.2e}"),
+            );
         }
     }
-    let ms: Vec<f64> = (0..refs).map(|w| b.time(|| run(w, &mut c))).collect::<Result<_, _>>()?;
+    let ms: Vec<f64> = (0..refs)
+        .map(|w| b.time(|| run(w, &mut c)))
+        .collect::<Result<_, _>>()?;
     let flops = 2.0 * (m * n * k) as f64;
     let mut ratios = vec![ratio(ms[0], ms[1], "CUDA C")];
     if refs == 3 {
         ratios.push(ratio(ms[0], ms[2], "cuBLAS"));
     }
     let tile = "128×128×8 tiles, 8×8/thread, float4";
-    push(b, "SGEMM 4096³ f32".into(), ms[0], flops, "GFLOP/s", ratios, Some(errs[0]), &format!("Rust; {tile}"));
-    push(b, "SGEMM, CUDA C".into(), ms[1], flops, "GFLOP/s", vec![], Some(errs[1]), &format!("{C_FLAGS}; {tile}"));
+    push(
+        b,
+        "SGEMM 4096³ f32".into(),
+        ms[0],
+        flops,
+        "GFLOP/s",
+        ratios,
+        Some(errs[0]),
+        &format!("Rust; {tile}"),
+    );
+    push(
+        b,
+        "SGEMM, CUDA C".into(),
+        ms[1],
+        flops,
+        "GFLOP/s",
+        vec![],
+        Some(errs[1]),
+        &format!("{C_FLAGS}; {tile}"),
+    );
     if refs == 3 {
-        push(b, "SGEMM, cuBLAS (cublasSgemm, FP32 math)".into(), ms[2], flops, "GFLOP/s", vec![], Some(errs[2]), "cuBLAS defaults");
+        push(
+            b,
+            "SGEMM, cuBLAS (cublasSgemm, FP32 math)".into(),
+            ms[2],
+            flops,
+            "GFLOP/s",
+            vec![],
+            Some(errs[2]),
+            "cuBLAS defaults",
+        );
     }
     Ok(())
 }
@@ -142,8 +206,11 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
     // The Rust variants (128×128 and 128×256 block tiles); cuBLAS comes last.
     const VARIANTS: [bool; 2] = [false, true];
     let cfg = |wide: bool| {
-        LaunchConfig::new(((n as u32) / gemm_bn(wide), (m as u32) / GEMM_BM, 1), gemm_threads(wide))
-            .with_shared_mem_bytes(gemm_shared_bytes(wide))
+        LaunchConfig::new(
+            ((n as u32) / gemm_bn(wide), (m as u32) / GEMM_BM, 1),
+            gemm_threads(wide),
+        )
+        .with_shared_mem_bytes(gemm_shared_bytes(wide))
     };
     let blas = Cublas::new(s)?;
     let (ap, bp) = (a.as_raw(), bb.as_raw());
@@ -151,11 +218,12 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
     let run = |which: usize, c: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
         if let Some(&wide) = VARIANTS.get(which) {
             let args = (&a, &bb, mu, nu, ku, c);
-            return Ok(if wide {
+            if wide {
                 s.launch(&k_wide, cfg(wide), args)?
             } else {
                 s.launch(&k_narrow, cfg(wide), args)?
-            });
+            }
+            return Ok(());
         }
         let h = blas.as_ref().ok_or("no cuBLAS")?.0;
         let (alpha, beta) = (1.0f32, 0.0f32);
@@ -164,12 +232,25 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
         // SAFETY: device buffers of the stated sizes, live past the synchronization.
         unsafe {
             cudarc::cublas::result::gemm_ex(
-                h, cb::cublasOperation_t::CUBLAS_OP_T, cb::cublasOperation_t::CUBLAS_OP_N,
-                n as i32, m as i32, k as i32, (&alpha as *const f32).cast(),
-                bp as *const _, cb::cudaDataType::CUDA_R_16BF, k as i32,
-                ap as *const _, cb::cudaDataType::CUDA_R_16BF, k as i32,
-                (&beta as *const f32).cast(), c.as_raw() as *mut _, cb::cudaDataType::CUDA_R_32F, n as i32,
-                cb::cublasComputeType_t::CUBLAS_COMPUTE_32F, cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                h,
+                cb::cublasOperation_t::CUBLAS_OP_T,
+                cb::cublasOperation_t::CUBLAS_OP_N,
+                n as i32,
+                m as i32,
+                k as i32,
+                (&alpha as *const f32).cast(),
+                bp as *const _,
+                cb::cudaDataType::CUDA_R_16BF,
+                k as i32,
+                ap as *const _,
+                cb::cudaDataType::CUDA_R_16BF,
+                k as i32,
+                (&beta as *const f32).cast(),
+                c.as_raw() as *mut _,
+                cb::cudaDataType::CUDA_R_32F,
+                n as i32,
+                cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
             )
         }
         .map_err(|e| format!("cublasGemmEx: {e:?}").into())
@@ -182,10 +263,15 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
         run(which, &mut c)?;
         *err = rel_err(&sampled(&c.to_host_vec()?, n, &at), &want);
         if *err > 1e-4 {
-            b.fail("bf16 gemm", format!("variant {which}: relative error {err:.2e}"));
+            b.fail(
+                "bf16 gemm",
+                format!("variant {which}: relative error {err:.2e}"),
+            );
         }
     }
-    let ms: Vec<f64> = (0..refs).map(|w| b.time(|| run(w, &mut c))).collect::<Result<_, _>>()?;
+    let ms: Vec<f64> = (0..refs)
+        .map(|w| b.time(|| run(w, &mut c)))
+        .collect::<Result<_, _>>()?;
     let flops = 2.0 * (m * n * k) as f64;
     for (v, &wide) in VARIANTS.iter().enumerate() {
         let stages = gemm_stages(wide);
@@ -199,10 +285,31 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
             gemm::GEMM_BK,
             gemm_threads(wide) / 32
         );
-        push(b, format!("bf16 GEMM 8192³ → f32, tensor cores, 128×{} tile, {stages} stages", gemm_bn(wide)), ms[v], flops, "GFLOP/s", ratios, Some(errs[v]), &flags);
+        push(
+            b,
+            format!(
+                "bf16 GEMM 8192³ → f32, tensor cores, 128×{} tile, {stages} stages",
+                gemm_bn(wide)
+            ),
+            ms[v],
+            flops,
+            "GFLOP/s",
+            ratios,
+            Some(errs[v]),
+            &flags,
+        );
     }
     if refs > nv {
-        push(b, "bf16 GEMM, cuBLAS (cublasGemmEx, COMPUTE_32F)".into(), ms[nv], flops, "GFLOP/s", vec![], Some(errs[nv]), "cuBLAS defaults");
+        push(
+            b,
+            "bf16 GEMM, cuBLAS (cublasGemmEx, COMPUTE_32F)".into(),
+            ms[nv],
+            flops,
+            "GFLOP/s",
+            vec![],
+            Some(errs[nv]),
+            "cuBLAS defaults",
+        );
     }
     Ok(())
 }

@@ -14,6 +14,7 @@
 //! cannot be used; never asserts on time.
 
 mod gemm;
+mod math_rows;
 mod rows;
 
 use std::process::ExitCode;
@@ -147,7 +148,11 @@ pub(crate) fn rel_err(got: &[f32], want: &[f64]) -> f64 {
     let mut den = 0.0f64;
     for (g, w) in got.iter().zip(want) {
         let d = (*g as f64 - w).abs();
-        num = if d.is_nan() { f64::INFINITY } else { num.max(d) };
+        num = if d.is_nan() {
+            f64::INFINITY
+        } else {
+            num.max(d)
+        };
         den = den.max(w.abs());
     }
     if den == 0.0 { num } else { num / den }
@@ -243,19 +248,23 @@ fn run() -> Result<bool, BoxError> {
     println!("# Rust: {RUST_FLAGS}; CUDA C: {C_FLAGS}; {WARMUP} warm-up, median of {TRIALS}");
     // `GPUKERNEL_SUITE_ROWS=sum,bf16` runs only the named rows (e.g. under a profiler).
     let only = std::env::var("GPUKERNEL_SUITE_ROWS").ok();
-    let all: [(&str, fn(&mut Bench) -> Result<(), BoxError>); 9] = [
+    type RowFn = fn(&mut Bench) -> Result<(), BoxError>;
+    let all: [(&str, RowFn); 9] = [
         ("saxpy", rows::saxpy),
         ("sum", rows::sum),
         ("histogram", rows::histogram),
         ("transpose", rows::transpose),
         ("stencil", rows::stencil),
-        ("softmax", rows::softmax),
-        ("nbody", rows::nbody),
+        ("softmax", math_rows::softmax),
+        ("nbody", math_rows::nbody),
         ("sgemm", gemm::sgemm),
         ("bf16", gemm::gemm_bf16),
     ];
     for (name, row) in all {
-        if only.as_deref().is_none_or(|o| o.split(',').any(|x| x == name)) {
+        if only
+            .as_deref()
+            .is_none_or(|o| o.split(',').any(|x| x == name))
+        {
             row(&mut b)?;
         }
     }
@@ -268,7 +277,9 @@ fn run() -> Result<bool, BoxError> {
 
 fn print_table(rows: &[Row]) {
     println!();
-    println!("| kernel | time | throughput | ratios (ours / reference, throughput) | rel. error vs host | flags |");
+    println!(
+        "| kernel | time | throughput | ratios (ours / reference, throughput) | rel. error vs host | flags |"
+    );
     println!("|---|---:|---:|---|---:|---|");
     for r in rows {
         println!(

@@ -1,7 +1,7 @@
-//! The memory-bound and math rows of the suite (the GEMMs are in `gemm.rs`).
+//! The memory-bound rows of the suite (math rows: `math_rows.rs`; GEMMs: `gemm.rs`).
 
 use super::{Bench, BoxError, C_FLAGS, Row, launch_c, p, rel_err, unit};
-use ffi_examples_kernels::suite::{self, BLOCK, F4, STENCIL_X, STENCIL_Y, TILE, TILE_ROWS};
+use ffi_examples_kernels::suite::{self, BLOCK, STENCIL_X, STENCIL_Y, TILE, TILE_ROWS};
 use ffi_examples_kernels::{saxpy as saxpy_kernel, suite::gemm};
 use gpukernel_runtime::{Kernel, LaunchConfig};
 
@@ -27,6 +27,7 @@ pub(crate) fn ratio(ours_ms: f64, ref_ms: f64, what: &str) -> String {
     format!("{:.3}× {what}", ref_ms / ours_ms)
 }
 
+#[allow(clippy::too_many_arguments)] // one row's columns, named at each call
 pub(crate) fn push(
     b: &mut Bench,
     name: String,
@@ -67,19 +68,26 @@ pub(crate) fn saxpy(b: &mut Bench) -> Result<(), BoxError> {
     let one = LaunchConfig::for_elements(n)?;
     let gs = grid_1d(b.sms * 8);
     let (xp, nn) = (x.as_raw(), n as u64);
-    let run = |which: usize, y: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
-        let (mut a, mut xp, mut yp, mut nn) = (a, xp, y.as_raw(), nn);
-        let params = &mut [p(&mut a), p(&mut xp), p(&mut yp), p(&mut nn)];
-        match which {
-            0 => Ok(s.launch(&k_safe, one, (a, &x, y))?),
-            1 => Ok(s.launch(&k_gs, gs, (a, &x, y))?),
-            // SAFETY: (float, const float*, float*, u64) as the twins declare; x and y hold n
-            // floats and live past the synchronization that ends this function.
-            2 => unsafe { launch_c(&c_one, s, one, params) },
-            _ => unsafe { launch_c(&c_gs, s, gs, params) },
-        }
-    };
-    let names = ["saxpy 2^28, safe idiom", "saxpy 2^28, grid-stride", "saxpy 2^28 CUDA C", "saxpy 2^28 CUDA C grid-stride"];
+    let run =
+        |which: usize, y: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
+            let (mut a, mut xp, mut yp, mut nn) = (a, xp, y.as_raw(), nn);
+            let params = &mut [p(&mut a), p(&mut xp), p(&mut yp), p(&mut nn)];
+            match which {
+                0 => Ok(s.launch(&k_safe, one, (a, &x, y))?),
+                1 => Ok(s.launch(&k_gs, gs, (a, &x, y))?),
+                // SAFETY: (float, const float*, float*, u64) as the twins declare; x and y hold n
+                // floats and live past the synchronization that ends this function.
+                2 => unsafe { launch_c(&c_one, s, one, params) },
+                // SAFETY: as above.
+                _ => unsafe { launch_c(&c_gs, s, gs, params) },
+            }
+        };
+    let names = [
+        "saxpy 2^28, safe idiom",
+        "saxpy 2^28, grid-stride",
+        "saxpy 2^28 CUDA C",
+        "saxpy 2^28 CUDA C grid-stride",
+    ];
     for (which, name) in names.iter().enumerate() {
         y.copy_from_device(&y0)?;
         run(which, &mut y)?;
@@ -93,11 +101,59 @@ pub(crate) fn saxpy(b: &mut Bench) -> Result<(), BoxError> {
     let copy = b.time(|| Ok(s.memcpy_dtod_async(&mut y, &x)?))?;
     let bytes = 12.0 * n as f64;
     let rf = "Rust: DisjointSlice at thread::index()";
-    push(b, names[0].into(), ms[0], bytes, "GB/s", vec![ratio(ms[0], ms[2], "CUDA C"), ratio(ms[0], copy * 1.5, "device copy (same bytes)")], Some(0.0), rf);
-    push(b, names[1].into(), ms[1], bytes, "GB/s", vec![ratio(ms[1], ms[3], "CUDA C grid-stride")], Some(0.0), "Rust: unsafe write in a grid-stride loop");
-    push(b, names[2].into(), ms[2], bytes, "GB/s", vec![], None, C_FLAGS);
-    push(b, names[3].into(), ms[3], bytes, "GB/s", vec![], None, C_FLAGS);
-    push(b, "device copy 2^28 f32 (cuMemcpyDtoDAsync)".into(), copy, 8.0 * n as f64, "GB/s", vec![], None, "driver");
+    push(
+        b,
+        names[0].into(),
+        ms[0],
+        bytes,
+        "GB/s",
+        vec![
+            ratio(ms[0], ms[2], "CUDA C"),
+            ratio(ms[0], copy * 1.5, "device copy (same bytes)"),
+        ],
+        Some(0.0),
+        rf,
+    );
+    push(
+        b,
+        names[1].into(),
+        ms[1],
+        bytes,
+        "GB/s",
+        vec![ratio(ms[1], ms[3], "CUDA C grid-stride")],
+        Some(0.0),
+        "Rust: unsafe write in a grid-stride loop",
+    );
+    push(
+        b,
+        names[2].into(),
+        ms[2],
+        bytes,
+        "GB/s",
+        vec![],
+        None,
+        C_FLAGS,
+    );
+    push(
+        b,
+        names[3].into(),
+        ms[3],
+        bytes,
+        "GB/s",
+        vec![],
+        None,
+        C_FLAGS,
+    );
+    push(
+        b,
+        "device copy 2^28 f32 (cuMemcpyDtoDAsync)".into(),
+        copy,
+        8.0 * n as f64,
+        "GB/s",
+        vec![],
+        None,
+        "driver",
+    );
     Ok(())
 }
 
@@ -112,14 +168,15 @@ pub(crate) fn sum(b: &mut Bench) -> Result<(), BoxError> {
     let c = b.c_fn("sum_f32_c")?;
     let cfg = grid_1d(b.sms * 8);
     let (xp, nn) = (x.as_raw(), n as u64);
-    let run = |rust: bool, total: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
-        if rust {
-            return Ok(s.launch(&k, cfg, (&x, total))?);
-        }
-        let (mut xp, mut nn, mut tp) = (xp, nn, total.as_raw());
-        // SAFETY: (const float*, u64, float*) as sum_f32_c declares; live buffers.
-        unsafe { launch_c(&c, s, cfg, &mut [p(&mut xp), p(&mut nn), p(&mut tp)]) }
-    };
+    let run =
+        |rust: bool, total: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
+            if rust {
+                return Ok(s.launch(&k, cfg, (&x, total))?);
+            }
+            let (mut xp, mut nn, mut tp) = (xp, nn, total.as_raw());
+            // SAFETY: (const float*, u64, float*) as sum_f32_c declares; live buffers.
+            unsafe { launch_c(&c, s, cfg, &mut [p(&mut xp), p(&mut nn), p(&mut tp)]) }
+        };
     let mut errs = [0.0; 2];
     for (i, rust) in [true, false].into_iter().enumerate() {
         total.memset_zeros()?;
@@ -139,10 +196,37 @@ pub(crate) fn sum(b: &mut Bench) -> Result<(), BoxError> {
     if let Some((nb, how)) = &numba {
         ratios.push(ratio(ms_r, *nb, &format!("Numba ({how})")));
     }
-    push(b, "sum 2^28 f32 (block + shuffles + atomics)".into(), ms_r, bytes, "GB/s", ratios, Some(errs[0]), "Rust");
-    push(b, "sum 2^28 f32, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(errs[1]), C_FLAGS);
+    push(
+        b,
+        "sum 2^28 f32 (block + shuffles + atomics)".into(),
+        ms_r,
+        bytes,
+        "GB/s",
+        ratios,
+        Some(errs[0]),
+        "Rust",
+    );
+    push(
+        b,
+        "sum 2^28 f32, CUDA C".into(),
+        ms_c,
+        bytes,
+        "GB/s",
+        vec![],
+        Some(errs[1]),
+        C_FLAGS,
+    );
     if let Some((nb, how)) = numba {
-        push(b, format!("sum 2^28 f32, Numba-CUDA ({how})"), nb, bytes, "GB/s", vec![], None, "numba.cuda.jit defaults (separate process, same machine)");
+        push(
+            b,
+            format!("sum 2^28 f32, Numba-CUDA ({how})"),
+            nb,
+            bytes,
+            "GB/s",
+            vec![],
+            None,
+            "numba.cuda.jit defaults (separate process, same machine)",
+        );
     }
     Ok(())
 }
@@ -163,26 +247,51 @@ pub(crate) fn histogram(b: &mut Bench) -> Result<(), BoxError> {
     let c = b.c_fn("histogram256_c")?;
     let cfg = grid_1d(b.sms * 8);
     let (dp, nn) = (d.as_raw(), words as u64);
-    let run = |rust: bool, bins: &mut gpukernel_runtime::DeviceBuffer<u32>| -> Result<(), BoxError> {
-        if rust {
-            return Ok(s.launch(&k, cfg, (&d, bins))?);
-        }
-        let (mut dp, mut nn, mut bp) = (dp, nn, bins.as_raw());
-        // SAFETY: (const unsigned*, u64, unsigned*) as histogram256_c declares.
-        unsafe { launch_c(&c, s, cfg, &mut [p(&mut dp), p(&mut nn), p(&mut bp)]) }
-    };
+    let run =
+        |rust: bool, bins: &mut gpukernel_runtime::DeviceBuffer<u32>| -> Result<(), BoxError> {
+            if rust {
+                return Ok(s.launch(&k, cfg, (&d, bins))?);
+            }
+            let (mut dp, mut nn, mut bp) = (dp, nn, bins.as_raw());
+            // SAFETY: (const unsigned*, u64, unsigned*) as histogram256_c declares.
+            unsafe { launch_c(&c, s, cfg, &mut [p(&mut dp), p(&mut nn), p(&mut bp)]) }
+        };
     for rust in [true, false] {
         bins.memset_zeros()?;
         run(rust, &mut bins)?;
         if bins.to_host_vec()? != want {
-            b.fail("histogram", format!("{} counts differ from the host's", if rust { "Rust" } else { "CUDA C" }));
+            b.fail(
+                "histogram",
+                format!(
+                    "{} counts differ from the host's",
+                    if rust { "Rust" } else { "CUDA C" }
+                ),
+            );
         }
     }
     let ms_r = b.time(|| run(true, &mut bins))?;
     let ms_c = b.time(|| run(false, &mut bins))?;
     let bytes = 4.0 * words as f64;
-    push(b, "histogram 256 bins of 2^28 bytes (shared atomics)".into(), ms_r, bytes, "GB/s", vec![ratio(ms_r, ms_c, "CUDA C")], Some(0.0), "Rust");
-    push(b, "histogram, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(0.0), C_FLAGS);
+    push(
+        b,
+        "histogram 256 bins of 2^28 bytes (shared atomics)".into(),
+        ms_r,
+        bytes,
+        "GB/s",
+        vec![ratio(ms_r, ms_c, "CUDA C")],
+        Some(0.0),
+        "Rust",
+    );
+    push(
+        b,
+        "histogram, CUDA C".into(),
+        ms_c,
+        bytes,
+        "GB/s",
+        vec![],
+        Some(0.0),
+        C_FLAGS,
+    );
     Ok(())
 }
 
@@ -194,16 +303,31 @@ pub(crate) fn transpose(b: &mut Bench) -> Result<(), BoxError> {
     let mut out = s.alloc_zeros::<f32>(rows * cols)?;
     let k = b.rust.kernel(suite::transpose)?;
     let c = b.c_fn("transpose_c")?;
-    let cfg = LaunchConfig::new(((cols as u32).div_ceil(TILE), (rows as u32).div_ceil(TILE), 1), (TILE, TILE_ROWS, 1));
+    let cfg = LaunchConfig::new(
+        (
+            (cols as u32).div_ceil(TILE),
+            (rows as u32).div_ceil(TILE),
+            1,
+        ),
+        (TILE, TILE_ROWS, 1),
+    );
     let xp = x.as_raw();
-    let run = |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
-        if rust {
-            return Ok(s.launch(&k, cfg, (&x, rows as u32, cols as u32, out))?);
-        }
-        let (mut xp, mut r, mut c2, mut op) = (xp, rows as u32, cols as u32, out.as_raw());
-        // SAFETY: (const float*, unsigned, unsigned, float*) as transpose_c declares.
-        unsafe { launch_c(&c, s, cfg, &mut [p(&mut xp), p(&mut r), p(&mut c2), p(&mut op)]) }
-    };
+    let run =
+        |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
+            if rust {
+                return Ok(s.launch(&k, cfg, (&x, rows as u32, cols as u32, out))?);
+            }
+            let (mut xp, mut r, mut c2, mut op) = (xp, rows as u32, cols as u32, out.as_raw());
+            // SAFETY: (const float*, unsigned, unsigned, float*) as transpose_c declares.
+            unsafe {
+                launch_c(
+                    &c,
+                    s,
+                    cfg,
+                    &mut [p(&mut xp), p(&mut r), p(&mut c2), p(&mut op)],
+                )
+            }
+        };
     for rust in [true, false] {
         out.memset_zeros()?;
         run(rust, &mut out)?;
@@ -215,8 +339,26 @@ pub(crate) fn transpose(b: &mut Bench) -> Result<(), BoxError> {
     let ms_r = b.time(|| run(true, &mut out))?;
     let ms_c = b.time(|| run(false, &mut out))?;
     let bytes = 8.0 * (rows * cols) as f64;
-    push(b, "transpose 8192² f32 (32×33 shared tile)".into(), ms_r, bytes, "GB/s", vec![ratio(ms_r, ms_c, "CUDA C")], Some(0.0), "Rust");
-    push(b, "transpose, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(0.0), C_FLAGS);
+    push(
+        b,
+        "transpose 8192² f32 (32×33 shared tile)".into(),
+        ms_r,
+        bytes,
+        "GB/s",
+        vec![ratio(ms_r, ms_c, "CUDA C")],
+        Some(0.0),
+        "Rust",
+    );
+    push(
+        b,
+        "transpose, CUDA C".into(),
+        ms_c,
+        bytes,
+        "GB/s",
+        vec![],
+        Some(0.0),
+        C_FLAGS,
+    );
     Ok(())
 }
 
@@ -229,7 +371,8 @@ pub(crate) fn stencil_host(u: &[f32], nx: usize, ny: usize, c0: f32, c1: f32) ->
                 u[i] as f64
             } else {
                 c0 as f64 * u[i] as f64
-                    + c1 as f64 * (u[i - nx] as f64 + u[i + nx] as f64 + u[i - 1] as f64 + u[i + 1] as f64)
+                    + c1 as f64
+                        * (u[i - nx] as f64 + u[i + nx] as f64 + u[i - 1] as f64 + u[i + 1] as f64)
             };
         }
     }
@@ -246,16 +389,39 @@ pub(crate) fn stencil(b: &mut Bench) -> Result<(), BoxError> {
     let mut out = s.alloc_zeros::<f32>(nx * ny)?;
     let k = b.rust.kernel(suite::stencil5)?;
     let c = b.c_fn("stencil5_c")?;
-    let cfg = LaunchConfig::new(((nx as u32).div_ceil(STENCIL_X), (ny as u32).div_ceil(STENCIL_Y), 1), (STENCIL_X, STENCIL_Y, 1));
+    let cfg = LaunchConfig::new(
+        (
+            (nx as u32).div_ceil(STENCIL_X),
+            (ny as u32).div_ceil(STENCIL_Y),
+            1,
+        ),
+        (STENCIL_X, STENCIL_Y, 1),
+    );
     let up = u.as_raw();
-    let run = |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
-        if rust {
-            return Ok(s.launch(&k, cfg, (&u, nx as u32, ny as u32, c0, c1, out))?);
-        }
-        let (mut up, mut x, mut y, mut a, mut bb, mut op) = (up, nx as u32, ny as u32, c0, c1, out.as_raw());
-        // SAFETY: (const float*, unsigned, unsigned, float, float, float*) as stencil5_c declares.
-        unsafe { launch_c(&c, s, cfg, &mut [p(&mut up), p(&mut x), p(&mut y), p(&mut a), p(&mut bb), p(&mut op)]) }
-    };
+    let run =
+        |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
+            if rust {
+                return Ok(s.launch(&k, cfg, (&u, nx as u32, ny as u32, c0, c1, out))?);
+            }
+            let (mut up, mut x, mut y, mut a, mut bb, mut op) =
+                (up, nx as u32, ny as u32, c0, c1, out.as_raw());
+            // SAFETY: (const float*, unsigned, unsigned, float, float, float*) as stencil5_c declares.
+            unsafe {
+                launch_c(
+                    &c,
+                    s,
+                    cfg,
+                    &mut [
+                        p(&mut up),
+                        p(&mut x),
+                        p(&mut y),
+                        p(&mut a),
+                        p(&mut bb),
+                        p(&mut op),
+                    ],
+                )
+            }
+        };
     let mut errs = [0.0; 2];
     for (i, rust) in [true, false].into_iter().enumerate() {
         run(rust, &mut out)?;
@@ -272,114 +438,37 @@ pub(crate) fn stencil(b: &mut Bench) -> Result<(), BoxError> {
     if let Some((nb, how)) = &numba {
         ratios.push(ratio(ms_r, *nb, &format!("Numba ({how})")));
     }
-    push(b, "2D 5-point stencil 8192² f32 (shared halo)".into(), ms_r, bytes, "GB/s", ratios, Some(errs[0]), "Rust");
-    push(b, "stencil, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(errs[1]), C_FLAGS);
+    push(
+        b,
+        "2D 5-point stencil 8192² f32 (shared halo)".into(),
+        ms_r,
+        bytes,
+        "GB/s",
+        ratios,
+        Some(errs[0]),
+        "Rust",
+    );
+    push(
+        b,
+        "stencil, CUDA C".into(),
+        ms_c,
+        bytes,
+        "GB/s",
+        vec![],
+        Some(errs[1]),
+        C_FLAGS,
+    );
     if let Some((nb, how)) = numba {
-        push(b, format!("stencil, Numba-CUDA ({how})"), nb, bytes, "GB/s", vec![], None, "numba.cuda.jit defaults (separate process, same machine)");
+        push(
+            b,
+            format!("stencil, Numba-CUDA ({how})"),
+            nb,
+            bytes,
+            "GB/s",
+            vec![],
+            None,
+            "numba.cuda.jit defaults (separate process, same machine)",
+        );
     }
-    Ok(())
-}
-
-pub(crate) fn softmax_host(x: &[f32], cols: usize) -> Vec<f64> {
-    let mut out = Vec::with_capacity(x.len());
-    for row in x.chunks(cols) {
-        let m = row.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v as f64));
-        let s: f64 = row.iter().map(|&v| (v as f64 - m).exp()).sum();
-        out.extend(row.iter().map(|&v| (v as f64 - m).exp() / s));
-    }
-    out
-}
-
-pub(crate) fn softmax(b: &mut Bench) -> Result<(), BoxError> {
-    let (rows, cols) = (16384usize, 4096usize);
-    let xs: Vec<f32> = (0..rows * cols).map(|i| 4.0 * unit(5, i as u64)).collect();
-    let want = softmax_host(&xs, cols);
-    let s = &b.stream;
-    let x = s.htod_copy(&xs)?;
-    let mut out = s.alloc_zeros::<f32>(rows * cols)?;
-    let k = b.rust.kernel(suite::softmax_rows)?;
-    let c = b.c_fn("softmax_rows_c")?;
-    let cfg = grid_1d(rows as u32);
-    let xp = x.as_raw();
-    let run = |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
-        if rust {
-            return Ok(s.launch(&k, cfg, (&x, cols as u32, out))?);
-        }
-        let (mut xp, mut cc, mut op) = (xp, cols as u32, out.as_raw());
-        // SAFETY: (const float*, unsigned, float*) as softmax_rows_c declares.
-        unsafe { launch_c(&c, s, cfg, &mut [p(&mut xp), p(&mut cc), p(&mut op)]) }
-    };
-    let mut errs = [0.0; 2];
-    for (i, rust) in [true, false].into_iter().enumerate() {
-        run(rust, &mut out)?;
-        let got = out.to_host_vec()?;
-        // Relative error per element (outputs span orders of magnitude).
-        errs[i] = got.iter().zip(&want).map(|(g, w)| (*g as f64 - w).abs() / w).fold(0.0, f64::max);
-        if !(errs[i] <= 1e-4) {
-            b.fail("softmax", format!("relative error {:.2e}", errs[i]));
-        }
-    }
-    let ms_r = b.time(|| run(true, &mut out))?;
-    let ms_c = b.time(|| run(false, &mut out))?;
-    let bytes = 8.0 * (rows * cols) as f64;
-    let f = "exp: ex2.approx.ftz (CUDA C: __expf)";
-    push(b, "softmax 16384 rows × 4096 f32 (online max/sum)".into(), ms_r, bytes, "GB/s", vec![ratio(ms_r, ms_c, "CUDA C")], Some(errs[0]), &format!("Rust; {f}"));
-    push(b, "softmax, CUDA C".into(), ms_c, bytes, "GB/s", vec![], Some(errs[1]), &format!("{C_FLAGS}; {f}"));
-    Ok(())
-}
-
-pub(crate) fn nbody(b: &mut Bench) -> Result<(), BoxError> {
-    let n: usize = 1 << 16;
-    let eps2 = 1e-2f32;
-    let ps: Vec<F4> = (0..n as u64)
-        .map(|i| F4([unit(6, i), unit(7, i), unit(8, i), 0.5 + 0.5 * unit(9, i).abs()]))
-        .collect();
-    let s = &b.stream;
-    let pos = s.htod_copy(&ps)?;
-    let mut acc = s.alloc_zeros::<F4>(n)?;
-    let k = b.rust.kernel(suite::nbody)?;
-    let c = b.c_fn("nbody_c")?;
-    let cfg = grid_1d((n as u32).div_ceil(BLOCK));
-    let pp = pos.as_raw();
-    let run = |rust: bool, acc: &mut gpukernel_runtime::DeviceBuffer<F4>| -> Result<(), BoxError> {
-        if rust {
-            return Ok(s.launch(&k, cfg, (&pos, eps2, acc))?);
-        }
-        let (mut pp, mut nn, mut e, mut ap) = (pp, n as u64, eps2, acc.as_raw());
-        // SAFETY: (const float4*, u64, float, float4*) as nbody_c declares.
-        unsafe { launch_c(&c, s, cfg, &mut [p(&mut pp), p(&mut nn), p(&mut e), p(&mut ap)]) }
-    };
-    // Host reference on 256 sampled bodies (all pairs each), in f64.
-    let sample: Vec<usize> = (0..256).map(|i| (super::hash(i) as usize) % n).collect();
-    let mut want = Vec::new();
-    for &i in &sample {
-        let me = ps[i].0;
-        let mut a = [0.0f64; 3];
-        for q in &ps {
-            let d = [q.0[0] as f64 - me[0] as f64, q.0[1] as f64 - me[1] as f64, q.0[2] as f64 - me[2] as f64];
-            let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2] + eps2 as f64;
-            let s = q.0[3] as f64 / (d2 * d2.sqrt());
-            for k in 0..3 {
-                a[k] += d[k] * s;
-            }
-        }
-        want.extend(a);
-    }
-    let mut errs = [0.0; 2];
-    for (i, rust) in [true, false].into_iter().enumerate() {
-        run(rust, &mut acc)?;
-        let got = acc.to_host_vec()?;
-        let g: Vec<f32> = sample.iter().flat_map(|&j| [got[j].0[0], got[j].0[1], got[j].0[2]]).collect();
-        errs[i] = rel_err(&g, &want);
-        if errs[i] > 1e-4 {
-            b.fail("n-body", format!("relative error {:.2e}", errs[i]));
-        }
-    }
-    let ms_r = b.time(|| run(true, &mut acc))?;
-    let ms_c = b.time(|| run(false, &mut acc))?;
-    let flops = 20.0 * (n * n) as f64;
-    let f = "rsqrt.approx.f32 (CUDA C: rsqrtf)";
-    push(b, "n-body 65536 bodies, all pairs (20 flop/pair)".into(), ms_r, flops, "GFLOP/s", vec![ratio(ms_r, ms_c, "CUDA C")], Some(errs[0]), &format!("Rust; {f}"));
-    push(b, "n-body, CUDA C".into(), ms_c, flops, "GFLOP/s", vec![], Some(errs[1]), &format!("{C_FLAGS}; {f}"));
     Ok(())
 }
