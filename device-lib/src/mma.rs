@@ -41,6 +41,12 @@
 //! for bit). `cp.async` copies at once, and its commit / wait are no-ops.
 
 /// The bits of `x` rounded to bf16 (round to nearest even; NaN stays NaN).
+///
+/// ```
+/// use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
+/// assert_eq!(bf16_bits(1.0), 0x3f80);
+/// assert_eq!(bf16_to_f32(bf16_bits(0.1)), 0.10009765625); // 8 significant bits
+/// ```
 #[inline(always)]
 pub fn bf16_bits(x: f32) -> u16 {
     let b = x.to_bits();
@@ -52,12 +58,22 @@ pub fn bf16_bits(x: f32) -> u16 {
 }
 
 /// The f32 value of the bf16 bit pattern `b` (exact).
+///
+/// ```
+/// use gpukernel_device::mma::bf16_to_f32;
+/// assert_eq!(bf16_to_f32(0xc020), -2.5);
+/// ```
 #[inline(always)]
 pub fn bf16_to_f32(b: u16) -> f32 {
     f32::from_bits((b as u32) << 16)
 }
 
 /// Two bf16 bit patterns in one register, `lo` in the low half.
+///
+/// ```
+/// use gpukernel_device::mma::{bf16_bits, pack2};
+/// assert_eq!(pack2(bf16_bits(1.0), bf16_bits(-2.0)), 0xc000_3f80);
+/// ```
 #[inline(always)]
 pub fn pack2(lo: u16, hi: u16) -> u32 {
     lo as u32 | ((hi as u32) << 16)
@@ -69,6 +85,27 @@ pub fn pack2(lo: u16, hi: u16) -> u32 {
 ///
 /// # Safety
 /// All 32 lanes of the warp execute this same call together (see the module documentation).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{mma, thread};
+///
+/// /// One warp: `d` (16×8, f32) = `a` (16×16) · `b`ᵀ (`b` stored 8×16), bf16 bit patterns in.
+/// /// Each lane gathers its fragments (layouts in the module documentation) and keeps its four
+/// /// results: lane `l` holds rows `l / 4` and `l / 4 + 8`, columns `2 (l % 4)` and the next.
+/// #[kernel]
+/// pub fn tile_mma(a: &[u16], b: &[u16], mut d: DisjointSlice<[f32; 4]>) {
+///     let l = thread::lane_id() as usize;
+///     let (g, t) = (l / 4, l % 4);
+///     let at = |r: usize, c: usize| mma::pack2(a[r * 16 + c], a[r * 16 + c + 1]);
+///     let bt = |n: usize, k: usize| mma::pack2(b[n * 16 + k], b[n * 16 + k + 1]);
+///     let af = [at(g, 2 * t), at(g + 8, 2 * t), at(g, 2 * t + 8), at(g + 8, 2 * t + 8)];
+///     let bf = [bt(g, 2 * t), bt(g, 2 * t + 8)];
+///     // SAFETY: launched as one warp of 32 threads; every lane reaches this call together.
+///     let acc = unsafe { mma::mma_m16n8k16_bf16(af, bf, [0.0; 4]) };
+///     d.set(thread::index(), acc);
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn mma_m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
@@ -100,6 +137,27 @@ pub unsafe fn mma_m16n8k16_bf16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 
 ///
 /// # Safety
 /// As [`mma_m16n8k16_bf16`].
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{mma, thread};
+///
+/// /// One warp: `d` (16×8, f32) = `a` (16×16) · `b`ᵀ (`b` stored 8×16), f16 bit patterns in.
+/// /// Each lane gathers its fragments (layouts in the module documentation) and keeps its four
+/// /// results: lane `l` holds rows `l / 4` and `l / 4 + 8`, columns `2 (l % 4)` and the next.
+/// #[kernel]
+/// pub fn tile_mma(a: &[u16], b: &[u16], mut d: DisjointSlice<[f32; 4]>) {
+///     let l = thread::lane_id() as usize;
+///     let (g, t) = (l / 4, l % 4);
+///     let at = |r: usize, c: usize| mma::pack2(a[r * 16 + c], a[r * 16 + c + 1]);
+///     let bt = |n: usize, k: usize| mma::pack2(b[n * 16 + k], b[n * 16 + k + 1]);
+///     let af = [at(g, 2 * t), at(g + 8, 2 * t), at(g, 2 * t + 8), at(g + 8, 2 * t + 8)];
+///     let bf = [bt(g, 2 * t), bt(g, 2 * t + 8)];
+///     // SAFETY: launched as one warp of 32 threads; every lane reaches this call together.
+///     let acc = unsafe { mma::mma_m16n8k16_f16(af, bf, [0.0; 4]) };
+///     d.set(thread::index(), acc);
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn mma_m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
@@ -125,6 +183,12 @@ pub unsafe fn mma_m16n8k16_f16(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4
 }
 
 /// The f32 value of the IEEE half-precision bit pattern `h` (exact).
+///
+/// ```
+/// use gpukernel_device::mma::f16_to_f32;
+/// assert_eq!(f16_to_f32(0x3c00), 1.0);
+/// assert_eq!(f16_to_f32(0x3555), 0.333251953125);
+/// ```
 pub fn f16_to_f32(h: u16) -> f32 {
     let sign = ((h >> 15) as u32) << 31;
     let exp = ((h >> 10) & 0x1f) as u32;
@@ -159,6 +223,35 @@ fn shared_u32<T>(p: *const T) -> u32 {
 /// (what `ldmatrix` and `cp.async` take), a pointer in the simulator. Converting once and
 /// offsetting it keeps the per-access address arithmetic 32-bit (the pointer forms of this
 /// module convert each time: `cvta.to.shared` plus a read of the shared window's base).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Chunk([u32; 4]);
+///
+/// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+/// /// writes each chunk's first word back in reverse order.
+/// #[kernel]
+/// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+///     let tile = shared_array!(Chunk, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+///     // chunk `t`; nothing touches the slot before the wait.
+///     let base = mma::SharedAddr::of(tile.as_mut_ptr());
+///     unsafe { mma::cp_async_16_at(base.add_bytes(16 * t), x.as_ptr().add(4 * t).cast()) };
+///     mma::cp_async_commit();
+///     mma::cp_async_wait::<0>();
+///     sync::sync_threads(); // the other threads' copies are complete too
+///     // SAFETY: no writes after the barrier.
+///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedAddr {
     #[cfg(target_arch = "nvptx64")]
@@ -171,6 +264,35 @@ impl SharedAddr {
     /// The shared address of `p`, which must point into shared memory (a
     /// [`shared_array!`](crate::shared::shared_array) or [`dynamic_shared`](crate::shared::dynamic_shared)
     /// element) for the result to be usable.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::shared::shared_array;
+    /// use gpukernel_device::{mma, sync, thread};
+    ///
+    /// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+    /// #[derive(Clone, Copy)]
+    /// #[repr(C, align(16))]
+    /// pub struct Chunk([u32; 4]);
+    ///
+    /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+    /// /// writes each chunk's first word back in reverse order.
+    /// #[kernel]
+    /// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+    ///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+    ///     let tile = shared_array!(Chunk, 64);
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+    ///     // chunk `t`; nothing touches the slot before the wait.
+    ///     let base = mma::SharedAddr::of(tile.as_mut_ptr());
+    ///     unsafe { mma::cp_async_16_at(base.add_bytes(16 * t), x.as_ptr().add(4 * t).cast()) };
+    ///     mma::cp_async_commit();
+    ///     mma::cp_async_wait::<0>();
+    ///     sync::sync_threads(); // the other threads' copies are complete too
+    ///     // SAFETY: no writes after the barrier.
+    ///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn of<T>(p: *const T) -> SharedAddr {
         #[cfg(target_arch = "nvptx64")]
@@ -186,6 +308,35 @@ impl SharedAddr {
     }
 
     /// This address plus `bytes` (no bounds: the accessors' callers promise validity).
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::shared::shared_array;
+    /// use gpukernel_device::{mma, sync, thread};
+    ///
+    /// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+    /// #[derive(Clone, Copy)]
+    /// #[repr(C, align(16))]
+    /// pub struct Chunk([u32; 4]);
+    ///
+    /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+    /// /// writes each chunk's first word back in reverse order.
+    /// #[kernel]
+    /// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+    ///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+    ///     let tile = shared_array!(Chunk, 64);
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+    ///     // chunk `t`; nothing touches the slot before the wait.
+    ///     let base = mma::SharedAddr::of(tile.as_mut_ptr());
+    ///     unsafe { mma::cp_async_16_at(base.add_bytes(16 * t), x.as_ptr().add(4 * t).cast()) };
+    ///     mma::cp_async_commit();
+    ///     mma::cp_async_wait::<0>();
+    ///     sync::sync_threads(); // the other threads' copies are complete too
+    ///     // SAFETY: no writes after the barrier.
+    ///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn add_bytes(self, bytes: usize) -> SharedAddr {
         #[cfg(target_arch = "nvptx64")]
@@ -207,6 +358,33 @@ impl SharedAddr {
 ///
 /// # Safety
 /// As [`ldmatrix_x4`].
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Eight bf16 values, 16-byte aligned: one `ldmatrix` row.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Row([u16; 8]);
+///
+/// /// One warp stages a row-major 16×16 bf16 tile in shared memory and loads it as an `mma`
+/// /// A fragment: lane `l` points at row `l % 16`, column `8 (l / 16)`.
+/// #[kernel]
+/// pub fn load_fragment(a: &[u16], mut out: DisjointSlice<[u32; 4]>) {
+///     let tile = shared_array!(Row, 32);
+///     let l = thread::lane_id() as usize;
+///     let mut row = [0u16; 8];
+///     row.copy_from_slice(&a[8 * l..8 * l + 8]);
+///     // SAFETY: slot `l` is this lane's; read after the barrier.
+///     unsafe { tile.write(l, Row(row)) };
+///     sync::sync_threads();
+///     let p = tile.as_mut_ptr().cast::<u16>().wrapping_add((l % 16) * 16 + (l / 16) * 8);
+///     // SAFETY: one converged warp; 16-byte aligned rows of the tile; no writer any more.
+///     out.set(thread::index(), unsafe { mma::ldmatrix_x4_at(mma::SharedAddr::of(p)) });
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn ldmatrix_x4_at(row: SharedAddr) -> [u32; 4] {
@@ -234,6 +412,35 @@ pub unsafe fn ldmatrix_x4_at(row: SharedAddr) -> [u32; 4] {
 ///
 /// # Safety
 /// As [`cp_async_16`].
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Chunk([u32; 4]);
+///
+/// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+/// /// writes each chunk's first word back in reverse order.
+/// #[kernel]
+/// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+///     let tile = shared_array!(Chunk, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+///     // chunk `t`; nothing touches the slot before the wait.
+///     let base = mma::SharedAddr::of(tile.as_mut_ptr());
+///     unsafe { mma::cp_async_16_at(base.add_bytes(16 * t), x.as_ptr().add(4 * t).cast()) };
+///     mma::cp_async_commit();
+///     mma::cp_async_wait::<0>();
+///     sync::sync_threads(); // the other threads' copies are complete too
+///     // SAFETY: no writes after the barrier.
+///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+/// }
+/// ```
 #[inline(always)]
 pub unsafe fn cp_async_16_at(dst: SharedAddr, src: *const u8) {
     #[cfg(target_arch = "nvptx64")]
@@ -258,6 +465,33 @@ pub unsafe fn cp_async_16_at(dst: SharedAddr, src: *const u8) {
 /// # Safety
 /// All 32 lanes of the warp execute this call together; `row` points into shared memory, is
 /// 16-byte aligned, and its 16 bytes are not written concurrently.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Eight bf16 values, 16-byte aligned: one `ldmatrix` row.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Row([u16; 8]);
+///
+/// /// One warp stages a row-major 16×16 bf16 tile in shared memory and loads it as an `mma`
+/// /// A fragment: lane `l` points at row `l % 16`, column `8 (l / 16)`.
+/// #[kernel]
+/// pub fn load_fragment(a: &[u16], mut out: DisjointSlice<[u32; 4]>) {
+///     let tile = shared_array!(Row, 32);
+///     let l = thread::lane_id() as usize;
+///     let mut row = [0u16; 8];
+///     row.copy_from_slice(&a[8 * l..8 * l + 8]);
+///     // SAFETY: slot `l` is this lane's; read after the barrier.
+///     unsafe { tile.write(l, Row(row)) };
+///     sync::sync_threads();
+///     let p = tile.as_mut_ptr().cast::<u16>().wrapping_add((l % 16) * 16 + (l / 16) * 8);
+///     // SAFETY: one converged warp; 16-byte aligned rows of the tile; no writer any more.
+///     out.set(thread::index(), unsafe { mma::ldmatrix_x4(p) });
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn ldmatrix_x4(row: *const u16) -> [u32; 4] {
@@ -286,6 +520,33 @@ pub unsafe fn ldmatrix_x4(row: *const u16) -> [u32; 4] {
 ///
 /// # Safety
 /// As [`ldmatrix_x4`].
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Eight bf16 values, 16-byte aligned: one `ldmatrix` row.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Row([u16; 8]);
+///
+/// /// One warp stages a row-major 16×16 bf16 tile in shared memory and loads it as an `mma`
+/// /// A fragment: lane `l` points at row `l % 16`, column `8 (l / 16)`.
+/// #[kernel]
+/// pub fn load_fragment(a: &[u16], mut out: DisjointSlice<[u32; 4]>) {
+///     let tile = shared_array!(Row, 32);
+///     let l = thread::lane_id() as usize;
+///     let mut row = [0u16; 8];
+///     row.copy_from_slice(&a[8 * l..8 * l + 8]);
+///     // SAFETY: slot `l` is this lane's; read after the barrier.
+///     unsafe { tile.write(l, Row(row)) };
+///     sync::sync_threads();
+///     let p = tile.as_mut_ptr().cast::<u16>().wrapping_add((l % 16) * 16 + (l / 16) * 8);
+///     // SAFETY: one converged warp; 16-byte aligned rows of the tile; no writer any more.
+///     out.set(thread::index(), unsafe { { let [r0, r1] = mma::ldmatrix_x2(p); [r0, r1, 0, 0] } });
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn ldmatrix_x2(row: *const u16) -> [u32; 2] {
@@ -318,6 +579,34 @@ pub unsafe fn ldmatrix_x2(row: *const u16) -> [u32; 2] {
 /// # Safety
 /// `dst` points into shared memory and `src` into global memory, both 16-byte aligned and
 /// valid for 16 bytes; nothing reads or writes `dst` until the wait.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Chunk([u32; 4]);
+///
+/// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+/// /// writes each chunk's first word back in reverse order.
+/// #[kernel]
+/// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+///     let tile = shared_array!(Chunk, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+///     // chunk `t`; nothing touches the slot before the wait.
+///     unsafe { mma::cp_async_16(tile.as_mut_ptr().add(t).cast(), x.as_ptr().add(4 * t).cast()) };
+///     mma::cp_async_commit();
+///     mma::cp_async_wait::<0>();
+///     sync::sync_threads(); // the other threads' copies are complete too
+///     // SAFETY: no writes after the barrier.
+///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+/// }
+/// ```
 #[inline(always)]
 pub unsafe fn cp_async_16(dst: *mut u8, src: *const u8) {
     #[cfg(target_arch = "nvptx64")]
@@ -337,6 +626,34 @@ pub unsafe fn cp_async_16(dst: *mut u8, src: *const u8) {
 }
 
 /// Closes the calling thread's group of [`cp_async_16`] copies (`cp.async.commit_group`).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Chunk([u32; 4]);
+///
+/// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+/// /// writes each chunk's first word back in reverse order.
+/// #[kernel]
+/// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+///     let tile = shared_array!(Chunk, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+///     // chunk `t`; nothing touches the slot before the wait.
+///     unsafe { mma::cp_async_16(tile.as_mut_ptr().add(t).cast(), x.as_ptr().add(4 * t).cast()) };
+///     mma::cp_async_commit();
+///     mma::cp_async_wait::<0>();
+///     sync::sync_threads(); // the other threads' copies are complete too
+///     // SAFETY: no writes after the barrier.
+///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+/// }
+/// ```
 #[inline(always)]
 pub fn cp_async_commit() {
     #[cfg(target_arch = "nvptx64")]
@@ -348,6 +665,34 @@ pub fn cp_async_commit() {
 
 /// Waits until at most `N` of the calling thread's committed copy groups are still in flight
 /// (`cp.async.wait_group N`). Other threads' copies need a barrier after it.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Sixteen bytes, 16-byte aligned: the unit of `cp.async`.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Chunk([u32; 4]);
+///
+/// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
+/// /// writes each chunk's first word back in reverse order.
+/// #[kernel]
+/// pub fn stage(x: &[u32], mut out: DisjointSlice<u32>) {
+///     assert!(x.len() >= 256 && thread::block_dim_x() == 64);
+///     let tile = shared_array!(Chunk, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     // SAFETY: slot `t` is this thread's; `x`'s allocation is 16-byte aligned and holds
+///     // chunk `t`; nothing touches the slot before the wait.
+///     unsafe { mma::cp_async_16(tile.as_mut_ptr().add(t).cast(), x.as_ptr().add(4 * t).cast()) };
+///     mma::cp_async_commit();
+///     mma::cp_async_wait::<0>();
+///     sync::sync_threads(); // the other threads' copies are complete too
+///     // SAFETY: no writes after the barrier.
+///     out.set(thread::index(), unsafe { tile.read(63 - t) }.0[0]);
+/// }
+/// ```
 #[inline(always)]
 pub fn cp_async_wait<const N: u32>() {
     #[cfg(target_arch = "nvptx64")]
