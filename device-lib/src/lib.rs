@@ -44,6 +44,7 @@ pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]
 mod kernel;
 pub mod math;
+pub mod mma;
 pub mod shared;
 pub mod slice;
 pub mod sync;

@@ -5,6 +5,10 @@
 
 use ffi_examples_kernels::ffi::*;
 use ffi_examples_kernels::reduce::*;
+use ffi_examples_kernels::suite::gemm::{gemm_bf16, gemm_bf16_wide, sgemm};
+use ffi_examples_kernels::suite::{
+    histogram256, nbody, saxpy_grid_stride, softmax_rows, stencil5, sum_f32, transpose,
+};
 use ffi_examples_kernels::*;
 use gpukernel_device::{Kernel, signature_symbol};
 
@@ -15,7 +19,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 23] = signatures![
+const KERNELS: [(&str, u64); 33] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -39,6 +43,16 @@ const KERNELS: [(&str, u64); 23] = signatures![
     square_archive,
     sub_one_object,
     axpy_with_c_abi,
+    saxpy_grid_stride,
+    sum_f32,
+    histogram256,
+    transpose,
+    stencil5,
+    softmax_rows,
+    nbody,
+    sgemm,
+    gemm_bf16,
+    gemm_bf16_wide,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

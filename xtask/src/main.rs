@@ -653,6 +653,11 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         &root().join("ffi-examples/kernels/cuda"),
         &dir.join("data/cuda"),
     )?;
+    // The Numba rows of `bench_suite` (run before it; it reads their results file).
+    copy(
+        &root().join("ffi-examples/bench/numba_suite.py"),
+        &dir.join("data/numba_suite.py"),
+    )?;
 
     vulkan_libs(&dir.join("lib"));
 
@@ -691,6 +696,7 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     for e in &examples {
         sh.push_str(&format!("{} bin/{e}\n", multi_gpu_step(e)));
     }
+    sh.push_str("if python3 -c 'import numba.cuda' 2>/dev/null; then\n  step python3 data/numba_suite.py /tmp/gpukernel-numba-suite.txt && export GPUKERNEL_NUMBA_RESULTS=/tmp/gpukernel-numba-suite.txt\nfi\n");
     for b in &benches {
         sh.push_str(&format!("{} bin/{b}\n", multi_gpu_step(b)));
     }

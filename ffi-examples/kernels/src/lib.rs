@@ -5,12 +5,16 @@
 //! marker type (and a function of the same name returning it) that the runtime looks up in a
 //! module and launches, on the GPU with [`PTX`] or on the simulator.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_gpu_kernel, asm_experimental_arch)
+)]
 
 use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
 pub mod reduce;
+pub mod suite;
 
 /// The PTX of every kernel in this crate (for the architecture `GPUKERNEL_ARCH`, default sm_90).
 #[cfg(not(target_arch = "nvptx64"))]

@@ -1,0 +1,475 @@
+//! The kernels of the benchmark suite (`bench_suite`): bandwidth, shared memory, barriers,
+//! shuffles, atomics, math and compute, each with a CUDA C twin (`ffi-examples/src/suite.cu`)
+//! that implements the same algorithm with the same launch configuration.
+//!
+//! Kernels are written the way a user of the library writes them: safe parameters
+//! (`&[T]`, `DisjointSlice<T>`), bounds-checked reads where they are cheap, and `unsafe` only
+//! where the library has no safe form yet (writes at a computed 2D index, shared memory,
+//! atomics through raw pointers), each with its reason. Launch-shape assumptions are checked
+//! at the top with `assert!` (a uniform trap, before any barrier).
+
+use gpukernel_device::prelude::*;
+use gpukernel_device::shared::shared_array;
+use gpukernel_device::{atomic, math, sync, thread, warp};
+
+/// Repeats `$body` with `$i` bound to each literal in turn: a full unroll that LLVM's
+/// thresholds cannot decline, so that fragment arrays indexed by `$i` stay in registers
+/// (a rolled loop over them puts the 128 accumulators in local memory).
+macro_rules! unroll {
+    ($i:ident in [$($n:literal),*] $body:block) => { $( { let $i: usize = $n; $body } )* };
+}
+
+pub mod gemm;
+
+/// Threads per block of the one-dimensional suite kernels (sum, histogram, softmax, n-body).
+pub const BLOCK: u32 = 256;
+/// The edge of a transpose tile; transpose blocks are `TILE × TILE_ROWS` threads.
+pub const TILE: u32 = 32;
+/// Rows of threads in a transpose block (each thread moves `TILE / TILE_ROWS` elements).
+pub const TILE_ROWS: u32 = 8;
+/// Stencil blocks are `STENCIL_X × STENCIL_Y` threads.
+pub const STENCIL_X: u32 = 32;
+/// See [`STENCIL_X`].
+pub const STENCIL_Y: u32 = 8;
+
+/// Four f32s, 16-byte aligned: one `ld.v4.f32` / `st.v4.f32` (CUDA's `float4`).
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct F4(pub [f32; 4]);
+
+// SAFETY: `#[repr(C)]`, plain f32s.
+unsafe impl DeviceCopy for F4 {}
+
+/// Reads four f32s at once.
+///
+/// # Safety
+/// `p` is 16-byte aligned and valid for reads of 16 bytes, which nobody writes concurrently.
+#[inline(always)]
+pub(crate) unsafe fn ld4(p: *const f32) -> [f32; 4] {
+    // SAFETY: the caller's promise. Four field reads of one 16-byte aligned struct: LLVM's
+    // load/store vectorizer makes them one `ld.v4` (a read of the whole struct would be
+    // lowered as two 64-bit loads through local memory).
+    let r = unsafe { &*p.cast::<F4>() };
+    [r.0[0], r.0[1], r.0[2], r.0[3]]
+}
+
+/// Writes four f32s at once.
+///
+/// # Safety
+/// `p` is 16-byte aligned, valid for writes of 16 bytes, and nobody else accesses them.
+#[inline(always)]
+pub(crate) unsafe fn st4(p: *mut f32, v: [f32; 4]) {
+    // SAFETY: the caller's promise; four field writes become one `st.v4` (see `ld4`).
+    let r = unsafe { &mut *p.cast::<F4>() };
+    r.0[0] = v[0];
+    r.0[1] = v[1];
+    r.0[2] = v[2];
+    r.0[3] = v[3];
+}
+
+/// `1 / sqrt(x)`, approximate (`rsqrt.approx.f32`, CUDA's `rsqrtf`; about 2 ulp).
+#[inline(always)]
+pub fn rsqrt_approx(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a register-only instruction.
+        unsafe {
+            core::arch::asm!("rsqrt.approx.f32 {0}, {1};", out(reg32) r, in(reg32) x,
+                options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        1.0 / x.sqrt()
+    }
+}
+
+/// `e^x`, approximate: `ex2.approx.ftz.f32(x · log2 e)`, what CUDA's `__expf` compiles to.
+#[inline(always)]
+pub fn exp_approx(x: f32) -> f32 {
+    let y = x * core::f32::consts::LOG2_E;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: f32;
+        // SAFETY: a register-only instruction.
+        unsafe {
+            core::arch::asm!("ex2.approx.ftz.f32 {0}, {1};", out(reg32) r, in(reg32) y,
+                options(pure, nomem, nostack))
+        };
+        r
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        y.exp2()
+    }
+}
+
+/// `y[i] = a * x[i] + y[i]` with a grid-stride loop: any grid covers any length.
+#[kernel]
+pub fn saxpy_grid_stride(a: f32, x: &[f32], y: DisjointSlice<f32>) {
+    let stride = thread::grid_stride_x();
+    let mut i = thread::global_index_x();
+    let n = y.len();
+    while i < n {
+        // SAFETY: thread `t` touches only `t + k * stride`: no two threads meet.
+        unsafe { y.write(i, math::fmaf(a, x[i], y.read(i))) };
+        i += stride;
+    }
+}
+
+/// The warp's sum of `v`, in every lane (butterfly shuffles over the full warp).
+#[inline(always)]
+fn warp_sum(mut v: f32) -> f32 {
+    let mut offset = 16;
+    while offset > 0 {
+        v += warp::shfl_xor_sync(warp::FULL_MASK, v, offset);
+        offset /= 2;
+    }
+    v
+}
+
+/// Adds the sum of `input` to `total[0]` (zeroed by the caller): a grid-stride loop per
+/// thread, shuffles per warp, shared memory across the block's warps, one atomic per block.
+/// Launch with one-dimensional blocks of [`BLOCK`] threads and any grid.
+#[kernel]
+pub fn sum_f32(input: &[f32], total: DisjointSlice<f32>) {
+    assert!(thread::block_dim_x() == BLOCK && !total.is_empty());
+    let partial = shared_array!(f32, (BLOCK / 32) as usize);
+    let stride = thread::grid_stride_x();
+    let mut i = thread::global_index_x();
+    let mut v = 0.0f32;
+    while i < input.len() {
+        v += input[i];
+        i += stride;
+    }
+    v = warp_sum(v);
+    let (lane, w) = (thread::lane_id() as usize, thread::warp_id() as usize);
+    if lane == 0 {
+        // SAFETY: lane 0 of warp `w` alone writes slot `w`; read after the barrier.
+        unsafe { partial.write(w, v) };
+    }
+    sync::sync_threads();
+    if w == 0 {
+        let v = warp_sum(if lane < partial.len() {
+            // SAFETY: written before the barrier, not written after it.
+            unsafe { partial.read(lane) }
+        } else {
+            0.0
+        });
+        if lane == 0 {
+            // SAFETY: `total` is this launch's exclusive buffer, updated only atomically.
+            unsafe { atomic::add(total.as_mut_ptr(), v) };
+        }
+    }
+}
+
+/// Counts the bytes of `data` (four per word, little-endian) into 256 `bins` (zeroed by the
+/// caller): each block counts into its own shared-memory bins, then adds them to `bins` with
+/// one atomic per non-empty bin. Launch with blocks of [`BLOCK`] threads, any grid.
+#[kernel]
+pub fn histogram256(data: &[u32], bins: DisjointSlice<u32>) {
+    assert!(thread::block_dim_x() == BLOCK && bins.len() >= 256);
+    let local = shared_array!(u32, 256);
+    let t = thread::thread_idx_x() as usize;
+    // SAFETY: thread `t` alone writes slot `t`; the barrier orders it before the atomics.
+    unsafe { local.write(t, 0) };
+    sync::sync_threads();
+    let stride = thread::grid_stride_x();
+    let mut i = thread::global_index_x();
+    while i < data.len() {
+        let w = data[i];
+        for b in 0..4 {
+            // SAFETY: a shared-memory address of this block, updated only atomically
+            // between the two barriers; the index is below 256.
+            unsafe {
+                atomic::add(
+                    local.as_mut_ptr().add(((w >> (8 * b)) & 255) as usize),
+                    1u32,
+                )
+            };
+        }
+        i += stride;
+    }
+    sync::sync_threads();
+    // SAFETY: no atomic runs after the barrier.
+    let c = unsafe { local.read(t) };
+    if c != 0 {
+        // SAFETY: `t < 256 <= bins.len()`; `bins` is updated only atomically in this launch.
+        unsafe { atomic::add(bins.as_mut_ptr().add(t), c) };
+    }
+}
+
+/// `out = inputᵀ` for a `rows × cols` row-major `input`, through a 32×33 shared tile (the
+/// padding column avoids bank conflicts). Launch with blocks of `TILE × TILE_ROWS` threads and
+/// a grid of `ceil(cols / TILE) × ceil(rows / TILE)`.
+#[kernel]
+pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
+    let (rows, cols) = (rows as usize, cols as usize);
+    assert!(
+        thread::block_dim_x() == TILE
+            && thread::block_dim_y() == TILE_ROWS
+            && out.len() >= rows * cols
+    );
+    const T: usize = TILE as usize;
+    let tile = shared_array!(f32, T * (T + 1));
+    let (tx, ty) = (
+        thread::thread_idx_x() as usize,
+        thread::thread_idx_y() as usize,
+    );
+    let (bx, by) = (
+        thread::block_idx_x() as usize * T,
+        thread::block_idx_y() as usize * T,
+    );
+    // All four loads are issued before the first store, so that they are in flight together
+    // (a bounds check between a load and the previous store would serialize them).
+    const R: usize = TILE_ROWS as usize;
+    let mut v = [0.0f32; T / R];
+    unroll!(q in [0, 1, 2, 3] {
+        let (r, c) = (by + ty + q * R, bx + tx);
+        if r < rows && c < cols {
+            v[q] = input[r * cols + c];
+        }
+    });
+    unroll!(q in [0, 1, 2, 3] {
+        // SAFETY: each (ty + q * R, tx) is one thread's slot; read after the barrier.
+        unsafe { tile.write((ty + q * R) * (T + 1) + tx, v[q]) };
+    });
+    sync::sync_threads();
+    unroll!(q in [0, 1, 2, 3] {
+        // SAFETY: the tile is only read after the barrier.
+        v[q] = unsafe { tile.read(tx * (T + 1) + ty + q * R) };
+    });
+    unroll!(q in [0, 1, 2, 3] {
+        let (r, c) = (bx + ty + q * R, by + tx);
+        if r < cols && c < rows {
+            // SAFETY: output (r, c) is this thread's alone (blocks own disjoint tiles,
+            // threads disjoint (ty + q * R, tx)).
+            unsafe { out.write(r * rows + c, v[q]) };
+        }
+    });
+}
+
+/// One Jacobi step of the 5-point stencil on an `ny × nx` grid:
+/// `out = c0 · u + c1 · (north + south + west + east)` inside, `out = u` on the border. Each
+/// block stages its tile plus a one-cell halo in shared memory. Launch with blocks of
+/// `STENCIL_X × STENCIL_Y` threads and a grid of `ceil(nx / STENCIL_X) × ceil(ny / STENCIL_Y)`.
+#[kernel]
+pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlice<f32>) {
+    const W: usize = STENCIL_X as usize + 2;
+    const H: usize = STENCIL_Y as usize + 2;
+    let (nx, ny) = (nx as usize, ny as usize);
+    assert!(
+        thread::block_dim_x() == STENCIL_X
+            && thread::block_dim_y() == STENCIL_Y
+            && u.len() >= nx * ny
+            && out.len() >= nx * ny
+    );
+    const { assert!(W * H <= 2 * (STENCIL_X * STENCIL_Y) as usize) };
+    let tile = shared_array!(f32, W * H);
+    let (tx, ty) = (
+        thread::thread_idx_x() as usize,
+        thread::thread_idx_y() as usize,
+    );
+    let x0 = thread::block_idx_x() as usize * STENCIL_X as usize;
+    let y0 = thread::block_idx_y() as usize * STENCIL_Y as usize;
+    // The tile with its halo: cell (ly, lx) is grid point (y0 + ly - 1, x0 + lx - 1), clamped.
+    // Both of a thread's cells are loaded before either is stored (loads in flight together),
+    // with 32-bit index arithmetic (the division by the tile width is by a constant).
+    let cell = |k: u32| {
+        let (ly, lx) = (k / W as u32, k % W as u32);
+        let gy = (y0 as u32 + ly).saturating_sub(1).min(ny as u32 - 1);
+        let gx = (x0 as u32 + lx).saturating_sub(1).min(nx as u32 - 1);
+        gy as usize * nx + gx as usize
+    };
+    const THREADS: u32 = STENCIL_X * STENCIL_Y;
+    let k0 = (ty * STENCIL_X as usize + tx) as u32;
+    let k1 = k0 + THREADS;
+    let v0 = u[cell(k0)];
+    let v1 = if k1 < (W * H) as u32 {
+        u[cell(k1)]
+    } else {
+        0.0
+    };
+    // SAFETY: cells k0 and k1 are this thread's (W * H <= 2 * THREADS); read after the barrier.
+    unsafe {
+        tile.write(k0 as usize, v0);
+        if k1 < (W * H) as u32 {
+            tile.write(k1 as usize, v1);
+        }
+    }
+    sync::sync_threads();
+    let (x, y) = (x0 + tx, y0 + ty);
+    if x < nx && y < ny {
+        // SAFETY: the tile is only read after the barrier.
+        let at = |ly: usize, lx: usize| unsafe { tile.read(ly * W + lx) };
+        let centre = at(ty + 1, tx + 1);
+        let v = if x == 0 || y == 0 || x == nx - 1 || y == ny - 1 {
+            centre
+        } else {
+            let s = (at(ty, tx + 1) + at(ty + 2, tx + 1)) + (at(ty + 1, tx) + at(ty + 1, tx + 2));
+            math::fmaf(c0, centre, c1 * s)
+        };
+        // SAFETY: point (y, x) belongs to this thread alone (2D launch, disjoint tiles).
+        unsafe { out.write(y * nx + x, v) };
+    }
+}
+
+/// Combines two online-softmax partials (running maximum, sum of `e^(x - max)`); an empty
+/// partial is `(-inf, 0)`. Written with selects, not branches: LLVM keeps an `if`/`else` here
+/// as divergent branches (a `BSSY`/`BSYNC` pair each in SASS), where NVVM if-converts the CUDA
+/// C twin's early returns.
+#[inline(always)]
+fn softmax_combine((m1, s1): (f32, f32), (m2, s2): (f32, f32)) -> (f32, f32) {
+    let m = if m1 > m2 { m1 } else { m2 };
+    let t1 = s1 * exp_approx(m1 - m);
+    let t2 = s2 * exp_approx(m2 - m);
+    // An empty side contributes nothing (its -inf - -inf would be NaN).
+    let s = if s1 == 0.0 { 0.0 } else { t1 } + if s2 == 0.0 { 0.0 } else { t2 };
+    let m = if s2 == 0.0 {
+        m1
+    } else if s1 == 0.0 {
+        m2
+    } else {
+        m
+    };
+    (m, s)
+}
+
+/// `out[r][j] = e^(x[r][j] - max_r) / Σ_j e^(x[r][j] - max_r)` for each row of a
+/// `rows × cols` matrix: one block per row, an online (max, sum) pass, then a write pass.
+/// Launch with blocks of [`BLOCK`] threads and `rows` blocks.
+#[kernel]
+pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
+    let cols = cols as usize;
+    let row = thread::block_idx_x() as usize;
+    assert!(thread::block_dim_x() == BLOCK && out.len() >= x.len());
+    let t = thread::thread_idx_x() as usize;
+    let base = row * cols;
+    // One bounds check per block, hoisted out of the loops: the row is inside `x` and `out`.
+    assert!(base + cols <= x.len());
+    // SAFETY: checked just above.
+    let row_x = unsafe { x.get_unchecked(base..base + cols) };
+    let (mut m, mut s) = (f32::NEG_INFINITY, 0.0f32);
+    // One exponential per element, the branches as selects (see `softmax_combine`).
+    let mut update = |v: f32| {
+        let gt = v > m;
+        let e = exp_approx(if gt { m - v } else { v - m });
+        s = if gt { s * e + 1.0 } else { s + e };
+        m = if gt { v } else { m };
+    };
+    // Four loads in flight per thread (nvcc unrolls the CUDA C twin's loops by four).
+    const B: usize = BLOCK as usize;
+    let mut j = t;
+    while j + 3 * B < cols {
+        // SAFETY: j + 3 * B < cols = row_x.len().
+        let v = unsafe {
+            [
+                *row_x.get_unchecked(j),
+                *row_x.get_unchecked(j + B),
+                *row_x.get_unchecked(j + 2 * B),
+                *row_x.get_unchecked(j + 3 * B),
+            ]
+        };
+        v.into_iter().for_each(&mut update);
+        j += 4 * B;
+    }
+    while j < cols {
+        update(row_x[j]);
+        j += B;
+    }
+    let mut offset = 16;
+    while offset > 0 {
+        let other = (
+            warp::shfl_xor_sync(warp::FULL_MASK, m, offset),
+            warp::shfl_xor_sync(warp::FULL_MASK, s, offset),
+        );
+        (m, s) = softmax_combine((m, s), other);
+        offset /= 2;
+    }
+    let part = shared_array!(f32, 2 * (BLOCK / 32) as usize);
+    let (lane, w) = (thread::lane_id() as usize, thread::warp_id() as usize);
+    if lane == 0 {
+        // SAFETY: lane 0 of warp `w` alone writes slots 2w, 2w + 1; read after the barrier.
+        unsafe {
+            part.write(2 * w, m);
+            part.write(2 * w + 1, s);
+        }
+    }
+    sync::sync_threads();
+    let mut acc = (f32::NEG_INFINITY, 0.0f32);
+    for k in 0..(BLOCK / 32) as usize {
+        // SAFETY: written before the barrier, not after.
+        acc = softmax_combine(acc, unsafe { (part.read(2 * k), part.read(2 * k + 1)) });
+    }
+    let (m, inv) = (acc.0, 1.0 / acc.1);
+    // SAFETY (writes): row `row` belongs to this block, column `j` to this thread.
+    let mut j = t;
+    while j + 3 * B < cols {
+        // SAFETY: j + 3 * B < cols = row_x.len().
+        let v = unsafe {
+            [
+                *row_x.get_unchecked(j),
+                *row_x.get_unchecked(j + B),
+                *row_x.get_unchecked(j + 2 * B),
+                *row_x.get_unchecked(j + 3 * B),
+            ]
+        };
+        unroll!(u in [0, 1, 2, 3] {
+            // SAFETY: see the loop's comment.
+            unsafe { out.write(base + j + u * B, exp_approx(v[u] - m) * inv) };
+        });
+        j += 4 * B;
+    }
+    while j < cols {
+        // SAFETY: see the first loop's comment.
+        unsafe { out.write(base + j, exp_approx(row_x[j] - m) * inv) };
+        j += B;
+    }
+}
+
+/// Gravitational accelerations of `n` bodies, all pairs: `pos[i] = (x, y, z, mass)`,
+/// `acc[i] = Σ_j m_j d_ij / (|d_ij|² + eps2)^{3/2}` (`w` = 0), bodies staged through shared
+/// memory `BLOCK` at a time. Launch with blocks of [`BLOCK`] threads, one thread per body.
+#[kernel]
+pub fn nbody(pos: &[F4], eps2: f32, mut acc: DisjointSlice<F4>) {
+    assert!(thread::block_dim_x() == BLOCK);
+    let tile = shared_array!(F4, BLOCK as usize);
+    let i = thread::index();
+    let t = thread::thread_idx_x() as usize;
+    let n = pos.len();
+    let me = if i.get() < n {
+        pos[i.get()].0
+    } else {
+        [0.0; 4]
+    };
+    let (mut ax, mut ay, mut az) = (0.0f32, 0.0f32, 0.0f32);
+    let mut start = 0;
+    while start < n {
+        let j = start + t;
+        // SAFETY: thread `t` alone writes slot `t`; read after the barrier.
+        unsafe { tile.write(t, if j < n { pos[j] } else { F4([0.0; 4]) }) };
+        sync::sync_threads();
+        // Eight bodies per step, as nvcc unrolls the CUDA C twin's loop by default.
+        for k8 in 0..BLOCK as usize / 8 {
+            unroll!(u in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let k = 8 * k8 + u;
+            // SAFETY: written before the barrier; the next write follows the next barrier.
+            let p = unsafe { ld4(tile.as_mut_ptr().add(k).cast::<f32>()) };
+            let (dx, dy, dz) = (p[0] - me[0], p[1] - me[1], p[2] - me[2]);
+            let d2 = math::fmaf(dx, dx, math::fmaf(dy, dy, math::fmaf(dz, dz, eps2)));
+            let inv = rsqrt_approx(d2);
+            let s = p[3] * (inv * inv * inv);
+            ax = math::fmaf(dx, s, ax);
+            ay = math::fmaf(dy, s, ay);
+            az = math::fmaf(dz, s, az);
+            });
+        }
+        sync::sync_threads();
+        start += BLOCK as usize;
+    }
+    if let Some(a) = acc.get_mut(i) {
+        *a = F4([ax, ay, az, 0.0]);
+    }
+}
