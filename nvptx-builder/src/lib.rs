@@ -44,6 +44,7 @@
 mod directives;
 pub mod foreign;
 pub mod host_cc;
+pub mod libdevice;
 pub mod shared_rewrite;
 mod tools;
 
@@ -175,6 +176,14 @@ pub enum Error {
         /// The compiler's message.
         detail: String,
     },
+    /// The kernels call libdevice functions (`__nv_expf`, …: gpukernel-device's `math`) and
+    /// libdevice's bitcode was not found.
+    LibdeviceMissing {
+        /// The libdevice functions the device code calls.
+        functions: Vec<String>,
+        /// The paths looked at.
+        searched: Vec<PathBuf>,
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -297,6 +306,10 @@ impl fmt::Display for Error {
                  {declared_at}, which expects `{expected}`\nhint: change the `declare_device!` entry or the definition \
                  so that both have the same argument count, argument types and return type\ncompiler: {detail}"
             ),
+            Error::LibdeviceMissing {
+                functions,
+                searched,
+            } => f.write_str(&libdevice::missing_message(functions, searched)),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -611,6 +624,11 @@ impl Builder {
         let linked = work.join("linked.bc");
         let mut args: Vec<OsString> = own_bc.iter().map(|p| p.clone().into_os_string()).collect();
         args.extend(dep_bc.iter().map(|p| p.clone().into_os_string()));
+        // CUDA's math library, when the kernels call it (internalized and pruned below).
+        args.extend(libdevice::link_inputs(
+            &toolchain.llvm_nm,
+            &[own_bc.as_slice(), dep_bc.as_slice()].concat(),
+        )?);
         args.push("-o".into());
         args.push(linked.clone().into_os_string());
         run_tool(&toolchain.llvm_link, &args)?;
