@@ -206,3 +206,37 @@ pub fn black_scholes(
         }
     }
 }
+
+/// [`black_scholes`] written as the CUDA C version is: the one-dimensional index, one bounds
+/// test, unchecked accesses. The benchmark runs it beside [`black_scholes`] to separate what
+/// the compiled math costs from what the safe idiom's checks cost.
+///
+/// # Safety
+/// Launch with a one-dimensional grid and blocks (else two threads share an index), and with
+/// `call.len()` and `put.len()` at least `spot.len()`, and `strike.len()` and `years.len()`
+/// at least `spot.len()`.
+#[kernel]
+pub unsafe fn black_scholes_cuda_style(
+    spot: &[f32],
+    strike: &[f32],
+    years: &[f32],
+    market: Market,
+    call: &mut [f32],
+    put: &mut [f32],
+) {
+    let i = thread::global_index_x();
+    if i < spot.len() {
+        // SAFETY: i < spot.len() <= every other length (the caller's promise); one thread per
+        // index.
+        unsafe {
+            let (c, p) = black_scholes_one(
+                *spot.get_unchecked(i),
+                *strike.get_unchecked(i),
+                *years.get_unchecked(i),
+                market,
+            );
+            *call.get_unchecked_mut(i) = c;
+            *put.get_unchecked_mut(i) = p;
+        }
+    }
+}
