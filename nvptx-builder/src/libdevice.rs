@@ -32,10 +32,7 @@ fn libdevice_in(dirs: &[PathBuf]) -> Option<PathBuf> {
 
 /// The extra `llvm-link` inputs for `bitcode`: libdevice when some module calls a function
 /// it defines and none defines it, else nothing.
-pub(crate) fn link_inputs(
-    llvm_nm: &Path,
-    bitcode: &[PathBuf],
-) -> Result<Vec<OsString>, Error> {
+pub(crate) fn link_inputs(llvm_nm: &Path, bitcode: &[PathBuf]) -> Result<Vec<OsString>, Error> {
     let mut args: Vec<OsString> = vec!["--undefined-only".into(), "--format=just-symbols".into()];
     args.extend(bitcode.iter().map(|p| p.clone().into_os_string()));
     let called = libdevice_calls(&run_tool(llvm_nm, &args)?);
@@ -105,7 +102,10 @@ mod tests {
         let (a, b) = (base.join("a"), base.join("b"));
         std::fs::create_dir_all(b.join("nvvm/libdevice")).unwrap();
         std::fs::write(b.join(LIBDEVICE_PATH), b"BC\xC0\xDE").unwrap();
-        assert_eq!(libdevice_in(&[a.clone(), b.clone()]), Some(b.join(LIBDEVICE_PATH)));
+        assert_eq!(
+            libdevice_in(&[a.clone(), b.clone()]),
+            Some(b.join(LIBDEVICE_PATH))
+        );
         assert_eq!(libdevice_in(&[a]), None);
         std::fs::remove_dir_all(&base).unwrap();
     }
@@ -113,14 +113,26 @@ mod tests {
     #[test]
     fn a_missing_libdevice_names_the_functions_and_the_install_command() {
         let e = Error::LibdeviceMissing {
-            functions: ["__nv_expf", "__nv_logf", "__nv_sinf", "__nv_cosf", "__nv_tanf"]
-                .map(String::from)
-                .to_vec(),
+            functions: [
+                "__nv_expf",
+                "__nv_logf",
+                "__nv_sinf",
+                "__nv_cosf",
+                "__nv_tanf",
+            ]
+            .map(String::from)
+            .to_vec(),
             searched: vec![PathBuf::from("/opt/cuda").join(LIBDEVICE_PATH)],
         }
         .to_string();
         assert!(e.contains("`__nv_expf`") && e.contains("and 1 more"), "{e}");
-        assert!(e.contains("/opt/cuda/nvvm/libdevice/libdevice.10.bc"), "{e}");
-        assert!(e.contains("cargo xtask doctor") && e.contains("nvidia-nvvm==13.0.*"), "{e}");
+        assert!(
+            e.contains("/opt/cuda/nvvm/libdevice/libdevice.10.bc"),
+            "{e}"
+        );
+        assert!(
+            e.contains("cargo xtask doctor") && e.contains("nvidia-nvvm==13.0.*"),
+            "{e}"
+        );
     }
 }
