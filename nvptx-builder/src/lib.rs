@@ -624,11 +624,6 @@ impl Builder {
         let linked = work.join("linked.bc");
         let mut args: Vec<OsString> = own_bc.iter().map(|p| p.clone().into_os_string()).collect();
         args.extend(dep_bc.iter().map(|p| p.clone().into_os_string()));
-        // CUDA's math library, when the kernels call it (internalized and pruned below).
-        args.extend(libdevice::link_inputs(
-            &toolchain.llvm_nm,
-            &[own_bc.as_slice(), dep_bc.as_slice()].concat(),
-        )?);
         args.push("-o".into());
         args.push(linked.clone().into_os_string());
         run_tool(&toolchain.llvm_link, &args)?;
@@ -646,6 +641,8 @@ impl Builder {
                 pruned.clone().into_os_string(),
             ],
         )?;
+        // CUDA's math library, when the pruned module calls it (from Rust or foreign code).
+        libdevice::link_if_called(&toolchain, &pruned, &exported)?;
         // `shared_array!` statics move to the `.shared` state space (see `shared_rewrite`).
         let ir = run_tool(
             &toolchain.llvm_dis,

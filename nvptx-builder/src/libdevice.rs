@@ -1,7 +1,8 @@
 //! libdevice: NVIDIA's math library (`__nv_expf`, `__nv_sin`, …) as LLVM bitcode, the code
-//! behind CUDA C's math functions. A device build whose bitcode calls one of its functions
-//! (gpukernel-device's `math` does) links it with the kernels; the build's internalize and
-//! globaldce then keep only the functions called, and `opt -O3` inlines them.
+//! behind CUDA C's math functions. A device build whose pruned module calls one of its
+//! functions (gpukernel-device's `math` does, and so does CUDA C compiled to bitcode) links it
+//! in; internalize and globaldce then keep only the functions called, and `opt -O3` inlines
+//! them.
 //!
 //! Its `__nvvm_reflect` queries are answered by the NVPTX back end's reflect pass (flush to
 //! zero off, as NVRTC's default `--ftz=false`; the architecture from `-mcpu`).
@@ -30,23 +31,52 @@ fn libdevice_in(dirs: &[PathBuf]) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The extra `llvm-link` inputs for `bitcode`: libdevice when some module calls a function
-/// it defines and none defines it, else nothing.
-pub(crate) fn link_inputs(llvm_nm: &Path, bitcode: &[PathBuf]) -> Result<Vec<OsString>, Error> {
-    let mut args: Vec<OsString> = vec!["--undefined-only".into(), "--format=just-symbols".into()];
-    args.extend(bitcode.iter().map(|p| p.clone().into_os_string()));
-    let called = libdevice_calls(&run_tool(llvm_nm, &args)?);
+/// Links libdevice into `module` (bitcode, rewritten in place) when `module` calls one of
+/// its functions, then internalizes everything but `exported` and drops what is not called,
+/// as the build does for the Rust bitcode. Does nothing when no `__nv_*` function is called.
+pub(crate) fn link_if_called(
+    toolchain: &tools::Toolchain,
+    module: &Path,
+    exported: &[String],
+) -> Result<(), Error> {
+    let nm = run_tool(
+        &toolchain.llvm_nm,
+        &[
+            "--undefined-only".into(),
+            "--format=just-symbols".into(),
+            module.as_os_str().to_owned(),
+        ],
+    )?;
+    let called = libdevice_calls(&nm);
     if called.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let searched = tools::cuda_tools_search_path();
-    match libdevice_in(&searched) {
-        Some(path) => Ok(vec![path.into_os_string()]),
-        None => Err(Error::LibdeviceMissing {
+    let Some(libdevice) = libdevice_in(&searched) else {
+        return Err(Error::LibdeviceMissing {
             functions: called,
             searched: searched.iter().map(|d| d.join(LIBDEVICE_PATH)).collect(),
-        }),
-    }
+        });
+    };
+    let linked = module.with_extension("libdevice.bc");
+    let args: Vec<OsString> = vec![
+        module.as_os_str().to_owned(),
+        libdevice.into_os_string(),
+        "-o".into(),
+        linked.clone().into_os_string(),
+    ];
+    run_tool(&toolchain.llvm_link, &args)?;
+    run_tool(
+        &toolchain.opt,
+        &[
+            "-passes=internalize,globaldce".into(),
+            format!("--internalize-public-api-list={}", exported.join(",")).into(),
+            linked.into_os_string(),
+            "-o".into(),
+            module.as_os_str().to_owned(),
+        ],
+    )?;
+    Ok(())
 }
 
 /// The libdevice functions among `llvm-nm --undefined-only --format=just-symbols` lines.
