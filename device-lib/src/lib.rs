@@ -56,9 +56,9 @@ pub use slice::{DisjointSlice, ThreadIndex};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
 pub mod prelude {
-    pub use crate::{DeviceCopy, DisjointSlice, ThreadIndex, declare_device, kernel};
     /// Method syntax for the math functions (`x.exp()`), in scope without its name.
     pub use crate::math::Float as _;
+    pub use crate::{DeviceCopy, DisjointSlice, ThreadIndex, declare_device, kernel};
 }
 
 /// Stops the kernel because index `i` is outside a slice of `len` elements: `trap` on the
