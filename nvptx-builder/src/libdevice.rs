@@ -4,8 +4,6 @@
 //! in; internalize and globaldce then keep only the functions called, and `opt -O3` inlines
 //! them.
 //!
-//! Its floating-point multiplies and adds may contract into `fma` (NVVM compiles libdevice
-//! with `--fmad=true`, NVRTC's default); the kernels' own Rust operations never do.
 //! Its `__nvvm_reflect` queries are answered by the NVPTX back end's reflect pass (flush to
 //! zero off, as NVRTC's default `--ftz=false`; the architecture from `-mcpu`).
 
@@ -60,22 +58,10 @@ pub(crate) fn link_if_called(
             searched: searched.iter().map(|d| d.join(LIBDEVICE_PATH)).collect(),
         });
     };
-    // NVVM compiles libdevice with NVRTC's and nvcc's default `--fmad=true`, fusing its
-    // multiplies and adds; LLVM fuses only operations that carry `contract`. Rust's own
-    // operations keep their IEEE semantics (no flag).
-    let ir = run_tool(
-        &toolchain.llvm_dis,
-        &[libdevice.into_os_string(), "-o".into(), "-".into()],
-    )?;
-    let contracted = module.with_extension("libdevice.ll");
-    std::fs::write(&contracted, allow_contraction(&ir)).map_err(|source| Error::Io {
-        path: contracted.clone(),
-        source,
-    })?;
     let linked = module.with_extension("libdevice.bc");
     let args: Vec<OsString> = vec![
         module.as_os_str().to_owned(),
-        contracted.into_os_string(),
+        libdevice.into_os_string(),
         "-o".into(),
         linked.clone().into_os_string(),
     ];
@@ -91,18 +77,6 @@ pub(crate) fn link_if_called(
         ],
     )?;
     Ok(())
-}
-
-/// `ir` with the `contract` flag on every floating-point add, subtract and multiply, so that
-/// the back end may fuse a multiply and an add into an `fma` as NVVM does for libdevice.
-fn allow_contraction(ir: &str) -> String {
-    let mut out = ir.to_string();
-    for op in ["fadd", "fsub", "fmul"] {
-        for ty in ["float", "double"] {
-            out = out.replace(&format!("= {op} {ty} "), &format!("= {op} contract {ty} "));
-        }
-    }
-    out
 }
 
 /// The libdevice functions among `llvm-nm --undefined-only --format=just-symbols` lines.
@@ -144,15 +118,6 @@ pub(crate) fn missing_message(functions: &[String], searched: &[PathBuf]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn multiplies_and_adds_may_contract() {
-        let ir = "  %1 = fmul float %a, %b\n  %2 = fadd float %1, %c\n  %3 = fdiv double %x, %y\n  %4 = fsub double %x, %y\n";
-        assert_eq!(
-            allow_contraction(ir),
-            "  %1 = fmul contract float %a, %b\n  %2 = fadd contract float %1, %c\n  %3 = fdiv double %x, %y\n  %4 = fsub contract double %x, %y\n"
-        );
-    }
 
     #[test]
     fn only_libdevice_names_count() {
