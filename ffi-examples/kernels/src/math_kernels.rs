@@ -169,7 +169,9 @@ pub fn normal_cdf(d: f32) -> f32 {
 #[inline(always)]
 pub fn black_scholes_one(s: f32, x: f32, t: f32, m: Market) -> (f32, f32) {
     let (r, v) = (m.rate, m.volatility);
-    let sqrt_t = math::sqrtf(t);
+    // Method syntax (`math::Float`, from the prelude): `math::sqrtf` on the GPU, `std`'s
+    // (equally correctly rounded) `f32::sqrt` on the host.
+    let sqrt_t = t.sqrt();
     // (logf(s / x) + (r + 0.5f * v * v) * t) / (v * sqrt_t)
     let drift = math::fmaf(0.5 * v, v, r);
     let d1 = math::fmaf(drift, t, math::logf(s / x)) / (v * sqrt_t);
