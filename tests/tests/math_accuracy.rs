@@ -610,3 +610,38 @@ fn device_math_is_within_cuda_bounds_and_agrees_with_the_simulator() {
     }
     assert!(failed.is_empty(), "out of bounds:\n{}", failed.join("\n"));
 }
+
+/// The build linked libdevice in and inlined it: the PTX declares no `__nv_*` function, asks
+/// no `__nvvm_reflect` question, no kernel calls an `__nv_*` function (libdevice's own
+/// out-of-line slow paths, `__internal_*`, stay calls, as in CUDA C), and Black-Scholes
+/// written CUDA-style calls nothing at all.
+#[test]
+fn libdevice_is_linked_in_and_inlined() {
+    let ptx = ffi_examples_kernels::PTX;
+    assert!(
+        !ptx.lines()
+            .any(|l| l.contains(".extern") && l.contains("__nv")),
+        "a libdevice function is left undefined in the PTX"
+    );
+    assert!(!ptx.contains("__nvvm_reflect"));
+    let calls = |kernel: &str| -> Vec<String> {
+        let start = ptx
+            .find(&format!(".entry {kernel}("))
+            .unwrap_or_else(|| panic!("no entry {kernel} in the PTX"));
+        let body = &ptx[start..];
+        let body = &body[..body.find("\n}").expect("the entry's closing brace")];
+        body.lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("call"))
+            .map(String::from)
+            .collect()
+    };
+    for kernel in [math_f32::NAME, math_f64::NAME, "black_scholes"] {
+        let nv: Vec<_> = calls(kernel)
+            .into_iter()
+            .filter(|c| c.contains("__nv_"))
+            .collect();
+        assert!(nv.is_empty(), "{kernel} calls libdevice: {nv:?}");
+    }
+    assert_eq!(calls("black_scholes_cuda_style"), Vec::<String>::new());
+}
