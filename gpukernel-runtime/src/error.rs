@@ -9,10 +9,37 @@ use std::fmt;
 use crate::format::{ImageKind, InputKind};
 
 /// `Result` with this crate's [`Error`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::{Context, Result};
+/// fn zeros(ctx: &Context, n: usize) -> Result<Vec<f32>> {
+///     ctx.alloc_zeros::<f32>(n)?.to_host_vec()
+/// }
+/// # assert_eq!(zeros(&ctx, 4)?, [0.0; 4]);
+/// # Ok(()) }
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A CUDA driver error code (`CUresult`) with its name and description, as `cuGetErrorName`
 /// and `cuGetErrorString` give them.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// fn explain(e: &Error) {
+///     if let Some(cuda) = e.cuda_error() {
+///         eprintln!("{} ({}): {}", cuda.name(), cuda.code(), cuda.description());
+///     }
+/// }
+/// if let Err(e) = Device::get(0) {
+///     explain(&e); // e.g. CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CudaError {
     pub(crate) code: u32,
@@ -22,16 +49,46 @@ pub struct CudaError {
 
 impl CudaError {
     /// The numeric `CUresult`, e.g. 700 for `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(cuda) = Device::get(0).err().and_then(|e| e.cuda_error()) {
+    ///     println!("CUresult {}", cuda.code()); // e.g. 100 for CUDA_ERROR_NO_DEVICE
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn code(&self) -> u32 {
         self.code
     }
 
     /// The code's name, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(cuda) = Device::get(0).err().and_then(|e| e.cuda_error()) {
+    ///     assert!(cuda.name().starts_with("CUDA_ERROR_"));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &'static str {
         self.name
     }
 
     /// The driver's description of the code.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(cuda) = Device::get(0).err().and_then(|e| e.cuda_error()) {
+    ///     println!("{}", cuda.description()); // e.g. "no CUDA-capable device is detected"
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn description(&self) -> &'static str {
         self.description
     }
@@ -39,6 +96,18 @@ impl CudaError {
     /// Whether this code is a sticky fault of a running kernel (illegal address, trap,
     /// misaligned access…) that leaves the context unusable; every driver call in the context
     /// reports it from then on, not only synchronizations.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// fn must_restart(e: &Error) -> bool {
+    ///     // A sticky fault leaves the context unusable: the process has to start over.
+    ///     e.cuda_error().is_some_and(|c| c.is_kernel_fault())
+    /// }
+    /// # assert!(!must_restart(&ctx.alloc_zeros::<u8>(1)?.slice(0..2).unwrap_err()));
+    /// # Ok(()) }
+    /// ```
     pub fn is_kernel_fault(&self) -> bool {
         // CUDA_ERROR_ECC_UNCORRECTABLE (214), CONTAINED (226), ILLEGAL_ADDRESS (700),
         // LAUNCH_TIMEOUT (702), ASSERT (710), HARDWARE_STACK_ERROR (714),
@@ -55,6 +124,16 @@ impl fmt::Display for CudaError {
 }
 
 /// Which linker produced an image or an error.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::Linker;
+/// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").link()?;
+/// println!("linked by {:?}", image.linker()); // nvJitLink: no device needed
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LinkerKind {
@@ -74,6 +153,21 @@ impl fmt::Display for LinkerKind {
 }
 
 /// The result code of a failed linker call, kept as the linker gave it.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::LinkErrorCode;
+/// fn code_name(code: &LinkErrorCode) -> String {
+///     match code {
+///         LinkErrorCode::Driver(cuda) => cuda.name().to_owned(),
+///         LinkErrorCode::NvJitLink { name, .. } => name.to_string(),
+///         _ => code.to_string(),
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LinkErrorCode {
@@ -102,6 +196,19 @@ impl fmt::Display for LinkErrorCode {
 /// `Debug` prints the same text as `Display` (the message, its hint and any compiler or
 /// linker log), so that `fn main() -> Result<(), Error>` and `.unwrap()` show the readable
 /// message; match on the variants for the fields.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let buf = ctx.htod_copy(&[1, 2, 3])?;
+/// let mut host = [0; 2];
+/// match buf.copy_to_host(&mut host) {
+///     Err(Error::LengthMismatch { destination: 2, source_len: 3, .. }) => {}
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -799,6 +906,16 @@ fn demangled_note(symbol: &str) -> String {
 
 /// The demangled form of a mangled C++ (Itanium ABI) symbol, e.g. `_Z3addff` → `add(float,
 /// float)`; `None` for other names.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::demangle;
+/// assert_eq!(demangle("_Z3addff").as_deref(), Some("add(float, float)"));
+/// assert_eq!(demangle("saxpy"), None);
+/// # Ok(()) }
+/// ```
 pub fn demangle(symbol: &str) -> Option<String> {
     if !symbol.starts_with("_Z") {
         return None;
@@ -808,6 +925,20 @@ pub fn demangle(symbol: &str) -> Option<String> {
 }
 
 /// What [`Error::ForeignSignatureMismatch`] reports.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::SignatureMismatch;
+/// fn where_to_fix(e: &Error) -> Option<(&str, &str)> {
+///     match e {
+///         Error::ForeignSignatureMismatch(m) => Some((&m.declared_at, &m.defined_at)),
+///         _ => None,
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "the definition of foreign function `{symbol}` in {defined_at} does not match its Rust \
@@ -849,6 +980,15 @@ impl fmt::Debug for Error {
 
 impl Error {
     /// The CUDA error code behind this error, if it came from the driver.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let e = ctx.alloc_zeros::<u8>(4)?.slice(2..8).unwrap_err(); // Error::OutOfBounds
+    /// assert!(e.cuda_error().is_none()); // not from the driver
+    /// # Ok(()) }
+    /// ```
     pub fn cuda_error(&self) -> Option<CudaError> {
         match self {
             Error::Driver { error, .. }

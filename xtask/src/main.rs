@@ -12,15 +12,19 @@
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
 //!   the simulator, a project from `new` built and tested in a temporary folder, then
-//!   `ptx-check`.
+//!   `doc-check` and `ptx-check`.
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
+//! * `doc-check` — every public item of `gpukernel-device` and `gpukernel-runtime` (functions,
+//!   types, traits, macros, type aliases, inherent and trait methods) has a doc example; reads
+//!   the nightly rustdoc's JSON output and names `file:line` of each item without one.
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
 //! * `fuzz [--seconds N] [TARGET...]` — runs each fuzz target of `fuzz/` (default: all, 60 s
 //!   each) with cargo-fuzz on the nightly toolchain, installing cargo-fuzz when missing.
 //! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
 
+mod doccheck;
 mod fuzz;
 mod new;
 
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
                 .unwrap_or("multiply_vectors"),
         ),
         Some("ptx-check") => ptx_check(),
+        Some("doc-check") => doccheck::doc_check(),
         Some("new") => new::new_command(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
@@ -64,7 +69,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -334,6 +339,7 @@ fn test(extra: &[String]) -> Result<(), String> {
     run(cargo().args(["test", "-p", "xtask"]))?;
     run_examples_on_simulator()?;
     new::check_generated_project()?;
+    doccheck::doc_check()?;
     ptx_check()
 }
 
