@@ -817,6 +817,28 @@ pub enum Error {
         info_log: String,
     },
 
+    /// A foreign source was added to a link whose Rust PTX already holds it: nvptx-builder
+    /// linked it in at build time (`Builder::foreign_cuda`), so its functions resolve inside
+    /// the PTX, and the run-time copy would only be compiled for nothing (or, if it differs,
+    /// silently not be the code that runs).
+    #[error(
+        "{input} is already linked into {ptx} at build time (the kernels crate's build.rs names `{source_file}` \
+         in `foreign_cuda`){}; hint: remove it from the Linker: the PTX resolves those calls itself and loads \
+         with `Context::load_module` (or link it with the other inputs only); to link the source at run time \
+         instead, move it from `foreign_cuda` to `foreign_sources` in build.rs",
+        if .symbols.is_empty() { String::new() } else { format!(" and defines {}", list(.symbols)) }
+    )]
+    LinkedAtBuildTime {
+        /// The input added again (path or name).
+        input: String,
+        /// The PTX input that holds it.
+        ptx: String,
+        /// The source as the build script named it.
+        source_file: String,
+        /// The functions the input defines that the PTX already holds.
+        symbols: Vec<String>,
+    },
+
     /// An input has no code the target architecture can run.
     #[error(
         "link input {input} has no code for {arch}; hint: rebuild it with \

@@ -1,7 +1,7 @@
 //! libdevice: NVIDIA's math library (`__nv_expf`, `__nv_sin`, …) as LLVM bitcode, the code
-//! behind CUDA C's math functions. A device build whose pruned module calls one of its
-//! functions (gpukernel-device's `math` does, and so does CUDA C compiled to bitcode) links it
-//! in; internalize and globaldce then keep only the functions called, and `opt -O3` inlines
+//! behind CUDA C's math functions. A device build whose pruned Rust module calls one of its
+//! functions (gpukernel-device's `math` does) links it in (the bitcode clang makes of
+//! `foreign_cuda` sources carries its own, internal copies); internalize and globaldce then keep only the functions called, and `opt -O3` inlines
 //! them.
 //!
 //! libdevice's own multiplies and adds are not contracted into `fma` (NVVM may do so under

@@ -225,6 +225,8 @@ fn doctor(install: bool) -> Result<(), String> {
         "nvvm/libdevice/libdevice.10.bc",
         "include/cuda_runtime.h",
         "include/crt/host_config.h",
+        // clang-19 compiles `foreign_cuda` sources against these (build-time LTO).
+        "include/cuda.h",
     ];
     let missing: Vec<_> = needed.iter().filter(|p| !tools.join(p).exists()).collect();
     if !missing.is_empty() {

@@ -13,7 +13,7 @@ use crate::link::input::{self, Input};
 use crate::link::stages::{self, CacheLookup};
 use crate::link::{
     Arch, CachePolicy, CacheStatus, LinkInput, LinkOptions, LinkTimings, LinkedImage, foreign,
-    simulator, toolinfo,
+    prelinked, simulator, toolinfo,
 };
 use crate::module::Module;
 
@@ -659,6 +659,9 @@ impl Linker {
                 path: i.path.clone(),
             })
             .collect();
+        // Sources a Rust PTX already holds (build-time LTO) are refused, on every backend.
+        let prelinked = prelinked::records(&inputs);
+        prelinked::check_sources(&inputs, &prelinked)?;
         let used = foreign::used_declarations(&inputs);
         for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
             foreign::check_ptx_definitions(
@@ -670,6 +673,7 @@ impl Linker {
         let arch = match &self.target {
             Target::Simulator { .. } => {
                 foreign::check_unchecked_inputs(&inputs, &used)?;
+                prelinked::check_inputs(&inputs, &prelinked)?;
                 return simulator::link(&inputs, &self.headers, infos, start);
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
@@ -707,6 +711,7 @@ impl Linker {
             CacheLookup::Miss(slot) => slot,
         };
         let compiled = self.compile(arch, &inputs, &used)?;
+        prelinked::check_units(&compiled.units, &inputs, &prelinked)?;
         stages::check_duplicates(&compiled.units, &inputs)?;
         let linked = self.link_units(&plan, &compiled.units, &inputs)?;
         let timings = LinkTimings {

@@ -70,6 +70,7 @@ mod input;
 mod linker;
 mod nvrtc;
 mod options;
+mod prelinked;
 mod simulator;
 mod stages;
 mod sys;
