@@ -63,6 +63,9 @@ pub(crate) struct ContextInner {
     pub(crate) ffi_check: Mutex<()>,
     /// Failures read from modules as they were dropped, reported by the next check.
     pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
+    /// The contexts whose memory this context's work may access (peer access enabled; never
+    /// disabled, so a check made at a launch stays true while the work runs).
+    pub(crate) peers: Mutex<Vec<Weak<ContextInner>>>,
 }
 
 impl ContextInner {
@@ -77,7 +80,20 @@ impl ContextInner {
             ffi_clean: AtomicU64::new(0),
             ffi_check: Mutex::new(()),
             ffi_orphans: Mutex::new(Vec::new()),
+            peers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Whether work of this context may access `other`'s memory: the same context, or peer
+    /// access enabled from this one to `other`.
+    pub(crate) fn can_use_memory_of(&self, other: &ContextInner) -> bool {
+        core::ptr::eq(self, other)
+            || self
+                .peers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|w| core::ptr::eq(w.as_ptr(), other))
     }
 
     /// `CUDA device 0 (NVIDIA H100…)` or `the simulator`, for messages.
@@ -108,15 +124,16 @@ pub(crate) fn intern(name: &str) -> &'static &'static str {
     r
 }
 
-fn sim_context() -> Arc<ContextInner> {
-    static SIM: OnceLock<Arc<ContextInner>> = OnceLock::new();
-    SIM.get_or_init(|| {
-        Arc::new(ContextInner::new(
-            Device::simulator(),
-            Box::new(SimBackend::default()),
-        ))
-    })
-    .clone()
+fn sim_context(device: Device) -> Arc<ContextInner> {
+    static SIM: OnceLock<Mutex<HashMap<usize, Arc<ContextInner>>>> = OnceLock::new();
+    let index = device.index();
+    let mut map = SIM
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    map.entry(index)
+        .or_insert_with(|| Arc::new(ContextInner::new(device, Box::new(SimBackend::new(index)))))
+        .clone()
 }
 
 fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
@@ -139,7 +156,7 @@ fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
 impl Context {
     pub(crate) fn primary(device: Device) -> Result<Context> {
         let inner = if device.is_simulator() {
-            sim_context()
+            sim_context(device)
         } else {
             cuda_context(device)?
         };
@@ -361,6 +378,83 @@ impl Context {
     }
 }
 
+impl Context {
+    /// Whether work of this context can access memory of `peer`'s device directly
+    /// (`cuDeviceCanAccessPeer`): NVLink or PCIe peer-to-peer between the two GPUs. Always
+    /// true for the same context and between simulated devices; false between the simulator
+    /// and a GPU.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let sim = Device::simulator().primary_context()?;
+    /// assert!(sim.can_access_peer(&sim)?); // simulated devices reach each other; a GPU and the simulator do not
+    /// # Ok(()) }
+    /// ```
+    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
+        if Arc::ptr_eq(&self.inner, &peer.inner) {
+            return Ok(true);
+        }
+        self.inner.backend.can_access_peer(&*peer.inner.backend)
+    }
+
+    /// Lets this context's work access `peer`'s memory (`cuCtxEnablePeerAccess`, and access
+    /// to `peer`'s stream-ordered memory pool): kernels launched here may then take `peer`'s
+    /// buffers as arguments, and copies between the two go directly (`cuMemcpyPeerAsync`)
+    /// instead of through host memory. One direction only: call it on both contexts for both.
+    /// Enabling twice is harmless; access stays enabled for the life of the process.
+    ///
+    /// [`Error::PeerAccessUnsupported`] when the devices cannot reach each other
+    /// ([`can_access_peer`](Self::can_access_peer) is false).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // With `GPUKERNEL_SIM_DEVICES=2` (or two GPUs) `other` would be a second device.
+    /// let other = Device::all()?.last().copied().unwrap_or(ctx.device()).primary_context()?;
+    /// if ctx.can_access_peer(&other)? {
+    ///     ctx.enable_peer_access(&other)?; // kernels of `ctx` may now take `other`'s buffers
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        if Arc::ptr_eq(&self.inner, &peer.inner) || self.peer_access_enabled(peer) {
+            return Ok(());
+        }
+        if !self.can_access_peer(peer)? {
+            return Err(Error::PeerAccessUnsupported {
+                from: self.inner.label().to_owned(),
+                to: peer.inner.label().to_owned(),
+            });
+        }
+        self.inner
+            .backend
+            .enable_peer_access(&*peer.inner.backend)?;
+        let mut peers = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.push(Arc::downgrade(&peer.inner));
+        Ok(())
+    }
+
+    /// Whether [`enable_peer_access`](Self::enable_peer_access) made `peer`'s memory
+    /// accessible to this context's work (true for the context itself).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(ctx.peer_access_enabled(&ctx)); // a context always reaches its own memory
+    /// # Ok(()) }
+    /// ```
+    pub fn peer_access_enabled(&self, peer: &Context) -> bool {
+        self.inner.can_use_memory_of(&peer.inner)
+    }
+}
+
+/// The hint of a [`Error::ContextMismatch`] between two devices' contexts.
+pub(crate) const PEER_HINT: &str = "memory of another device is usable here only after `ctx.enable_peer_access(&owner)` (where `ctx.can_access_peer(&owner)` is true); copy it with `copy_from_device` otherwise";
+
 pub(crate) fn check_same(
     operation: &'static str,
     what: &'static str,
@@ -382,10 +476,14 @@ pub(crate) fn mismatch(
     expected: &ContextInner,
     found: &ContextInner,
 ) -> Error {
+    // Two devices of one backend: peer access may be the fix.
+    let hint =
+        (expected.backend.is_simulator() == found.backend.is_simulator()).then_some(PEER_HINT);
     Error::ContextMismatch {
         operation,
         what,
         expected: expected.label().to_owned(),
         found: found.label().to_owned(),
+        hint,
     }
 }

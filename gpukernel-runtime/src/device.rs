@@ -38,7 +38,8 @@ enum Kind {
         ordinal: usize,
         raw: driver::CUdevice,
     },
-    Sim,
+    /// A simulated device: `index` among the `GPUKERNEL_SIM_DEVICES` the simulator offers.
+    Sim { index: usize },
 }
 
 /// A device that runs kernels: a CUDA device (by ordinal) or the simulator.
@@ -61,7 +62,8 @@ impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Cuda { ordinal, .. } => write!(f, "Device(cuda:{ordinal})"),
-            Kind::Sim => write!(f, "Device(simulator)"),
+            Kind::Sim { index: 0 } => write!(f, "Device(simulator)"),
+            Kind::Sim { index } => write!(f, "Device(simulator:{index})"),
         }
     }
 }
@@ -70,7 +72,7 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Cuda { ordinal, .. } => write!(f, "CUDA device {ordinal}"),
-            Kind::Sim => write!(f, "the simulator"),
+            Kind::Sim { index } => f.write_str(&sim::label(index)),
         }
     }
 }
@@ -156,7 +158,7 @@ impl Device {
         })
     }
 
-    /// The CPU simulator.
+    /// The CPU simulator (its device 0).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -167,7 +169,75 @@ impl Device {
     /// # Ok(()) }
     /// ```
     pub fn simulator() -> Device {
-        Device { kind: Kind::Sim }
+        Device {
+            kind: Kind::Sim { index: 0 },
+        }
+    }
+
+    /// Simulated device `index`: the simulator offers `GPUKERNEL_SIM_DEVICES` devices (1 when
+    /// unset), each with its own context, memory and streams, all able to access each other's
+    /// memory once peer access is enabled ([`Context::enable_peer_access`]), so that
+    /// multi-device code runs without GPUs. [`Error::NoDevice`] when `index` is out of range.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let d = Device::simulated(0)?; // GPUKERNEL_SIM_DEVICES=N offers 0..N
+    /// assert_eq!(d, Device::simulator());
+    /// assert!(Device::simulated(64).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn simulated(index: usize) -> Result<Device> {
+        let count = sim::device_count()?;
+        if index >= count {
+            return Err(Error::NoDevice {
+                ordinal: index,
+                count,
+            });
+        }
+        Ok(Device {
+            kind: Kind::Sim { index },
+        })
+    }
+
+    /// Every device of the backend [`Device::default_device`] picks: all CUDA devices, or the
+    /// `GPUKERNEL_SIM_DEVICES` simulated ones.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// for device in Device::all()? {
+    ///     let ctx = device.primary_context()?;
+    ///     println!("{device}: {}", ctx.device().index());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn all() -> Result<Vec<Device>> {
+        let first = Device::default_device()?;
+        if first.is_simulator() {
+            (0..sim::device_count()?).map(Device::simulated).collect()
+        } else {
+            (0..Device::count()?).map(Device::get).collect()
+        }
+    }
+
+    /// The device's position among the devices of its backend: the CUDA ordinal, or the
+    /// simulated device's index.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(Device::simulator().index(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn index(&self) -> usize {
+        match self.kind {
+            Kind::Cuda { ordinal, .. } => ordinal,
+            Kind::Sim { index } => index,
+        }
     }
 
     /// CUDA device 0 if libcuda loads and a device exists; the simulator when there is no
@@ -233,7 +303,7 @@ impl Device {
     pub fn backend(&self) -> Backend {
         match self.kind {
             Kind::Cuda { .. } => Backend::Cuda,
-            Kind::Sim => Backend::Simulator,
+            Kind::Sim { .. } => Backend::Simulator,
         }
     }
 
@@ -247,7 +317,7 @@ impl Device {
     /// # Ok(()) }
     /// ```
     pub fn is_simulator(&self) -> bool {
-        self.kind == Kind::Sim
+        matches!(self.kind, Kind::Sim { .. })
     }
 
     /// The CUDA ordinal (`None` for the simulator).
@@ -265,14 +335,14 @@ impl Device {
     pub fn ordinal(&self) -> Option<usize> {
         match self.kind {
             Kind::Cuda { ordinal, .. } => Some(ordinal),
-            Kind::Sim => None,
+            Kind::Sim { .. } => None,
         }
     }
 
     pub(crate) fn raw(&self) -> Option<driver::CUdevice> {
         match self.kind {
             Kind::Cuda { raw, .. } => Some(raw),
-            Kind::Sim => None,
+            Kind::Sim { .. } => None,
         }
     }
 
@@ -288,7 +358,7 @@ impl Device {
     pub fn name(&self) -> Result<String> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_name(raw),
-            Kind::Sim => Ok(sim::DEVICE_NAME.to_owned()),
+            Kind::Sim { .. } => Ok(sim::DEVICE_NAME.to_owned()),
         }
     }
 
@@ -336,7 +406,7 @@ impl Device {
     pub fn total_memory(&self) -> Result<usize> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_total_memory(raw),
-            Kind::Sim => Ok(sim::device_total_memory()),
+            Kind::Sim { .. } => Ok(sim::device_total_memory()),
         }
     }
 
@@ -383,7 +453,7 @@ impl Device {
     fn attribute(&self, attr: DeviceAttr) -> Result<u32> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_attribute(raw, attr),
-            Kind::Sim => Ok(sim::device_attribute(attr)),
+            Kind::Sim { .. } => Ok(sim::device_attribute(attr)),
         }
     }
 

@@ -270,8 +270,10 @@ pub enum Error {
         accepted: &'static str,
     },
 
-    /// Two objects of different contexts (devices or backends) were used together.
-    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}")]
+    /// Two objects of different contexts (devices or backends) were used together: memory of
+    /// another device without peer access enabled, a kernel of another device's module, a
+    /// stream or event of another context.
+    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}{}", fmt_hint(.hint))]
     ContextMismatch {
         /// What was being done.
         operation: &'static str,
@@ -281,6 +283,72 @@ pub enum Error {
         expected: String,
         /// The argument's context.
         found: String,
+        /// What to do instead (peer access, a copy), when there is something.
+        hint: Option<&'static str>,
+    },
+
+    /// Peer access between two devices was asked for, but they cannot reach each other's
+    /// memory (`cuDeviceCanAccessPeer` is false: no NVLink or PCIe peer path, or the
+    /// simulator and a GPU).
+    #[error(
+        "{from} cannot access the memory of {to} (no peer path between the devices); hint: copy between them with `copy_from_device`, which goes through host memory"
+    )]
+    PeerAccessUnsupported {
+        /// The context that asked for access.
+        from: String,
+        /// The context whose memory it asked for.
+        to: String,
+    },
+
+    /// A collective was asked for wrongly: buffer lengths that do not fit the number of
+    /// ranks, a root or rank out of range, ranks that disagree on the operation, contexts that
+    /// cannot form a communicator.
+    #[error("{operation}: {reason}")]
+    InvalidCollective {
+        /// What was being done, e.g. `Communicator::all_gather`.
+        operation: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A simulated collective waited for ranks that never joined it (on a GPU NCCL would wait
+    /// forever): when one thread drives several ranks, issue their operations inside one
+    /// `collective::group`.
+    #[error(
+        "{operation}: rank {rank} waited {waited_ms} ms for rank(s) {missing:?}, which never joined the collective; hint: one thread driving several ranks must issue them inside `collective::group(|g| ..)`"
+    )]
+    CollectiveIncomplete {
+        /// The collective.
+        operation: &'static str,
+        /// The rank that waited.
+        rank: usize,
+        /// The ranks that had not joined.
+        missing: Vec<usize>,
+        /// How long it waited.
+        waited_ms: u64,
+    },
+
+    /// NCCL cannot be used: the library is not found (or not under a name cudarc loads), or
+    /// the crate was built without its `nccl` feature.
+    #[error("NCCL is unavailable: {reason}; hint: {hint}")]
+    NcclUnavailable {
+        /// What is missing.
+        reason: String,
+        /// How to fix it.
+        hint: String,
+    },
+
+    /// An NCCL call failed.
+    #[error("{call} failed: {name} ({code}){}", if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    Nccl {
+        /// The NCCL function.
+        call: &'static str,
+        /// `ncclResult_t`.
+        code: i32,
+        /// Its name, e.g. `ncclInvalidArgument`.
+        name: String,
+        /// NCCL's last error message (`ncclGetLastError`), when it has one.
+        message: String,
     },
 
     /// The operation is not available on this backend.
@@ -867,6 +935,112 @@ pub enum Error {
         /// The linker's info log.
         info_log: String,
     },
+
+    // --- sharing: IPC, external memory and semaphores, interop ----------------------------
+    /// A sharing operation (IPC, external memory or semaphores, VMM export) was asked of the
+    /// simulator, whose memory is host memory that no other process or API can reach.
+    #[error(
+        "{operation} is not on the simulator: sharing device memory with other processes or \
+         graphics APIs needs a CUDA device\nhint: run on a GPU (`GPUKERNEL_BACKEND=cuda`)"
+    )]
+    NotOnSimulator {
+        /// The operation, e.g. `DeviceBuffer::ipc_handle`.
+        operation: &'static str,
+    },
+
+    /// A buffer (or event) that was not created for sharing was asked for a shareable handle.
+    #[error("{operation}: {what} cannot be exported: {reason}\nhint: {hint}")]
+    NotExportable {
+        /// The operation.
+        operation: &'static str,
+        /// What was asked: `this buffer`, `this event`.
+        what: &'static str,
+        /// Why not.
+        reason: String,
+        /// How to make one that can be.
+        hint: &'static str,
+    },
+
+    /// Bytes that are not a handle this crate wrote (wrong length, magic, version or element
+    /// size), or a handle's own fields out of range.
+    #[error("{operation}: invalid {handle}: {problem}")]
+    InvalidShareHandle {
+        /// The operation.
+        operation: &'static str,
+        /// Which handle: `IPC memory handle`, `IPC event handle`, `VMM handle`.
+        handle: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// The driver refused a shared handle: closed by its exporter, from another device or
+    /// machine, forged, or opened in the process that exported it.
+    #[error("{operation}: the driver refused the {handle}: {error}\nhint: {hint}")]
+    ShareHandleRejected {
+        /// The operation.
+        operation: &'static str,
+        /// Which handle.
+        handle: &'static str,
+        /// The driver's error code.
+        error: CudaError,
+        /// The likely causes.
+        hint: &'static str,
+    },
+
+    /// A mapped range outside the shared or imported memory, or one not aligned for the element
+    /// type.
+    #[error(
+        "{operation}: bytes {offset}..{end} do not fit {what} of {size} bytes{}",
+        if *align > 1 { format!(" (offsets must be multiples of {align})") } else { String::new() },
+        end = offset.saturating_add(*bytes)
+    )]
+    ShareRange {
+        /// The operation.
+        operation: &'static str,
+        /// What is mapped: `the external memory`, `the shared allocation`.
+        what: &'static str,
+        /// Requested start in bytes.
+        offset: u64,
+        /// Requested length in bytes.
+        bytes: u64,
+        /// Size of what is mapped, in bytes.
+        size: u64,
+        /// The alignment the offset needs.
+        align: u64,
+    },
+
+    /// A handle type that this platform does not have (a Windows handle on Linux, a POSIX fd on
+    /// Windows) or that the device does not support.
+    #[error("{operation}: handle type {handle_type} is not supported {place}")]
+    UnsupportedHandleType {
+        /// The operation.
+        operation: &'static str,
+        /// The handle type, e.g. `opaque Win32`.
+        handle_type: &'static str,
+        /// Where: `on this platform`, `by CUDA device 0`.
+        place: String,
+    },
+
+    /// A semaphore used as the other kind: a value given to a binary semaphore, or a timeline
+    /// semaphore signalled or waited on without one.
+    #[error("{operation}: the semaphore is {kind}, but {problem}")]
+    SemaphoreKind {
+        /// The operation.
+        operation: &'static str,
+        /// `binary` or `timeline`.
+        kind: &'static str,
+        /// What the call assumed.
+        problem: &'static str,
+    },
+
+    /// Memory of another library (cudarc) whose context or element size does not match.
+    #[error("{operation}: {problem}")]
+    InteropMismatch {
+        /// The operation.
+        operation: &'static str,
+        /// What does not match.
+        problem: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {
@@ -1016,7 +1190,8 @@ impl Error {
             Error::Driver { error, .. }
             | Error::KernelFault { error, .. }
             | Error::ModuleLoad { error, .. }
-            | Error::UnresolvedForeignSymbols { error, .. } => Some(*error),
+            | Error::UnresolvedForeignSymbols { error, .. }
+            | Error::ShareHandleRejected { error, .. } => Some(*error),
             Error::DriverUnavailable { error, .. } => *error,
             Error::LinkFailed {
                 code: LinkErrorCode::Driver(error),

@@ -29,6 +29,8 @@ pub struct Event {
     ctx: Arc<ContextInner>,
     handle: EventHandle,
     timing: bool,
+    /// Whether other processes can open it (`CU_EVENT_INTERPROCESS`; see `crate::ipc`).
+    pub(crate) interprocess: bool,
     /// The last launch on the stream when the event was recorded (for fault messages).
     recorded_after: LastLaunch,
     /// The stream it was last recorded on (null before), for foreign-call checks.
@@ -57,13 +59,25 @@ impl Event {
         blocking_sync: bool,
     ) -> Result<Event> {
         let handle = ctx.backend.event_create(timing, blocking_sync)?;
-        Ok(Event {
+        Ok(Event::from_handle(ctx, handle, timing, false))
+    }
+
+    /// An event around a handle the backend made (interprocess events, opened IPC events);
+    /// the event destroys it when dropped.
+    pub(crate) fn from_handle(
+        ctx: Arc<ContextInner>,
+        handle: EventHandle,
+        timing: bool,
+        interprocess: bool,
+    ) -> Event {
+        Event {
             ctx,
             handle,
             timing,
+            interprocess,
             recorded_after: LastLaunch::default(),
             recorded_on: AtomicPtr::new(core::ptr::null_mut()),
-        })
+        }
     }
 
     pub(crate) fn ctx(&self) -> &Arc<ContextInner> {

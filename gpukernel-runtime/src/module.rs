@@ -169,6 +169,21 @@ impl Module {
         Ok(Module::register(ctx, loaded))
     }
 
+    /// The context the module was loaded in.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(module.context().device(), ctx.device());
+    /// # Ok(()) }
+    /// ```
+    pub fn context(&self) -> crate::Context {
+        crate::Context {
+            inner: self.inner.ctx.clone(),
+        }
+    }
+
     /// The names of the module's kernels, sorted.
     ///
     /// ```

@@ -46,11 +46,20 @@ impl Drop for OwnedStream {
     }
 }
 
+/// A stream another library owns (see `interop`): never destroyed here; `_owner` keeps it
+/// alive.
+struct BorrowedStream {
+    state: StreamState,
+    ctx: Arc<ContextInner>,
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
 #[derive(Clone)]
 enum Repr {
     /// The context's default stream (owned by the context).
     Default(Arc<ContextInner>),
     Owned(Arc<OwnedStream>),
+    Borrowed(Arc<BorrowedStream>),
 }
 
 /// A CUDA stream: work enqueued on it runs in order. Cheap to clone (a shared handle);
@@ -97,11 +106,35 @@ impl Stream {
         })
     }
 
+    /// A stream around another library's handle, which `owner` keeps alive (it is dropped
+    /// with the last clone of the returned stream; the handle is never destroyed here).
+    ///
+    /// # Safety
+    /// `handle` is a live stream of `ctx`'s backend while `owner` lives.
+    #[cfg_attr(
+        not(feature = "cudarc-interop"),
+        allow(dead_code, reason = "used by the cudarc interop feature")
+    )]
+    pub(crate) unsafe fn borrowed(
+        ctx: Arc<ContextInner>,
+        handle: StreamHandle,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Stream {
+        Stream {
+            repr: Repr::Borrowed(Arc::new(BorrowedStream {
+                state: StreamState::new(handle),
+                ctx,
+                _owner: owner,
+            })),
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn ctx(&self) -> &Arc<ContextInner> {
         match &self.repr {
             Repr::Default(c) => c,
             Repr::Owned(o) => &o.ctx,
+            Repr::Borrowed(b) => &b.ctx,
         }
     }
 
@@ -110,6 +143,7 @@ impl Stream {
         match &self.repr {
             Repr::Default(c) => &c.default_stream,
             Repr::Owned(o) => &o.state,
+            Repr::Borrowed(b) => &b.state,
         }
     }
 
@@ -324,6 +358,26 @@ impl Stream {
     /// ```
     pub fn priority(&self) -> Result<i32> {
         self.ctx().backend.stream_priority(self.handle())
+    }
+
+    /// Makes later work on this stream wait for the work enqueued so far on `other`, which may
+    /// be a stream of another context: then an event of `other`'s context is recorded there
+    /// and waited for here (`cuStreamWaitEvent` accepts another device's event).
+    pub(crate) fn order_after(&self, other: &Stream) -> Result<()> {
+        if Arc::ptr_eq(self.ctx(), other.ctx()) {
+            return self
+                .ctx()
+                .backend
+                .stream_wait_stream(self.handle(), other.handle());
+        }
+        let theirs = &other.ctx().backend;
+        let e = theirs.event_create(false, false)?;
+        let r = theirs
+            .event_record(e, other.handle())
+            .and_then(|()| self.ctx().backend.stream_wait_event(self.handle(), e));
+        // SAFETY: made above and not used after; a pending event is released once complete.
+        unsafe { theirs.event_destroy(e) };
+        r
     }
 
     /// Makes this stream wait for the work enqueued so far on `other`.

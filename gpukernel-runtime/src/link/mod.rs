@@ -63,6 +63,7 @@
 
 mod arch;
 mod cache;
+mod devices;
 mod embedded;
 mod foreign;
 mod image;

@@ -12,7 +12,7 @@ use super::DEVICE_ALIGN;
 use super::ptr::DevicePtr;
 use super::tracker::Tracker;
 use super::view::{DeviceView, DeviceViewMut, bounds, split};
-use crate::backend::RawAlloc;
+use crate::backend::{RawAlloc, SharedAlloc};
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
 use crate::stream::Stream;
@@ -25,6 +25,9 @@ enum Alloc {
     /// Someone else's memory; the finalizer (which may be a no-op that drops an owner) runs
     /// once, after pending work is done.
     Foreign(Mutex<Option<Box<dyn FnOnce() + Send>>>),
+    /// A shareable allocation (legacy IPC or VMM), or one opened from another process; freed
+    /// or closed by the backend after a host wait for the work that used it.
+    Shared(SharedAlloc),
 }
 
 /// A typed allocation of `len` elements in a context's device memory (`cuMemAllocAsync`).
@@ -53,7 +56,7 @@ enum Alloc {
 pub struct DeviceBuffer<T: DeviceCopy> {
     pub(super) ptr: u64,
     pub(super) len: usize,
-    pub(super) ctx: Arc<ContextInner>,
+    pub(crate) ctx: Arc<ContextInner>,
     pub(super) tracker: Tracker,
     alloc: Alloc,
     _t: PhantomData<T>,
@@ -223,6 +226,38 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         unsafe { Self::from_raw_parts_with_finalizer(ctx, ptr, len, move || drop(owner)) }
     }
 
+    /// A buffer of `len` elements at byte `offset` of a shareable (or opened) allocation,
+    /// which it frees or closes when dropped. The caller checked the range and alignment.
+    pub(crate) fn from_shared(
+        ctx: &Arc<ContextInner>,
+        a: SharedAlloc,
+        offset: usize,
+        len: usize,
+    ) -> Self {
+        DeviceBuffer {
+            ptr: a.ptr + offset as u64,
+            len,
+            ctx: ctx.clone(),
+            tracker: Tracker::new(Stream::default_of(ctx.clone())),
+            alloc: Alloc::Shared(a),
+            _t: PhantomData,
+        }
+    }
+
+    /// The shareable allocation behind this buffer, if it is one, with the buffer's byte
+    /// offset in it.
+    pub(crate) fn shared_alloc(&self) -> Option<(SharedAlloc, usize)> {
+        match &self.alloc {
+            Alloc::Shared(a) => Some((*a, (self.ptr - a.ptr) as usize)),
+            _ => None,
+        }
+    }
+
+    /// Whether the runtime allocated this buffer from the stream-ordered pool.
+    pub(crate) fn is_pooled(&self) -> bool {
+        matches!(&self.alloc, Alloc::Device(a) if a.pooled)
+    }
+
     /// The raw device address (`CUdeviceptr`; a host address on the simulator).
     ///
     /// ```
@@ -349,6 +384,13 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
                 if let Ok(home) = self.tracker.join_for_drop() {
                     // SAFETY: allocated by this backend; nothing is enqueued after this.
                     let _ = unsafe { self.ctx.backend.free(*a, home.handle()) };
+                }
+            }
+            Alloc::Shared(a) => {
+                // As foreign memory: only once every stream that used it is idle, else leaked.
+                if self.tracker.wait_all().is_ok() {
+                    // SAFETY: the backend made it; no pending work uses it (waited above).
+                    let _ = unsafe { self.ctx.backend.free_shareable(*a) };
                 }
             }
             Alloc::Foreign(f) => {

@@ -98,6 +98,10 @@ pub(super) fn memcpy_dtod(
     op: &'static str,
 ) -> Result<()> {
     check_len(op, dst.len, src.len)?;
+    if !std::sync::Arc::ptr_eq(dst.ctx, src.ctx) {
+        // Two devices' memory: a peer copy (see `peer.rs`).
+        return super::peer::memcpy_peer(s, dst, src, op);
+    }
     dst.track(op, "the destination", s)?;
     src.track(op, "the source", s)?;
     let bytes = dst.len * dst.elem;
@@ -275,7 +279,10 @@ impl Stream {
         memcpy_dtoh(self, dst, src.raw_parts(), "memcpy_dtoh")
     }
 
-    /// Copies device memory to device memory on this stream (`cuMemcpyDtoDAsync`).
+    /// Copies device memory to device memory on this stream (`cuMemcpyDtoDAsync`). Between
+    /// two devices (the stream belongs to one of them) as
+    /// [`copy_from_device`](DeviceSliceMut::copy_from_device): direct with peer access,
+    /// staged through host memory (and complete on return) without.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));

@@ -8,6 +8,7 @@
 
 mod buffer;
 mod copy;
+mod peer;
 mod pinned;
 mod ptr;
 #[cfg(test)]
@@ -60,7 +61,8 @@ impl fmt::Debug for RawParts<'_> {
 }
 
 impl RawParts<'_> {
-    /// Checks the context and orders work about to be enqueued on `s` after pending work.
+    /// Checks that `s`'s context may use the memory (its own, or a peer's with peer access
+    /// enabled) and orders work about to be enqueued on `s` after pending work.
     #[inline]
     pub(crate) fn track(
         &self,
@@ -68,9 +70,16 @@ impl RawParts<'_> {
         what: &'static str,
         s: &Stream,
     ) -> Result<()> {
-        if !Arc::ptr_eq(self.ctx, s.ctx()) {
+        if !Arc::ptr_eq(self.ctx, s.ctx()) && !s.ctx().can_use_memory_of(self.ctx) {
             return Err(crate::context::mismatch(operation, what, s.ctx(), self.ctx));
         }
+        self.order_on(s)
+    }
+
+    /// Orders work about to be enqueued on `s` after pending conflicting work, whichever
+    /// context `s` belongs to (the caller checked that the work may use the memory).
+    #[inline]
+    pub(crate) fn order_on(&self, s: &Stream) -> Result<()> {
         let bytes = (self.len * self.elem) as u64;
         self.tracker
             .use_on(s, (self.ptr, self.ptr + bytes.max(1)), self.access)
@@ -253,8 +262,11 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
         memcpy_htod(&s, p, src, "copy_from_host")
     }
 
-    /// Copies from device memory of the same length in the same context
-    /// (`cuMemcpyDtoDAsync`); stream-ordered, does not block.
+    /// Copies from device memory of the same length (`cuMemcpyDtoDAsync`); stream-ordered,
+    /// does not block. The source may be memory of another device: the copy then goes
+    /// directly (`cuMemcpyPeerAsync`) when peer access is enabled between the two contexts
+    /// in either direction ([`Context::enable_peer_access`]), and through page-locked host
+    /// memory otherwise, returning once it is complete.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
