@@ -62,6 +62,8 @@ pub use slice::{DisjointSlice, ThreadIndex};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
 pub mod prelude {
+    /// Method syntax for the math functions (`x.exp()`), in scope without its name.
+    pub use crate::math::Float as _;
     pub use crate::{DeviceCopy, DisjointSlice, ThreadIndex, declare_device, kernel};
 }
 

@@ -44,6 +44,7 @@
 mod directives;
 pub mod foreign;
 pub mod host_cc;
+pub mod libdevice;
 pub mod lto;
 pub mod shared_rewrite;
 mod tools;
@@ -175,6 +176,14 @@ pub enum Error {
         defined_at: String,
         /// The compiler's message.
         detail: String,
+    },
+    /// The kernels call libdevice functions (`__nv_expf`, …: gpukernel-device's `math`) and
+    /// libdevice's bitcode was not found.
+    LibdeviceMissing {
+        /// The libdevice functions the device code calls.
+        functions: Vec<String>,
+        /// The paths looked at.
+        searched: Vec<PathBuf>,
     },
     /// clang, which compiles the sources of [`Builder::foreign_cuda`], is not installed.
     ClangMissing {
@@ -334,6 +343,10 @@ impl fmt::Display for Error {
                  {declared_at}, which expects `{expected}`\nhint: change the `declare_device!` entry or the definition \
                  so that both have the same argument count, argument types and return type\ncompiler: {detail}"
             ),
+            Error::LibdeviceMissing {
+                functions,
+                searched,
+            } => f.write_str(&libdevice::missing_message(functions, searched)),
             Error::ClangMissing {
                 clang,
                 from_env,
@@ -801,6 +814,9 @@ impl Builder {
                 pruned.clone().into_os_string(),
             ],
         )?;
+        // CUDA's math library, when the Rust code calls it (`foreign_cuda` bitcode brings its
+        // own libdevice functions from clang, already internal).
+        libdevice::link_if_called(&toolchain, &pruned, &exported)?;
         // `shared_array!` statics move to the `.shared` state space (see `shared_rewrite`).
         let ir = run_tool(
             &toolchain.llvm_dis,

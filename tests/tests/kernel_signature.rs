@@ -4,6 +4,7 @@
 //! (the runtime compares the two before it hands out a typed kernel).
 
 use ffi_examples_kernels::ffi::*;
+use ffi_examples_kernels::math_kernels::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::suite::gemm::{gemm_bf16, gemm_bf16_wide, sgemm};
 use ffi_examples_kernels::suite::{
@@ -19,7 +20,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 33] = signatures![
+const KERNELS: [(&str, u64); 37] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -53,6 +54,10 @@ const KERNELS: [(&str, u64); 33] = signatures![
     sgemm,
     gemm_bf16,
     gemm_bf16_wide,
+    math_f32,
+    math_f64,
+    black_scholes,
+    black_scholes_cuda_style,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:
