@@ -511,6 +511,42 @@ pub enum Error {
         reason: String,
     },
 
+    /// A conditional node's handle given where it cannot be used: to a plain stream launch, a
+    /// capture, or a node of a graph that is neither the handle's graph nor inside one of its
+    /// conditional bodies.
+    #[error("{operation}: {reason} (handle of graph `{graph}`)")]
+    ConditionalHandleMisused {
+        /// The operation refused.
+        operation: &'static str,
+        /// The graph the handle was made for.
+        graph: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+
+    /// A conditional node's body graph used as a graph of its own (instantiated, say), or
+    /// given a node CUDA does not allow in a conditional body (host calls, copies to or from
+    /// host memory), on both backends.
+    #[error("{operation}: graph `{graph}` is the body of a conditional node: {reason}")]
+    ConditionalBody {
+        /// The operation refused.
+        operation: &'static str,
+        /// The body's name.
+        graph: String,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+
+    /// An operation a stream capture cannot record. Nothing was enqueued: the capture goes
+    /// on and the stream stays usable.
+    #[error("{operation}: cannot be captured into a graph: {reason}")]
+    NotCapturable {
+        /// The operation refused.
+        operation: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+
     // ---------------------------------------------------------------------------------------
     // Linker (NVRTC, cuLink, nvJitLink, cache): variants below are owned by `link`.
     // ---------------------------------------------------------------------------------------

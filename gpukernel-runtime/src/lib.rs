@@ -76,7 +76,7 @@ pub use device::{Backend, Device, DeviceProperties};
 pub use error::{CudaError, Error, Result, SignatureMismatch};
 pub use event::Event;
 pub use format::ImageKind;
-pub use graph::{Capture, Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};
+pub use graph::{Capture, ConditionalHandle, Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};
 pub use launch::{
     DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
     RequiresLaunchUnchecked, Safe, SafetyLevel,

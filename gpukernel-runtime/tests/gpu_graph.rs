@@ -133,8 +133,49 @@ fn a_foreign_failure_of_a_graph_kernel_surfaces_at_synchronize() {
         }) => {
             assert_eq!(function, "mul_f32_f32");
             assert_eq!(status, 9);
-            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+            assert_eq!(
+                kernel.as_deref(),
+                Some("fails_foreign (kernel node of graph \"ffi\")")
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_foreign_failure_names_the_kernel_node_of_its_module() {
+    // Two modules: the failing kernel's own module has one kernel node in the graph, so the
+    // failure names it (the device record says only which foreign function failed).
+    let ctx = gpu();
+    let m1 = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let m2 = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let fails = common::kernel(&m1, fails_foreign).unwrap();
+    let k = common::kernel(&m2, saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 32]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(32).unwrap();
+    let s = ctx.new_stream().unwrap();
+    {
+        let g = ctx.new_graph("two modules").unwrap();
+        let yb = g.buffer_mut(&mut y);
+        let a = g
+            .add_kernel(&[], &k, LaunchConfig::new(1, 32), (1.0f32, &x, yb))
+            .unwrap();
+        g.add_kernel(&[a], &fails, LaunchConfig::new(1, 32), (4,))
+            .unwrap();
+        g.add_kernel(&[], &k, LaunchConfig::new(1, 32), (1.0f32, &x, yb))
+            .unwrap();
+        g.instantiate().unwrap().launch(&s).unwrap();
+    }
+    match s.synchronize() {
+        Err(Error::ForeignCallFailed { status, kernel, .. }) => {
+            assert_eq!(status, 4);
+            assert_eq!(
+                kernel.as_deref(),
+                Some("fails_foreign (kernel node of graph \"two modules\")")
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; 32]);
 }

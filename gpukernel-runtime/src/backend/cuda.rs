@@ -10,9 +10,9 @@ use std::ffi::CString;
 use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
 use super::{
-    Backend, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo,
-    GraphExecHandle, GraphHandle, GraphNode, Image, LastLaunch, LaunchDesc, Limits, LoadedModule,
-    ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
+    Backend, ConditionalKind, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle,
+    FunctionInfo, GraphExecHandle, GraphHandle, GraphNode, Image, LastLaunch, LaunchDesc, Limits,
+    LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
 use crate::error::{Error, Result};
@@ -691,6 +691,11 @@ impl Backend for CudaBackend {
         }
     }
 
+    unsafe fn graph_conditional_handle(&self, g: GraphHandle, default: u32) -> Result<u64> {
+        // SAFETY: forwarded from the caller; the context is current.
+        self.call(|| unsafe { driver::graph_conditional_handle(graph(g), self.raw, default) })
+    }
+
     unsafe fn graph_add_node(
         &self,
         g: GraphHandle,
@@ -724,6 +729,17 @@ impl Backend for CudaBackend {
                     }
                     GraphNode::Host { f, data } => driver::graph_add_host(graph(g), &deps, f, data),
                     GraphNode::Empty => driver::graph_add_empty(graph(g), &deps),
+                    GraphNode::Conditional { handle, kind, body } => {
+                        let (n, b) = driver::graph_add_conditional(
+                            graph(g),
+                            &deps,
+                            handle,
+                            kind == ConditionalKind::While,
+                            self.raw,
+                        )?;
+                        *body = GraphHandle(b.cast());
+                        Ok(n)
+                    }
                 }
             }?;
             Ok(NodeHandle(raw.cast()))

@@ -91,6 +91,22 @@ pub(crate) enum GraphNode<'a, 'p> {
     Host { f: HostFn, data: *mut c_void },
     /// Nothing: a join point.
     Empty,
+    /// A conditional node reading `handle` (of the graph it is added to); the backend writes
+    /// its new, empty body graph (owned by the node: never destroyed by the caller) to `body`.
+    Conditional {
+        handle: u64,
+        kind: ConditionalKind,
+        body: &'p mut GraphHandle,
+    },
+}
+
+/// What a conditional node does with its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConditionalKind {
+    /// Runs it once when the condition is non-zero.
+    If,
+    /// Runs it while the condition is non-zero (tested before each run).
+    While,
 }
 
 /// Launch limits of a device, read once so launches validate without backend calls.
@@ -352,6 +368,12 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// # Safety
     /// `g` came from this backend and is not used afterwards.
     unsafe fn graph_destroy(&self, g: GraphHandle);
+    /// A conditional handle of graph `g` (for a conditional node of `g`), whose value is set
+    /// to `default` at the start of each launch.
+    ///
+    /// # Safety
+    /// `g` is live.
+    unsafe fn graph_conditional_handle(&self, g: GraphHandle, default: u32) -> Result<u64>;
     /// Adds a node depending on `deps`.
     ///
     /// # Safety

@@ -33,6 +33,10 @@ pub(super) struct NodeState {
     pub(super) deps: Vec<usize>,
     pub(super) uses: Vec<Use>,
     pub(super) kernel: Option<Arc<KernelInfo>>,
+    /// The conditional handles the node sets (a conditional node: those its body sets).
+    pub(super) conds: Vec<u64>,
+    /// A conditional node's: the kernels of its body.
+    pub(super) body_kernels: Vec<Arc<KernelInfo>>,
 }
 
 /// A value the backend may read for the graph's lifetime (kernel arguments, host closures);
@@ -66,13 +70,44 @@ pub(super) struct GraphInner<'a> {
     pub(super) id: u64,
     pub(super) name: String,
     pub(super) state: Mutex<State<'a>>,
+    /// This graph's id, then (for a conditional node's body) the ids of the graphs it is
+    /// inside, innermost first.
+    pub(super) lineage: Vec<u64>,
+    /// Whether this owns `handle` (a body graph belongs to its conditional node).
+    pub(super) owned: bool,
 }
 
 impl Drop for GraphInner<'_> {
     fn drop(&mut self) {
-        // SAFETY: the last owner of the graph; instantiations are independent of it (the ones
-        // reading its kept values hold this `Arc`).
-        unsafe { self.ctx.backend.graph_destroy(self.handle) };
+        if self.owned {
+            // SAFETY: the last owner of the graph; instantiations are independent of it (the
+            // ones reading its kept values hold this `Arc`).
+            unsafe { self.ctx.backend.graph_destroy(self.handle) };
+        }
+    }
+}
+
+impl<'a> GraphInner<'a> {
+    /// A graph with no nodes yet, over `handle`.
+    pub(super) fn new(
+        ctx: Arc<ContextInner>,
+        handle: GraphHandle,
+        name: String,
+        parents: &[u64],
+        owned: bool,
+    ) -> Self {
+        let id = NEXT_GRAPH.fetch_add(1, Ordering::Relaxed);
+        GraphInner {
+            ctx,
+            handle,
+            id,
+            name,
+            state: Mutex::new(State::default()),
+            lineage: core::iter::once(id)
+                .chain(parents.iter().copied())
+                .collect(),
+            owned,
+        }
     }
 }
 
@@ -120,6 +155,9 @@ impl fmt::Debug for Graph<'_> {
     }
 }
 
+const HOST_IN_BODY: &str = "CUDA copies only device memory inside a conditional body; copy \
+                            to or from the host before or after the conditional node";
+
 pub(super) static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
 
 impl Context {
@@ -127,13 +165,13 @@ impl Context {
     pub fn new_graph<'a>(&self, name: &str) -> Result<Graph<'a>> {
         let handle = self.inner.backend.graph_create()?;
         Ok(Graph {
-            inner: Arc::new(GraphInner {
-                ctx: self.inner.clone(),
+            inner: Arc::new(GraphInner::new(
+                self.inner.clone(),
                 handle,
-                id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-                name: name.to_owned(),
-                state: Mutex::new(State::default()),
-            }),
+                name.to_owned(),
+                &[],
+                true,
+            )),
             _a: PhantomData,
         })
     }
@@ -194,6 +232,19 @@ impl<'a> Graph<'a> {
         GraphBufferMut::of(b)
     }
 
+    /// Refuses an operation a conditional node's body cannot hold.
+    pub(super) fn not_in_body(&self, operation: &'static str, reason: &'static str) -> Result<()> {
+        if self.inner.owned {
+            Ok(())
+        } else {
+            Err(Error::ConditionalBody {
+                operation,
+                graph: self.inner.name.clone(),
+                reason,
+            })
+        }
+    }
+
     pub(super) fn check_deps(&self, operation: &'static str, deps: &[Node]) -> Result<Vec<usize>> {
         let n = self.inner.lock().nodes.len();
         deps.iter()
@@ -221,7 +272,7 @@ impl<'a> Graph<'a> {
         &self,
         operation: &'static str,
         deps: &[Node],
-        uses: Vec<Use>,
+        rec: Recorded,
         node: GraphNode<'_, '_>,
         kernel: Option<Arc<KernelInfo>>,
         kept: Option<KeptBox<'a>>,
@@ -229,13 +280,7 @@ impl<'a> Graph<'a> {
         let mut deps = self.check_deps(operation, deps)?;
         let mut st = self.inner.lock();
         let index = st.nodes.len();
-        for u in &uses {
-            for (f, &n) in st.frontier.iter().zip(&st.frontier_node) {
-                if f.overlaps(u) && (f.writes() || u.writes()) && !deps.contains(&n) {
-                    deps.push(n);
-                }
-            }
-        }
+        conflicts(&st, &rec, &mut deps);
         let handles: Vec<NodeHandle> = deps.iter().map(|&d| st.nodes[d].handle).collect();
         // SAFETY: forwarded from the caller; `deps` are nodes of this graph.
         let handle = unsafe {
@@ -244,7 +289,7 @@ impl<'a> Graph<'a> {
                 .backend
                 .graph_add_node(self.inner.handle, &handles, node)
         }?;
-        push_node(&mut st, handle, deps, uses, kernel, kept);
+        push_node(&mut st, handle, deps, rec, kernel, kept);
         Ok(Node {
             graph: self.inner.id,
             index,
@@ -286,10 +331,7 @@ impl<'a> Graph<'a> {
             ));
         }
         config.validate(f)?;
-        let mut uses = NodeUses {
-            ctx: &self.inner.ctx,
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         let abi = args.record(&mut uses)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),
@@ -305,7 +347,7 @@ impl<'a> Graph<'a> {
             self.add(
                 OP,
                 deps,
-                uses.uses,
+                uses.finish(),
                 GraphNode::Kernel {
                     desc: &desc,
                     params: &mut params,
@@ -324,6 +366,7 @@ impl<'a> Graph<'a> {
         src: &'a [T],
     ) -> Result<Node> {
         const OP: &str = "Graph::add_memcpy_htod";
+        self.not_in_body(OP, HOST_IN_BODY)?;
         check_len(OP, dst.len, src.len())?;
         let mut dst = dst;
         let uses = self.uses_of(OP, &[dst.raw_parts_mut()])?;
@@ -345,6 +388,7 @@ impl<'a> Graph<'a> {
         src: impl Into<GraphBuffer<'a, T>>,
     ) -> Result<Node> {
         const OP: &str = "Graph::add_memcpy_dtoh";
+        self.not_in_body(OP, HOST_IN_BODY)?;
         let src = src.into();
         check_len(OP, dst.len(), src.len)?;
         let uses = self.uses_of(OP, &[src.raw_parts()])?;
@@ -436,6 +480,10 @@ impl<'a> Graph<'a> {
     /// by the graph and dropped with the last `Graph`/`GraphExec` holding it. A panic in `f`
     /// is caught and reported on stderr (it cannot unwind into the driver).
     pub fn add_host(&self, deps: &[Node], f: impl FnMut() + Send + 'static) -> Result<Node> {
+        self.not_in_body(
+            "Graph::add_host",
+            "CUDA runs no host node inside a conditional body; add it after the conditional node",
+        )?;
         let closure: Box<HostClosure> = Box::new((Mutex::new(Box::new(f)),));
         let data = core::ptr::from_ref::<HostClosure>(&closure)
             .cast_mut()
@@ -447,7 +495,7 @@ impl<'a> Graph<'a> {
             self.add(
                 "Graph::add_host",
                 deps,
-                Vec::new(),
+                Recorded::default(),
                 node,
                 None,
                 Some(KeptBox(closure)),
@@ -462,7 +510,7 @@ impl<'a> Graph<'a> {
             self.add(
                 "Graph::add_empty",
                 deps,
-                Vec::new(),
+                Recorded::default(),
                 GraphNode::Empty,
                 None,
                 None,
@@ -494,20 +542,24 @@ impl<'a> Graph<'a> {
         &self,
         operation: &'static str,
         parts: &[RawParts<'_>],
-    ) -> Result<Vec<Use>> {
-        let mut uses = NodeUses {
-            ctx: &self.inner.ctx,
-            uses: Vec::new(),
-        };
+    ) -> Result<Recorded> {
+        let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         for p in parts {
             uses.record(operation, "a buffer", *p)?;
         }
-        Ok(uses.uses)
+        Ok(uses.finish())
     }
 
     /// Instantiates the graph ([`Error::GraphCycle`] when its dependencies form a cycle). The
     /// graph can still be changed afterwards; the instantiation keeps what it was.
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        if !self.inner.owned {
+            return Err(Error::ConditionalBody {
+                operation: "Graph::instantiate",
+                graph: self.inner.name.clone(),
+                reason: "instantiate and launch the graph that holds the node",
+            });
+        }
         let st = self.inner.lock();
         let deps: Vec<&[usize]> = st.nodes.iter().map(|n| n.deps.as_slice()).collect();
         if let Some(nodes) = find_cycle(&deps) {
@@ -519,23 +571,14 @@ impl<'a> Graph<'a> {
         // SAFETY: the graph is live and acyclic.
         let handle = unsafe { self.inner.ctx.backend.graph_instantiate(self.inner.handle) }
             .map_err(|e| self.named(e))?;
-        let nodes = st
-            .nodes
-            .iter()
-            .map(|n| ExecNode {
-                handle: n.handle,
-                uses: n.uses.clone(),
-                kernel: n.kernel.clone(),
-                kept: None,
-            })
-            .collect();
+        let nodes = st.nodes.iter().map(ExecNode::of).collect();
         drop(st);
         Ok(GraphExec {
             graph: self.inner.clone(),
             handle,
             state: Mutex::new(ExecState {
                 nodes,
-                label: None,
+                flat: None,
                 launched_on: Vec::new(),
             }),
         })
@@ -552,11 +595,16 @@ pub(super) fn push_node<'a>(
     st: &mut State<'a>,
     handle: NodeHandle,
     deps: Vec<usize>,
-    uses: Vec<Use>,
+    rec: Recorded,
     kernel: Option<Arc<KernelInfo>>,
     kept: Option<KeptBox<'a>>,
 ) -> usize {
     let index = st.nodes.len();
+    let Recorded {
+        uses,
+        conds,
+        body_kernels,
+    } = rec;
     for u in &uses {
         if u.writes() {
             // Uses inside the written range are ordered before this node now.
@@ -582,9 +630,29 @@ pub(super) fn push_node<'a>(
         deps,
         uses,
         kernel,
+        conds,
+        body_kernels,
     });
     st.kept.extend(kept);
     index
+}
+
+/// Adds to `deps` the earlier nodes `rec` must follow: those whose memory uses conflict with
+/// its own (overlapping bytes, one of them writing), and those that set one of its
+/// conditional handles.
+pub(super) fn conflicts(st: &State<'_>, rec: &Recorded, deps: &mut Vec<usize>) {
+    for u in &rec.uses {
+        for (f, &n) in st.frontier.iter().zip(&st.frontier_node) {
+            if f.overlaps(u) && (f.writes() || u.writes()) && !deps.contains(&n) {
+                deps.push(n);
+            }
+        }
+    }
+    for (n, node) in st.nodes.iter().enumerate() {
+        if node.conds.iter().any(|c| rec.conds.contains(c)) && !deps.contains(&n) {
+            deps.push(n);
+        }
+    }
 }
 
 pub(super) fn name_error(e: Error, name: &str) -> Error {

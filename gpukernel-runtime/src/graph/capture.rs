@@ -144,19 +144,17 @@ impl Stream {
             }
             (Err(e), Err(_)) | (Ok(()), Err(e)) => return Err(e),
         };
-        let inner = GraphInner {
-            ctx: self.ctx().clone(),
-            handle,
-            id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-            name: name.to_owned(),
-            state: Mutex::new(State::default()),
-        };
+        let inner = GraphInner::new(self.ctx().clone(), handle, name.to_owned(), &[], true);
         {
             let mut st = inner.lock();
             let nodes = cap.nodes.into_inner().unwrap_or_else(|p| p.into_inner());
             for (i, n) in nodes.into_iter().enumerate() {
                 let deps = if i == 0 { Vec::new() } else { vec![i - 1] };
-                push_node(&mut st, n.handle, deps, n.uses, n.kernel, n.kept);
+                let rec = Recorded {
+                    uses: n.uses,
+                    ..Recorded::default()
+                };
+                push_node(&mut st, n.handle, deps, rec, n.kernel, n.kept);
             }
         }
         Ok(Graph {
@@ -263,10 +261,7 @@ impl<'a> Capture<'_, 'a> {
             ));
         }
         config.validate(f)?;
-        let mut uses = NodeUses {
-            ctx: s.ctx(),
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(s.ctx(), &[]);
         let abi = args.record(&mut uses)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),
@@ -285,7 +280,7 @@ impl<'a> Capture<'_, 'a> {
                 .backend
                 .launch(&desc, &mut params, &s.state().last_launch)
         }?;
-        self.push(uses.uses, Some(info), Some(kept))
+        self.push(uses.finish().uses, Some(info), Some(kept))
     }
 
     /// Captures a device-to-device copy.
@@ -314,10 +309,7 @@ impl<'a> Capture<'_, 'a> {
             return Ok(());
         }
         let mut dst = dst;
-        let mut uses = NodeUses {
-            ctx: s.ctx(),
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(s.ctx(), &[]);
         uses.record(OP, "the destination", dst.raw_parts_mut())?;
         uses.record(OP, "the source", src.raw_parts())?;
         // SAFETY: both ranges are inside allocations borrowed for `'a`, disjoint (checked).
@@ -326,7 +318,7 @@ impl<'a> Capture<'_, 'a> {
                 .backend
                 .memcpy_dtod(dst.ptr, src.ptr, bytes, s.handle())
         }?;
-        self.push(uses.uses, None, None)
+        self.push(uses.finish().uses, None, None)
     }
 
     /// Captures setting every byte of `dst` to `value` (element types where any byte
@@ -348,13 +340,10 @@ impl<'a> Capture<'_, 'a> {
             return Ok(());
         }
         let mut dst = dst;
-        let mut uses = NodeUses {
-            ctx: s.ctx(),
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(s.ctx(), &[]);
         uses.record(OP, "the destination", dst.raw_parts_mut())?;
         // SAFETY: inside an allocation exclusively borrowed for `'a`.
         unsafe { s.ctx().backend.memset_d8(dst.ptr, value, bytes, s.handle()) }?;
-        self.push(uses.uses, None, None)
+        self.push(uses.finish().uses, None, None)
     }
 }

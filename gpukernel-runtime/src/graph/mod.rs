@@ -54,9 +54,12 @@
 
 mod build;
 mod capture;
+mod conditional;
 mod exec;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_conditional;
 mod uses;
 
 use core::ffi::c_void;
@@ -81,6 +84,7 @@ use crate::stream::Stream;
 use build::*;
 pub use build::{Graph, Node};
 pub use capture::Capture;
+pub use conditional::ConditionalHandle;
 pub use exec::GraphExec;
 use exec::*;
 pub(crate) use uses::NodeUses;

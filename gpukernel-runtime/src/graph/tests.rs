@@ -226,7 +226,10 @@ fn a_foreign_failure_of_a_graph_kernel_surfaces_where_its_stream_is_observed() {
             function, kernel, ..
         }) => {
             assert_eq!(function, "mul_f32_f32");
-            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+            assert_eq!(
+                kernel.as_deref(),
+                Some("fails_foreign (kernel node of graph \"ffi\")")
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -361,4 +364,36 @@ fn a_capture_reads_a_buffer_written_on_another_stream() {
         reader.synchronize().unwrap();
     }
     assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; N]);
+}
+
+#[test]
+fn a_foreign_failure_names_the_kernel_node_of_its_module() {
+    let (ctx, m1) = sim();
+    let m2 = ctx
+        .load_module(crate::launch::tests::PTX.as_bytes())
+        .unwrap();
+    let fails = m1.kernel(crate::launch::tests::fails_foreign).unwrap();
+    let k = m2.kernel(saxpy).unwrap();
+    let flags = ctx.alloc_zeros::<u32>(16).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 16]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(16).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let cfg = LaunchConfig::for_elements(16).unwrap();
+    {
+        let g = ctx.new_graph("two modules").unwrap();
+        let yb = g.buffer_mut(&mut y);
+        let a = g.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+        g.add_kernel(&[a], &fails, cfg, (g.buffer(&flags),))
+            .unwrap();
+        g.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+        g.instantiate().unwrap().launch(&s).unwrap();
+    }
+    match s.synchronize() {
+        Err(Error::ForeignCallFailed { kernel, .. }) => assert_eq!(
+            kernel.as_deref(),
+            Some("fails_foreign (kernel node of graph \"two modules\")")
+        ),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; 16]);
 }
