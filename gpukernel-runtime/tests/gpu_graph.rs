@@ -179,3 +179,77 @@ fn a_foreign_failure_names_the_kernel_node_of_its_module() {
     }
     assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; 32]);
 }
+
+/// `countdown(p: *mut u32, again: ConditionalHandle)`, one thread: `*p -= 1`, then sets
+/// `again` to `*p != 0` through the driver-provided `cudaGraphSetConditional`, as nvcc emits
+/// it for CUDA C (a plain `.extern .func`, loaded here without the Linker).
+const COUNTDOWN_PTX: &str = "
+.version 8.0
+.target sm_90
+.address_size 64
+.extern .func cudaGraphSetConditional(.param .b64 cudaGraphSetConditional_param_0, .param .b32 cudaGraphSetConditional_param_1);
+.visible .entry countdown(.param .u64 countdown_p, .param .u64 countdown_c)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [countdown_p];
+    ld.param.u64 %rd2, [countdown_c];
+    cvta.to.global.u64 %rd3, %rd1;
+    ld.global.u32 %r1, [%rd3];
+    add.s32 %r2, %r1, -1;
+    st.global.u32 [%rd3], %r2;
+    setp.ne.s32 %p1, %r2, 0;
+    selp.u32 %r3, 1, 0, %p1;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd2;
+    .param .b32 param1;
+    st.param.b32 [param1], %r3;
+    call.uni cudaGraphSetConditional, (param0, param1);
+    }
+    ret;
+}
+";
+
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+struct countdown;
+// SAFETY: the PTX entry above takes (u64, u64): a pointer and a handle.
+unsafe impl gpukernel_device::Kernel for countdown {
+    const NAME: &'static str = "countdown";
+    type Params = (*mut u32, gpukernel_device::graph::ConditionalHandle);
+    const SIM_ENTRY: gpukernel_device::SimEntry = countdown_entry;
+    const SIGNATURE: u64 = 0;
+}
+unsafe fn countdown_entry(_: *const *mut core::ffi::c_void) {
+    unreachable!("GPU only")
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_while_node_of_a_plain_loaded_ptx_counts_down_on_the_device() {
+    let ctx = gpu();
+    let m = ctx.load_module(COUNTDOWN_PTX.as_bytes()).unwrap();
+    let k = common::kernel(&m, countdown).unwrap();
+    let mut counter = ctx.alloc_zeros::<u32>(1).unwrap();
+    let start = [7u32];
+    {
+        let g = ctx.new_graph("countdown").unwrap();
+        let again = g.conditional_handle(true).unwrap();
+        let cb = g.buffer_mut(&mut counter);
+        let up = g.add_memcpy_htod(&[], cb, &start).unwrap();
+        g.add_while(&[up], again, |body| {
+            // SAFETY: one thread writes the one element `p` points at.
+            unsafe { body.add_kernel_unchecked(&[], &k, LaunchConfig::new(1, 1), (cb, again)) }?;
+            Ok(())
+        })
+        .unwrap();
+        let exec = g.instantiate().unwrap();
+        let s = ctx.new_stream().unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+    }
+    // Seven rounds: 7 → 0, the last one clearing the condition.
+    assert_eq!(counter.to_host_vec().unwrap(), vec![0]);
+}
