@@ -672,6 +672,22 @@ impl Backend for CudaBackend {
             .map(|g| GraphHandle(g.cast()))
     }
 
+    unsafe fn stream_capture_node(
+        &self,
+        s: StreamHandle,
+        what: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle> {
+        // SAFETY: the context is current and `s` capturing (caller).
+        let (g, deps) = self.call(|| unsafe { driver::stream_capture_info(stream(s)) })?;
+        let deps: Vec<NodeHandle> = deps.into_iter().map(|n| NodeHandle(n.cast())).collect();
+        // SAFETY: `deps` are nodes of the capture's graph `g`; the node's memory is the
+        // caller's (as `graph_add_node`).
+        let n = unsafe { self.graph_add_node(GraphHandle(g.cast()), &deps, what) }?;
+        // SAFETY: `n` is a node of the capture's graph.
+        self.call(|| unsafe { driver::stream_capture_set_tail(stream(s), node(n)) })?;
+        Ok(n)
+    }
+
     unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>> {
         // SAFETY: as above.
         self.call(|| unsafe { driver::stream_capture_tail(stream(s)) })

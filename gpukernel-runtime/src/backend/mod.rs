@@ -340,6 +340,17 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// # Safety
     /// `s` is capturing (`stream_begin_capture` succeeded), on the same thread.
     unsafe fn stream_end_capture(&self, s: StreamHandle) -> Result<GraphHandle>;
+    /// Adds `node` to the graph `s` is capturing into, after the capture's current
+    /// dependencies, and makes it the dependency of the capture's next operation: how a
+    /// capture records what the stream API would not (a copy from pageable host memory).
+    ///
+    /// # Safety
+    /// As `stream_end_capture`; as [`graph_add_node`](Self::graph_add_node) for `node`.
+    unsafe fn stream_capture_node(
+        &self,
+        s: StreamHandle,
+        node: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle>;
     /// The node the capture of `s` added last, if any.
     ///
     /// # Safety

@@ -659,6 +659,27 @@ impl Backend for SimBackend {
         Ok(GraphHandle(core::ptr::with_exposed_provenance_mut(c.graph)))
     }
 
+    unsafe fn stream_capture_node(
+        &self,
+        s: StreamHandle,
+        node: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle> {
+        // SAFETY: forwarded from the caller.
+        if !unsafe { self.captured(s, node) }? {
+            return Err(Error::Unsupported {
+                operation: "adding a node to a capture",
+                backend: "simulator",
+                hint: Some("the stream is not capturing"),
+            });
+        }
+        // SAFETY: as above.
+        unsafe { self.stream_capture_tail(s) }?.ok_or(Error::Unsupported {
+            operation: "adding a node to a capture",
+            backend: "simulator",
+            hint: Some("the capture recorded no node"),
+        })
+    }
+
     unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>> {
         let captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
         Ok(captures

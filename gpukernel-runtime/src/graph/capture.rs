@@ -279,7 +279,8 @@ impl<'a> Capture<'_, 'a> {
             s.ctx()
                 .backend
                 .launch(&desc, &mut params, &s.state().last_launch)
-        }?;
+        }
+        .map_err(|e| not_capturable(OP, e))?;
         self.push(uses.finish().uses, Some(info), Some(kept))
     }
 
@@ -317,8 +318,74 @@ impl<'a> Capture<'_, 'a> {
             s.ctx()
                 .backend
                 .memcpy_dtod(dst.ptr, src.ptr, bytes, s.handle())
-        }?;
+        }
+        .map_err(|e| not_capturable(OP, e))?;
         self.push(uses.finish().uses, None, None)
+    }
+
+    /// Captures a host-to-device copy of `src` (pageable or pinned host memory, read when the
+    /// graph runs, not now) into `dst`. The copy is added to the capture's graph as a copy
+    /// node (CUDA's stream capture refuses asynchronous copies from pageable memory), after
+    /// the work captured so far and before what follows, like any captured operation.
+    pub fn memcpy_htod<T: DeviceCopy>(
+        &self,
+        dst: GraphBufferMut<'a, T>,
+        src: &'a [T],
+    ) -> Result<()> {
+        const OP: &str = "Capture::memcpy_htod";
+        check_len(OP, dst.len, src.len())?;
+        let mut dst = dst;
+        let node = copy_node(
+            CopyEnd::Device(dst.ptr),
+            CopyEnd::Host(src.as_ptr().cast_mut().cast()),
+            size_of_val(src),
+        );
+        self.host_copy(OP, dst.raw_parts_mut(), node)
+    }
+
+    /// Captures a device-to-host copy of `src` into `dst` (pageable or pinned host memory,
+    /// written when the graph runs; the host reads it once the graph and its instantiations
+    /// are gone). As [`memcpy_htod`](Self::memcpy_htod) otherwise.
+    pub fn memcpy_dtoh<T: DeviceCopy>(
+        &self,
+        dst: &'a mut [T],
+        src: impl Into<GraphBuffer<'a, T>>,
+    ) -> Result<()> {
+        const OP: &str = "Capture::memcpy_dtoh";
+        let src = src.into();
+        check_len(OP, dst.len(), src.len)?;
+        let node = copy_node(
+            CopyEnd::Host(dst.as_mut_ptr().cast()),
+            CopyEnd::Device(src.ptr),
+            size_of_val(dst),
+        );
+        self.host_copy(OP, src.raw_parts(), node)
+    }
+
+    /// Adds a copy between host memory borrowed for `'a` and `device` to the capture.
+    fn host_copy(
+        &self,
+        operation: &'static str,
+        device: RawParts<'_>,
+        node: GraphNode<'_, '_>,
+    ) -> Result<()> {
+        if matches!(node, GraphNode::Empty) {
+            return Ok(());
+        }
+        let s = self.stream;
+        let mut uses = NodeUses::new(s.ctx(), &[]);
+        uses.record(operation, "the device buffer", device)?;
+        // SAFETY: the stream captures on this thread; the host end is borrowed for `'a` (the
+        // graph's lifetime), the device end is in `uses`.
+        let handle = unsafe { s.ctx().backend.stream_capture_node(s.handle(), node) }
+            .map_err(|e| not_capturable(operation, e))?;
+        self.lock().push(Captured {
+            handle,
+            uses: uses.finish().uses,
+            kernel: None,
+            kept: None,
+        });
+        Ok(())
     }
 
     /// Captures setting every byte of `dst` to `value` (element types where any byte
@@ -343,7 +410,22 @@ impl<'a> Capture<'_, 'a> {
         let mut uses = NodeUses::new(s.ctx(), &[]);
         uses.record(OP, "the destination", dst.raw_parts_mut())?;
         // SAFETY: inside an allocation exclusively borrowed for `'a`.
-        unsafe { s.ctx().backend.memset_d8(dst.ptr, value, bytes, s.handle()) }?;
+        unsafe { s.ctx().backend.memset_d8(dst.ptr, value, bytes, s.handle()) }
+            .map_err(|e| not_capturable(OP, e))?;
         self.push(uses.finish().uses, None, None)
+    }
+}
+
+/// A driver error of a capture-unsafe operation as [`Error::NotCapturable`] (the capture is
+/// then invalidated: ending it fails, and the stream is usable again); other errors pass.
+fn not_capturable(operation: &'static str, e: Error) -> Error {
+    match e {
+        Error::Driver { error, .. } if (900..=908).contains(&error.code()) => {
+            Error::NotCapturable {
+                operation,
+                reason: error.name(),
+            }
+        }
+        e => e,
     }
 }
