@@ -449,3 +449,30 @@ fn capture_records_pageable_and_pinned_host_copies() {
     s.memcpy_htod(&mut other, &host_x).unwrap();
     assert_eq!(other.to_host_vec().unwrap(), host_x);
 }
+
+#[test]
+fn a_graph_never_reads_or_writes_freed_memory() {
+    // The simulator twin of the GPU test: the instantiation's drop and the buffer's drop come
+    // after the launches' work; a new allocation is never written by them.
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; N]).unwrap();
+    let s = ctx.new_stream().unwrap();
+    for _ in 0..3 {
+        let mut y = ctx.alloc_zeros::<f32>(N).unwrap();
+        {
+            let g = ctx.new_graph("long").unwrap();
+            let yb = g.buffer_mut(&mut y);
+            let cfg = LaunchConfig::for_elements(N).unwrap();
+            let a = g.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+            g.add_kernel(&[a], &k, cfg, (1.0f32, &x, yb)).unwrap();
+            let exec = g.instantiate().unwrap();
+            exec.launch(&s).unwrap();
+        }
+        assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; N]);
+        drop(y);
+        let fresh = ctx.alloc_zeros::<f32>(N).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(fresh.to_host_vec().unwrap(), vec![0.0f32; N]);
+    }
+}
