@@ -51,6 +51,8 @@ pub(crate) struct ContextInner {
     pub(crate) ffi_check: Mutex<()>,
     /// Failures read from modules as they were dropped, reported by the next check.
     pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
+    /// Teardown hooks that failed (see `crate::module_hooks`).
+    pub(crate) teardown_failures: Mutex<Vec<crate::module_hooks::TeardownFailure>>,
 }
 
 impl ContextInner {
@@ -61,6 +63,7 @@ impl ContextInner {
             default_stream: StreamState::new(backend.default_stream()),
             backend,
             ffi_modules: Mutex::new(Vec::new()),
+            teardown_failures: Mutex::new(Vec::new()),
             ffi_generation: AtomicU64::new(0),
             ffi_clean: AtomicU64::new(0),
             ffi_check: Mutex::new(()),

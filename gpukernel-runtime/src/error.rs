@@ -314,6 +314,22 @@ pub enum Error {
         found: u64,
     },
 
+    /// A module setup or teardown hook of a link input failed (or, for a teardown, panicked
+    /// or could not run). A setup's failure is returned by `Linker::link_and_load`; a
+    /// teardown's is recorded in the context (`Context::take_teardown_failures`).
+    #[error("module {hook} of link input `{input}` failed: {message}")]
+    ModuleHook {
+        /// `setup` or `teardown`.
+        hook: &'static str,
+        /// The link input the hook belongs to.
+        input: String,
+        /// What went wrong.
+        message: String,
+        /// The hook's own error, when it returned one.
+        #[source]
+        source: Option<Box<Error>>,
+    },
+
     /// A module has no global of this name.
     #[error("the module has no global `{name}`")]
     GlobalNotFound {

@@ -68,6 +68,7 @@ mod launch;
 pub mod link;
 mod memory;
 mod module;
+mod module_hooks;
 mod sim;
 mod stream;
 
@@ -86,6 +87,7 @@ pub use memory::{
     PinnedHostBuffer,
 };
 pub use module::{Function, Module, TypedKernel};
+pub use module_hooks::{ModuleView, TeardownFailure};
 pub use stream::Stream;
 
 pub use gpukernel_device::{

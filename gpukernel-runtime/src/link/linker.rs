@@ -59,6 +59,45 @@ pub struct Linker {
     pub(super) cache: CachePolicy,
     pub(super) lto: bool,
     pub(super) options: LinkOptions,
+    hooks: Hooks,
+}
+
+/// Setup and teardown hooks, by the index of the input they belong to (`None`: added before
+/// any input).
+#[derive(Clone, Default)]
+struct Hooks(Vec<(Option<usize>, Hook)>);
+
+#[derive(Clone)]
+enum Hook {
+    Setup(crate::module_hooks::SetupHook),
+    Teardown(crate::module_hooks::TeardownHook),
+}
+
+impl Hook {
+    fn kind(&self) -> &'static str {
+        match self {
+            Hook::Setup(_) => "setup",
+            Hook::Teardown(_) => "teardown",
+        }
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(i, h)| (i, h.kind())))
+            .finish()
+    }
+}
+
+impl Pending {
+    /// The input's name, as [`LinkInput::name`](super::LinkInput) reports it.
+    fn name(&self) -> String {
+        match self {
+            Pending::File { path, .. } => path.display().to_string(),
+            Pending::Data { name, .. } => name.clone(),
+        }
+    }
 }
 
 impl Linker {
@@ -72,6 +111,7 @@ impl Linker {
             cache: CachePolicy::Default,
             lto: false,
             options: LinkOptions::default(),
+            hooks: Hooks::default(),
         }
     }
 
@@ -411,9 +451,72 @@ impl Linker {
         })
     }
 
+    /// Runs `f` once each time [`link_and_load`](Self::link_and_load) loads a module holding
+    /// the input added last (Numba's `setup` on linkable code), with the module, before it is
+    /// returned: e.g. to initialize a `__device__` global of that input with
+    /// [`Module::write_global`]. An error fails the load as [`Error::ModuleHook`] naming the
+    /// input. See [`ModuleView`](crate::ModuleView)'s module for the order and for failures.
+    /// Hooks run only through `link_and_load` ([`link`](Self::link) loads nothing).
+    pub fn setup(
+        &mut self,
+        f: impl Fn(&Module) -> Result<()> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let input = self.pending.len().checked_sub(1);
+        self.hooks.0.push((input, Hook::Setup(Arc::new(f))));
+        self
+    }
+
+    /// Runs `f` once when a module that [`link_and_load`](Self::link_and_load) loaded with
+    /// the input added last is unloaded (Numba's `teardown`): after the module's work, before
+    /// the unload, with a view of the module that cannot keep it loaded. A drop cannot return
+    /// its error: it is recorded in the context ([`Context::take_teardown_failures`](crate::Context::take_teardown_failures)).
+    pub fn teardown(
+        &mut self,
+        f: impl Fn(&crate::ModuleView<'_>) -> Result<()> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let input = self.pending.len().checked_sub(1);
+        self.hooks.0.push((input, Hook::Teardown(Arc::new(f))));
+        self
+    }
+
     /// Links, then loads the image as a module of the linker's context (on the simulator:
-    /// a module of the kernels the PTX inputs declare).
+    /// a module of the kernels the PTX inputs declare), and runs the inputs' setup hooks.
     pub fn link_and_load(&self) -> Result<Module> {
+        let module = self.link_and_load_only()?;
+        if self.hooks.0.is_empty() {
+            return Ok(module);
+        }
+        let mut hooks = Vec::with_capacity(self.hooks.0.len());
+        for (i, hook) in &self.hooks.0 {
+            let Some(i) = *i else {
+                return Err(Error::ModuleHook {
+                    hook: hook.kind(),
+                    input: "(none)".to_owned(),
+                    message: "added before any input: call it after the `add_*` of the input \
+                              it belongs to"
+                        .to_owned(),
+                    source: None,
+                });
+            };
+            hooks.push((i, hook));
+        }
+        // Input order; the hooks of one input keep the order they were added in.
+        hooks.sort_by_key(|&(i, _)| i);
+        let hooks = hooks
+            .into_iter()
+            .map(|(i, hook)| {
+                let name = self.pending[i].name();
+                match hook {
+                    Hook::Setup(f) => (name, Some(f.clone()), None),
+                    Hook::Teardown(f) => (name, None, Some(f.clone())),
+                }
+            })
+            .collect();
+        crate::module_hooks::run_setups(&module, hooks)?;
+        Ok(module)
+    }
+
+    fn link_and_load_only(&self) -> Result<Module> {
         let ctx = match &self.target {
             Target::Cuda { ctx, .. } | Target::Simulator { ctx: Some(ctx) } => ctx,
             Target::Offline(_) | Target::Simulator { ctx: None } => {
