@@ -15,7 +15,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 23] = signatures![
+const KERNELS: [(&str, u64); 24] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -39,6 +39,7 @@ const KERNELS: [(&str, u64); 23] = signatures![
     square_archive,
     sub_one_object,
     axpy_with_c_abi,
+    graph::halve_until,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

@@ -192,8 +192,11 @@ impl SimNode {
 #[derive(Debug, Default)]
 struct SimGraph {
     nodes: Mutex<Vec<(SimNode, Vec<usize>)>>,
-    /// The conditional handles made for it, and its conditional nodes' bodies.
+    /// The conditional handles made for it, and its conditional nodes' bodies. Boxed: their
+    /// addresses are handles and node pointers, stable while the vectors grow.
+    #[allow(clippy::vec_box, reason = "the boxes' addresses must not move")]
     conds: Mutex<Vec<Box<SimCond>>>,
+    #[allow(clippy::vec_box, reason = "the boxes' addresses must not move")]
     bodies: Mutex<Vec<Box<SimGraph>>>,
 }
 

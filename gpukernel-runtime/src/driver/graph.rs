@@ -351,7 +351,6 @@ pub(crate) unsafe fn graph_add_conditional(
     ctx: CUcontext,
 ) -> Result<(CUgraphNode, CUgraph)> {
     use sys::CUgraphConditionalNodeType::{CU_GRAPH_COND_TYPE_IF, CU_GRAPH_COND_TYPE_WHILE};
-    let mut body: [CUgraph; 1] = [core::ptr::null_mut()];
     // The union is zeroed and then the conditional member written as a whole: its other
     // members are unused, and the struct's enums are only ever written with valid values.
     let mut p = core::mem::MaybeUninit::<sys::CUgraphNodeParams>::zeroed();
@@ -363,7 +362,8 @@ pub(crate) unsafe fn graph_add_conditional(
             CU_GRAPH_COND_TYPE_IF
         },
         size: 1,
-        phGraph_out: body.as_mut_ptr(),
+        // Written by the driver: a CUDA-owned array of the node's `size` body graphs.
+        phGraph_out: core::ptr::null_mut(),
         ctx,
     };
     // SAFETY: writes into zeroed memory of the struct's size, field by field, with valid
@@ -374,7 +374,7 @@ pub(crate) unsafe fn graph_add_conditional(
         (&raw mut (*raw).__bindgen_anon_1.conditional).write(cond);
     }
     let mut n: CUgraphNode = core::ptr::null_mut();
-    // SAFETY: forwarded from the caller; `p` and `body` live for the call.
+    // SAFETY: forwarded from the caller; `p` lives for the call.
     check("cuGraphAddNode", unsafe {
         sys::cuGraphAddNode_v2(
             &mut n,
@@ -385,5 +385,22 @@ pub(crate) unsafe fn graph_add_conditional(
             p.as_mut_ptr(),
         )
     })?;
-    Ok((n, body[0]))
+    // SAFETY: the driver filled `phGraph_out` with an array of `size` (1) body graphs, valid
+    // for the node's lifetime; the conditional member is the one written above.
+    let body = unsafe {
+        let out = (*p.as_ptr()).__bindgen_anon_1.conditional.phGraph_out;
+        if out.is_null() {
+            core::ptr::null_mut()
+        } else {
+            *out
+        }
+    };
+    if body.is_null() {
+        return Err(crate::error::Error::Driver {
+            call: "cuGraphAddNode",
+            error: super::cuda_error(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
+            context: Some("the conditional node came back without a body graph".to_owned()),
+        });
+    }
+    Ok((n, body))
 }
