@@ -56,6 +56,7 @@ mod build;
 mod capture;
 mod conditional;
 mod exec;
+mod order;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
@@ -87,6 +88,7 @@ pub use capture::Capture;
 pub use conditional::ConditionalHandle;
 pub use exec::GraphExec;
 use exec::*;
+use order::*;
 pub(crate) use uses::NodeUses;
 use uses::*;
 pub use uses::{GraphBuffer, GraphBufferMut};
