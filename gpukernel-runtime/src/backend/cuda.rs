@@ -4,6 +4,8 @@
 //! and attributes a sticky kernel fault that a driver call reports to the context's last
 //! launch when the caller knows no closer suspect.
 
+mod share;
+
 use core::ffi::c_void;
 use std::ffi::CString;
 

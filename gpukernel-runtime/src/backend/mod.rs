@@ -17,7 +17,10 @@
 //! give them back exactly once (`*_destroy`, `module_unload`).
 
 pub(crate) mod cuda;
+mod share;
 pub(crate) mod sim;
+
+pub(crate) use share::{ShareBackend, SharedAlloc, SharedKind};
 
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -56,6 +59,10 @@ handle! {
     GraphExecHandle;
     /// A node of a graph (`CUgraphNode`; an index on the simulator).
     NodeHandle;
+    /// Imported external memory (`CUexternalMemory`; none on the simulator).
+    ExternalMemoryHandle;
+    /// An imported external semaphore (`CUexternalSemaphore`; none on the simulator).
+    ExternalSemaphoreHandle;
 }
 
 /// One end of a copy node: host memory or a device address.
@@ -191,7 +198,7 @@ pub(crate) struct LaunchDesc<'a> {
 ///
 /// Methods taking a `suspect` attribute a sticky kernel fault they observe to that launch
 /// (the last on the synchronized stream, say) before the context's last launch.
-pub(crate) trait Backend: Send + Sync + 'static {
+pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     /// Whether this is the simulator (for `Context::is_simulator` and messages only).
     fn is_simulator(&self) -> bool;
     /// `CUDA device 0 (NVIDIA H100…)` or `the simulator`, for messages.

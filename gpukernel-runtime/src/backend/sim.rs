@@ -286,6 +286,9 @@ impl SimBackend {
     }
 }
 
+/// Every sharing operation is refused on the simulator (see `backend/share.rs`).
+impl super::ShareBackend for SimBackend {}
+
 impl Backend for SimBackend {
     fn is_simulator(&self) -> bool {
         true
