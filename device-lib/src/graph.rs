@@ -6,7 +6,11 @@
 //! [`ConditionalHandle`]; the kernel sets the condition, and the conditional node that reads
 //! it runs its body (once for `if`; again and again while the value is non-zero for `while`).
 //!
-//! ```ignore
+//! ```
+//! # use gpukernel_device::prelude::*;
+//! use gpukernel_device::graph::ConditionalHandle;
+//! use gpukernel_device::{sync, thread};
+//!
 //! #[kernel]
 //! pub fn halve_until(mut x: DisjointSlice<f32>, tol: f32, again: ConditionalHandle) {
 //!     let mut above = false;
@@ -30,6 +34,22 @@
 
 /// A conditional node's handle, as a kernel parameter. Only the runtime makes one (an
 /// argument of a graph's kernel node).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::graph::ConditionalHandle;
+/// use gpukernel_device::{sync, thread};
+///
+/// #[kernel]
+/// pub fn halve_until(mut x: DisjointSlice<f32>, tol: f32, again: ConditionalHandle) {
+///     let mut above = false;
+///     if let Some(xi) = x.get_mut(thread::index()) {
+///         *xi *= 0.5;
+///         above = *xi > tol;
+///     }
+///     again.set_by_first_thread(sync::sync_threads_or(above)); // one block votes
+/// }
+/// ```
 #[repr(transparent)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConditionalHandle(u64);
@@ -46,6 +66,22 @@ impl ConditionalHandle {
     /// grid's first thread (thread (0,0,0) of block (0,0,0)) sets it, so that no two calls
     /// race. The value the conditional node reads is the last one set before it runs (or the
     /// handle's default, assigned at each launch of the graph).
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::graph::ConditionalHandle;
+    /// use gpukernel_device::{sync, thread};
+    ///
+    /// #[kernel]
+    /// pub fn halve_until(mut x: DisjointSlice<f32>, tol: f32, again: ConditionalHandle) {
+    ///     let mut above = false;
+    ///     if let Some(xi) = x.get_mut(thread::index()) {
+    ///         *xi *= 0.5;
+    ///         above = *xi > tol;
+    ///     }
+    ///     again.set_by_first_thread(sync::sync_threads_or(above)); // one block votes
+    /// }
+    /// ```
     #[inline]
     pub fn set_by_first_thread(self, value: bool) {
         let (t, b) = (crate::thread::thread_idx(), crate::thread::block_idx());
@@ -61,6 +97,23 @@ impl ConditionalHandle {
     /// # Safety
     /// No other thread may set the same handle concurrently (CUDA leaves racing calls of
     /// `cudaGraphSetConditional` undefined): call it from one thread of the launch.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::graph::ConditionalHandle;
+    /// use gpukernel_device::thread;
+    ///
+    /// /// Block 0's last thread decides, from the last element.
+    /// #[kernel]
+    /// pub fn stop_at(x: &[f32], limit: f32, again: ConditionalHandle) {
+    ///     let last = thread::block_dim().x - 1;
+    ///     if thread::block_idx().x == 0 && thread::thread_idx().x == last {
+    ///         let v = x.last().copied().unwrap_or(0.0);
+    ///         // SAFETY: only this one thread of the launch sets `again`.
+    ///         unsafe { again.set(v < limit) };
+    ///     }
+    /// }
+    /// ```
     #[inline]
     pub unsafe fn set(self, value: bool) {
         #[cfg(target_arch = "nvptx64")]
@@ -81,6 +134,18 @@ impl ConditionalHandle {
     }
 
     /// The raw handle value (`cudaGraphConditionalHandle`; an address on the simulator).
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::graph::ConditionalHandle;
+    ///
+    /// #[kernel]
+    /// pub fn record_handle(again: ConditionalHandle, mut out: DisjointSlice<u64>) {
+    ///     if let Some(o) = out.get_mut(gpukernel_device::thread::index()) {
+    ///         *o = again.raw(); // e.g. to compare with the host's `ConditionalHandle`
+    ///     }
+    /// }
+    /// ```
     #[inline]
     pub fn raw(self) -> u64 {
         self.0

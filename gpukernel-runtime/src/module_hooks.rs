@@ -33,6 +33,26 @@ pub(crate) type TeardownHook = Arc<dyn Fn(&ModuleView<'_>) -> Result<()> + Send 
 
 /// A module being unloaded, as a teardown hook sees it: its globals and kernel names. It
 /// cannot be cloned into a [`Module`], so it cannot keep the module loaded.
+///
+/// ```no_run
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+/// use gpukernel_runtime::link::Linker;
+/// let mut linker = Linker::new(&ctx)?;
+/// linker
+///     .add_cuda_source("__device__ unsigned hits = 0;", "hits.cu")
+///     .teardown(|view| {
+///         let (ptr, bytes) = view.global("hits")?;
+///         assert_eq!(bytes, 4);
+///         assert!(!ptr.is_null());
+///         let hits: u32 = view.read_global("hits")?;
+///         view.write_global("hits", &0u32)?;
+///         println!("{hits} hits; kernels: {:?}", view.kernel_names());
+///         Ok(())
+///     });
+/// drop(linker.link_and_load()?);
+/// # Ok(()) }
+/// ```
 pub struct ModuleView<'m> {
     pub(crate) inner: &'m ModuleInner,
 }
@@ -47,21 +67,101 @@ impl std::fmt::Debug for ModuleView<'_> {
 
 impl ModuleView<'_> {
     /// The module's kernel names.
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// use gpukernel_runtime::link::Linker;
+    /// let mut linker = Linker::new(&ctx)?;
+    /// linker
+    ///     .add_cuda_source("__device__ unsigned hits = 0;", "hits.cu")
+    ///     .teardown(|view| {
+    ///         let (ptr, bytes) = view.global("hits")?;
+    ///         assert_eq!(bytes, 4);
+    ///         assert!(!ptr.is_null());
+    ///         let hits: u32 = view.read_global("hits")?;
+    ///         view.write_global("hits", &0u32)?;
+    ///         println!("{hits} hits; kernels: {:?}", view.kernel_names());
+    ///         Ok(())
+    ///     });
+    /// drop(linker.link_and_load()?);
+    /// # Ok(()) }
+    /// ```
     pub fn kernel_names(&self) -> &[String] {
         self.inner.names()
     }
 
     /// As [`Module::global`].
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// use gpukernel_runtime::link::Linker;
+    /// let mut linker = Linker::new(&ctx)?;
+    /// linker
+    ///     .add_cuda_source("__device__ unsigned hits = 0;", "hits.cu")
+    ///     .teardown(|view| {
+    ///         let (ptr, bytes) = view.global("hits")?;
+    ///         assert_eq!(bytes, 4);
+    ///         assert!(!ptr.is_null());
+    ///         let hits: u32 = view.read_global("hits")?;
+    ///         view.write_global("hits", &0u32)?;
+    ///         println!("{hits} hits; kernels: {:?}", view.kernel_names());
+    ///         Ok(())
+    ///     });
+    /// drop(linker.link_and_load()?);
+    /// # Ok(()) }
+    /// ```
     pub fn global(&self, name: &str) -> Result<(DevicePtr<u8>, usize)> {
         global(self.inner, name)
     }
 
     /// As [`Module::read_global`].
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// use gpukernel_runtime::link::Linker;
+    /// let mut linker = Linker::new(&ctx)?;
+    /// linker
+    ///     .add_cuda_source("__device__ unsigned hits = 0;", "hits.cu")
+    ///     .teardown(|view| {
+    ///         let (ptr, bytes) = view.global("hits")?;
+    ///         assert_eq!(bytes, 4);
+    ///         assert!(!ptr.is_null());
+    ///         let hits: u32 = view.read_global("hits")?;
+    ///         view.write_global("hits", &0u32)?;
+    ///         println!("{hits} hits; kernels: {:?}", view.kernel_names());
+    ///         Ok(())
+    ///     });
+    /// drop(linker.link_and_load()?);
+    /// # Ok(()) }
+    /// ```
     pub fn read_global<T: AnyBitPattern>(&self, name: &str) -> Result<T> {
         read_global(self.inner, name)
     }
 
     /// As [`Module::write_global`].
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// use gpukernel_runtime::link::Linker;
+    /// let mut linker = Linker::new(&ctx)?;
+    /// linker
+    ///     .add_cuda_source("__device__ unsigned hits = 0;", "hits.cu")
+    ///     .teardown(|view| {
+    ///         let (ptr, bytes) = view.global("hits")?;
+    ///         assert_eq!(bytes, 4);
+    ///         assert!(!ptr.is_null());
+    ///         let hits: u32 = view.read_global("hits")?;
+    ///         view.write_global("hits", &0u32)?;
+    ///         println!("{hits} hits; kernels: {:?}", view.kernel_names());
+    ///         Ok(())
+    ///     });
+    /// drop(linker.link_and_load()?);
+    /// # Ok(()) }
+    /// ```
     pub fn write_global<T: DeviceCopy>(&self, name: &str, value: &T) -> Result<()> {
         write_global(self.inner, name, value)
     }
@@ -70,6 +170,17 @@ impl ModuleView<'_> {
 impl Module {
     /// Reads the module global `name` as a `T` (its size must be `size_of::<T>()`), after
     /// the context's pending work. Not available on the simulator (no device globals there).
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// let module = gpukernel_runtime::link::Linker::new(&ctx)?
+    ///     .add_cuda_source("__device__ double limit = 0.5;", "limit.cu")
+    ///     .link_and_load()?;
+    /// assert_eq!(module.read_global::<f64>("limit")?, 0.5);
+    /// assert!(module.read_global::<f32>("limit").is_err()); // 8 bytes, not 4
+    /// # Ok(()) }
+    /// ```
     pub fn read_global<T: AnyBitPattern>(&self, name: &str) -> Result<T> {
         read_global(self.inner(), name)
     }
@@ -77,6 +188,17 @@ impl Module {
     /// Writes `value` to the module global `name` (its size must be `size_of::<T>()`), after
     /// the context's pending work, so no running kernel reads it meanwhile; later launches
     /// see it. Not available on the simulator.
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// let module = gpukernel_runtime::link::Linker::new(&ctx)?
+    ///     .add_cuda_source("__device__ int mode;", "mode.cu")
+    ///     .link_and_load()?;
+    /// module.write_global("mode", &3i32)?;
+    /// assert_eq!(module.read_global::<i32>("mode")?, 3);
+    /// # Ok(()) }
+    /// ```
     pub fn write_global<T: DeviceCopy>(&self, name: &str, value: &T) -> Result<()> {
         write_global(self.inner(), name, value)
     }
@@ -132,8 +254,17 @@ fn write_global<T: DeviceCopy>(m: &ModuleInner, name: &str, value: &T) -> Result
     backend.stream_synchronize(s, None)
 }
 
-/// A teardown hook's failure, recorded in its context (see the [module
-/// documentation](self)).
+/// A teardown hook's failure, recorded in its context (see
+/// [`Linker::teardown`](crate::link::Linker::teardown)).
+///
+/// ```
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// for failure in ctx.take_teardown_failures() {
+///     eprintln!("teardown of `{}` failed: {}", failure.input, failure.error);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct TeardownFailure {
     /// The link input the hook belongs to.
@@ -145,6 +276,20 @@ pub struct TeardownFailure {
 impl Context {
     /// The teardown hooks that failed since the last call (their errors cannot be returned
     /// from a module's drop), oldest first.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut linker = gpukernel_runtime::link::Linker::new(&ctx)?;
+    /// linker
+    ///     .add_ptx(".version 8.0\n.target sm_90\n.address_size 64\n", "empty.ptx")
+    ///     .teardown(|_| panic!("a bug in a teardown"));
+    /// drop(linker.link_and_load()?);
+    /// let failures = ctx.take_teardown_failures();
+    /// assert!(failures.iter().any(|f| f.input == "empty.ptx"));
+    /// assert!(ctx.take_teardown_failures().is_empty()); // taken
+    /// # Ok(()) }
+    /// ```
     pub fn take_teardown_failures(&self) -> Vec<TeardownFailure> {
         core::mem::take(
             &mut *self

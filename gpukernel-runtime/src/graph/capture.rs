@@ -461,7 +461,30 @@ impl<'a> Capture<'_, 'a> {
     /// Captures a host-to-device copy of `src` (pageable or pinned host memory, read when the
     /// graph runs, not now) into `dst`. The copy is added to the capture's graph as a copy
     /// node (CUDA's stream capture refuses asynchronous copies from pageable memory), after
-    /// the work captured so far and before what follows, like any captured operation.
+    /// the work captured so far and before what follows, like any captured operation. For
+    /// pinned memory pass its slice (`PinnedHostBuffer::as_slice`), taken before the capture.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let saxpy = module.kernel(saxpy)?;
+    /// let (input, mut output) = (vec![1.0f32; 64], vec![0.0f32; 64]);
+    /// let (mut x, mut y) = (ctx.alloc_zeros::<f32>(64)?, ctx.alloc_zeros::<f32>(64)?);
+    /// let s = ctx.new_stream()?;
+    /// {
+    ///     let graph = s.capture("up, saxpy, down", |c| {
+    ///         let (xb, yb) = (c.buffer_mut(&mut x), c.buffer_mut(&mut y));
+    ///         c.memcpy_htod(xb, &input)?;
+    ///         c.launch(&saxpy, LaunchConfig::for_elements(64)?, (3.0f32, xb.read(), yb))?;
+    ///         c.memcpy_dtoh(&mut output, yb)
+    ///     })?;
+    ///     graph.instantiate()?.launch(&s)?;
+    ///     s.synchronize()?;
+    /// }
+    /// assert_eq!(output, vec![3.0f32; 64]);
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_htod<T: DeviceCopy>(
         &self,
         dst: GraphBufferMut<'a, T>,
@@ -481,6 +504,23 @@ impl<'a> Capture<'_, 'a> {
     /// Captures a device-to-host copy of `src` into `dst` (pageable or pinned host memory,
     /// written when the graph runs; the host reads it once the graph and its instantiations
     /// are gone). As [`memcpy_htod`](Self::memcpy_htod) otherwise.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let y = ctx.htod_copy(&[5u32; 8])?;
+    /// let mut pinned = ctx.alloc_pinned::<u32>(8)?;
+    /// let s = ctx.new_stream()?;
+    /// {
+    ///     let out = pinned.as_mut_slice()?;
+    ///     let graph = s.capture("down", |c| c.memcpy_dtoh(out, c.buffer(&y)))?;
+    ///     graph.instantiate()?.launch(&s)?;
+    ///     s.synchronize()?;
+    /// }
+    /// assert_eq!(pinned.as_slice()?, &[5u32; 8]);
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_dtoh<T: DeviceCopy>(
         &self,
         dst: &'a mut [T],

@@ -24,6 +24,20 @@ use crate::launch::args::abi::Scalar;
 /// The handle of a conditional node's condition ([`Graph::conditional_handle`]): pass it to
 /// a kernel node for a `gpukernel_device::graph::ConditionalHandle` parameter, and to
 /// [`Graph::add_if`] / [`Graph::add_while`]. `Copy`; valid only for its own graph.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let halve = ctx.load_module(halve_ptx().as_bytes())?.kernel(halve)?;
+/// let mut x = ctx.alloc_zeros::<f32>(4)?;
+/// let graph = ctx.new_graph("g")?;
+/// let again = graph.conditional_handle(true)?;
+/// // Not for a stream launch: no graph would read it.
+/// let e = stream.launch(&halve, LaunchConfig::new(1, 4), (&mut x, again)).unwrap_err();
+/// assert!(matches!(e, gpukernel_runtime::Error::ConditionalHandleMisused { .. }));
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy)]
 pub struct ConditionalHandle {
     pub(super) raw: u64,
@@ -67,7 +81,29 @@ unsafe impl KernelArg<gpukernel_device::graph::ConditionalHandle> for Conditiona
 
 impl<'a> Graph<'a> {
     /// A new handle for a conditional node of this graph (`cuGraphConditionalHandleCreate`),
-    /// set to `default` at the start of every launch; kernel nodes change it.
+    /// set to `default` at the start of every launch; kernel nodes change it. See
+    /// [`add_while`](Self::add_while) for a loop.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let halve = ctx.load_module(halve_ptx().as_bytes())?.kernel(halve)?;
+    /// let mut x = ctx.htod_copy(&[40.0f32, 3.0, 0.5])?;
+    /// {
+    ///     let graph = ctx.new_graph("halve until at most 1")?;
+    ///     let again = graph.conditional_handle(true)?;
+    ///     let xb = graph.buffer_mut(&mut x);
+    ///     graph.add_while(&[], again, |body| {
+    ///         body.add_kernel(&[], &halve, LaunchConfig::new(1, 32), (xb, again))?;
+    ///         Ok(())
+    ///     })?;
+    ///     graph.instantiate()?.launch(&stream)?; // six rounds, no host round trip
+    ///     stream.synchronize()?;
+    /// }
+    /// assert_eq!(x.to_host_vec()?, [0.625, 0.046875, 0.0078125]);
+    /// # Ok(()) }
+    /// ```
     pub fn conditional_handle(&self, default: bool) -> Result<ConditionalHandle> {
         // SAFETY: the graph is live.
         let raw = unsafe {
@@ -87,6 +123,28 @@ impl<'a> Graph<'a> {
     /// Adds an `if` node after `deps`: when it runs, its body runs once if `cond` is non-zero.
     /// `body` builds the body's nodes (it may take `cond` too, and nest conditional nodes). If
     /// `body` fails, the node is kept with the nodes built so far and the error returned.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let halve = ctx.load_module(halve_ptx().as_bytes())?.kernel(halve)?;
+    /// let (mut x, mut y) = (ctx.htod_copy(&[4.0f32])?, ctx.alloc_zeros::<f32>(1)?);
+    /// {
+    ///     let graph = ctx.new_graph("branch")?;
+    ///     let above = graph.conditional_handle(false)?;
+    ///     let (xb, yb) = (graph.buffer_mut(&mut x), graph.buffer_mut(&mut y));
+    ///     let h = graph.add_kernel(&[], &halve, LaunchConfig::new(1, 1), (xb, above))?;
+    ///     // Runs only while x is still above 1 after the halving: 4 → 2 yes, 2 → 1 no.
+    ///     graph.add_if(&[h], above, |body| body.add_memset_d8(&[], yb, 0x3f).map(drop))?;
+    ///     let exec = graph.instantiate()?;
+    ///     exec.launch(&stream)?;
+    ///     exec.launch(&stream)?;
+    ///     stream.synchronize()?;
+    /// }
+    /// assert_eq!(y.to_host_vec()?[0].to_bits(), 0x3f3f3f3f);
+    /// # Ok(()) }
+    /// ```
     pub fn add_if(
         &self,
         deps: &[Node],
@@ -99,6 +157,27 @@ impl<'a> Graph<'a> {
     /// Adds a `while` node after `deps`: when it runs, its body runs again and again while
     /// `cond` is non-zero (tested before each run, so possibly never). A kernel of the body
     /// usually sets `cond` for the next test. As [`add_if`](Self::add_if) otherwise.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let halve = ctx.load_module(halve_ptx().as_bytes())?.kernel(halve)?;
+    /// let mut x = ctx.htod_copy(&[40.0f32, 3.0, 0.5])?;
+    /// {
+    ///     let graph = ctx.new_graph("halve until at most 1")?;
+    ///     let again = graph.conditional_handle(true)?;
+    ///     let xb = graph.buffer_mut(&mut x);
+    ///     graph.add_while(&[], again, |body| {
+    ///         body.add_kernel(&[], &halve, LaunchConfig::new(1, 32), (xb, again))?;
+    ///         Ok(())
+    ///     })?;
+    ///     graph.instantiate()?.launch(&stream)?; // six rounds, no host round trip
+    ///     stream.synchronize()?;
+    /// }
+    /// assert_eq!(x.to_host_vec()?, [0.625, 0.046875, 0.0078125]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_while(
         &self,
         deps: &[Node],

@@ -781,7 +781,20 @@ impl Linker {
     /// the input added last (Numba's `setup` on linkable code), with the module, before it is
     /// returned: e.g. to initialize a `__device__` global of that input with
     /// [`Module::write_global`]. An error fails the load as [`Error::ModuleHook`] naming the
-    /// input. See [`ModuleView`](crate::ModuleView)'s module for the order and for failures.
+    /// input, and the teardowns of the inputs whose setup ran run as the module drops.
+    /// Setups run in input order (the hooks of one input in the order added).
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// use gpukernel_runtime::link::Linker;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_cuda_source("__device__ float scale = 1.0f;", "scale.cu")
+    ///     .setup(|m| m.write_global("scale", &2.5f32))
+    ///     .link_and_load()?;
+    /// assert_eq!(module.read_global::<f32>("scale")?, 2.5);
+    /// # Ok(()) }
+    /// ```
     /// Hooks run only through `link_and_load` ([`link`](Self::link) loads nothing).
     pub fn setup(
         &mut self,
@@ -795,7 +808,27 @@ impl Linker {
     /// Runs `f` once when a module that [`link_and_load`](Self::link_and_load) loaded with
     /// the input added last is unloaded (Numba's `teardown`): after the module's work, before
     /// the unload, with a view of the module that cannot keep it loaded. A drop cannot return
-    /// its error: it is recorded in the context ([`Context::take_teardown_failures`](crate::Context::take_teardown_failures)).
+    /// its error: it is recorded in the context ([`Context::take_teardown_failures`](crate::Context::take_teardown_failures)),
+    /// and so is a panic of `f` (caught) or a teardown that could not run because the
+    /// context faulted (the module then stays loaded). Teardowns run in reverse input order.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, _) = doc_setup();
+    /// use gpukernel_runtime::link::Linker;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .teardown(|view| {
+    ///         assert!(view.kernel_names().iter().any(|k| k == "saxpy"));
+    ///         view.read_global::<u32>("counter").map(drop) // no globals on the simulator
+    ///     })
+    ///     .link_and_load()?;
+    /// drop(module);
+    /// let failed = ctx.take_teardown_failures();
+    /// assert_eq!(failed[0].input, "kernels.ptx");
+    /// # Ok(()) }
+    /// ```
     pub fn teardown(
         &mut self,
         f: impl Fn(&crate::ModuleView<'_>) -> Result<()> + Send + Sync + 'static,
