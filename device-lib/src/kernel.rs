@@ -254,6 +254,10 @@ pub unsafe trait ParamAbi {
 unsafe impl<T: crate::DeviceCopy> ParamAbi for T {
     const SIZES: &'static [usize] = &[core::mem::size_of::<T>()];
 }
+// SAFETY: a conditional handle is one `u64` (`repr(transparent)`).
+unsafe impl ParamAbi for crate::graph::ConditionalHandle {
+    const SIZES: &'static [usize] = &[8];
+}
 // SAFETY: slices lower to a `u64` pointer and a `u64` length.
 unsafe impl<T> ParamAbi for &'static [T] {
     const SIZES: &'static [usize] = &[8, 8];

@@ -34,6 +34,7 @@ pub use gpukernel_macros::{declare_device, kernel};
 pub mod atomic;
 mod copy;
 pub mod ffi;
+pub mod graph;
 // The simulator's side of the host backend: the runtime's simulator installs each simulated
 // thread's context and its hooks here, and foreign `.cu` code compiled for the host calls its
 // `extern "C"` entry points through the compat header. Not a user API (kernels reach it only
@@ -98,6 +99,7 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
+    pub use crate::graph::conditional_handle_from_raw;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::slice::disjoint_from_raw;

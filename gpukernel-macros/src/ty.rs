@@ -154,6 +154,14 @@ fn classify_path(ty: &TypePath) -> TypeKind<'_> {
     TypeKind::Struct
 }
 
+/// Whether `ty` names `ConditionalHandle` (`gpukernel_device::graph::ConditionalHandle`, by its
+/// last path segment, as `DisjointSlice` is recognised): a by-value kernel parameter that is
+/// not `DeviceCopy`.
+pub(crate) fn is_conditional_handle(ty: &Type) -> bool {
+    matches!(ty, Type::Path(p) if p.qself.is_none()
+        && p.path.segments.last().is_some_and(|s| s.ident == "ConditionalHandle" && s.arguments.is_none()))
+}
+
 /// The element type of `DisjointSlice<T>` / `DisjointSlice<'a, T>`.
 fn disjoint_elem(args: &PathArguments) -> Option<&Type> {
     let PathArguments::AngleBracketed(args) = args else {

@@ -35,6 +35,32 @@ unsafe fn scale(a: f32, data: &mut [f32]) {
     }
 }
 
+/// `x[i] *= 0.5`, then sets `again` to whether any element is still above 1 (one block: its
+/// threads vote): the body of a graph's `while` node.
+#[gpukernel_device::kernel]
+fn halve(
+    mut x: gpukernel_device::DisjointSlice<f32>,
+    again: gpukernel_device::graph::ConditionalHandle,
+) {
+    let mut above = false;
+    if let Some(v) = x.get_mut(gpukernel_device::thread::index()) {
+        *v *= 0.5;
+        above = *v > 1.0;
+    }
+    again.set_by_first_thread(gpukernel_device::sync::sync_threads_or(above));
+}
+
+/// The PTX of `halve` alone (the graph examples load it as a module of its own).
+#[allow(dead_code)]
+fn halve_ptx() -> String {
+    use gpukernel_device::Kernel;
+    format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry halve()\n{{\n\tret;\n}}\n\
+         .visible .global .align 8 .u64 __gpukernel_sig_halve = {};\n",
+        <halve as Kernel>::SIGNATURE
+    )
+}
+
 /// The PTX of the kernels above, as far as the simulator reads it.
 #[allow(dead_code)]
 fn kernels_ptx() -> String {

@@ -66,6 +66,8 @@ pub(crate) struct ContextInner {
     /// The contexts whose memory this context's work may access (peer access enabled; never
     /// disabled, so a check made at a launch stays true while the work runs).
     pub(crate) peers: Mutex<Vec<Weak<ContextInner>>>,
+    /// Teardown hooks that failed (see `crate::module_hooks`).
+    pub(crate) teardown_failures: Mutex<Vec<crate::module_hooks::TeardownFailure>>,
 }
 
 impl ContextInner {
@@ -76,6 +78,7 @@ impl ContextInner {
             default_stream: StreamState::new(backend.default_stream()),
             backend,
             ffi_modules: Mutex::new(Vec::new()),
+            teardown_failures: Mutex::new(Vec::new()),
             ffi_generation: AtomicU64::new(0),
             ffi_clean: AtomicU64::new(0),
             ffi_check: Mutex::new(()),

@@ -489,6 +489,22 @@ pub enum Error {
         found: u64,
     },
 
+    /// A module setup or teardown hook of a link input failed (or, for a teardown, panicked
+    /// or could not run). A setup's failure is returned by `Linker::link_and_load`; a
+    /// teardown's is recorded in the context (`Context::take_teardown_failures`).
+    #[error("module {hook} of link input `{input}` failed: {message}")]
+    ModuleHook {
+        /// `setup` or `teardown`.
+        hook: &'static str,
+        /// The link input the hook belongs to.
+        input: String,
+        /// What went wrong.
+        message: String,
+        /// The hook's own error, when it returned one.
+        #[source]
+        source: Option<Box<Error>>,
+    },
+
     /// A module has no global of this name.
     #[error("the module has no global `{name}`")]
     GlobalNotFound {
@@ -684,6 +700,42 @@ pub enum Error {
         graph: String,
         /// Why (the driver's update result, or the runtime's own check).
         reason: String,
+    },
+
+    /// A conditional node's handle given where it cannot be used: to a plain stream launch, a
+    /// capture, or a node of a graph that is neither the handle's graph nor inside one of its
+    /// conditional bodies.
+    #[error("{operation}: {reason} (handle of graph `{graph}`)")]
+    ConditionalHandleMisused {
+        /// The operation refused.
+        operation: &'static str,
+        /// The graph the handle was made for.
+        graph: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+
+    /// A conditional node's body graph used as a graph of its own (instantiated, say), or
+    /// given a node CUDA does not allow in a conditional body (host calls, copies to or from
+    /// host memory), on both backends.
+    #[error("{operation}: graph `{graph}` is the body of a conditional node: {reason}")]
+    ConditionalBody {
+        /// The operation refused.
+        operation: &'static str,
+        /// The body's name.
+        graph: String,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+
+    /// An operation a stream capture cannot record. Nothing was enqueued: the capture goes
+    /// on and the stream stays usable.
+    #[error("{operation}: cannot be captured into a graph: {reason}")]
+    NotCapturable {
+        /// The operation refused.
+        operation: &'static str,
+        /// Why, and what to do instead.
+        reason: &'static str,
     },
 
     // ---------------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ mod launch;
 pub mod link;
 mod memory;
 mod module;
+mod module_hooks;
 mod sim;
 mod stream;
 
@@ -90,7 +91,7 @@ pub use device::{Backend, Device, DeviceProperties};
 pub use error::{CudaError, Error, Result, SignatureMismatch};
 pub use event::Event;
 pub use format::ImageKind;
-pub use graph::{Capture, Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};
+pub use graph::{Capture, ConditionalHandle, Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};
 pub use launch::{
     DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
     RequiresLaunchUnchecked, Safe, SafetyLevel,
@@ -100,6 +101,7 @@ pub use memory::{
     PinnedHostBuffer,
 };
 pub use module::{Function, Module, TypedKernel};
+pub use module_hooks::{ModuleView, TeardownFailure};
 pub use stream::Stream;
 
 pub use gpukernel_device::{

@@ -54,6 +54,25 @@ pub(crate) struct ModuleInner {
     pub(crate) ffi: Option<FfiTracking>,
     /// Whether a kernel of the module was ever launched (its unload then waits).
     pub(crate) launched: AtomicBool,
+    /// Teardown hooks of its link inputs, in input order (see `crate::module_hooks`).
+    teardowns: std::sync::Mutex<Vec<(String, crate::module_hooks::TeardownHook)>>,
+}
+
+impl ModuleInner {
+    pub(crate) fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub(crate) fn handle(&self) -> ModuleHandle {
+        self.handle
+    }
+
+    pub(crate) fn add_teardown(&self, input: String, hook: crate::module_hooks::TeardownHook) {
+        self.teardowns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((input, hook));
+    }
 }
 
 // SAFETY: a module handle may be used from any thread (the backend binds its context); the
@@ -69,8 +88,11 @@ impl Drop for ModuleInner {
     /// failure kept for the context's next check. If the wait fails (a faulted context), the
     /// module stays loaded rather than unloaded under running work.
     fn drop(&mut self) {
+        let teardowns =
+            core::mem::take(self.teardowns.get_mut().unwrap_or_else(|p| p.into_inner()));
         if self.launched.load(Ordering::Acquire) {
             if self.ctx.backend.synchronize().is_err() {
+                crate::module_hooks::run_teardowns(self, teardowns, false);
                 return;
             }
             if let Some(t) = &self.ffi {
@@ -80,8 +102,9 @@ impl Drop for ModuleInner {
                 }
             }
         }
+        crate::module_hooks::run_teardowns(self, teardowns, true);
         // SAFETY: every `Function` of the module holds an Arc to this, so none is left, and
-        // the work that used it is complete (above).
+        // the work that used it is complete (above; teardown hooks synchronize what they do).
         unsafe { self.ctx.backend.module_unload(self.handle) };
     }
 }
@@ -114,6 +137,10 @@ impl fmt::Debug for Module {
 }
 
 impl Module {
+    pub(crate) fn inner(&self) -> &ModuleInner {
+        &self.inner
+    }
+
     pub(crate) fn load(
         ctx: Arc<ContextInner>,
         image: &[u8],
@@ -149,6 +176,7 @@ impl Module {
             names: loaded.names,
             ffi,
             launched: AtomicBool::new(false),
+            teardowns: std::sync::Mutex::new(Vec::new()),
         });
         if has_ffi {
             let mut list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());

@@ -109,3 +109,57 @@ fn a_failed_capture_leaves_the_stream_usable() {
     s.synchronize().unwrap();
     assert_eq!(y.to_host_vec().unwrap(), vec![1.0f32; 8]);
 }
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn capture_records_pageable_and_pinned_host_copies() {
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
+    let host_x: Vec<f32> = (0..N).map(|i| (i % 97) as f32).collect();
+    let pinned_z = ctx.pinned_from_slice(&vec![7.0f32; N]).unwrap();
+    let mut pinned_y = ctx.alloc_pinned::<f32>(N).unwrap();
+    let mut host_z = vec![0.0f32; N];
+    let mut x = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut z = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut other = ctx.alloc_zeros::<f32>(N).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let s2 = s.clone();
+    let cfg = LaunchConfig::for_elements(N).unwrap();
+    {
+        let (zin, yout) = (
+            pinned_z.as_slice().unwrap(),
+            pinned_y.as_mut_slice().unwrap(),
+        );
+        let g = s
+            .capture("host copies", |c| {
+                let (xb, yb, zb) = (
+                    c.buffer_mut(&mut x),
+                    c.buffer_mut(&mut y),
+                    c.buffer_mut(&mut z),
+                );
+                c.memcpy_htod(xb, &host_x)?; // pageable
+                c.memcpy_htod(zb, zin)?; // pinned
+                c.launch(&k, cfg, (2.0f32, xb.read(), yb))?;
+                // An ordinary copy borrows its host memory only for the call: refused, and
+                // the capture goes on.
+                let e = s2.memcpy_htod(&mut other, &host_x).unwrap_err();
+                assert!(matches!(e, Error::StreamCapturing { .. }), "{e}");
+                c.memcpy_dtoh(yout, yb)?; // pinned
+                c.memcpy_dtoh(&mut host_z, zb) // pageable
+            })
+            .unwrap();
+        assert_eq!(g.len(), 5);
+        let exec = g.instantiate().unwrap();
+        exec.launch(&s).unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+    }
+    let want: Vec<f32> = host_x.iter().map(|v| 4.0 * v).collect();
+    assert_eq!(pinned_y.as_slice().unwrap(), want.as_slice());
+    assert_eq!(host_z, vec![7.0f32; N]);
+    // The stream is usable after the capture.
+    s.memcpy_htod(&mut other, &host_x).unwrap();
+    assert_eq!(other.to_host_vec().unwrap(), host_x);
+}

@@ -149,3 +149,51 @@ fn a_foreign_buffer_is_not_finalized_while_its_work_may_run() {
         },
     );
 }
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_fault_in_a_graph_launch_names_the_graph_and_its_kernel_nodes() {
+    isolated(
+        "a_fault_in_a_graph_launch_names_the_graph_and_its_kernel_nodes",
+        || {
+            let ctx = gpu();
+            let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+            let bad = common::kernel(&m, write_null).unwrap();
+            let good = common::kernel(&m, common::saxpy).unwrap();
+            let x = ctx.htod_copy(&[1.0f32; 32]).unwrap();
+            let mut y = ctx.alloc_zeros::<f32>(32).unwrap();
+            ctx.synchronize().unwrap();
+            let s = ctx.new_stream().unwrap();
+            let g = ctx.new_graph("faulty").unwrap();
+            let yb = g.buffer_mut(&mut y);
+            let a = g
+                .add_kernel(&[], &good, LaunchConfig::new(1, 32), (1.0f32, &x, yb))
+                .unwrap();
+            g.add_kernel(&[a], &bad, LaunchConfig::new(1, 1), ())
+                .unwrap();
+            let exec = g.instantiate().unwrap();
+            exec.launch(&s).unwrap();
+            let e = s.synchronize().unwrap_err();
+            println!("{e}");
+            let want = "graph `faulty` (kernel nodes: saxpy, write_null)";
+            match &e {
+                Error::KernelFault {
+                    call,
+                    error,
+                    last_launch,
+                } => {
+                    assert_eq!(*call, "cuStreamSynchronize");
+                    assert_eq!(error.name(), "CUDA_ERROR_ILLEGAL_ADDRESS");
+                    assert_eq!(last_launch.as_deref(), Some(want));
+                }
+                other => panic!("unexpected {other}"),
+            }
+            assert!(e.to_string().contains(want), "{e}");
+            // Sticky: a later launch of the graph reports it too, naming the graph.
+            let e = exec.launch(&s).unwrap_err();
+            assert!(e.to_string().contains("faulty"), "{e}");
+            // The instantiation's drop waits on a faulted stream without panicking.
+            drop(exec);
+        },
+    );
+}

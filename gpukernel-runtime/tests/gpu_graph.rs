@@ -133,8 +133,168 @@ fn a_foreign_failure_of_a_graph_kernel_surfaces_at_synchronize() {
         }) => {
             assert_eq!(function, "mul_f32_f32");
             assert_eq!(status, 9);
-            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+            assert_eq!(
+                kernel.as_deref(),
+                Some("fails_foreign (kernel node of graph \"ffi\")")
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_foreign_failure_names_the_kernel_node_of_its_module() {
+    // Two modules: the failing kernel's own module has one kernel node in the graph, so the
+    // failure names it (the device record says only which foreign function failed).
+    let ctx = gpu();
+    let m1 = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let m2 = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let fails = common::kernel(&m1, fails_foreign).unwrap();
+    let k = common::kernel(&m2, saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 32]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(32).unwrap();
+    let s = ctx.new_stream().unwrap();
+    {
+        let g = ctx.new_graph("two modules").unwrap();
+        let yb = g.buffer_mut(&mut y);
+        let a = g
+            .add_kernel(&[], &k, LaunchConfig::new(1, 32), (1.0f32, &x, yb))
+            .unwrap();
+        g.add_kernel(&[a], &fails, LaunchConfig::new(1, 32), (4,))
+            .unwrap();
+        g.add_kernel(&[], &k, LaunchConfig::new(1, 32), (1.0f32, &x, yb))
+            .unwrap();
+        g.instantiate().unwrap().launch(&s).unwrap();
+    }
+    match s.synchronize() {
+        Err(Error::ForeignCallFailed { status, kernel, .. }) => {
+            assert_eq!(status, 4);
+            assert_eq!(
+                kernel.as_deref(),
+                Some("fails_foreign (kernel node of graph \"two modules\")")
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; 32]);
+}
+
+/// `countdown(p: *mut u32, again: ConditionalHandle)`, one thread: `*p -= 1`, then sets
+/// `again` to `*p != 0` through the driver-provided `cudaGraphSetConditional`, as nvcc emits
+/// it for CUDA C (a plain `.extern .func`, loaded here without the Linker).
+const COUNTDOWN_PTX: &str = "
+.version 8.0
+.target sm_90
+.address_size 64
+.extern .func cudaGraphSetConditional(.param .b64 cudaGraphSetConditional_param_0, .param .b32 cudaGraphSetConditional_param_1);
+.visible .entry countdown(.param .u64 countdown_p, .param .u64 countdown_c)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [countdown_p];
+    ld.param.u64 %rd2, [countdown_c];
+    cvta.to.global.u64 %rd3, %rd1;
+    ld.global.u32 %r1, [%rd3];
+    add.s32 %r2, %r1, -1;
+    st.global.u32 [%rd3], %r2;
+    setp.ne.s32 %p1, %r2, 0;
+    selp.u32 %r3, 1, 0, %p1;
+    {
+    .param .b64 param0;
+    st.param.b64 [param0], %rd2;
+    .param .b32 param1;
+    st.param.b32 [param1], %r3;
+    call.uni cudaGraphSetConditional, (param0, param1);
+    }
+    ret;
+}
+";
+
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+struct countdown;
+// SAFETY: the PTX entry above takes (u64, u64): a pointer and a handle.
+unsafe impl gpukernel_device::Kernel for countdown {
+    const NAME: &'static str = "countdown";
+    type Params = (*mut u32, gpukernel_device::graph::ConditionalHandle);
+    const SIM_ENTRY: gpukernel_device::SimEntry = countdown_entry;
+    const SIGNATURE: u64 = 0;
+}
+unsafe fn countdown_entry(_: *const *mut core::ffi::c_void) {
+    unreachable!("GPU only")
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_while_node_of_a_plain_loaded_ptx_counts_down_on_the_device() {
+    let ctx = gpu();
+    let m = ctx.load_module(COUNTDOWN_PTX.as_bytes()).unwrap();
+    let k = common::kernel(&m, countdown).unwrap();
+    let mut counter = ctx.alloc_zeros::<u32>(1).unwrap();
+    let start = [7u32];
+    {
+        let g = ctx.new_graph("countdown").unwrap();
+        let again = g.conditional_handle(true).unwrap();
+        let cb = g.buffer_mut(&mut counter);
+        let up = g.add_memcpy_htod(&[], cb, &start).unwrap();
+        g.add_while(&[up], again, |body| {
+            // SAFETY: one thread writes the one element `p` points at.
+            unsafe { body.add_kernel_unchecked(&[], &k, LaunchConfig::new(1, 1), (cb, again)) }?;
+            Ok(())
+        })
+        .unwrap();
+        let exec = g.instantiate().unwrap();
+        let s = ctx.new_stream().unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+    }
+    // Seven rounds: 7 → 0, the last one clearing the condition.
+    assert_eq!(counter.to_host_vec().unwrap(), vec![0]);
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_graph_never_reads_or_writes_freed_memory() {
+    // Launches of a long graph are still queued when the instantiation and then the buffer
+    // are dropped: the drops wait, so a new allocation (the pool hands the same bytes back)
+    // is never written by them.
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
+    let n = 1 << 16;
+    let x = ctx.htod_copy(&vec![1.0f32; n]).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let mut reused = 0;
+    for round in 0..5 {
+        let mut y = ctx.alloc_zeros::<f32>(n).unwrap();
+        let old = y.as_raw();
+        {
+            let g = ctx.new_graph("long").unwrap();
+            let yb = g.buffer_mut(&mut y);
+            let cfg = LaunchConfig::for_elements(n).unwrap();
+            let mut last = None;
+            for _ in 0..200 {
+                let deps: Vec<_> = last.into_iter().collect();
+                last = Some(g.add_kernel(&deps, &k, cfg, (1.0f32, &x, yb)).unwrap());
+            }
+            let exec = g.instantiate().unwrap();
+            for _ in 0..10 {
+                exec.launch(&s).unwrap();
+            }
+        } // the instantiation is dropped with its launches queued
+        drop(y);
+        let fresh = ctx.alloc_zeros::<f32>(n).unwrap();
+        if fresh.as_raw() == old {
+            reused += 1;
+        }
+        s.synchronize().unwrap();
+        assert_eq!(
+            fresh.to_host_vec().unwrap(),
+            vec![0.0f32; n],
+            "round {round}: a launch wrote freed memory"
+        );
+    }
+    println!("the freed buffer's address came back {reused} of 5 times");
 }

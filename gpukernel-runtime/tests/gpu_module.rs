@@ -205,3 +205,62 @@ fn a_typed_kernel_must_match_the_entry_parameters() {
         Ok(_) => panic!("a kernel with the wrong signature was accepted"),
     }
 }
+
+/// A CUDA C input with a `__device__` global that its setup hook initializes.
+const SCALED_CU: &str = r#"
+__device__ float k_scale = 1.0f;
+extern "C" __global__ void apply_scale(float* x, unsigned long long n) {
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        x[i] *= k_scale;
+    }
+}
+"#;
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn setup_initializes_a_device_global_and_teardown_sees_it() {
+    use std::sync::Mutex;
+    static SEEN: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+    let ctx = gpu();
+    let mut l = gpukernel_runtime::link::Linker::new(&ctx).unwrap();
+    l.add_cuda_source(SCALED_CU, "scaled.cu")
+        .setup(|m| m.write_global("k_scale", &3.0f32))
+        .teardown(|v| {
+            SEEN.lock().unwrap().push(v.read_global::<f32>("k_scale")?);
+            Ok(())
+        });
+    let m = l.link_and_load().unwrap();
+    assert_eq!(m.read_global::<f32>("k_scale").unwrap(), 3.0);
+    let e = m.write_global("k_scale", &1.0f64).unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
+    let f = m.function("apply_scale").unwrap();
+    let n = 1000usize;
+    let x = ctx.htod_copy(&vec![2.0f32; n]).unwrap();
+    let s = ctx.default_stream();
+    let (mut ptr, mut len) = (x.as_raw(), n as u64);
+    let mut params = [
+        (&raw mut ptr).cast::<core::ffi::c_void>(),
+        (&raw mut len).cast(),
+    ];
+    // SAFETY: (float*, unsigned long long) as the kernel declares; `x` is live and synchronized
+    // below before it is read or dropped.
+    unsafe {
+        s.launch_untyped(&f, LaunchConfig::for_elements(n).unwrap(), &mut params)
+            .unwrap()
+    };
+    s.synchronize().unwrap();
+    assert_eq!(x.to_host_vec().unwrap(), vec![6.0f32; n]);
+    drop(f);
+    drop(m);
+    assert_eq!(*SEEN.lock().unwrap(), [3.0]);
+    // A failing setup fails the load, naming the input.
+    let mut l = gpukernel_runtime::link::Linker::new(&ctx).unwrap();
+    l.add_cuda_source(SCALED_CU, "scaled.cu")
+        .setup(|m| m.write_global("no_such_global", &0u32));
+    let e = l.link_and_load().unwrap_err();
+    assert!(
+        matches!(&e, Error::ModuleHook { hook: "setup", input, .. } if input == "scaled.cu"),
+        "{e}"
+    );
+}

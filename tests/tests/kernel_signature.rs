@@ -20,7 +20,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 37] = signatures![
+const KERNELS: [(&str, u64); 38] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -58,6 +58,7 @@ const KERNELS: [(&str, u64); 37] = signatures![
     math_f64,
     black_scholes,
     black_scholes_cuda_style,
+    graph::halve_until,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

@@ -14,6 +14,7 @@ use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
 pub mod math_kernels;
+pub mod graph;
 pub mod reduce;
 pub mod suite;
 

@@ -71,14 +71,17 @@ fn body_params(kernel: &Kernel) -> Vec<FnArg> {
         .collect()
 }
 
-/// `const _: () = assert_device_copy::<T>();` for each by-value struct and each slice element
-/// type, spanned on the user's type so that a missing `DeviceCopy` is reported there.
+/// `const _: () = assert_device_copy::<T>();` for each by-value struct (except
+/// `gpukernel_device::graph::ConditionalHandle`) and each slice element type, spanned on the user's type so that a missing `DeviceCopy` is reported there.
 fn device_copy_asserts(kernel: &Kernel, private: &TokenStream) -> TokenStream {
     let cfgs = &kernel.cfgs;
     kernel
         .params
         .iter()
         .filter_map(|p| match &p.kind {
+            // A conditional node's handle is a by-value parameter that is not `DeviceCopy`
+            // (no buffer may hold one); its `ParamAbi` impl is the check.
+            ParamKind::Struct if crate::ty::is_conditional_handle(&p.arg.ty) => None,
             ParamKind::Struct => Some(&*p.arg.ty),
             ParamKind::Slice { elem }
             | ParamKind::SliceMut { elem }

@@ -12,9 +12,9 @@ use std::ffi::CString;
 use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
 use super::{
-    Backend, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo,
-    GraphExecHandle, GraphHandle, GraphNode, Image, LastLaunch, LaunchDesc, Limits, LoadedModule,
-    ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
+    Backend, ConditionalKind, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle,
+    FunctionInfo, GraphExecHandle, GraphHandle, GraphNode, Image, LastLaunch, LaunchDesc, Limits,
+    LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
 use crate::error::{Error, Result};
@@ -738,6 +738,22 @@ impl Backend for CudaBackend {
             .map(|g| GraphHandle(g.cast()))
     }
 
+    unsafe fn stream_capture_node(
+        &self,
+        s: StreamHandle,
+        what: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle> {
+        // SAFETY: the context is current and `s` capturing (caller).
+        let (g, deps) = self.call(|| unsafe { driver::stream_capture_info(stream(s)) })?;
+        let deps: Vec<NodeHandle> = deps.into_iter().map(|n| NodeHandle(n.cast())).collect();
+        // SAFETY: `deps` are nodes of the capture's graph `g`; the node's memory is the
+        // caller's (as `graph_add_node`).
+        let n = unsafe { self.graph_add_node(GraphHandle(g.cast()), &deps, what) }?;
+        // SAFETY: `n` is a node of the capture's graph.
+        self.call(|| unsafe { driver::stream_capture_set_tail(stream(s), node(n)) })?;
+        Ok(n)
+    }
+
     unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>> {
         // SAFETY: as above.
         self.call(|| unsafe { driver::stream_capture_tail(stream(s)) })
@@ -755,6 +771,11 @@ impl Backend for CudaBackend {
             // SAFETY: the caller gives `g` up; its instantiations are independent of it.
             let _ = unsafe { driver::graph_destroy(graph(g)) };
         }
+    }
+
+    unsafe fn graph_conditional_handle(&self, g: GraphHandle, default: u32) -> Result<u64> {
+        // SAFETY: forwarded from the caller; the context is current.
+        self.call(|| unsafe { driver::graph_conditional_handle(graph(g), self.raw, default) })
     }
 
     unsafe fn graph_add_node(
@@ -790,6 +811,17 @@ impl Backend for CudaBackend {
                     }
                     GraphNode::Host { f, data } => driver::graph_add_host(graph(g), &deps, f, data),
                     GraphNode::Empty => driver::graph_add_empty(graph(g), &deps),
+                    GraphNode::Conditional { handle, kind, body } => {
+                        let (n, b) = driver::graph_add_conditional(
+                            graph(g),
+                            &deps,
+                            handle,
+                            kind == ConditionalKind::While,
+                            self.raw,
+                        )?;
+                        *body = GraphHandle(b.cast());
+                        Ok(n)
+                    }
                 }
             }?;
             Ok(NodeHandle(raw.cast()))

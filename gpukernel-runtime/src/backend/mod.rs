@@ -98,6 +98,22 @@ pub(crate) enum GraphNode<'a, 'p> {
     Host { f: HostFn, data: *mut c_void },
     /// Nothing: a join point.
     Empty,
+    /// A conditional node reading `handle` (of the graph it is added to); the backend writes
+    /// its new, empty body graph (owned by the node: never destroyed by the caller) to `body`.
+    Conditional {
+        handle: u64,
+        kind: ConditionalKind,
+        body: &'p mut GraphHandle,
+    },
+}
+
+/// What a conditional node does with its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConditionalKind {
+    /// Runs it once when the condition is non-zero.
+    If,
+    /// Runs it while the condition is non-zero (tested before each run).
+    While,
 }
 
 /// Launch limits of a device, read once so launches validate without backend calls.
@@ -331,6 +347,17 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     /// # Safety
     /// `s` is capturing (`stream_begin_capture` succeeded), on the same thread.
     unsafe fn stream_end_capture(&self, s: StreamHandle) -> Result<GraphHandle>;
+    /// Adds `node` to the graph `s` is capturing into, after the capture's current
+    /// dependencies, and makes it the dependency of the capture's next operation: how a
+    /// capture records what the stream API would not (a copy from pageable host memory).
+    ///
+    /// # Safety
+    /// As `stream_end_capture`; as [`graph_add_node`](Self::graph_add_node) for `node`.
+    unsafe fn stream_capture_node(
+        &self,
+        s: StreamHandle,
+        node: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle>;
     /// The node the capture of `s` added last, if any.
     ///
     /// # Safety
@@ -359,6 +386,12 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     /// # Safety
     /// `g` came from this backend and is not used afterwards.
     unsafe fn graph_destroy(&self, g: GraphHandle);
+    /// A conditional handle of graph `g` (for a conditional node of `g`), whose value is set
+    /// to `default` at the start of each launch.
+    ///
+    /// # Safety
+    /// `g` is live.
+    unsafe fn graph_conditional_handle(&self, g: GraphHandle, default: u32) -> Result<u64>;
     /// Adds a node depending on `deps`.
     ///
     /// # Safety

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use super::{
-    Backend, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle, FunctionInfo,
-    GraphExecHandle, GraphHandle, GraphNode, HostFn, Image, LastLaunch, LaunchDesc, Limits,
-    LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
+    Backend, ConditionalKind, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle,
+    FunctionInfo, GraphExecHandle, GraphHandle, GraphNode, HostFn, Image, LastLaunch, LaunchDesc,
+    Limits, LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::DeviceAttr;
 use crate::error::{Error, Result};
@@ -212,6 +212,20 @@ enum SimNode {
         data: *mut c_void,
     },
     Empty,
+    /// A conditional node: its condition's cell and its body, both owned by the graph it is in.
+    Conditional {
+        kind: ConditionalKind,
+        cell: *const SimCond,
+        body: *const SimGraph,
+    },
+}
+
+/// A conditional handle's cell: the handle is its exposed address (see
+/// `gpukernel_device::graph::ConditionalHandle`), valid while its graph is.
+#[derive(Debug)]
+struct SimCond {
+    value: core::sync::atomic::AtomicU32,
+    default: u32,
 }
 
 impl SimNode {
@@ -232,6 +246,23 @@ impl SimNode {
 #[derive(Debug, Default)]
 struct SimGraph {
     nodes: Mutex<Vec<(SimNode, Vec<usize>)>>,
+    /// The conditional handles made for it, and its conditional nodes' bodies. Boxed: their
+    /// addresses are handles and node pointers, stable while the vectors grow.
+    #[allow(clippy::vec_box, reason = "the boxes' addresses must not move")]
+    conds: Mutex<Vec<Box<SimCond>>>,
+    #[allow(clippy::vec_box, reason = "the boxes' addresses must not move")]
+    bodies: Mutex<Vec<Box<SimGraph>>>,
+}
+
+impl SimGraph {
+    /// Its handles' cells and those of its bodies, recursively.
+    fn all_conds(&self, out: &mut Vec<*const SimCond>) {
+        let conds = self.conds.lock().unwrap_or_else(|p| p.into_inner());
+        out.extend(conds.iter().map(|c| core::ptr::from_ref::<SimCond>(c)));
+        for b in self.bodies.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            b.all_conds(out);
+        }
+    }
 }
 
 /// A simulated instantiation: a copy of the nodes and an order that respects every edge.
@@ -239,6 +270,8 @@ struct SimGraph {
 struct SimExec {
     nodes: Mutex<Vec<SimNode>>,
     order: Vec<usize>,
+    /// Every conditional handle's cell, set to its default at each launch.
+    conds: Vec<*const SimCond>,
 }
 
 /// A topological order of `deps` (node `i` after each of `deps[i]`), or `None` on a cycle.
@@ -713,6 +746,27 @@ impl Backend for SimBackend {
         Ok(GraphHandle(core::ptr::with_exposed_provenance_mut(c.graph)))
     }
 
+    unsafe fn stream_capture_node(
+        &self,
+        s: StreamHandle,
+        node: GraphNode<'_, '_>,
+    ) -> Result<NodeHandle> {
+        // SAFETY: forwarded from the caller.
+        if !unsafe { self.captured(s, node) }? {
+            return Err(Error::Unsupported {
+                operation: "adding a node to a capture",
+                backend: "simulator",
+                hint: Some("the stream is not capturing"),
+            });
+        }
+        // SAFETY: as above.
+        unsafe { self.stream_capture_tail(s) }?.ok_or(Error::Unsupported {
+            operation: "adding a node to a capture",
+            backend: "simulator",
+            hint: Some("the capture recorded no node"),
+        })
+    }
+
     unsafe fn stream_capture_tail(&self, s: StreamHandle) -> Result<Option<NodeHandle>> {
         let captures = self.captures.lock().unwrap_or_else(|p| p.into_inner());
         Ok(captures
@@ -734,6 +788,22 @@ impl Backend for SimBackend {
         drop(unsafe { Box::from_raw(g.0.cast::<SimGraph>()) });
     }
 
+    unsafe fn graph_conditional_handle(&self, g: GraphHandle, default: u32) -> Result<u64> {
+        let cell = Box::new(SimCond {
+            value: core::sync::atomic::AtomicU32::new(default),
+            default,
+        });
+        // Exposed: kernels reach the cell through the handle's integer value.
+        let addr = core::ptr::from_ref::<SimCond>(&cell).expose_provenance();
+        // SAFETY: the caller's graph is live; the cell lives as long as it.
+        unsafe { sim_graph(g) }
+            .conds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(cell);
+        Ok(addr as u64)
+    }
+
     unsafe fn graph_add_node(
         &self,
         g: GraphHandle,
@@ -746,6 +816,22 @@ impl Backend for SimBackend {
             GraphNode::Memset { dst, value, bytes } => SimNode::Memset { dst, value, bytes },
             GraphNode::Host { f, data } => SimNode::Host { f, data },
             GraphNode::Empty => SimNode::Empty,
+            GraphNode::Conditional { handle, kind, body } => {
+                let b = Box::<SimGraph>::default();
+                let ptr = core::ptr::from_ref::<SimGraph>(&b);
+                // SAFETY: the caller's graph is live; the body lives as long as it.
+                unsafe { sim_graph(g) }
+                    .bodies
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(b);
+                *body = GraphHandle(ptr.cast_mut().cast());
+                SimNode::Conditional {
+                    kind,
+                    cell: core::ptr::with_exposed_provenance(handle as usize),
+                    body: ptr,
+                }
+            }
         };
         // SAFETY: the caller's graph is live.
         let mut nodes = unsafe { sim_graph(g) }
@@ -782,9 +868,13 @@ impl Backend for SimBackend {
             graph: String::new(),
             nodes: Vec::new(),
         })?;
+        let mut conds = Vec::new();
+        // SAFETY: as above.
+        unsafe { sim_graph(g) }.all_conds(&mut conds);
         let exec = SimExec {
             nodes: Mutex::new(nodes.iter().map(|(n, _)| n.clone()).collect()),
             order,
+            conds,
         };
         Ok(GraphExecHandle(Box::into_raw(Box::new(exec)).cast()))
     }
@@ -804,6 +894,12 @@ impl Backend for SimBackend {
         // SAFETY: the caller's instantiation is live.
         let exec = unsafe { sim_exec(e) };
         let nodes = exec.nodes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for &c in &exec.conds {
+            // SAFETY: the cells belong to the graph the caller keeps alive with `e`.
+            let c = unsafe { &*c };
+            c.value
+                .store(c.default, core::sync::atomic::Ordering::Release);
+        }
         for &i in &exec.order {
             // SAFETY: every node's memory is valid and ordered (caller).
             let r = unsafe { self.run_node(&nodes[i], s, stream_last) };
@@ -931,7 +1027,44 @@ impl SimBackend {
                 Ok(())
             }
             SimNode::Empty => Ok(()),
+            SimNode::Conditional { kind, cell, body } => {
+                // SAFETY: the cell and the body belong to the graph the caller keeps alive.
+                let (cell, body) = unsafe { (&**cell, &**body) };
+                let test = || cell.value.load(core::sync::atomic::Ordering::Acquire) != 0;
+                match kind {
+                    ConditionalKind::If if test() => {
+                        // SAFETY: as `graph_launch`, for the body's nodes.
+                        unsafe { self.run_graph(body, s, last) }
+                    }
+                    ConditionalKind::If => Ok(()),
+                    ConditionalKind::While => {
+                        while test() {
+                            // SAFETY: as above.
+                            unsafe { self.run_graph(body, s, last) }?;
+                        }
+                        Ok(())
+                    }
+                }
+            }
         }
+    }
+
+    /// Runs a conditional node's body once, in dependency order.
+    ///
+    /// # Safety
+    /// As `Backend::graph_launch`.
+    unsafe fn run_graph(&self, g: &SimGraph, s: StreamHandle, last: &LastLaunch) -> Result<()> {
+        let nodes = g.nodes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let deps: Vec<Vec<usize>> = nodes.iter().map(|(_, d)| d.clone()).collect();
+        let order = topological_order(&deps).ok_or(Error::GraphCycle {
+            graph: String::new(),
+            nodes: Vec::new(),
+        })?;
+        for i in order {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.run_node(&nodes[i].0, s, last) }?;
+        }
+        Ok(())
     }
 }
 

@@ -313,3 +313,94 @@ pub(crate) unsafe fn graph_exec_update(
         None => check("cuGraphExecUpdate", r).map(Ok),
     }
 }
+
+/// Creates a conditional handle for a conditional node of `g`, its value set to `default` at
+/// the start of each launch (`CU_GRAPH_COND_ASSIGN_DEFAULT`).
+///
+/// # Safety
+/// `g` is live and `ctx` current.
+pub(crate) unsafe fn graph_conditional_handle(
+    g: CUgraph,
+    ctx: CUcontext,
+    default: u32,
+) -> Result<u64> {
+    let mut h: sys::CUgraphConditionalHandle = 0;
+    // SAFETY: valid out-pointer; forwarded from the caller.
+    check("cuGraphConditionalHandleCreate", unsafe {
+        sys::cuGraphConditionalHandleCreate(
+            &mut h,
+            g,
+            ctx,
+            default,
+            sys::CU_GRAPH_COND_ASSIGN_DEFAULT,
+        )
+    })?;
+    Ok(h)
+}
+
+/// Adds a conditional node (`if` when `is_while` is false, else `while`) reading `handle`,
+/// with one body graph, which the node owns; returns the node and its body.
+///
+/// # Safety
+/// `g` is live, `deps` are its nodes, `handle` was created for `g`, `ctx` is current.
+pub(crate) unsafe fn graph_add_conditional(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    handle: u64,
+    is_while: bool,
+    ctx: CUcontext,
+) -> Result<(CUgraphNode, CUgraph)> {
+    use sys::CUgraphConditionalNodeType::{CU_GRAPH_COND_TYPE_IF, CU_GRAPH_COND_TYPE_WHILE};
+    // The union is zeroed and then the conditional member written as a whole: its other
+    // members are unused, and the struct's enums are only ever written with valid values.
+    let mut p = core::mem::MaybeUninit::<sys::CUgraphNodeParams>::zeroed();
+    let cond = sys::CUDA_CONDITIONAL_NODE_PARAMS {
+        handle,
+        type_: if is_while {
+            CU_GRAPH_COND_TYPE_WHILE
+        } else {
+            CU_GRAPH_COND_TYPE_IF
+        },
+        size: 1,
+        // Written by the driver: a CUDA-owned array of the node's `size` body graphs.
+        phGraph_out: core::ptr::null_mut(),
+        ctx,
+    };
+    // SAFETY: writes into zeroed memory of the struct's size, field by field, with valid
+    // values (`type_` a valid `CUgraphNodeType`).
+    unsafe {
+        let raw = p.as_mut_ptr();
+        (&raw mut (*raw).type_).write(sys::CUgraphNodeType::CU_GRAPH_NODE_TYPE_CONDITIONAL);
+        (&raw mut (*raw).__bindgen_anon_1.conditional).write(cond);
+    }
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller; `p` lives for the call.
+    check("cuGraphAddNode", unsafe {
+        sys::cuGraphAddNode_v2(
+            &mut n,
+            g,
+            deps.as_ptr(),
+            core::ptr::null(),
+            deps.len(),
+            p.as_mut_ptr(),
+        )
+    })?;
+    // SAFETY: the driver filled `phGraph_out` with an array of `size` (1) body graphs, valid
+    // for the node's lifetime; the conditional member is the one written above.
+    let body = unsafe {
+        let out = (*p.as_ptr()).__bindgen_anon_1.conditional.phGraph_out;
+        if out.is_null() {
+            core::ptr::null_mut()
+        } else {
+            *out
+        }
+    };
+    if body.is_null() {
+        return Err(crate::error::Error::Driver {
+            call: "cuGraphAddNode",
+            error: super::cuda_error(sys::CUresult::CUDA_ERROR_INVALID_VALUE),
+            context: Some("the conditional node came back without a body graph".to_owned()),
+        });
+    }
+    Ok((n, body))
+}

@@ -216,3 +216,55 @@ pub(crate) unsafe fn stream_capture_tail(s: CUstream) -> Result<Option<sys::CUgr
     // last one is the newest (a single-stream capture has exactly one).
     Ok(Some(unsafe { *deps.add(n - 1) }))
 }
+
+/// The graph a capturing stream records into and the nodes its next operation depends on.
+///
+/// # Safety
+/// As [`stream_begin_capture`], on a capturing stream.
+pub(crate) unsafe fn stream_capture_info(
+    s: CUstream,
+) -> Result<(sys::CUgraph, Vec<sys::CUgraphNode>)> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: sys::cuuint64_t = 0;
+    let mut graph: sys::CUgraph = core::ptr::null_mut();
+    let mut deps: *const sys::CUgraphNode = core::ptr::null();
+    let mut n: usize = 0;
+    // SAFETY: valid out-pointers; the edge data is optional (null).
+    check("cuStreamGetCaptureInfo", unsafe {
+        sys::cuStreamGetCaptureInfo_v3(
+            s,
+            &mut status,
+            &mut id,
+            &mut graph,
+            &mut deps,
+            core::ptr::null_mut(),
+            &mut n,
+        )
+    })?;
+    let deps = if n == 0 || deps.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: the driver returned `n` nodes at `deps`, valid until the next call on `s`.
+        unsafe { core::slice::from_raw_parts(deps, n) }.to_vec()
+    };
+    Ok((graph, deps))
+}
+
+/// Makes `node` the one dependency of the capture's next operation (after adding it to the
+/// capture's graph by hand).
+///
+/// # Safety
+/// As [`stream_begin_capture`], on a capturing stream; `node` is a node of its graph.
+pub(crate) unsafe fn stream_capture_set_tail(s: CUstream, node: sys::CUgraphNode) -> Result<()> {
+    let mut node = node;
+    // SAFETY: forwarded from the caller; one dependency, no edge data.
+    check("cuStreamUpdateCaptureDependencies", unsafe {
+        sys::cuStreamUpdateCaptureDependencies_v2(
+            s,
+            &mut node,
+            core::ptr::null(),
+            1,
+            sys::CUstreamUpdateCaptureDependencies_flags::CU_STREAM_SET_CAPTURE_DEPENDENCIES as u32,
+        )
+    })
+}

@@ -18,9 +18,17 @@ use std::ops::Range;
 /// needs no definition.
 pub(crate) const SYSTEM_CALLS: [&str; 4] = ["vprintf", "malloc", "free", "__assertfail"];
 
-/// Whether the PTX JIT provides `name` itself (see [`SYSTEM_CALLS`]).
+/// Functions of the CUDA device runtime that the driver resolves when it loads a module:
+/// `ptxas` and the linker leave them undefined (a relocation the driver fills), so no input
+/// defines them and none is needed. `cudaGraphSetConditional` is what
+/// `gpukernel_device::graph::ConditionalHandle` calls.
+pub(crate) const DRIVER_PROVIDED: [&str; 1] = ["cudaGraphSetConditional"];
+
+/// Whether `name` needs no definition from an input: a system call the PTX JIT provides
+/// ([`SYSTEM_CALLS`]) or a device-runtime function the driver resolves at load
+/// ([`DRIVER_PROVIDED`]).
 pub(crate) fn is_system_call(name: &str) -> bool {
-    SYSTEM_CALLS.contains(&name)
+    SYSTEM_CALLS.contains(&name) || DRIVER_PROVIDED.contains(&name)
 }
 
 /// A PTX integer literal: decimal, `0x` hexadecimal, `0b` binary, with an optional `U` suffix.
@@ -882,6 +890,7 @@ pub(crate) mod tests {
         );
         assert!(extern_functions(COMMENTED).is_empty());
         assert!(is_system_call("vprintf") && !is_system_call("add_one"));
+        assert!(is_system_call("cudaGraphSetConditional"));
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub(super) struct NodeState {
     pub(super) deps: Vec<usize>,
     pub(super) uses: Vec<Use>,
     pub(super) kernel: Option<Arc<KernelInfo>>,
+    /// The conditional handles the node sets (a conditional node: those its body sets).
+    pub(super) conds: Vec<u64>,
+    /// A conditional node's: the kernels of its body.
+    pub(super) body_kernels: Vec<Arc<KernelInfo>>,
 }
 
 /// A value the backend may read for the graph's lifetime (kernel arguments, host closures);
@@ -65,7 +69,7 @@ pub(super) trait Kept {}
 impl<T: ?Sized> Kept for T {}
 
 pub(super) struct KeptBox<'a>(
-    #[allow(dead_code, reason = "kept alive, read by the backend")] Box<dyn Kept + 'a>,
+    #[allow(dead_code, reason = "kept alive, read by the backend")] pub(super) Box<dyn Kept + 'a>,
 );
 // SAFETY: the box is never accessed from Rust after it is made (only dropped); the backend
 // reads the plain ABI values it holds, and host closures are `Send` and called under their own
@@ -90,13 +94,44 @@ pub(super) struct GraphInner<'a> {
     pub(super) id: u64,
     pub(super) name: String,
     pub(super) state: Mutex<State<'a>>,
+    /// This graph's id, then (for a conditional node's body) the ids of the graphs it is
+    /// inside, innermost first.
+    pub(super) lineage: Vec<u64>,
+    /// Whether this owns `handle` (a body graph belongs to its conditional node).
+    pub(super) owned: bool,
 }
 
 impl Drop for GraphInner<'_> {
     fn drop(&mut self) {
-        // SAFETY: the last owner of the graph; instantiations are independent of it (the ones
-        // reading its kept values hold this `Arc`).
-        unsafe { self.ctx.backend.graph_destroy(self.handle) };
+        if self.owned {
+            // SAFETY: the last owner of the graph; instantiations are independent of it (the
+            // ones reading its kept values hold this `Arc`).
+            unsafe { self.ctx.backend.graph_destroy(self.handle) };
+        }
+    }
+}
+
+impl<'a> GraphInner<'a> {
+    /// A graph with no nodes yet, over `handle`.
+    pub(super) fn new(
+        ctx: Arc<ContextInner>,
+        handle: GraphHandle,
+        name: String,
+        parents: &[u64],
+        owned: bool,
+    ) -> Self {
+        let id = NEXT_GRAPH.fetch_add(1, Ordering::Relaxed);
+        GraphInner {
+            ctx,
+            handle,
+            id,
+            name,
+            state: Mutex::new(State::default()),
+            lineage: core::iter::once(id)
+                .chain(parents.iter().copied())
+                .collect(),
+            owned,
+        }
     }
 }
 
@@ -146,6 +181,9 @@ impl fmt::Debug for Graph<'_> {
     }
 }
 
+const HOST_IN_BODY: &str = "CUDA copies only device memory inside a conditional body; copy \
+                            to or from the host before or after the conditional node";
+
 pub(super) static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
 
 impl Context {
@@ -165,13 +203,13 @@ impl Context {
     pub fn new_graph<'a>(&self, name: &str) -> Result<Graph<'a>> {
         let handle = self.inner.backend.graph_create()?;
         Ok(Graph {
-            inner: Arc::new(GraphInner {
-                ctx: self.inner.clone(),
+            inner: Arc::new(GraphInner::new(
+                self.inner.clone(),
                 handle,
-                id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-                name: name.to_owned(),
-                state: Mutex::new(State::default()),
-            }),
+                name.to_owned(),
+                &[],
+                true,
+            )),
             _a: PhantomData,
         })
     }
@@ -294,6 +332,19 @@ impl<'a> Graph<'a> {
         GraphBufferMut::of(b)
     }
 
+    /// Refuses an operation a conditional node's body cannot hold.
+    pub(super) fn not_in_body(&self, operation: &'static str, reason: &'static str) -> Result<()> {
+        if self.inner.owned {
+            Ok(())
+        } else {
+            Err(Error::ConditionalBody {
+                operation,
+                graph: self.inner.name.clone(),
+                reason,
+            })
+        }
+    }
+
     pub(super) fn check_deps(&self, operation: &'static str, deps: &[Node]) -> Result<Vec<usize>> {
         let n = self.inner.lock().nodes.len();
         deps.iter()
@@ -321,7 +372,7 @@ impl<'a> Graph<'a> {
         &self,
         operation: &'static str,
         deps: &[Node],
-        uses: Vec<Use>,
+        rec: Recorded,
         node: GraphNode<'_, '_>,
         kernel: Option<Arc<KernelInfo>>,
         kept: Option<KeptBox<'a>>,
@@ -329,13 +380,7 @@ impl<'a> Graph<'a> {
         let mut deps = self.check_deps(operation, deps)?;
         let mut st = self.inner.lock();
         let index = st.nodes.len();
-        for u in &uses {
-            for (f, &n) in st.frontier.iter().zip(&st.frontier_node) {
-                if f.overlaps(u) && (f.writes() || u.writes()) && !deps.contains(&n) {
-                    deps.push(n);
-                }
-            }
-        }
+        conflicts(&st, &rec, &mut deps);
         let handles: Vec<NodeHandle> = deps.iter().map(|&d| st.nodes[d].handle).collect();
         // SAFETY: forwarded from the caller; `deps` are nodes of this graph.
         let handle = unsafe {
@@ -344,7 +389,7 @@ impl<'a> Graph<'a> {
                 .backend
                 .graph_add_node(self.inner.handle, &handles, node)
         }?;
-        push_node(&mut st, handle, deps, uses, kernel, kept);
+        push_node(&mut st, handle, deps, rec, kernel, kept);
         Ok(Node {
             graph: self.inner.id,
             index,
@@ -424,10 +469,7 @@ impl<'a> Graph<'a> {
             ));
         }
         config.validate(f)?;
-        let mut uses = NodeUses {
-            ctx: &self.inner.ctx,
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         let abi = args.record(&mut uses)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),
@@ -443,7 +485,7 @@ impl<'a> Graph<'a> {
             self.add(
                 OP,
                 deps,
-                uses.uses,
+                uses.finish(),
                 GraphNode::Kernel {
                     desc: &desc,
                     params: &mut params,
@@ -477,6 +519,7 @@ impl<'a> Graph<'a> {
         src: &'a [T],
     ) -> Result<Node> {
         const OP: &str = "Graph::add_memcpy_htod";
+        self.not_in_body(OP, HOST_IN_BODY)?;
         check_len(OP, dst.len, src.len())?;
         let mut dst = dst;
         let uses = self.uses_of(OP, &[dst.raw_parts_mut()])?;
@@ -514,6 +557,7 @@ impl<'a> Graph<'a> {
         src: impl Into<GraphBuffer<'a, T>>,
     ) -> Result<Node> {
         const OP: &str = "Graph::add_memcpy_dtoh";
+        self.not_in_body(OP, HOST_IN_BODY)?;
         let src = src.into();
         check_len(OP, dst.len(), src.len)?;
         let uses = self.uses_of(OP, &[src.raw_parts()])?;
@@ -665,6 +709,10 @@ impl<'a> Graph<'a> {
     /// # Ok(()) }
     /// ```
     pub fn add_host(&self, deps: &[Node], f: impl FnMut() + Send + 'static) -> Result<Node> {
+        self.not_in_body(
+            "Graph::add_host",
+            "CUDA runs no host node inside a conditional body; add it after the conditional node",
+        )?;
         let closure: Box<HostClosure> = Box::new((Mutex::new(Box::new(f)),));
         let data = core::ptr::from_ref::<HostClosure>(&closure)
             .cast_mut()
@@ -676,7 +724,7 @@ impl<'a> Graph<'a> {
             self.add(
                 "Graph::add_host",
                 deps,
-                Vec::new(),
+                Recorded::default(),
                 node,
                 None,
                 Some(KeptBox(closure)),
@@ -702,7 +750,7 @@ impl<'a> Graph<'a> {
             self.add(
                 "Graph::add_empty",
                 deps,
-                Vec::new(),
+                Recorded::default(),
                 GraphNode::Empty,
                 None,
                 None,
@@ -746,15 +794,12 @@ impl<'a> Graph<'a> {
         &self,
         operation: &'static str,
         parts: &[RawParts<'_>],
-    ) -> Result<Vec<Use>> {
-        let mut uses = NodeUses {
-            ctx: &self.inner.ctx,
-            uses: Vec::new(),
-        };
+    ) -> Result<Recorded> {
+        let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         for p in parts {
             uses.record(operation, "a buffer", *p)?;
         }
-        Ok(uses.uses)
+        Ok(uses.finish())
     }
 
     /// Instantiates the graph ([`Error::GraphCycle`] when its dependencies form a cycle). The
@@ -775,6 +820,13 @@ impl<'a> Graph<'a> {
     /// # Ok(()) }
     /// ```
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        if !self.inner.owned {
+            return Err(Error::ConditionalBody {
+                operation: "Graph::instantiate",
+                graph: self.inner.name.clone(),
+                reason: "instantiate and launch the graph that holds the node",
+            });
+        }
         let st = self.inner.lock();
         let deps: Vec<&[usize]> = st.nodes.iter().map(|n| n.deps.as_slice()).collect();
         if let Some(nodes) = find_cycle(&deps) {
@@ -786,23 +838,14 @@ impl<'a> Graph<'a> {
         // SAFETY: the graph is live and acyclic.
         let handle = unsafe { self.inner.ctx.backend.graph_instantiate(self.inner.handle) }
             .map_err(|e| self.named(e))?;
-        let nodes = st
-            .nodes
-            .iter()
-            .map(|n| ExecNode {
-                handle: n.handle,
-                uses: n.uses.clone(),
-                kernel: n.kernel.clone(),
-                kept: None,
-            })
-            .collect();
+        let nodes = st.nodes.iter().map(ExecNode::of).collect();
         drop(st);
         Ok(GraphExec {
             graph: self.inner.clone(),
             handle,
             state: Mutex::new(ExecState {
                 nodes,
-                label: None,
+                flat: None,
                 launched_on: Vec::new(),
             }),
         })
@@ -811,150 +854,4 @@ impl<'a> Graph<'a> {
     pub(super) fn named(&self, e: Error) -> Error {
         name_error(e, &self.inner.name)
     }
-}
-
-/// Records a node the backend has added: its uses join the frontier (replacing the uses
-/// inside the ranges it writes). Returns its index.
-pub(super) fn push_node<'a>(
-    st: &mut State<'a>,
-    handle: NodeHandle,
-    deps: Vec<usize>,
-    uses: Vec<Use>,
-    kernel: Option<Arc<KernelInfo>>,
-    kept: Option<KeptBox<'a>>,
-) -> usize {
-    let index = st.nodes.len();
-    for u in &uses {
-        if u.writes() {
-            // Uses inside the written range are ordered before this node now.
-            let mut i = 0;
-            while i < st.frontier.len() {
-                let f = st.frontier[i];
-                if core::ptr::eq(f.tracker, u.tracker)
-                    && u.span.0 <= f.span.0
-                    && f.span.1 <= u.span.1
-                {
-                    st.frontier.swap_remove(i);
-                    st.frontier_node.swap_remove(i);
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        st.frontier.push(*u);
-        st.frontier_node.push(index);
-    }
-    st.nodes.push(NodeState {
-        handle,
-        deps,
-        uses,
-        kernel,
-    });
-    st.kept.extend(kept);
-    index
-}
-
-pub(super) fn name_error(e: Error, name: &str) -> Error {
-    match e {
-        Error::GraphCycle { nodes, .. } => Error::GraphCycle {
-            graph: name.to_owned(),
-            nodes,
-        },
-        Error::GraphUpdateRefused { reason, .. } => Error::GraphUpdateRefused {
-            graph: name.to_owned(),
-            reason,
-        },
-        e => e,
-    }
-}
-
-pub(super) fn owner_name(id: u64) -> String {
-    format!("#{id}")
-}
-
-pub(super) fn check_len(
-    operation: &'static str,
-    destination: usize,
-    source_len: usize,
-) -> Result<()> {
-    if destination == source_len {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch {
-            operation,
-            destination,
-            source_len,
-        })
-    }
-}
-
-pub(super) fn copy_node(dst: CopyEnd, src: CopyEnd, bytes: usize) -> GraphNode<'static, 'static> {
-    if bytes == 0 {
-        GraphNode::Empty
-    } else {
-        GraphNode::Copy { dst, src, bytes }
-    }
-}
-
-pub(super) fn desc_of<'k>(info: &'k KernelInfo, config: &LaunchConfig) -> LaunchDesc<'k> {
-    LaunchDesc {
-        function: info.info.handle,
-        name: info.name,
-        sim_entry: info.sim_entry,
-        grid: config.grid.to_array(),
-        block: config.block.to_array(),
-        shared_mem_bytes: config.shared_mem_bytes,
-        stream: crate::backend::StreamHandle::NULL,
-        ffi: info.module.ffi.as_ref().map(|t| &t.record),
-    }
-}
-
-/// Boxes the ABI values (so their addresses are stable) and points a parameter array at them.
-pub(super) fn pack<'a, K: Kernel, A: LaunchArgs<K::Params> + 'a>(
-    abi: A::Abi,
-) -> (KeptBox<'a>, Vec<*mut c_void>)
-where
-    A::Abi: 'a,
-{
-    let mut abi = Box::new(abi);
-    let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-    let n = A::fill(&mut abi, &mut params);
-    (KeptBox(abi), params[..n].to_vec())
-}
-
-/// A cycle in the graph `deps` (node `i` depends on each of `deps[i]`), as node indices in
-/// dependency order, or `None`.
-pub(super) fn find_cycle(deps: &[&[usize]]) -> Option<Vec<usize>> {
-    // Iterative depth-first search: 0 unvisited, 1 on the stack, 2 done.
-    let n = deps.len();
-    let mut mark = vec![0u8; n];
-    for root in 0..n {
-        if mark[root] != 0 {
-            continue;
-        }
-        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
-        mark[root] = 1;
-        while let Some(&mut (v, ref mut next)) = stack.last_mut() {
-            if let Some(&d) = deps[v].get(*next) {
-                *next += 1;
-                match mark[d] {
-                    0 => {
-                        mark[d] = 1;
-                        stack.push((d, 0));
-                    }
-                    1 => {
-                        let from = stack.iter().position(|&(x, _)| x == d).unwrap_or(0);
-                        let mut cycle: Vec<usize> = stack[from..].iter().map(|&(x, _)| x).collect();
-                        cycle.reverse();
-                        return Some(cycle);
-                    }
-                    _ => {}
-                }
-            } else {
-                mark[v] = 2;
-                stack.pop();
-            }
-        }
-    }
-    None
 }

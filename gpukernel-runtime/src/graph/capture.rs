@@ -163,19 +163,17 @@ impl Stream {
             }
             (Err(e), Err(_)) | (Ok(()), Err(e)) => return Err(e),
         };
-        let inner = GraphInner {
-            ctx: self.ctx().clone(),
-            handle,
-            id: NEXT_GRAPH.fetch_add(1, Ordering::Relaxed),
-            name: name.to_owned(),
-            state: Mutex::new(State::default()),
-        };
+        let inner = GraphInner::new(self.ctx().clone(), handle, name.to_owned(), &[], true);
         {
             let mut st = inner.lock();
             let nodes = cap.nodes.into_inner().unwrap_or_else(|p| p.into_inner());
             for (i, n) in nodes.into_iter().enumerate() {
                 let deps = if i == 0 { Vec::new() } else { vec![i - 1] };
-                push_node(&mut st, n.handle, deps, n.uses, n.kernel, n.kept);
+                let rec = Recorded {
+                    uses: n.uses,
+                    ..Recorded::default()
+                };
+                push_node(&mut st, n.handle, deps, rec, n.kernel, n.kept);
             }
         }
         Ok(Graph {
@@ -384,10 +382,7 @@ impl<'a> Capture<'_, 'a> {
             ));
         }
         config.validate(f)?;
-        let mut uses = NodeUses {
-            ctx: s.ctx(),
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(s.ctx(), &[]);
         let abi = args.record(&mut uses)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),
@@ -405,8 +400,9 @@ impl<'a> Capture<'_, 'a> {
             s.ctx()
                 .backend
                 .launch(&desc, &mut params, &s.state().last_launch)
-        }?;
-        self.push(uses.uses, Some(info), Some(kept))
+        }
+        .map_err(|e| not_capturable(OP, e))?;
+        self.push(uses.finish().uses, Some(info), Some(kept))
     }
 
     /// Captures a device-to-device copy.
@@ -449,10 +445,7 @@ impl<'a> Capture<'_, 'a> {
             return Ok(());
         }
         let mut dst = dst;
-        let mut uses = NodeUses {
-            ctx: s.ctx(),
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(s.ctx(), &[]);
         uses.record(OP, "the destination", dst.raw_parts_mut())?;
         uses.record(OP, "the source", src.raw_parts())?;
         // SAFETY: both ranges are inside allocations borrowed for `'a`, disjoint (checked).
@@ -460,8 +453,114 @@ impl<'a> Capture<'_, 'a> {
             s.ctx()
                 .backend
                 .memcpy_dtod(dst.ptr, src.ptr, bytes, s.handle())
-        }?;
-        self.push(uses.uses, None, None)
+        }
+        .map_err(|e| not_capturable(OP, e))?;
+        self.push(uses.finish().uses, None, None)
+    }
+
+    /// Captures a host-to-device copy of `src` (pageable or pinned host memory, read when the
+    /// graph runs, not now) into `dst`. The copy is added to the capture's graph as a copy
+    /// node (CUDA's stream capture refuses asynchronous copies from pageable memory), after
+    /// the work captured so far and before what follows, like any captured operation. For
+    /// pinned memory pass its slice (`PinnedHostBuffer::as_slice`), taken before the capture.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let saxpy = module.kernel(saxpy)?;
+    /// let (input, mut output) = (vec![1.0f32; 64], vec![0.0f32; 64]);
+    /// let (mut x, mut y) = (ctx.alloc_zeros::<f32>(64)?, ctx.alloc_zeros::<f32>(64)?);
+    /// let s = ctx.new_stream()?;
+    /// {
+    ///     let graph = s.capture("up, saxpy, down", |c| {
+    ///         let (xb, yb) = (c.buffer_mut(&mut x), c.buffer_mut(&mut y));
+    ///         c.memcpy_htod(xb, &input)?;
+    ///         c.launch(&saxpy, LaunchConfig::for_elements(64)?, (3.0f32, xb.read(), yb))?;
+    ///         c.memcpy_dtoh(&mut output, yb)
+    ///     })?;
+    ///     graph.instantiate()?.launch(&s)?;
+    ///     s.synchronize()?;
+    /// }
+    /// assert_eq!(output, vec![3.0f32; 64]);
+    /// # Ok(()) }
+    /// ```
+    pub fn memcpy_htod<T: DeviceCopy>(
+        &self,
+        dst: GraphBufferMut<'a, T>,
+        src: &'a [T],
+    ) -> Result<()> {
+        const OP: &str = "Capture::memcpy_htod";
+        check_len(OP, dst.len, src.len())?;
+        let mut dst = dst;
+        let node = copy_node(
+            CopyEnd::Device(dst.ptr),
+            CopyEnd::Host(src.as_ptr().cast_mut().cast()),
+            size_of_val(src),
+        );
+        self.host_copy(OP, dst.raw_parts_mut(), node)
+    }
+
+    /// Captures a device-to-host copy of `src` into `dst` (pageable or pinned host memory,
+    /// written when the graph runs; the host reads it once the graph and its instantiations
+    /// are gone). As [`memcpy_htod`](Self::memcpy_htod) otherwise.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let y = ctx.htod_copy(&[5u32; 8])?;
+    /// let mut pinned = ctx.alloc_pinned::<u32>(8)?;
+    /// let s = ctx.new_stream()?;
+    /// {
+    ///     let out = pinned.as_mut_slice()?;
+    ///     let graph = s.capture("down", |c| c.memcpy_dtoh(out, c.buffer(&y)))?;
+    ///     graph.instantiate()?.launch(&s)?;
+    ///     s.synchronize()?;
+    /// }
+    /// assert_eq!(pinned.as_slice()?, &[5u32; 8]);
+    /// # Ok(()) }
+    /// ```
+    pub fn memcpy_dtoh<T: DeviceCopy>(
+        &self,
+        dst: &'a mut [T],
+        src: impl Into<GraphBuffer<'a, T>>,
+    ) -> Result<()> {
+        const OP: &str = "Capture::memcpy_dtoh";
+        let src = src.into();
+        check_len(OP, dst.len(), src.len)?;
+        let node = copy_node(
+            CopyEnd::Host(dst.as_mut_ptr().cast()),
+            CopyEnd::Device(src.ptr),
+            size_of_val(dst),
+        );
+        self.host_copy(OP, src.raw_parts(), node)
+    }
+
+    /// Adds a copy between host memory borrowed for `'a` and `device` to the capture.
+    fn host_copy(
+        &self,
+        operation: &'static str,
+        device: RawParts<'_>,
+        node: GraphNode<'_, '_>,
+    ) -> Result<()> {
+        if matches!(node, GraphNode::Empty) {
+            return Ok(());
+        }
+        let s = self.stream;
+        let mut uses = NodeUses::new(s.ctx(), &[]);
+        uses.record(operation, "the device buffer", device)?;
+        // SAFETY: the stream captures on this thread; the host end is borrowed for `'a` (the
+        // graph's lifetime), the device end is in `uses`.
+        let handle = unsafe { s.ctx().backend.stream_capture_node(s.handle(), node) }
+            .map_err(|e| not_capturable(operation, e))?;
+        self.lock().push(Captured {
+            handle,
+            uses: uses.finish().uses,
+            kernel: None,
+            kept: None,
+        });
+        Ok(())
     }
 
     /// Captures setting every byte of `dst` to `value` (element types where any byte
@@ -509,13 +608,25 @@ impl<'a> Capture<'_, 'a> {
             return Ok(());
         }
         let mut dst = dst;
-        let mut uses = NodeUses {
-            ctx: s.ctx(),
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(s.ctx(), &[]);
         uses.record(OP, "the destination", dst.raw_parts_mut())?;
         // SAFETY: inside an allocation exclusively borrowed for `'a`.
-        unsafe { s.ctx().backend.memset_d8(dst.ptr, value, bytes, s.handle()) }?;
-        self.push(uses.uses, None, None)
+        unsafe { s.ctx().backend.memset_d8(dst.ptr, value, bytes, s.handle()) }
+            .map_err(|e| not_capturable(OP, e))?;
+        self.push(uses.finish().uses, None, None)
+    }
+}
+
+/// A driver error of a capture-unsafe operation as [`Error::NotCapturable`] (the capture is
+/// then invalidated: ending it fails, and the stream is usable again); other errors pass.
+fn not_capturable(operation: &'static str, e: Error) -> Error {
+    match e {
+        Error::Driver { error, .. } if (900..=908).contains(&error.code()) => {
+            Error::NotCapturable {
+                operation,
+                reason: error.name(),
+            }
+        }
+        e => e,
     }
 }

@@ -10,15 +10,97 @@ pub(super) struct ExecNode<'a> {
     pub(super) handle: NodeHandle,
     pub(super) uses: Vec<Use>,
     pub(super) kernel: Option<Arc<KernelInfo>>,
+    pub(super) body_kernels: Vec<Arc<KernelInfo>>,
+    pub(super) conds: Vec<u64>,
     /// Arguments given by [`GraphExec::set_kernel_args`], replacing the graph's.
     pub(super) kept: Option<KeptBox<'a>>,
 }
 
+impl ExecNode<'_> {
+    pub(super) fn of(n: &NodeState) -> Self {
+        ExecNode {
+            handle: n.handle,
+            uses: n.uses.clone(),
+            kernel: n.kernel.clone(),
+            body_kernels: n.body_kernels.clone(),
+            conds: n.conds.clone(),
+            kept: None,
+        }
+    }
+}
+
 pub(super) struct ExecState<'a> {
     pub(super) nodes: Vec<ExecNode<'a>>,
-    pub(super) label: Option<&'static &'static str>,
+    /// What a launch replays, made from `nodes` at the first launch after a change.
+    pub(super) flat: Option<Flat>,
     /// The streams launched on since the last wait (for `Drop` and `update`).
     pub(super) launched_on: Vec<Stream>,
+}
+
+/// What a launch does besides `cuGraphLaunch`, flattened once: the memory uses of all nodes
+/// merged per byte range (1000 nodes on two buffers replay two uses), each module of a
+/// kernel node once, with the name a foreign-call failure of it will carry, and the label
+/// fault reports name.
+pub(super) struct Flat {
+    uses: Vec<Use>,
+    modules: Vec<(Arc<ModuleInner>, &'static &'static str)>,
+    label: &'static &'static str,
+}
+
+impl Flat {
+    fn of(graph: &str, nodes: &[ExecNode<'_>]) -> Flat {
+        let mut uses: Vec<Use> = Vec::new();
+        for u in nodes.iter().flat_map(|n| &n.uses) {
+            match uses
+                .iter_mut()
+                .find(|f| core::ptr::eq(f.tracker, u.tracker) && f.span == u.span)
+            {
+                // The stronger access orders everything the weaker one would.
+                Some(f) => f.access = f.access.max(u.access),
+                None => uses.push(*u),
+            }
+        }
+        let kernels: Vec<&Arc<KernelInfo>> = nodes
+            .iter()
+            .flat_map(|n| n.kernel.iter().chain(&n.body_kernels))
+            .collect();
+        let mut names: Vec<&str> = Vec::new();
+        for k in &kernels {
+            if !names.contains(k.name) {
+                names.push(k.name);
+            }
+        }
+        let label = intern(&format!(
+            "graph `{graph}` (kernel nodes: {})",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+        let mut modules: Vec<(Arc<ModuleInner>, &'static &'static str)> = Vec::new();
+        for k in &kernels {
+            if modules.iter().any(|(m, _)| Arc::ptr_eq(m, &k.module)) {
+                continue;
+            }
+            let mut of_module = kernels
+                .iter()
+                .filter(|o| Arc::ptr_eq(&o.module, &k.module))
+                .map(|o| *o.name);
+            let first = of_module.next().unwrap_or(*k.name);
+            let name = if of_module.all(|n| n == first) {
+                intern(&format!("{first} (kernel node of graph \"{graph}\")"))
+            } else {
+                label
+            };
+            modules.push((k.module.clone(), name));
+        }
+        Flat {
+            uses,
+            modules,
+            label,
+        }
+    }
 }
 
 /// An instantiated graph (`cuGraphExec`): launch it on a stream any number of times. It
@@ -136,43 +218,26 @@ impl<'a> GraphExec<'a> {
             stream.ctx(),
         )?;
         let mut st = self.lock();
-        for n in &st.nodes {
-            for u in &n.uses {
-                // SAFETY: the tracker belongs to an allocation borrowed for `'a`.
-                unsafe { &*u.tracker }.use_on(stream, u.span, u.access)?;
-            }
+        if st.flat.is_none() {
+            st.flat = Some(Flat::of(&self.graph.name, &st.nodes));
         }
-        for k in st.nodes.iter().filter_map(|n| n.kernel.as_ref()) {
-            k.module.launched.store(true, Ordering::Relaxed);
-            if let Some(t) = &k.module.ffi {
-                t.note_launch(&k.module.ctx, k.name, stream.handle());
-            }
-        }
-        let label = match st.label {
-            Some(l) => l,
-            None => {
-                let mut kernels: Vec<&str> = Vec::new();
-                for k in st.nodes.iter().filter_map(|n| n.kernel.as_ref()) {
-                    if !kernels.contains(k.name) {
-                        kernels.push(k.name);
-                    }
-                }
-                let l = intern(&format!(
-                    "graph `{}` (kernel nodes: {})",
-                    self.graph.name,
-                    if kernels.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        kernels.join(", ")
-                    }
-                ));
-                st.label = Some(l);
-                l
-            }
-        };
         if !st.launched_on.iter().any(|s| s.same_as(stream)) {
             st.launched_on.push(stream.clone());
         }
+        let Some(flat) = &st.flat else {
+            unreachable!("made above")
+        };
+        for u in &flat.uses {
+            // SAFETY: the tracker belongs to an allocation borrowed for `'a`.
+            unsafe { &*u.tracker }.use_on(stream, u.span, u.access)?;
+        }
+        for (m, name) in &flat.modules {
+            m.launched.store(true, Ordering::Relaxed);
+            if let Some(t) = &m.ffi {
+                t.note_launch(&m.ctx, name, stream.handle());
+            }
+        }
+        let label = flat.label;
         // SAFETY: every node's memory is borrowed for `'a` or kept by the graph, and ordered
         // on `stream` above; the driver orders launches of one instantiation.
         unsafe {
@@ -275,11 +340,20 @@ impl<'a> GraphExec<'a> {
             });
         }
         config.validate(f)?;
-        let mut uses = NodeUses {
-            ctx: &self.graph.ctx,
-            uses: Vec::new(),
-        };
+        let mut uses = NodeUses::new(&self.graph.ctx, &self.graph.lineage);
         let abi = args.record(&mut uses)?;
+        if uses
+            .conds
+            .iter()
+            .any(|c| !st.nodes[node.index].conds.contains(c))
+        {
+            return Err(Error::ConditionalHandleMisused {
+                operation: OP,
+                graph: self.graph.name.clone(),
+                reason: "a node can only be given the conditional handles it took when the \
+                         graph was built (the graph orders the nodes that set one handle)",
+            });
+        }
         let info = st.nodes[node.index].kernel.clone();
         let Some(info) = info else {
             unreachable!("checked above")
@@ -302,6 +376,7 @@ impl<'a> GraphExec<'a> {
         let n = &mut st.nodes[node.index];
         n.uses = uses.uses;
         n.kept = Some(kept);
+        st.flat = None;
         Ok(())
     }
 
@@ -357,17 +432,8 @@ impl<'a> GraphExec<'a> {
                 .graph_exec_update(self.handle, graph.inner.handle)
         }
         .map_err(|e| name_error(e, &self.graph.name))?;
-        st.nodes = gst
-            .nodes
-            .iter()
-            .map(|n| ExecNode {
-                handle: n.handle,
-                uses: n.uses.clone(),
-                kernel: n.kernel.clone(),
-                kept: None,
-            })
-            .collect();
-        st.label = None;
+        st.nodes = gst.nodes.iter().map(ExecNode::of).collect();
+        st.flat = None;
         drop(gst);
         drop(st);
         self.graph = graph.inner.clone();

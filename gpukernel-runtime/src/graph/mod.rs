@@ -54,9 +54,13 @@
 
 mod build;
 mod capture;
+mod conditional;
 mod exec;
+mod order;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_conditional;
 mod uses;
 
 use core::ffi::c_void;
@@ -81,8 +85,10 @@ use crate::stream::Stream;
 use build::*;
 pub use build::{Graph, Node};
 pub use capture::Capture;
+pub use conditional::ConditionalHandle;
 pub use exec::GraphExec;
 use exec::*;
+use order::*;
 pub(crate) use uses::NodeUses;
 use uses::*;
 pub use uses::{GraphBuffer, GraphBufferMut};

@@ -226,7 +226,10 @@ fn a_foreign_failure_of_a_graph_kernel_surfaces_where_its_stream_is_observed() {
             function, kernel, ..
         }) => {
             assert_eq!(function, "mul_f32_f32");
-            assert_eq!(kernel.as_deref(), Some("fails_foreign"));
+            assert_eq!(
+                kernel.as_deref(),
+                Some("fails_foreign (kernel node of graph \"ffi\")")
+            );
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -361,4 +364,115 @@ fn a_capture_reads_a_buffer_written_on_another_stream() {
         reader.synchronize().unwrap();
     }
     assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; N]);
+}
+
+#[test]
+fn a_foreign_failure_names_the_kernel_node_of_its_module() {
+    let (ctx, m1) = sim();
+    let m2 = ctx
+        .load_module(crate::launch::tests::PTX.as_bytes())
+        .unwrap();
+    let fails = m1.kernel(crate::launch::tests::fails_foreign).unwrap();
+    let k = m2.kernel(saxpy).unwrap();
+    let flags = ctx.alloc_zeros::<u32>(16).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 16]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(16).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let cfg = LaunchConfig::for_elements(16).unwrap();
+    {
+        let g = ctx.new_graph("two modules").unwrap();
+        let yb = g.buffer_mut(&mut y);
+        let a = g.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+        g.add_kernel(&[a], &fails, cfg, (g.buffer(&flags),))
+            .unwrap();
+        g.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+        g.instantiate().unwrap().launch(&s).unwrap();
+    }
+    match s.synchronize() {
+        Err(Error::ForeignCallFailed { kernel, .. }) => assert_eq!(
+            kernel.as_deref(),
+            Some("fails_foreign (kernel node of graph \"two modules\")")
+        ),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; 16]);
+}
+
+#[test]
+fn capture_records_pageable_and_pinned_host_copies() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let host_x: Vec<f32> = (0..N).map(|i| (i % 97) as f32).collect();
+    let pinned_z = ctx.pinned_from_slice(&vec![7.0f32; N]).unwrap();
+    let mut pinned_y = ctx.alloc_pinned::<f32>(N).unwrap();
+    let mut host_z = vec![0.0f32; N];
+    let mut x = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut z = ctx.alloc_zeros::<f32>(N).unwrap();
+    let mut other = ctx.alloc_zeros::<f32>(N).unwrap();
+    let s = ctx.new_stream().unwrap();
+    let s2 = s.clone();
+    let cfg = LaunchConfig::for_elements(N).unwrap();
+    {
+        let (zin, yout) = (
+            pinned_z.as_slice().unwrap(),
+            pinned_y.as_mut_slice().unwrap(),
+        );
+        let g = s
+            .capture("host copies", |c| {
+                let (xb, yb, zb) = (
+                    c.buffer_mut(&mut x),
+                    c.buffer_mut(&mut y),
+                    c.buffer_mut(&mut z),
+                );
+                c.memcpy_htod(xb, &host_x)?; // pageable
+                c.memcpy_htod(zb, zin)?; // pinned
+                c.launch(&k, cfg, (2.0f32, xb.read(), yb))?;
+                // An ordinary copy borrows its host memory only for the call: refused, and
+                // the capture goes on.
+                let e = s2.memcpy_htod(&mut other, &host_x).unwrap_err();
+                assert!(matches!(e, Error::StreamCapturing { .. }), "{e}");
+                c.memcpy_dtoh(yout, yb)?; // pinned
+                c.memcpy_dtoh(&mut host_z, zb) // pageable
+            })
+            .unwrap();
+        assert_eq!(g.len(), 5);
+        let exec = g.instantiate().unwrap();
+        exec.launch(&s).unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+    }
+    let want: Vec<f32> = host_x.iter().map(|v| 4.0 * v).collect();
+    assert_eq!(pinned_y.as_slice().unwrap(), want.as_slice());
+    assert_eq!(host_z, vec![7.0f32; N]);
+    // The stream is usable after the capture.
+    s.memcpy_htod(&mut other, &host_x).unwrap();
+    assert_eq!(other.to_host_vec().unwrap(), host_x);
+}
+
+#[test]
+fn a_graph_never_reads_or_writes_freed_memory() {
+    // The simulator twin of the GPU test: the instantiation's drop and the buffer's drop come
+    // after the launches' work; a new allocation is never written by them.
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; N]).unwrap();
+    let s = ctx.new_stream().unwrap();
+    for _ in 0..3 {
+        let mut y = ctx.alloc_zeros::<f32>(N).unwrap();
+        {
+            let g = ctx.new_graph("long").unwrap();
+            let yb = g.buffer_mut(&mut y);
+            let cfg = LaunchConfig::for_elements(N).unwrap();
+            let a = g.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+            g.add_kernel(&[a], &k, cfg, (1.0f32, &x, yb)).unwrap();
+            let exec = g.instantiate().unwrap();
+            exec.launch(&s).unwrap();
+        }
+        assert_eq!(y.to_host_vec().unwrap(), vec![2.0f32; N]);
+        drop(y);
+        let fresh = ctx.alloc_zeros::<f32>(N).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(fresh.to_host_vec().unwrap(), vec![0.0f32; N]);
+    }
 }

@@ -35,7 +35,77 @@ impl Use {
 )]
 pub struct NodeUses<'g> {
     pub(super) ctx: &'g Arc<ContextInner>,
+    /// The graph the node is added to, then the graphs whose conditional bodies hold it
+    /// (innermost first): the graphs whose conditional handles the node may set. Empty for a
+    /// capture.
+    pub(super) graphs: &'g [u64],
     pub(super) uses: Vec<Use>,
+    /// The conditional handles the node sets.
+    pub(super) conds: Vec<u64>,
+}
+
+/// What a node does that orders it against other nodes: its memory uses, the conditional
+/// handles it sets, and (for a conditional node) the kernels of its body.
+#[derive(Default)]
+pub(super) struct Recorded {
+    pub(super) uses: Vec<Use>,
+    pub(super) conds: Vec<u64>,
+    pub(super) body_kernels: Vec<Arc<KernelInfo>>,
+}
+
+impl<'g> NodeUses<'g> {
+    pub(super) fn new(ctx: &'g Arc<ContextInner>, graphs: &'g [u64]) -> Self {
+        NodeUses {
+            ctx,
+            graphs,
+            uses: Vec::new(),
+            conds: Vec::new(),
+        }
+    }
+
+    pub(super) fn finish(self) -> Recorded {
+        Recorded {
+            uses: self.uses,
+            conds: self.conds,
+            body_kernels: Vec::new(),
+        }
+    }
+
+    /// Checks that a conditional handle may be set by the node (same context, the node is in
+    /// the handle's graph or in a conditional body inside it) and records it.
+    pub(crate) fn record_conditional(
+        &mut self,
+        operation: &'static str,
+        h: &ConditionalHandle,
+    ) -> Result<()> {
+        if Arc::as_ptr(self.ctx).addr() != h.ctx {
+            return Err(Error::ConditionalHandleMisused {
+                operation,
+                graph: h.graph_name.to_string(),
+                reason: "the handle belongs to another context",
+            });
+        }
+        if self.graphs.is_empty() {
+            return Err(Error::ConditionalHandleMisused {
+                operation,
+                graph: h.graph_name.to_string(),
+                reason: "a stream capture cannot take a conditional handle; add the kernel \
+                         node to the handle's graph with `Graph::add_kernel`",
+            });
+        }
+        if !self.graphs.contains(&h.graph) {
+            return Err(Error::ConditionalHandleMisused {
+                operation,
+                graph: h.graph_name.to_string(),
+                reason: "the node is neither in the handle's graph nor in a conditional body \
+                         inside it",
+            });
+        }
+        if !self.conds.contains(&h.raw) {
+            self.conds.push(h.raw);
+        }
+        Ok(())
+    }
 }
 
 impl NodeUses<'_> {

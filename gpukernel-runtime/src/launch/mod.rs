@@ -7,7 +7,7 @@
 //! lookup, a few comparisons for validation and one uncontended lock per buffer argument for
 //! stream ordering.
 
-mod args;
+pub(crate) mod args;
 mod config;
 #[cfg(test)]
 pub(crate) mod tests;

@@ -73,6 +73,45 @@ pub struct Linker {
     pub(super) cache: CachePolicy,
     pub(super) lto: bool,
     pub(super) options: LinkOptions,
+    hooks: Hooks,
+}
+
+/// Setup and teardown hooks, by the index of the input they belong to (`None`: added before
+/// any input).
+#[derive(Clone, Default)]
+struct Hooks(Vec<(Option<usize>, Hook)>);
+
+#[derive(Clone)]
+enum Hook {
+    Setup(crate::module_hooks::SetupHook),
+    Teardown(crate::module_hooks::TeardownHook),
+}
+
+impl Hook {
+    fn kind(&self) -> &'static str {
+        match self {
+            Hook::Setup(_) => "setup",
+            Hook::Teardown(_) => "teardown",
+        }
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(i, h)| (i, h.kind())))
+            .finish()
+    }
+}
+
+impl Pending {
+    /// The input's name, as [`LinkInput::name`](super::LinkInput) reports it.
+    fn name(&self) -> String {
+        match self {
+            Pending::File { path, .. } => path.display().to_string(),
+            Pending::Data { name, .. } => name.clone(),
+        }
+    }
 }
 
 impl Linker {
@@ -86,6 +125,7 @@ impl Linker {
             cache: CachePolicy::Default,
             lto: false,
             options: LinkOptions::default(),
+            hooks: Hooks::default(),
         }
     }
 
@@ -737,8 +777,69 @@ impl Linker {
         })
     }
 
+    /// Runs `f` once each time [`link_and_load`](Self::link_and_load) loads a module holding
+    /// the input added last (Numba's `setup` on linkable code), with the module, before it is
+    /// returned: e.g. to initialize a `__device__` global of that input with
+    /// [`Module::write_global`]. An error fails the load as [`Error::ModuleHook`] naming the
+    /// input, and the teardowns of the inputs whose setup ran run as the module drops.
+    /// Setups run in input order (the hooks of one input in the order added).
+    ///
+    /// ```no_run
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::get(0)?.primary_context()?;
+    /// use gpukernel_runtime::link::Linker;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_cuda_source("__device__ float scale = 1.0f;", "scale.cu")
+    ///     .setup(|m| m.write_global("scale", &2.5f32))
+    ///     .link_and_load()?;
+    /// assert_eq!(module.read_global::<f32>("scale")?, 2.5);
+    /// # Ok(()) }
+    /// ```
+    /// Hooks run only through `link_and_load` ([`link`](Self::link) loads nothing).
+    pub fn setup(
+        &mut self,
+        f: impl Fn(&Module) -> Result<()> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let input = self.pending.len().checked_sub(1);
+        self.hooks.0.push((input, Hook::Setup(Arc::new(f))));
+        self
+    }
+
+    /// Runs `f` once when a module that [`link_and_load`](Self::link_and_load) loaded with
+    /// the input added last is unloaded (Numba's `teardown`): after the module's work, before
+    /// the unload, with a view of the module that cannot keep it loaded. A drop cannot return
+    /// its error: it is recorded in the context ([`Context::take_teardown_failures`](crate::Context::take_teardown_failures)),
+    /// and so is a panic of `f` (caught) or a teardown that could not run because the
+    /// context faulted (the module then stays loaded). Teardowns run in reverse input order.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, _) = doc_setup();
+    /// use gpukernel_runtime::link::Linker;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .teardown(|view| {
+    ///         assert!(view.kernel_names().iter().any(|k| k == "saxpy"));
+    ///         view.read_global::<u32>("counter").map(drop) // no globals on the simulator
+    ///     })
+    ///     .link_and_load()?;
+    /// drop(module);
+    /// let failed = ctx.take_teardown_failures();
+    /// assert_eq!(failed[0].input, "kernels.ptx");
+    /// # Ok(()) }
+    /// ```
+    pub fn teardown(
+        &mut self,
+        f: impl Fn(&crate::ModuleView<'_>) -> Result<()> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let input = self.pending.len().checked_sub(1);
+        self.hooks.0.push((input, Hook::Teardown(Arc::new(f))));
+        self
+    }
+
     /// Links, then loads the image as a module of the linker's context (on the simulator:
-    /// a module of the kernels the PTX inputs declare).
+    /// a module of the kernels the PTX inputs declare), and runs the inputs' setup hooks.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -753,6 +854,41 @@ impl Linker {
     /// # Ok(()) }
     /// ```
     pub fn link_and_load(&self) -> Result<Module> {
+        let module = self.link_and_load_only()?;
+        if self.hooks.0.is_empty() {
+            return Ok(module);
+        }
+        let mut hooks = Vec::with_capacity(self.hooks.0.len());
+        for (i, hook) in &self.hooks.0 {
+            let Some(i) = *i else {
+                return Err(Error::ModuleHook {
+                    hook: hook.kind(),
+                    input: "(none)".to_owned(),
+                    message: "added before any input: call it after the `add_*` of the input \
+                              it belongs to"
+                        .to_owned(),
+                    source: None,
+                });
+            };
+            hooks.push((i, hook));
+        }
+        // Input order; the hooks of one input keep the order they were added in.
+        hooks.sort_by_key(|&(i, _)| i);
+        let hooks = hooks
+            .into_iter()
+            .map(|(i, hook)| {
+                let name = self.pending[i].name();
+                match hook {
+                    Hook::Setup(f) => (name, Some(f.clone()), None),
+                    Hook::Teardown(f) => (name, None, Some(f.clone())),
+                }
+            })
+            .collect();
+        crate::module_hooks::run_setups(&module, hooks)?;
+        Ok(module)
+    }
+
+    fn link_and_load_only(&self) -> Result<Module> {
         let ctx = match &self.target {
             Target::Cuda { ctx, .. } | Target::Simulator { ctx: Some(ctx) } => ctx,
             Target::Offline(_) | Target::Simulator { ctx: None } => {

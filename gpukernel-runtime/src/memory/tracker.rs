@@ -24,8 +24,9 @@ use std::sync::Mutex;
 use crate::error::Result;
 use crate::stream::Stream;
 
-/// How an operation uses the bytes it names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an operation uses the bytes it names (ordered weakest first: a stronger access orders
+/// everything a weaker one would).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Access {
     /// Reads them (kernel inputs, copy sources).
     Read,
