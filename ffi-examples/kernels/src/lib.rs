@@ -13,8 +13,8 @@
 use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
-pub mod math_kernels;
 pub mod graph;
+pub mod math_kernels;
 pub mod reduce;
 pub mod suite;
 
