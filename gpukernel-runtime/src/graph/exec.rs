@@ -12,6 +12,7 @@ pub(super) struct ExecNode<'a> {
     pub(super) kernel: Option<Arc<KernelInfo>>,
     pub(super) body_kernels: Vec<Arc<KernelInfo>>,
     pub(super) conds: Vec<u64>,
+    pub(super) events: Vec<*const Event>,
     /// Arguments given by [`GraphExec::set_kernel_args`], replacing the graph's.
     pub(super) kept: Option<KeptBox<'a>>,
 }
@@ -24,6 +25,7 @@ impl ExecNode<'_> {
             kernel: n.kernel.clone(),
             body_kernels: n.body_kernels.clone(),
             conds: n.conds.clone(),
+            events: n.events.clone(),
             kept: None,
         }
     }
@@ -45,6 +47,8 @@ pub(super) struct Flat {
     uses: Vec<Use>,
     modules: Vec<(Arc<ModuleInner>, &'static &'static str)>,
     label: &'static &'static str,
+    /// The events the graph's nodes record, each once.
+    events: Vec<*const Event>,
 }
 
 impl Flat {
@@ -95,10 +99,17 @@ impl Flat {
             };
             modules.push((k.module.clone(), name));
         }
+        let mut events: Vec<*const Event> = Vec::new();
+        for &e in nodes.iter().flat_map(|n| &n.events) {
+            if !events.contains(&e) {
+                events.push(e);
+            }
+        }
         Flat {
             uses,
             modules,
             label,
+            events,
         }
     }
 }
@@ -247,7 +258,12 @@ impl<'a> GraphExec<'a> {
                 label,
                 &stream.state().last_launch,
             )
+        }?;
+        for &e in &flat.events {
+            // SAFETY: the events of event record nodes are borrowed for `'a`.
+            unsafe { &*e }.note_recorded(stream);
         }
+        Ok(())
     }
 
     /// Replaces the arguments and configuration of kernel node `node` for the next launches

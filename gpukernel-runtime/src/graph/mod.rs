@@ -54,11 +54,14 @@
 
 mod build;
 mod capture;
+mod child;
 mod conditional;
 mod exec;
 mod order;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_child;
 #[cfg(test)]
 mod tests_conditional;
 mod uses;
@@ -76,6 +79,7 @@ use crate::backend::{
 };
 use crate::context::{Context, ContextInner, intern};
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::launch::{LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS, Safe};
 use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};
