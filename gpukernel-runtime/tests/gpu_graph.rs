@@ -3,8 +3,8 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::{fails_foreign, gpu, saxpy};
 use gpukernel_runtime::{Error, LaunchConfig};
@@ -405,7 +405,9 @@ fn a_child_graph_inside_a_parent_launched_several_times_gives_the_right_results(
         // The child: y += 2x, then y += x, and a host node (its closure kept by the parent).
         let child = ctx.new_graph("step").unwrap();
         let first = child.add_kernel(&[], &k, cfg, (2.0f32, xb, yb)).unwrap();
-        child.add_kernel(&[first], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        child
+            .add_kernel(&[first], &k, cfg, (1.0f32, xb, yb))
+            .unwrap();
         let c = calls.clone();
         child
             .add_host(&[], move || {

@@ -213,11 +213,15 @@ enum SimNode {
     },
     Empty,
     /// Records the event (its owner keeps it live while the graph may run).
-    EventRecord { event: EventHandle },
+    EventRecord {
+        event: EventHandle,
+    },
     /// Waits for the event: nothing to do, simulated work is synchronous.
     EventWait,
     /// A child graph node: its copy of the child graph, owned by the graph it is in.
-    Child { body: *const SimGraph },
+    Child {
+        body: *const SimGraph,
+    },
     /// A conditional node: its condition's cell and its body, both owned by the graph it is in.
     Conditional {
         kind: ConditionalKind,

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::LaunchConfig;
 use crate::error::Error;
 use crate::launch::tests::{saxpy, sim};
-use crate::LaunchConfig;
 
 const N: usize = 256;
 
@@ -98,7 +98,10 @@ fn a_child_graph_is_refused_where_cuda_refuses_it() {
     );
 
     let cyclic = ctx.new_graph("cyclic").unwrap();
-    let (a, b) = (cyclic.add_empty(&[]).unwrap(), cyclic.add_empty(&[]).unwrap());
+    let (a, b) = (
+        cyclic.add_empty(&[]).unwrap(),
+        cyclic.add_empty(&[]).unwrap(),
+    );
     cyclic.add_dependency(a, b).unwrap();
     cyclic.add_dependency(b, a).unwrap();
     let e = g.add_child(&[], &cyclic).unwrap_err();
@@ -199,7 +202,10 @@ fn event_nodes_are_refused_in_a_conditional_body() {
         Ok(())
     })
     .unwrap();
-    assert!(matches!(r, Some(Err(Error::ConditionalBody { .. }))), "{r:?}");
+    assert!(
+        matches!(r, Some(Err(Error::ConditionalBody { .. }))),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -242,4 +248,3 @@ fn whole_graph_update_takes_new_events_and_children_of_the_same_shape() {
     }
     assert_eq!(y.to_host_vec().unwrap(), vec![21.0; N]);
 }
-
