@@ -151,7 +151,8 @@ unsafe impl Send for GraphExec<'_> {}
 // SAFETY: as above; mutable state is behind the mutex.
 unsafe impl Sync for GraphExec<'_> {}
 // SAFETY: the graph handle is a driver object usable from any thread (or the simulator's
-// own, behind a mutex); the state is behind a mutex, its trackers are `Sync` and live for `'a`.
+// own, behind a mutex); the state is behind a mutex, its trackers and events are `Sync` and live
+// for `'a`.
 unsafe impl Send for GraphInner<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for GraphInner<'_> {}
