@@ -728,6 +728,21 @@ pub enum Error {
         reason: &'static str,
     },
 
+    /// A graph given to [`Graph::add_child`](crate::Graph::add_child) that cannot be a child
+    /// graph there: the graph itself, a graph of another context, a conditional body, a graph
+    /// with conditional handles (CUDA refuses conditional nodes in a child graph).
+    #[error("{operation}: graph `{child}` cannot be a child of graph `{graph}`: {reason}")]
+    ChildGraphRefused {
+        /// The operation refused.
+        operation: &'static str,
+        /// The graph given as the child.
+        child: String,
+        /// The graph the node was to be added to.
+        graph: String,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
+
     /// An operation a stream capture cannot record. Nothing was enqueued: the capture goes
     /// on and the stream stays usable.
     #[error("{operation}: cannot be captured into a graph: {reason}")]

@@ -124,6 +124,13 @@ impl Event {
         self.ctx.backend.event_record(self.handle, stream.handle())
     }
 
+    /// Notes a record by a graph node launched on `stream` (after the launch was enqueued):
+    /// what [`record`](Self::record) notes, for fault messages and foreign-call checks.
+    pub(crate) fn note_recorded(&self, stream: &Stream) {
+        self.recorded_after.copy_from(&stream.state().last_launch);
+        self.recorded_on.store(stream.handle().0, Ordering::Relaxed);
+    }
+
     /// The launch a fault seen through this event is attributed to: the last one on the
     /// recorded stream before the event, else the last in the context.
     fn fault_suspect(&self) -> Option<&'static str> {

@@ -3,8 +3,8 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::{fails_foreign, gpu, saxpy};
 use gpukernel_runtime::{Error, LaunchConfig};
@@ -297,4 +297,139 @@ fn a_graph_never_reads_or_writes_freed_memory() {
         );
     }
     println!("the freed buffer's address came back {reused} of 5 times");
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn an_event_recorded_by_a_graph_node_orders_other_streams_and_the_host() {
+    // The producer's record node follows 200 chained kernels and a host node counting its
+    // launches. The consumer graph and the observer use no buffer, so nothing but the event
+    // (a wait node; `Stream::wait_event`) orders them after the producer.
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
+    let n = 1 << 16;
+    let x = ctx.htod_copy(&vec![1.0f32; n]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(n).unwrap();
+    let done = ctx.new_event().unwrap();
+    let produced = Arc::new(AtomicUsize::new(0));
+    let by_node = Arc::new(Mutex::new(Vec::new()));
+    let by_stream = Arc::new(Mutex::new(Vec::new()));
+    let (a, b, c) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    {
+        let producer = ctx.new_graph("producer").unwrap();
+        let yb = producer.buffer_mut(&mut y);
+        let cfg = LaunchConfig::for_elements(n).unwrap();
+        let mut last = producer.add_kernel(&[], &k, cfg, (1.0f32, &x, yb)).unwrap();
+        for _ in 1..200 {
+            last = producer
+                .add_kernel(&[last], &k, cfg, (1.0f32, &x, yb))
+                .unwrap();
+        }
+        let p = produced.clone();
+        let counted = producer
+            .add_host(&[last], move || {
+                p.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        producer.add_event_record(&[counted], &done).unwrap();
+
+        let consumer = ctx.new_graph("consumer").unwrap();
+        let wait = consumer.add_event_wait(&[], &done).unwrap();
+        let (p, seen) = (produced.clone(), by_node.clone());
+        consumer
+            .add_host(&[wait], move || {
+                seen.lock().unwrap().push(p.load(Ordering::SeqCst));
+            })
+            .unwrap();
+
+        let observer = ctx.new_graph("observer").unwrap();
+        let (p, seen) = (produced.clone(), by_stream.clone());
+        observer
+            .add_host(&[], move || {
+                seen.lock().unwrap().push(p.load(Ordering::SeqCst));
+            })
+            .unwrap();
+
+        let (pe, ce, oe) = (
+            producer.instantiate().unwrap(),
+            consumer.instantiate().unwrap(),
+            observer.instantiate().unwrap(),
+        );
+        for _ in 0..3 {
+            pe.launch(&a).unwrap();
+            ce.launch(&b).unwrap();
+            c.wait_event(&done).unwrap();
+            oe.launch(&c).unwrap();
+        }
+        done.synchronize().unwrap();
+        // The host saw the last record: the third launch's kernels and host node are done.
+        assert_eq!(produced.load(Ordering::SeqCst), 3);
+        b.synchronize().unwrap();
+        c.synchronize().unwrap();
+    }
+    for (what, seen) in [("wait node", &by_node), ("wait_event", &by_stream)] {
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3, "{what}");
+        for (round, &count) in seen.iter().enumerate() {
+            assert!(
+                count > round,
+                "{what}: round {round} ran before its producer launch ({seen:?})"
+            );
+        }
+    }
+    assert_eq!(y.to_host_vec().unwrap(), vec![600.0f32; n]);
+}
+
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_child_graph_inside_a_parent_launched_several_times_gives_the_right_results() {
+    let ctx = gpu();
+    let m = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = common::kernel(&m, saxpy).unwrap();
+    let n = 100_003;
+    let host_x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let mut host_y = vec![0.0f32; n];
+    let mut x = ctx.alloc_zeros::<f32>(n).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(n).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    {
+        let parent = ctx.new_graph("parent").unwrap();
+        let (xb, yb) = (parent.buffer_mut(&mut x), parent.buffer_mut(&mut y));
+        let up = parent.add_memcpy_htod(&[], xb, &host_x).unwrap();
+        let cfg = LaunchConfig::for_elements(n).unwrap();
+        // The child: y += 2x, then y += x, and a host node (its closure kept by the parent).
+        let child = ctx.new_graph("step").unwrap();
+        let first = child.add_kernel(&[], &k, cfg, (2.0f32, xb, yb)).unwrap();
+        child
+            .add_kernel(&[first], &k, cfg, (1.0f32, xb, yb))
+            .unwrap();
+        let c = calls.clone();
+        child
+            .add_host(&[], move || {
+                c.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+        // Ordered by their uses: after the upload, one child after the other, the download
+        // after both.
+        parent.add_child(&[up], &child).unwrap();
+        parent.add_child(&[], &child).unwrap();
+        drop(child);
+        parent.add_memcpy_dtoh(&[], &mut host_y, yb).unwrap();
+        let exec = parent.instantiate().unwrap();
+        let s = ctx.new_stream().unwrap();
+        for _ in 0..3 {
+            exec.launch(&s).unwrap();
+        }
+        s.synchronize().unwrap();
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 6);
+    for (i, &v) in host_y.iter().enumerate() {
+        assert_eq!(v, 18.0 * host_x[i], "element {i}");
+    }
+    assert_eq!(y.to_host_vec().unwrap(), host_y);
 }

@@ -811,6 +811,15 @@ impl Backend for CudaBackend {
                     }
                     GraphNode::Host { f, data } => driver::graph_add_host(graph(g), &deps, f, data),
                     GraphNode::Empty => driver::graph_add_empty(graph(g), &deps),
+                    GraphNode::EventRecord { event: e } => {
+                        driver::graph_add_event(graph(g), &deps, event(e), true)
+                    }
+                    GraphNode::EventWait { event: e } => {
+                        driver::graph_add_event(graph(g), &deps, event(e), false)
+                    }
+                    GraphNode::Child { graph: child } => {
+                        driver::graph_add_child(graph(g), &deps, graph(child))
+                    }
                     GraphNode::Conditional { handle, kind, body } => {
                         let (n, b) = driver::graph_add_conditional(
                             graph(g),

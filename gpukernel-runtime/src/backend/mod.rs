@@ -98,6 +98,15 @@ pub(crate) enum GraphNode<'a, 'p> {
     Host { f: HostFn, data: *mut c_void },
     /// Nothing: a join point.
     Empty,
+    /// Records `event` when the node runs (the caller keeps the event live while an
+    /// instantiation of the graph may run).
+    EventRecord { event: EventHandle },
+    /// Makes the node's successors wait for the last record of `event` (kept live as above).
+    EventWait { event: EventHandle },
+    /// Runs a copy of `graph`, taken when the node is added (later changes to `graph` do not
+    /// reach it). `graph` has no conditional node and is not the graph the node is added to;
+    /// what its nodes reach stays valid as for the node's own graph.
+    Child { graph: GraphHandle },
     /// A conditional node reading `handle` (of the graph it is added to); the backend writes
     /// its new, empty body graph (owned by the node: never destroyed by the caller) to `body`.
     Conditional {

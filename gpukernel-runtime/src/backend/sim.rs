@@ -212,6 +212,16 @@ enum SimNode {
         data: *mut c_void,
     },
     Empty,
+    /// Records the event (its owner keeps it live while the graph may run).
+    EventRecord {
+        event: EventHandle,
+    },
+    /// Waits for the event: nothing to do, simulated work is synchronous.
+    EventWait,
+    /// A child graph node: its copy of the child graph, owned by the graph it is in.
+    Child {
+        body: *const SimGraph,
+    },
     /// A conditional node: its condition's cell and its body, both owned by the graph it is in.
     Conditional {
         kind: ConditionalKind,
@@ -255,6 +265,40 @@ struct SimGraph {
 }
 
 impl SimGraph {
+    /// A copy for a child graph node (as `cuGraphAddChildGraphNode` clones it): its nodes and
+    /// edges, its child nodes' graphs copied in turn. A conditional node is refused (CUDA
+    /// refuses it in a child graph too).
+    fn deep_copy(&self) -> Result<Box<SimGraph>> {
+        let copy = Box::<SimGraph>::default();
+        let nodes = self.nodes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut out = Vec::with_capacity(nodes.len());
+        for (node, deps) in nodes {
+            let node = match node {
+                SimNode::Child { body } => {
+                    // SAFETY: the body is owned by `self.bodies`, live while `self` is.
+                    let b = unsafe { &*body }.deep_copy()?;
+                    let ptr = core::ptr::from_ref::<SimGraph>(&b);
+                    copy.bodies
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(b);
+                    SimNode::Child { body: ptr }
+                }
+                SimNode::Conditional { .. } => {
+                    return Err(Error::Unsupported {
+                        operation: "a child graph node",
+                        backend: "simulator",
+                        hint: Some("a child graph cannot hold a conditional node"),
+                    });
+                }
+                n => n,
+            };
+            out.push((node, deps));
+        }
+        *copy.nodes.lock().unwrap_or_else(|p| p.into_inner()) = out;
+        Ok(copy)
+    }
+
     /// Its handles' cells and those of its bodies, recursively.
     fn all_conds(&self, out: &mut Vec<*const SimCond>) {
         let conds = self.conds.lock().unwrap_or_else(|p| p.into_inner());
@@ -816,6 +860,20 @@ impl Backend for SimBackend {
             GraphNode::Memset { dst, value, bytes } => SimNode::Memset { dst, value, bytes },
             GraphNode::Host { f, data } => SimNode::Host { f, data },
             GraphNode::Empty => SimNode::Empty,
+            GraphNode::EventRecord { event } => SimNode::EventRecord { event },
+            GraphNode::EventWait { .. } => SimNode::EventWait,
+            GraphNode::Child { graph } => {
+                // SAFETY: the caller's child graph is live.
+                let b = unsafe { sim_graph(graph) }.deep_copy()?;
+                let ptr = core::ptr::from_ref::<SimGraph>(&b);
+                // SAFETY: the caller's graph is live; the copy lives as long as it.
+                unsafe { sim_graph(g) }
+                    .bodies
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(b);
+                SimNode::Child { body: ptr }
+            }
             GraphNode::Conditional { handle, kind, body } => {
                 let b = Box::<SimGraph>::default();
                 let ptr = core::ptr::from_ref::<SimGraph>(&b);
@@ -957,18 +1015,38 @@ impl Backend for SimBackend {
             return refuse("the topology changed");
         }
         for ((new, _), old) in source.iter().zip(nodes.iter()) {
-            match (new, old) {
-                (SimNode::Kernel { name: a, .. }, SimNode::Kernel { name: b, .. }) if a != b => {
-                    return refuse("a kernel node's function changed");
-                }
-                (a, b) if core::mem::discriminant(a) != core::mem::discriminant(b) => {
-                    return refuse("a node's type changed");
-                }
-                _ => {}
+            if let Some(reason) = update_refusal(new, old) {
+                return refuse(reason);
             }
         }
         *nodes = source.iter().map(|(n, _)| n.clone()).collect();
         Ok(())
+    }
+}
+
+/// Why `old` cannot be updated to `new` (CUDA's rules for what the simulator models: the
+/// same kind, kernels of the same function, child graphs of the same shape), or `None`.
+fn update_refusal(new: &SimNode, old: &SimNode) -> Option<&'static str> {
+    match (new, old) {
+        (SimNode::Kernel { name: a, .. }, SimNode::Kernel { name: b, .. }) if a != b => {
+            Some("a kernel node's function changed")
+        }
+        (SimNode::Child { body: a }, SimNode::Child { body: b }) => {
+            // SAFETY: both copies are owned by graphs the caller keeps live.
+            let (a, b) = unsafe { (&**a, &**b) };
+            let a = a.nodes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let b = b.nodes.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if a.len() != b.len() || a.iter().zip(&b).any(|((_, x), (_, y))| x != y) {
+                return Some("a child graph's topology changed");
+            }
+            a.iter()
+                .zip(&b)
+                .find_map(|((x, _), (y, _))| update_refusal(x, y))
+        }
+        (a, b) if core::mem::discriminant(a) != core::mem::discriminant(b) => {
+            Some("a node's type changed")
+        }
+        _ => None,
     }
 }
 
@@ -1026,7 +1104,13 @@ impl SimBackend {
                 unsafe { f(*data) };
                 Ok(())
             }
-            SimNode::Empty => Ok(()),
+            SimNode::Empty | SimNode::EventWait => Ok(()),
+            SimNode::EventRecord { event } => self.event_record(*event, s),
+            SimNode::Child { body } => {
+                // SAFETY: the copy belongs to the graph the caller keeps alive; as
+                // `graph_launch` for its nodes.
+                unsafe { self.run_graph(&**body, s, last) }
+            }
             SimNode::Conditional { kind, cell, body } => {
                 // SAFETY: the cell and the body belong to the graph the caller keeps alive.
                 let (cell, body) = unsafe { (&**cell, &**body) };
@@ -1049,7 +1133,7 @@ impl SimBackend {
         }
     }
 
-    /// Runs a conditional node's body once, in dependency order.
+    /// Runs a conditional node's body or a child graph once, in dependency order.
     ///
     /// # Safety
     /// As `Backend::graph_launch`.

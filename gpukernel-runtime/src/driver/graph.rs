@@ -9,7 +9,7 @@ use core::ffi::c_void;
 
 use cudarc::driver::sys;
 
-use super::{CUcontext, CUdeviceptr, CUfunction, CUstream, check};
+use super::{CUcontext, CUdeviceptr, CUevent, CUfunction, CUstream, check};
 use crate::error::Result;
 
 pub(crate) use sys::{CUgraph, CUgraphExec, CUgraphNode};
@@ -207,6 +207,52 @@ pub(crate) unsafe fn graph_add_empty(g: CUgraph, deps: &[CUgraphNode]) -> Result
     // SAFETY: forwarded from the caller.
     check("cuGraphAddEmptyNode", unsafe {
         sys::cuGraphAddEmptyNode(&mut n, g, deps.as_ptr(), deps.len())
+    })?;
+    Ok(n)
+}
+
+/// Adds an event record node (`record == true`: records `event` when it runs) or an event
+/// wait node (the node's successors wait for `event`'s last record).
+///
+/// # Safety
+/// `g` is live and `deps` are its nodes; `event` is a live event of the current context
+/// whenever an instantiation of the graph runs.
+pub(crate) unsafe fn graph_add_event(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    event: CUevent,
+    record: bool,
+) -> Result<CUgraphNode> {
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    if record {
+        // SAFETY: forwarded from the caller.
+        check("cuGraphAddEventRecordNode", unsafe {
+            sys::cuGraphAddEventRecordNode(&mut n, g, deps.as_ptr(), deps.len(), event)
+        })?;
+    } else {
+        // SAFETY: forwarded from the caller.
+        check("cuGraphAddEventWaitNode", unsafe {
+            sys::cuGraphAddEventWaitNode(&mut n, g, deps.as_ptr(), deps.len(), event)
+        })?;
+    }
+    Ok(n)
+}
+
+/// Adds a child graph node running a copy of `child` (the driver clones it in this call).
+///
+/// # Safety
+/// `g` and `child` are live, distinct graphs, `deps` are nodes of `g`; `child` has no
+/// conditional node; what `child`'s nodes reach stays valid whenever an instantiation of `g`
+/// runs.
+pub(crate) unsafe fn graph_add_child(
+    g: CUgraph,
+    deps: &[CUgraphNode],
+    child: CUgraph,
+) -> Result<CUgraphNode> {
+    let mut n: CUgraphNode = core::ptr::null_mut();
+    // SAFETY: forwarded from the caller.
+    check("cuGraphAddChildGraphNode", unsafe {
+        sys::cuGraphAddChildGraphNode(&mut n, g, deps.as_ptr(), deps.len(), child)
     })?;
     Ok(n)
 }

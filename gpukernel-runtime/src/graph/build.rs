@@ -59,8 +59,10 @@ pub(super) struct NodeState {
     pub(super) kernel: Option<Arc<KernelInfo>>,
     /// The conditional handles the node sets (a conditional node: those its body sets).
     pub(super) conds: Vec<u64>,
-    /// A conditional node's: the kernels of its body.
+    /// A conditional node's: the kernels of its body; a child node's: its child's.
     pub(super) body_kernels: Vec<Arc<KernelInfo>>,
+    /// The events the node records (see `Recorded::events`).
+    pub(super) events: Vec<*const Event>,
 }
 
 /// A value the backend may read for the graph's lifetime (kernel arguments, host closures);
@@ -85,7 +87,14 @@ pub(super) struct State<'a> {
     /// (the frontier that a new conflicting node depends on).
     pub(super) frontier: Vec<Use>,
     pub(super) frontier_node: Vec<usize>,
-    pub(super) kept: Vec<KeptBox<'a>>,
+    /// Shared: a child node keeps its child's values too.
+    pub(super) kept: Vec<Arc<KeptBox<'a>>>,
+    /// Why the graph cannot be a conditional body's child graph (it holds a node CUDA allows
+    /// in no body), if it cannot.
+    pub(super) body_refusal: Option<&'static str>,
+    /// Whether conditional handles were made for it (CUDA refuses its conditional nodes in a
+    /// child graph).
+    pub(super) has_conditional: bool,
 }
 
 pub(super) struct GraphInner<'a> {
@@ -333,8 +342,11 @@ impl<'a> Graph<'a> {
     }
 
     /// Refuses an operation a conditional node's body cannot hold.
+    /// Otherwise notes that the graph holds such a node (it cannot be the child graph of a
+    /// node in a body).
     pub(super) fn not_in_body(&self, operation: &'static str, reason: &'static str) -> Result<()> {
         if self.inner.owned {
+            self.inner.lock().body_refusal.get_or_insert(reason);
             Ok(())
         } else {
             Err(Error::ConditionalBody {
@@ -368,7 +380,7 @@ impl<'a> Graph<'a> {
     ///
     /// # Safety
     /// As `Backend::graph_add_node`: the node's memory is `uses` (valid for `'a`) or `kept`.
-    unsafe fn add(
+    pub(super) unsafe fn add(
         &self,
         operation: &'static str,
         deps: &[Node],

@@ -166,6 +166,10 @@ impl Stream {
         let inner = GraphInner::new(self.ctx().clone(), handle, name.to_owned(), &[], true);
         {
             let mut st = inner.lock();
+            st.body_refusal = Some(
+                "a captured graph may hold nodes CUDA allows in no conditional body (host \
+                 copies, work a library enqueued on the raw stream)",
+            );
             let nodes = cap.nodes.into_inner().unwrap_or_else(|p| p.into_inner());
             for (i, n) in nodes.into_iter().enumerate() {
                 let deps = if i == 0 { Vec::new() } else { vec![i - 1] };

@@ -112,6 +112,7 @@ impl<'a> Graph<'a> {
                 .backend
                 .graph_conditional_handle(self.inner.handle, default as u32)
         }?;
+        self.inner.lock().has_conditional = true;
         Ok(ConditionalHandle {
             raw,
             graph: self.inner.id,
@@ -250,6 +251,7 @@ impl<'a> Graph<'a> {
                 }
                 rec.body_kernels.extend(n.kernel);
                 rec.body_kernels.extend(n.body_kernels);
+                rec.events.extend(n.events);
             }
             core::mem::take(&mut bst.kept)
         };

@@ -12,6 +12,7 @@ pub(super) struct ExecNode<'a> {
     pub(super) kernel: Option<Arc<KernelInfo>>,
     pub(super) body_kernels: Vec<Arc<KernelInfo>>,
     pub(super) conds: Vec<u64>,
+    pub(super) events: Vec<*const Event>,
     /// Arguments given by [`GraphExec::set_kernel_args`], replacing the graph's.
     pub(super) kept: Option<KeptBox<'a>>,
 }
@@ -24,6 +25,7 @@ impl ExecNode<'_> {
             kernel: n.kernel.clone(),
             body_kernels: n.body_kernels.clone(),
             conds: n.conds.clone(),
+            events: n.events.clone(),
             kept: None,
         }
     }
@@ -45,6 +47,8 @@ pub(super) struct Flat {
     uses: Vec<Use>,
     modules: Vec<(Arc<ModuleInner>, &'static &'static str)>,
     label: &'static &'static str,
+    /// The events the graph's nodes record, each once.
+    events: Vec<*const Event>,
 }
 
 impl Flat {
@@ -95,10 +99,17 @@ impl Flat {
             };
             modules.push((k.module.clone(), name));
         }
+        let mut events: Vec<*const Event> = Vec::new();
+        for &e in nodes.iter().flat_map(|n| &n.events) {
+            if !events.contains(&e) {
+                events.push(e);
+            }
+        }
         Flat {
             uses,
             modules,
             label,
+            events,
         }
     }
 }
@@ -140,7 +151,8 @@ unsafe impl Send for GraphExec<'_> {}
 // SAFETY: as above; mutable state is behind the mutex.
 unsafe impl Sync for GraphExec<'_> {}
 // SAFETY: the graph handle is a driver object usable from any thread (or the simulator's
-// own, behind a mutex); the state is behind a mutex, its trackers are `Sync` and live for `'a`.
+// own, behind a mutex); the state is behind a mutex, its trackers and events are `Sync` and live
+// for `'a`.
 unsafe impl Send for GraphInner<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for GraphInner<'_> {}
@@ -247,7 +259,12 @@ impl<'a> GraphExec<'a> {
                 label,
                 &stream.state().last_launch,
             )
+        }?;
+        for &e in &flat.events {
+            // SAFETY: the events of event record nodes are borrowed for `'a`.
+            unsafe { &*e }.note_recorded(stream);
         }
+        Ok(())
     }
 
     /// Replaces the arguments and configuration of kernel node `node` for the next launches

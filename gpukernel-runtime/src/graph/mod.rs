@@ -1,6 +1,6 @@
-//! CUDA graphs: a set of kernel launches, copies, memsets and host calls with dependencies
-//! between them, built once ([`Graph`]), instantiated ([`GraphExec`]) and launched many times
-//! on a stream at the cost of one launch.
+//! CUDA graphs: a set of kernel launches, copies, memsets, host calls, event records and waits,
+//! and child graphs, with dependencies between them, built once ([`Graph`]), instantiated
+//! ([`GraphExec`]) and launched many times on a stream at the cost of one launch.
 //!
 //! # Soundness
 //! - **Lifetimes.** A `Graph<'a>` and every `GraphExec<'a>` made from it borrow the memory
@@ -19,6 +19,10 @@
 //!   `Graph`/`GraphExec` that holds them, after the launches that may call them are done.
 //! - **Dropping** a `GraphExec` waits for the streams it was launched on, so nothing borrowed
 //!   for `'a` is released while a launch may use it.
+//! - **Event nodes** ([`Graph::add_event_record`], [`Graph::add_event_wait`]) borrow their
+//!   event for `'a`. **Child graph nodes** ([`Graph::add_child`]) run a copy of a graph of the
+//!   same `'a`: its memory uses become the node's (ordered and replayed like the parent's
+//!   own) and the parent keeps its kernel arguments and host closures.
 //!
 //! Kernel arguments are typed and checked exactly as for [`Stream::launch`]: an `unsafe fn`
 //! kernel needs [`Graph::add_kernel_unchecked`].
@@ -54,11 +58,14 @@
 
 mod build;
 mod capture;
+mod child;
 mod conditional;
 mod exec;
 mod order;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_child;
 #[cfg(test)]
 mod tests_conditional;
 mod uses;
@@ -76,6 +83,7 @@ use crate::backend::{
 };
 use crate::context::{Context, ContextInner, intern};
 use crate::error::{Error, Result};
+use crate::event::Event;
 use crate::launch::{LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS, Safe};
 use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};

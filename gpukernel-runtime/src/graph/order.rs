@@ -19,6 +19,7 @@ pub(super) fn push_node<'a>(
         uses,
         conds,
         body_kernels,
+        events,
     } = rec;
     for u in &uses {
         if u.writes() {
@@ -47,8 +48,9 @@ pub(super) fn push_node<'a>(
         kernel,
         conds,
         body_kernels,
+        events,
     });
-    st.kept.extend(kept);
+    st.kept.extend(kept.map(Arc::new));
     index
 }
 

@@ -51,6 +51,9 @@ pub(super) struct Recorded {
     pub(super) uses: Vec<Use>,
     pub(super) conds: Vec<u64>,
     pub(super) body_kernels: Vec<Arc<KernelInfo>>,
+    /// The events the node records (an event record node; a child node: its child's),
+    /// valid for the graph's `'a`.
+    pub(super) events: Vec<*const Event>,
 }
 
 impl<'g> NodeUses<'g> {
@@ -68,6 +71,7 @@ impl<'g> NodeUses<'g> {
             uses: self.uses,
             conds: self.conds,
             body_kernels: Vec::new(),
+            events: Vec::new(),
         }
     }
 
