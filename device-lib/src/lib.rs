@@ -49,14 +49,19 @@ pub mod warp;
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use kernel::{
-    IntoKernel, Kernel, ParamAbi, ParamList, SIGNATURE_SYMBOL_PREFIX, SafeKernel, SimEntry,
-    into_kernel, signature_symbol,
+    IntoKernel, Kernel, LaunchDims, ParamAbi, ParamList, SIGNATURE_SYMBOL_PREFIX, SafeKernel,
+    SimEntry, into_kernel, signature_symbol,
 };
-pub use slice::{DisjointSlice, ThreadIndex};
+pub use slice::{
+    DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D, ThreadIndex3D,
+};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
 pub mod prelude {
-    pub use crate::{DeviceCopy, DisjointSlice, ThreadIndex, declare_device, kernel};
+    pub use crate::{
+        DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D,
+        ThreadIndex3D, declare_device, kernel,
+    };
 }
 
 /// Stops the kernel because index `i` is outside a slice of `len` elements: `trap` on the
@@ -92,7 +97,7 @@ pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
-    pub use crate::slice::disjoint_from_raw;
+    pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.
     pub use core;

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use gpukernel_device::ParamList;
 use gpukernel_device::{IntoKernel, Kernel};
+use gpukernel_device::{LaunchDims, ParamList};
 
 use crate::backend::{FunctionInfo, Image, ModuleHandle};
 use crate::context::{ContextInner, intern};
@@ -248,6 +248,7 @@ impl Module {
         }
         Ok(TypedKernel {
             function,
+            launch_dims: K::Params::LAUNCH_DIMS,
             _k: PhantomData,
         })
     }
@@ -407,7 +408,18 @@ impl Function {
 /// so launching does no lookup. Dereferences to its [`Function`].
 pub struct TypedKernel<K: Kernel> {
     pub(crate) function: Function,
+    /// The launches `K` may have, from its parameter types (`ParamList::LAUNCH_DIMS`).
+    pub(crate) launch_dims: LaunchDims,
     _k: PhantomData<K>,
+}
+
+impl<K: Kernel> TypedKernel<K> {
+    /// The launch configurations the kernel accepts: one-dimensional when it takes a
+    /// `DisjointSlice`, z extent 1 when it takes a `DisjointSlice2D`, any otherwise (see
+    /// [`LaunchDims`]). Every typed launch checks it.
+    pub fn launch_dims(&self) -> LaunchDims {
+        self.launch_dims
+    }
 }
 
 impl<K: Kernel> fmt::Debug for TypedKernel<K> {

@@ -4,6 +4,7 @@
 //! (the runtime compares the two before it hands out a typed kernel).
 
 use ffi_examples_kernels::ffi::*;
+use ffi_examples_kernels::grid::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::*;
 use gpukernel_device::{Kernel, signature_symbol};
@@ -15,7 +16,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 23] = signatures![
+const KERNELS: [(&str, u64); 27] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -39,6 +40,10 @@ const KERNELS: [(&str, u64); 23] = signatures![
     square_archive,
     sub_one_object,
     axpy_with_c_abi,
+    transpose_2d,
+    add_2d_grid_stride,
+    coordinates_3d,
+    saxpy_grid_stride,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

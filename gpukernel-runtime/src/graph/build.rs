@@ -285,7 +285,7 @@ impl<'a> Graph<'a> {
                 &f.module.ctx,
             ));
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut uses = NodeUses {
             ctx: &self.inner.ctx,
             uses: Vec::new(),

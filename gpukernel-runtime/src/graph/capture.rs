@@ -262,7 +262,7 @@ impl<'a> Capture<'_, 'a> {
                 &f.module.ctx,
             ));
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut uses = NodeUses {
             ctx: s.ctx(),
             uses: Vec::new(),

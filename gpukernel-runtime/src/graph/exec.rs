@@ -180,7 +180,7 @@ impl<'a> GraphExec<'a> {
                 expected: "a kernel node of this kernel",
             });
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut uses = NodeUses {
             ctx: &self.graph.ctx,
             uses: Vec::new(),

@@ -25,8 +25,9 @@ use crate::stream::Stream;
 pub use args::{KernelArg, LaunchArgs, RequiresLaunchUnchecked, Safe, SafetyLevel};
 pub use config::{DEFAULT_BLOCK, Dim3, LaunchConfig};
 
-/// The most ABI parameters a typed launch passes (12 arguments of up to two parameters each).
-pub const MAX_KERNEL_PARAMS: usize = 24;
+/// The most ABI parameters a typed launch passes (12 arguments of up to five parameters each:
+/// a `DisjointSlice3D` lowers to five).
+pub const MAX_KERNEL_PARAMS: usize = 60;
 
 // --- launching -------------------------------------------------------------------------------
 
@@ -80,7 +81,7 @@ impl Stream {
                 &f.module.ctx,
             ));
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut abi = args.lower(self)?;
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
         let n = A::fill(&mut abi, &mut params);
