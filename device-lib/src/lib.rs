@@ -29,21 +29,26 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
-pub use gpukernel_macros::{declare_device, kernel};
+pub use gpukernel_macros::{declare_device, gpu_print, gpu_println, kernel};
 
 pub mod atomic;
 mod copy;
 pub mod ffi;
+pub mod half;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]
+mod host_printf;
+#[cfg(not(target_arch = "nvptx64"))]
 mod kernel;
 pub mod math;
+pub mod print;
 pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
 pub mod time;
+pub mod vector;
 pub mod warp;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
@@ -95,6 +100,7 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
+    pub use crate::print::{self as printf, PrintArg};
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
