@@ -290,7 +290,13 @@ impl f16 {
         #[cfg(target_arch = "nvptx64")]
         return f16(ptx::fma_f16(self.0, a.0, b.0));
         #[cfg(not(target_arch = "nvptx64"))]
-        f16(fma_round(self.to_f64(), a.to_f64(), b.to_f64(), F16.0, F16.1))
+        f16(fma_round(
+            self.to_f64(),
+            a.to_f64(),
+            b.to_f64(),
+            F16.0,
+            F16.1,
+        ))
     }
 }
 
@@ -362,7 +368,13 @@ impl bf16 {
         #[cfg(target_arch = "nvptx64")]
         return bf16(ptx::fma_bf16(self.0, a.0, b.0));
         #[cfg(not(target_arch = "nvptx64"))]
-        bf16(fma_round(self.to_f64(), a.to_f64(), b.to_f64(), BF16.0, BF16.1))
+        bf16(fma_round(
+            self.to_f64(),
+            a.to_f64(),
+            b.to_f64(),
+            BF16.0,
+            BF16.1,
+        ))
     }
 }
 
@@ -402,13 +414,21 @@ macro_rules! common {
             /// The smaller value; a NaN operand gives the other (`min.f16`'s rule).
             #[inline(always)]
             pub fn min(self, other: $t) -> $t {
-                if self.is_nan() || other < self { other } else { self }
+                if self.is_nan() || other < self {
+                    other
+                } else {
+                    self
+                }
             }
 
             /// The larger value; a NaN operand gives the other.
             #[inline(always)]
             pub fn max(self, other: $t) -> $t {
-                if self.is_nan() || other > self { other } else { self }
+                if self.is_nan() || other > self {
+                    other
+                } else {
+                    self
+                }
             }
         }
 
@@ -554,7 +574,10 @@ macro_rules! pair {
             /// The pair whose lanes are this word's halves (lane 0 the low half).
             #[inline(always)]
             pub const fn from_bits(bits: u32) -> $t {
-                $t([$e::from_bits(bits as u16), $e::from_bits((bits >> 16) as u16)])
+                $t([
+                    $e::from_bits(bits as u16),
+                    $e::from_bits((bits >> 16) as u16),
+                ])
             }
 
             /// `self * a + b` per lane, each rounded once (one packed `fma.rn` on the device).
@@ -563,7 +586,10 @@ macro_rules! pair {
                 #[cfg(target_arch = "nvptx64")]
                 return $t::from_bits($fma(self.to_bits(), a.to_bits(), b.to_bits()));
                 #[cfg(not(target_arch = "nvptx64"))]
-                $t([self.0[0].mul_add(a.0[0], b.0[0]), self.0[1].mul_add(a.0[1], b.0[1])])
+                $t([
+                    self.0[0].mul_add(a.0[0], b.0[0]),
+                    self.0[1].mul_add(a.0[1], b.0[1]),
+                ])
             }
         }
 

@@ -79,7 +79,11 @@ pub(crate) fn format_c(format: &[u8], args: &[u64]) -> String {
         let (sign, body, numeric) = match conv {
             b'd' | b'i' => {
                 let v = v as i64;
-                (if v < 0 { "-" } else { "" }, v.unsigned_abs().to_string(), true)
+                (
+                    if v < 0 { "-" } else { "" },
+                    v.unsigned_abs().to_string(),
+                    true,
+                )
             }
             b'u' => ("", v.to_string(), true),
             b'x' => ("", hex(v, c.alt, false), true),
@@ -88,11 +92,16 @@ pub(crate) fn format_c(format: &[u8], args: &[u64]) -> String {
             b'f' | b'F' | b'e' | b'E' | b'g' | b'G' => {
                 let x = f64::from_bits(v);
                 let body = float(x.abs(), conv, c.precision.unwrap_or(6), c.alt);
-                (if x.is_sign_negative() { "-" } else { "" }, body, x.is_finite())
+                (
+                    if x.is_sign_negative() { "-" } else { "" },
+                    body,
+                    x.is_finite(),
+                )
             }
             b's' => {
                 // SAFETY: `bool`'s slot points at one of two NUL-terminated statics.
-                let s = unsafe { core::ffi::CStr::from_ptr(v as usize as *const core::ffi::c_char) };
+                let s =
+                    unsafe { core::ffi::CStr::from_ptr(v as usize as *const core::ffi::c_char) };
                 ("", s.to_string_lossy().into_owned(), false)
             }
             _ => ("", String::new(), false),
@@ -133,7 +142,11 @@ use std::borrow::ToOwned;
 use std::string::ToString;
 
 fn hex(v: u64, alt: bool, upper: bool) -> String {
-    let digits = if upper { std::format!("{v:X}") } else { std::format!("{v:x}") };
+    let digits = if upper {
+        std::format!("{v:X}")
+    } else {
+        std::format!("{v:x}")
+    };
     match (alt && v != 0, upper) {
         (true, false) => std::format!("0x{digits}"),
         (true, true) => std::format!("0X{digits}"),
@@ -142,7 +155,11 @@ fn hex(v: u64, alt: bool, upper: bool) -> String {
 }
 
 fn octal(v: u64, alt: bool) -> String {
-    if alt && v != 0 { std::format!("0{v:o}") } else { std::format!("{v:o}") }
+    if alt && v != 0 {
+        std::format!("0{v:o}")
+    } else {
+        std::format!("{v:o}")
+    }
 }
 
 /// A non-negative float (sign handled by the caller) as `%f`, `%e` or `%g` print it.
@@ -156,7 +173,11 @@ fn float(x: f64, conv: u8, precision: usize, alt: bool) -> String {
         None
     };
     if let Some(s) = special {
-        return if upper { s.to_uppercase() } else { s.to_owned() };
+        return if upper {
+            s.to_uppercase()
+        } else {
+            s.to_owned()
+        };
     }
     let s = match conv.to_ascii_lowercase() {
         b'f' => fixed(x, precision, alt),
@@ -211,18 +232,28 @@ mod tests {
     use super::*;
 
     unsafe extern "C" {
-        fn snprintf(buf: *mut core::ffi::c_char, n: usize, format: *const core::ffi::c_char, ...) -> i32;
+        fn snprintf(
+            buf: *mut core::ffi::c_char,
+            n: usize,
+            format: *const core::ffi::c_char,
+            ...
+        ) -> i32;
     }
 
     /// What the C library prints for one conversion of one slot.
     fn c(format: &str, v: u64) -> String {
         let f = std::ffi::CString::new(format).unwrap();
         let mut buf = [0u8; 512];
-        let conv = format.bytes().rfind(|b| b.is_ascii_alphabetic()).unwrap_or(b'd');
+        let conv = format
+            .bytes()
+            .rfind(|b| b.is_ascii_alphabetic())
+            .unwrap_or(b'd');
         // SAFETY: a NUL-terminated format with one conversion whose type matches the value.
         let n = unsafe {
             match conv {
-                b'f' | b'e' | b'E' | b'g' | b'G' => snprintf(buf.as_mut_ptr().cast(), 512, f.as_ptr(), f64::from_bits(v)),
+                b'f' | b'e' | b'E' | b'g' | b'G' => {
+                    snprintf(buf.as_mut_ptr().cast(), 512, f.as_ptr(), f64::from_bits(v))
+                }
                 b'd' => snprintf(buf.as_mut_ptr().cast(), 512, f.as_ptr(), v as i64),
                 _ => snprintf(buf.as_mut_ptr().cast(), 512, f.as_ptr(), v),
             }
@@ -233,21 +264,63 @@ mod tests {
     #[test]
     fn formats_as_the_c_library_does() {
         let ints: [i64; 9] = [0, 1, -1, 42, -42, 255, i64::MIN, i64::MAX, 1 << 40];
-        let int_formats = ["%lld", "%llu", "%llx", "%llX", "%llo", "%8lld", "%-8lld|", "%08lld", "%+lld", "%#llx", "%#010llx", "%#llo"];
+        let int_formats = [
+            "%lld", "%llu", "%llx", "%llX", "%llo", "%8lld", "%-8lld|", "%08lld", "%+lld", "%#llx",
+            "%#010llx", "%#llo",
+        ];
         for f in int_formats {
             for v in ints {
                 let conv_f = f.replace("llu", "llu").replace("lld", "lld");
-                assert_eq!(format_c(std::format!("{conv_f}\0").as_bytes(), &[v as u64]), c(&conv_f, v as u64), "{f} {v}");
+                assert_eq!(
+                    format_c(std::format!("{conv_f}\0").as_bytes(), &[v as u64]),
+                    c(&conv_f, v as u64),
+                    "{f} {v}"
+                );
             }
         }
-        let floats = [0.0, -0.0, 1.0, -1.5, 0.1, 1.0 / 3.0, 2.5, 0.5, 1e-5, 1.25e-4, 123456.0, 1234567.0, 1e20, 6.02e23, -7.5e-300, f64::MAX, f64::MIN_POSITIVE, 5e-324, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.000123456789, 99999.95, 999999.5];
-        let float_formats = ["%g", "%f", "%e", "%E", "%.3f", "%.0f", "%.0e", "%.10g", "%.1g", "%12.4f", "%-12.4e|", "%012.3f", "%+g", "%#.0f", "%G"];
+        let floats = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.5,
+            0.1,
+            1.0 / 3.0,
+            2.5,
+            0.5,
+            1e-5,
+            1.25e-4,
+            123456.0,
+            1234567.0,
+            1e20,
+            6.02e23,
+            -7.5e-300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            0.000123456789,
+            99999.95,
+            999999.5,
+        ];
+        let float_formats = [
+            "%g", "%f", "%e", "%E", "%.3f", "%.0f", "%.0e", "%.10g", "%.1g", "%12.4f", "%-12.4e|",
+            "%012.3f", "%+g", "%#.0f", "%G",
+        ];
         // (`%#g` is left out: glibc prints 999999.5 as `1.e+06`, dropping the zeros `#` keeps.)
         for f in float_formats {
             for v in floats {
-                assert_eq!(format_c(std::format!("{f}\0").as_bytes(), &[f64::to_bits(v)]), c(f, v.to_bits()), "{f} {v:e}");
+                assert_eq!(
+                    format_c(std::format!("{f}\0").as_bytes(), &[f64::to_bits(v)]),
+                    c(f, v.to_bits()),
+                    "{f} {v:e}"
+                );
             }
         }
-        assert_eq!(format_c(b"100%% %s!\n\0", &[b"true\0".as_ptr() as u64]), "100% true!\n");
+        assert_eq!(
+            format_c(b"100%% %s!\n\0", &[b"true\0".as_ptr() as u64]),
+            "100% true!\n"
+        );
     }
 }

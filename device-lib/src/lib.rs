@@ -100,9 +100,9 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
-    pub use crate::print::{self as printf, PrintArg};
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
+    pub use crate::print::{self as printf, PrintArg};
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.

@@ -126,7 +126,11 @@ impl PrintArg for bool {
     const CLASS: Class = Class::Bool;
     #[inline(always)]
     fn slot(self) -> u64 {
-        if self { TRUE.as_ptr() as u64 } else { FALSE.as_ptr() as u64 }
+        if self {
+            TRUE.as_ptr() as u64
+        } else {
+            FALSE.as_ptr() as u64
+        }
     }
 }
 impl<T: PrintArg> PrintArg for &T {
@@ -280,7 +284,11 @@ pub fn print(format: &[u8], args: &[u64]) {
         unsafe extern "C" {
             fn vprintf(format: *const u8, args: *const u8) -> i32;
         }
-        let a = if args.is_empty() { core::ptr::null() } else { args.as_ptr().cast::<u8>() };
+        let a = if args.is_empty() {
+            core::ptr::null()
+        } else {
+            args.as_ptr().cast::<u8>()
+        };
         // SAFETY: `format` is NUL-terminated, its conversions take one 8-byte, 8-aligned slot
         // each, in order (`build`), and `args` holds exactly those slots.
         unsafe { vprintf(format.as_ptr(), a) };

@@ -81,14 +81,20 @@ pub(crate) fn pieces(s: &str) -> Result<Vec<Piece>, String> {
                 chars.next();
                 lit.push('}');
             }
-            '}' => return Err("unmatched `}` in the format string (write `}}` for a brace)".into()),
+            '}' => {
+                return Err("unmatched `}` in the format string (write `}}` for a brace)".into());
+            }
             '{' => {
                 let mut spec = String::new();
                 loop {
                     match chars.next() {
                         Some('}') => break,
                         Some(c) => spec.push(c),
-                        None => return Err("unclosed `{` in the format string (write `{{` for a brace)".into()),
+                        None => {
+                            return Err(
+                                "unclosed `{` in the format string (write `{{` for a brace)".into(),
+                            );
+                        }
                     }
                 }
                 if !lit.is_empty() {
@@ -114,9 +120,16 @@ fn placeholder(spec: &str) -> Result<Piece, String> {
     };
     let Some(rest) = spec.strip_prefix(':') else {
         return if spec.is_empty() {
-            Ok(Piece::Arg { flags: String::new(), width: 0, precision: -1, ty: 0 })
+            Ok(Piece::Arg {
+                flags: String::new(),
+                width: 0,
+                precision: -1,
+                ty: 0,
+            })
         } else if spec.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            Err(format!("`{{{spec}}}`: `gpu_println!` takes positional `{{}}` placeholders only (pass the value as an argument)"))
+            Err(format!(
+                "`{{{spec}}}`: `gpu_println!` takes positional `{{}}` placeholders only (pass the value as an argument)"
+            ))
         } else {
             Err(unsupported())
         };
@@ -141,7 +154,11 @@ fn placeholder(spec: &str) -> Result<Piece, String> {
     }
     let digits = |s: &str| s.chars().take_while(char::is_ascii_digit).count();
     let n = digits(s);
-    let width = if n > 0 { s[..n].parse::<u32>().map_err(|_| unsupported())? } else { 0 };
+    let width = if n > 0 {
+        s[..n].parse::<u32>().map_err(|_| unsupported())?
+    } else {
+        0
+    };
     s = &s[n..];
     let mut precision = -1;
     if let Some(r) = s.strip_prefix('.') {
@@ -157,7 +174,12 @@ fn placeholder(spec: &str) -> Result<Piece, String> {
         "x" | "X" | "o" | "e" | "E" => s.as_bytes()[0],
         _ => return Err(unsupported()),
     };
-    Ok(Piece::Arg { flags, width, precision, ty })
+    Ok(Piece::Arg {
+        flags,
+        width,
+        precision,
+        ty,
+    })
 }
 
 pub(crate) fn print(input: TokenStream, newline: bool) -> TokenStream {
@@ -169,7 +191,10 @@ pub(crate) fn print(input: TokenStream, newline: bool) -> TokenStream {
         Ok(p) => p,
         Err(message) => return error(&input.format, message, None).to_compile_error(),
     };
-    let placeholders = pieces.iter().filter(|p| matches!(p, Piece::Arg { .. })).count();
+    let placeholders = pieces
+        .iter()
+        .filter(|p| matches!(p, Piece::Arg { .. }))
+        .count();
     if placeholders != input.args.len() {
         let message = format!(
             "the format string has {placeholders} placeholder{} but {} argument{} {} given",
@@ -178,11 +203,16 @@ pub(crate) fn print(input: TokenStream, newline: bool) -> TokenStream {
             if input.args.len() == 1 { "" } else { "s" },
             if input.args.len() == 1 { "is" } else { "are" },
         );
-        return error(&input.format, message, Some("pass one argument per `{}`")).to_compile_error();
+        return error(&input.format, message, Some("pass one argument per `{}`"))
+            .to_compile_error();
     }
     if placeholders > MAX_ARGS {
-        return error(&input.format, format!("`gpu_println!` takes at most {MAX_ARGS} arguments (CUDA's printf limit)"), None)
-            .to_compile_error();
+        return error(
+            &input.format,
+            format!("`gpu_println!` takes at most {MAX_ARGS} arguments (CUDA's printf limit)"),
+            None,
+        )
+        .to_compile_error();
     }
     expand(&input, &pieces, newline)
 }
@@ -223,7 +253,10 @@ fn expand(input: &Input, pieces: &[Piece], newline: bool) -> TokenStream {
     let bounds2 = bounds.clone();
     let phantom = quote!(#private::core::marker::PhantomData<(#(#generics,)*)>);
     let args = &input.args;
-    let slots = params.iter().zip(&specs).map(|(p, s)| quote!(#printf::slot(#p, #s)));
+    let slots = params
+        .iter()
+        .zip(&specs)
+        .map(|(p, s)| quote!(#printf::slot(#p, #s)));
     quote! {{
         struct #fmt<#(#generics),*>(#phantom);
         impl<#(#bounds),*> #fmt<#(#generics),*> {
@@ -244,7 +277,12 @@ mod tests {
     use super::*;
 
     fn arg(flags: &str, width: u32, precision: i32, ty: u8) -> Piece {
-        Piece::Arg { flags: flags.into(), width, precision, ty }
+        Piece::Arg {
+            flags: flags.into(),
+            width,
+            precision,
+            ty,
+        }
     }
 
     #[test]
@@ -260,7 +298,10 @@ mod tests {
                 arg("-+#0", 8, -1, b'X'),
             ]
         );
-        assert_eq!(pieces("{:e}{:12}").unwrap(), [arg("", 0, -1, b'e'), arg("", 12, -1, 0)]);
+        assert_eq!(
+            pieces("{:e}{:12}").unwrap(),
+            [arg("", 0, -1, b'e'), arg("", 12, -1, 0)]
+        );
         assert!(pieces("{").unwrap_err().contains("unclosed"));
         assert!(pieces("}").unwrap_err().contains("unmatched"));
         assert!(pieces("{x}").unwrap_err().contains("positional"));
@@ -272,13 +313,22 @@ mod tests {
     #[test]
     fn counts_arguments() {
         let out = print(quote!("{} {}", a), true).to_string();
-        assert!(out.contains("the format string has 2 placeholders but 1 argument is given"), "{out}");
+        assert!(
+            out.contains("the format string has 2 placeholders but 1 argument is given"),
+            "{out}"
+        );
         let out = print(quote!("{}", a, b), false).to_string();
-        assert!(out.contains("has 1 placeholder but 2 arguments are given"), "{out}");
+        assert!(
+            out.contains("has 1 placeholder but 2 arguments are given"),
+            "{out}"
+        );
         let out = print(quote!(x), false).to_string();
         assert!(out.contains("takes a string literal first"), "{out}");
         let ok = print(quote!(crate = "gkd"; "{} {:x}\n", a, b), true).to_string();
-        assert!(ok.contains("gkd :: __private :: printf :: build :: < "), "{ok}");
+        assert!(
+            ok.contains("gkd :: __private :: printf :: build :: < "),
+            "{ok}"
+        );
         assert!(!ok.contains("compile_error"), "{ok}");
     }
 }

@@ -95,6 +95,7 @@ pub fn assert_close<T: Into<f64> + Copy>(what: &str, got: &[T], want: &[T], rel:
 /// together with the code that defines them, so the rest are selected by name.
 pub fn plain_kernels(ctx: &Context) -> Module {
     use ffi_examples_kernels::grid::*;
+    use ffi_examples_kernels::numeric::*;
     use ffi_examples_kernels::reduce::*;
     use ffi_examples_kernels::*;
     let names = [
@@ -113,6 +114,13 @@ pub fn plain_kernels(ctx: &Context) -> Module {
         add_2d_grid_stride::NAME,
         coordinates_3d::NAME,
         saxpy_grid_stride::NAME,
+        f16_ops::NAME,
+        bf16_ops::NAME,
+        to_half::NAME,
+        half2_ops::NAME,
+        saxpy4::NAME,
+        double_split::NAME,
+        print_values::NAME,
     ];
     Linker::new(ctx)
         .and_then(|mut l| {

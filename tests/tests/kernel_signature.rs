@@ -5,6 +5,7 @@
 
 use ffi_examples_kernels::ffi::*;
 use ffi_examples_kernels::grid::*;
+use ffi_examples_kernels::numeric::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::*;
 use gpukernel_device::{Kernel, signature_symbol};
@@ -16,7 +17,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 27] = signatures![
+const KERNELS: [(&str, u64); 34] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -44,6 +45,13 @@ const KERNELS: [(&str, u64); 27] = signatures![
     add_2d_grid_stride,
     coordinates_3d,
     saxpy_grid_stride,
+    f16_ops,
+    bf16_ops,
+    to_half,
+    half2_ops,
+    saxpy4,
+    double_split,
+    print_values,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

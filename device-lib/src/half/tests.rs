@@ -59,7 +59,11 @@ fn assert_nearest(
     if got & 0x7fff == inf {
         // max + half an ulp = 2^(emax+1) - 2^(emax - m - 1)
         let threshold = 2f64.powi(bias + 1) - 2f64.powi(bias - m as i32 - 1);
-        assert!((exact as f64).abs() * 2f64.powi(p) >= threshold, "{}: ∞ for a finite result", what());
+        assert!(
+            (exact as f64).abs() * 2f64.powi(p) >= threshold,
+            "{}: ∞ for a finite result",
+            what()
+        );
         assert_eq!(got & 0x8000 != 0, exact < 0, "{}: sign of ∞", what());
         return;
     }
@@ -99,7 +103,11 @@ fn every_bit_pattern_round_trips() {
         if b.is_nan() {
             assert!(bf16::from_f32(b.to_f32()).is_nan());
         } else {
-            assert_eq!(bf16::from_f32(b.to_f32()).to_bits(), bits, "bf16 {bits:#06x}");
+            assert_eq!(
+                bf16::from_f32(b.to_f32()).to_bits(),
+                bits,
+                "bf16 {bits:#06x}"
+            );
         }
     }
 }
@@ -119,9 +127,18 @@ fn conversions_round_to_nearest_even() {
     assert!(f16::from_f32(f32::NAN).is_nan() && bf16::from_f32(f32::NAN).is_nan());
     assert_eq!(bf16::from_f32(1.0 / 3.0).to_bits(), 0x3eab);
     assert_eq!(bf16::from_f32(f32::MAX).to_bits(), 0x7f80);
-    assert_eq!(bf16::from_f32(f32::from_bits(0x3f80_8000)).to_bits(), 0x3f80);
-    assert_eq!(bf16::from_f32(f32::from_bits(0x3f81_8000)).to_bits(), 0x3f82);
-    assert_eq!(bf16::from_f32(f32::from_bits(0x0000_0001)).to_bits(), 0x0000);
+    assert_eq!(
+        bf16::from_f32(f32::from_bits(0x3f80_8000)).to_bits(),
+        0x3f80
+    );
+    assert_eq!(
+        bf16::from_f32(f32::from_bits(0x3f81_8000)).to_bits(),
+        0x3f82
+    );
+    assert_eq!(
+        bf16::from_f32(f32::from_bits(0x0000_0001)).to_bits(),
+        0x0000
+    );
     // Every midpoint between neighbours, and the f32 values just beside it.
     for (f, m, e) in [("f16", 10, 5), ("bf16", 7, 8)] {
         let from = |x: f32| match f {
@@ -160,7 +177,11 @@ fn random_conversions_are_nearest() {
         // x = k * 2^p exactly; the candidates near x are multiples of 2^p too.
         let xb = x.to_bits();
         let (exp, frac) = (((xb >> 23) & 0xff) as i32, (xb & 0x7f_ffff) as i128);
-        let (k, p) = if exp == 0 { (frac, -149) } else { (frac | 1 << 23, exp - 150) };
+        let (k, p) = if exp == 0 {
+            (frac, -149)
+        } else {
+            (frac | 1 << 23, exp - 150)
+        };
         let k = if x < 0.0 { -k } else { k };
         // f16 candidates are multiples of 2^-24: express everything in units of min(p, -24).
         let q = p.min(-24);
@@ -189,14 +210,26 @@ fn arithmetic_rounds_the_exact_result_once() {
         if !(a.is_finite() && b.is_finite() && c.is_finite()) {
             continue;
         }
-        let (ka, kb, kc) = (value_at(a.0, f, -24), value_at(b.0, f, -24), value_at(c.0, f, -24));
+        let (ka, kb, kc) = (
+            value_at(a.0, f, -24),
+            value_at(b.0, f, -24),
+            value_at(c.0, f, -24),
+        );
         // Sums in units of 2^-24; products and fma in units of 2^-48.
-        assert_nearest((a + b).0, ka + kb, -24, f, || std::format!("{i}: {a:?} + {b:?}"));
-        assert_nearest((a - b).0, ka - kb, -24, f, || std::format!("{i}: {a:?} - {b:?}"));
-        assert_nearest((a * b).0, ka * kb, -48, f, || std::format!("{i}: {a:?} * {b:?}"));
+        assert_nearest((a + b).0, ka + kb, -24, f, || {
+            std::format!("{i}: {a:?} + {b:?}")
+        });
+        assert_nearest((a - b).0, ka - kb, -24, f, || {
+            std::format!("{i}: {a:?} - {b:?}")
+        });
+        assert_nearest((a * b).0, ka * kb, -48, f, || {
+            std::format!("{i}: {a:?} * {b:?}")
+        });
         let fma = a.mul_add(b, c);
         let exact = ka * kb + (kc << 24);
-        assert_nearest(fma.0, exact, -48, f, || std::format!("{i}: fma({a:?}, {b:?}, {c:?})"));
+        assert_nearest(fma.0, exact, -48, f, || {
+            std::format!("{i}: fma({a:?}, {b:?}, {c:?})")
+        });
     }
     // bf16 with exponents in [-20, 20], so that exact results fit an i128: units of 2^-28
     // (sums; a neighbour of 2^-20 is a multiple of 2^-28) and 2^-54 (products).
@@ -211,13 +244,25 @@ fn arithmetic_rounds_the_exact_result_once() {
     };
     for i in 0..100_000 {
         let (a, b, c) = (pick(&mut rng), pick(&mut rng), pick(&mut rng));
-        let (ka, kb, kc) = (value_at(a.0, f, -28), value_at(b.0, f, -28), value_at(c.0, f, -28));
-        assert_nearest((a + b).0, ka + kb, -28, f, || std::format!("{i}: {a:?} + {b:?}"));
-        assert_nearest((a - b).0, ka - kb, -28, f, || std::format!("{i}: {a:?} - {b:?}"));
-        assert_nearest((a * b).0, ka * kb, -56, f, || std::format!("{i}: {a:?} * {b:?}"));
+        let (ka, kb, kc) = (
+            value_at(a.0, f, -28),
+            value_at(b.0, f, -28),
+            value_at(c.0, f, -28),
+        );
+        assert_nearest((a + b).0, ka + kb, -28, f, || {
+            std::format!("{i}: {a:?} + {b:?}")
+        });
+        assert_nearest((a - b).0, ka - kb, -28, f, || {
+            std::format!("{i}: {a:?} - {b:?}")
+        });
+        assert_nearest((a * b).0, ka * kb, -56, f, || {
+            std::format!("{i}: {a:?} * {b:?}")
+        });
         let fma = a.mul_add(b, c);
         let exact = ka * kb + (kc << 28);
-        assert_nearest(fma.0, exact, -56, f, || std::format!("{i}: fma({a:?}, {b:?}, {c:?})"));
+        assert_nearest(fma.0, exact, -56, f, || {
+            std::format!("{i}: fma({a:?}, {b:?}, {c:?})")
+        });
     }
 }
 
@@ -239,5 +284,11 @@ fn comparisons_and_signs_follow_ieee() {
     assert_eq!(p.to_bits(), 0x4000_3c00);
     assert_eq!(f16x2::from_bits(p.to_bits()), p);
     assert_eq!((p * p + p).0[1].to_f32(), 6.0);
-    assert_eq!(bf16x2::splat(bf16::ONE).mul_add(bf16x2::splat(bf16::ONE), bf16x2::splat(bf16::ONE)).0[0].to_f32(), 2.0);
+    assert_eq!(
+        bf16x2::splat(bf16::ONE)
+            .mul_add(bf16x2::splat(bf16::ONE), bf16x2::splat(bf16::ONE))
+            .0[0]
+            .to_f32(),
+        2.0
+    );
 }

@@ -11,6 +11,7 @@ use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
 pub mod grid;
+pub mod numeric;
 pub mod reduce;
 
 /// The PTX of every kernel in this crate (for the architecture `GPUKERNEL_ARCH`, default sm_90).
