@@ -18,6 +18,9 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 /// * scalars and `DeviceCopy` structs: one parameter, by value;
 /// * `&[T]`, `&mut [T]` and [`DisjointSlice<T>`](crate::DisjointSlice): two parameters, the
 ///   data pointer (`u64`) then the length in elements (`u64`);
+/// * [`DisjointSlice2D<T>`](crate::DisjointSlice2D): four, the pointer then `cols`, `rows`,
+///   `pitch`; [`DisjointSlice3D<T>`](crate::DisjointSlice3D): five, the pointer then `cols`,
+///   `rows`, `depth`, `pitch` (each `u64`);
 /// * `*const T` / `*mut T`: one `u64` parameter.
 ///
 /// # Safety

@@ -55,13 +55,27 @@ pub enum Class {
     label = "not an integer, float or `bool`",
     note = "`gpu_println!` prints integers, floats (`f32`, `f64`, `f16`, `bf16`) and `bool`"
 )]
-pub trait PrintArg: Copy {
+pub trait PrintArg: Copy + sealed::Sealed {
     /// The conversion class.
     #[doc(hidden)]
     const CLASS: Class;
     /// The 64-bit slot handed to `vprintf` (an `f64`'s bits for floats).
     #[doc(hidden)]
     fn slot(self) -> u64;
+}
+
+mod sealed {
+    /// Sealed: a `bool`'s slot is a pointer the host formatter reads as a C string, so only
+    /// this module's types may say which class they are.
+    pub trait Sealed {}
+    macro_rules! sealed {
+        ($($t:ty),*) => { $(impl Sealed for $t {})* };
+    }
+    sealed!(
+        i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64, bool
+    );
+    sealed!(crate::half::f16, crate::half::bf16);
+    impl<T: Sealed> Sealed for &T {}
 }
 
 macro_rules! print_int {

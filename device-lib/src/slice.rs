@@ -16,12 +16,13 @@
 
 use core::marker::PhantomData;
 
-/// The index of the calling thread in the whole launch, unique per thread: the block's linear
-/// index times the threads per block, plus the thread's linear index in its block.
+/// The index of the calling thread in a one-dimensional launch, unique per thread.
 ///
-/// It can only be obtained from [`crate::thread::index`], so a `ThreadIndex` held by a thread
-/// is never held by another thread of the same launch. For a one-dimensional launch it equals
-/// `block_idx_x * block_dim_x + thread_idx_x`.
+/// It can only be obtained from [`crate::thread::index`] and [`crate::thread::grid_stride`],
+/// and equals `block_idx_x * block_dim_x + thread_idx_x` (plus multiples of the grid's thread
+/// count, for the grid-stride loop). In a one-dimensional launch, which the typed launch
+/// guarantees for every kernel taking a [`DisjointSlice`], a `ThreadIndex` held by a thread is
+/// therefore never held by another thread of the same launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ThreadIndex(usize);
 
@@ -42,8 +43,13 @@ impl ThreadIndex {
 /// A kernel's output slice: each thread may get `&mut` access to the element at its own
 /// [`ThreadIndex`], which no other thread of the launch can reach, so safe code cannot race.
 ///
-/// Other access patterns (a block leader writing one slot per block, a grid-stride loop) use
-/// the `unsafe` methods, whose caller promises that no two threads write one element.
+/// A grid-stride loop gets its indices from [`crate::thread::grid_stride`]. Other access
+/// patterns (a block leader writing one slot per block) use the `unsafe` methods, whose
+/// caller promises that no two threads write one element.
+///
+/// `ThreadIndex` is the one-dimensional global index, unique only in a one-dimensional
+/// launch: the typed launch refuses a 2D or 3D configuration for a kernel that takes a
+/// `DisjointSlice` (use [`DisjointSlice2D`] / [`DisjointSlice3D`] for those).
 ///
 /// A `#[kernel]` parameter `out: DisjointSlice<f32>` lowers to a pointer and a length; on the
 /// host it is passed a `&mut DeviceBuffer<f32>` or a mutable view of one.

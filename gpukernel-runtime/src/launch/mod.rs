@@ -99,6 +99,9 @@ impl Stream {
     /// `params` must match the kernel's parameters exactly (count, order, types); every memory
     /// the kernel reaches through them must stay valid and unaliased as the kernel requires
     /// until it completes; nothing orders this launch after other streams' work on that memory.
+    /// For a `#[kernel]` that takes a `DisjointSlice` the configuration must be
+    /// one-dimensional, and for one that takes a `DisjointSlice2D` its z extent 1 (the checks
+    /// of the typed launches, see [`TypedKernel::launch_dims`]; nothing checks them here).
     pub unsafe fn launch_untyped(
         &self,
         function: &Function,
