@@ -14,5 +14,4 @@ fn main() {
     gpu_println!("{name}", i);
     gpu_println!("unclosed {", i);
     gpu_println!("{}", Point { x });
-    gpu_println!("{:x}", x);
 }
