@@ -339,7 +339,7 @@ impl Iterator for GridStride {
         if self.next < self.end {
             let i = self.next;
             // Past `usize::MAX` the loop is over (`end` is at most `usize::MAX`).
-            self.next = i.checked_add(self.step).unwrap_or(usize::MAX);
+            self.next = i.saturating_add(self.step);
             Some(ThreadIndex::new_unchecked(i))
         } else {
             None
@@ -399,13 +399,13 @@ impl Iterator for GridStride2D {
         }
         if self.x >= self.cols {
             self.x = self.x0;
-            self.y = self.y.checked_add(self.step_y).unwrap_or(usize::MAX);
+            self.y = self.y.saturating_add(self.step_y);
         }
         if self.y >= self.rows {
             return None;
         }
         let i = ThreadIndex2D::new_unchecked(self.x, self.y);
-        self.x = self.x.checked_add(self.step_x).unwrap_or(usize::MAX);
+        self.x = self.x.saturating_add(self.step_x);
         Some(i)
     }
 }
@@ -458,7 +458,7 @@ impl Iterator for GridStride3D {
             if self.plane.x0 >= self.plane.cols || self.y0 >= self.plane.rows {
                 return None;
             }
-            self.z = self.z.checked_add(self.step_z).unwrap_or(usize::MAX);
+            self.z = self.z.saturating_add(self.step_z);
             self.plane.x = self.plane.x0;
             self.plane.y = self.y0;
         }
