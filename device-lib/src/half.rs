@@ -1,4 +1,4 @@
-//! Half-precision floats: [`f16`] (IEEE 754 binary16) and [`bf16`] (bfloat16), with
+//! Half-precision floats: [`f16`](struct@f16) (IEEE 754 binary16) and [`bf16`] (bfloat16), with
 //! conversions, arithmetic and comparisons, and their two-lane forms [`f16x2`] / [`bf16x2`]
 //! (CUDA's `__half`, `__nv_bfloat16`, `__half2`, `__nv_bfloat162`).
 //!
@@ -49,7 +49,7 @@ pub struct f16(u16);
 #[repr(transparent)]
 pub struct bf16(u16);
 
-/// Two [`f16`] lanes in 32 bits, 4-byte aligned (CUDA's `__half2`): one 32-bit load or store
+/// Two [`f16`](struct@f16) lanes in 32 bits, 4-byte aligned (CUDA's `__half2`): one 32-bit load or store
 /// moves both, and its arithmetic is one packed instruction (`add.rn.f16x2`, ...).
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 #[repr(C, align(4))]
