@@ -39,6 +39,20 @@ mod sealed {
 }
 
 /// An integer type with atomic operations: `i32`, `u32`, `i64`, `u64`.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::atomic::{self, AtomicInt};
+/// /// Works for `i32`, `u32`, `i64` and `u64` counters.
+/// ///
+/// /// # Safety
+/// /// `counter` is valid and only touched by atomics during the launch.
+/// unsafe fn bump<T: AtomicInt>(counter: *mut T, one: T) -> T {
+///     unsafe { atomic::add(counter, one) }
+/// }
+/// let mut n = 0u64;
+/// assert_eq!(unsafe { bump(&raw mut n, 1) }, 0); // atomics work on the host too
+/// ```
 pub trait AtomicInt: AtomicAdd + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn __rmw(ptr: *mut Self, op: IntOp, v: Self) -> Self;
@@ -47,6 +61,18 @@ pub trait AtomicInt: AtomicAdd + sealed::Sealed {
 }
 
 /// A type with an atomic add: the [`AtomicInt`] types, `f32` and `f64`.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::atomic::{self, AtomicAdd};
+/// /// Accumulates into any of `i32`, `u32`, `i64`, `u64`, `f32`, `f64`.
+/// unsafe fn accumulate<T: AtomicAdd>(total: *mut T, v: T) {
+///     unsafe { atomic::add(total, v) };
+/// }
+/// let mut total = 1.5f32;
+/// unsafe { accumulate(&raw mut total, 2.0) };
+/// assert_eq!(total, 3.5);
+/// ```
 pub trait AtomicAdd: Copy + sealed::Sealed {
     #[doc(hidden)]
     unsafe fn __add(ptr: *mut Self, v: Self) -> Self;
@@ -177,6 +203,23 @@ const _: () = assert!(core::mem::align_of::<f64>() == core::mem::align_of::<Atom
 ///
 /// # Safety
 /// See the [module documentation](self).
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{atomic, thread};
+///
+/// /// `*sum += x[i]` from every thread: CUDA's `atomicAdd(sum, x[i])`.
+/// ///
+/// /// # Safety
+/// /// `sum` points to an `f32` that only atomics touch during the launch.
+/// #[kernel]
+/// pub unsafe fn total(x: &[f32], sum: *mut f32) {
+///     let i = thread::index().get();
+///     if i < x.len() { unsafe { atomic::add(sum, x[i]) }; }
+/// }
+/// ```
 #[inline(always)]
 pub unsafe fn add<T: AtomicAdd>(ptr: *mut T, v: T) -> T {
     // SAFETY: forwarded.
@@ -198,18 +241,106 @@ macro_rules! int_ops {
 }
 int_ops! {
     /// `atomicSub(ptr, v)`: `*ptr -= v` (wrapping); returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// /// Hands out slots from the top of a stack: CUDA's `atomicSub(top, 1)`.
+    /// ///
+    /// /// # Safety
+    /// /// `top` is touched only by atomics during the launch.
+    /// #[kernel]
+    /// pub unsafe fn pop(top: *mut u32, mut got: DisjointSlice<u32>) {
+    ///     got.set(thread::index(), unsafe { atomic::sub(top, 1) });
+    /// }
+    /// ```
     sub => Sub;
     /// `atomicMin(ptr, v)`: `*ptr = min(*ptr, v)`; returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// /// The smallest element: CUDA's `atomicMin(m, x[i])`.
+    /// ///
+    /// /// # Safety
+    /// /// `m` starts at `i32::MAX` and is touched only by atomics during the launch.
+    /// #[kernel]
+    /// pub unsafe fn minimum(x: &[i32], m: *mut i32) {
+    ///     let i = thread::index().get();
+    ///     if i < x.len() { unsafe { atomic::min(m, x[i]) }; }
+    /// }
+    /// ```
     min => Min;
     /// `atomicMax(ptr, v)`: `*ptr = max(*ptr, v)`; returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// /// The largest element: CUDA's `atomicMax(m, x[i])`.
+    /// ///
+    /// /// # Safety
+    /// /// `m` is touched only by atomics during the launch.
+    /// #[kernel]
+    /// pub unsafe fn maximum(x: &[u32], m: *mut u32) {
+    ///     let i = thread::index().get();
+    ///     if i < x.len() { unsafe { atomic::max(m, x[i]) }; }
+    /// }
+    /// ```
     max => Max;
     /// `atomicExch(ptr, v)`: `*ptr = v`; returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// let mut slot = 7u32;
+    /// let old = unsafe { atomic::exchange(&raw mut slot, 9) }; // CUDA's atomicExch
+    /// assert_eq!((old, slot), (7, 9));
+    /// ```
     exchange => Exchange;
     /// `atomicAnd(ptr, v)`: `*ptr &= v`; returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// let mut flags = 0b1111u32;
+    /// let old = unsafe { atomic::and(&raw mut flags, !0b0010) }; // clear bit 1: atomicAnd
+    /// assert_eq!((old, flags), (0b1111, 0b1101));
+    /// ```
     and => And;
     /// `atomicOr(ptr, v)`: `*ptr |= v`; returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// /// Marks which of 32 buckets were seen: CUDA's `atomicOr(seen, 1 << b)`.
+    /// ///
+    /// /// # Safety
+    /// /// `seen` is touched only by atomics during the launch.
+    /// #[kernel]
+    /// pub unsafe fn mark(buckets: &[u8], seen: *mut u32) {
+    ///     let i = thread::index().get();
+    ///     if i < buckets.len() { unsafe { atomic::or(seen, 1 << (buckets[i] % 32)) }; }
+    /// }
+    /// ```
     or => Or;
     /// `atomicXor(ptr, v)`: `*ptr ^= v`; returns the old value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{atomic, thread};
+    ///
+    /// let mut parity = 0u64;
+    /// for v in [3u64, 5, 3] {
+    ///     unsafe { atomic::xor(&raw mut parity, v) }; // CUDA's atomicXor
+    /// }
+    /// assert_eq!(parity, 5);
+    /// ```
     xor => Xor;
 }
 
@@ -218,6 +349,30 @@ int_ops! {
 ///
 /// # Safety
 /// See the [module documentation](self).
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{atomic, thread};
+///
+/// /// A lock-free maximum of `u64`s through CUDA's `atomicCAS` loop.
+/// ///
+/// /// # Safety
+/// /// `m` is touched only by atomics during the launch.
+/// unsafe fn cas_max(m: *mut u64, v: u64) {
+///     let mut cur = unsafe { m.read_volatile() };
+///     while cur < v {
+///         match unsafe { atomic::compare_exchange(m, cur, v) } {
+///             old if old == cur => break, // stored
+///             old => cur = old,           // someone else won: retry against their value
+///         }
+///     }
+/// }
+/// let mut m = 3u64;
+/// unsafe { cas_max(&raw mut m, 8) };
+/// assert_eq!(m, 8);
+/// ```
 #[inline(always)]
 pub unsafe fn compare_exchange<T: AtomicInt>(ptr: *mut T, current: T, new: T) -> T {
     // SAFETY: forwarded.

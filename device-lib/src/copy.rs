@@ -13,6 +13,25 @@
 /// pointers, every bit pattern the device may write into it must be a valid value when the
 /// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1), and the
 /// all-zero bit pattern must be a valid value (zeroed allocations hand it out).
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{DeviceCopy, thread};
+/// /// A kernel argument passed by value, laid out the same on the host and the GPU.
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// pub struct Affine { pub scale: f32, pub offset: f32 }
+/// // SAFETY: #[repr(C)] of two f32s: no padding, no pointers, all-zero is a valid value.
+/// unsafe impl DeviceCopy for Affine {}
+///
+/// #[kernel]
+/// pub fn apply(t: Affine, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     if let Some(yi) = y.get_mut(i) { *yi = t.scale * x[i.get()] + t.offset; }
+/// }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot cross to the device: it does not implement `DeviceCopy`",
     label = "not `DeviceCopy`",
@@ -55,6 +74,20 @@ unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 ///
 /// # Safety
 /// Every bit pattern of the type's size must be a valid value, and it must have no padding.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{AnyBitPattern, DeviceCopy};
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// pub struct Rgba { pub r: u8, pub g: u8, pub b: u8, pub a: u8 }
+/// // SAFETY: four u8s: no padding, all-zero valid.
+/// unsafe impl DeviceCopy for Rgba {}
+/// // SAFETY: every 4-byte pattern is some color, so byte fills (`memset_d8`) are sound.
+/// unsafe impl AnyBitPattern for Rgba {}
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has invalid bit patterns, so a byte fill could make an invalid value",
     label = "not every byte pattern is a `{Self}`",

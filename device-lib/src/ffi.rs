@@ -2,15 +2,19 @@
 //!
 //! `declare_device!` wrappers check the status a foreign function returns (the ABI is
 //! `extern "C" __device__ int f(T* ret, ...)`, 0 meaning success). A non-zero status is never
-//! ignored: the first failure of a launch is recorded in [`struct@__gpukernel_ffi_error`], a
+//! ignored: the first failure of a launch is recorded in `__gpukernel_ffi_error`, a
 //! global of the module, and the wrapper returns the zero-initialised return slot so the kernel
 //! can finish. The runtime reads the record when the stream or context is synchronized and
 //! returns `Error::ForeignCallFailed { function, status, .. }`, then clears it.
 
 /// The record of the first failed foreign call since the runtime last cleared it.
 ///
+/// Hidden: the layout the runtime reads back (it reports `Error::ForeignCallFailed`, never the
+/// record itself); not a user API, and it may change in any release.
+///
 /// Layout shared with the runtime (which reads it with `cuModuleGetGlobal("__gpukernel_ffi_error")`
 /// on the GPU and through [`host_record`] in the simulator): 32 bytes, `#[repr(C)]`.
+#[doc(hidden)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct FfiErrorRecord {
@@ -43,6 +47,20 @@ pub static mut __gpukernel_ffi_error: FfiErrorRecord = FfiErrorRecord {
 };
 
 /// Records a failed foreign call (first one wins). Called by `declare_device!` wrappers.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{ffi, thread};
+/// /// A hand-written check of a status, reported as `declare_device!` wrappers report one:
+/// /// the runtime returns `Error::ForeignCallFailed { function: "decode", status, .. }`.
+/// #[kernel]
+/// pub fn decode(codes: &[i32], mut out: DisjointSlice<i32>) {
+///     let i = thread::index();
+///     let status = if codes[i.get()] < 0 { 22 } else { 0 };
+///     if status != 0 { ffi::report_foreign_failure("decode", status); }
+///     out.set(i, codes[i.get()].max(0));
+/// }
+/// ```
 #[inline(never)]
 #[cold]
 pub fn report_foreign_failure(name: &'static str, status: i32) {

@@ -4,6 +4,19 @@ use core::ffi::c_void;
 
 /// The simulator's entry point of one kernel: runs the kernel body for the current simulated
 /// thread. `params` is the same array of pointers to ABI values that `cuLaunchKernel` takes.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{Kernel, thread};
+/// #[kernel]
+/// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+/// }
+///
+/// use gpukernel_device::SimEntry;
+/// let entry: SimEntry = <saxpy as Kernel>::SIM_ENTRY; // what the simulator runs per thread
+/// ```
 pub type SimEntry = unsafe fn(params: *const *mut c_void);
 
 /// A kernel compiled by `#[kernel]`.
@@ -28,6 +41,23 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 /// [`Params`](Kernel::Params) lists the parameters' types in order,
 /// [`SIM_ENTRY`](Kernel::SIM_ENTRY) reads the parameter array in the ABI above, and
 /// [`SIGNATURE`](Kernel::SIGNATURE) is the value the device build exported for this kernel.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{Kernel, thread};
+/// #[kernel]
+/// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+/// }
+///
+/// // On the host, `saxpy` is also a marker type describing the kernel for the runtime.
+/// assert_eq!(<saxpy as Kernel>::NAME, "saxpy");
+/// let params: Option<<saxpy as Kernel>::Params> = None; // (f32, &[f32], DisjointSlice<f32>)
+/// assert_ne!(<saxpy as Kernel>::SIGNATURE, 0);
+/// ```
 pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     /// The PTX `.entry` name (the Rust function's name, unmangled).
     const NAME: &'static str;
@@ -56,6 +86,13 @@ pub const SIGNATURE_SYMBOL_PREFIX: &str = "__gpukernel_sig_";
 /// [`Kernel::SIGNATURE`]: `cuModuleGetGlobal` finds it (8 bytes), and the PTX text reads
 /// `.visible .global .align 8 .u64 __gpukernel_sig_saxpy = 1234;` (the value in decimal).
 /// Kernels not compiled by `#[kernel]` (CUDA C `__global__` functions) have none.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::signature_symbol;
+/// // The global the runtime reads to check that an entry is this very `#[kernel]`.
+/// assert_eq!(signature_symbol("saxpy"), "__gpukernel_sig_saxpy");
+/// ```
 pub fn signature_symbol(kernel_name: &str) -> std::string::String {
     std::format!("{SIGNATURE_SYMBOL_PREFIX}{kernel_name}")
 }
@@ -73,6 +110,21 @@ pub fn signature_symbol(kernel_name: &str) -> std::string::String {
 /// [`Kernel::Params`] (shared slices read-only, `DisjointSlice`s written at each thread's own
 /// index, any address for a raw pointer parameter, any value for a scalar or `DeviceCopy`
 /// parameter).
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{SafeKernel, thread};
+/// #[kernel]
+/// pub fn fill(v: u32, mut out: DisjointSlice<u32>) { out.set(thread::index(), v); }
+/// /// # Safety
+/// /// `data` must be valid for `n` elements.
+/// #[kernel]
+/// pub unsafe fn raw_fill(data: *mut u32, n: usize) { let _ = (data, n); }
+/// fn safe<K: SafeKernel>(_: K) {}
+/// safe(fill()); // launches with `stream.launch`; `raw_fill` only with `launch_unchecked`
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is an `unsafe fn` kernel: launch it with `unsafe {{ stream.launch_unchecked(..) }}` and uphold its `# Safety` contract",
     label = "`Stream::launch` launches safe kernels only",
@@ -86,6 +138,23 @@ pub unsafe trait SafeKernel: Kernel {}
 ///
 /// `M` only tells the two implementations apart ([`into_kernel::Constructor`] and
 /// [`into_kernel::Value`]); it is always inferred.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{Kernel, thread};
+/// #[kernel]
+/// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+/// }
+///
+/// use gpukernel_device::IntoKernel;
+/// fn name_of<K: Kernel, M>(k: impl IntoKernel<K, M>) -> &'static str {
+///     let _ = k.into_kernel();
+///     K::NAME
+/// }
+/// assert_eq!(name_of(saxpy), "saxpy"); // the function's name, as `module.kernel(saxpy)` takes it
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a `#[kernel]`",
     label = "expected the name of a `#[kernel]` function",
@@ -93,6 +162,20 @@ pub unsafe trait SafeKernel: Kernel {}
 )]
 pub trait IntoKernel<K: Kernel, M> {
     /// The kernel's marker value.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{Kernel, thread};
+    /// #[kernel]
+    /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+    /// }
+    ///
+    /// use gpukernel_device::IntoKernel;
+    /// let marker: saxpy = IntoKernel::<saxpy, _>::into_kernel(saxpy); // from the function
+    /// let same: saxpy = marker.into_kernel(); // or from the marker itself
+    /// ```
     fn into_kernel(self) -> K;
 }
 
@@ -100,9 +183,37 @@ pub trait IntoKernel<K: Kernel, M> {
 pub mod into_kernel {
     /// [`IntoKernel`](super::IntoKernel) for a function returning the marker (what
     /// `#[kernel]` generates under the kernel's name).
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{Kernel, thread};
+    /// #[kernel]
+    /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+    /// }
+    ///
+    /// use gpukernel_device::{IntoKernel, into_kernel::Constructor};
+    /// // `saxpy` the function (returning the marker) converts through `Constructor`.
+    /// let k: saxpy = IntoKernel::<saxpy, Constructor>::into_kernel(saxpy);
+    /// ```
     #[derive(Debug)]
     pub enum Constructor {}
     /// [`IntoKernel`](super::IntoKernel) for the marker value itself.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{Kernel, thread};
+    /// #[kernel]
+    /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+    /// }
+    ///
+    /// use gpukernel_device::{IntoKernel, into_kernel::Value};
+    /// // A marker value converts through `Value`.
+    /// let k: saxpy = IntoKernel::<saxpy, Value>::into_kernel(saxpy());
+    /// ```
     #[derive(Debug)]
     pub enum Value {}
 }
@@ -182,6 +293,16 @@ impl LaunchDims {
 /// # Safety
 /// [`SIZES`](ParamAbi::SIZES) must be exactly the lowering `#[kernel]` performs, and
 /// [`LAUNCH_DIMS`](ParamAbi::LAUNCH_DIMS) at most what the type's safe accessors need.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::ParamAbi;
+/// assert_eq!(<f32 as ParamAbi>::SIZES, [4]);
+/// assert_eq!(<&'static [f32] as ParamAbi>::SIZES, [8, 8]); // pointer, length
+/// assert_eq!(<*mut u8 as ParamAbi>::SIZES, [8]);
+/// ```
 pub unsafe trait ParamAbi {
     /// The sizes of the `.param`s, in order.
     const SIZES: &'static [usize];
@@ -230,6 +351,22 @@ unsafe impl<T> ParamAbi for *mut T {
 /// # Safety
 /// [`PARTS`](ParamList::PARTS) must hold the elements' [`ParamAbi::SIZES`] in order, and
 /// [`LAUNCH_DIMS`](ParamList::LAUNCH_DIMS) the strictest of their [`ParamAbi::LAUNCH_DIMS`].
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{Kernel, thread};
+/// #[kernel]
+/// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+/// }
+///
+/// use gpukernel_device::ParamList;
+/// // What the runtime compares with the loaded entry's `.param`s.
+/// assert_eq!(<<saxpy as Kernel>::Params as ParamList>::PARTS, [&[4][..], &[8, 8], &[8, 8]]);
+/// ```
 pub unsafe trait ParamList {
     /// One entry per kernel parameter: the sizes of the `.param`s it lowers to.
     const PARTS: &'static [&'static [usize]];

@@ -4,7 +4,7 @@
 //! * for `nvptx64-nvidia-cuda` (by `nvptx-builder`), where every function lowers to a PTX
 //!   special register read or instruction;
 //! * for the host, where the same functions read the simulated thread's context, which the
-//!   runtime's simulator installs (see [`host`]).
+//!   runtime's simulator installs.
 //!
 //! On the host this crate also carries what the runtime needs to launch a kernel with typed
 //! arguments: the [`Kernel`] trait that `#[kernel]` implements for a marker type named after
@@ -35,6 +35,11 @@ pub mod atomic;
 mod copy;
 pub mod ffi;
 pub mod half;
+// The simulator's side of the host backend: the runtime's simulator installs each simulated
+// thread's context and its hooks here, and foreign `.cu` code compiled for the host calls its
+// `extern "C"` entry points through the compat header. Not a user API (kernels reach it only
+// through the intrinsics of the other modules): hidden, and it may change in any release.
+#[doc(hidden)]
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]

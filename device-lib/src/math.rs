@@ -15,6 +15,15 @@
 //! ```
 
 /// `a * b + c` rounded once (`fma.rn.f32`), like CUDA's `fmaf`.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::math;
+/// assert_eq!(math::fmaf(2.0, 3.0, 1.0), 7.0);
+/// // One rounding: the tiny product survives where `a * b + c` loses it.
+/// let e = f32::EPSILON;
+/// assert_eq!(math::fmaf(1.0 + e, 1.0 - e, -1.0), -e * e);
+/// ```
 #[inline(always)]
 pub fn fmaf(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
@@ -28,6 +37,13 @@ pub fn fmaf(a: f32, b: f32, c: f32) -> f32 {
 }
 
 /// `a * b + c` rounded once (`fma.rn.f64`), like CUDA's `fma`.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::math;
+/// let e = f64::EPSILON;
+/// assert_eq!(math::fma(1.0 + e, 1.0 - e, -1.0), -e * e); // (1+e)(1-e) - 1, rounded once
+/// ```
 #[inline(always)]
 pub fn fma(a: f64, b: f64, c: f64) -> f64 {
     #[cfg(target_arch = "nvptx64")]
@@ -41,6 +57,18 @@ pub fn fma(a: f64, b: f64, c: f64) -> f64 {
 }
 
 /// The correctly rounded square root (`sqrt.rn.f32`), like CUDA's `sqrtf`.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{math, thread};
+/// assert_eq!(math::sqrtf(2.25), 1.5);
+/// #[kernel]
+/// pub fn norms(xy: &[[f32; 2]], mut out: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     let [x, y] = xy[i.get()];
+///     out.set(i, math::sqrtf(math::fmaf(x, x, y * y)));
+/// }
+/// ```
 #[inline(always)]
 pub fn sqrtf(x: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
@@ -54,6 +82,13 @@ pub fn sqrtf(x: f32) -> f32 {
 }
 
 /// The correctly rounded square root (`sqrt.rn.f64`), like CUDA's `sqrt`.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::math;
+/// assert_eq!(math::sqrt(6.25), 2.5);
+/// assert!(math::sqrt(-1.0).is_nan());
+/// ```
 #[inline(always)]
 pub fn sqrt(x: f64) -> f64 {
     #[cfg(target_arch = "nvptx64")]

@@ -31,6 +31,26 @@ use core::marker::PhantomData;
 
 /// A statically sized shared-memory array of `N` elements of `T`, the same storage for every
 /// thread of the block. Made by [`shared_array!`]; `Copy`, so it can be passed to helpers.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{shared::shared_array, sync, thread};
+///
+/// use gpukernel_device::shared::SharedArray;
+/// /// A helper that takes the block's tile: `SharedArray` is `Copy`.
+/// unsafe fn sum(tile: SharedArray<f32, 64>) -> f32 {
+///     (0..tile.len()).map(|i| unsafe { tile.read(i) }).sum()
+/// }
+/// #[kernel]
+/// pub fn block_sums(x: &[f32], out: DisjointSlice<f32>) {
+///     let tile = shared_array!(f32, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     unsafe { tile.write(t, x[thread::index().get()]) }; // SAFETY: own slot
+///     sync::sync_threads();
+///     // SAFETY: after the barrier nobody writes; thread 0 writes its block's slot.
+///     if t == 0 { unsafe { out.write(thread::block_idx_x() as usize, sum(tile)) } }
+/// }
+/// ```
 #[derive(Debug)]
 pub struct SharedArray<T, const N: usize> {
     ptr: *mut T,
@@ -79,12 +99,36 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     }
 
     /// The number of elements, `N`.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// #[kernel]
+    /// pub fn zero_tile() {
+    ///     let tile = shared_array!(u32, 128);
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     // SAFETY: each thread writes its own slot.
+    ///     if t < tile.len() { unsafe { tile.write(t, 0) } }
+    /// }
+    /// ```
     #[inline(always)]
     pub const fn len(&self) -> usize {
         N
     }
 
     /// Whether `N == 0`.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// #[kernel]
+    /// pub fn tiles() {
+    ///     let tile = shared_array!(f64, 32);
+    ///     assert!(!tile.is_empty());
+    /// }
+    /// ```
     #[inline(always)]
     pub const fn is_empty(&self) -> bool {
         N == 0
@@ -97,6 +141,23 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     /// threads with a barrier). Elements not written since the block started hold undefined
     /// values on the GPU; `T` must accept any bit pattern or the element must have been
     /// written.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// /// Each thread gets its left neighbour's value (blocks of 256 threads).
+    /// #[kernel]
+    /// pub fn left(x: &[f32], mut out: DisjointSlice<f32>) {
+    ///     let tile = shared_array!(f32, 256);
+    ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
+    ///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
+    ///     sync::sync_threads();
+    ///     out.set(i, unsafe { tile.read((t + 255) % 256) }); // SAFETY: no writes after the barrier
+    /// }
+    /// ```
     #[inline(always)]
     #[track_caller]
     pub unsafe fn read(&self, i: usize) -> T {
@@ -111,6 +172,22 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     ///
     /// # Safety
     /// No other thread reads or writes element `i` concurrently.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// #[kernel]
+    /// pub fn stage(x: &[u32]) {
+    ///     let tile = shared_array!(u32, 256);
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     // SAFETY: each thread writes only its own slot; reads come after a barrier.
+    ///     unsafe { tile.write(t, x[thread::index().get()]) };
+    ///     sync::sync_threads();
+    /// }
+    /// ```
     #[inline(always)]
     #[track_caller]
     pub unsafe fn write(&self, i: usize, value: T) {
@@ -123,6 +200,22 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
 
     /// The first element's address (a generic address of the block's shared memory on the
     /// GPU), e.g. for [`crate::atomic`] operations on shared memory.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// use gpukernel_device::atomic;
+    /// /// A per-block histogram in shared memory (`atomicAdd` on `__shared__` bins).
+    /// #[kernel]
+    /// pub fn block_histogram(data: &[u8]) {
+    ///     let bins = shared_array!(u32, 256);
+    ///     let i = thread::index().get();
+    ///     // SAFETY: the bins are touched only by atomics; data[i] < 256.
+    ///     if i < data.len() { unsafe { atomic::add(bins.as_mut_ptr().add(data[i] as usize), 1) }; }
+    ///     sync::sync_threads();
+    /// }
+    /// ```
     #[inline(always)]
     pub fn as_mut_ptr(&self) -> *mut T {
         self.ptr
@@ -187,6 +280,21 @@ macro_rules! shared_array {
 ///
 /// In the simulator each block gets its own zeroed storage per declaration, found through the
 /// address of a static unique to the declaration.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{shared::shared_array, sync, thread};
+///
+/// /// Reverses each block of 256 elements (blocks of 256 threads).
+/// #[kernel]
+/// pub fn block_reverse(x: &[f32], mut out: DisjointSlice<f32>) {
+///     let tile = shared_array!(f32, 256); // CUDA's `__shared__ float tile[256];`
+///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
+///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
+///     sync::sync_threads();
+///     out.set(i, unsafe { tile.read(255 - t) }); // SAFETY: no writes after the barrier
+/// }
+/// ```
 #[cfg(not(target_arch = "nvptx64"))]
 #[macro_export]
 macro_rules! shared_array {
@@ -201,6 +309,20 @@ pub use crate::shared_array;
 
 /// The block's dynamic shared memory, viewed as elements of `T`: as many as fit in the size
 /// the launch asked for.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{shared::shared_array, sync, thread};
+///
+/// use gpukernel_device::shared::{DynamicShared, dynamic_shared};
+/// #[kernel]
+/// pub fn sized_at_launch(x: &[f32]) {
+///     let buf: DynamicShared<f32> = dynamic_shared(); // as many f32s as the launch gave bytes
+///     let t = thread::thread_idx_x() as usize;
+///     // SAFETY: own slot.
+///     if t < buf.len() { unsafe { buf.write(t, x[thread::index().get()]) } }
+/// }
+/// ```
 #[derive(Debug)]
 pub struct DynamicShared<T> {
     ptr: *mut T,
@@ -220,6 +342,23 @@ impl<T> Copy for DynamicShared<T> {}
 /// `T`, views the same bytes.
 ///
 /// `T`'s alignment must be at most 16 (a compile-time error otherwise).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{shared::shared_array, sync, thread};
+///
+/// use gpukernel_device::shared::dynamic_shared;
+/// /// CUDA's `extern __shared__ float buf[];`: launched with
+/// /// `LaunchConfig::new(grid, 256).with_shared_mem_bytes(256 * 4)`.
+/// #[kernel]
+/// pub fn rotate(x: &[f32], mut out: DisjointSlice<f32>) {
+///     let buf = dynamic_shared::<f32>();
+///     let (i, t, n) = (thread::index(), thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
+///     unsafe { buf.write(t, x[i.get()]) }; // SAFETY: own slot
+///     sync::sync_threads();
+///     out.set(i, unsafe { buf.read((t + 1) % n) }); // SAFETY: no writes after the barrier
+/// }
+/// ```
 #[inline(always)]
 #[track_caller]
 pub fn dynamic_shared<T: Copy>() -> DynamicShared<T> {
@@ -260,12 +399,34 @@ fn dynamic_shared_bytes() -> (*mut u8, usize) {
 
 impl<T: Copy> DynamicShared<T> {
     /// The number of `T` elements that fit in the launch's dynamic shared memory.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// use gpukernel_device::shared::dynamic_shared;
+    /// #[kernel]
+    /// pub fn check_size(mut out: DisjointSlice<usize>) {
+    ///     out.set(thread::index(), dynamic_shared::<f64>().len()); // shared_mem_bytes / 8
+    /// }
+    /// ```
     #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no element fits.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// use gpukernel_device::shared::dynamic_shared;
+    /// #[kernel]
+    /// pub fn needs_shared(mut ok: DisjointSlice<bool>) {
+    ///     ok.set(thread::index(), !dynamic_shared::<u32>().is_empty()); // false: launched without any
+    /// }
+    /// ```
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
@@ -275,6 +436,23 @@ impl<T: Copy> DynamicShared<T> {
     ///
     /// # Safety
     /// As [`SharedArray::read`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// use gpukernel_device::shared::dynamic_shared;
+    /// #[kernel]
+    /// pub fn neighbour(x: &[u32], mut out: DisjointSlice<u32>) {
+    ///     let buf = dynamic_shared::<u32>();
+    ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
+    ///     unsafe { buf.write(t, x[i.get()]) }; // SAFETY: own slot
+    ///     sync::sync_threads();
+    ///     out.set(i, unsafe { buf.read(t ^ 1) }); // SAFETY: no writes after the barrier
+    /// }
+    /// ```
     #[inline(always)]
     #[track_caller]
     pub unsafe fn read(&self, i: usize) -> T {
@@ -290,6 +468,23 @@ impl<T: Copy> DynamicShared<T> {
     ///
     /// # Safety
     /// As [`SharedArray::write`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// use gpukernel_device::shared::dynamic_shared;
+    /// #[kernel]
+    /// pub fn fill_shared(v: u32) {
+    ///     let buf = dynamic_shared::<u32>();
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     // SAFETY: each thread writes only its own slot.
+    ///     if t < buf.len() { unsafe { buf.write(t, v) } }
+    ///     sync::sync_threads();
+    /// }
+    /// ```
     #[inline(always)]
     #[track_caller]
     pub unsafe fn write(&self, i: usize, value: T) {
@@ -301,6 +496,20 @@ impl<T: Copy> DynamicShared<T> {
     }
 
     /// The first element's address.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{shared::shared_array, sync, thread};
+    ///
+    /// use gpukernel_device::{atomic, shared::dynamic_shared};
+    /// #[kernel]
+    /// pub fn count_odd(x: &[u32]) {
+    ///     let counter = dynamic_shared::<u32>().as_mut_ptr(); // launched with 4 bytes
+    ///     let i = thread::index().get();
+    ///     // SAFETY: the counter is touched only by atomics.
+    ///     if i < x.len() && x[i] % 2 == 1 { unsafe { atomic::add(counter, 1) }; }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn as_mut_ptr(&self) -> *mut T {
         self.ptr

@@ -23,11 +23,33 @@ use core::marker::PhantomData;
 /// count, for the grid-stride loop). In a one-dimensional launch, which the typed launch
 /// guarantees for every kernel taking a [`DisjointSlice`], a `ThreadIndex` held by a thread is
 /// therefore never held by another thread of the same launch.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn squares(mut out: DisjointSlice<u64>) {
+///     let i = thread::index(); // this thread's own index, unique in the launch
+///     if let Some(o) = out.get_mut(i) { *o = (i.get() * i.get()) as u64; }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ThreadIndex(usize);
 
 impl ThreadIndex {
     /// The index as a number.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn copy(x: &[f32], mut out: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if i.get() < x.len() { out.set(i, x[i.get()]); } // a plain index for reading
+    /// }
+    /// ```
     #[inline(always)]
     pub fn get(self) -> usize {
         self.0
@@ -53,6 +75,18 @@ impl ThreadIndex {
 ///
 /// A `#[kernel]` parameter `out: DisjointSlice<f32>` lowers to a pointer and a length; on the
 /// host it is passed a `&mut DeviceBuffer<f32>` or a mutable view of one.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// /// Host side: `stream.launch(&k, cfg, (&x, &mut y))` with `y: DeviceBuffer<f32>`.
+/// #[kernel]
+/// pub fn relu(x: &[f32], mut y: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     if let Some(yi) = y.get_mut(i) { *yi = x[i.get()].max(0.0); }
+/// }
+/// ```
 #[derive(Debug)]
 pub struct DisjointSlice<'a, T> {
     ptr: *mut T,
@@ -77,18 +111,50 @@ pub unsafe fn disjoint_from_raw<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice
 
 impl<'a, T> DisjointSlice<'a, T> {
     /// The number of elements.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn bounded(mut out: DisjointSlice<u32>) {
+    ///     let i = thread::index();
+    ///     if i.get() < out.len() { out.set(i, 1); } // extra threads of the last block do nothing
+    /// }
+    /// ```
     #[inline(always)]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the slice has no elements.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn maybe(mut out: DisjointSlice<u32>) {
+    ///     if out.is_empty() { return; }
+    ///     out.set(thread::index(), 7);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The element at the calling thread's own index, or `None` past the end.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn increment(mut data: DisjointSlice<u32>) {
+    ///     if let Some(v) = data.get_mut(thread::index()) { *v += 1; } // None past the end
+    /// }
+    /// ```
     #[inline(always)]
     pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
         let i = index.get();
@@ -103,6 +169,17 @@ impl<'a, T> DisjointSlice<'a, T> {
 
     /// Writes `value` at the calling thread's own index; returns `false` (and writes nothing)
     /// past the end.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn ids(mut out: DisjointSlice<u32>) {
+    ///     let i = thread::index();
+    ///     let _in_range: bool = out.set(i, i.get() as u32); // false (nothing written) past the end
+    /// }
+    /// ```
     #[inline(always)]
     pub fn set(&mut self, index: ThreadIndex, value: T) -> bool {
         match self.get_mut(index) {
@@ -120,6 +197,21 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// # Safety
     /// No other thread of the launch may read or write element `i` concurrently (for example,
     /// only thread 0 of each block writes the block's slot).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// /// One result per block, written by thread 0.
+    /// #[kernel]
+    /// pub fn block_marks(out: DisjointSlice<u32>) {
+    ///     let b = thread::block_idx_x() as usize;
+    ///     // SAFETY: only thread 0 of block `b` writes element `b`.
+    ///     if thread::thread_idx_x() == 0 { unsafe { out.write(b, 1) } }
+    /// }
+    /// ```
     #[inline(always)]
     pub unsafe fn write(&self, i: usize, value: T) {
         if i >= self.len {
@@ -133,6 +225,21 @@ impl<'a, T> DisjointSlice<'a, T> {
     ///
     /// # Safety
     /// No other thread may write element `i` concurrently.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// /// In-place prefix step: each thread reads its left neighbour's old value first.
+    /// #[kernel]
+    /// pub fn neighbours(data: DisjointSlice<u32>, mut out: DisjointSlice<u32>) {
+    ///     let i = thread::index();
+    ///     // SAFETY: nothing writes `data` during this launch.
+    ///     if i.get() > 0 && i.get() < data.len() { out.set(i, unsafe { data.read(i.get() - 1) }); }
+    /// }
+    /// ```
     #[inline(always)]
     pub unsafe fn read(&self, i: usize) -> T
     where
@@ -146,6 +253,22 @@ impl<'a, T> DisjointSlice<'a, T> {
     }
 
     /// The data pointer, for atomics ([`crate::atomic`]) and foreign calls.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// use gpukernel_device::atomic;
+    /// /// Every thread adds into `sums[key[i]]`: atomics on the output's pointer.
+    /// #[kernel]
+    /// pub fn scatter_add(keys: &[u32], sums: DisjointSlice<u32>) {
+    ///     let i = thread::index().get();
+    ///     if i < keys.len() && (keys[i] as usize) < sums.len() {
+    ///         // SAFETY: in bounds; the elements are touched only by atomics during the launch.
+    ///         unsafe { atomic::add(sums.as_mut_ptr().add(keys[i] as usize), 1) };
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn as_mut_ptr(&self) -> *mut T {
         self.ptr

@@ -95,6 +95,21 @@ fn sim_barrier(what: &str, kind: BarrierKind, predicate: bool, aligned: bool) ->
 /// defined when threads reach it from divergent code (`barrier.sync 0`, the non-aligned form:
 /// see the [module documentation](self)). A block where some threads never arrive hangs on
 /// the GPU; the simulator reports it.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// use gpukernel_device::shared::shared_array;
+/// #[kernel]
+/// pub fn shift(x: &[f32], mut out: DisjointSlice<f32>) {
+///     let tile = shared_array!(f32, 256);
+///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
+///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
+///     sync::sync_threads(); // every write above is visible below
+///     out.set(i, unsafe { tile.read((t + 1) % 256) }); // SAFETY: no writes after the barrier
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads() {
@@ -127,6 +142,20 @@ pub fn sync_threads() {
 /// The simulator checks the condition by call site: a block whose threads wait at different
 /// `sync_threads_aligned` calls (their `#[track_caller]` locations), or at this one and
 /// another kind of barrier, is reported as an error instead of being run.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// #[kernel]
+/// pub fn uniform_barrier(mut out: DisjointSlice<u32>) {
+///     // SAFETY: every thread of the block executes this call, unconditionally, once.
+///     unsafe { sync::sync_threads_aligned() };
+///     out.set(thread::index(), 1);
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn sync_threads_aligned() {
@@ -147,6 +176,19 @@ pub unsafe fn sync_threads_aligned() {
 /// Every thread of the block must reach a `sync_threads_count` (not a [`sync_threads`] or
 /// another reduction: the ISA calls the result of mixing them unpredictable, and the
 /// simulator reports it).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// #[kernel]
+/// pub fn positives_per_block(x: &[f32], out: DisjointSlice<u32>) {
+///     let i = thread::index().get();
+///     let n = sync::sync_threads_count(i < x.len() && x[i] > 0.0);
+///     // SAFETY: thread 0 of each block writes its block's slot.
+///     if thread::thread_idx_x() == 0 { unsafe { out.write(thread::block_idx_x() as usize, n) } }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_count(predicate: bool) -> u32 {
@@ -168,6 +210,19 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
 
 /// `__syncthreads_and(predicate)`: a [`sync_threads`] that returns whether every thread of the
 /// block passed `true` (`barrier.red.and.pred`, non-aligned; as for [`sync_threads_count`]).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// #[kernel]
+/// pub fn converged(err: &[f32], mut done: DisjointSlice<bool>) {
+///     let i = thread::index();
+///     let small = err.get(i.get()).is_none_or(|e| *e < 1e-6); // threads past the end agree
+///     let all_small = sync::sync_threads_and(small); // the same answer in every thread
+///     done.set(i, all_small);
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_and(predicate: bool) -> bool {
@@ -185,6 +240,17 @@ pub fn sync_threads_and(predicate: bool) -> bool {
 
 /// `__syncthreads_or(predicate)`: a [`sync_threads`] that returns whether any thread of the
 /// block passed `true` (`barrier.red.or.pred`, non-aligned; as for [`sync_threads_count`]).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// #[kernel]
+/// pub fn any_nan(x: &[f32], mut flag: DisjointSlice<bool>) {
+///     let i = thread::index();
+///     flag.set(i, sync::sync_threads_or(x.get(i.get()).is_some_and(|v| v.is_nan())));
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_threads_or(predicate: bool) -> bool {
@@ -208,6 +274,21 @@ pub fn sync_threads_or(predicate: bool) -> bool {
 /// With a constant full mask ([`FULL_MASK`](crate::warp::FULL_MASK)) the check compiles
 /// away. Lanes of `mask` that never arrive hang the warp on the GPU (the simulator reports
 /// it).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// use gpukernel_device::{shared::shared_array, warp::FULL_MASK};
+/// #[kernel]
+/// pub fn warp_swap(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let tile = shared_array!(u32, 256);
+///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
+///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
+///     sync::sync_warp(FULL_MASK); // the warp's writes are visible to the warp
+///     out.set(i, unsafe { tile.read(t ^ 1) }); // SAFETY: t ^ 1 is in the same warp
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn sync_warp(mask: u32) {
@@ -223,6 +304,22 @@ pub fn sync_warp(mask: u32) {
 /// The calling lane must be in `mask` (`mask & (1 << lane_id()) != 0`); the PTX ISA leaves
 /// `bar.warp.sync` undefined otherwise. The simulator still checks it and reports a violation
 /// as an error.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// use gpukernel_device::warp;
+/// #[kernel]
+/// pub fn partial(mut out: DisjointSlice<u32>) {
+///     let mask = warp::active_mask(); // always contains the caller
+///     // SAFETY: the calling lane is in `mask`.
+///     unsafe { sync::sync_warp_unchecked(mask) };
+///     out.set(thread::index(), mask.count_ones());
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn sync_warp_unchecked(mask: u32) {
@@ -240,6 +337,24 @@ pub unsafe fn sync_warp_unchecked(mask: u32) {
 
 /// `__threadfence()`: orders the caller's memory accesses as seen by every thread of the
 /// device (`membar.gl`, a sequentially consistent fence at GPU scope).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// /// Publish a result, then a flag another block polls (CUDA's `__threadfence()` idiom).
+/// ///
+/// /// # Safety
+/// /// `result` and `ready` are valid; only thread 0 of block 0 writes them.
+/// #[kernel]
+/// pub unsafe fn publish(result: *mut f32, ready: *mut u32) {
+///     if thread::index().get() == 0 {
+///         unsafe { result.write_volatile(42.0) };
+///         sync::threadfence(); // the result is visible device-wide before the flag
+///         unsafe { ready.write_volatile(1) };
+///     }
+/// }
+/// ```
 #[inline(always)]
 pub fn threadfence() {
     #[cfg(target_arch = "nvptx64")]
@@ -255,6 +370,22 @@ pub fn threadfence() {
 
 /// `__threadfence_block()`: orders the caller's memory accesses as seen by the threads of its
 /// block (`membar.cta`).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// /// # Safety
+/// /// `data` and `flag` point into memory only this block's threads use.
+/// #[kernel]
+/// pub unsafe fn handoff(data: *mut u32, flag: *mut u32) {
+///     if thread::thread_idx_x() == 0 {
+///         unsafe { data.write_volatile(7) };
+///         sync::threadfence_block(); // ordered as seen by the block's other threads
+///         unsafe { flag.write_volatile(1) };
+///     }
+/// }
+/// ```
 #[inline(always)]
 pub fn threadfence_block() {
     #[cfg(target_arch = "nvptx64")]
@@ -270,6 +401,24 @@ pub fn threadfence_block() {
 
 /// `__threadfence_system()`: orders the caller's memory accesses as seen by every thread of
 /// the device, the host and peer devices (`membar.sys`).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+///
+/// /// Signal the host through mapped pinned memory once `out` is written.
+/// ///
+/// /// # Safety
+/// /// `out` and `host_flag` are valid device-visible addresses.
+/// #[kernel]
+/// pub unsafe fn signal_host(out: *mut u64, host_flag: *mut u32) {
+///     if thread::index().get() == 0 {
+///         unsafe { out.write_volatile(1) };
+///         sync::threadfence_system(); // visible to the host before the flag
+///         unsafe { host_flag.write_volatile(1) };
+///     }
+/// }
+/// ```
 #[inline(always)]
 pub fn threadfence_system() {
     #[cfg(target_arch = "nvptx64")]

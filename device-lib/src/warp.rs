@@ -140,6 +140,22 @@ mod sealed {
 
 /// A value a shuffle can move between lanes: 32-bit values in one `shfl.sync`, 64-bit values
 /// in two.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// use gpukernel_device::warp::ShuffleValue;
+/// /// Broadcast lane 0's value of any shuffleable type (`u32`, `f32`, `u64`, `f64`, …).
+/// fn from_lane0<T: ShuffleValue>(v: T) -> T {
+///     warp::shfl_sync(FULL_MASK, v, 0)
+/// }
+/// #[kernel]
+/// pub fn broadcast(x: &[f64], mut out: DisjointSlice<f64>) {
+///     let i = thread::index();
+///     out.set(i, from_lane0(x.get(i.get()).copied().unwrap_or_default()));
+/// }
+/// ```
 pub trait ShuffleValue: Copy + sealed::Sealed {
     /// The shuffle itself, without the mask check.
     ///
@@ -196,6 +212,18 @@ fn mode_of(m: u8) -> Mode {
 /// `__shfl_sync(mask, value, src_lane)`: `value` as passed by lane `src_lane % 32`.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// /// Every lane gets lane 0's value: CUDA's `__shfl_sync(0xffffffff, v, 0)`.
+/// #[kernel]
+/// pub fn warp_broadcast(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     out.set(i, warp::shfl_sync(FULL_MASK, x.get(i.get()).copied().unwrap_or_default(), 0));
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_sync<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
@@ -208,6 +236,23 @@ pub fn shfl_sync<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
 /// below `delta` keep their own value.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// /// Inclusive prefix sum within each warp (Hillis–Steele with `__shfl_up_sync`).
+/// #[kernel]
+/// pub fn warp_scan(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     let mut v = x.get(i.get()).copied().unwrap_or_default();
+///     for d in [1, 2, 4, 8, 16] {
+///         let up = warp::shfl_up_sync(FULL_MASK, v, d);
+///         if thread::lane_id() >= d { v += up; }
+///     }
+///     out.set(i, v);
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_up_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
@@ -220,6 +265,21 @@ pub fn shfl_up_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
 /// lanes whose source would be past lane 31 keep their own value.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// /// Each warp's sum ends up in its lane 0.
+/// #[kernel]
+/// pub fn warp_sum(x: &[f32], out: DisjointSlice<f32>) {
+///     let i = thread::index().get();
+///     let mut v = x.get(i).copied().unwrap_or_default();
+///     for d in [16, 8, 4, 2, 1] { v += warp::shfl_down_sync(FULL_MASK, v, d); }
+///     // SAFETY: lane 0 of each warp writes its warp's slot.
+///     if thread::lane_id() == 0 { unsafe { out.write(i / 32, v) } }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_down_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
@@ -231,6 +291,20 @@ pub fn shfl_down_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
 /// `__shfl_xor_sync(mask, value, lane_mask)`: `value` as passed by lane `lane_id() ^ lane_mask`.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// /// Butterfly reduction: every lane ends with the warp's maximum.
+/// #[kernel]
+/// pub fn warp_max(x: &[f32], mut out: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     let mut m = x.get(i.get()).copied().unwrap_or_default();
+///     for d in [16, 8, 4, 2, 1] { m = m.max(warp::shfl_xor_sync(FULL_MASK, m, d)); }
+///     out.set(i, m);
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shfl_xor_sync<T: ShuffleValue>(mask: u32, value: T, lane_mask: u32) -> T {
@@ -246,6 +320,24 @@ pub fn shfl_xor_sync<T: ShuffleValue>(mask: u32, value: T, lane_mask: u32) -> T 
 /// The calling lane must be in `mask` (`mask & (1 << lane_id()) != 0`); the PTX ISA leaves
 /// `shfl.sync` undefined otherwise. The simulator still checks it and reports a violation as
 /// an error.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn from_first_active(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     if i.get() < x.len() { // only some lanes of the last warp get here
+///         let mask = warp::active_mask();
+///         // SAFETY: `active_mask` contains the calling lane.
+///         let v = unsafe { warp::shfl_sync_unchecked(mask, x[i.get()], mask.trailing_zeros()) };
+///         out.set(i, v);
+///     }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn shfl_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
@@ -258,6 +350,21 @@ pub unsafe fn shfl_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, src_lane
 /// # Safety
 ///
 /// As for [`shfl_sync_unchecked`].
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn previous_lane(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
+///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
+///     out.set(i, unsafe { warp::shfl_up_sync_unchecked(FULL_MASK, v, 1) });
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn shfl_up_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
@@ -270,6 +377,21 @@ pub unsafe fn shfl_up_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta
 /// # Safety
 ///
 /// As for [`shfl_sync_unchecked`].
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn next_lane(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
+///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
+///     out.set(i, unsafe { warp::shfl_down_sync_unchecked(FULL_MASK, v, 1) });
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn shfl_down_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
@@ -282,6 +404,21 @@ pub unsafe fn shfl_down_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, del
 /// # Safety
 ///
 /// As for [`shfl_sync_unchecked`].
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn pair_swap(x: &[f32], mut out: DisjointSlice<f32>) {
+///     let i = thread::index();
+///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
+///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
+///     out.set(i, unsafe { warp::shfl_xor_sync_unchecked(FULL_MASK, v, 1) });
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn shfl_xor_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, lane_mask: u32) -> T {
@@ -292,6 +429,18 @@ pub unsafe fn shfl_xor_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, lane
 /// `__all_sync(mask, predicate)`: whether every participating lane passed `true`.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn warp_all_positive(x: &[i32], mut out: DisjointSlice<bool>) {
+///     let i = thread::index();
+///     let positive = x.get(i.get()).is_none_or(|&v| v > 0); // lanes past the end agree
+///     out.set(i, warp::all_sync(FULL_MASK, positive)); // CUDA's __all_sync
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn all_sync(mask: u32, predicate: bool) -> bool {
@@ -303,6 +452,18 @@ pub fn all_sync(mask: u32, predicate: bool) -> bool {
 /// `__any_sync(mask, predicate)`: whether any participating lane passed `true`.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn warp_any_zero(x: &[i32], mut out: DisjointSlice<bool>) {
+///     let i = thread::index();
+///     let zero = x.get(i.get()).is_some_and(|&v| v == 0); // lanes past the end say no
+///     out.set(i, warp::any_sync(FULL_MASK, zero)); // CUDA's __any_sync
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn any_sync(mask: u32, predicate: bool) -> bool {
@@ -315,6 +476,20 @@ pub fn any_sync(mask: u32, predicate: bool) -> bool {
 /// `true`.
 ///
 /// Traps when the calling lane is not in `mask` (see the [module documentation](self)).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// /// Stream compaction within a warp: each kept element's rank among its warp's kept ones.
+/// #[kernel]
+/// pub fn ranks(x: &[f32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     let keep = warp::ballot_sync(FULL_MASK, x.get(i.get()).is_some_and(|&v| v > 0.0));
+///     let below = keep & ((1u32 << thread::lane_id()) - 1);
+///     out.set(i, below.count_ones());
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
@@ -330,6 +505,22 @@ pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
 /// The calling lane must be in `mask` (`mask & (1 << lane_id()) != 0`); the PTX ISA leaves
 /// `vote.sync` undefined otherwise. The simulator still checks it and reports a violation as
 /// an error.
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn tail_all(x: &[i32], mut out: DisjointSlice<bool>) {
+///     let i = thread::index();
+///     if i.get() < x.len() {
+///         // SAFETY: `active_mask` contains the calling lane.
+///         out.set(i, unsafe { warp::all_sync_unchecked(warp::active_mask(), x[i.get()] > 0) });
+///     }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn all_sync_unchecked(mask: u32, predicate: bool) -> bool {
@@ -350,6 +541,22 @@ pub unsafe fn all_sync_unchecked(mask: u32, predicate: bool) -> bool {
 /// # Safety
 ///
 /// As for [`all_sync_unchecked`].
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn tail_any(x: &[i32], mut out: DisjointSlice<bool>) {
+///     let i = thread::index();
+///     if i.get() < x.len() {
+///         // SAFETY: `active_mask` contains the calling lane.
+///         out.set(i, unsafe { warp::any_sync_unchecked(warp::active_mask(), x[i.get()] < 0) });
+///     }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn any_sync_unchecked(mask: u32, predicate: bool) -> bool {
@@ -369,6 +576,22 @@ pub unsafe fn any_sync_unchecked(mask: u32, predicate: bool) -> bool {
 /// # Safety
 ///
 /// As for [`all_sync_unchecked`].
+///
+/// # Example
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn tail_ballot(x: &[i32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     if i.get() < x.len() {
+///         // SAFETY: `active_mask` contains the calling lane.
+///         out.set(i, unsafe { warp::ballot_sync_unchecked(warp::active_mask(), x[i.get()] != 0) });
+///     }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn ballot_sync_unchecked(mask: u32, predicate: bool) -> u32 {
@@ -389,6 +612,20 @@ pub unsafe fn ballot_sync_unchecked(mask: u32, predicate: bool) -> u32 {
 /// In the simulator, which runs a warp's lanes one after another, this is the set of lanes
 /// that exist in the caller's warp (all 32 except in a partial last warp): kernels should use
 /// it, as in CUDA, only to form a mask for a following `*_sync` call.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp::{self, FULL_MASK}};
+///
+/// #[kernel]
+/// pub fn lanes_here(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     if i.get() < x.len() {
+///         let mask = warp::active_mask(); // the lanes that took this branch
+///         out.set(i, warp::ballot_sync(mask, true).count_ones());
+///     }
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn active_mask() -> u32 {

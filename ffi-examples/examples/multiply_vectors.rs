@@ -1,20 +1,15 @@
-//! A Rust kernel calling a CUDA C device function (`mul_f32_f32` from `functions.cu`),
-//! compiled by NVRTC and linked at run time. Runs on the GPU if there is one, else on the
+//! A Rust kernel calling a CUDA C device function (`mul_f32` from
+//! `lto-kernels/cuda/functions.cu`), linked into the kernels' PTX at build time: the kernels
+//! crate's build.rs names the `.cu` once, in `Builder::foreign_cuda`, so the call inlines and
+//! the PTX loads as it is, from any directory. Runs on the GPU if there is one, else on the
 //! simulator (which runs the same kernel with `functions.cu` compiled for the host).
-use ffi_examples_kernels::{PTX, ffi::multiply_vectors};
-use gpukernel_runtime::{Context, LaunchConfig, include_cuda, link::Linker};
+//! `sum_reduce` shows the other shape: a `.cu` linked at run time by the `Linker`.
+use ffi_examples_lto_kernels::{PTX, multiply_vectors};
+use gpukernel_runtime::{Context, LaunchConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::default_context()?;
-    let module = Linker::new(&ctx)?
-        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
-        .add_cuda(include_cuda!("kernels/cuda/functions.cu")) // embedded, relative to the crate
-        // Its #include, embedded too: the binary also runs where the sources are not.
-        .header(
-            "gpukernel_abi.h",
-            include_str!("../kernels/cuda/gpukernel_abi.h"),
-        )
-        .link_and_load()?;
+    let module = ctx.load_module(PTX.as_bytes())?; // functions.cu is inside: no run-time link
 
     let n = 1 << 20;
     let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.25).collect();

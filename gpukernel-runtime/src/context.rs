@@ -19,6 +19,18 @@ use crate::stream::{Stream, StreamState};
 ///
 /// On CUDA this is the device's primary context, made current on the calling thread by every
 /// operation that needs it, so several devices can be used from one thread or many.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> { let (_, module) = doc_setup();
+/// let ctx = Device::simulator().primary_context()?;
+/// let x = ctx.htod_copy(&[1.0f32, 2.0, 3.0])?;
+/// let mut y = ctx.htod_copy(&[10.0f32; 3])?;
+/// let saxpy = module.kernel(saxpy)?;
+/// ctx.default_stream().launch(&saxpy, LaunchConfig::for_elements(3)?, (2.0f32, &x, &mut y))?;
+/// assert_eq!(y.to_host_vec()?, [12.0, 14.0, 16.0]);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Context {
     pub(crate) inner: Arc<ContextInner>,
@@ -51,6 +63,9 @@ pub(crate) struct ContextInner {
     pub(crate) ffi_check: Mutex<()>,
     /// Failures read from modules as they were dropped, reported by the next check.
     pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
+    /// The contexts whose memory this context's work may access (peer access enabled; never
+    /// disabled, so a check made at a launch stays true while the work runs).
+    pub(crate) peers: Mutex<Vec<Weak<ContextInner>>>,
 }
 
 impl ContextInner {
@@ -65,7 +80,20 @@ impl ContextInner {
             ffi_clean: AtomicU64::new(0),
             ffi_check: Mutex::new(()),
             ffi_orphans: Mutex::new(Vec::new()),
+            peers: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Whether work of this context may access `other`'s memory: the same context, or peer
+    /// access enabled from this one to `other`.
+    pub(crate) fn can_use_memory_of(&self, other: &ContextInner) -> bool {
+        core::ptr::eq(self, other)
+            || self
+                .peers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .any(|w| core::ptr::eq(w.as_ptr(), other))
     }
 
     /// `CUDA device 0 (NVIDIA H100…)` or `the simulator`, for messages.
@@ -96,15 +124,16 @@ pub(crate) fn intern(name: &str) -> &'static &'static str {
     r
 }
 
-fn sim_context() -> Arc<ContextInner> {
-    static SIM: OnceLock<Arc<ContextInner>> = OnceLock::new();
-    SIM.get_or_init(|| {
-        Arc::new(ContextInner::new(
-            Device::simulator(),
-            Box::new(SimBackend::default()),
-        ))
-    })
-    .clone()
+fn sim_context(device: Device) -> Arc<ContextInner> {
+    static SIM: OnceLock<Mutex<HashMap<usize, Arc<ContextInner>>>> = OnceLock::new();
+    let index = device.index();
+    let mut map = SIM
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    map.entry(index)
+        .or_insert_with(|| Arc::new(ContextInner::new(device, Box::new(SimBackend::new(index)))))
+        .clone()
 }
 
 fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
@@ -127,7 +156,7 @@ fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
 impl Context {
     pub(crate) fn primary(device: Device) -> Result<Context> {
         let inner = if device.is_simulator() {
-            sim_context()
+            sim_context(device)
         } else {
             cuda_context(device)?
         };
@@ -135,60 +164,169 @@ impl Context {
     }
 
     /// The primary context of [`Device::default_device`] (see `GPUKERNEL_BACKEND`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // GPUKERNEL_BACKEND=sim|cuda|auto chooses; auto takes CUDA device 0 when there is one.
+    /// let ctx = Context::default_context()?;
+    /// println!("running on {}", ctx.device());
+    /// # Ok(()) }
+    /// ```
     pub fn default_context() -> Result<Context> {
         Device::default_device()?.primary_context()
     }
 
     /// The context's device.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(ctx.device().is_simulator());
+    /// println!("{}", ctx.device().name()?);
+    /// # Ok(()) }
+    /// ```
     pub fn device(&self) -> Device {
         self.inner.device
     }
 
     /// Whether this is the simulator's context.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let ctx = Device::simulator().primary_context()?;
+    /// assert!(ctx.is_simulator());
+    /// # Ok(()) }
+    /// ```
     pub fn is_simulator(&self) -> bool {
         self.inner.backend.is_simulator()
     }
 
     /// The device's compute capability `(major, minor)`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (major, minor) = ctx.compute_capability()?;
+    /// println!("sm_{major}{minor}");
+    /// # Ok(()) }
+    /// ```
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         self.inner.device.compute_capability()
     }
 
     /// Makes this context current on the calling thread (`cuCtxSetCurrent`), for code that
     /// calls the driver directly. The runtime's own operations do this themselves.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| ctx.bind_to_thread()).join().unwrap() // now raw driver calls may follow
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn bind_to_thread(&self) -> Result<()> {
         self.inner.backend.bind()
     }
 
     /// The context's default stream, on which the buffer convenience methods run.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.default_stream();
+    /// let buf = stream.alloc_zeros::<f32>(1024)?;
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub fn default_stream(&self) -> Stream {
         Stream::default_of(self.inner.clone())
     }
 
     /// A new stream with the default priority (`cuStreamCreateWithPriority`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?; // work on it may overlap with other streams
+    /// let x = stream.htod_copy(&[1u32, 2, 3])?;
+    /// assert_eq!(x.to_host_vec()?, [1, 2, 3]);
+    /// # Ok(()) }
+    /// ```
     pub fn new_stream(&self) -> Result<Stream> {
         Stream::create(self.inner.clone(), 0)
     }
 
     /// A new stream with a priority; lower numbers are higher priorities, within
     /// [`Context::stream_priority_range`] (values outside are clamped by the driver).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (_least, greatest) = ctx.stream_priority_range()?;
+    /// let urgent = ctx.new_stream_with_priority(greatest)?;
+    /// assert_eq!(urgent.priority()?, greatest);
+    /// # Ok(()) }
+    /// ```
     pub fn new_stream_with_priority(&self, priority: i32) -> Result<Stream> {
         Stream::create(self.inner.clone(), priority)
     }
 
     /// `(least, greatest)` stream priority (`cuCtxGetStreamPriorityRange`); greatest is the
     /// numerically smaller. `(0, 0)` on the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (least, greatest) = ctx.stream_priority_range()?;
+    /// assert!(greatest <= least); // lower numbers are higher priorities
+    /// # Ok(()) }
+    /// ```
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.inner.backend.stream_priority_range()
     }
 
     /// A new event with timing enabled (`cuEventCreate`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    /// start.record(&stream)?;
+    /// let buf = stream.alloc_zeros::<u8>(1 << 20)?;
+    /// end.record(&stream)?;
+    /// println!("{} ms", start.elapsed_ms(&end)?);
+    /// # Ok(()) }
+    /// ```
     pub fn new_event(&self) -> Result<Event> {
         Event::create(self.inner.clone(), true, false)
     }
 
     /// A new event; `timing` enables [`Event::elapsed_ms`], `blocking_sync` makes
     /// [`Event::synchronize`] sleep instead of spinning.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // No timing (cheaper to record); the host sleeps while waiting.
+    /// let done = ctx.new_event_with_flags(false, true)?;
+    /// done.record(&stream)?;
+    /// done.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub fn new_event_with_flags(&self, timing: bool, blocking_sync: bool) -> Result<Event> {
         Event::create(self.inner.clone(), timing, blocking_sync)
     }
@@ -205,6 +343,17 @@ impl Context {
     /// On the simulator the module is the set of kernel names the PTX declares (sorted, as on
     /// CUDA); `.extern .func` declarations are fine there, since the kernels' Rust bodies run
     /// with their foreign calls resolved when the host crate was built.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # let ptx = kernels_ptx();
+    /// // `ptx` as nvptx-builder writes it: include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"))
+    /// let module = ctx.load_module(ptx.as_bytes())?;
+    /// assert_eq!(module.kernel_names(), ["iota", "saxpy", "scale"]);
+    /// # Ok(()) }
+    /// ```
     pub fn load_module(&self, image: &[u8]) -> Result<Module> {
         Module::load(self.inner.clone(), image, None)
     }
@@ -212,11 +361,99 @@ impl Context {
     /// Waits for all work of the context (`cuCtxSynchronize`), then reports a kernel fault
     /// ([`Error::KernelFault`], naming the last launch) or a failed foreign call
     /// ([`Error::ForeignCallFailed`]).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let iota = module.kernel(iota)?;
+    /// let mut out = ctx.alloc_zeros::<u32>(256)?;
+    /// ctx.new_stream()?.launch(&iota, LaunchConfig::for_elements(256)?, (&mut out,))?;
+    /// ctx.synchronize()?; // every stream's work is done; a kernel fault would be reported here
+    /// # Ok(()) }
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.inner.backend.synchronize()?;
         crate::foreign::check(&self.default_stream(), crate::foreign::Done::All)
     }
 }
+
+impl Context {
+    /// Whether work of this context can access memory of `peer`'s device directly
+    /// (`cuDeviceCanAccessPeer`): NVLink or PCIe peer-to-peer between the two GPUs. Always
+    /// true for the same context and between simulated devices; false between the simulator
+    /// and a GPU.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let sim = Device::simulator().primary_context()?;
+    /// assert!(sim.can_access_peer(&sim)?); // simulated devices reach each other; a GPU and the simulator do not
+    /// # Ok(()) }
+    /// ```
+    pub fn can_access_peer(&self, peer: &Context) -> Result<bool> {
+        if Arc::ptr_eq(&self.inner, &peer.inner) {
+            return Ok(true);
+        }
+        self.inner.backend.can_access_peer(&*peer.inner.backend)
+    }
+
+    /// Lets this context's work access `peer`'s memory (`cuCtxEnablePeerAccess`, and access
+    /// to `peer`'s stream-ordered memory pool): kernels launched here may then take `peer`'s
+    /// buffers as arguments, and copies between the two go directly (`cuMemcpyPeerAsync`)
+    /// instead of through host memory. One direction only: call it on both contexts for both.
+    /// Enabling twice is harmless; access stays enabled for the life of the process.
+    ///
+    /// [`Error::PeerAccessUnsupported`] when the devices cannot reach each other
+    /// ([`can_access_peer`](Self::can_access_peer) is false).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // With `GPUKERNEL_SIM_DEVICES=2` (or two GPUs) `other` would be a second device.
+    /// let other = Device::all()?.last().copied().unwrap_or(ctx.device()).primary_context()?;
+    /// if ctx.can_access_peer(&other)? {
+    ///     ctx.enable_peer_access(&other)?; // kernels of `ctx` may now take `other`'s buffers
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        if Arc::ptr_eq(&self.inner, &peer.inner) || self.peer_access_enabled(peer) {
+            return Ok(());
+        }
+        if !self.can_access_peer(peer)? {
+            return Err(Error::PeerAccessUnsupported {
+                from: self.inner.label().to_owned(),
+                to: peer.inner.label().to_owned(),
+            });
+        }
+        self.inner
+            .backend
+            .enable_peer_access(&*peer.inner.backend)?;
+        let mut peers = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
+        peers.push(Arc::downgrade(&peer.inner));
+        Ok(())
+    }
+
+    /// Whether [`enable_peer_access`](Self::enable_peer_access) made `peer`'s memory
+    /// accessible to this context's work (true for the context itself).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(ctx.peer_access_enabled(&ctx)); // a context always reaches its own memory
+    /// # Ok(()) }
+    /// ```
+    pub fn peer_access_enabled(&self, peer: &Context) -> bool {
+        self.inner.can_use_memory_of(&peer.inner)
+    }
+}
+
+/// The hint of a [`Error::ContextMismatch`] between two devices' contexts.
+pub(crate) const PEER_HINT: &str = "memory of another device is usable here only after `ctx.enable_peer_access(&owner)` (where `ctx.can_access_peer(&owner)` is true); copy it with `copy_from_device` otherwise";
 
 pub(crate) fn check_same(
     operation: &'static str,
@@ -239,10 +476,14 @@ pub(crate) fn mismatch(
     expected: &ContextInner,
     found: &ContextInner,
 ) -> Error {
+    // Two devices of one backend: peer access may be the fix.
+    let hint =
+        (expected.backend.is_simulator() == found.backend.is_simulator()).then_some(PEER_HINT);
     Error::ContextMismatch {
         operation,
         what,
         expected: expected.label().to_owned(),
         found: found.label().to_owned(),
+        hint,
     }
 }

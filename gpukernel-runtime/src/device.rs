@@ -11,6 +11,19 @@ use crate::error::{Error, Result};
 pub const BACKEND_ENV: &str = "GPUKERNEL_BACKEND";
 
 /// Which kind of machine runs the kernels.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let backend = Device::default_device()?.backend();
+/// println!("kernels run on {}", match backend {
+///     Backend::Cuda => "a CUDA device",
+///     Backend::Simulator => "the simulator",
+/// });
+/// # use gpukernel_runtime::Backend;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// A CUDA device, through the driver API.
@@ -25,10 +38,21 @@ enum Kind {
         ordinal: usize,
         raw: driver::CUdevice,
     },
-    Sim,
+    /// A simulated device: `index` among the `GPUKERNEL_SIM_DEVICES` the simulator offers.
+    Sim { index: usize },
 }
 
 /// A device that runs kernels: a CUDA device (by ordinal) or the simulator.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let device = Device::auto()?; // CUDA device 0, else the simulator
+/// let ctx = device.primary_context()?;
+/// println!("{device}: {}", device.name()?);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Device {
     kind: Kind,
@@ -38,7 +62,8 @@ impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Cuda { ordinal, .. } => write!(f, "Device(cuda:{ordinal})"),
-            Kind::Sim => write!(f, "Device(simulator)"),
+            Kind::Sim { index: 0 } => write!(f, "Device(simulator)"),
+            Kind::Sim { index } => write!(f, "Device(simulator:{index})"),
         }
     }
 }
@@ -47,12 +72,22 @@ impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             Kind::Cuda { ordinal, .. } => write!(f, "CUDA device {ordinal}"),
-            Kind::Sim => write!(f, "the simulator"),
+            Kind::Sim { index } => f.write_str(&sim::label(index)),
         }
     }
 }
 
 /// What a device is and what it can run (`cuDeviceGetAttribute` and friends).
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let p = Device::simulator().properties()?;
+/// assert_eq!(p.warp_size, 32);
+/// println!("{}: {} SMs, blocks of up to {}", p.name, p.multiprocessor_count, p.max_threads_per_block);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeviceProperties {
@@ -85,11 +120,33 @@ pub struct DeviceProperties {
 impl Device {
     /// The number of CUDA devices. Fails with [`Error::DriverUnavailable`] when libcuda cannot
     /// be loaded.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// match Device::count() {
+    ///     Ok(n) => println!("{n} CUDA devices"),
+    ///     Err(e) => println!("no CUDA driver: {e}"), // Error::DriverUnavailable
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn count() -> Result<usize> {
         driver::device_count()
     }
 
     /// The CUDA device with this ordinal (`cuDeviceGet`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// match Device::get(0) {
+    ///     Ok(gpu) => println!("{gpu}: sm_{:?}", gpu.compute_capability()?),
+    ///     Err(e) => println!("no CUDA device 0: {e}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn get(ordinal: usize) -> Result<Device> {
         let count = driver::device_count()?;
         if ordinal >= count {
@@ -101,15 +158,101 @@ impl Device {
         })
     }
 
-    /// The CPU simulator.
+    /// The CPU simulator (its device 0).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let ctx = Device::simulator().primary_context()?; // no GPU or driver needed
+    /// assert!(ctx.is_simulator());
+    /// # Ok(()) }
+    /// ```
     pub fn simulator() -> Device {
-        Device { kind: Kind::Sim }
+        Device {
+            kind: Kind::Sim { index: 0 },
+        }
+    }
+
+    /// Simulated device `index`: the simulator offers `GPUKERNEL_SIM_DEVICES` devices (1 when
+    /// unset), each with its own context, memory and streams, all able to access each other's
+    /// memory once peer access is enabled ([`Context::enable_peer_access`]), so that
+    /// multi-device code runs without GPUs. [`Error::NoDevice`] when `index` is out of range.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let d = Device::simulated(0)?; // GPUKERNEL_SIM_DEVICES=N offers 0..N
+    /// assert_eq!(d, Device::simulator());
+    /// assert!(Device::simulated(64).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn simulated(index: usize) -> Result<Device> {
+        let count = sim::device_count()?;
+        if index >= count {
+            return Err(Error::NoDevice {
+                ordinal: index,
+                count,
+            });
+        }
+        Ok(Device {
+            kind: Kind::Sim { index },
+        })
+    }
+
+    /// Every device of the backend [`Device::default_device`] picks: all CUDA devices, or the
+    /// `GPUKERNEL_SIM_DEVICES` simulated ones.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// for device in Device::all()? {
+    ///     let ctx = device.primary_context()?;
+    ///     println!("{device}: {}", ctx.device().index());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn all() -> Result<Vec<Device>> {
+        let first = Device::default_device()?;
+        if first.is_simulator() {
+            (0..sim::device_count()?).map(Device::simulated).collect()
+        } else {
+            (0..Device::count()?).map(Device::get).collect()
+        }
+    }
+
+    /// The device's position among the devices of its backend: the CUDA ordinal, or the
+    /// simulated device's index.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(Device::simulator().index(), 0);
+    /// # Ok(()) }
+    /// ```
+    pub fn index(&self) -> usize {
+        match self.kind {
+            Kind::Cuda { ordinal, .. } => ordinal,
+            Kind::Sim { index } => index,
+        }
     }
 
     /// CUDA device 0 if libcuda loads and a device exists; the simulator when there is no
     /// NVIDIA driver (libcuda missing, or only its stub) or no device. Any other failure (a
     /// broken or too old driver, a device that fails to answer) is returned, never hidden
     /// behind the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let device = Device::auto()?;
+    /// println!("using {device}");
+    /// # Ok(()) }
+    /// ```
     pub fn auto() -> Result<Device> {
         match auto_choice(driver::device_count())? {
             Some(ordinal) => Device::get(ordinal),
@@ -121,6 +264,16 @@ impl Device {
     /// 0, an error if there is none), `sim` (the simulator) or `auto` (the default:
     /// [`Device::auto`]). Any other value is an error naming the variable and the accepted
     /// values.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // GPUKERNEL_BACKEND=sim forces the simulator, =cuda the GPU (an error without one).
+    /// let device = Device::default_device()?;
+    /// let ctx = device.primary_context()?;
+    /// # Ok(()) }
+    /// ```
     pub fn default_device() -> Result<Device> {
         let value = std::env::var_os(BACKEND_ENV);
         let value = match &value {
@@ -139,42 +292,86 @@ impl Device {
     }
 
     /// Which backend this device is.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(Device::simulator().backend(), gpukernel_runtime::Backend::Simulator);
+    /// # Ok(()) }
+    /// ```
     pub fn backend(&self) -> Backend {
         match self.kind {
             Kind::Cuda { .. } => Backend::Cuda,
-            Kind::Sim => Backend::Simulator,
+            Kind::Sim { .. } => Backend::Simulator,
         }
     }
 
     /// Whether this is the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(Device::simulator().is_simulator());
+    /// # Ok(()) }
+    /// ```
     pub fn is_simulator(&self) -> bool {
-        self.kind == Kind::Sim
+        matches!(self.kind, Kind::Sim { .. })
     }
 
     /// The CUDA ordinal (`None` for the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(Device::simulator().ordinal(), None);
+    /// if let Ok(gpu) = Device::get(0) {
+    ///     assert_eq!(gpu.ordinal(), Some(0));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn ordinal(&self) -> Option<usize> {
         match self.kind {
             Kind::Cuda { ordinal, .. } => Some(ordinal),
-            Kind::Sim => None,
+            Kind::Sim { .. } => None,
         }
     }
 
     pub(crate) fn raw(&self) -> Option<driver::CUdevice> {
         match self.kind {
             Kind::Cuda { raw, .. } => Some(raw),
-            Kind::Sim => None,
+            Kind::Sim { .. } => None,
         }
     }
 
     /// The device's name (`cuDeviceGetName`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// println!("{}", Device::auto()?.name()?); // e.g. "NVIDIA H100 80GB HBM3"
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> Result<String> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_name(raw),
-            Kind::Sim => Ok(sim::DEVICE_NAME.to_owned()),
+            Kind::Sim { .. } => Ok(sim::DEVICE_NAME.to_owned()),
         }
     }
 
     /// Compute capability `(major, minor)`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (major, minor) = Device::auto()?.compute_capability()?;
+    /// let arch = format!("sm_{major}{minor}");
+    /// # Ok(()) }
+    /// ```
     pub fn compute_capability(&self) -> Result<(u32, u32)> {
         Ok((
             self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
@@ -183,19 +380,46 @@ impl Device {
     }
 
     /// Streaming multiprocessors (the simulator's worker threads).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let sms = Device::auto()?.multiprocessor_count()?;
+    /// let blocks = sms * 4; // e.g. a grid-stride loop with a few blocks per SM
+    /// # Ok(()) }
+    /// ```
     pub fn multiprocessor_count(&self) -> Result<u32> {
         self.attribute(DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
     }
 
     /// Global memory in bytes (`cuDeviceTotalMem`; host memory for the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let gib = Device::auto()?.total_memory()? as f64 / (1u64 << 30) as f64;
+    /// println!("{gib:.1} GiB");
+    /// # Ok(()) }
+    /// ```
     pub fn total_memory(&self) -> Result<usize> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_total_memory(raw),
-            Kind::Sim => Ok(sim::device_total_memory()),
+            Kind::Sim { .. } => Ok(sim::device_total_memory()),
         }
     }
 
     /// All the properties at once.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let p = Device::auto()?.properties()?;
+    /// let block = p.max_threads_per_block.min(256);
+    /// # Ok(()) }
+    /// ```
     pub fn properties(&self) -> Result<DeviceProperties> {
         use DeviceAttr::*;
         let a = |attr| self.attribute(attr);
@@ -229,12 +453,22 @@ impl Device {
     fn attribute(&self, attr: DeviceAttr) -> Result<u32> {
         match self.kind {
             Kind::Cuda { raw, .. } => cuda::device_attribute(raw, attr),
-            Kind::Sim => Ok(sim::device_attribute(attr)),
+            Kind::Sim { .. } => Ok(sim::device_attribute(attr)),
         }
     }
 
     /// The device's primary context (`cuDevicePrimaryCtxRetain`), shared by every caller in the
     /// process: one context per device. It stays alive until the process exits.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let again = Device::simulator().primary_context()?; // the same context, shared
+    /// assert_eq!(ctx.device(), again.device());
+    /// # Ok(()) }
+    /// ```
     pub fn primary_context(&self) -> Result<Context> {
         Context::primary(*self)
     }

@@ -9,10 +9,37 @@ use std::fmt;
 use crate::format::{ImageKind, InputKind};
 
 /// `Result` with this crate's [`Error`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::{Context, Result};
+/// fn zeros(ctx: &Context, n: usize) -> Result<Vec<f32>> {
+///     ctx.alloc_zeros::<f32>(n)?.to_host_vec()
+/// }
+/// # assert_eq!(zeros(&ctx, 4)?, [0.0; 4]);
+/// # Ok(()) }
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A CUDA driver error code (`CUresult`) with its name and description, as `cuGetErrorName`
 /// and `cuGetErrorString` give them.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// fn explain(e: &Error) {
+///     if let Some(cuda) = e.cuda_error() {
+///         eprintln!("{} ({}): {}", cuda.name(), cuda.code(), cuda.description());
+///     }
+/// }
+/// if let Err(e) = Device::get(0) {
+///     explain(&e); // e.g. CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CudaError {
     pub(crate) code: u32,
@@ -22,16 +49,46 @@ pub struct CudaError {
 
 impl CudaError {
     /// The numeric `CUresult`, e.g. 700 for `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(cuda) = Device::get(0).err().and_then(|e| e.cuda_error()) {
+    ///     println!("CUresult {}", cuda.code()); // e.g. 100 for CUDA_ERROR_NO_DEVICE
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn code(&self) -> u32 {
         self.code
     }
 
     /// The code's name, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(cuda) = Device::get(0).err().and_then(|e| e.cuda_error()) {
+    ///     assert!(cuda.name().starts_with("CUDA_ERROR_"));
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &'static str {
         self.name
     }
 
     /// The driver's description of the code.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(cuda) = Device::get(0).err().and_then(|e| e.cuda_error()) {
+    ///     println!("{}", cuda.description()); // e.g. "no CUDA-capable device is detected"
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn description(&self) -> &'static str {
         self.description
     }
@@ -39,6 +96,18 @@ impl CudaError {
     /// Whether this code is a sticky fault of a running kernel (illegal address, trap,
     /// misaligned access…) that leaves the context unusable; every driver call in the context
     /// reports it from then on, not only synchronizations.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// fn must_restart(e: &Error) -> bool {
+    ///     // A sticky fault leaves the context unusable: the process has to start over.
+    ///     e.cuda_error().is_some_and(|c| c.is_kernel_fault())
+    /// }
+    /// # assert!(!must_restart(&ctx.alloc_zeros::<u8>(1)?.slice(0..2).unwrap_err()));
+    /// # Ok(()) }
+    /// ```
     pub fn is_kernel_fault(&self) -> bool {
         // CUDA_ERROR_ECC_UNCORRECTABLE (214), CONTAINED (226), ILLEGAL_ADDRESS (700),
         // LAUNCH_TIMEOUT (702), ASSERT (710), HARDWARE_STACK_ERROR (714),
@@ -55,6 +124,16 @@ impl fmt::Display for CudaError {
 }
 
 /// Which linker produced an image or an error.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::Linker;
+/// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").link()?;
+/// println!("linked by {:?}", image.linker()); // nvJitLink: no device needed
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LinkerKind {
@@ -74,6 +153,21 @@ impl fmt::Display for LinkerKind {
 }
 
 /// The result code of a failed linker call, kept as the linker gave it.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::LinkErrorCode;
+/// fn code_name(code: &LinkErrorCode) -> String {
+///     match code {
+///         LinkErrorCode::Driver(cuda) => cuda.name().to_owned(),
+///         LinkErrorCode::NvJitLink { name, .. } => name.to_string(),
+///         _ => code.to_string(),
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LinkErrorCode {
@@ -102,6 +196,19 @@ impl fmt::Display for LinkErrorCode {
 /// `Debug` prints the same text as `Display` (the message, its hint and any compiler or
 /// linker log), so that `fn main() -> Result<(), Error>` and `.unwrap()` show the readable
 /// message; match on the variants for the fields.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let buf = ctx.htod_copy(&[1, 2, 3])?;
+/// let mut host = [0; 2];
+/// match buf.copy_to_host(&mut host) {
+///     Err(Error::LengthMismatch { destination: 2, source_len: 3, .. }) => {}
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -163,8 +270,10 @@ pub enum Error {
         accepted: &'static str,
     },
 
-    /// Two objects of different contexts (devices or backends) were used together.
-    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}")]
+    /// Two objects of different contexts (devices or backends) were used together: memory of
+    /// another device without peer access enabled, a kernel of another device's module, a
+    /// stream or event of another context.
+    #[error("{operation}: {what} belongs to {found}, but the operation runs on {expected}{}", fmt_hint(.hint))]
     ContextMismatch {
         /// What was being done.
         operation: &'static str,
@@ -174,6 +283,72 @@ pub enum Error {
         expected: String,
         /// The argument's context.
         found: String,
+        /// What to do instead (peer access, a copy), when there is something.
+        hint: Option<&'static str>,
+    },
+
+    /// Peer access between two devices was asked for, but they cannot reach each other's
+    /// memory (`cuDeviceCanAccessPeer` is false: no NVLink or PCIe peer path, or the
+    /// simulator and a GPU).
+    #[error(
+        "{from} cannot access the memory of {to} (no peer path between the devices); hint: copy between them with `copy_from_device`, which goes through host memory"
+    )]
+    PeerAccessUnsupported {
+        /// The context that asked for access.
+        from: String,
+        /// The context whose memory it asked for.
+        to: String,
+    },
+
+    /// A collective was asked for wrongly: buffer lengths that do not fit the number of
+    /// ranks, a root or rank out of range, ranks that disagree on the operation, contexts that
+    /// cannot form a communicator.
+    #[error("{operation}: {reason}")]
+    InvalidCollective {
+        /// What was being done, e.g. `Communicator::all_gather`.
+        operation: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A simulated collective waited for ranks that never joined it (on a GPU NCCL would wait
+    /// forever): when one thread drives several ranks, issue their operations inside one
+    /// `collective::group`.
+    #[error(
+        "{operation}: rank {rank} waited {waited_ms} ms for rank(s) {missing:?}, which never joined the collective; hint: one thread driving several ranks must issue them inside `collective::group(|g| ..)`"
+    )]
+    CollectiveIncomplete {
+        /// The collective.
+        operation: &'static str,
+        /// The rank that waited.
+        rank: usize,
+        /// The ranks that had not joined.
+        missing: Vec<usize>,
+        /// How long it waited.
+        waited_ms: u64,
+    },
+
+    /// NCCL cannot be used: the library is not found (or not under a name cudarc loads), or
+    /// the crate was built without its `nccl` feature.
+    #[error("NCCL is unavailable: {reason}; hint: {hint}")]
+    NcclUnavailable {
+        /// What is missing.
+        reason: String,
+        /// How to fix it.
+        hint: String,
+    },
+
+    /// An NCCL call failed.
+    #[error("{call} failed: {name} ({code}){}", if .message.is_empty() { String::new() } else { format!(": {}", .message) })]
+    Nccl {
+        /// The NCCL function.
+        call: &'static str,
+        /// `ncclResult_t`.
+        code: i32,
+        /// Its name, e.g. `ncclInvalidArgument`.
+        name: String,
+        /// NCCL's last error message (`ncclGetLastError`), when it has one.
+        message: String,
     },
 
     /// The operation is not available on this backend.
@@ -753,6 +928,28 @@ pub enum Error {
         info_log: String,
     },
 
+    /// A foreign source was added to a link whose Rust PTX already holds it: nvptx-builder
+    /// linked it in at build time (`Builder::foreign_cuda`), so its functions resolve inside
+    /// the PTX, and the run-time copy would only be compiled for nothing (or, if it differs,
+    /// silently not be the code that runs).
+    #[error(
+        "{input} is already linked into {ptx} at build time (the kernels crate's build.rs names `{source_file}` \
+         in `foreign_cuda`){}; hint: remove it from the Linker: the PTX resolves those calls itself and loads \
+         with `Context::load_module` (or link it with the other inputs only); to link the source at run time \
+         instead, move it from `foreign_cuda` to `foreign_sources` in build.rs",
+        if .symbols.is_empty() { String::new() } else { format!(" and defines {}", list(.symbols)) }
+    )]
+    LinkedAtBuildTime {
+        /// The input added again (path or name).
+        input: String,
+        /// The PTX input that holds it.
+        ptx: String,
+        /// The source as the build script named it.
+        source_file: String,
+        /// The functions the input defines that the PTX already holds.
+        symbols: Vec<String>,
+    },
+
     /// An input has no code the target architecture can run.
     #[error(
         "link input {input} has no code for {arch}; hint: rebuild it with \
@@ -780,6 +977,112 @@ pub enum Error {
         error_log: String,
         /// The linker's info log.
         info_log: String,
+    },
+
+    // --- sharing: IPC, external memory and semaphores, interop ----------------------------
+    /// A sharing operation (IPC, external memory or semaphores, VMM export) was asked of the
+    /// simulator, whose memory is host memory that no other process or API can reach.
+    #[error(
+        "{operation} is not on the simulator: sharing device memory with other processes or \
+         graphics APIs needs a CUDA device\nhint: run on a GPU (`GPUKERNEL_BACKEND=cuda`)"
+    )]
+    NotOnSimulator {
+        /// The operation, e.g. `DeviceBuffer::ipc_handle`.
+        operation: &'static str,
+    },
+
+    /// A buffer (or event) that was not created for sharing was asked for a shareable handle.
+    #[error("{operation}: {what} cannot be exported: {reason}\nhint: {hint}")]
+    NotExportable {
+        /// The operation.
+        operation: &'static str,
+        /// What was asked: `this buffer`, `this event`.
+        what: &'static str,
+        /// Why not.
+        reason: String,
+        /// How to make one that can be.
+        hint: &'static str,
+    },
+
+    /// Bytes that are not a handle this crate wrote (wrong length, magic, version or element
+    /// size), or a handle's own fields out of range.
+    #[error("{operation}: invalid {handle}: {problem}")]
+    InvalidShareHandle {
+        /// The operation.
+        operation: &'static str,
+        /// Which handle: `IPC memory handle`, `IPC event handle`, `VMM handle`.
+        handle: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// The driver refused a shared handle: closed by its exporter, from another device or
+    /// machine, forged, or opened in the process that exported it.
+    #[error("{operation}: the driver refused the {handle}: {error}\nhint: {hint}")]
+    ShareHandleRejected {
+        /// The operation.
+        operation: &'static str,
+        /// Which handle.
+        handle: &'static str,
+        /// The driver's error code.
+        error: CudaError,
+        /// The likely causes.
+        hint: &'static str,
+    },
+
+    /// A mapped range outside the shared or imported memory, or one not aligned for the element
+    /// type.
+    #[error(
+        "{operation}: bytes {offset}..{end} do not fit {what} of {size} bytes{}",
+        if *align > 1 { format!(" (offsets must be multiples of {align})") } else { String::new() },
+        end = offset.saturating_add(*bytes)
+    )]
+    ShareRange {
+        /// The operation.
+        operation: &'static str,
+        /// What is mapped: `the external memory`, `the shared allocation`.
+        what: &'static str,
+        /// Requested start in bytes.
+        offset: u64,
+        /// Requested length in bytes.
+        bytes: u64,
+        /// Size of what is mapped, in bytes.
+        size: u64,
+        /// The alignment the offset needs.
+        align: u64,
+    },
+
+    /// A handle type that this platform does not have (a Windows handle on Linux, a POSIX fd on
+    /// Windows) or that the device does not support.
+    #[error("{operation}: handle type {handle_type} is not supported {place}")]
+    UnsupportedHandleType {
+        /// The operation.
+        operation: &'static str,
+        /// The handle type, e.g. `opaque Win32`.
+        handle_type: &'static str,
+        /// Where: `on this platform`, `by CUDA device 0`.
+        place: String,
+    },
+
+    /// A semaphore used as the other kind: a value given to a binary semaphore, or a timeline
+    /// semaphore signalled or waited on without one.
+    #[error("{operation}: the semaphore is {kind}, but {problem}")]
+    SemaphoreKind {
+        /// The operation.
+        operation: &'static str,
+        /// `binary` or `timeline`.
+        kind: &'static str,
+        /// What the call assumed.
+        problem: &'static str,
+    },
+
+    /// Memory of another library (cudarc) whose context or element size does not match.
+    #[error("{operation}: {problem}")]
+    InteropMismatch {
+        /// The operation.
+        operation: &'static str,
+        /// What does not match.
+        problem: String,
     },
 }
 
@@ -842,6 +1145,16 @@ fn demangled_note(symbol: &str) -> String {
 
 /// The demangled form of a mangled C++ (Itanium ABI) symbol, e.g. `_Z3addff` → `add(float,
 /// float)`; `None` for other names.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::demangle;
+/// assert_eq!(demangle("_Z3addff").as_deref(), Some("add(float, float)"));
+/// assert_eq!(demangle("saxpy"), None);
+/// # Ok(()) }
+/// ```
 pub fn demangle(symbol: &str) -> Option<String> {
     if !symbol.starts_with("_Z") {
         return None;
@@ -851,6 +1164,20 @@ pub fn demangle(symbol: &str) -> Option<String> {
 }
 
 /// What [`Error::ForeignSignatureMismatch`] reports.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::SignatureMismatch;
+/// fn where_to_fix(e: &Error) -> Option<(&str, &str)> {
+///     match e {
+///         Error::ForeignSignatureMismatch(m) => Some((&m.declared_at, &m.defined_at)),
+///         _ => None,
+///     }
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "the definition of foreign function `{symbol}` in {defined_at} does not match its Rust \
@@ -892,12 +1219,22 @@ impl fmt::Debug for Error {
 
 impl Error {
     /// The CUDA error code behind this error, if it came from the driver.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let e = ctx.alloc_zeros::<u8>(4)?.slice(2..8).unwrap_err(); // Error::OutOfBounds
+    /// assert!(e.cuda_error().is_none()); // not from the driver
+    /// # Ok(()) }
+    /// ```
     pub fn cuda_error(&self) -> Option<CudaError> {
         match self {
             Error::Driver { error, .. }
             | Error::KernelFault { error, .. }
             | Error::ModuleLoad { error, .. }
-            | Error::UnresolvedForeignSymbols { error, .. } => Some(*error),
+            | Error::UnresolvedForeignSymbols { error, .. }
+            | Error::ShareHandleRejected { error, .. } => Some(*error),
             Error::DriverUnavailable { error, .. } => *error,
             Error::LinkFailed {
                 code: LinkErrorCode::Driver(error),

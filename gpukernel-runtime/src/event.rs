@@ -13,10 +13,24 @@ use crate::stream::Stream;
 
 /// A CUDA event (`cuEventCreate`): record it on a stream, wait for it, make another stream
 /// wait for it, or measure the time between two of them. `Send + Sync`.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let (producer, consumer) = (ctx.new_stream()?, ctx.new_stream()?);
+/// let data = producer.htod_copy(&[1.0f32; 256])?;
+/// let ready = ctx.new_event()?;
+/// ready.record(&producer)?;
+/// consumer.wait_event(&ready)?; // consumer's later work starts after the copy
+/// # Ok(()) }
+/// ```
 pub struct Event {
     ctx: Arc<ContextInner>,
     handle: EventHandle,
     timing: bool,
+    /// Whether other processes can open it (`CU_EVENT_INTERPROCESS`; see `crate::ipc`).
+    pub(crate) interprocess: bool,
     /// The last launch on the stream when the event was recorded (for fault messages).
     recorded_after: LastLaunch,
     /// The stream it was last recorded on (null before), for foreign-call checks.
@@ -45,13 +59,25 @@ impl Event {
         blocking_sync: bool,
     ) -> Result<Event> {
         let handle = ctx.backend.event_create(timing, blocking_sync)?;
-        Ok(Event {
+        Ok(Event::from_handle(ctx, handle, timing, false))
+    }
+
+    /// An event around a handle the backend made (interprocess events, opened IPC events);
+    /// the event destroys it when dropped.
+    pub(crate) fn from_handle(
+        ctx: Arc<ContextInner>,
+        handle: EventHandle,
+        timing: bool,
+        interprocess: bool,
+    ) -> Event {
+        Event {
             ctx,
             handle,
             timing,
+            interprocess,
             recorded_after: LastLaunch::default(),
             recorded_on: AtomicPtr::new(core::ptr::null_mut()),
-        })
+        }
     }
 
     pub(crate) fn ctx(&self) -> &Arc<ContextInner> {
@@ -63,6 +89,15 @@ impl Event {
     }
 
     /// The raw `CUevent` (meaningless on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let event = ctx.new_event()?;
+    /// let raw = event.raw(); // for a library that takes a CUevent, or a driver call not wrapped here
+    /// # Ok(()) }
+    /// ```
     pub fn raw(&self) -> cudarc::driver::sys::CUevent {
         if self.ctx.backend.is_simulator() {
             return core::ptr::null_mut();
@@ -71,6 +106,17 @@ impl Event {
     }
 
     /// Records the event at the current end of `stream` (`cuEventRecord`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let event = ctx.new_event()?;
+    /// let buf = stream.htod_copy(&[0u8; 4096])?;
+    /// event.record(&stream)?; // marks the point after the copy
+    /// event.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub fn record(&self, stream: &Stream) -> Result<()> {
         crate::context::check_same("Event::record", "the stream", &self.ctx, stream.ctx())?;
         self.recorded_after.copy_from(&stream.state().last_launch);
@@ -87,6 +133,17 @@ impl Event {
     /// Waits until the work recorded before the event is done (`cuEventSynchronize`); a kernel
     /// fault is reported as [`Error::KernelFault`](crate::Error::KernelFault), a failed
     /// foreign call as [`Error::ForeignCallFailed`](crate::Error::ForeignCallFailed).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let done = ctx.new_event()?;
+    /// let out = stream.alloc_zeros::<u32>(64)?;
+    /// done.record(&stream)?;
+    /// done.synchronize()?; // the host waits here for the allocation and everything before it
+    /// # Ok(()) }
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.ctx
             .backend
@@ -97,6 +154,18 @@ impl Event {
     }
 
     /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let done = ctx.new_event()?;
+    /// done.record(&stream)?;
+    /// while !done.query()? {
+    ///     std::thread::yield_now(); // do host work meanwhile
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn query(&self) -> Result<bool> {
         self.ctx
             .backend
@@ -105,6 +174,19 @@ impl Event {
 
     /// Milliseconds from `self` (the start) to `end` (`cuEventElapsedTime`). Both must have
     /// been recorded with timing enabled; waits for `end` first.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    /// start.record(&stream)?;
+    /// let mut out = stream.alloc_zeros::<u32>(1 << 16)?;
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1 << 16)?, (&mut out,))?;
+    /// end.record(&stream)?;
+    /// println!("iota took {:.3} ms", start.elapsed_ms(&end)?);
+    /// # Ok(()) }
+    /// ```
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         crate::context::check_same("Event::elapsed_ms", "the end event", &self.ctx, &end.ctx)?;
         end.synchronize()?;

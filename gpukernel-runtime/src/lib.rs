@@ -46,6 +46,16 @@
 //! }
 //! ```
 //!
+//! # Several devices
+//!
+//! Each device has its own context; [`Device::all`] lists them (CUDA devices, or the
+//! simulator's `GPUKERNEL_SIM_DEVICES` devices). [`Context::enable_peer_access`] lets a
+//! context's kernels use another device's buffers; `copy_from_device` copies between devices
+//! (directly with peer access, through host memory without);
+//! [`Linker::link_and_load_on`](link::Linker::link_and_load_on) links once and loads on every
+//! device; [`collective`] runs NCCL's collectives (cargo feature `nccl`) on buffers and
+//! streams, and the simulator's twins of them.
+//!
 //! # Soundness of asynchronous work
 //!
 //! A kernel runs after [`Stream::launch`] returns, while the borrows of its arguments have
@@ -56,14 +66,18 @@
 #![warn(missing_docs)]
 
 mod backend;
+pub mod collective;
 mod context;
 mod device;
 mod driver;
 mod error;
 mod event;
+pub mod external;
 mod foreign;
 mod format;
 mod graph;
+pub mod interop;
+pub mod ipc;
 mod launch;
 pub mod link;
 mod memory;

@@ -18,6 +18,16 @@ use crate::memory::DevicePtr;
 impl ImageKind {
     /// Classifies an image and checks its shape (headers within bounds), so the driver is
     /// never handed a truncated or foreign file.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::ImageKind;
+    /// assert_eq!(ImageKind::detect(kernels_ptx().as_bytes())?, ImageKind::Ptx);
+    /// assert!(ImageKind::detect(b"\x7fELF").is_err()); // a truncated cubin is refused
+    /// # Ok(()) }
+    /// ```
     pub fn detect(image: &[u8]) -> Result<ImageKind> {
         crate::format::detect_image(image).map_err(|reason| Error::InvalidModuleImage {
             reason,
@@ -78,6 +88,17 @@ impl Drop for ModuleInner {
 
 /// A loaded module: kernels looked up by name, typed ([`Module::kernel`]) or not
 /// ([`Module::function`]). On the simulator it is the set of kernel names of its image.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # let ptx = kernels_ptx();
+/// let module = ctx.load_module(ptx.as_bytes())?;
+/// let saxpy = module.kernel(saxpy)?; // typed: checked against the Rust declaration
+/// let iota = module.function("iota")?; // untyped, by name
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Module {
     inner: Arc<ModuleInner>,
@@ -148,12 +169,46 @@ impl Module {
         Ok(Module::register(ctx, loaded))
     }
 
+    /// The context the module was loaded in.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(module.context().device(), ctx.device());
+    /// # Ok(()) }
+    /// ```
+    pub fn context(&self) -> crate::Context {
+        crate::Context {
+            inner: self.inner.ctx.clone(),
+        }
+    }
+
     /// The names of the module's kernels, sorted.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(module.kernel_names(), ["iota", "saxpy", "scale"]);
+    /// # Ok(()) }
+    /// ```
     pub fn kernel_names(&self) -> &[String] {
         &self.inner.names
     }
 
     /// The raw `CUmodule` (`None` on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// if let Some(raw) = module.raw() {
+    ///     // a CUmodule, for a driver call the runtime does not wrap
+    /// }
+    /// assert!(module.raw().is_none()); // the simulator has none
+    /// # Ok(()) }
+    /// ```
     pub fn raw(&self) -> Option<cudarc::driver::sys::CUmodule> {
         let h = self.inner.handle;
         (!self.inner.ctx.backend.is_simulator()).then(|| h.0.cast())
@@ -170,6 +225,17 @@ impl Module {
     /// out-of-date PTX); an entry without one ([`Error::KernelNotVerified`]: a CUDA C
     /// `__global__`, PTX from elsewhere) needs [`kernel_unverified`](Self::kernel_unverified).
     /// Its parameter sizes must also match (`cuFuncGetParamInfo`): [`Error::KernelSignatureMismatch`].
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let saxpy = module.kernel(saxpy)?; // `saxpy` is the #[kernel] fn's name
+    /// let x = ctx.htod_copy(&[1.0f32; 4])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(4)?;
+    /// stream.launch(&saxpy, LaunchConfig::for_elements(4)?, (2.0f32, &x, &mut y))?;
+    /// # Ok(()) }
+    /// ```
     pub fn kernel<K: Kernel, M>(&self, kernel: impl IntoKernel<K, M>) -> Result<TypedKernel<K>>
     where
         K::Params: ParamList,
@@ -209,6 +275,32 @@ impl Module {
     /// pointer where the Rust side lends a read-only slice, say, would let safe code race),
     /// and its code must uphold what `K` promises: if `K` is a [`gpukernel_device::SafeKernel`],
     /// that any arguments of those types are sound.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::{DisjointSlice, Kernel, SafeKernel};
+    /// /// `__global__ void iota(unsigned* out, size_t n)`, written in CUDA C.
+    /// #[derive(Clone, Copy)]
+    /// struct Iota;
+    /// // SAFETY: the entry takes (pointer, length) and writes out[i] for i < n only; the simulator
+    /// // runs the Rust twin of the same kernel.
+    /// unsafe impl Kernel for Iota {
+    ///     const NAME: &'static str = "iota";
+    ///     type Params = (DisjointSlice<'static, u32>,);
+    ///     const SIM_ENTRY: gpukernel_device::SimEntry = <iota as Kernel>::SIM_ENTRY;
+    ///     const SIGNATURE: u64 = 0; // CUDA C carries no fingerprint
+    /// }
+    /// unsafe impl SafeKernel for Iota {}
+    /// // SAFETY: as above.
+    /// let k = unsafe { module.kernel_unverified(Iota)? };
+    /// let mut out = ctx.alloc_zeros::<u32>(8)?;
+    /// stream.launch(&k, LaunchConfig::for_elements(8)?, (&mut out,))?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn kernel_unverified<K: Kernel, M>(
         &self,
         kernel: impl IntoKernel<K, M>,
@@ -253,8 +345,18 @@ impl Module {
         })
     }
 
-    /// The kernel named `name`, for untyped launches ([`Stream::launch_untyped`]). An unknown
+    /// The kernel named `name`, for untyped launches ([`Stream::launch_untyped`](crate::Stream::launch_untyped)). An unknown
     /// name is [`Error::KernelNotFound`], listing the kernels the module has.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let f = module.function("saxpy")?;
+    /// println!("{} uses {} registers", f.name(), f.num_registers());
+    /// assert!(module.function("sxapy").is_err()); // Error::KernelNotFound lists the kernels
+    /// # Ok(()) }
+    /// ```
     pub fn function(&self, name: &str) -> Result<Function> {
         let not_found = || Error::KernelNotFound {
             name: name.to_owned(),
@@ -290,6 +392,16 @@ impl Module {
 
     /// The address and size of a module global (`cuModuleGetGlobal`). Not available on the
     /// simulator.
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // `__device__ int counter;` in a linked .cu file
+    /// let (ptr, size) = module.global("counter")?;
+    /// assert_eq!(size, 4);
+    /// # Ok(()) }
+    /// ```
     pub fn global(&self, name: &str) -> Result<(DevicePtr<u8>, usize)> {
         let not_found = || Error::GlobalNotFound {
             name: name.to_owned(),
@@ -307,6 +419,16 @@ impl Module {
 }
 
 /// A kernel of a loaded module, for untyped launches; it keeps its module loaded.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let f = module.function("iota")?;
+/// let block = f.optimal_block_size(0)?.min(f.max_threads_per_block());
+/// println!("{}: blocks of {block}", f.name());
+/// # Ok(()) }
+/// ```
 pub struct Function {
     pub(crate) module: Arc<ModuleInner>,
     pub(crate) info: FunctionInfo,
@@ -330,16 +452,42 @@ impl fmt::Debug for Function {
 
 impl Function {
     /// The kernel's name.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(module.kernel(saxpy)?.name(), "saxpy");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &'static str {
         self.name
     }
 
     /// The raw `CUfunction` (null on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let raw = module.function("iota")?.raw(); // a CUfunction for cuLaunchKernelEx and friends
+    /// assert!(raw.is_null()); // on the simulator
+    /// # Ok(()) }
+    /// ```
     pub fn raw(&self) -> cudarc::driver::sys::CUfunction {
         self.info.handle.0.cast()
     }
 
     /// The most threads a block of this kernel may have (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let f = module.function("iota")?;
+    /// let cfg = LaunchConfig::for_elements_with_block(4096, f.max_threads_per_block().min(512))?;
+    /// # Ok(()) }
+    /// ```
     pub fn max_threads_per_block(&self) -> u32 {
         self.info.max_threads_per_block
     }
@@ -347,17 +495,45 @@ impl Function {
     /// The registers each thread of the kernel uses (`CU_FUNC_ATTRIBUTE_NUM_REGS`; 0 on the
     /// simulator). At most [`Linker::max_registers`](crate::link::Linker::max_registers) when
     /// the link set it.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let regs = module.function("saxpy")?.num_registers(); // 0 on the simulator
+    /// println!("{regs} registers per thread");
+    /// # Ok(()) }
+    /// ```
     pub fn num_registers(&self) -> u32 {
         self.info.num_registers
     }
 
     /// Bytes of static shared memory the kernel declares.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let bytes = module.function("saxpy")?.static_shared_bytes();
+    /// assert_eq!(bytes, 0); // saxpy has no shared_array!
+    /// # Ok(()) }
+    /// ```
     pub fn static_shared_bytes(&self) -> u32 {
         self.info.static_shared_bytes
     }
 
     /// The block size that maximises occupancy with `dynamic_shared_bytes` of dynamic shared
     /// memory per block (`cuOccupancyMaxPotentialBlockSize`); 256 on the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let f = module.function("saxpy")?;
+    /// let block = f.optimal_block_size(0)?;
+    /// let cfg = LaunchConfig::for_elements_with_block(1 << 20, block)?;
+    /// # Ok(()) }
+    /// ```
     pub fn optimal_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
         let block = self
             .module
@@ -369,6 +545,16 @@ impl Function {
 
     /// Allows launches with up to `bytes` of dynamic shared memory
     /// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`; needed above 48 KiB).
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let f = module.function("saxpy")?;
+    /// f.set_max_dynamic_shared_bytes(96 * 1024)?; // then launches may ask for up to 96 KiB
+    /// let cfg = LaunchConfig::new(1, 256).with_shared_mem_bytes(96 * 1024);
+    /// # Ok(()) }
+    /// ```
     pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
         let limit = self
             .module
@@ -404,8 +590,22 @@ impl Function {
     }
 }
 
-/// A kernel `K` looked up in a module: what [`Stream::launch`] takes. Holds the `CUfunction`,
+/// A kernel `K` looked up in a module: what [`Stream::launch`](crate::Stream::launch) takes. Holds the `CUfunction`,
 /// so launching does no lookup. Dereferences to its [`Function`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::TypedKernel;
+/// let saxpy: TypedKernel<saxpy> = module.kernel(saxpy)?; // looked up once
+/// println!("{} regs", saxpy.num_registers()); // derefs to its Function
+/// let (x, mut y) = (ctx.alloc_zeros::<f32>(8)?, ctx.alloc_zeros::<f32>(8)?);
+/// for _ in 0..3 {
+///     stream.launch(&saxpy, LaunchConfig::for_elements(8)?, (1.0f32, &x, &mut y))?;
+/// }
+/// # Ok(()) }
+/// ```
 pub struct TypedKernel<K: Kernel> {
     pub(crate) function: Function,
     /// The launches `K` may have, from its parameter types (`ParamList::LAUNCH_DIMS`).

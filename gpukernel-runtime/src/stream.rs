@@ -46,15 +46,37 @@ impl Drop for OwnedStream {
     }
 }
 
+/// A stream another library owns (see `interop`): never destroyed here; `_owner` keeps it
+/// alive.
+struct BorrowedStream {
+    state: StreamState,
+    ctx: Arc<ContextInner>,
+    _owner: Box<dyn std::any::Any + Send + Sync>,
+}
+
 #[derive(Clone)]
 enum Repr {
     /// The context's default stream (owned by the context).
     Default(Arc<ContextInner>),
     Owned(Arc<OwnedStream>),
+    Borrowed(Arc<BorrowedStream>),
 }
 
 /// A CUDA stream: work enqueued on it runs in order. Cheap to clone (a shared handle);
 /// `Send + Sync`. On the simulator every operation runs to completion before returning.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let stream = ctx.new_stream()?;
+/// let x = stream.htod_copy(&[1.0f32; 512])?;
+/// let mut y = stream.alloc_zeros::<f32>(512)?;
+/// stream.launch(&module.kernel(saxpy)?, LaunchConfig::for_elements(512)?, (3.0f32, &x, &mut y))?;
+/// stream.synchronize()?; // copies, launch: in order on `stream`
+/// assert_eq!(y.to_host_vec()?[0], 3.0);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Stream {
     repr: Repr,
@@ -84,11 +106,35 @@ impl Stream {
         })
     }
 
+    /// A stream around another library's handle, which `owner` keeps alive (it is dropped
+    /// with the last clone of the returned stream; the handle is never destroyed here).
+    ///
+    /// # Safety
+    /// `handle` is a live stream of `ctx`'s backend while `owner` lives.
+    #[cfg_attr(
+        not(feature = "cudarc-interop"),
+        allow(dead_code, reason = "used by the cudarc interop feature")
+    )]
+    pub(crate) unsafe fn borrowed(
+        ctx: Arc<ContextInner>,
+        handle: StreamHandle,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Stream {
+        Stream {
+            repr: Repr::Borrowed(Arc::new(BorrowedStream {
+                state: StreamState::new(handle),
+                ctx,
+                _owner: owner,
+            })),
+        }
+    }
+
     #[inline(always)]
     pub(crate) fn ctx(&self) -> &Arc<ContextInner> {
         match &self.repr {
             Repr::Default(c) => c,
             Repr::Owned(o) => &o.ctx,
+            Repr::Borrowed(b) => &b.ctx,
         }
     }
 
@@ -97,11 +143,21 @@ impl Stream {
         match &self.repr {
             Repr::Default(c) => &c.default_stream,
             Repr::Owned(o) => &o.state,
+            Repr::Borrowed(b) => &b.state,
         }
     }
 
     /// The raw `CUstream` (null on the simulator), for code that calls the driver directly.
     /// It stays valid while any clone of this `Stream` lives.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let raw = ctx.new_stream()?.raw(); // for a library call that takes a CUstream (e.g. cuBLAS)
+    /// assert!(raw.is_null()); // on the simulator
+    /// # Ok(()) }
+    /// ```
     #[inline(always)]
     pub fn raw(&self) -> cudarc::driver::sys::CUstream {
         if self.ctx().backend.is_simulator() {
@@ -117,6 +173,15 @@ impl Stream {
     }
 
     /// The stream's context.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// assert_eq!(stream.context().device(), ctx.device());
+    /// # Ok(()) }
+    /// ```
     pub fn context(&self) -> Context {
         Context {
             inner: self.ctx().clone(),
@@ -130,17 +195,51 @@ impl Stream {
     }
 
     /// Whether both handles are the same stream.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let a = ctx.new_stream()?;
+    /// assert!(a.same_as(&a.clone()));
+    /// assert!(!a.same_as(&ctx.new_stream()?));
+    /// # Ok(()) }
+    /// ```
     #[inline(always)]
     pub fn same_as(&self, other: &Stream) -> bool {
         core::ptr::eq(self.state(), other.state())
     }
 
     /// The last kernel launched on this stream, if any.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// let mut out = stream.alloc_zeros::<u32>(32)?;
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(32)?, (&mut out,))?;
+    /// assert_eq!(stream.last_launch(), Some("iota"));
+    /// # Ok(()) }
+    /// ```
     pub fn last_launch(&self) -> Option<&'static str> {
         self.state().last_launch.get()
     }
 
     /// Whether the stream is being captured into a graph ([`Stream::capture`]).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// let graph = stream.capture("empty", |c| {
+    ///     assert!(c.raw_stream() == stream.raw() && stream.is_capturing());
+    ///     Ok(())
+    /// })?;
+    /// assert!(!stream.is_capturing());
+    /// # Ok(()) }
+    /// ```
     pub fn is_capturing(&self) -> bool {
         self.state().capturing.load(Ordering::Acquire)
     }
@@ -157,8 +256,19 @@ impl Stream {
     }
 
     /// Waits until all work on the stream is done (`cuStreamSynchronize`), then reports a kernel
-    /// fault ([`Error::KernelFault`], naming the last launch on this stream) or a failed
-    /// foreign call ([`Error::ForeignCallFailed`]).
+    /// fault ([`Error::KernelFault`](crate::Error::KernelFault), naming the last launch on this stream) or a failed
+    /// foreign call ([`Error::ForeignCallFailed`](crate::Error::ForeignCallFailed)).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// let mut out = stream.alloc_zeros::<u32>(1024)?;
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(1024)?, (&mut out,))?;
+    /// stream.synchronize()?; // a fault of `iota` would be returned here
+    /// # Ok(()) }
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
         crate::foreign::check(self, crate::foreign::Done::Streams(&[self.handle()]))
@@ -180,6 +290,19 @@ impl Stream {
     }
 
     /// Whether all work on the stream is done (`cuStreamQuery`); never blocks.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// let buf = stream.alloc_zeros::<u8>(1 << 20)?;
+    /// if !stream.query()? {
+    ///     // still running: do host work, then synchronize
+    /// }
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub fn query(&self) -> Result<bool> {
         self.not_capturing("Stream::query")?;
         self.ctx()
@@ -188,6 +311,18 @@ impl Stream {
     }
 
     /// Makes later work on this stream wait until `event` completes (`cuStreamWaitEvent`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (a, b) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let x = a.htod_copy(&[1.0f32; 64])?;
+    /// let copied = ctx.new_event()?;
+    /// a.record_event(&copied)?;
+    /// b.wait_event(&copied)?; // b's later work starts after the copy on a
+    /// # Ok(()) }
+    /// ```
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         crate::context::check_same("Stream::wait_event", "the event", self.ctx(), event.ctx())?;
         self.ctx()
@@ -196,16 +331,66 @@ impl Stream {
     }
 
     /// Records `event` at the current end of this stream (`cuEventRecord`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let done = ctx.new_event()?;
+    /// let buf = stream.alloc_zeros::<f32>(256)?;
+    /// stream.record_event(&done)?; // same as done.record(&stream)
+    /// done.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub fn record_event(&self, event: &Event) -> Result<()> {
         event.record(self)
     }
 
     /// The stream's priority (`cuStreamGetPriority`); 0 on the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream_with_priority(0)?;
+    /// println!("priority {}", stream.priority()?);
+    /// # Ok(()) }
+    /// ```
     pub fn priority(&self) -> Result<i32> {
         self.ctx().backend.stream_priority(self.handle())
     }
 
+    /// Makes later work on this stream wait for the work enqueued so far on `other`, which may
+    /// be a stream of another context: then an event of `other`'s context is recorded there
+    /// and waited for here (`cuStreamWaitEvent` accepts another device's event).
+    pub(crate) fn order_after(&self, other: &Stream) -> Result<()> {
+        if Arc::ptr_eq(self.ctx(), other.ctx()) {
+            return self
+                .ctx()
+                .backend
+                .stream_wait_stream(self.handle(), other.handle());
+        }
+        let theirs = &other.ctx().backend;
+        let e = theirs.event_create(false, false)?;
+        let r = theirs
+            .event_record(e, other.handle())
+            .and_then(|()| self.ctx().backend.stream_wait_event(self.handle(), e));
+        // SAFETY: made above and not used after; a pending event is released once complete.
+        unsafe { theirs.event_destroy(e) };
+        r
+    }
+
     /// Makes this stream wait for the work enqueued so far on `other`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (upload, compute) = (ctx.new_stream()?, ctx.new_stream()?);
+    /// let x = upload.htod_copy(&[2.0f32; 128])?;
+    /// compute.wait_stream(&upload)?; // compute's later work runs after the upload
+    /// # Ok(()) }
+    /// ```
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
         crate::context::check_same(
             "Stream::wait_stream",

@@ -109,6 +109,59 @@ pub fn declarations_in_ptx(ptx: &str) -> Vec<ForeignDeclaration> {
     out
 }
 
+/// The declarations recorded in an LLVM IR text (the kernels' linked module, before `llc`):
+/// the `@__gpukernel_foreign_* = constant [N x i8] c"..."` globals, in order.
+pub fn declarations_in_ir(ir: &str) -> Vec<ForeignDeclaration> {
+    let mut out: Vec<ForeignDeclaration> = Vec::new();
+    for line in ir.lines() {
+        if !line.starts_with(&format!("@{RECORD_PREFIX}")) {
+            continue;
+        }
+        let Some(text) = line
+            .split_once("c\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map(|(inner, _)| unescape_ir_string(inner))
+        else {
+            continue;
+        };
+        if let Some(decl) = String::from_utf8(text)
+            .ok()
+            .and_then(|t| ForeignDeclaration::parse(&t))
+            && !out.contains(&decl)
+        {
+            out.push(decl);
+        }
+    }
+    out
+}
+
+/// The bytes of an LLVM IR string constant's body (`\XX` hex escapes, `\\`).
+fn unescape_ir_string(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            if b.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+                continue;
+            }
+            if let Some(v) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +184,15 @@ mod tests {
         );
         assert!(decls[0].host_prototype());
         assert_eq!(decls[0].declared_at, "src/a.rs:3");
+    }
+
+    #[test]
+    fn records_are_read_from_ir() {
+        let ir = "@__gpukernel_foreign_add_in_place_aa = constant [95 x i8] c\"gpukernel-foreign-v1\\0Asymbol=add_in_place\\0Aabi=numba\\0Aat=src/ffi.rs:42\\0Aret=void\\0Aarg=float*\\0Aarg=float\\0A\", align 1\n@other = constant [1 x i8] c\"x\"\n";
+        let decls = declarations_in_ir(ir);
+        assert_eq!(decls.len(), 1, "{decls:?}");
+        assert_eq!(decls[0].symbol, "add_in_place");
+        assert_eq!(decls[0].args, ["float*", "float"]);
+        assert_eq!(unescape_ir_string("a\\22\\\\b"), b"a\"\\b");
     }
 }

@@ -44,6 +44,7 @@
 mod directives;
 pub mod foreign;
 pub mod host_cc;
+pub mod lto;
 pub mod shared_rewrite;
 mod tools;
 
@@ -175,6 +176,42 @@ pub enum Error {
         /// The compiler's message.
         detail: String,
     },
+    /// clang, which compiles the sources of [`Builder::foreign_cuda`], is not installed.
+    ClangMissing {
+        /// The program looked for.
+        clang: PathBuf,
+        /// Whether `GPUKERNEL_CLANG` named it.
+        from_env: bool,
+        /// What running it said.
+        detail: String,
+        /// The command that installs it.
+        install: &'static str,
+    },
+    /// No CUDA headers (`include/cuda.h`, `include/cuda_runtime.h`) for clang to compile the
+    /// sources of [`Builder::foreign_cuda`] with.
+    CudaHeadersMissing {
+        /// The folders searched, in order.
+        searched: Vec<PathBuf>,
+    },
+    /// A source of [`Builder::foreign_cuda`] does not compile for the GPU (clang, build-time
+    /// LTO).
+    ForeignDeviceCompileFailed {
+        /// The source.
+        source_file: PathBuf,
+        /// clang.
+        compiler: PathBuf,
+        /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
+        command: Option<String>,
+        /// clang's log (file:line, caret).
+        log: String,
+    },
+    /// Two sources of [`Builder::foreign_cuda`] define the same function.
+    ForeignDuplicateDefinition {
+        /// The function.
+        symbol: String,
+        /// The sources that define it.
+        sources: [PathBuf; 2],
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -297,6 +334,61 @@ impl fmt::Display for Error {
                  {declared_at}, which expects `{expected}`\nhint: change the `declare_device!` entry or the definition \
                  so that both have the same argument count, argument types and return type\ncompiler: {detail}"
             ),
+            Error::ClangMissing {
+                clang,
+                from_env,
+                detail,
+                install,
+            } => write!(
+                f,
+                "`{}`{} was not found or does not run ({detail}); it compiles the `foreign_cuda` sources for build-time LTO.\n\
+                 hint: install it with {install}, or name another clang (19 or newer) in GPUKERNEL_CLANG",
+                clang.display(),
+                if *from_env {
+                    " (from GPUKERNEL_CLANG)"
+                } else {
+                    ""
+                }
+            ),
+            Error::CudaHeadersMissing { searched } => write!(
+                f,
+                "no CUDA headers (include/cuda.h, include/cuda_runtime.h) for clang to compile the `foreign_cuda` sources with; searched: {}\n\
+                 hint: run `cargo xtask doctor` in the gpukernel checkout (it installs the CUDA 13.0 headers with the compiler tools), \
+                 or point GPUKERNEL_CUDA_TOOLS at a CUDA toolkit",
+                searched
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Error::ForeignDeviceCompileFailed {
+                source_file,
+                compiler,
+                command,
+                log,
+            } => {
+                write!(
+                    f,
+                    "{}\nthe foreign CUDA source {} does not compile for the GPU (with {}, for build-time LTO)",
+                    log.trim_end(),
+                    source_file.display(),
+                    compiler.display()
+                )?;
+                match command {
+                    Some(c) => write!(f, "\ncommand: {c}"),
+                    None => write!(
+                        f,
+                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
+                    ),
+                }
+            }
+            Error::ForeignDuplicateDefinition { symbol, sources } => write!(
+                f,
+                "`{symbol}` is defined by two `foreign_cuda` sources, {} and {}: they are linked into one PTX, so keep one \
+                 definition (a shared helper goes in a header, `static` or `inline`)",
+                sources[0].display(),
+                sources[1].display()
+            ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -369,6 +461,18 @@ pub struct PtxOutput {
     /// recorded in the PTX: give them to [`host_cc::HostCc::declarations`] so that the host
     /// compile of the foreign sources checks the definitions against them.
     pub foreign: Vec<foreign::ForeignDeclaration>,
+    /// The sources of [`Builder::foreign_cuda`] linked into the PTX (build-time LTO).
+    pub linked_cuda: Vec<LinkedCuda>,
+}
+
+/// A foreign CUDA C source linked into the PTX at build time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkedCuda {
+    /// The source, as the build script named it.
+    pub source: PathBuf,
+    /// The functions with external linkage it defines (internal to the PTX once linked:
+    /// inlined where called, and no longer visible to run-time inputs).
+    pub defines: Vec<String>,
 }
 
 /// Configures and runs a device build of one kernels crate.
@@ -384,6 +488,7 @@ pub struct Builder {
     validate: bool,
     emit_cargo_directives: bool,
     foreign_sources: Vec<PathBuf>,
+    foreign_cuda: Vec<PathBuf>,
 }
 
 impl Builder {
@@ -417,6 +522,7 @@ impl Builder {
             validate: true,
             emit_cargo_directives: false,
             foreign_sources: Vec::new(),
+            foreign_cuda: Vec::new(),
         }
     }
 
@@ -498,6 +604,33 @@ impl Builder {
         self
     }
 
+    /// Foreign CUDA C sources (relative to the kernels crate, or absolute) linked into the PTX
+    /// at build time: each is compiled by clang (19; `GPUKERNEL_CLANG` names another) to LLVM
+    /// bitcode for the same architecture and linked with the kernels before `opt -O3`, so
+    /// their functions inline where the kernels call them (a foreign call then costs what a
+    /// Rust call does). [`build_or_exit`](Builder::build_or_exit) also compiles them for the
+    /// host, for the simulator, as [`foreign_sources`](Builder::foreign_sources) does: name a
+    /// source once, here. The run-time `Linker` needs them no more (it refuses them as
+    /// already linked); inputs that exist only as PTX, cubin, fatbin, archive or LTO-IR keep
+    /// the run-time link. See [`lto`] for what clang accepts and the limits (no struct by
+    /// value across the boundary, no textures).
+    ///
+    /// ```no_run
+    /// // build.rs of a kernels crate
+    /// nvptx_builder::Builder::from_build_script()
+    ///     .foreign_cuda(["cuda/functions.cu"])
+    ///     .build_or_exit();
+    /// ```
+    pub fn foreign_cuda<I, P>(mut self, sources: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: AsRef<Path>,
+    {
+        self.foreign_cuda
+            .extend(sources.into_iter().map(|s| s.as_ref().to_path_buf()));
+        self
+    }
+
     /// Runs the build (the foreign sources' host compile too), or prints the error and exits
     /// the build script with status 1. On failure the error is all the build script prints
     /// (the compiler's log first, with file:line); its `cargo:` directives are held back, and
@@ -527,20 +660,26 @@ impl Builder {
         }
     }
 
-    /// The foreign sources' syntax check, the device build, then their host compile.
+    /// The build-time LTO sources' device compile (clang's errors first), the host syntax
+    /// check of every foreign source, the device build, then their host compile.
     fn build_with_foreign(&self) -> Result<PtxOutput, Error> {
-        if self.foreign_sources.is_empty() {
-            return self.build();
+        let arch = self.resolve_arch()?;
+        let cuda = self.compile_cuda(&arch)?;
+        // One list drives both builds: a `foreign_cuda` source is compiled for the host too.
+        let mut sources: Vec<PathBuf> = Vec::new();
+        for s in self.foreign_sources.iter().chain(&self.foreign_cuda) {
+            let p = self.manifest_dir.join(s);
+            if !sources.contains(&p) {
+                sources.push(p);
+            }
         }
-        let sources: Vec<PathBuf> = self
-            .foreign_sources
-            .iter()
-            .map(|s| self.manifest_dir.join(s))
-            .collect();
+        if sources.is_empty() {
+            return self.build_device(&arch, cuda);
+        }
         let host = host_cc::HostCc::new(cc::Build::new(), &self.out_dir)
             .cargo_metadata(self.emit_cargo_directives);
         host.check_all(&sources)?;
-        let out = self.build()?;
+        let out = self.build_device(&arch, cuda)?;
         // Named after the package: two kernels crates in one program link two libraries.
         let package = self.package_name.as_deref().unwrap_or(&self.output_name);
         // Each definition is checked against the declaration the PTX records for it.
@@ -549,9 +688,43 @@ impl Builder {
         Ok(out)
     }
 
-    /// Runs the device build and returns what it wrote.
+    /// Runs the device build (with the [`foreign_cuda`](Builder::foreign_cuda) sources linked
+    /// in) and returns what it wrote.
     pub fn build(&self) -> Result<PtxOutput, Error> {
         let arch = self.resolve_arch()?;
+        let cuda = self.compile_cuda(&arch)?;
+        self.build_device(&arch, cuda)
+    }
+
+    /// Compiles the [`foreign_cuda`](Builder::foreign_cuda) sources to bitcode with clang.
+    fn compile_cuda(&self, arch: &str) -> Result<Vec<lto::CudaBitcode>, Error> {
+        if self.foreign_cuda.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dir = self.out_dir.join(format!("{}-cuda", self.output_name));
+        let clang = lto::Clang::locate(&dir)?;
+        if self.emit_cargo_directives {
+            for var in ["GPUKERNEL_CLANG", "GPUKERNEL_CUDA_TOOLS"] {
+                directives::emit(format!("cargo:rerun-if-env-changed={var}"));
+            }
+        }
+        self.foreign_cuda
+            .iter()
+            .map(|s| {
+                clang.compile(
+                    &self.manifest_dir,
+                    s,
+                    arch,
+                    &dir,
+                    self.emit_cargo_directives,
+                )
+            })
+            .collect()
+    }
+
+    /// The device build proper, linking the compiled `cuda` sources into the kernels.
+    fn build_device(&self, arch: &str, cuda: Vec<lto::CudaBitcode>) -> Result<PtxOutput, Error> {
+        let arch = arch.to_owned();
         let toolchain = tools::Toolchain::locate(&self.resolve_toolchain()?)?;
         let manifest = self.manifest_dir.join("Cargo.toml");
         let package = self
@@ -633,21 +806,74 @@ impl Builder {
             &toolchain.llvm_dis,
             &[pruned.into_os_string(), "-o".into(), "-".into()],
         )?;
-        let ir = shared_rewrite::rewrite_shared_statics(&ir)
+        let mut ir = shared_rewrite::rewrite_shared_statics(&ir)
             .map_err(|e| Error::SharedRewrite(e.to_string()))?;
+
+        // Build-time LTO: the foreign sources' functions are checked against the kernels'
+        // declarations, recorded for the run-time Linker, and linked in.
+        let mut linked_cuda = Vec::new();
+        let mut extra_bitcode: Vec<PathBuf> = Vec::new();
+        let mut public = exported.clone();
+        if !cuda.is_empty() {
+            let declarations = foreign::declarations_in_ir(&ir);
+            let mut with_ir = Vec::new();
+            for source in &cuda {
+                let text = run_tool(
+                    &toolchain.llvm_dis,
+                    &[
+                        source.bitcode.clone().into_os_string(),
+                        "-o".into(),
+                        "-".into(),
+                    ],
+                )?;
+                with_ir.push((source.clone(), text));
+            }
+            let defined = lto::check_signatures(&ir, &with_ir, &declarations)?;
+            for (name, global) in lto::record_globals(&cuda, &defined) {
+                ir.push_str(&global);
+                public.push(name);
+            }
+            for (source, defines) in cuda.iter().zip(defined) {
+                linked_cuda.push(LinkedCuda {
+                    source: source.named.clone(),
+                    defines,
+                });
+                extra_bitcode.push(source.bitcode.clone());
+            }
+        }
         let shared_ll = work.join("shared.ll");
         std::fs::write(&shared_ll, ir).map_err(io_err(&shared_ll))?;
 
         let bitcode = self.out_dir.join(format!("{}.bc", self.output_name));
-        run_tool(
-            &toolchain.opt,
-            &[
-                "-passes=default<O3>".into(),
-                shared_ll.into_os_string(),
-                "-o".into(),
-                bitcode.clone().into_os_string(),
-            ],
-        )?;
+        if extra_bitcode.is_empty() {
+            run_tool(
+                &toolchain.opt,
+                &[
+                    "-passes=default<O3>".into(),
+                    shared_ll.into_os_string(),
+                    "-o".into(),
+                    bitcode.clone().into_os_string(),
+                ],
+            )?;
+        } else {
+            // The extra modules' functions become internal to the PTX: inlined where called,
+            // removed where not.
+            let lto_bc = work.join("lto.bc");
+            let mut args: Vec<OsString> = vec![shared_ll.into_os_string()];
+            args.extend(extra_bitcode.iter().map(|p| p.clone().into_os_string()));
+            args.extend(["-o".into(), lto_bc.clone().into_os_string()]);
+            run_tool(&toolchain.llvm_link, &args)?;
+            run_tool(
+                &toolchain.opt,
+                &[
+                    "-passes=internalize,globaldce,default<O3>".into(),
+                    format!("--internalize-public-api-list={}", public.join(",")).into(),
+                    lto_bc.into_os_string(),
+                    "-o".into(),
+                    bitcode.clone().into_os_string(),
+                ],
+            )?;
+        }
 
         let ptx = self.out_dir.join(format!("{}.ptx", self.output_name));
         run_tool(
@@ -680,6 +906,7 @@ impl Builder {
             exported,
             arch,
             foreign,
+            linked_cuda,
         })
     }
 

@@ -8,4 +8,6 @@ fn launch_argument_mismatches_do_not_compile() {
     cases.compile_fail("ui/fail/launch_*.rs");
     // Safe byte fills cannot make invalid values (`bool`).
     cases.compile_fail("ui/fail/memset_*.rs");
+    // Collectives: a group's buffers outlive it; a communicator is not shared across threads.
+    cases.compile_fail("ui/fail/collective_*.rs");
 }

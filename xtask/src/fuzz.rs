@@ -82,7 +82,7 @@ fn list_targets() -> Result<Vec<String>, String> {
 }
 
 /// A command on the nightly toolchain, without the stable cargo's environment.
-fn nightly_cargo() -> Command {
+pub(crate) fn nightly_cargo() -> Command {
     let mut cmd = Command::new("rustup");
     cmd.args(["run", &nightly(), "cargo"]);
     for var in [

@@ -12,15 +12,19 @@
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
 //!   the simulator, a project from `new` built and tested in a temporary folder, then
-//!   `ptx-check`.
+//!   `doc-check` and `ptx-check`.
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
+//! * `doc-check` — every public item of `gpukernel-device` and `gpukernel-runtime` (functions,
+//!   types, traits, macros, type aliases, inherent and trait methods) has a doc example; reads
+//!   the nightly rustdoc's JSON output and names `file:line` of each item without one.
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
 //! * `fuzz [--seconds N] [TARGET...]` — runs each fuzz target of `fuzz/` (default: all, 60 s
 //!   each) with cargo-fuzz on the nightly toolchain, installing cargo-fuzz when missing.
 //! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
 
+mod doccheck;
 mod fuzz;
 mod new;
 
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
                 .unwrap_or("multiply_vectors"),
         ),
         Some("ptx-check") => ptx_check(),
+        Some("doc-check") => doccheck::doc_check(),
         Some("new") => new::new_command(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
@@ -64,7 +69,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -220,6 +225,8 @@ fn doctor(install: bool) -> Result<(), String> {
         "nvvm/libdevice/libdevice.10.bc",
         "include/cuda_runtime.h",
         "include/crt/host_config.h",
+        // clang-19 compiles `foreign_cuda` sources against these (build-time LTO).
+        "include/cuda.h",
     ];
     let missing: Vec<_> = needed.iter().filter(|p| !tools.join(p).exists()).collect();
     if !missing.is_empty() {
@@ -332,10 +339,58 @@ fn test(extra: &[String]) -> Result<(), String> {
     }
     run(&mut cmd)?;
     run(cargo().args(["test", "-p", "xtask"]))?;
+    // The cudarc interop feature (its GPU tests are ignored without `gpu`).
+    run(cargo().args([
+        "test",
+        "-p",
+        "gpukernel-tests",
+        "--features",
+        "cudarc-interop",
+        "--test",
+        "cudarc_interop",
+    ]))?;
+    windows_check()?;
     run_examples_on_simulator()?;
     new::check_generated_project()?;
+    doccheck::doc_check()?;
     ptx_check()
 }
+
+/// The Windows forms of the sharing API (D3D12, Win32 handles) are compiled for
+/// `x86_64-pc-windows-msvc` (`cargo check`: no Windows machine runs them). blake3 builds without
+/// its C code there (`blake3/pure`: no MSVC here). Skipped, saying so, when the target's
+/// standard library cannot be installed.
+fn windows_check() -> Result<(), String> {
+    const TARGET: &str = "x86_64-pc-windows-msvc";
+    let installed =
+        output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    if !installed.lines().any(|l| l.trim() == TARGET) {
+        let added = Command::new("rustup")
+            .args(["target", "add", TARGET])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !added {
+            eprintln!(
+                "windows check: SKIPPED (`rustup target add {TARGET}` failed): the Windows sharing API was not compiled"
+            );
+            return Ok(());
+        }
+    }
+    run(cargo().args([
+        "check",
+        "-p",
+        "gpukernel-runtime",
+        "--features",
+        "cudarc-interop,blake3/pure",
+        "--target",
+        TARGET,
+    ]))?;
+    eprintln!("windows check: gpukernel-runtime compiles for {TARGET}");
+    Ok(())
+}
+
+/// Examples that need a GPU and another API: run by the GPU bundle, not on the simulator.
+const GPU_ONLY_EXAMPLES: &[&str] = &["vulkan_interop"];
 
 /// Runs every example of `ffi-examples` on the simulator (each checks its result against the
 /// host and exits non-zero on a mismatch).
@@ -352,6 +407,13 @@ fn run_examples_on_simulator() -> Result<(), String> {
         })
         .collect();
     names.sort();
+    names.retain(|n| {
+        let gpu_only = GPU_ONLY_EXAMPLES.contains(&n.as_str());
+        if gpu_only {
+            eprintln!("examples: {n} needs a GPU and Vulkan: it runs in the GPU bundle");
+        }
+        !gpu_only
+    });
     for name in &names {
         run(cargo()
             .args(["run", "--quiet", "-p", "ffi-examples", "--example", name])
@@ -494,7 +556,7 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
             "--no-run",
             "--message-format=json",
             "--features",
-            "gpu",
+            "gpu,gpukernel-tests/cudarc-interop,gpukernel-runtime/nccl,ffi-examples/nccl",
         ])
         .args([
             "-p",
@@ -520,7 +582,9 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         if let Some(exe) = json_str(line, "executable") {
             let name = json_str(line, "name").unwrap_or_default();
             // trybuild UI tests drive cargo: they run in CI, not on a machine without Rust.
-            if name.starts_with("ui") {
+            // The benchmark binaries have no unit tests: their test harnesses stay out (the
+            // bundle must stay under 64 MiB).
+            if name.starts_with("ui") || line.contains("\"kind\":[\"bin\"]") {
                 continue;
             }
             let file = Path::new(&exe)
@@ -537,7 +601,7 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         "build",
         "--release",
         "--features",
-        "gpu",
+        "gpu,nccl",
         "-p",
         "ffi-examples",
         "--examples",
@@ -575,21 +639,36 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     {
         let _ = Command::new("strip").arg(f.path()).status();
     }
+    // One gzip archive of bin/, unpacked by run.sh: a GPU run carries at most 64 MiB, and the
+    // stripped binaries alone passed that (they compress to about a third).
+    run(Command::new("tar")
+        .arg("czf")
+        .arg(dir.join("bin.tar.gz"))
+        .arg("-C")
+        .arg(&dir)
+        .arg("bin"))?;
+    std::fs::remove_dir_all(dir.join("bin")).map_err(|e| e.to_string())?;
     // Data files the examples and tests read at run time.
     copy_dir(
         &root().join("ffi-examples/kernels/cuda"),
         &dir.join("data/cuda"),
     )?;
 
+    vulkan_libs(&dir.join("lib"));
+
     let mut sh = String::from(
-        "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
+        "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\n[ -d bin ] || tar xzf bin.tar.gz || { echo 'FAILED: cannot unpack bin.tar.gz'; exit 1; }\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
     );
     sh.push_str(
         "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true\n",
     );
+    // The Vulkan loader and glvnd's dispatch library (the NVIDIA ICD needs it) travel in lib/.
+    sh.push_str("export GPUKERNEL_VULKAN_LOADER=\"$PWD/lib/libvulkan.so.1\" LD_LIBRARY_PATH=\"$PWD/lib:$LD_LIBRARY_PATH\"\nfor f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do [ -f \"$f\" ] && { export VK_DRIVER_FILES=\"$f\"; break; }; done\n");
+    sh.push_str(MULTI_GPU_SH);
     for (name, file) in &tests {
+        let kind = multi_gpu_step(name);
         sh.push_str(&format!(
-            "step bin/{file} --test-threads=1 --nocapture # {name}\n"
+            "{kind} bin/{file} --test-threads=1 --nocapture # {name}\n"
         ));
     }
     // Memory errors in our kernels and foreign calls: the kernel suite and the examples under
@@ -600,19 +679,26 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     for (name, file) in tests.iter().filter(|(n, _)| n == "kernels") {
         sh.push_str(&format!("  step compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 bin/{file} --test-threads=1 # {name}\n"));
     }
-    for e in &examples {
+    // Not the Vulkan example: memcheck does not see the memory the Vulkan driver allocates.
+    for e in examples.iter().filter(|e| {
+        !TWO_GPU_STEPS.contains(&e.as_str()) && !GPU_ONLY_EXAMPLES.contains(&e.as_str())
+    }) {
         sh.push_str(&format!(
             "  step compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 bin/{e}\n"
         ));
     }
     sh.push_str("fi\n");
     for e in &examples {
-        sh.push_str(&format!("step bin/{e}\n"));
+        sh.push_str(&format!("{} bin/{e}\n", multi_gpu_step(e)));
     }
     for b in &benches {
-        sh.push_str(&format!("step bin/{b}\n"));
+        sh.push_str(&format!("{} bin/{b}\n", multi_gpu_step(b)));
     }
-    sh.push_str("echo; if [ $fail -eq 0 ]; then echo 'ALL GPU STEPS PASSED'; else echo 'SOME GPU STEPS FAILED'; fi\nexit $fail\n");
+    sh.push_str(
+        "echo\nif [ $fail -ne 0 ]; then echo 'SOME GPU STEPS FAILED'; exit 1; fi\n\
+         if [ $skipped -ne 0 ]; then echo \"NO STEP FAILED, BUT $skipped STEP(S) WERE SKIPPED (needs 2 GPUs, found $gpus): NOT A FULL PASS\"; exit 3; fi\n\
+         echo 'ALL GPU STEPS PASSED'\nexit 0\n",
+    );
     let run_sh = dir.join("run.sh");
     std::fs::write(&run_sh, sh).map_err(|e| e.to_string())?;
     let _ = Command::new("chmod").arg("+x").arg(&run_sh).status();
@@ -626,6 +712,119 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     );
     Ok(())
 }
+
+/// The Vulkan loader (`libvulkan.so.1`) and glvnd's libraries from Debian's packages (the GPU
+/// machine has the NVIDIA driver's Vulkan ICD but no loader). When they cannot be fetched, the
+/// bundle says so and its Vulkan steps fail on the GPU (they never pass without Vulkan).
+fn vulkan_libs(lib: &Path) {
+    let tmp = std::env::temp_dir().join(format!("gpukernel-vulkan-debs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let ok = std::fs::create_dir_all(lib).is_ok()
+        && std::fs::create_dir_all(tmp.join("x")).is_ok()
+        && Command::new("apt-get")
+            .current_dir(&tmp)
+            .args([
+                "download",
+                "libvulkan1",
+                "libglvnd0",
+                "libglx0",
+                "libegl1",
+                "libgl1",
+                "libopengl0",
+                "libgles2",
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    let mut copied = 0;
+    if ok {
+        for deb in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            if deb.path().extension().is_some_and(|e| e == "deb") {
+                let _ = Command::new("dpkg-deb")
+                    .arg("-x")
+                    .arg(deb.path())
+                    .arg(tmp.join("x"))
+                    .status();
+            }
+        }
+        let so = tmp.join("x/usr/lib/x86_64-linux-gnu");
+        for name in [
+            "libvulkan.so.1",
+            "libGLdispatch.so.0",
+            "libGLX.so.0",
+            "libEGL.so.1",
+            "libGL.so.1",
+            "libOpenGL.so.0",
+            "libGLESv2.so.2",
+        ] {
+            // `fs::copy` follows the symbolic link to the versioned file.
+            if std::fs::copy(so.join(name), lib.join(name)).is_ok() {
+                copied += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    if copied == 0 {
+        eprintln!(
+            "gpu-bundle: WARNING: no Vulkan loader (apt-get download libvulkan1 failed): the Vulkan steps will fail on the GPU"
+        );
+    }
+}
+
+/// The bundle's steps (test binaries, examples, benchmarks) that need two GPUs: run only
+/// where `nvidia-smi` lists two, else reported as skipped (`run.sh` then ends with status 3,
+/// never "ALL GPU STEPS PASSED").
+const TWO_GPU_STEPS: [&str; 3] = ["gpu_peer", "bench_multi", "nccl_two_process"];
+
+/// The steps `./run.sh multi` runs: the several-device tests, examples and benchmark (also
+/// those one GPU can run), for a short session on a two-GPU machine.
+const MULTI_STEPS: [&str; 6] = [
+    "gpu_peer",
+    "bench_multi",
+    "nccl_two_process",
+    "gpu_multi",
+    "gpu_nccl",
+    "sim_multi",
+];
+
+/// The `run.sh` function that runs a step named `name`.
+fn multi_gpu_step(name: &str) -> &'static str {
+    if TWO_GPU_STEPS.contains(&name) {
+        "two_gpus"
+    } else if MULTI_STEPS.contains(&name) {
+        "mstep"
+    } else {
+        "step"
+    }
+}
+
+/// `run.sh`'s set-up for several GPUs and NCCL: the GPU count, NCCL found under the name
+/// cudarc loads, multicast off, and the step functions (`./run.sh multi` runs only the
+/// several-device steps).
+const MULTI_GPU_SH: &str = r#"only="${1:-all}"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+gpus=${gpus:-0}
+skipped=0
+# NVLink multicast stays off in every process and child process (shared machines).
+export NCCL_NVLS_ENABLE=0
+# cudarc loads NCCL as libnccl.so; the nvidia-nccl-cu13 wheel ships libnccl.so.2 only.
+nccl2=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
+[ -f "$nccl2" ] || nccl2=$(ls /usr/lib/x86_64-linux-gnu/libnccl.so.2 /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2 /usr/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 2>/dev/null | head -1)
+if [ -n "$nccl2" ] && [ -f "$nccl2" ]; then
+  mkdir -p "$PWD/nccl-lib" && ln -sf "$nccl2" "$PWD/nccl-lib/libnccl.so"
+  export LD_LIBRARY_PATH="$PWD/nccl-lib:$LD_LIBRARY_PATH"
+  echo "NCCL: $nccl2 (linked as nccl-lib/libnccl.so)"
+else
+  echo "NCCL: libnccl.so.2 not found; the NCCL steps will fail"
+fi
+echo "GPUs: $gpus"
+if [ "$only" = multi ]; then step() { :; }; fi
+mstep() { command_step "$@"; }
+command_step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-300}" "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
+two_gpus() {
+  if [ "$gpus" -ge 2 ]; then command_step "$@"
+  else echo "=== SKIPPED (needs 2 GPUs, found $gpus): $*"; skipped=$((skipped + 1)); fi
+}
+"#;
 
 /// The string value of `"key":"..."` in one line of cargo's JSON (no escapes in paths here).
 fn json_str(line: &str, key: &str) -> Option<String> {

@@ -1,9 +1,9 @@
-//! Compiles this crate's kernels to PTX (`$OUT_DIR/kernels.ptx`, checked with ptxas), and its
-//! CUDA C sources for the host, where the simulator runs them.
+//! Compiles this crate's kernels to PTX (`$OUT_DIR/kernels.ptx`, checked with ptxas) with
+//! their CUDA C linked in at build time (clang-19: the foreign calls inline, and the PTX needs
+//! no run-time link), and the same CUDA C for the host, where the simulator runs it.
 fn main() {
     nvptx_builder::Builder::from_build_script()
-        // Every .cu that defines a `declare_device!` symbol. The host binary embeds the same
-        // files for the run-time Linker (`include_cuda!`).
-        .foreign_sources(&["cuda/functions.cu"])
+        // Every .cu that defines a `declare_device!` symbol, named once.
+        .foreign_cuda(["cuda/functions.cu"])
         .build_or_exit();
 }

@@ -4,6 +4,8 @@
 //! and attributes a sticky kernel fault that a driver call reports to the context's last
 //! launch when the caller knows no closer suspect.
 
+mod share;
+
 use core::ffi::c_void;
 use std::ffi::CString;
 
@@ -23,6 +25,8 @@ use crate::format::ImageKind;
 #[derive(Debug)]
 pub(crate) struct CudaBackend {
     raw: CUcontext,
+    dev: CUdevice,
+    ordinal: usize,
     pools: bool,
     default_stream: StreamHandle,
     limits: Limits,
@@ -130,6 +134,8 @@ impl CudaBackend {
         let name = unsafe { driver::device_name(dev) }.unwrap_or_default();
         Ok(CudaBackend {
             raw,
+            dev,
+            ordinal,
             pools,
             default_stream: StreamHandle(default_stream.cast()),
             limits,
@@ -651,6 +657,66 @@ impl Backend for CudaBackend {
         stream_last.set(desc.name);
         self.last_launch.set(desc.name);
         Ok(())
+    }
+
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+
+    fn can_access_peer(&self, peer: &dyn Backend) -> Result<bool> {
+        let Some(peer) = peer.as_any().downcast_ref::<CudaBackend>() else {
+            return Ok(false);
+        };
+        // SAFETY: both devices came from cuDeviceGet.
+        unsafe { driver::device_can_access_peer(self.dev, peer.dev) }
+    }
+
+    fn enable_peer_access(&self, peer: &dyn Backend) -> Result<()> {
+        let Some(peer) = peer.as_any().downcast_ref::<CudaBackend>() else {
+            return Err(Error::Unsupported {
+                operation: "Context::enable_peer_access",
+                backend: "simulator",
+                hint: Some("peer access joins two CUDA devices or two simulated devices"),
+            });
+        };
+        self.call(|| {
+            // SAFETY: this context is current (bound by `call`); the peer's primary context
+            // is retained for the life of the process.
+            unsafe { driver::ctx_enable_peer_access(peer.raw) }?;
+            if peer.pools {
+                // Stream-ordered allocations of the peer are reachable only once its pool
+                // grants this device access.
+                // SAFETY: both devices are valid.
+                unsafe { driver::mem_pool_grant_access(peer.dev, self.ordinal) }?;
+            }
+            Ok(())
+        })
+    }
+
+    unsafe fn memcpy_peer(
+        &self,
+        dst: u64,
+        dst_owner: &dyn Backend,
+        src: u64,
+        src_owner: &dyn Backend,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()> {
+        let raw = |b: &dyn Backend| {
+            b.as_any()
+                .downcast_ref::<CudaBackend>()
+                .map(|c| c.raw)
+                .ok_or(Error::Unsupported {
+                    operation: "a copy between devices",
+                    backend: "simulator",
+                    hint: Some("copy through host memory (`to_host_vec`, `copy_from_host`)"),
+                })
+        };
+        let (dst_ctx, src_ctx) = (raw(dst_owner)?, raw(src_owner)?);
+        // SAFETY: forwarded from the caller; both contexts are retained primary contexts.
+        self.call(|| unsafe {
+            driver::memcpy_peer_async(dst, dst_ctx, src, src_ctx, bytes, stream(s))
+        })
     }
 
     fn take_foreign_failure(

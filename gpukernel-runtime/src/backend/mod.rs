@@ -17,7 +17,10 @@
 //! give them back exactly once (`*_destroy`, `module_unload`).
 
 pub(crate) mod cuda;
+mod share;
 pub(crate) mod sim;
+
+pub(crate) use share::{ShareBackend, SharedAlloc, SharedKind};
 
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -56,6 +59,10 @@ handle! {
     GraphExecHandle;
     /// A node of a graph (`CUgraphNode`; an index on the simulator).
     NodeHandle;
+    /// Imported external memory (`CUexternalMemory`; none on the simulator).
+    ExternalMemoryHandle;
+    /// An imported external semaphore (`CUexternalSemaphore`; none on the simulator).
+    ExternalSemaphoreHandle;
 }
 
 /// One end of a copy node: host memory or a device address.
@@ -175,7 +182,7 @@ pub(crate) struct LaunchDesc<'a> {
 ///
 /// Methods taking a `suspect` attribute a sticky kernel fault they observe to that launch
 /// (the last on the synchronized stream, say) before the context's last launch.
-pub(crate) trait Backend: Send + Sync + 'static {
+pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     /// Whether this is the simulator (for `Context::is_simulator` and messages only).
     fn is_simulator(&self) -> bool;
     /// `CUDA device 0 (NVIDIA H100…)` or `the simulator`, for messages.
@@ -417,6 +424,32 @@ pub(crate) trait Backend: Send + Sync + 'static {
     /// # Safety
     /// Both are live; as [`graph_add_node`](Self::graph_add_node) for `g`'s nodes.
     unsafe fn graph_exec_update(&self, e: GraphExecHandle, g: GraphHandle) -> Result<()>;
+
+    // --- several devices -------------------------------------------------------------------
+    /// This backend as `Any`, so that another context of the same kind can read it (peer
+    /// access, peer copies).
+    fn as_any(&self) -> &dyn core::any::Any;
+    /// Whether this context's work can access `peer`'s memory directly (both of one kind:
+    /// CUDA contexts of two devices, or simulated devices).
+    fn can_access_peer(&self, peer: &dyn Backend) -> Result<bool>;
+    /// Lets this context's work access `peer`'s memory (the caller checked
+    /// [`can_access_peer`](Self::can_access_peer)); enabling twice is not an error.
+    fn enable_peer_access(&self, peer: &dyn Backend) -> Result<()>;
+    /// Enqueues on `s` (a stream of this context) a copy of `bytes > 0` bytes from `src`, memory
+    /// of `src_owner`, to `dst`, memory of `dst_owner` (one of them is this context).
+    ///
+    /// # Safety
+    /// Both ranges are live allocations of their owners, not overlapping, ordered on `s`
+    /// after conflicting work, and not accessed by anything else until the copy completes.
+    unsafe fn memcpy_peer(
+        &self,
+        dst: u64,
+        dst_owner: &dyn Backend,
+        src: u64,
+        src_owner: &dyn Backend,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()>;
 
     /// Takes (reads and clears) the failure recorded in a module's foreign-call record,
     /// waiting for `s` first.

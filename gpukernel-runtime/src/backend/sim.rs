@@ -65,12 +65,66 @@ struct SimModule {
     signatures: Vec<(String, u64)>,
 }
 
-/// The simulator's one context.
-#[derive(Debug, Default)]
+/// The environment variable that sets how many devices the simulator offers.
+pub(crate) const SIM_DEVICES_ENV: &str = "GPUKERNEL_SIM_DEVICES";
+
+/// The most simulated devices (a typo such as `GPUKERNEL_SIM_DEVICES=20000` is an error, not
+/// twenty thousand contexts).
+const MAX_SIM_DEVICES: usize = 64;
+
+/// How many devices the simulator offers: `GPUKERNEL_SIM_DEVICES` (1 to 64), 1 when unset.
+pub(crate) fn device_count() -> Result<usize> {
+    parse_device_count(std::env::var(SIM_DEVICES_ENV).ok().as_deref())
+}
+
+fn parse_device_count(value: Option<&str>) -> Result<usize> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(1),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=MAX_SIM_DEVICES).contains(&n) => Ok(n),
+            _ => Err(Error::InvalidEnvVar {
+                variable: SIM_DEVICES_ENV,
+                value: v.to_owned(),
+                accepted: "a number of devices from 1 to 64",
+            }),
+        },
+    }
+}
+
+/// `the simulator` for device 0 (what single-device messages always said), `the simulator's
+/// device N` for the others.
+pub(crate) fn label(index: usize) -> String {
+    if index == 0 {
+        LABEL.to_owned()
+    } else {
+        format!("{LABEL}'s device {index}")
+    }
+}
+
+/// The context of one simulated device.
+#[derive(Debug)]
 pub(crate) struct SimBackend {
+    label: String,
     last_launch: LastLaunch,
     /// The streams being captured: (stream, graph, its last node), as addresses.
     captures: Mutex<Vec<SimCapture>>,
+}
+
+impl Default for SimBackend {
+    fn default() -> Self {
+        SimBackend::new(0)
+    }
+}
+
+impl SimBackend {
+    /// The context of simulated device `index`.
+    pub(crate) fn new(index: usize) -> SimBackend {
+        SimBackend {
+            label: label(index),
+            last_launch: LastLaunch::default(),
+            captures: Mutex::new(Vec::new()),
+        }
+    }
 }
 
 /// A capture in progress: the stream, the graph its work goes to and the node added last.
@@ -253,13 +307,16 @@ impl SimBackend {
     }
 }
 
+/// Every sharing operation is refused on the simulator (see `backend/share.rs`).
+impl super::ShareBackend for SimBackend {}
+
 impl Backend for SimBackend {
     fn is_simulator(&self) -> bool {
         true
     }
 
     fn label(&self) -> &str {
-        LABEL
+        &self.label
     }
 
     fn limits(&self) -> Limits {
@@ -591,6 +648,33 @@ impl Backend for SimBackend {
         })
     }
 
+    fn as_any(&self) -> &dyn core::any::Any {
+        self
+    }
+
+    fn can_access_peer(&self, peer: &dyn Backend) -> Result<bool> {
+        // Simulated devices share the host's memory: each can reach the others'.
+        Ok(peer.as_any().is::<SimBackend>())
+    }
+
+    fn enable_peer_access(&self, _peer: &dyn Backend) -> Result<()> {
+        Ok(())
+    }
+
+    unsafe fn memcpy_peer(
+        &self,
+        dst: u64,
+        _dst_owner: &dyn Backend,
+        src: u64,
+        _src_owner: &dyn Backend,
+        bytes: usize,
+        s: StreamHandle,
+    ) -> Result<()> {
+        // SAFETY: simulated device memory is host memory of one process, whichever device
+        // owns it; forwarded from the caller.
+        unsafe { self.memcpy_dtod(dst, src, bytes, s) }
+    }
+
     fn take_foreign_failure(
         &self,
         record: &FfiRecord,
@@ -864,6 +948,24 @@ unsafe impl Sync for SimExec {}
 #[cfg(test)]
 mod tests {
     use super::topological_order;
+
+    #[test]
+    fn the_number_of_simulated_devices_is_checked() {
+        use super::parse_device_count as count;
+        assert_eq!(count(None).unwrap(), 1);
+        assert_eq!(count(Some("")).unwrap(), 1);
+        assert_eq!(count(Some(" 8 ")).unwrap(), 8);
+        assert_eq!(count(Some("64")).unwrap(), 64);
+        for bad in ["0", "65", "two", "-1"] {
+            let e = count(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains("GPUKERNEL_SIM_DEVICES") && e.contains("1 to 64"),
+                "{e}"
+            );
+        }
+        assert_eq!(super::label(0), "the simulator");
+        assert_eq!(super::label(3), "the simulator's device 3");
+    }
 
     #[test]
     fn topological_order_respects_edges_and_finds_cycles() {

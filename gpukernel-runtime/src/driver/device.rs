@@ -122,3 +122,30 @@ pub(crate) unsafe fn ctx_stream_priority_range() -> Result<(i32, i32)> {
     })?;
     Ok((least, greatest))
 }
+
+/// Whether `dev` can access memory of `peer` directly (`cuDeviceCanAccessPeer`).
+///
+/// # Safety
+/// Both must come from [`device_get`].
+pub(crate) unsafe fn device_can_access_peer(dev: CUdevice, peer: CUdevice) -> Result<bool> {
+    let mut can: i32 = 0;
+    // SAFETY: valid out-pointer; devices valid (caller).
+    check("cuDeviceCanAccessPeer", unsafe {
+        sys::cuDeviceCanAccessPeer(&mut can, dev, peer)
+    })?;
+    Ok(can != 0)
+}
+
+/// Enables access from the current context to `peer`'s memory (`cuCtxEnablePeerAccess`);
+/// already enabled is success.
+///
+/// # Safety
+/// A context must be current; `peer` must be a live context.
+pub(crate) unsafe fn ctx_enable_peer_access(peer: CUcontext) -> Result<()> {
+    // SAFETY: forwarded from the caller; flags must be 0.
+    let r = unsafe { sys::cuCtxEnablePeerAccess(peer, 0) };
+    if r == sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+        return Ok(());
+    }
+    check("cuCtxEnablePeerAccess", r)
+}

@@ -149,3 +149,51 @@ pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     // SAFETY: forwarded from the caller.
     check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p) })
 }
+
+// ----------------------------------------------------------------------------------------------
+// Several devices
+// ----------------------------------------------------------------------------------------------
+
+/// Grants device `ordinal` read-write access to the default memory pool of `owner`
+/// (`cuMemPoolSetAccess`): what peer access needs for stream-ordered allocations.
+///
+/// # Safety
+/// `owner` must come from [`device_get`](super::device_get).
+pub(crate) unsafe fn mem_pool_grant_access(owner: CUdevice, ordinal: usize) -> Result<()> {
+    let mut pool: sys::CUmemoryPool = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; `owner` is valid (caller).
+    check("cuDeviceGetDefaultMemPool", unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, owner)
+    })?;
+    let desc = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: ordinal as i32,
+        },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: one valid descriptor.
+    check("cuMemPoolSetAccess", unsafe {
+        sys::cuMemPoolSetAccess(pool, &desc, 1)
+    })
+}
+
+/// Copies between the memory of two contexts (`cuMemcpyPeerAsync`): directly over NVLink or
+/// PCIe when peer access is enabled, staged by the driver otherwise.
+///
+/// # Safety
+/// `dst` / `src` are `bytes` of device memory of `dst_ctx` / `src_ctx`, not overlapping, kept
+/// valid until the copy completes; `s` is a live stream of a current context.
+pub(crate) unsafe fn memcpy_peer_async(
+    dst: CUdeviceptr,
+    dst_ctx: super::CUcontext,
+    src: CUdeviceptr,
+    src_ctx: super::CUcontext,
+    bytes: usize,
+    s: CUstream,
+) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    check("cuMemcpyPeerAsync", unsafe {
+        sys::cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, s)
+    })
+}

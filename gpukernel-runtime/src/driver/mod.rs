@@ -25,12 +25,14 @@ mod device;
 mod graph;
 mod memory;
 mod module;
+mod share;
 mod stream;
 
 pub(crate) use device::*;
 pub(crate) use graph::*;
 pub(crate) use memory::*;
 pub(crate) use module::*;
+pub(crate) use share::*;
 pub(crate) use stream::*;
 
 use crate::error::{CudaError, Error, Result};

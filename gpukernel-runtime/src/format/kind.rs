@@ -10,6 +10,19 @@ use super::fatbin::{self, Fatbin};
 use super::{archive, ptx, trim_nul};
 
 /// The kind of a module image, told apart by its first bytes.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::ImageKind;
+/// match ImageKind::detect(kernels_ptx().as_bytes())? {
+///     ImageKind::Ptx => println!("PTX text: the driver JIT-compiles it"),
+///     ImageKind::Cubin | ImageKind::Fatbin => println!("device code"),
+///     _ => {}
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageKind {
     /// PTX assembly text.
@@ -32,6 +45,18 @@ impl fmt::Display for ImageKind {
 
 /// What a link input holds. [`InputKind::from_path`] maps file extensions to kinds the way
 /// Numba does.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::{InputKind, Linker};
+/// let module = Linker::new(&ctx)?
+///     .add_data(InputKind::Ptx, kernels_ptx(), "kernels.ptx")
+///     .link_and_load()?;
+/// assert_eq!(InputKind::from_path("lib/functions.a"), Some(InputKind::Library));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum InputKind {
@@ -65,12 +90,33 @@ impl InputKind {
 
     /// The kind a file's extension names (`.cu`, `.ptx`, `.cubin`, `.fatbin`, `.o`, `.a`,
     /// `.ltoir`), or `None`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::link::InputKind;
+    /// assert_eq!(InputKind::from_path("cuda/functions.cu"), Some(InputKind::Cuda));
+    /// assert_eq!(InputKind::from_path("kernels.ltoir"), Some(InputKind::LtoIr));
+    /// assert_eq!(InputKind::from_path("notes.txt"), None);
+    /// # Ok(()) }
+    /// ```
     pub fn from_path(path: impl AsRef<Path>) -> Option<InputKind> {
         let ext = path.as_ref().extension()?.to_str()?;
         InputKind::ALL.into_iter().find(|k| k.extension() == ext)
     }
 
     /// The file extension of this kind, without the dot.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::link::InputKind;
+    /// assert_eq!(InputKind::Fatbin.extension(), "fatbin");
+    /// let accepted: Vec<_> = InputKind::ALL.iter().map(|k| k.extension()).collect();
+    /// # Ok(()) }
+    /// ```
     pub fn extension(self) -> &'static str {
         match self {
             InputKind::Cuda => "cu",

@@ -6,7 +6,7 @@
 //! static libraries through the `object` crate, `fatbin` reads fat binary headers (no crate
 //! reads those), `cache_entry` encodes and decodes the linker's on-disk cache entries, and
 //! `log` reads the compilers', linkers' and JIT's logs (undefined and duplicate symbols,
-//! missing architectures).
+//! missing architectures), and `lto` the records of sources linked in at build time.
 //!
 //! A malformed input is an `Err` with a sentence saying what is wrong, never a panic: the
 //! callers put that sentence into the crate's errors. Nothing here knows contexts, the driver,
@@ -19,6 +19,7 @@ pub(crate) mod fatbin;
 pub mod fuzz;
 mod kind;
 pub(crate) mod log;
+pub(crate) mod lto;
 pub(crate) mod ptx;
 
 pub use kind::{ImageKind, InputKind};

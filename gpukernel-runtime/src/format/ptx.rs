@@ -329,10 +329,21 @@ impl<'a> Ptx<'a> {
     /// `.global .b8 __gpukernel_foreign_*[N] = {..}` variables, decoded as UTF-8 (records that
     /// are not text are skipped).
     pub(crate) fn foreign_records(&self) -> Vec<String> {
+        self.records(FOREIGN_RECORD_PREFIX)
+    }
+
+    /// The texts of the records nvptx-builder leaves for each source it linked in at build
+    /// time (`__gpukernel_lto_*`; see `format::lto`).
+    pub(crate) fn lto_records(&self) -> Vec<String> {
+        self.records(crate::format::lto::RECORD_PREFIX)
+    }
+
+    /// The initializers of the `.global .b8 <prefix>*[N] = {..}` variables, as UTF-8.
+    fn records(&self, prefix: &str) -> Vec<String> {
         self.statements
             .iter()
             .filter_map(|s| match &s.item {
-                Item::Variable { name, .. } if name.starts_with(FOREIGN_RECORD_PREFIX) => {
+                Item::Variable { name, .. } if name.starts_with(prefix) => {
                     let init = s.clean.split_once('=')?.1;
                     let inner = init.split_once('{')?.1.split_once('}')?.0;
                     let bytes: Option<Vec<u8>> = inner

@@ -7,6 +7,20 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 
 /// A node of a [`Graph`]: what `add_*` returns and dependencies name. `Copy`.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let mut a = ctx.alloc_zeros::<u8>(16)?;
+/// let mut b = ctx.alloc_zeros::<u8>(16)?;
+/// let graph = ctx.new_graph("two memsets")?;
+/// let first: Node = graph.add_memset_d8(&[], graph.buffer_mut(&mut a), 1)?;
+/// let second = graph.add_memset_d8(&[first], graph.buffer_mut(&mut b), 2)?; // after `first`
+/// assert_eq!((first.index(), second.index()), (0, 1));
+/// # use gpukernel_runtime::Node;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Node {
     pub(super) graph: u64,
@@ -15,6 +29,16 @@ pub struct Node {
 
 impl Node {
     /// The node's index: the order it was added in, from 0.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = ctx.new_graph("g")?;
+    /// let n = graph.add_empty(&[])?;
+    /// assert_eq!(n.index(), 0); // the first node added
+    /// # Ok(()) }
+    /// ```
     pub fn index(&self) -> usize {
         self.index
     }
@@ -82,8 +106,10 @@ impl<'a> GraphInner<'a> {
     }
 }
 
-/// A CUDA graph being built: nodes and the dependencies between them. See the [module
-/// documentation](self) for what `'a` borrows and how nodes are ordered.
+/// A CUDA graph being built: nodes and the dependencies between them. `'a` is what the nodes
+/// borrow: buffers and host slices they use must outlive the graph and every [`GraphExec`]
+/// made from it. Nodes that use overlapping bytes of one allocation, one of them writing, run
+/// in the order they were added; others run concurrently unless given dependencies.
 ///
 /// ```no_run
 /// # use gpukernel_runtime::{Context, Graph, LaunchConfig, TypedKernel};
@@ -124,6 +150,18 @@ pub(super) static NEXT_GRAPH: AtomicU64 = AtomicU64::new(1);
 
 impl Context {
     /// A new, empty graph named `name` (for error messages and fault reports).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut out = ctx.alloc_zeros::<u32>(256)?;
+    /// let iota = module.kernel(iota)?;
+    /// let graph = ctx.new_graph("fill")?; // the name appears in errors and fault reports
+    /// graph.add_kernel(&[], &iota, LaunchConfig::for_elements(256)?, (graph.buffer_mut(&mut out),))?;
+    /// graph.instantiate()?.launch(&stream)?;
+    /// # Ok(()) }
+    /// ```
     pub fn new_graph<'a>(&self, name: &str) -> Result<Graph<'a>> {
         let handle = self.inner.backend.graph_create()?;
         Ok(Graph {
@@ -161,21 +199,58 @@ pub(super) type HostClosure = (Mutex<Box<dyn FnMut() + Send>>,);
 
 impl<'a> Graph<'a> {
     /// The graph's name.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(ctx.new_graph("step")?.name(), "step");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.inner.name
     }
 
     /// The number of nodes.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = ctx.new_graph("g")?;
+    /// let a = graph.add_empty(&[])?;
+    /// graph.add_empty(&[a])?;
+    /// assert_eq!(graph.len(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.inner.lock().nodes.len()
     }
 
     /// Whether the graph has no nodes.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = ctx.new_graph("g")?;
+    /// assert!(graph.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The raw `CUgraph` (meaningless on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = ctx.new_graph("g")?;
+    /// let raw = graph.raw(); // a CUgraph, e.g. for cuGraphDebugDotPrint
+    /// # Ok(()) }
+    /// ```
     pub fn raw(&self) -> cudarc::driver::sys::CUgraph {
         if self.inner.ctx.backend.is_simulator() {
             return core::ptr::null_mut();
@@ -184,12 +259,37 @@ impl<'a> Graph<'a> {
     }
 
     /// Registers a buffer that nodes read, borrowing it for the graph's lifetime.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let x = ctx.htod_copy(&[1.0f32; 64])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(64)?;
+    /// let graph = ctx.new_graph("saxpy")?;
+    /// let (xb, yb) = (graph.buffer(&x), graph.buffer_mut(&mut y)); // `x` is only read
+    /// let cfg = LaunchConfig::for_elements(64)?;
+    /// graph.add_kernel(&[], &module.kernel(saxpy)?, cfg, (2.0f32, xb, yb))?;
+    /// # Ok(()) }
+    /// ```
     pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
         GraphBuffer::of(b)
     }
 
     /// Registers a buffer that nodes read and write, borrowing it exclusively for the graph's
     /// lifetime.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut out = ctx.alloc_zeros::<u32>(64)?;
+    /// let graph = ctx.new_graph("zero then fill")?;
+    /// let ob = graph.buffer_mut(&mut out); // `Copy`: several nodes take it, ordered by their uses
+    /// let zero = graph.add_memset_zeros(&[], ob)?;
+    /// graph.add_kernel(&[zero], &module.kernel(iota)?, LaunchConfig::for_elements(64)?, (ob,))?;
+    /// # Ok(()) }
+    /// ```
     pub fn buffer_mut<T: DeviceCopy>(&self, b: &'a mut DeviceBuffer<T>) -> GraphBufferMut<'a, T> {
         GraphBufferMut::of(b)
     }
@@ -253,6 +353,25 @@ impl<'a> Graph<'a> {
 
     /// Adds a kernel node after `deps`, with arguments typed and checked as for
     /// [`Stream::launch`]. The arguments must outlive the graph (`A: 'a`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let x = ctx.htod_copy(&[1.0f32; 256])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(256)?;
+    /// {
+    ///     let graph = ctx.new_graph("saxpy twice")?;
+    ///     let (xb, yb) = (graph.buffer(&x), graph.buffer_mut(&mut y));
+    ///     let saxpy = module.kernel(saxpy)?;
+    ///     let cfg = LaunchConfig::for_elements(256)?;
+    ///     let first = graph.add_kernel(&[], &saxpy, cfg, (2.0f32, xb, yb))?;
+    ///     graph.add_kernel(&[first], &saxpy, cfg, (2.0f32, xb, yb))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(y.to_host_vec()?[0], 4.0);
+    /// # Ok(()) }
+    /// ```
     pub fn add_kernel<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe> + 'a>(
         &self,
         deps: &[Node],
@@ -268,6 +387,25 @@ impl<'a> Graph<'a> {
     ///
     /// # Safety
     /// As [`Stream::launch_unchecked`], for every launch of the graph.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut data = ctx.htod_copy(&[1.0f32; 32])?;
+    /// {
+    ///     let graph = ctx.new_graph("scale")?;
+    ///     let d = graph.buffer_mut(&mut data);
+    ///     // SAFETY: `scale` is launched with one thread per element, at every launch of the graph.
+    ///     let (scale, cfg) = (module.kernel(scale)?, LaunchConfig::for_elements(32)?);
+    ///     unsafe { graph.add_kernel_unchecked(&[], &scale, cfg, (3.0f32, d))? };
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(data.to_host_vec()?[31], 3.0);
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn add_kernel_unchecked<K: Kernel, A: LaunchArgs<K::Params> + 'a>(
         &self,
         deps: &[Node],
@@ -317,6 +455,21 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds a host-to-device copy of `src` (read at each launch) into `dst`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let input = vec![7u32; 16];
+    /// let mut dev = ctx.alloc_zeros::<u32>(16)?;
+    /// {
+    ///     let graph = ctx.new_graph("upload")?;
+    ///     graph.add_memcpy_htod(&[], graph.buffer_mut(&mut dev), &input)?; // reads `input` at each launch
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(dev.to_host_vec()?, input);
+    /// # Ok(()) }
+    /// ```
     pub fn add_memcpy_htod<T: DeviceCopy>(
         &self,
         deps: &[Node],
@@ -338,6 +491,22 @@ impl<'a> Graph<'a> {
 
     /// Adds a device-to-host copy of `src` into `dst` (written at each launch; the host can
     /// read it once the graph and its instantiations are gone).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let dev = ctx.htod_copy(&[5u32; 8])?;
+    /// let mut host = vec![0u32; 8];
+    /// {
+    ///     let graph = ctx.new_graph("download")?;
+    ///     graph.add_memcpy_dtoh(&[], &mut host, graph.buffer(&dev))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    ///     stream.synchronize()?;
+    /// } // `host` can be read once the graph is gone
+    /// assert_eq!(host, [5; 8]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_memcpy_dtoh<T: DeviceCopy>(
         &self,
         deps: &[Node],
@@ -358,6 +527,21 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds a device-to-device copy.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let src = ctx.htod_copy(&[1u32, 2, 3])?;
+    /// let mut dst = ctx.alloc_zeros::<u32>(3)?;
+    /// {
+    ///     let graph = ctx.new_graph("copy")?;
+    ///     graph.add_memcpy_dtod(&[], graph.buffer_mut(&mut dst), graph.buffer(&src))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(dst.to_host_vec()?, [1, 2, 3]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_memcpy_dtod<T: DeviceCopy>(
         &self,
         deps: &[Node],
@@ -391,6 +575,20 @@ impl<'a> Graph<'a> {
 
     /// Adds a node setting every byte of `dst` to `value` (element types where any byte
     /// pattern is a value).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut flags = ctx.alloc_zeros::<u8>(4)?;
+    /// {
+    ///     let graph = ctx.new_graph("set")?;
+    ///     graph.add_memset_d8(&[], graph.buffer_mut(&mut flags), 1)?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(flags.to_host_vec()?, [1; 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_memset_d8<T: AnyBitPattern>(
         &self,
         deps: &[Node],
@@ -401,6 +599,20 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds a node zeroing `dst`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut acc = ctx.htod_copy(&[9.0f32; 4])?;
+    /// {
+    ///     let graph = ctx.new_graph("reset")?;
+    ///     graph.add_memset_zeros(&[], graph.buffer_mut(&mut acc))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(acc.to_host_vec()?, [0.0; 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_memset_zeros<T: DeviceCopy>(
         &self,
         deps: &[Node],
@@ -435,6 +647,23 @@ impl<'a> Graph<'a> {
     /// Adds a node calling `f` on a host thread once its dependencies are done. `f` is owned
     /// by the graph and dropped with the last `Graph`/`GraphExec` holding it. A panic in `f`
     /// is caught and reported on stderr (it cannot unwind into the driver).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+    /// let steps = Arc::new(AtomicU32::new(0));
+    /// let graph = ctx.new_graph("count")?;
+    /// let counter = steps.clone();
+    /// graph.add_host(&[], move || { counter.fetch_add(1, Ordering::Relaxed); })?;
+    /// let exec = graph.instantiate()?;
+    /// exec.launch(&stream)?;
+    /// exec.launch(&stream)?;
+    /// stream.synchronize()?;
+    /// assert_eq!(steps.load(Ordering::Relaxed), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn add_host(&self, deps: &[Node], f: impl FnMut() + Send + 'static) -> Result<Node> {
         let closure: Box<HostClosure> = Box::new((Mutex::new(Box::new(f)),));
         let data = core::ptr::from_ref::<HostClosure>(&closure)
@@ -456,6 +685,17 @@ impl<'a> Graph<'a> {
     }
 
     /// Adds an empty node: a join point for dependencies.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = ctx.new_graph("join")?;
+    /// let (a, b) = (graph.add_empty(&[])?, graph.add_empty(&[])?);
+    /// let joined = graph.add_empty(&[a, b])?; // one node to depend on instead of two
+    /// graph.add_host(&[joined], || println!("a and b are done"))?;
+    /// # Ok(()) }
+    /// ```
     pub fn add_empty(&self, deps: &[Node]) -> Result<Node> {
         // SAFETY: an empty node reaches no memory.
         unsafe {
@@ -472,6 +712,18 @@ impl<'a> Graph<'a> {
 
     /// Makes `to` run after `from`. A cycle is reported by
     /// [`instantiate`](Self::instantiate) ([`Error::GraphCycle`]).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = ctx.new_graph("order")?;
+    /// let (a, b) = (graph.add_empty(&[])?, graph.add_empty(&[])?);
+    /// graph.add_dependency(a, b)?; // b after a
+    /// graph.add_dependency(b, a)?;
+    /// assert!(graph.instantiate().is_err()); // Error::GraphCycle
+    /// # Ok(()) }
+    /// ```
     pub fn add_dependency(&self, from: Node, to: Node) -> Result<()> {
         let d = self.check_deps("Graph::add_dependency", &[from, to])?;
         let mut st = self.inner.lock();
@@ -507,6 +759,21 @@ impl<'a> Graph<'a> {
 
     /// Instantiates the graph ([`Error::GraphCycle`] when its dependencies form a cycle). The
     /// graph can still be changed afterwards; the instantiation keeps what it was.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut out = ctx.alloc_zeros::<u32>(128)?;
+    /// let graph = ctx.new_graph("fill")?;
+    /// let (iota, cfg) = (module.kernel(iota)?, LaunchConfig::for_elements(128)?);
+    /// graph.add_kernel(&[], &iota, cfg, (graph.buffer_mut(&mut out),))?;
+    /// let exec = graph.instantiate()?;
+    /// for _ in 0..10 {
+    ///     exec.launch(&stream)?; // replays cost one call each
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
         let st = self.inner.lock();
         let deps: Vec<&[usize]> = st.nodes.iter().map(|n| n.deps.as_slice()).collect();

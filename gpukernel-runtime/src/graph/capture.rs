@@ -38,6 +38,25 @@ struct Captured<'a> {
 
 /// The capturing stream, as the closure of [`Stream::capture`] sees it: its methods record
 /// work into the graph being captured. `'a` is the graph's lifetime.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let x = ctx.htod_copy(&[1.0f32; 64])?;
+/// let mut y = ctx.alloc_zeros::<f32>(64)?;
+/// {
+///     let saxpy = module.kernel(saxpy)?;
+///     let graph = stream.capture("saxpy", |c| {
+///         let yb = c.buffer_mut(&mut y);
+///         c.memset_zeros(yb)?;
+///         c.launch(&saxpy, LaunchConfig::for_elements(64)?, (2.0f32, &x, yb))
+///     })?;
+///     graph.instantiate()?.launch(&stream)?;
+/// }
+/// assert_eq!(y.to_host_vec()?, [2.0; 64]);
+/// # Ok(()) }
+/// ```
 pub struct Capture<'c, 'a> {
     stream: &'c Stream,
     nodes: Mutex<Vec<Captured<'a>>>,
@@ -170,16 +189,52 @@ impl<'a> Capture<'_, 'a> {
     /// The capturing stream's raw `CUstream` (null on the simulator), for libraries that
     /// enqueue on it directly; their work is captured too, but nothing orders or keeps what it
     /// uses.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = stream.capture("library call", |c| {
+    ///     let raw = c.raw_stream(); // hand to a library that enqueues on a CUstream
+    ///     Ok(())
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn raw_stream(&self) -> cudarc::driver::sys::CUstream {
         self.stream.raw()
     }
 
     /// The number of operations captured so far.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut out = ctx.alloc_zeros::<u32>(8)?;
+    /// let graph = stream.capture("zero", |c| {
+    ///     c.memset_zeros(c.buffer_mut(&mut out))?;
+    ///     assert_eq!(c.len(), 1);
+    ///     Ok(())
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
     /// Whether nothing was captured yet.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let graph = stream.capture("nothing", |c| {
+    ///     assert!(c.is_empty());
+    ///     Ok(())
+    /// })?;
+    /// assert!(graph.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -189,12 +244,40 @@ impl<'a> Capture<'_, 'a> {
     }
 
     /// Registers a buffer the captured work reads, borrowing it for the graph's lifetime.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let x = ctx.htod_copy(&[1.0f32; 32])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(32)?;
+    /// let saxpy = module.kernel(saxpy)?;
+    /// let graph = stream.capture("saxpy", |c| {
+    ///     let (xb, yb) = (c.buffer(&x), c.buffer_mut(&mut y));
+    ///     c.launch(&saxpy, LaunchConfig::for_elements(32)?, (2.0f32, xb, yb))
+    /// })?;
+    /// # Ok(()) }
+    /// ```
     pub fn buffer<T: DeviceCopy>(&self, b: &'a DeviceBuffer<T>) -> GraphBuffer<'a, T> {
         GraphBuffer::of(b)
     }
 
     /// Registers a buffer the captured work reads and writes, borrowing it exclusively for
     /// the graph's lifetime.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut out = ctx.alloc_zeros::<u32>(32)?;
+    /// let iota = module.kernel(iota)?;
+    /// let graph = stream.capture("fill", |c| {
+    ///     let o = c.buffer_mut(&mut out); // borrowed by the graph until it is dropped
+    ///     c.launch(&iota, LaunchConfig::for_elements(32)?, (o,))
+    /// })?;
+    /// graph.instantiate()?.launch(&stream)?;
+    /// # Ok(()) }
+    /// ```
     pub fn buffer_mut<T: DeviceCopy>(&self, b: &'a mut DeviceBuffer<T>) -> GraphBufferMut<'a, T> {
         GraphBufferMut::of(b)
     }
@@ -231,6 +314,24 @@ impl<'a> Capture<'_, 'a> {
 
     /// Captures a kernel launch, typed and checked as [`Stream::launch`]; the arguments must
     /// outlive the graph (`A: 'a`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let x = ctx.htod_copy(&[1.0f32; 16])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(16)?;
+    /// {
+    ///     let saxpy = module.kernel(saxpy)?;
+    ///     let graph = stream.capture("saxpy", |c| {
+    ///         let yb = c.buffer_mut(&mut y);
+    ///         c.launch(&saxpy, LaunchConfig::for_elements(16)?, (2.0f32, &x, yb))
+    ///     })?;
+    ///     graph.instantiate()?.launch(&stream)?; // the kernel runs here, not during the capture
+    /// }
+    /// assert_eq!(y.to_host_vec()?, [2.0; 16]);
+    /// # Ok(()) }
+    /// ```
     pub fn launch<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe> + 'a>(
         &self,
         kernel: &TypedKernel<K>,
@@ -245,6 +346,26 @@ impl<'a> Capture<'_, 'a> {
     ///
     /// # Safety
     /// As [`Stream::launch_unchecked`], for every launch of the graph.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut data = ctx.htod_copy(&[1.0f32; 16])?;
+    /// {
+    ///     let scale = module.kernel(scale)?;
+    ///     let graph = stream.capture("scale", |c| {
+    ///         let d = c.buffer_mut(&mut data);
+    ///         // SAFETY: one thread per element, at every launch of the graph.
+    ///         unsafe { c.launch_unchecked(&scale, LaunchConfig::for_elements(16)?, (4.0f32, d)) }
+    ///     })?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(data.to_host_vec()?, [4.0; 16]);
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn launch_unchecked<K: Kernel, A: LaunchArgs<K::Params> + 'a>(
         &self,
         kernel: &TypedKernel<K>,
@@ -289,6 +410,20 @@ impl<'a> Capture<'_, 'a> {
     }
 
     /// Captures a device-to-device copy.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let src = ctx.htod_copy(&[3u32; 8])?;
+    /// let mut dst = ctx.alloc_zeros::<u32>(8)?;
+    /// {
+    ///     let graph = stream.capture("copy", |c| c.memcpy_dtod(c.buffer_mut(&mut dst), c.buffer(&src)))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(dst.to_host_vec()?, [3; 8]);
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_dtod<T: DeviceCopy>(
         &self,
         dst: GraphBufferMut<'a, T>,
@@ -331,11 +466,37 @@ impl<'a> Capture<'_, 'a> {
 
     /// Captures setting every byte of `dst` to `value` (element types where any byte
     /// pattern is a value).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut mask = ctx.alloc_zeros::<u8>(8)?;
+    /// {
+    ///     let graph = stream.capture("set", |c| c.memset_d8(c.buffer_mut(&mut mask), 0xff))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(mask.to_host_vec()?, [0xff; 8]);
+    /// # Ok(()) }
+    /// ```
     pub fn memset_d8<T: AnyBitPattern>(&self, dst: GraphBufferMut<'a, T>, value: u8) -> Result<()> {
         self.memset(dst, value)
     }
 
     /// Captures zeroing `dst`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut acc = ctx.htod_copy(&[1.0f64; 8])?;
+    /// {
+    ///     let graph = stream.capture("reset", |c| c.memset_zeros(c.buffer_mut(&mut acc)))?;
+    ///     graph.instantiate()?.launch(&stream)?;
+    /// }
+    /// assert_eq!(acc.to_host_vec()?, [0.0; 8]);
+    /// # Ok(()) }
+    /// ```
     pub fn memset_zeros<T: DeviceCopy>(&self, dst: GraphBufferMut<'a, T>) -> Result<()> {
         self.memset(dst, 0)
     }

@@ -23,6 +23,21 @@ pub(super) struct ExecState<'a> {
 
 /// An instantiated graph (`cuGraphExec`): launch it on a stream any number of times. It
 /// borrows what its graph borrows (`'a`); dropping it waits for its launches.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::GraphExec;
+/// let mut out = ctx.alloc_zeros::<u32>(64)?;
+/// let graph = ctx.new_graph("fill")?;
+/// let (iota, cfg) = (module.kernel(iota)?, LaunchConfig::for_elements(64)?);
+/// graph.add_kernel(&[], &iota, cfg, (graph.buffer_mut(&mut out),))?;
+/// let exec: GraphExec<'_> = graph.instantiate()?;
+/// exec.launch(&stream)?;
+/// stream.synchronize()?;
+/// # Ok(()) }
+/// ```
 pub struct GraphExec<'a> {
     pub(super) graph: Arc<GraphInner<'a>>,
     pub(super) handle: GraphExecHandle,
@@ -58,11 +73,29 @@ impl<'a> GraphExec<'a> {
     }
 
     /// The name of the graph it was instantiated from.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let exec = ctx.new_graph("step")?.instantiate()?;
+    /// assert_eq!(exec.name(), "step");
+    /// # Ok(()) }
+    /// ```
     pub fn name(&self) -> &str {
         &self.graph.name
     }
 
     /// The raw `CUgraphExec` (meaningless on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let exec = ctx.new_graph("g")?.instantiate()?;
+    /// let raw = exec.raw(); // a CUgraphExec, for driver calls the runtime does not wrap
+    /// # Ok(()) }
+    /// ```
     pub fn raw(&self) -> cudarc::driver::sys::CUgraphExec {
         if self.graph.ctx.backend.is_simulator() {
             return core::ptr::null_mut();
@@ -75,6 +108,26 @@ impl<'a> GraphExec<'a> {
     /// kernel fault is reported by the next synchronizing call naming the graph and its kernel
     /// nodes; a failed foreign call of one of its kernels, wherever the stream's work is
     /// observed. On the simulator the graph runs before this returns.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut acc = ctx.alloc_zeros::<f32>(4)?;
+    /// let ones = ctx.htod_copy(&[1.0f32; 4])?;
+    /// {
+    ///     let graph = ctx.new_graph("accumulate")?;
+    ///     let (x, y) = (graph.buffer(&ones), graph.buffer_mut(&mut acc));
+    ///     let (saxpy, cfg) = (module.kernel(saxpy)?, LaunchConfig::for_elements(4)?);
+    ///     graph.add_kernel(&[], &saxpy, cfg, (1.0f32, x, y))?;
+    ///     let exec = graph.instantiate()?;
+    ///     for _ in 0..3 {
+    ///         exec.launch(&stream)?;
+    ///     }
+    /// }
+    /// assert_eq!(acc.to_host_vec()?, [3.0; 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         crate::context::check_same(
             "GraphExec::launch",
@@ -135,6 +188,26 @@ impl<'a> GraphExec<'a> {
     /// Replaces the arguments and configuration of kernel node `node` for the next launches
     /// (`cuGraphExecKernelNodeSetParams`): the same kernel, arguments checked as for
     /// [`Stream::launch`]. The graph itself is unchanged.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let ones = ctx.htod_copy(&[1.0f32; 4])?;
+    /// let mut acc = ctx.alloc_zeros::<f32>(4)?;
+    /// {
+    ///     let graph = ctx.new_graph("axpy")?;
+    ///     let (x, y) = (graph.buffer(&ones), graph.buffer_mut(&mut acc));
+    ///     let saxpy = module.kernel(saxpy)?;
+    ///     let cfg = LaunchConfig::for_elements(4)?;
+    ///     let node = graph.add_kernel(&[], &saxpy, cfg, (1.0f32, x, y))?;
+    ///     let exec = graph.instantiate()?;
+    ///     exec.set_kernel_args(node, &saxpy, cfg, (10.0f32, x, y))?; // a = 10 from now on
+    ///     exec.launch(&stream)?;
+    /// }
+    /// assert_eq!(acc.to_host_vec()?, [10.0; 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn set_kernel_args<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe> + 'a>(
         &self,
         node: Node,
@@ -150,6 +223,27 @@ impl<'a> GraphExec<'a> {
     ///
     /// # Safety
     /// As [`Stream::launch_unchecked`], for every later launch.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut data = ctx.htod_copy(&[1.0f32; 4])?;
+    /// {
+    ///     let graph = ctx.new_graph("scale")?;
+    ///     let d = graph.buffer_mut(&mut data);
+    ///     let (scale, cfg) = (module.kernel(scale)?, LaunchConfig::for_elements(4)?);
+    ///     // SAFETY (both): one thread per element, at every launch.
+    ///     let node = unsafe { graph.add_kernel_unchecked(&[], &scale, cfg, (2.0f32, d))? };
+    ///     let exec = graph.instantiate()?;
+    ///     unsafe { exec.set_kernel_args_unchecked(node, &scale, cfg, (5.0f32, d))? };
+    ///     exec.launch(&stream)?;
+    /// }
+    /// assert_eq!(data.to_host_vec()?, [5.0; 4]);
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn set_kernel_args_unchecked<K: Kernel, A: LaunchArgs<K::Params> + 'a>(
         &self,
         node: Node,
@@ -215,6 +309,24 @@ impl<'a> GraphExec<'a> {
     /// same nodes and edges (`cuGraphExecUpdate`): [`Error::GraphUpdateRefused`] otherwise,
     /// and this instantiation is unchanged. Waits for this instantiation's pending launches
     /// first.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let (mut a, mut b) = (ctx.alloc_zeros::<u8>(4)?, ctx.alloc_zeros::<u8>(4)?);
+    /// {
+    ///     let first = ctx.new_graph("set")?;
+    ///     first.add_memset_d8(&[], first.buffer_mut(&mut a), 1)?;
+    ///     let mut exec = first.instantiate()?;
+    ///     let second = ctx.new_graph("set")?; // same shape, other parameters
+    ///     second.add_memset_d8(&[], second.buffer_mut(&mut b), 2)?;
+    ///     exec.update(&second)?; // cheaper than instantiating `second`
+    ///     exec.launch(&stream)?;
+    /// }
+    /// assert_eq!(b.to_host_vec()?, [2; 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn update(&mut self, graph: &Graph<'a>) -> Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let gst = graph.inner.lock();

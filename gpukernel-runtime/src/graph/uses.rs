@@ -69,6 +69,21 @@ impl NodeUses<'_> {
 
 /// A buffer read by a graph's nodes for its lifetime `'a` ([`Graph::buffer`]); `Copy`, so
 /// several nodes can take it.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::GraphBuffer;
+/// let x = ctx.htod_copy(&[1.0f32; 8])?;
+/// let (mut y1, mut y2) = (ctx.alloc_zeros::<f32>(8)?, ctx.alloc_zeros::<f32>(8)?);
+/// let graph = ctx.new_graph("two outputs")?;
+/// let xb: GraphBuffer<'_, f32> = graph.buffer(&x); // read by both nodes, which may run concurrently
+/// let (saxpy, cfg) = (module.kernel(saxpy)?, LaunchConfig::for_elements(8)?);
+/// graph.add_kernel(&[], &saxpy, cfg, (1.0f32, xb, graph.buffer_mut(&mut y1)))?;
+/// graph.add_kernel(&[], &saxpy, cfg, (2.0f32, xb, graph.buffer_mut(&mut y2)))?;
+/// # Ok(()) }
+/// ```
 pub struct GraphBuffer<'a, T: DeviceCopy> {
     pub(super) ptr: u64,
     pub(super) len: usize,
@@ -80,6 +95,20 @@ pub struct GraphBuffer<'a, T: DeviceCopy> {
 /// A buffer read and written by a graph's nodes for its lifetime `'a`
 /// ([`Graph::buffer_mut`]); `Copy`, so several nodes can take it (nodes that conflict on it
 /// are ordered).
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::GraphBufferMut;
+/// let mut out = ctx.alloc_zeros::<u32>(8)?;
+/// let graph = ctx.new_graph("fill")?;
+/// let o: GraphBufferMut<'_, u32> = graph.buffer_mut(&mut out);
+/// graph.add_memset_zeros(&[], o)?;
+/// let (iota, cfg) = (module.kernel(iota)?, LaunchConfig::for_elements(8)?);
+/// graph.add_kernel(&[], &iota, cfg, (o,))?; // ordered after the memset
+/// # Ok(()) }
+/// ```
 pub struct GraphBufferMut<'a, T: DeviceCopy> {
     pub(super) ptr: u64,
     pub(super) len: usize,
@@ -110,10 +139,32 @@ macro_rules! graph_buffer_common {
         unsafe impl<T: DeviceCopy> Sync for $ty<'_, T> {}
         impl<'a, T: DeviceCopy> $ty<'a, T> {
             /// Number of elements.
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut out = ctx.alloc_zeros::<u32>(8)?;
+            /// let graph = ctx.new_graph("g")?;
+            /// let o = graph.buffer_mut(&mut out);
+            /// assert_eq!((o.len(), o.read().len()), (8, 8));
+            /// # Ok(()) }
+            /// ```
             pub fn len(&self) -> usize {
                 self.len
             }
             /// Whether there are no elements.
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut out = ctx.alloc_zeros::<u32>(0)?;
+            /// let graph = ctx.new_graph("g")?;
+            /// let o = graph.buffer_mut(&mut out);
+            /// assert!(o.is_empty() && o.read().is_empty());
+            /// # Ok(()) }
+            /// ```
             pub fn is_empty(&self) -> bool {
                 self.len == 0
             }
@@ -144,6 +195,20 @@ impl<'a, T: DeviceCopy> GraphBufferMut<'a, T> {
     }
 
     /// The same buffer, for nodes that only read it.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut y = ctx.alloc_zeros::<f32>(8)?;
+    /// let mut z = ctx.alloc_zeros::<f32>(8)?;
+    /// let graph = ctx.new_graph("chain")?;
+    /// let (yb, zb) = (graph.buffer_mut(&mut y), graph.buffer_mut(&mut z));
+    /// let (saxpy, cfg) = (module.kernel(saxpy)?, LaunchConfig::for_elements(8)?);
+    /// graph.add_memset_d8(&[], yb, 0)?;
+    /// graph.add_kernel(&[], &saxpy, cfg, (2.0f32, yb.read(), zb))?; // reads y after the memset
+    /// # Ok(()) }
+    /// ```
     pub fn read(self) -> GraphBuffer<'a, T> {
         GraphBuffer {
             ptr: self.ptr,

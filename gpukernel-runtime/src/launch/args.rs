@@ -87,7 +87,7 @@ pub mod abi {
 use abi::{Abi, Extents, Scalar, Slice};
 
 /// A host value that can be passed for a kernel parameter of type `P` (a type of the kernel's
-/// [`Kernel::Params`]).
+/// [`Kernel::Params`](gpukernel_device::Kernel::Params)).
 ///
 /// | kernel parameter `P` | host argument |
 /// |---|---|
@@ -100,9 +100,26 @@ use abi::{Abi, Extents, Scalar, Slice};
 /// | `*mut T` | `DevicePtr<T>`, `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>` |
 ///
 /// # Safety
-/// `lower` must produce the ABI values of `P` (see [`Kernel`]'s ABI), pointing only at memory
+/// `lower` must produce the ABI values of `P` (see [`Kernel`](gpukernel_device::Kernel)'s ABI), pointing only at memory
 /// that stays valid, with the access `P` allows, until the launched work completes on the
 /// stream given to `lower`, which must order that work after pending conflicting work.
+///
+/// # Example
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let x = ctx.htod_copy(&[1.0f32; 8])?;
+/// let mut y = ctx.alloc_zeros::<f32>(8)?;
+/// let saxpy = module.kernel(saxpy)?;
+/// // `saxpy(a: f32, x: &[f32], y: DisjointSlice<f32>)`: a value, something to read, something to write.
+/// stream.launch(&saxpy, LaunchConfig::for_elements(8)?, (2.0f32, &x, &mut y))?;
+/// // Views work the same: the second half again.
+/// stream.launch(&saxpy, LaunchConfig::for_elements(4)?, (2.0f32, x.slice(4..)?, y.slice_mut(4..)?))?;
+/// assert_eq!(y.to_host_vec()?, [2.0, 2.0, 2.0, 2.0, 4.0, 4.0, 4.0, 4.0]);
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be passed for a kernel parameter of type `{P}`",
     label = "wrong argument for a `{P}` parameter",
@@ -127,6 +144,18 @@ pub unsafe trait KernelArg<P> {
 ///
 /// # Safety
 /// As [`KernelArg`], for every element; `fill` writes one pointer per ABI parameter, in order.
+///
+/// # Example
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let mut out = ctx.alloc_zeros::<u32>(4)?;
+/// // `iota(out: DisjointSlice<u32>)`: a one-parameter kernel takes a 1-tuple.
+/// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(4)?, (&mut out,))?;
+/// # Ok(()) }
+/// ```
 #[diagnostic::on_unimplemented(
     message = "the arguments `{Self}` do not match the kernel's parameters `{P}`",
     label = "checked against the kernel's parameter types",
@@ -148,17 +177,52 @@ pub unsafe trait LaunchArgs<P> {
 /// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
 /// (an `&mut [T]` parameter, which only `unsafe fn` kernels take). [`Stream::launch`] accepts
 /// argument tuples whose combined level is [`Safe`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::{LaunchArgs, Safe, SafetyLevel};
+/// // Argument tuples for `saxpy` are `Safe`: `Stream::launch` takes them.
+/// fn is_safe<A: LaunchArgs<P, Safety = Safe>, P>(_: &A) {}
+/// let (x, mut y) = (ctx.alloc_zeros::<f32>(4)?, ctx.alloc_zeros::<f32>(4)?);
+/// is_safe::<_, (f32, &[f32], gpukernel_runtime::DisjointSlice<f32>)>(&(1.0f32, &x, &mut y));
+/// # Ok(()) }
+/// ```
 pub trait SafetyLevel {
     /// The level of two arguments together.
     type And<B: SafetyLevel>: SafetyLevel;
 }
 
 /// See [`SafetyLevel`]: the launch cannot race by itself.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::{LaunchArgs, Safe};
+/// fn launchable<P, A: LaunchArgs<P, Safety = Safe>>(_: A) {}
+/// let mut out = ctx.alloc_zeros::<u32>(4)?;
+/// launchable::<(gpukernel_runtime::DisjointSlice<u32>,), _>((&mut out,));
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub enum Safe {}
 
 /// See [`SafetyLevel`]: the kernel takes `&mut [T]`; launch it with
 /// `unsafe { stream.launch_unchecked(..) }`.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let mut data = ctx.htod_copy(&[1.0f32; 4])?;
+/// let scale = module.kernel(scale)?; // takes `&mut [f32]`: its arguments are RequiresLaunchUnchecked
+/// // stream.launch(&scale, ..) does not compile; the caller vouches for the kernel instead:
+/// // SAFETY: one thread per element.
+/// unsafe { stream.launch_unchecked(&scale, LaunchConfig::for_elements(4)?, (2.0f32, &mut data))? };
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub enum RequiresLaunchUnchecked {}
 

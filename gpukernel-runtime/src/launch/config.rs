@@ -7,6 +7,17 @@ use gpukernel_device::LaunchDims;
 use crate::module::{Function, TypedKernel};
 
 /// Grid or block dimensions, x y z.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::Dim3;
+/// assert_eq!(Dim3::from((16, 16)), Dim3::new(16, 16, 1));
+/// let cfg = LaunchConfig::new((64, 64), (16, 16)); // a 2D grid of 2D blocks
+/// assert_eq!(cfg.block.to_array(), [16, 16, 1]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Dim3 {
     /// x
@@ -19,11 +30,31 @@ pub struct Dim3 {
 
 impl Dim3 {
     /// `(x, y, z)`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::Dim3;
+    /// let block = Dim3::new(8, 8, 4); // 256 threads
+    /// let cfg = LaunchConfig::new(Dim3::new(32, 32, 1), block);
+    /// # Ok(()) }
+    /// ```
     pub const fn new(x: u32, y: u32, z: u32) -> Self {
         Dim3 { x, y, z }
     }
 
     /// As an array.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::Dim3;
+    /// let [x, y, z] = Dim3::new(4, 2, 1).to_array();
+    /// assert_eq!(x * y * z, 8);
+    /// # Ok(()) }
+    /// ```
     pub const fn to_array(self) -> [u32; 3] {
         [self.x, self.y, self.z]
     }
@@ -51,6 +82,17 @@ impl From<[u32; 3]> for Dim3 {
 }
 
 /// How to launch a kernel: blocks per grid, threads per block, dynamic shared memory.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let n = 1000;
+/// let cfg = LaunchConfig::for_elements(n)?; // 4 blocks of 256 threads
+/// assert_eq!((cfg.grid.x, cfg.block.x), (4, 256));
+/// let tiled = LaunchConfig::new((8, 8), (16, 16)).with_shared_mem_bytes(16 * 16 * 4);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LaunchConfig {
     /// Blocks per grid.
@@ -69,6 +111,17 @@ const MAX_GRID_X: u64 = i32::MAX as u64;
 
 impl LaunchConfig {
     /// `grid` blocks of `block` threads, no dynamic shared memory.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let cfg = LaunchConfig::new(4, 256); // 4 blocks of 256 threads
+    /// let mut out = ctx.alloc_zeros::<u32>(1024)?;
+    /// stream.launch(&module.kernel(iota)?, cfg, (&mut out,))?;
+    /// assert_eq!(out.to_host_vec()?[1023], 1023);
+    /// # Ok(()) }
+    /// ```
     pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> Self {
         LaunchConfig {
             grid: grid.into(),
@@ -78,6 +131,16 @@ impl LaunchConfig {
     }
 
     /// The same configuration with `bytes` of dynamic shared memory per block.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // 256 threads, each with one f32 of dynamic shared memory (`dynamic_shared::<f32>()`).
+    /// let cfg = LaunchConfig::new(64, 256).with_shared_mem_bytes(256 * 4);
+    /// assert_eq!(cfg.shared_mem_bytes, 1024);
+    /// # Ok(()) }
+    /// ```
     pub fn with_shared_mem_bytes(self, bytes: u32) -> Self {
         LaunchConfig {
             shared_mem_bytes: bytes,
@@ -87,11 +150,30 @@ impl LaunchConfig {
 
     /// One thread per element: blocks of 256 threads, enough blocks to cover `n` elements.
     /// An error when `n` is 0 or needs more blocks than a grid can have.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let cfg = LaunchConfig::for_elements(1 << 20)?; // 4096 blocks of 256 threads
+    /// assert_eq!(cfg.grid.x * cfg.block.x, 1 << 20);
+    /// assert!(LaunchConfig::for_elements(0).is_err()); // Error::InvalidLaunchConfig
+    /// # Ok(()) }
+    /// ```
     pub fn for_elements(n: usize) -> Result<Self> {
         Self::for_elements_with_block(n, DEFAULT_BLOCK)
     }
 
     /// One thread per element with blocks of `block` threads.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let cfg = LaunchConfig::for_elements_with_block(1000, 128)?;
+    /// assert_eq!((cfg.grid.x, cfg.block.x), (8, 128));
+    /// # Ok(()) }
+    /// ```
     pub fn for_elements_with_block(n: usize, block: u32) -> Result<Self> {
         let err = |dimension, value: u64, max| Error::InvalidLaunchConfig {
             kernel: "LaunchConfig::for_elements".to_owned(),
@@ -113,6 +195,18 @@ impl LaunchConfig {
 
     /// One thread per element with the block size that maximises the kernel's occupancy
     /// ([`Function::optimal_block_size`]).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let saxpy = module.kernel(saxpy)?;
+    /// let cfg = LaunchConfig::for_elements_optimal(1 << 20, &saxpy)?; // occupancy-optimal blocks
+    /// let x = ctx.alloc_zeros::<f32>(1 << 20)?;
+    /// let mut y = ctx.alloc_zeros::<f32>(1 << 20)?;
+    /// stream.launch(&saxpy, cfg, (2.0f32, &x, &mut y))?;
+    /// # Ok(()) }
+    /// ```
     pub fn for_elements_optimal(n: usize, function: &Function) -> Result<Self> {
         Self::for_elements_with_block(n, function.optimal_block_size(0)?)
     }

@@ -34,17 +34,29 @@ pub const MAX_KERNEL_PARAMS: usize = 60;
 impl Stream {
     /// Launches kernel `K` with typed arguments, checked at compile time against
     /// `K::Params` (see [`KernelArg`]). Asynchronous on CUDA: a fault of the kernel is reported
-    /// by the next synchronizing call ([`Error::KernelFault`] naming this launch). On the
+    /// by the next synchronizing call ([`Error::KernelFault`](crate::Error::KernelFault) naming this launch). On the
     /// simulator the grid runs before this returns, and a failure is returned here
-    /// ([`Error::SimulatorFault`]).
+    /// ([`Error::SimulatorFault`](crate::Error::SimulatorFault)).
     ///
     /// Only safe kernels ([`SafeKernel`]: `#[kernel]`s declared `fn`) launch here; an
     /// `unsafe fn` kernel has preconditions no argument type checks, so it needs
     /// `unsafe { stream.launch_unchecked(..) }`.
     ///
     /// The configuration is checked first (zero or too large dimensions, too many threads per
-    /// block, too much shared memory: [`Error::InvalidLaunchConfig`] naming the kernel and the
+    /// block, too much shared memory: [`Error::InvalidLaunchConfig`](crate::Error::InvalidLaunchConfig) naming the kernel and the
     /// dimension).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let x = stream.htod_copy(&[1.0f32, 2.0, 3.0])?;
+    /// let mut y = stream.htod_copy(&[1.0f32; 3])?;
+    /// let saxpy = module.kernel(saxpy)?; // `saxpy(a: f32, x: &[f32], y: DisjointSlice<f32>)`
+    /// stream.launch(&saxpy, LaunchConfig::for_elements(3)?, (2.0f32, &x, &mut y))?;
+    /// assert_eq!(y.to_host_vec()?, [3.0, 5.0, 7.0]);
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn launch<K: SafeKernel, A: LaunchArgs<K::Params, Safety = Safe>>(
         &self,
@@ -64,6 +76,21 @@ impl Stream {
     /// # Safety
     /// The caller upholds the kernel's `# Safety` contract (for `&mut [T]`: no two threads
     /// access one element unless all accesses are reads).
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut data = stream.htod_copy(&[1.0f32, 2.0, 3.0])?;
+    /// let scale = module.kernel(scale)?; // `unsafe fn scale(a: f32, data: &mut [f32])`
+    /// // SAFETY: one thread per element: no two threads touch the same one.
+    /// let cfg = LaunchConfig::for_elements(3)?;
+    /// unsafe { stream.launch_unchecked(&scale, cfg, (10.0f32, &mut data))? };
+    /// assert_eq!(data.to_host_vec()?, [10.0, 20.0, 30.0]);
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub unsafe fn launch_unchecked<K: Kernel, A: LaunchArgs<K::Params>>(
         &self,
@@ -102,6 +129,23 @@ impl Stream {
     /// For a `#[kernel]` that takes a `DisjointSlice` the configuration must be
     /// one-dimensional, and for one that takes a `DisjointSlice2D` its z extent 1 (the checks
     /// of the typed launches, see [`TypedKernel::launch_dims`]; nothing checks them here).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // A `__global__ void fill(float* out, float v, unsigned n)` from PTX built elsewhere.
+    /// let f = module.function("fill")?;
+    /// let mut out = ctx.alloc_zeros::<f32>(1000)?;
+    /// let (mut ptr, mut v, mut n) = (out.as_raw(), 1.5f32, 1000u32);
+    /// let mut params = [(&raw mut ptr).cast(), (&raw mut v).cast(), (&raw mut n).cast()];
+    /// // SAFETY: the parameters are `fill`'s, in order; `out` outlives the launch (synchronized).
+    /// unsafe { stream.launch_untyped(&f, LaunchConfig::for_elements(1000)?, &mut params)? };
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn launch_untyped(
         &self,
         function: &Function,

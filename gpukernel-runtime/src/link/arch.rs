@@ -6,6 +6,17 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 
 /// A GPU architecture to compile and link for, e.g. `sm_90`.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// let arch: Arch = "sm_90".parse()?;
+/// assert_eq!(arch, Arch::from_compute_capability(9, 0));
+/// assert_eq!(arch.to_string(), "sm_90");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Arch {
     sm: u32,
@@ -14,6 +25,17 @@ pub struct Arch {
 
 impl Arch {
     /// The architecture of a device of compute capability `major.minor`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let (major, minor) = ctx.compute_capability()?;
+    /// let arch = Arch::from_compute_capability(major, minor);
+    /// assert_eq!(Arch::from_compute_capability(8, 6).sm(), 86);
+    /// # Ok(()) }
+    /// ```
     pub fn from_compute_capability(major: u32, minor: u32) -> Arch {
         Arch {
             sm: major * 10 + minor,
@@ -22,11 +44,29 @@ impl Arch {
     }
 
     /// The SM number: 90 for `sm_90`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// assert_eq!("sm_90".parse::<Arch>()?.sm(), 90);
+    /// # Ok(()) }
+    /// ```
     pub fn sm(self) -> u32 {
         self.sm
     }
 
     /// The compute capability's major number: 9 for `sm_90`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// assert_eq!("sm_89".parse::<Arch>()?.major(), 8);
+    /// # Ok(()) }
+    /// ```
     pub fn major(self) -> u32 {
         self.sm / 10
     }

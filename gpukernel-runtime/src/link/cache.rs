@@ -23,6 +23,18 @@ use crate::format::cache_entry;
 pub(crate) use crate::format::cache_entry::{Entry, Key};
 
 /// Where and whether linked images are cached.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// let image = Linker::for_arch("sm_90")?
+///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+///     .cache(CachePolicy::Dir(std::env::temp_dir().join("my-app-cubins")))
+///     .link()?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum CachePolicy {
@@ -38,6 +50,16 @@ pub enum CachePolicy {
 
 impl CachePolicy {
     /// The directory this policy caches in, if any.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// assert_eq!(CachePolicy::Disabled.dir(), None);
+    /// println!("links are cached in {:?}", CachePolicy::Default.dir()); // ~/.cache/gpukernel
+    /// # Ok(()) }
+    /// ```
     pub fn dir(&self) -> Option<PathBuf> {
         match self {
             CachePolicy::Dir(dir) => Some(dir.clone()),

@@ -4,6 +4,17 @@
 /// A CUDA C++ source embedded with [`include_cuda!`](crate::include_cuda): its text, the name
 /// it was included by (relative to the including crate, as written), and where it was on the
 /// build machine (used only to find its `#include`s while that folder exists).
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::{include_cuda, link::CudaSource};
+/// let src: CudaSource = include_cuda!("../ffi-examples/kernels/cuda/functions.cu");
+/// assert_eq!(src.name, "../ffi-examples/kernels/cuda/functions.cu"); // NVRTC's errors name it so
+/// assert!(src.text.contains("__device__"));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CudaSource {
     /// The source text.
@@ -19,6 +30,17 @@ impl CudaSource {
     /// The folder of [`build_path`](CudaSource::build_path), if it still exists: the source's
     /// own `#include "..."`s are searched there (after headers given to
     /// [`Linker::header`](crate::link::Linker::header)).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let src = gpukernel_runtime::include_cuda!("../ffi-examples/kernels/cuda/functions.cu");
+    /// if let Some(dir) = src.build_dir() {
+    ///     println!("its #includes are searched in {}", dir.display()); // while the folder exists
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn build_dir(&self) -> Option<std::path::PathBuf> {
         std::path::Path::new(self.build_path)
             .parent()

@@ -22,6 +22,21 @@ use crate::format::{self, InputKind};
 use crate::link::input::Input;
 
 /// The ABI of a foreign function.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// # let record = DECL_RECORD;
+/// let decl = ForeignDecl::parse(record).unwrap();
+/// match decl.abi {
+///     ForeignAbi::Numba => println!("int {}(float* ret, ...)", decl.symbol),
+///     ForeignAbi::C => println!("float {}(...)", decl.symbol),
+///     _ => {}
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ForeignAbi {
@@ -32,6 +47,19 @@ pub enum ForeignAbi {
 }
 
 /// One `declare_device!` declaration, as recorded in a kernels crate's PTX.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// # let record = DECL_RECORD;
+/// // `record` as `declare_device!` exports it beside the kernels.
+/// let decl = ForeignDecl::parse(record).unwrap();
+/// assert_eq!((decl.symbol.as_str(), decl.declared_at.as_str()), ("mul_f32_f32", "src/ffi.rs:12"));
+/// assert_eq!(decl.args, ["float", "float"]);
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ForeignDecl {
     /// The foreign symbol.
@@ -48,6 +76,17 @@ pub struct ForeignDecl {
 
 impl ForeignDecl {
     /// Parses one record (see `gpukernel-macros`' `foreign/manifest.rs` for the format).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// # let record = DECL_RECORD;
+    /// assert_eq!(ForeignDecl::parse(record).unwrap().ret, "float");
+    /// assert!(ForeignDecl::parse("not a record").is_none());
+    /// # Ok(()) }
+    /// ```
     pub fn parse(record: &str) -> Option<ForeignDecl> {
         let mut lines = record.lines();
         if lines.next()? != "gpukernel-foreign-v1" {
@@ -82,6 +121,19 @@ impl ForeignDecl {
     }
 
     /// The declarations recorded in a PTX text.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // What the kernels of a PTX declare with `declare_device!`, to list or check them.
+    /// for decl in ForeignDecl::from_ptx(&kernels_ptx()) {
+    ///     println!("{} at {}", decl.c_declaration(), decl.declared_at);
+    /// }
+    /// assert!(ForeignDecl::from_ptx(&kernels_ptx()).is_empty()); // these kernels call none
+    /// # Ok(()) }
+    /// ```
     pub fn from_ptx(ptx: &str) -> Vec<ForeignDecl> {
         Ptx::parse(ptx)
             .foreign_records()
@@ -92,6 +144,18 @@ impl ForeignDecl {
 
     /// The C declaration this declaration stands for, e.g.
     /// `extern "C" __device__ int mul_f32_f32(float*, float, float)`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// # let record = DECL_RECORD;
+    /// let decl = ForeignDecl::parse(record).unwrap();
+    /// let c = decl.c_declaration();
+    /// assert_eq!(c, "extern \"C\" __device__ int mul_f32_f32(float*, float, float)");
+    /// # Ok(()) }
+    /// ```
     pub fn c_declaration(&self) -> String {
         let (ret, mut params) = match self.abi {
             ForeignAbi::Numba => ("int".to_owned(), vec![format!("{}*", self.ret)]),

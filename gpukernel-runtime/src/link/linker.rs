@@ -13,7 +13,7 @@ use crate::link::input::{self, Input};
 use crate::link::stages::{self, CacheLookup};
 use crate::link::{
     Arch, CachePolicy, CacheStatus, LinkInput, LinkOptions, LinkTimings, LinkedImage, foreign,
-    simulator, toolinfo,
+    prelinked, simulator, toolinfo,
 };
 use crate::module::Module;
 
@@ -49,6 +49,20 @@ enum Pending {
 ///
 /// The `add_*` methods only record inputs; [`link`](Linker::link) reads, checks, compiles
 /// and links them, and reports the first problem with the file or symbol at fault.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// // The Rust kernels' PTX plus CUDA C++ they call, linked for the context's device.
+/// let module = Linker::new(&ctx)?
+///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+///     .link_and_load()?;
+/// let saxpy = module.kernel(saxpy)?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Linker {
     pub(super) target: Target,
@@ -78,6 +92,16 @@ impl Linker {
     /// A linker for a context: for a CUDA device it compiles for the device's architecture
     /// and links with the driver (`cuLink*`; nvJitLink when LTO-IR is involved); for the
     /// simulator see [`Linker::for_simulator`].
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let ctx = Context::default_context()?; // a GPU, or the simulator
+    /// let module = Linker::new(&ctx)?.add_ptx(&kernels_ptx(), "kernels.ptx").link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub fn new(ctx: &Context) -> Result<Linker> {
         if ctx.is_simulator() {
             return Ok(Linker::with_target(Target::Simulator {
@@ -95,6 +119,21 @@ impl Linker {
     /// A linker that needs no device: it compiles and links for `arch` (e.g. `"sm_90"`)
     /// with NVRTC and nvJitLink. The cubin can be loaded later on a device of that
     /// architecture.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // No GPU needed: NVRTC and nvJitLink compile and link for sm_90.
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+    ///     .link()?;
+    /// let cubin: &[u8] = image.cubin(); // e.g. saved as kernels.sm_90.cubin, loaded on an H100
+    /// assert!(Linker::for_arch("sm90").is_err()); // names the accepted spelling
+    /// # Ok(()) }
+    /// ```
     pub fn for_arch(arch: &str) -> Result<Linker> {
         Ok(Linker::with_target(Target::Offline(arch.parse()?)))
     }
@@ -102,11 +141,32 @@ impl Linker {
     /// A linker for the simulator: [`link`](Linker::link) checks the inputs (files exist,
     /// kinds and shapes are right) and compiles nothing; the foreign code the simulator runs
     /// is the host-compiled `.cu` linked into the program.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // Checks the inputs as a real link would, compiles nothing.
+    /// let image = Linker::for_simulator().add_ptx(&kernels_ptx(), "kernels.ptx").link()?;
+    /// assert!(image.is_simulator() && image.cubin().is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn for_simulator() -> Linker {
         Linker::with_target(Target::Simulator { ctx: None })
     }
 
     /// The architecture linked for (`None` on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// assert_eq!(Linker::for_arch("sm_90")?.arch().map(|a| a.sm()), Some(90));
+    /// assert_eq!(Linker::for_simulator().arch(), None);
+    /// # Ok(()) }
+    /// ```
     pub fn arch(&self) -> Option<Arch> {
         match &self.target {
             Target::Offline(arch) | Target::Cuda { arch, .. } => Some(*arch),
@@ -118,6 +178,22 @@ impl Linker {
     /// `.o`, `.a`, `.ltoir`). A relative path is resolved against the current directory when
     /// the link runs (the error says so); to embed a `.cu` at compile time, relative to the
     /// crate, use [`add_cuda`](Linker::add_cuda) with [`include_cuda!`](crate::include_cuda).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// # let (_dir, cu) = doc_file("functions.cu", FUNCTIONS_CU);
+    /// // `cu` is e.g. "kernels/cuda/functions.cu", relative to the current directory.
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_file(&cu)
+    ///     .link_and_load()?;
+    /// let e = Linker::new(&ctx)?.add_file("missing.cu").link().unwrap_err();
+    /// assert!(e.to_string().contains("missing.cu")); // names the path and the directory
+    /// # Ok(()) }
+    /// ```
     pub fn add_file(&mut self, path: impl AsRef<Path>) -> &mut Self {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
@@ -142,6 +218,22 @@ impl Linker {
     /// Numba's `int f(T* ret, ...)` or, for `extern "C" fn`, the plain C one). A mismatch
     /// makes the kernels pass arguments in the wrong registers and write the return slot with
     /// the wrong size: undefined behaviour on the device.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // A prebuilt library (`nvcc -lib -rdc=true`) that defines functions the kernels declare.
+    /// let mut linker = Linker::new(&ctx)?;
+    /// linker.add_ptx(&kernels_ptx(), "kernels.ptx");
+    /// // SAFETY: libfunctions.a defines each declared function with its declared C signature.
+    /// unsafe { linker.add_file_unchecked("libfunctions.a") };
+    /// let module = linker.link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn add_file_unchecked(&mut self, path: impl AsRef<Path>) -> &mut Self {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
@@ -157,6 +249,22 @@ impl Linker {
     ///
     /// # Safety
     /// As for [`add_file_unchecked`](Linker::add_file_unchecked).
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let fatbin: Vec<u8> = std::fs::read("functions.fatbin").expect("nvcc -fatbin output");
+    /// let mut linker = Linker::new(&ctx)?;
+    /// linker.add_ptx(&kernels_ptx(), "kernels.ptx");
+    /// // SAFETY: the fatbin defines each declared function with its declared C signature.
+    /// unsafe { linker.add_data_unchecked(InputKind::Fatbin, fatbin, "functions.fatbin") };
+    /// let module = linker.link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn add_data_unchecked(
         &mut self,
         kind: InputKind,
@@ -175,6 +283,17 @@ impl Linker {
     }
 
     /// Adds a file of the given kind, whatever its extension.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// # let (_dir, ptx) = doc_file("kernels.txt", &kernels_ptx());
+    /// // A PTX file without the .ptx extension.
+    /// let module = Linker::new(&ctx)?.add_file_as(&ptx, InputKind::Ptx).link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub fn add_file_as(&mut self, path: impl AsRef<Path>, kind: InputKind) -> &mut Self {
         self.pending.push(Pending::File {
             path: path.as_ref().to_path_buf(),
@@ -186,6 +305,18 @@ impl Linker {
 
     /// Adds an input from memory. `name` appears in logs and errors (for a `.cu` source, NVRTC
     /// reports its errors as `name(line): error ...`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_data(InputKind::Ptx, kernels_ptx(), "kernels.ptx")
+    ///     .add_data(InputKind::Cuda, FUNCTIONS_CU, "functions.cu") // errors name it `functions.cu`
+    ///     .link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub fn add_data(
         &mut self,
         kind: InputKind,
@@ -204,6 +335,17 @@ impl Linker {
     }
 
     /// Adds PTX text, e.g. the Rust kernels' PTX (`kernels_crate::PTX`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // In an application: `const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));`
+    /// let module = Linker::new(&ctx)?.add_ptx(&kernels_ptx(), "kernels.ptx").link_and_load()?;
+    /// assert_eq!(module.kernel_names(), ["iota", "saxpy", "scale"]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_ptx(&mut self, ptx: &str, name: impl Into<String>) -> &mut Self {
         self.add_data(InputKind::Ptx, ptx.as_bytes(), name)
     }
@@ -213,6 +355,19 @@ impl Linker {
     /// functions only they call, are left out, so the link needs only the foreign code these
     /// kernels use. A name that is not an entry of the PTX is an error at
     /// [`link`](Linker::link).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // Only `saxpy` (and the foreign code it calls) is linked.
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx_kernels(&kernels_ptx(), "kernels.ptx", &["saxpy"])
+    ///     .link_and_load()?;
+    /// assert_eq!(module.kernel_names(), ["saxpy"]);
+    /// # Ok(()) }
+    /// ```
     pub fn add_ptx_kernels(
         &mut self,
         ptx: &str,
@@ -233,6 +388,19 @@ impl Linker {
     /// NVRTC at link time. Works from any directory: the text is in the program. The source's
     /// own `#include "..."`s are found among the [`header`](Linker::header)s, then in its folder
     /// on the build machine while that exists.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::{include_cuda, link::Linker};
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     // embedded at compile time, found relative to this crate: works from any directory
+    ///     .add_cuda(include_cuda!("../ffi-examples/kernels/cuda/functions.cu"))
+    ///     .link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub fn add_cuda(&mut self, source: super::CudaSource) -> &mut Self {
         if let Some(dir) = source.build_dir()
             && !self.include_dirs.contains(&dir)
@@ -243,17 +411,54 @@ impl Linker {
     }
 
     /// Adds CUDA C++ source text, compiled by NVRTC at link time.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// const SRC: &str = r#"extern "C" __device__ float twice(float x) { return 2.0f * x; }"#;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_cuda_source(SRC, "twice.cu")
+    ///     .link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub fn add_cuda_source(&mut self, source: &str, name: impl Into<String>) -> &mut Self {
         self.add_data(InputKind::Cuda, source.as_bytes(), name)
     }
 
     /// Adds one NVRTC option (e.g. `-DN=4`, `--use_fast_math`), passed after the linker's own.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_cuda_source("extern \"C\" __device__ float k() { return K; }", "k.cu")
+    ///     .nvrtc_option("-DK=4.0f")
+    ///     .link()?;
+    /// # Ok(()) }
+    /// ```
     pub fn nvrtc_option(&mut self, option: impl Into<String>) -> &mut Self {
         self.nvrtc_options.push(option.into());
         self
     }
 
     /// Adds NVRTC options.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+    ///     .nvrtc_options(["--use_fast_math", "-DNDEBUG"])
+    ///     .link()?;
+    /// # Ok(()) }
+    /// ```
     pub fn nvrtc_options<I, S>(&mut self, options: I) -> &mut Self
     where
         I: IntoIterator<Item = S>,
@@ -266,6 +471,20 @@ impl Linker {
 
     /// Adds an include directory for `.cu` sources (searched after the source's own folder,
     /// before the CUDA include dir).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// # let (dir, _) = doc_file("scale.h", "#define SCALE 2.0f\n");
+    /// // `dir` holds scale.h, e.g. "kernels/cuda/include".
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_cuda_source("#include \"scale.h\"\nextern \"C\" __device__ float s(float x) { return SCALE * x; }", "s.cu")
+    ///     .include_dir(dir.path())
+    ///     .link()?;
+    /// # Ok(()) }
+    /// ```
     pub fn include_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
         self.include_dirs.push(dir.as_ref().to_path_buf());
         self
@@ -274,6 +493,19 @@ impl Linker {
     /// Provides a header to every `.cu` input from memory: `#include "name"` finds `text`
     /// (before any include directory). Lets a program embed its CUDA sources and headers
     /// (`include_str!`) instead of shipping files.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // e.g. `.header("scale.h", include_str!("cuda/scale.h"))`: nothing to ship beside the binary
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .header("scale.h", "#define SCALE 2.0f\n")
+    ///     .add_cuda_source("#include \"scale.h\"\nextern \"C\" __device__ float s(float x) { return SCALE * x; }", "s.cu")
+    ///     .link()?;
+    /// # Ok(()) }
+    /// ```
     pub fn header(&mut self, name: impl Into<String>, text: impl Into<String>) -> &mut Self {
         self.headers.push((name.into(), text.into()));
         self
@@ -282,6 +514,20 @@ impl Linker {
     /// Link-time optimisation: `.cu` sources are compiled to LTO-IR (`-dlto`) and the link goes
     /// through nvJitLink with `-lto`, so that CUDA C++ callees can be inlined into CUDA C++
     /// callers. (Rust PTX takes part as PTX; Rust↔C inlining is the build-time LLVM path.)
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // CUDA C++ callees inlined into CUDA C++ callers at link time (through nvJitLink).
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+    ///     .lto(true)
+    ///     .link_and_load()?;
+    /// # Ok(()) }
+    /// ```
     pub fn lto(&mut self, enabled: bool) -> &mut Self {
         self.lto = enabled;
         self
@@ -290,6 +536,19 @@ impl Linker {
     /// Limits the registers each thread of the linked code may use (16 to 255): NVRTC's
     /// `--maxrregcount` for `.cu` inputs, and the linker's (`CU_JIT_MAX_REGISTERS`, nvJitLink's
     /// `-maxrregcount`) for the final code. Code that needs more spills to local memory.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .max_registers(32) // more threads resident per SM, at the cost of spills
+    ///     .link()?;
+    /// assert_eq!(image.options().max_registers, Some(32));
+    /// # Ok(()) }
+    /// ```
     pub fn max_registers(&mut self, registers: u32) -> &mut Self {
         self.options.max_registers = Some(registers);
         self
@@ -297,6 +556,19 @@ impl Linker {
 
     /// The optimisation level of the final code generation, 0 to 3
     /// (`CU_JIT_OPTIMIZATION_LEVEL`, nvJitLink's `-O<n>`; the linkers' default is 3).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .optimization_level(0) // fast to build, slow to run
+    ///     .link()?;
+    /// assert_eq!(image.options().optimization_level, Some(0));
+    /// # Ok(()) }
+    /// ```
     pub fn optimization_level(&mut self, level: u32) -> &mut Self {
         self.options.optimization_level = Some(level);
         self
@@ -304,6 +576,17 @@ impl Linker {
 
     /// Line information in the code, for profilers and `compute-sanitizer` (NVRTC's
     /// `-lineinfo`, `CU_JIT_GENERATE_LINE_INFO`, nvJitLink's `-lineinfo`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // For Nsight Compute's source view and compute-sanitizer's line numbers.
+    /// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").line_info(true).link()?;
+    /// assert!(image.options().line_info);
+    /// # Ok(()) }
+    /// ```
     pub fn line_info(&mut self, enabled: bool) -> &mut Self {
         self.options.line_info = enabled;
         self
@@ -311,18 +594,56 @@ impl Linker {
 
     /// Device debug information, for `cuda-gdb` (NVRTC's `-G`, `CU_JIT_GENERATE_DEBUG_INFO`,
     /// nvJitLink's `-g`). The code is then unoptimised.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // For cuda-gdb: device debug information, no optimisation.
+    /// let image = Linker::for_arch("sm_90")?.add_ptx(&kernels_ptx(), "kernels.ptx").debug(true).link()?;
+    /// assert!(image.options().debug);
+    /// # Ok(()) }
+    /// ```
     pub fn debug(&mut self, enabled: bool) -> &mut Self {
         self.options.debug = enabled;
         self
     }
 
     /// Sets the cache policy (default: [`CachePolicy::Default`]).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .cache(CachePolicy::Disabled) // always compile and link
+    ///     .link()?;
+    /// assert_eq!(*image.cache_status(), CacheStatus::Disabled);
+    /// # Ok(()) }
+    /// ```
     pub fn cache(&mut self, policy: CachePolicy) -> &mut Self {
         self.cache = policy;
         self
     }
 
     /// Reads, checks, compiles and links every input.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+    ///     .link()?;
+    /// println!("{} bytes in {:?}", image.cubin().len(), image.timings().total);
+    /// // Later, on an sm_90 device: `ctx.load_module(image.cubin())?`.
+    /// # Ok(()) }
+    /// ```
     pub fn link(&self) -> Result<LinkedImage> {
         let start = Instant::now();
         if self.pending.is_empty() {
@@ -338,6 +659,9 @@ impl Linker {
                 path: i.path.clone(),
             })
             .collect();
+        // Sources a Rust PTX already holds (build-time LTO) are refused, on every backend.
+        let prelinked = prelinked::records(&inputs);
+        prelinked::check_sources(&inputs, &prelinked)?;
         let used = foreign::used_declarations(&inputs);
         for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
             foreign::check_ptx_definitions(
@@ -349,6 +673,7 @@ impl Linker {
         let arch = match &self.target {
             Target::Simulator { .. } => {
                 foreign::check_unchecked_inputs(&inputs, &used)?;
+                prelinked::check_inputs(&inputs, &prelinked)?;
                 return simulator::link(&inputs, &self.headers, infos, start);
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
@@ -386,6 +711,7 @@ impl Linker {
             CacheLookup::Miss(slot) => slot,
         };
         let compiled = self.compile(arch, &inputs, &used)?;
+        prelinked::check_units(&compiled.units, &inputs, &prelinked)?;
         stages::check_duplicates(&compiled.units, &inputs)?;
         let linked = self.link_units(&plan, &compiled.units, &inputs)?;
         let timings = LinkTimings {
@@ -413,6 +739,19 @@ impl Linker {
 
     /// Links, then loads the image as a module of the linker's context (on the simulator:
     /// a module of the kernels the PTX inputs declare).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let module = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .add_cuda_source(FUNCTIONS_CU, "functions.cu")
+    ///     .link_and_load()?;
+    /// let iota = module.kernel(iota)?;
+    /// # Ok(()) }
+    /// ```
     pub fn link_and_load(&self) -> Result<Module> {
         let ctx = match &self.target {
             Target::Cuda { ctx, .. } | Target::Simulator { ctx: Some(ctx) } => ctx,
@@ -436,6 +775,19 @@ impl Linker {
     /// Compiles as if the device had compute capability `major.minor` (the context's device
     /// still runs the result): to see how a link behaves for another GPU, e.g. one whose
     /// architecture the installed NVRTC and nvJitLink do not know. No effect on the simulator.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// // On an sm_90 machine, check that the code would also link for sm_80.
+    /// let image = Linker::new(&ctx)?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .assume_compute_capability(8, 0)
+    ///     .link()?;
+    /// # Ok(()) }
+    /// ```
     pub fn assume_compute_capability(&mut self, major: u32, minor: u32) -> &mut Self {
         let assumed = Arch::from_compute_capability(major, minor);
         match &mut self.target {

@@ -63,6 +63,7 @@
 
 mod arch;
 mod cache;
+mod devices;
 mod embedded;
 mod foreign;
 mod image;
@@ -70,6 +71,7 @@ mod input;
 mod linker;
 mod nvrtc;
 mod options;
+mod prelinked;
 mod simulator;
 mod stages;
 mod sys;
@@ -90,6 +92,16 @@ pub use tools::toolchain_report;
 
 /// Which of the CUDA compiler libraries this process has loaded, as reported by
 /// [`loaded_tools`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::{LoadedTools, loaded_tools};
+/// let LoadedTools { nvrtc, nvjitlink, .. } = loaded_tools();
+/// println!("NVRTC loaded: {nvrtc}, nvJitLink loaded: {nvjitlink}");
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LoadedTools {
@@ -101,6 +113,18 @@ pub struct LoadedTools {
 
 /// Which compiler libraries this process has loaded so far (or tried to). A cache hit loads
 /// neither once their versions are on record in the cache directory.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::link::{Linker, loaded_tools};
+/// let module = Linker::new(&ctx)?.add_ptx(&kernels_ptx(), "kernels.ptx").link_and_load()?;
+/// // Did that link compile anything? (A cache hit on a GPU, or the simulator, loads neither.)
+/// let tools = loaded_tools();
+/// println!("NVRTC loaded: {}, nvJitLink loaded: {}", tools.nvrtc, tools.nvjitlink);
+/// # Ok(()) }
+/// ```
 pub fn loaded_tools() -> LoadedTools {
     let (nvrtc, nvjitlink) = sys::loaded();
     LoadedTools { nvrtc, nvjitlink }

@@ -6,12 +6,23 @@ use crate::error::{Error, Result};
 use crate::link::{Arch, sys, tools};
 
 /// What [`compile_cuda`] produces.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// let ltoir = compile_cuda(FUNCTIONS_CU, "functions.cu", &[], "sm_90".parse()?, &[], CudaOutput::LtoIr)?;
+/// // SAFETY-free: LTO-IR is checked like any input; link it later with nvJitLink.
+/// let image = Linker::for_arch("sm_90")?.add_data(InputKind::LtoIr, ltoir, "functions.ltoir").link()?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum CudaOutput {
     /// PTX text (`-rdc=true`), linkable by cuLink or nvJitLink.
     Ptx,
-    /// LTO-IR (`-rdc=true -dlto`), linkable by nvJitLink only ([`InputKind::LtoIr`]).
+    /// LTO-IR (`-rdc=true -dlto`), linkable by nvJitLink only ([`InputKind::LtoIr`](crate::link::InputKind::LtoIr)).
     LtoIr,
 }
 
@@ -19,6 +30,18 @@ pub enum CudaOutput {
 /// (`-rdc=true`, the CUDA include dir, then `options`), e.g. to save PTX or LTO-IR for later
 /// links. `name` is the file name NVRTC's log uses; `headers` are `(name, text)` pairs that
 /// `#include "name"` finds. Errors: [`Error::NvrtcCompile`] with the log and the options.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// let ptx = compile_cuda(FUNCTIONS_CU, "functions.cu", &[], "sm_90".parse()?, &["--use_fast_math".into()], CudaOutput::Ptx)?;
+/// assert!(String::from_utf8_lossy(&ptx).contains(".visible .func"));
+/// let e = compile_cuda("int x = ;", "bad.cu", &[], "sm_90".parse()?, &[], CudaOutput::Ptx).unwrap_err();
+/// assert!(e.to_string().contains("bad.cu(1)")); // NVRTC's log, naming the file and line
+/// # Ok(()) }
+/// ```
 pub fn compile_cuda(
     source: &str,
     name: &str,

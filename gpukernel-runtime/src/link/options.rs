@@ -6,6 +6,21 @@ use crate::link::sys::JitOption;
 /// Code generation options of a link ([`Linker::max_registers`](crate::link::Linker::max_registers)
 /// and its neighbours), as [`LinkedImage::options`](crate::link::LinkedImage::options) reports
 /// them.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// # use gpukernel_runtime::link::*;
+/// let image = Linker::for_arch("sm_90")?
+///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+///     .max_registers(32)
+///     .line_info(true)
+///     .link()?;
+/// let o: LinkOptions = image.options();
+/// assert_eq!((o.max_registers, o.line_info, o.debug), (Some(32), true, false));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct LinkOptions {

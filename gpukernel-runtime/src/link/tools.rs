@@ -143,6 +143,15 @@ pub(crate) fn load_library(names: &[&str]) -> Result<(libloading::Library, PathB
 }
 /// Versions and locations of the compiler libraries the linker uses, for diagnostics
 /// (`cargo xtask doctor`, bug reports).
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// // e.g. "NVRTC 13.0 (/usr/local/cuda/lib64/libnvrtc.so.13)\nnvJitLink 13.0 (...)"
+/// eprintln!("{}", gpukernel_runtime::link::toolchain_report());
+/// # Ok(()) }
+/// ```
 pub fn toolchain_report() -> String {
     let mut out = String::new();
     match (sys::nvrtc_version(), sys::nvrtc_path()) {

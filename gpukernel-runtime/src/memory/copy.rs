@@ -98,6 +98,10 @@ pub(super) fn memcpy_dtod(
     op: &'static str,
 ) -> Result<()> {
     check_len(op, dst.len, src.len)?;
+    if !std::sync::Arc::ptr_eq(dst.ctx, src.ctx) {
+        // Two devices' memory: a peer copy (see `peer.rs`).
+        return super::peer::memcpy_peer(s, dst, src, op);
+    }
     dst.track(op, "the destination", s)?;
     src.track(op, "the source", s)?;
     let bytes = dst.len * dst.elem;
@@ -173,6 +177,16 @@ fn memcpy_dtoh_pinned<T: DeviceCopy>(
 
 impl Stream {
     /// Allocates `len` zeroed elements, stream-ordered on this stream.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// let buf = stream.alloc_zeros::<f32>(1024)?; // ordered on `stream`
+    /// assert!(buf.to_host_vec()?.iter().all(|&v| v == 0.0));
+    /// # Ok(()) }
+    /// ```
     pub fn alloc_zeros<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         // SAFETY: zeroed right away, and zero bytes are a valid `T` (the `DeviceCopy` contract
         // covers every bit pattern the device may write, including zeros).
@@ -186,12 +200,36 @@ impl Stream {
     /// # Safety
     /// The contents are unspecified: write them before reading them, unless every bit pattern
     /// is a valid `T`.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let n = 256;
+    /// // SAFETY: `iota` writes every element before anything reads them.
+    /// let mut out = unsafe { stream.alloc::<u32>(n)? };
+    /// stream.launch(&module.kernel(iota)?, LaunchConfig::for_elements(n)?, (&mut out,))?;
+    /// assert_eq!(out.to_host_vec()?[255], 255);
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         // SAFETY: forwarded from the caller.
         unsafe { DeviceBuffer::alloc_on(self, len) }
     }
 
     /// A new buffer holding a copy of `src` (blocks until `src` is no longer needed).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let stream = ctx.new_stream()?;
+    /// let x = stream.htod_copy(&[1.0f32, 2.0, 3.0])?;
+    /// assert_eq!(x.len(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn htod_copy<T: DeviceCopy>(&self, src: &[T]) -> Result<DeviceBuffer<T>> {
         // SAFETY: fully written by the copy below before anything can read it.
         let mut b = unsafe { DeviceBuffer::<T>::alloc_on(self, src.len()) }?;
@@ -201,6 +239,17 @@ impl Stream {
 
     /// Copies pageable host memory to device memory on this stream (`cuMemcpyHtoDAsync`),
     /// blocking until `src` is no longer needed.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut buf = stream.alloc_zeros::<u32>(4)?;
+    /// stream.memcpy_htod(&mut buf, &[1, 2, 3, 4])?;
+    /// stream.memcpy_htod(&mut buf.slice_mut(..2)?, &[9, 9])?;
+    /// assert_eq!(buf.to_host_vec()?, [9, 9, 3, 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_htod<T: DeviceCopy>(
         &self,
         dst: &mut impl DeviceSliceMut<T>,
@@ -211,6 +260,17 @@ impl Stream {
 
     /// Copies device memory to pageable host memory on this stream (`cuMemcpyDtoHAsync`),
     /// blocking until it is done.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let buf = stream.htod_copy(&[1u32, 2, 3, 4])?;
+    /// let mut host = [0; 2];
+    /// stream.memcpy_dtoh(&mut host, &buf.slice(2..)?)?;
+    /// assert_eq!(host, [3, 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_dtoh<T: DeviceCopy>(
         &self,
         dst: &mut [T],
@@ -219,7 +279,21 @@ impl Stream {
         memcpy_dtoh(self, dst, src.raw_parts(), "memcpy_dtoh")
     }
 
-    /// Copies device memory to device memory on this stream (`cuMemcpyDtoDAsync`).
+    /// Copies device memory to device memory on this stream (`cuMemcpyDtoDAsync`). Between
+    /// two devices (the stream belongs to one of them) as
+    /// [`copy_from_device`](DeviceSliceMut::copy_from_device): direct with peer access,
+    /// staged through host memory (and complete on return) without.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let src = stream.htod_copy(&[1u32, 2, 3, 4])?;
+    /// let mut dst = stream.alloc_zeros::<u32>(4)?;
+    /// stream.memcpy_dtod_async(&mut dst, &src)?; // does not block the host
+    /// assert_eq!(dst.to_host_vec()?, [1, 2, 3, 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_dtod_async<T: DeviceCopy>(
         &self,
         dst: &mut impl DeviceSliceMut<T>,
@@ -234,6 +308,17 @@ impl Stream {
     }
 
     /// Copies pinned host memory to device memory asynchronously (`cuMemcpyHtoDAsync`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let staging = ctx.pinned_from_slice(&[1.0f32; 1024])?;
+    /// let mut dev = stream.alloc_zeros::<f32>(1024)?;
+    /// stream.memcpy_htod_async(&mut dev, &staging)?; // returns at once; `staging` stays borrowed
+    /// stream.synchronize()?;
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_htod_async<T: DeviceCopy>(
         &self,
         dst: &mut impl DeviceSliceMut<T>,
@@ -244,6 +329,17 @@ impl Stream {
 
     /// Copies device memory to pinned host memory asynchronously (`cuMemcpyDtoHAsync`); read
     /// the result with [`PinnedHostBuffer::as_slice`], which waits for it.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let dev = stream.htod_copy(&[7u32; 16])?;
+    /// let mut host = ctx.alloc_pinned::<u32>(16)?;
+    /// stream.memcpy_dtoh_async(&mut host, &dev)?;
+    /// assert_eq!(host.as_slice()?, [7; 16]); // as_slice waits for the copy
+    /// # Ok(()) }
+    /// ```
     pub fn memcpy_dtoh_async<T: DeviceCopy>(
         &self,
         dst: &mut PinnedHostBuffer<T>,
@@ -253,6 +349,16 @@ impl Stream {
     }
 
     /// Sets every byte of `dst` to `value` (`cuMemsetD8Async`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut buf = stream.alloc_zeros::<u8>(8)?;
+    /// stream.memset_d8_async(&mut buf.slice_mut(4..)?, 0xab)?;
+    /// assert_eq!(buf.to_host_vec()?, [0, 0, 0, 0, 0xab, 0xab, 0xab, 0xab]);
+    /// # Ok(()) }
+    /// ```
     pub fn memset_d8_async<T: AnyBitPattern>(
         &self,
         dst: &mut impl DeviceSliceMut<T>,
@@ -264,6 +370,15 @@ impl Stream {
 
 impl Context {
     /// Allocates `len` zeroed elements on the default stream.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let counts = ctx.alloc_zeros::<u32>(256)?;
+    /// assert_eq!(counts.to_host_vec()?, vec![0; 256]);
+    /// # Ok(()) }
+    /// ```
     pub fn alloc_zeros<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         self.default_stream().alloc_zeros(len)
     }
@@ -272,22 +387,61 @@ impl Context {
     ///
     /// # Safety
     /// As [`Stream::alloc`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// // SAFETY: the copy writes every element before it is read.
+    /// let mut buf = unsafe { ctx.alloc::<f32>(3)? };
+    /// buf.copy_from_host(&[1.0, 2.0, 3.0])?;
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         // SAFETY: forwarded from the caller.
         unsafe { self.default_stream().alloc(len) }
     }
 
     /// A new buffer holding a copy of `src`, on the default stream.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0, 3.0])?;
+    /// assert_eq!(x.to_host_vec()?, [1.0, 2.0, 3.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn htod_copy<T: DeviceCopy>(&self, src: &[T]) -> Result<DeviceBuffer<T>> {
         self.default_stream().htod_copy(src)
     }
 
     /// `len` zeroed elements of page-locked host memory (`cuMemHostAlloc`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut host = ctx.alloc_pinned::<f32>(4096)?; // page-locked: async copies from it overlap
+    /// host.as_mut_slice()?.fill(1.0);
+    /// # Ok(()) }
+    /// ```
     pub fn alloc_pinned<T: DeviceCopy>(&self, len: usize) -> Result<PinnedHostBuffer<T>> {
         PinnedHostBuffer::zeroed(self, len)
     }
 
     /// Page-locked host memory holding a copy of `src`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let staging = ctx.pinned_from_slice(&[1u32, 2, 3])?;
+    /// assert_eq!(staging.as_slice()?, [1, 2, 3]);
+    /// # Ok(()) }
+    /// ```
     pub fn pinned_from_slice<T: DeviceCopy>(&self, src: &[T]) -> Result<PinnedHostBuffer<T>> {
         let mut p = PinnedHostBuffer::zeroed(self, src.len())?;
         p.as_mut_slice()?.copy_from_slice(src);

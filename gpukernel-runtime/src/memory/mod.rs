@@ -8,6 +8,7 @@
 
 mod buffer;
 mod copy;
+mod peer;
 mod pinned;
 mod ptr;
 #[cfg(test)]
@@ -62,7 +63,8 @@ impl fmt::Debug for RawParts<'_> {
 }
 
 impl RawParts<'_> {
-    /// Checks the context and orders work about to be enqueued on `s` after pending work.
+    /// Checks that `s`'s context may use the memory (its own, or a peer's with peer access
+    /// enabled) and orders work about to be enqueued on `s` after pending work.
     #[inline]
     pub(crate) fn track(
         &self,
@@ -70,9 +72,16 @@ impl RawParts<'_> {
         what: &'static str,
         s: &Stream,
     ) -> Result<()> {
-        if !Arc::ptr_eq(self.ctx, s.ctx()) {
+        if !Arc::ptr_eq(self.ctx, s.ctx()) && !s.ctx().can_use_memory_of(self.ctx) {
             return Err(crate::context::mismatch(operation, what, s.ctx(), self.ctx));
         }
+        self.order_on(s)
+    }
+
+    /// Orders work about to be enqueued on `s` after pending conflicting work, whichever
+    /// context `s` belongs to (the caller checked that the work may use the memory).
+    #[inline]
+    pub(crate) fn order_on(&self, s: &Stream) -> Result<()> {
         let bytes = (self.len * self.elem) as u64;
         self.tracker
             .use_on(s, (self.ptr, self.ptr + bytes.max(1)), self.access)
@@ -84,26 +93,81 @@ mod sealed {
 }
 
 /// Device memory that can be read: [`DeviceBuffer`], [`DeviceView`], [`DeviceViewMut`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::DeviceSlice;
+/// fn sum(data: &impl DeviceSlice<f32>) -> gpukernel_runtime::Result<f32> {
+///     Ok(data.to_host_vec()?.iter().sum())
+/// }
+/// let buf = ctx.htod_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// assert_eq!(sum(&buf)?, 10.0);
+/// assert_eq!(sum(&buf.slice(2..)?)?, 7.0); // a view works the same
+/// # Ok(()) }
+/// ```
 pub trait DeviceSlice<T: DeviceCopy>: sealed::Sealed {
     #[doc(hidden)]
     fn raw_parts(&self) -> RawParts<'_>;
 
     /// Number of elements.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSlice;
+    /// let buf = ctx.alloc_zeros::<u16>(10)?;
+    /// assert_eq!(DeviceSlice::len(&buf.slice(4..)?), 6);
+    /// # Ok(()) }
+    /// ```
     fn len(&self) -> usize {
         self.raw_parts().len
     }
 
     /// Whether there are no elements.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSlice;
+    /// let buf = ctx.alloc_zeros::<u16>(10)?;
+    /// assert!(DeviceSlice::is_empty(&buf.slice(10..)?));
+    /// # Ok(()) }
+    /// ```
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The raw device pointer to the first element (a host address on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSlice;
+    /// let buf = ctx.alloc_zeros::<u32>(8)?;
+    /// let tail = DeviceSlice::device_ptr(&buf.slice(2..)?);
+    /// assert_eq!(tail.addr(), buf.as_raw() + 2 * 4);
+    /// # Ok(()) }
+    /// ```
     fn device_ptr(&self) -> DevicePtr<T> {
         DevicePtr::from_addr(self.raw_parts().ptr)
     }
 
     /// The context the memory belongs to.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSlice;
+    /// let buf = ctx.alloc_zeros::<u32>(8)?;
+    /// assert!(buf.context().is_simulator());
+    /// # Ok(()) }
+    /// ```
     fn context(&self) -> Context {
         Context {
             inner: self.raw_parts().ctx.clone(),
@@ -112,6 +176,18 @@ pub trait DeviceSlice<T: DeviceCopy>: sealed::Sealed {
 
     /// Copies to host memory of the same length, after the pending work on the memory
     /// (`cuMemcpyDtoHAsync` + `cuStreamSynchronize`). A kernel fault surfaces here.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSlice;
+    /// let buf = ctx.htod_copy(&[1, 2, 3, 4])?;
+    /// let mut host = [0; 2];
+    /// DeviceSlice::copy_to_host(&buf.slice(2..)?, &mut host)?;
+    /// assert_eq!(host, [3, 4]);
+    /// # Ok(()) }
+    /// ```
     fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         let p = self.raw_parts();
         let s = p.tracker.home();
@@ -119,6 +195,16 @@ pub trait DeviceSlice<T: DeviceCopy>: sealed::Sealed {
     }
 
     /// Copies to a new `Vec`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSlice;
+    /// let buf = ctx.htod_copy(&[1, 2, 3, 4])?;
+    /// assert_eq!(DeviceSlice::to_host_vec(&buf.slice(..2)?)?, [1, 2]);
+    /// # Ok(()) }
+    /// ```
     fn to_host_vec(&self) -> Result<Vec<T>> {
         let p = self.raw_parts();
         let mut v: Vec<T> = Vec::new();
@@ -141,20 +227,60 @@ pub trait DeviceSlice<T: DeviceCopy>: sealed::Sealed {
 }
 
 /// Device memory that can be written: [`DeviceBuffer`] and [`DeviceViewMut`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::DeviceSliceMut;
+/// fn fill_ones(out: &mut impl DeviceSliceMut<f32>) -> gpukernel_runtime::Result<()> {
+///     out.copy_from_host(&vec![1.0; out.len()])
+/// }
+/// let mut buf = ctx.alloc_zeros::<f32>(4)?;
+/// fill_ones(&mut buf.slice_mut(1..3)?)?;
+/// assert_eq!(buf.to_host_vec()?, [0.0, 1.0, 1.0, 0.0]);
+/// # Ok(()) }
+/// ```
 pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
     #[doc(hidden)]
     fn raw_parts_mut(&mut self) -> RawParts<'_>;
 
     /// Copies from host memory of the same length (`cuMemcpyHtoDAsync`), ordered after pending
     /// work; returns once `src` is no longer needed.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSliceMut;
+    /// let mut buf = ctx.alloc_zeros::<i32>(4)?;
+    /// DeviceSliceMut::copy_from_host(&mut buf.slice_mut(..2)?, &[7, 8])?;
+    /// assert_eq!(buf.to_host_vec()?, [7, 8, 0, 0]);
+    /// # Ok(()) }
+    /// ```
     fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         let p = self.raw_parts_mut();
         let s = p.tracker.home();
         memcpy_htod(&s, p, src, "copy_from_host")
     }
 
-    /// Copies from device memory of the same length in the same context
-    /// (`cuMemcpyDtoDAsync`); stream-ordered, does not block.
+    /// Copies from device memory of the same length (`cuMemcpyDtoDAsync`); stream-ordered,
+    /// does not block. The source may be memory of another device: the copy then goes
+    /// directly (`cuMemcpyPeerAsync`) when peer access is enabled between the two contexts
+    /// in either direction ([`Context::enable_peer_access`]), and through page-locked host
+    /// memory otherwise, returning once it is complete.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSliceMut;
+    /// let src = ctx.htod_copy(&[1, 2])?;
+    /// let mut dst = ctx.alloc_zeros::<i32>(4)?;
+    /// DeviceSliceMut::copy_from_device(&mut dst.slice_mut(2..)?, &src)?;
+    /// assert_eq!(dst.to_host_vec()?, [0, 0, 1, 2]);
+    /// # Ok(()) }
+    /// ```
     fn copy_from_device(&mut self, src: &impl DeviceSlice<T>) -> Result<()>
     where
         Self: Sized,
@@ -167,6 +293,17 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
     /// Sets every byte to `value` (`cuMemsetD8Async`); stream-ordered, does not block.
     /// Only for element types where any byte pattern is a value ([`AnyBitPattern`]); use
     /// [`memset_zeros`](Self::memset_zeros) for the others.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSliceMut;
+    /// let mut buf = ctx.alloc_zeros::<u32>(2)?;
+    /// DeviceSliceMut::memset_d8(&mut buf, 0xff)?;
+    /// assert_eq!(buf.to_host_vec()?, [u32::MAX; 2]);
+    /// # Ok(()) }
+    /// ```
     fn memset_d8(&mut self, value: u8) -> Result<()>
     where
         T: AnyBitPattern,
@@ -177,6 +314,17 @@ pub trait DeviceSliceMut<T: DeviceCopy>: DeviceSlice<T> {
     }
 
     /// Sets every byte to zero (valid for every `DeviceCopy` type).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DeviceSliceMut;
+    /// let mut buf = ctx.htod_copy(&[1.5f32, 2.5])?;
+    /// DeviceSliceMut::memset_zeros(&mut buf)?;
+    /// assert_eq!(buf.to_host_vec()?, [0.0, 0.0]);
+    /// # Ok(()) }
+    /// ```
     fn memset_zeros(&mut self) -> Result<()> {
         let p = self.raw_parts_mut();
         let s = p.tracker.home();
@@ -260,29 +408,87 @@ macro_rules! inherent_read {
     ($([$($gen:tt)*] $ty:ty),*) => { $(
         impl<$($gen)*> $ty {
             /// Number of elements.
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.alloc_zeros::<f32>(8)?;
+            /// assert_eq!(buf.len(), 8);
+            /// assert_eq!(buf.slice(2..)?.len(), 6);
+            /// assert_eq!(buf.slice_mut(..3)?.len(), 3);
+            /// # Ok(()) }
+            /// ```
             #[inline]
             pub fn len(&self) -> usize {
                 DeviceSlice::len(self)
             }
 
             /// Whether there are no elements.
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.alloc_zeros::<f32>(8)?;
+            /// assert!(!buf.is_empty());
+            /// assert!(buf.slice(8..)?.is_empty());
+            /// assert!(buf.slice_mut(..0)?.is_empty());
+            /// # Ok(()) }
+            /// ```
             #[inline]
             pub fn is_empty(&self) -> bool {
                 DeviceSlice::is_empty(self)
             }
 
             /// The raw device pointer to the first element (a host address on the simulator).
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.alloc_zeros::<u64>(8)?;
+            /// let base = buf.device_ptr().addr();
+            /// assert_eq!(buf.slice(1..)?.device_ptr().addr(), base + 8);
+            /// assert_eq!(buf.slice_mut(2..)?.device_ptr().addr(), base + 16);
+            /// # Ok(()) }
+            /// ```
             #[inline]
             pub fn device_ptr(&self) -> DevicePtr<T> {
                 DeviceSlice::device_ptr(self)
             }
 
             /// See [`DeviceSlice::copy_to_host`].
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.htod_copy(&[1, 2, 3, 4])?;
+            /// let mut host = [0; 4];
+            /// buf.copy_to_host(&mut host)?; // waits for the work pending on `buf`
+            /// let mut half = [0; 2];
+            /// buf.slice(2..)?.copy_to_host(&mut half)?;
+            /// buf.slice_mut(..2)?.copy_to_host(&mut half)?;
+            /// assert_eq!((host, half), ([1, 2, 3, 4], [1, 2]));
+            /// # Ok(()) }
+            /// ```
             pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
                 DeviceSlice::copy_to_host(self, dst)
             }
 
             /// See [`DeviceSlice::to_host_vec`].
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.htod_copy(&[1, 2, 3, 4])?;
+            /// assert_eq!(buf.to_host_vec()?, [1, 2, 3, 4]);
+            /// assert_eq!(buf.slice(1..3)?.to_host_vec()?, [2, 3]);
+            /// assert_eq!(buf.slice_mut(3..)?.to_host_vec()?, [4]);
+            /// # Ok(()) }
+            /// ```
             pub fn to_host_vec(&self) -> Result<Vec<T>> {
                 DeviceSlice::to_host_vec(self)
             }
@@ -294,16 +500,50 @@ macro_rules! inherent_write {
     ($([$($gen:tt)*] $ty:ty),*) => { $(
         impl<$($gen)*> $ty {
             /// See [`DeviceSliceMut::copy_from_host`].
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.alloc_zeros::<i32>(4)?;
+            /// buf.copy_from_host(&[1, 2, 3, 4])?;
+            /// buf.slice_mut(2..)?.copy_from_host(&[0, 0])?;
+            /// assert_eq!(buf.to_host_vec()?, [1, 2, 0, 0]);
+            /// # Ok(()) }
+            /// ```
             pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
                 DeviceSliceMut::copy_from_host(self, src)
             }
 
             /// See [`DeviceSliceMut::copy_from_device`].
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let src = ctx.htod_copy(&[5, 6])?;
+            /// let mut dst = ctx.alloc_zeros::<i32>(4)?;
+            /// dst.slice_mut(1..3)?.copy_from_device(&src)?;
+            /// let copy = { let mut c = ctx.alloc_zeros::<i32>(4)?; c.copy_from_device(&dst)?; c };
+            /// assert_eq!(copy.to_host_vec()?, [0, 5, 6, 0]);
+            /// # Ok(()) }
+            /// ```
             pub fn copy_from_device(&mut self, src: &impl DeviceSlice<T>) -> Result<()> {
                 DeviceSliceMut::copy_from_device(self, src)
             }
 
             /// See [`DeviceSliceMut::memset_d8`].
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.alloc_zeros::<u8>(4)?;
+            /// buf.memset_d8(1)?;
+            /// buf.slice_mut(2..)?.memset_d8(9)?;
+            /// assert_eq!(buf.to_host_vec()?, [1, 1, 9, 9]);
+            /// # Ok(()) }
+            /// ```
             pub fn memset_d8(&mut self, value: u8) -> Result<()>
             where
                 T: AnyBitPattern,
@@ -312,6 +552,17 @@ macro_rules! inherent_write {
             }
 
             /// See [`DeviceSliceMut::memset_zeros`].
+            ///
+            /// ```
+            /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+            /// # fn main() -> gpukernel_runtime::Result<()> {
+            /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+            /// let mut buf = ctx.htod_copy(&[1.0f64, 2.0, 3.0])?;
+            /// buf.slice_mut(1..)?.memset_zeros()?;
+            /// assert_eq!(buf.to_host_vec()?, [1.0, 0.0, 0.0]);
+            /// buf.memset_zeros()?;
+            /// # Ok(()) }
+            /// ```
             pub fn memset_zeros(&mut self) -> Result<()> {
                 DeviceSliceMut::memset_zeros(self)
             }

@@ -14,6 +14,19 @@ use crate::stream::Stream;
 /// Page-locked host memory (`cuMemHostAlloc`), the source or destination of asynchronous copies
 /// ([`Stream::memcpy_htod_async`], [`Stream::memcpy_dtoh_async`]). Host access waits for the
 /// copies still pending on it.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let mut staging = ctx.alloc_pinned::<f32>(1024)?;
+/// staging.as_mut_slice()?.fill(2.0);
+/// let mut dev = stream.alloc_zeros::<f32>(1024)?;
+/// stream.memcpy_htod_async(&mut dev, &staging)?; // overlaps with host work
+/// stream.memcpy_dtoh_async(&mut staging, &dev)?;
+/// assert!(staging.as_slice()?.iter().all(|&v| v == 2.0));
+/// # Ok(()) }
+/// ```
 pub struct PinnedHostBuffer<T: DeviceCopy> {
     pub(super) ptr: *mut T,
     pub(super) len: usize,
@@ -59,17 +72,44 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 
     /// Number of elements.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert_eq!(ctx.alloc_pinned::<u8>(100)?.len(), 100);
+    /// # Ok(()) }
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether there are no elements.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(ctx.alloc_pinned::<u8>(0)?.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// The contents, after the copies pending on them have completed (a kernel fault or a
     /// failed foreign call of the work before them is reported here).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let dev = stream.htod_copy(&[3u16; 8])?;
+    /// let mut host = ctx.alloc_pinned::<u16>(8)?;
+    /// stream.memcpy_dtoh_async(&mut host, &dev)?;
+    /// assert_eq!(host.as_slice()?, [3; 8]); // waits for the copy first
+    /// # Ok(()) }
+    /// ```
     pub fn as_slice(&self) -> Result<&[T]> {
         self.tracker.synchronize_all()?;
         // SAFETY: `ptr` holds `len` initialised elements (zeroed at allocation, then written
@@ -78,6 +118,17 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     }
 
     /// The contents, mutable, after the copies pending on them have completed.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut host = ctx.alloc_pinned::<u16>(4)?;
+    /// host.as_mut_slice()?.copy_from_slice(&[1, 2, 3, 4]);
+    /// let dev = { let mut d = stream.alloc_zeros(4)?; stream.memcpy_htod_async(&mut d, &host)?; d };
+    /// assert_eq!(dev.to_host_vec()?, [1, 2, 3, 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         self.tracker.synchronize_all()?;
         // SAFETY: as `as_slice`, and `&mut self` excludes any other access.

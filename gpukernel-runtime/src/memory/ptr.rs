@@ -7,6 +7,17 @@ use std::fmt;
 ///
 /// Holding one does not keep the memory alive nor order work on it: a kernel that dereferences
 /// a raw pointer does so in its own `unsafe` code.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::DevicePtr;
+/// let buf = ctx.alloc_zeros::<f32>(4)?;
+/// let p: DevicePtr<f32> = buf.device_ptr(); // for a kernel's `*const f32` parameter
+/// assert!(!p.is_null());
+/// # Ok(()) }
+/// ```
 pub struct DevicePtr<T> {
     addr: u64,
     _t: PhantomData<*mut T>,
@@ -36,6 +47,17 @@ unsafe impl<T> Sync for DevicePtr<T> {}
 
 impl<T> DevicePtr<T> {
     /// A device pointer from an address (`CUdeviceptr`; a host address on the simulator).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DevicePtr;
+    /// let buf = ctx.alloc_zeros::<f32>(4)?;
+    /// let p = DevicePtr::<f32>::from_addr(buf.as_raw()); // e.g. an address from another library
+    /// assert_eq!(p, buf.device_ptr());
+    /// # Ok(()) }
+    /// ```
     pub fn from_addr(addr: u64) -> Self {
         DevicePtr {
             addr,
@@ -44,16 +66,44 @@ impl<T> DevicePtr<T> {
     }
 
     /// The null pointer.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DevicePtr;
+    /// assert!(DevicePtr::<u8>::null().is_null());
+    /// # Ok(()) }
+    /// ```
     pub fn null() -> Self {
         Self::from_addr(0)
     }
 
     /// The address.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let buf = ctx.alloc_zeros::<u32>(4)?;
+    /// assert_eq!(buf.slice(1..)?.device_ptr().addr() - buf.device_ptr().addr(), 4);
+    /// # Ok(()) }
+    /// ```
     pub fn addr(self) -> u64 {
         self.addr
     }
 
     /// Whether it is null.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::DevicePtr;
+    /// assert!(DevicePtr::<u8>::from_addr(0).is_null());
+    /// assert!(!ctx.alloc_zeros::<u8>(1)?.device_ptr().is_null());
+    /// # Ok(()) }
+    /// ```
     pub fn is_null(self) -> bool {
         self.addr == 0
     }

@@ -183,10 +183,10 @@ impl Tracker {
             };
             let (oid, olast) = (other.stream.id(), other.last);
             if conflicts && st.uses[mine].seen(oid) < olast {
-                // Both streams are live (held here and by the caller) and belong to one
-                // context (buffers check the context before tracking).
-                let o = st.uses[i].stream.handle();
-                s.ctx().backend.stream_wait_stream(s.handle(), o)?;
+                // Both streams are live (held here and by the caller); they may belong to two
+                // contexts (memory used by a peer device), which `order_after` handles.
+                let o = st.uses[i].stream.clone();
+                s.order_after(&o)?;
                 st.waits += 1;
                 st.uses[mine].set_seen(oid, olast);
             }

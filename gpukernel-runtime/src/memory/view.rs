@@ -12,8 +12,20 @@ use super::tracker::Tracker;
 use crate::context::ContextInner;
 use crate::error::{Error, Result};
 
-/// A shared view of part of a [`DeviceBuffer`] (`buffer.slice(range)`): launches and copies
+/// A shared view of part of a [`DeviceBuffer`](crate::DeviceBuffer) (`buffer.slice(range)`): launches and copies
 /// like a buffer.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let x = ctx.htod_copy(&[1.0f32, 2.0, 3.0, 4.0])?;
+/// let mut y = ctx.alloc_zeros::<f32>(2)?;
+/// let back_half = x.slice(2..)?; // a kernel input, like `&x`
+/// stream.launch(&module.kernel(saxpy)?, LaunchConfig::for_elements(2)?, (1.0f32, &back_half, &mut y))?;
+/// assert_eq!(y.to_host_vec()?, [3.0, 4.0]);
+/// # Ok(()) }
+/// ```
 pub struct DeviceView<'a, T: DeviceCopy> {
     pub(super) ptr: u64,
     pub(super) len: usize,
@@ -29,8 +41,21 @@ impl<T: DeviceCopy> Clone for DeviceView<'_, T> {
 }
 impl<T: DeviceCopy> Copy for DeviceView<'_, T> {}
 
-/// An exclusive view of part of a [`DeviceBuffer`] (`buffer.slice_mut(range)`,
+/// An exclusive view of part of a [`DeviceBuffer`](crate::DeviceBuffer) (`buffer.slice_mut(range)`,
 /// `split_at_mut`): a kernel output or copy destination like a buffer.
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// let mut out = ctx.alloc_zeros::<u32>(6)?;
+/// let iota = module.kernel(iota)?;
+/// let (mut a, mut b) = out.split_at_mut(3)?;
+/// stream.launch(&iota, LaunchConfig::for_elements(3)?, (&mut a,))?;
+/// stream.launch(&iota, LaunchConfig::for_elements(3)?, (&mut b,))?;
+/// assert_eq!(out.to_host_vec()?, [0, 1, 2, 0, 1, 2]);
+/// # Ok(()) }
+/// ```
 pub struct DeviceViewMut<'a, T: DeviceCopy> {
     pub(super) ptr: u64,
     pub(super) len: usize,
@@ -129,6 +154,16 @@ pub(super) fn split<'a, T: DeviceCopy>(
 
 impl<'a, T: DeviceCopy> DeviceView<'a, T> {
     /// A shared sub-view; an error when out of bounds.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let buf = ctx.htod_copy(&[0, 1, 2, 3, 4, 5])?;
+    /// let view = buf.slice(1..)?;
+    /// assert_eq!(view.slice(..2)?.to_host_vec()?, [1, 2]); // indices are relative to the view
+    /// # Ok(()) }
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'a, T>> {
         let (start, end) = bounds("DeviceView::slice", &range, self.len)?;
         Ok(DeviceView {
@@ -141,6 +176,16 @@ impl<'a, T: DeviceCopy> DeviceView<'a, T> {
 
 impl<T: DeviceCopy> DeviceViewMut<'_, T> {
     /// A shared sub-view; an error when out of bounds.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut buf = ctx.htod_copy(&[0, 1, 2, 3])?;
+    /// let view = buf.slice_mut(2..)?;
+    /// assert_eq!(view.slice(1..)?.to_host_vec()?, [3]);
+    /// # Ok(()) }
+    /// ```
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceView<'_, T>> {
         let (start, end) = bounds("DeviceViewMut::slice", &range, self.len)?;
         Ok(DeviceView {
@@ -153,6 +198,17 @@ impl<T: DeviceCopy> DeviceViewMut<'_, T> {
     }
 
     /// An exclusive sub-view; an error when out of bounds.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut buf = ctx.alloc_zeros::<u8>(4)?;
+    /// let mut view = buf.slice_mut(1..)?;
+    /// view.slice_mut(1..)?.memset_d8(7)?;
+    /// assert_eq!(buf.to_host_vec()?, [0, 0, 7, 7]);
+    /// # Ok(()) }
+    /// ```
     pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceViewMut<'_, T>> {
         let (start, end) = bounds("DeviceViewMut::slice_mut", &range, self.len)?;
         Ok(DeviceViewMut {
@@ -165,6 +221,19 @@ impl<T: DeviceCopy> DeviceViewMut<'_, T> {
     }
 
     /// Two exclusive sub-views, `[0, mid)` and `[mid, len)`.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let mut buf = ctx.alloc_zeros::<u8>(4)?;
+    /// let mut view = buf.slice_mut(..)?;
+    /// let (mut a, mut b) = view.split_at_mut(1)?;
+    /// a.memset_d8(1)?;
+    /// b.memset_d8(2)?;
+    /// assert_eq!(buf.to_host_vec()?, [1, 2, 2, 2]);
+    /// # Ok(()) }
+    /// ```
     pub fn split_at_mut(
         &mut self,
         mid: usize,
