@@ -39,23 +39,48 @@ use core::fmt;
 use core::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// IEEE 754 binary16: 1 sign bit, 5 exponent bits, 10 fraction bits (CUDA's `__half`).
+///
+/// ```
+/// use gpukernel_device::half::f16;
+/// let x = f16::from_f32(0.1);
+/// assert_eq!(x.to_bits(), 0x2e66);
+/// assert!((x.to_f32() - 0.1).abs() < 1e-4);
+/// ```
 #[derive(Clone, Copy, Default)]
 #[repr(transparent)]
 pub struct f16(u16);
 
 /// bfloat16: 1 sign bit, 8 exponent bits, 7 fraction bits, the top half of an `f32` (CUDA's
 /// `__nv_bfloat16`).
+///
+/// ```
+/// use gpukernel_device::half::bf16;
+/// let x = bf16::from_f32(0.1);
+/// assert_eq!(x.to_bits(), 0x3dcd);
+/// ```
 #[derive(Clone, Copy, Default)]
 #[repr(transparent)]
 pub struct bf16(u16);
 
 /// Two [`f16`](struct@f16) lanes in 32 bits, 4-byte aligned (CUDA's `__half2`): one 32-bit load or store
 /// moves both, and its arithmetic is one packed instruction (`add.rn.f16x2`, ...).
+///
+/// ```
+/// use gpukernel_device::half::{f16, f16x2};
+/// let p = f16x2([f16::ONE, f16::from_f32(2.0)]);
+/// assert_eq!((p + p).0[1].to_f32(), 4.0);
+/// ```
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 #[repr(C, align(4))]
 pub struct f16x2(pub [f16; 2]);
 
 /// Two [`bf16`] lanes in 32 bits, 4-byte aligned (CUDA's `__nv_bfloat162`).
+///
+/// ```
+/// use gpukernel_device::half::{bf16, bf16x2};
+/// let p = bf16x2::splat(bf16::ONE);
+/// assert_eq!((p * p).0[0].to_f32(), 1.0);
+/// ```
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
 #[repr(C, align(4))]
 pub struct bf16x2(pub [bf16; 2]);
@@ -175,18 +200,33 @@ impl f16 {
     pub const NAN: f16 = f16(0x7e00);
 
     /// The value with these bits.
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// assert_eq!(f16::from_bits(0x3c00), f16::ONE);
+    /// ```
     #[inline(always)]
     pub const fn from_bits(bits: u16) -> f16 {
         f16(bits)
     }
 
     /// The bits.
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// assert_eq!(f16::ONE.to_bits(), 0x3c00);
+    /// ```
     #[inline(always)]
     pub const fn to_bits(self) -> u16 {
         self.0
     }
 
     /// `x` rounded to nearest-even (`cvt.rn.f16.f32`; `__float2half`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// assert_eq!(f16::from_f32(1.0 / 3.0).to_bits(), 0x3555);
+    /// ```
     #[inline(always)]
     pub fn from_f32(x: f32) -> f16 {
         #[cfg(target_arch = "nvptx64")]
@@ -196,6 +236,11 @@ impl f16 {
     }
 
     /// `x` rounded once to nearest-even (`cvt.rn.f16.f64`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// assert_eq!(f16::from_f64(1.0 / 3.0).to_bits(), 0x3555);
+    /// ```
     #[inline(always)]
     pub fn from_f64(x: f64) -> f16 {
         #[cfg(target_arch = "nvptx64")]
@@ -205,6 +250,11 @@ impl f16 {
     }
 
     /// The value as `f32` (exact; `__half2float`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// assert_eq!(f16::from_f32(-2.5).to_f32(), -2.5);
+    /// ```
     #[inline(always)]
     pub fn to_f32(self) -> f32 {
         #[cfg(target_arch = "nvptx64")]
@@ -223,12 +273,23 @@ impl f16 {
     }
 
     /// The value as `f64` (exact).
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// assert_eq!(f16::ONE.to_f64(), 1.0);
+    /// ```
     #[inline(always)]
     pub fn to_f64(self) -> f64 {
         self.to_f32() as f64
     }
 
     /// `self * a + b` with one rounding (`fma.rn.f16`; `__hfma`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::f16;
+    /// let two = f16::from_f32(2.0);
+    /// assert_eq!(two.mul_add(two, f16::ONE).to_f32(), 5.0);
+    /// ```
     #[inline(always)]
     pub fn mul_add(self, a: f16, b: f16) -> f16 {
         #[cfg(target_arch = "nvptx64")]
@@ -265,18 +326,33 @@ impl bf16 {
     pub const NAN: bf16 = bf16(0x7fc0);
 
     /// The value with these bits.
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// assert_eq!(bf16::from_bits(0x3f80), bf16::ONE);
+    /// ```
     #[inline(always)]
     pub const fn from_bits(bits: u16) -> bf16 {
         bf16(bits)
     }
 
     /// The bits.
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// assert_eq!(bf16::ONE.to_bits(), 0x3f80);
+    /// ```
     #[inline(always)]
     pub const fn to_bits(self) -> u16 {
         self.0
     }
 
     /// `x` rounded to nearest-even (`cvt.rn.bf16.f32`; `__float2bfloat16`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// assert_eq!(bf16::from_f32(1.0 / 3.0).to_bits(), 0x3eab);
+    /// ```
     #[inline(always)]
     pub fn from_f32(x: f32) -> bf16 {
         #[cfg(target_arch = "nvptx64")]
@@ -286,6 +362,11 @@ impl bf16 {
     }
 
     /// `x` rounded once to nearest-even (through `f32` rounded to odd, then `cvt.rn.bf16.f32`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// assert_eq!(bf16::from_f64(1.0 / 3.0).to_bits(), 0x3eab);
+    /// ```
     #[inline(always)]
     pub fn from_f64(x: f64) -> bf16 {
         #[cfg(target_arch = "nvptx64")]
@@ -295,18 +376,34 @@ impl bf16 {
     }
 
     /// The value as `f32` (exact: the bits shifted up; `__bfloat162float`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// assert_eq!(bf16::from_f32(-2.5).to_f32(), -2.5);
+    /// ```
     #[inline(always)]
     pub fn to_f32(self) -> f32 {
         f32::from_bits((self.0 as u32) << 16)
     }
 
     /// The value as `f64` (exact).
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// assert_eq!(bf16::ONE.to_f64(), 1.0);
+    /// ```
     #[inline(always)]
     pub fn to_f64(self) -> f64 {
         self.to_f32() as f64
     }
 
     /// `self * a + b` with one rounding (`fma.rn.bf16`; `__hfma`).
+    ///
+    /// ```
+    /// use gpukernel_device::half::bf16;
+    /// let two = bf16::from_f32(2.0);
+    /// assert_eq!(two.mul_add(two, bf16::ONE).to_f32(), 5.0);
+    /// ```
     #[inline(always)]
     pub fn mul_add(self, a: bf16, b: bf16) -> bf16 {
         #[cfg(target_arch = "nvptx64")]
@@ -326,36 +423,42 @@ macro_rules! common {
     ($t:ident) => {
         impl $t {
             /// Whether the value is NaN.
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert!(", stringify!($t), "::NAN.is_nan() && !", stringify!($t), "::ONE.is_nan());", "\n```")]
             #[inline(always)]
             pub const fn is_nan(self) -> bool {
                 self.0 & 0x7fff > Self::INFINITY.0
             }
 
             /// Whether the value is ±∞.
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert!(", stringify!($t), "::NEG_INFINITY.is_infinite() && !", stringify!($t), "::MAX.is_infinite());", "\n```")]
             #[inline(always)]
             pub const fn is_infinite(self) -> bool {
                 self.0 & 0x7fff == Self::INFINITY.0
             }
 
             /// Whether the value is neither NaN nor ±∞.
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert!(", stringify!($t), "::MAX.is_finite() && !", stringify!($t), "::INFINITY.is_finite());", "\n```")]
             #[inline(always)]
             pub const fn is_finite(self) -> bool {
                 self.0 & 0x7fff < Self::INFINITY.0
             }
 
             /// Whether the sign bit is set (also for -0.0 and NaNs).
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert!((-", stringify!($t), "::ZERO).is_sign_negative() && !", stringify!($t), "::ONE.is_sign_negative());", "\n```")]
             #[inline(always)]
             pub const fn is_sign_negative(self) -> bool {
                 self.0 & 0x8000 != 0
             }
 
             /// The absolute value (clears the sign bit).
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert_eq!((-", stringify!($t), "::ONE).abs(), ", stringify!($t), "::ONE);", "\n```")]
             #[inline(always)]
             pub const fn abs(self) -> $t {
                 $t(self.0 & 0x7fff)
             }
 
             /// The smaller value; a NaN operand gives the other (`min.f16`'s rule).
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert_eq!(", stringify!($t), "::ONE.min(", stringify!($t), "::NAN), ", stringify!($t), "::ONE);\nassert_eq!(", stringify!($t), "::ONE.min(", stringify!($t), "::ZERO), ", stringify!($t), "::ZERO);", "\n```")]
             #[inline(always)]
             pub fn min(self, other: $t) -> $t {
                 if self.is_nan() || other < self {
@@ -366,6 +469,7 @@ macro_rules! common {
             }
 
             /// The larger value; a NaN operand gives the other.
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert_eq!(", stringify!($t), "::NAN.max(", stringify!($t), "::ONE), ", stringify!($t), "::ONE);\nassert_eq!(", stringify!($t), "::ONE.max(", stringify!($t), "::ZERO), ", stringify!($t), "::ONE);", "\n```")]
             #[inline(always)]
             pub fn max(self, other: $t) -> $t {
                 if self.is_nan() || other > self {
@@ -504,18 +608,21 @@ macro_rules! pair {
     ($t:ident, $e:ident, $add:expr, $sub:expr, $mul:expr, $fma:expr) => {
         impl $t {
             /// Both lanes set to `v`.
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert_eq!(", stringify!($t), "::splat(", stringify!($e), "::ONE).0, [", stringify!($e), "::ONE; 2]);", "\n```")]
             #[inline(always)]
             pub const fn splat(v: $e) -> $t {
                 $t([v, v])
             }
 
             /// The lanes as one 32-bit word (lane 0 in the low half).
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "assert_eq!(", stringify!($t), "::splat(", stringify!($e), "::ONE).to_bits(), (", stringify!($e), "::ONE.to_bits() as u32) * 0x1_0001);", "\n```")]
             #[inline(always)]
             pub const fn to_bits(self) -> u32 {
                 self.0[0].to_bits() as u32 | (self.0[1].to_bits() as u32) << 16
             }
 
             /// The pair whose lanes are this word's halves (lane 0 the low half).
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "let p = ", stringify!($t), "::splat(", stringify!($e), "::ONE);\nassert_eq!(", stringify!($t), "::from_bits(p.to_bits()), p);", "\n```")]
             #[inline(always)]
             pub const fn from_bits(bits: u32) -> $t {
                 $t([
@@ -525,6 +632,7 @@ macro_rules! pair {
             }
 
             /// `self * a + b` per lane, each rounded once (one packed `fma.rn` on the device).
+            #[doc = concat!("\n```\nuse gpukernel_device::half::*;\n", "let one = ", stringify!($t), "::splat(", stringify!($e), "::ONE);\nassert_eq!(one.mul_add(one, one).0[1].to_f32(), 2.0);", "\n```")]
             #[inline(always)]
             pub fn mul_add(self, a: $t, b: $t) -> $t {
                 #[cfg(target_arch = "nvptx64")]

@@ -238,6 +238,14 @@ impl<K: Kernel, F: FnOnce() -> K> IntoKernel<K, into_kernel::Constructor> for F 
 /// that takes a [`DisjointSlice2D`](crate::DisjointSlice2D) needs a z extent of 1. The
 /// runtime's typed launches check the configuration against it on the host, so the device
 /// tests nothing.
+///
+/// ```
+/// use gpukernel_device::{DisjointSlice, DisjointSlice2D, LaunchDims, ParamList};
+/// type Saxpy = (f32, &'static [f32], DisjointSlice<'static, f32>);
+/// assert_eq!(<Saxpy as ParamList>::LAUNCH_DIMS, LaunchDims::One);
+/// type Image = (&'static [f32], DisjointSlice2D<'static, f32>);
+/// assert_eq!(<Image as ParamList>::LAUNCH_DIMS, LaunchDims::Two);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LaunchDims {
     /// `grid.y`, `grid.z`, `block.y` and `block.z` must be 1.
@@ -250,6 +258,11 @@ pub enum LaunchDims {
 
 impl LaunchDims {
     /// The stricter of two requirements.
+    ///
+    /// ```
+    /// use gpukernel_device::LaunchDims;
+    /// assert_eq!(LaunchDims::Two.min(LaunchDims::One), LaunchDims::One);
+    /// ```
     pub const fn min(self, other: LaunchDims) -> LaunchDims {
         if (self as u8) < (other as u8) {
             self
@@ -260,6 +273,12 @@ impl LaunchDims {
 
     /// The first grid or block dimension of `grid` / `block` (x, y, z) that breaks the
     /// requirement, as `("grid.y", value)`; `None` when the configuration is allowed.
+    ///
+    /// ```
+    /// use gpukernel_device::LaunchDims;
+    /// assert_eq!(LaunchDims::One.violation([8, 2, 1], [256, 1, 1]), Some(("grid.y", 2)));
+    /// assert_eq!(LaunchDims::Two.violation([8, 2, 1], [16, 16, 1]), None);
+    /// ```
     #[inline(always)]
     pub fn violation(self, grid: [u32; 3], block: [u32; 3]) -> Option<(&'static str, u32)> {
         let from = match self {

@@ -55,6 +55,18 @@ pub enum Class {
     label = "not an integer, float or `bool`",
     note = "`gpu_println!` prints integers, floats (`f32`, `f64`, `f16`, `bf16`) and `bool`"
 )]
+///
+/// ```
+/// use gpukernel_device::half::f16;
+/// use gpukernel_device::print::PrintArg;
+/// fn printable<T: PrintArg>(_: T) {}
+/// printable(1u8);
+/// printable(-2i64);
+/// printable(0.5f32);
+/// printable(f16::ONE);
+/// printable(true);
+/// printable(&3usize);
+/// ```
 pub trait PrintArg: Copy + sealed::Sealed {
     /// The conversion class.
     #[doc(hidden)]

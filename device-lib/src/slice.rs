@@ -282,6 +282,17 @@ impl<'a, T> DisjointSlice<'a, T> {
 /// threads of a launch whose z extent is 1 (`grid.z == block.z == 1`) never hold the same
 /// `(x, y)`: the typed launch refuses any other configuration for a kernel that takes a
 /// [`DisjointSlice2D`], the only type a `ThreadIndex2D` unlocks.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice2D<f32>) {
+///     let i: ThreadIndex2D = thread::index_2d();
+///     out.set(i, (i.x() + i.y()) as f32);
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ThreadIndex2D {
     x: usize,
@@ -290,12 +301,34 @@ pub struct ThreadIndex2D {
 
 impl ThreadIndex2D {
     /// The column (x).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     out.set(i, i.x() as f32); // the column
+    /// }
+    /// ```
     #[inline(always)]
     pub fn x(self) -> usize {
         self.x
     }
 
     /// The row (y).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     out.set(i, i.y() as f32); // the row
+    /// }
+    /// ```
     #[inline(always)]
     pub fn y(self) -> usize {
         self.y
@@ -315,6 +348,17 @@ impl ThreadIndex2D {
 /// threads of any launch have distinct `(x, y, z)` (each axis is a bijection of block and
 /// thread indices), so no launch configuration is refused for a kernel that takes a
 /// [`DisjointSlice3D`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     let i: ThreadIndex3D = thread::index_3d();
+///     out.set(i, (i.x() + i.y() + i.z()) as f32);
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ThreadIndex3D {
     x: usize,
@@ -324,18 +368,51 @@ pub struct ThreadIndex3D {
 
 impl ThreadIndex3D {
     /// The x index (fastest varying).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     out.set(i, i.x() as f32);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn x(self) -> usize {
         self.x
     }
 
     /// The y index.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     out.set(i, i.y() as f32);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn y(self) -> usize {
         self.y
     }
 
     /// The z index (slowest varying).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     out.set(i, i.z() as f32);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn z(self) -> usize {
         self.z
@@ -408,18 +485,57 @@ pub unsafe fn disjoint_2d_from_raw<'a, T>(
 
 impl<'a, T> DisjointSlice2D<'a, T> {
     /// Elements per row (the x extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if i.x() < out.cols() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn cols(&self) -> usize {
         self.cols
     }
 
     /// Number of rows (the y extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if i.y() < out.rows() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Elements from the start of one row to the start of the next (`>= cols`).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     // Element (x, y) is `y * pitch + x` elements from the start.
+    ///     let i = thread::index_2d();
+    ///     let offset = i.y() * out.pitch() + i.x();
+    ///     out.set(i, offset as f32);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn pitch(&self) -> usize {
         self.pitch
@@ -427,6 +543,19 @@ impl<'a, T> DisjointSlice2D<'a, T> {
 
     /// The element at the calling thread's own `(x, y)` (column `x` of row `y`), or `None`
     /// outside the `cols × rows` shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if let Some(o) = out.get_mut(i) {
+    ///         *o += 1.0;
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn get_mut(&mut self, index: ThreadIndex2D) -> Option<&mut T> {
         let (x, y) = (index.x(), index.y());
@@ -443,6 +572,17 @@ impl<'a, T> DisjointSlice2D<'a, T> {
 
     /// Writes `value` at the calling thread's own `(x, y)`; returns `false` (and writes
     /// nothing) outside the shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let written = out.set(thread::index_2d(), 2.0);
+    ///     let _ = written; // false outside the shape
+    /// }
+    /// ```
     #[inline(always)]
     pub fn set(&mut self, index: ThreadIndex2D, value: T) -> bool {
         match self.get_mut(index) {
@@ -459,6 +599,23 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     ///
     /// # Safety
     /// No other thread of the launch may read or write that element concurrently.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(out: DisjointSlice2D<f32>) {
+    ///     // Thread (0, 0) of each block writes the block's slot: no two blocks share one.
+    ///     if thread::thread_idx_x() == 0 && thread::thread_idx_y() == 0 {
+    ///         let (bx, by) = (thread::block_idx_x() as usize, thread::block_idx_y() as usize);
+    ///         if bx < out.cols() && by < out.rows() {
+    ///             // SAFETY: one writer per (block x, block y).
+    ///             unsafe { out.write(bx, by, 1.0) };
+    ///         }
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub unsafe fn write(&self, x: usize, y: usize, value: T) {
         let i = self.offset(x, y);
@@ -470,6 +627,21 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     ///
     /// # Safety
     /// No other thread may write that element concurrently.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if i.x() < out.cols() && i.y() < out.rows() {
+    ///         // SAFETY: this thread's own element; no other thread writes it.
+    ///         let v = unsafe { out.read(i.x(), i.y()) };
+    ///         out.set(i, v * 2.0);
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub unsafe fn read(&self, x: usize, y: usize) -> T
     where
@@ -492,6 +664,18 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     }
 
     /// The data pointer (row 0, column 0), for atomics and foreign calls.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     // For atomics or a foreign call: the element at row 0, column 0.
+    ///     let p: *mut f32 = out.as_mut_ptr();
+    ///     let _ = p;
+    /// }
+    /// ```
     #[inline(always)]
     pub fn as_mut_ptr(&self) -> *mut T {
         self.ptr
@@ -554,30 +738,95 @@ pub unsafe fn disjoint_3d_from_raw<'a, T>(
 
 impl<'a, T> DisjointSlice3D<'a, T> {
     /// Elements per row (the x extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if i.x() < out.cols() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn cols(&self) -> usize {
         self.cols
     }
 
     /// Rows per plane (the y extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if i.y() < out.rows() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Number of planes (the z extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if i.z() < out.depth() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn depth(&self) -> usize {
         self.depth
     }
 
     /// Elements from the start of one row to the start of the next (`>= cols`).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     // Element (x, y) is `y * pitch + x` elements from the start.
+    ///     let i = thread::index_3d();
+    ///     let offset = i.y() * out.pitch() + i.x();
+    ///     out.set(i, offset as f32);
+    /// }
+    /// ```
     #[inline(always)]
     pub fn pitch(&self) -> usize {
         self.pitch
     }
 
     /// The element at the calling thread's own `(x, y, z)`, or `None` outside the shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if let Some(o) = out.get_mut(i) {
+    ///         *o += 1.0;
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub fn get_mut(&mut self, index: ThreadIndex3D) -> Option<&mut T> {
         let (x, y, z) = (index.x(), index.y(), index.z());
@@ -592,6 +841,17 @@ impl<'a, T> DisjointSlice3D<'a, T> {
 
     /// Writes `value` at the calling thread's own `(x, y, z)`; returns `false` (and writes
     /// nothing) outside the shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let written = out.set(thread::index_3d(), 2.0);
+    ///     let _ = written; // false outside the shape
+    /// }
+    /// ```
     #[inline(always)]
     pub fn set(&mut self, index: ThreadIndex3D, value: T) -> bool {
         match self.get_mut(index) {
@@ -607,6 +867,23 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     ///
     /// # Safety
     /// No other thread of the launch may read or write that element concurrently.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(out: DisjointSlice3D<f32>) {
+    ///     if thread::thread_idx() == thread::Dim3::new(0, 0, 0) {
+    ///         let b = thread::block_idx();
+    ///         let (x, y, z) = (b.x as usize, b.y as usize, b.z as usize);
+    ///         if x < out.cols() && y < out.rows() && z < out.depth() {
+    ///             // SAFETY: one writer per block.
+    ///             unsafe { out.write(x, y, z, 1.0) };
+    ///         }
+    ///     }
+    /// }
+    /// ```
     #[inline(always)]
     pub unsafe fn write(&self, x: usize, y: usize, z: usize, value: T) {
         for (i, n) in [(x, self.cols), (y, self.rows), (z, self.depth)] {
@@ -623,6 +900,18 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     }
 
     /// The data pointer, for atomics and foreign calls.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     // For atomics or a foreign call: the element at row 0, column 0.
+    ///     let p: *mut f32 = out.as_mut_ptr();
+    ///     let _ = p;
+    /// }
+    /// ```
     #[inline(always)]
     pub fn as_mut_ptr(&self) -> *mut T {
         self.ptr

@@ -609,6 +609,17 @@ pub fn index() -> ThreadIndex {
 /// The calling thread's [`ThreadIndex2D`], `(`[`global_index_x`]`, `[`global_index_y`]`)`.
 /// Unique in a launch whose z extent is 1, which the typed launch guarantees for a kernel
 /// that takes a [`DisjointSlice2D`](crate::DisjointSlice2D).
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice2D<f32>) {
+///     let i = thread::index_2d();
+///     out.set(i, 1.0);
+/// }
+/// ```
 #[inline(always)]
 pub fn index_2d() -> ThreadIndex2D {
     ThreadIndex2D::new_unchecked(global_index_x(), global_index_y())
@@ -616,18 +627,51 @@ pub fn index_2d() -> ThreadIndex2D {
 
 /// The calling thread's [`ThreadIndex3D`], `(`[`global_index_x`]`, `[`global_index_y`]`,
 /// `[`global_index_z`]`)`: unique in every launch.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     out.set(thread::index_3d(), 1.0);
+/// }
+/// ```
 #[inline(always)]
 pub fn index_3d() -> ThreadIndex3D {
     ThreadIndex3D::new_unchecked(global_index_x(), global_index_y(), global_index_z())
 }
 
 /// `grid_dim_y * block_dim_y`: the stride of a grid-stride loop along y.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn rows(out: DisjointSlice<u32>) {
+///     // The distance between the rows one thread visits in a 2D grid-stride loop.
+///     let step = thread::grid_stride_y();
+///     let _ = (step, out);
+/// }
+/// ```
 #[inline(always)]
 pub fn grid_stride_y() -> usize {
     grid_dim_y() as usize * block_dim_y() as usize
 }
 
 /// `grid_dim_z * block_dim_z`: the stride of a grid-stride loop along z.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn planes(out: DisjointSlice3D<u32>) {
+///     let step = thread::grid_stride_z();
+///     let _ = (step, out);
+/// }
+/// ```
 #[inline(always)]
 pub fn grid_stride_z() -> usize {
     grid_dim_z() as usize * block_dim_z() as usize
@@ -660,6 +704,19 @@ pub fn grid_stride(len: usize) -> GridStride {
 }
 
 /// The iterator of [`grid_stride`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice<f32>) {
+///     let mut it: thread::GridStride = thread::grid_stride(out.len());
+///     while let Some(i) = it.next() {
+///         out.set(i, 1.0);
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct GridStride {
     next: usize,
@@ -714,6 +771,19 @@ pub fn grid_stride_2d(cols: usize, rows: usize) -> GridStride2D {
 }
 
 /// The iterator of [`grid_stride_2d`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice2D<f32>) {
+///     let it: thread::GridStride2D = thread::grid_stride_2d(out.cols(), out.rows());
+///     for i in it {
+///         out.set(i, 1.0);
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct GridStride2D {
     x0: usize,
@@ -749,6 +819,18 @@ impl Iterator for GridStride2D {
 /// The `(x, y, z)` below `(cols, rows, depth)` of a three-dimensional grid-stride loop
 /// ([`index_3d`] stepping by the grid's extent on each axis); each [`ThreadIndex3D`] it yields
 /// is the thread's alone, in any launch.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     for i in thread::grid_stride_3d(out.cols(), out.rows(), out.depth()) {
+///         out.set(i, (i.x() + i.y() + i.z()) as f32);
+///     }
+/// }
+/// ```
 #[inline(always)]
 pub fn grid_stride_3d(cols: usize, rows: usize, depth: usize) -> GridStride3D {
     let (x0, y0) = (global_index_x(), global_index_y());
@@ -770,6 +852,19 @@ pub fn grid_stride_3d(cols: usize, rows: usize, depth: usize) -> GridStride3D {
 }
 
 /// The iterator of [`grid_stride_3d`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     let it: thread::GridStride3D = thread::grid_stride_3d(out.cols(), out.rows(), out.depth());
+///     for i in it {
+///         out.set(i, 1.0);
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct GridStride3D {
     plane: GridStride2D,

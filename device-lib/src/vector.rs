@@ -31,6 +31,7 @@ pub use crate::half::{bf16x2, f16x2};
 macro_rules! vectors {
     ($($(#[$m:meta])* $name:ident = [$elem:ty; $n:literal], align $a:literal;)*) => { $(
         $(#[$m])*
+        #[doc = concat!("\n```\nuse gpukernel_device::vector::", stringify!($name), ";\nassert_eq!(core::mem::align_of::<", stringify!($name), ">(), ", stringify!($a), ");\nlet v = ", stringify!($name), "::from([1 as ", stringify!($elem), "; ", stringify!($n), "]);\nassert_eq!(<[", stringify!($elem), "; ", stringify!($n), "]>::from(v), [1 as ", stringify!($elem), "; ", stringify!($n), "]);\n```")]
         #[derive(Clone, Copy, Default, Debug, PartialEq)]
         #[repr(C, align($a))]
         pub struct $name(pub [$elem; $n]);
@@ -49,6 +50,7 @@ macro_rules! vectors {
 
         impl $name {
             /// Every lane set to `v`.
+            #[doc = concat!("\n```\nuse gpukernel_device::vector::", stringify!($name), ";\nassert_eq!(", stringify!($name), "::splat(2 as ", stringify!($elem), ").0, [2 as ", stringify!($elem), "; ", stringify!($n), "]);\n```")]
             #[inline(always)]
             pub const fn splat(v: $elem) -> $name {
                 $name([v; $n])
@@ -93,6 +95,11 @@ mod sealed {
 }
 
 /// A vector of `LANES` values of `Elem`, laid out as `[Elem; LANES]` and aligned to its size.
+///
+/// ```
+/// use gpukernel_device::vector::{Vector, f32x4};
+/// assert_eq!(<f32x4 as Vector>::LANES, 4);
+/// ```
 ///
 /// # Safety
 /// Sealed: implemented by this module for its types only; the layout above must hold.

@@ -39,6 +39,16 @@ pub struct DeviceView2DMut<'a, T: DeviceCopy> {
 /// An exclusive 3D view of a buffer, `depth × rows × cols` with a row pitch (planes are
 /// `rows * pitch` elements apart): what a kernel parameter `DisjointSlice3D<T>` takes. Made by
 /// [`DeviceBuffer::view_3d_mut`] or [`DeviceViewMut::view_3d_mut`].
+///
+/// ```
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// // 4 planes of 3 rows of 5 elements, rows 8 elements apart.
+/// let mut volume = ctx.alloc_zeros::<u32>(4 * 3 * 8)?;
+/// let v = volume.view_3d_mut(5, 3, 4, 8)?;
+/// assert_eq!((v.cols(), v.rows(), v.depth(), v.pitch()), (5, 3, 4, 8));
+/// # Ok(()) }
+/// ```
 pub struct DeviceView3DMut<'a, T: DeviceCopy> {
     view: DeviceViewMut<'a, T>,
     cols: usize,
@@ -108,6 +118,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// An exclusive 2D view: `rows` rows of `cols` elements, row `y` starting at element
     /// `y * pitch`. An error ([`Error::InvalidShape`]) when `pitch < cols` or the shape
     /// reaches past the buffer.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(10 * 16)?;
+    /// let m = buf.view_2d_mut(12, 10, 16)?; // 10 rows of 12, pitch 16
+    /// assert_eq!(m.rows(), 10);
+    /// # Ok(()) }
+    /// ```
     pub fn view_2d_mut(
         &mut self,
         cols: usize,
@@ -130,6 +149,15 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// An exclusive 3D view: `depth` planes of `rows` rows of `cols` elements, element
     /// `(x, y, z)` at `(z * rows + y) * pitch + x`. An error ([`Error::InvalidShape`]) when
     /// `pitch < cols` or the shape reaches past the buffer.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(2 * 4 * 4)?;
+    /// assert!(buf.view_3d_mut(4, 4, 2, 4).is_ok());
+    /// assert!(buf.view_3d_mut(4, 4, 3, 4).is_err()); // needs 48 elements
+    /// # Ok(()) }
+    /// ```
     pub fn view_3d_mut(
         &mut self,
         cols: usize,
@@ -154,6 +182,16 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
 
 impl<T: DeviceCopy> DeviceViewMut<'_, T> {
     /// As [`DeviceBuffer::view_2d_mut`], within this view.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(100)?;
+    /// let mut tail = buf.slice_mut(36..)?;
+    /// let m = tail.view_2d_mut(8, 8, 8)?; // an 8 × 8 matrix in elements 36..100
+    /// assert_eq!(m.cols(), 8);
+    /// # Ok(()) }
+    /// ```
     pub fn view_2d_mut(
         &mut self,
         cols: usize,
@@ -174,6 +212,16 @@ impl<T: DeviceCopy> DeviceViewMut<'_, T> {
     }
 
     /// As [`DeviceBuffer::view_3d_mut`], within this view.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<u8>(64)?;
+    /// let mut part = buf.slice_mut(..32)?;
+    /// let v = part.view_3d_mut(4, 4, 2, 4)?;
+    /// assert_eq!(v.depth(), 2);
+    /// # Ok(()) }
+    /// ```
     pub fn view_3d_mut(
         &mut self,
         cols: usize,
@@ -198,16 +246,40 @@ impl<T: DeviceCopy> DeviceViewMut<'_, T> {
 
 impl<T: DeviceCopy> DeviceView2DMut<'_, T> {
     /// Elements per row.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(160)?;
+    /// assert_eq!(buf.view_2d_mut(12, 10, 16)?.cols(), 12);
+    /// # Ok(()) }
+    /// ```
     pub fn cols(&self) -> usize {
         self.cols
     }
 
     /// Rows.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(160)?;
+    /// assert_eq!(buf.view_2d_mut(12, 10, 16)?.rows(), 10);
+    /// # Ok(()) }
+    /// ```
     pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Elements from one row's start to the next's.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(160)?;
+    /// assert_eq!(buf.view_2d_mut(12, 10, 16)?.pitch(), 16);
+    /// # Ok(()) }
+    /// ```
     pub fn pitch(&self) -> usize {
         self.pitch
     }
@@ -221,21 +293,53 @@ impl<T: DeviceCopy> DeviceView2DMut<'_, T> {
 
 impl<T: DeviceCopy> DeviceView3DMut<'_, T> {
     /// Elements per row.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(96)?;
+    /// assert_eq!(buf.view_3d_mut(5, 3, 4, 8)?.cols(), 5);
+    /// # Ok(()) }
+    /// ```
     pub fn cols(&self) -> usize {
         self.cols
     }
 
     /// Rows per plane.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(96)?;
+    /// assert_eq!(buf.view_3d_mut(5, 3, 4, 8)?.rows(), 3);
+    /// # Ok(()) }
+    /// ```
     pub fn rows(&self) -> usize {
         self.rows
     }
 
     /// Planes.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(96)?;
+    /// assert_eq!(buf.view_3d_mut(5, 3, 4, 8)?.depth(), 4);
+    /// # Ok(()) }
+    /// ```
     pub fn depth(&self) -> usize {
         self.depth
     }
 
     /// Elements from one row's start to the next's.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(96)?;
+    /// assert_eq!(buf.view_3d_mut(5, 3, 4, 8)?.pitch(), 8);
+    /// # Ok(()) }
+    /// ```
     pub fn pitch(&self) -> usize {
         self.pitch
     }
