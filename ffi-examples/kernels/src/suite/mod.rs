@@ -106,18 +106,9 @@ pub fn exp_approx(x: f32) -> f32 {
     }
 }
 
-/// `y[i] = a * x[i] + y[i]` with a grid-stride loop: any grid covers any length.
-#[kernel]
-pub fn saxpy_grid_stride(a: f32, x: &[f32], y: DisjointSlice<f32>) {
-    let stride = thread::grid_stride_x();
-    let mut i = thread::global_index_x();
-    let n = y.len();
-    while i < n {
-        // SAFETY: thread `t` touches only `t + k * stride`: no two threads meet.
-        unsafe { y.write(i, math::fmaf(a, x[i], y.read(i))) };
-        i += stride;
-    }
-}
+/// `y[i] = a * x[i] + y[i]` with a safe grid-stride loop (any grid covers any length): the
+/// device library's `thread::grid_stride`, shared with the `grid` examples.
+pub use crate::grid::saxpy_grid_stride;
 
 /// The warp's sum of `v`, in every lane (butterfly shuffles over the full warp).
 #[inline(always)]
