@@ -4,8 +4,8 @@
 //! (the runtime compares the two before it hands out a typed kernel).
 
 use ffi_examples_kernels::ffi::*;
-use ffi_examples_kernels::math_kernels::*;
 use ffi_examples_kernels::grid::*;
+use ffi_examples_kernels::math_kernels::*;
 use ffi_examples_kernels::numeric::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::suite::gemm::{gemm_bf16, gemm_bf16_wide, sgemm};
