@@ -45,7 +45,7 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice2D<f3
             && c.cols() == n
             && c.rows() == m
             && c.pitch() % 4 == 0
-            && c.as_mut_ptr() as usize % 16 == 0
+            && (c.as_mut_ptr() as usize).is_multiple_of(16)
             && (thread::grid_dim_x() as usize) * BN <= n
             && (thread::grid_dim_y() as usize) * BM <= m
     );
@@ -223,7 +223,7 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
             && c.cols() == n
             && c.rows() == m
             && c.pitch() % 2 == 0
-            && c.as_mut_ptr() as usize % 8 == 0
+            && (c.as_mut_ptr() as usize).is_multiple_of(8)
             && (thread::grid_dim_x() as usize) * bn_ <= n
             && (thread::grid_dim_y() as usize) * BM <= m
     );
