@@ -31,6 +31,9 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 /// * scalars and `DeviceCopy` structs: one parameter, by value;
 /// * `&[T]`, `&mut [T]` and [`DisjointSlice<T>`](crate::DisjointSlice): two parameters, the
 ///   data pointer (`u64`) then the length in elements (`u64`);
+/// * [`DisjointSlice2D<T>`](crate::DisjointSlice2D): four, the pointer then `cols`, `rows`,
+///   `pitch`; [`DisjointSlice3D<T>`](crate::DisjointSlice3D): five, the pointer then `cols`,
+///   `rows`, `depth`, `pitch` (each `u64`);
 /// * `*const T` / `*mut T`: one `u64` parameter.
 ///
 /// # Safety
@@ -229,12 +232,86 @@ impl<K: Kernel, F: FnOnce() -> K> IntoKernel<K, into_kernel::Constructor> for F 
     }
 }
 
+/// How many dimensions a kernel's launch may have, from what its parameters need: a kernel
+/// that takes a [`DisjointSlice`](crate::DisjointSlice) is written at the one-dimensional
+/// [`ThreadIndex`](crate::ThreadIndex), which is unique only in a one-dimensional launch; one
+/// that takes a [`DisjointSlice2D`](crate::DisjointSlice2D) needs a z extent of 1. The
+/// runtime's typed launches check the configuration against it on the host, so the device
+/// tests nothing.
+///
+/// ```
+/// use gpukernel_device::{DisjointSlice, DisjointSlice2D, LaunchDims, ParamList};
+/// type Saxpy = (f32, &'static [f32], DisjointSlice<'static, f32>);
+/// assert_eq!(<Saxpy as ParamList>::LAUNCH_DIMS, LaunchDims::One);
+/// type Image = (&'static [f32], DisjointSlice2D<'static, f32>);
+/// assert_eq!(<Image as ParamList>::LAUNCH_DIMS, LaunchDims::Two);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LaunchDims {
+    /// `grid.y`, `grid.z`, `block.y` and `block.z` must be 1.
+    One,
+    /// `grid.z` and `block.z` must be 1.
+    Two,
+    /// Any configuration.
+    Three,
+}
+
+impl LaunchDims {
+    /// The stricter of two requirements.
+    ///
+    /// ```
+    /// use gpukernel_device::LaunchDims;
+    /// assert_eq!(LaunchDims::Two.min(LaunchDims::One), LaunchDims::One);
+    /// ```
+    pub const fn min(self, other: LaunchDims) -> LaunchDims {
+        if (self as u8) < (other as u8) {
+            self
+        } else {
+            other
+        }
+    }
+
+    /// The first grid or block dimension of `grid` / `block` (x, y, z) that breaks the
+    /// requirement, as `("grid.y", value)`; `None` when the configuration is allowed.
+    ///
+    /// ```
+    /// use gpukernel_device::LaunchDims;
+    /// assert_eq!(LaunchDims::One.violation([8, 2, 1], [256, 1, 1]), Some(("grid.y", 2)));
+    /// assert_eq!(LaunchDims::Two.violation([8, 2, 1], [16, 16, 1]), None);
+    /// ```
+    #[inline(always)]
+    pub fn violation(self, grid: [u32; 3], block: [u32; 3]) -> Option<(&'static str, u32)> {
+        let from = match self {
+            LaunchDims::One => 1,
+            LaunchDims::Two => 2,
+            LaunchDims::Three => return None,
+        };
+        if (from..3).all(|i| grid[i] == 1 && block[i] == 1) {
+            return None;
+        }
+        const NAMES: [[&str; 3]; 2] = [
+            ["grid.x", "grid.y", "grid.z"],
+            ["block.x", "block.y", "block.z"],
+        ];
+        (from..3).find_map(|i| {
+            if grid[i] != 1 {
+                Some((NAMES[0][i], grid[i]))
+            } else if block[i] != 1 {
+                Some((NAMES[1][i], block[i]))
+            } else {
+                None
+            }
+        })
+    }
+}
+
 /// The `.param`s a kernel parameter type lowers to (see [`Kernel`]'s ABI), by size in bytes;
 /// for a tuple, its elements' in order. The runtime compares them with what the loaded
 /// image's entry declares before it hands out a typed kernel.
 ///
 /// # Safety
-/// [`SIZES`](ParamAbi::SIZES) must be exactly the lowering `#[kernel]` performs.
+/// [`SIZES`](ParamAbi::SIZES) must be exactly the lowering `#[kernel]` performs, and
+/// [`LAUNCH_DIMS`](ParamAbi::LAUNCH_DIMS) at most what the type's safe accessors need.
 ///
 /// # Example
 ///
@@ -248,6 +325,8 @@ impl<K: Kernel, F: FnOnce() -> K> IntoKernel<K, into_kernel::Constructor> for F 
 pub unsafe trait ParamAbi {
     /// The sizes of the `.param`s, in order.
     const SIZES: &'static [usize];
+    /// The launches a kernel taking this parameter may have (see [`LaunchDims`]).
+    const LAUNCH_DIMS: LaunchDims = LaunchDims::Three;
 }
 
 // SAFETY: scalars and `DeviceCopy` structs are one parameter of their own size.
@@ -266,9 +345,19 @@ unsafe impl<T> ParamAbi for &'static [T] {
 unsafe impl<T> ParamAbi for &'static mut [T] {
     const SIZES: &'static [usize] = &[8, 8];
 }
-// SAFETY: as above.
+// SAFETY: as above; written at the one-dimensional `ThreadIndex`.
 unsafe impl<T> ParamAbi for crate::DisjointSlice<'static, T> {
     const SIZES: &'static [usize] = &[8, 8];
+    const LAUNCH_DIMS: LaunchDims = LaunchDims::One;
+}
+// SAFETY: pointer, cols, rows, pitch; written at `ThreadIndex2D`, unique when z is 1.
+unsafe impl<T> ParamAbi for crate::DisjointSlice2D<'static, T> {
+    const SIZES: &'static [usize] = &[8, 8, 8, 8];
+    const LAUNCH_DIMS: LaunchDims = LaunchDims::Two;
+}
+// SAFETY: pointer, cols, rows, depth, pitch; `ThreadIndex3D` is unique in any launch.
+unsafe impl<T> ParamAbi for crate::DisjointSlice3D<'static, T> {
+    const SIZES: &'static [usize] = &[8, 8, 8, 8, 8];
 }
 // SAFETY: raw pointers lower to one `u64`.
 unsafe impl<T> ParamAbi for *const T {
@@ -280,10 +369,11 @@ unsafe impl<T> ParamAbi for *mut T {
 }
 
 /// A kernel's parameter list (the tuple [`Kernel::Params`]): each element's `.param` sizes,
-/// in order.
+/// in order, and the launches the kernel may have.
 ///
 /// # Safety
-/// [`PARTS`](ParamList::PARTS) must hold the elements' [`ParamAbi::SIZES`] in order.
+/// [`PARTS`](ParamList::PARTS) must hold the elements' [`ParamAbi::SIZES`] in order, and
+/// [`LAUNCH_DIMS`](ParamList::LAUNCH_DIMS) the strictest of their [`ParamAbi::LAUNCH_DIMS`].
 ///
 /// # Example
 ///
@@ -303,13 +393,16 @@ unsafe impl<T> ParamAbi for *mut T {
 pub unsafe trait ParamList {
     /// One entry per kernel parameter: the sizes of the `.param`s it lowers to.
     const PARTS: &'static [&'static [usize]];
+    /// The launches the kernel may have: the strictest requirement of its parameters.
+    const LAUNCH_DIMS: LaunchDims;
 }
 
 macro_rules! impl_param_list {
     ($($name:ident),*) => {
-        // SAFETY: the elements' sizes, in order.
+        // SAFETY: the elements' sizes, in order; the strictest launch requirement.
         unsafe impl<$($name: ParamAbi),*> ParamList for ($($name,)*) {
             const PARTS: &'static [&'static [usize]] = &[$($name::SIZES),*];
+            const LAUNCH_DIMS: LaunchDims = LaunchDims::Three$(.min($name::LAUNCH_DIMS))*;
         }
     };
 }
@@ -348,5 +441,41 @@ mod tests {
             &[&[1][..], &[2], &[1], &[24], &[8], &[8, 8]]
         );
         assert!(<() as ParamList>::PARTS.is_empty());
+    }
+
+    #[test]
+    fn disjoint_outputs_restrict_the_launch() {
+        use crate::{DisjointSlice2D, DisjointSlice3D};
+        type Saxpy = (f32, &'static [f32], DisjointSlice<'static, f32>);
+        assert_eq!(<Saxpy as ParamList>::LAUNCH_DIMS, LaunchDims::One);
+        type Plane = (
+            &'static [f32],
+            DisjointSlice2D<'static, f32>,
+            DisjointSlice3D<'static, u8>,
+        );
+        assert_eq!(<Plane as ParamList>::LAUNCH_DIMS, LaunchDims::Two);
+        type Both = (DisjointSlice2D<'static, f32>, DisjointSlice<'static, f32>);
+        assert_eq!(<Both as ParamList>::LAUNCH_DIMS, LaunchDims::One);
+        type Free = (DisjointSlice3D<'static, f32>, *mut u32, &'static mut [u8]);
+        assert_eq!(<Free as ParamList>::LAUNCH_DIMS, LaunchDims::Three);
+        assert_eq!(<() as ParamList>::LAUNCH_DIMS, LaunchDims::Three);
+        assert_eq!(<Plane as ParamList>::PARTS[1], &[8, 8, 8, 8]);
+        assert_eq!(<Free as ParamList>::PARTS[0], &[8, 8, 8, 8, 8]);
+    }
+
+    #[test]
+    fn violations_name_the_first_offending_dimension() {
+        let one = LaunchDims::One;
+        assert_eq!(one.violation([40, 1, 1], [256, 1, 1]), None);
+        assert_eq!(one.violation([40, 2, 1], [256, 1, 1]), Some(("grid.y", 2)));
+        assert_eq!(
+            one.violation([40, 1, 1], [16, 16, 1]),
+            Some(("block.y", 16))
+        );
+        assert_eq!(one.violation([4, 1, 3], [16, 1, 1]), Some(("grid.z", 3)));
+        let two = LaunchDims::Two;
+        assert_eq!(two.violation([4, 9, 1], [16, 16, 1]), None);
+        assert_eq!(two.violation([4, 9, 1], [16, 8, 2]), Some(("block.z", 2)));
+        assert_eq!(LaunchDims::Three.violation([4, 9, 7], [4, 4, 4]), None);
     }
 }

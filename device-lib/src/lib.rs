@@ -29,12 +29,13 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
-pub use gpukernel_macros::{declare_device, kernel};
+pub use gpukernel_macros::{declare_device, gpu_print, gpu_println, kernel};
 
 pub mod atomic;
 mod copy;
 pub mod ffi;
 pub mod graph;
+pub mod half;
 // The simulator's side of the host backend: the runtime's simulator installs each simulated
 // thread's context and its hooks here, and foreign `.cu` code compiled for the host calls its
 // `extern "C"` entry points through the compat header. Not a user API (kernels reach it only
@@ -43,29 +44,38 @@ pub mod graph;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod host;
 #[cfg(not(target_arch = "nvptx64"))]
+mod host_printf;
+#[cfg(not(target_arch = "nvptx64"))]
 mod kernel;
 pub mod math;
 pub mod mma;
+pub mod print;
 pub mod shared;
 pub mod slice;
 pub mod sync;
 pub mod thread;
 pub mod time;
+pub mod vector;
 pub mod warp;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
 pub use kernel::{
-    IntoKernel, Kernel, ParamAbi, ParamList, SIGNATURE_SYMBOL_PREFIX, SafeKernel, SimEntry,
-    into_kernel, signature_symbol,
+    IntoKernel, Kernel, LaunchDims, ParamAbi, ParamList, SIGNATURE_SYMBOL_PREFIX, SafeKernel,
+    SimEntry, into_kernel, signature_symbol,
 };
-pub use slice::{DisjointSlice, ThreadIndex};
+pub use slice::{
+    DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D, ThreadIndex3D,
+};
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
 pub mod prelude {
     /// Method syntax for the math functions (`x.exp()`), in scope without its name.
     pub use crate::math::Float as _;
-    pub use crate::{DeviceCopy, DisjointSlice, ThreadIndex, declare_device, kernel};
+    pub use crate::{
+        DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D,
+        ThreadIndex3D, declare_device, kernel,
+    };
 }
 
 /// Stops the kernel because index `i` is outside a slice of `len` elements: `trap` on the
@@ -102,7 +112,8 @@ pub mod __private {
     pub use crate::graph::conditional_handle_from_raw;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
-    pub use crate::slice::disjoint_from_raw;
+    pub use crate::print::{self as printf, PrintArg};
+    pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.
     pub use core;

@@ -16,12 +16,13 @@
 
 use core::marker::PhantomData;
 
-/// The index of the calling thread in the whole launch, unique per thread: the block's linear
-/// index times the threads per block, plus the thread's linear index in its block.
+/// The index of the calling thread in a one-dimensional launch, unique per thread.
 ///
-/// It can only be obtained from [`crate::thread::index`], so a `ThreadIndex` held by a thread
-/// is never held by another thread of the same launch. For a one-dimensional launch it equals
-/// `block_idx_x * block_dim_x + thread_idx_x`.
+/// It can only be obtained from [`crate::thread::index`] and [`crate::thread::grid_stride`],
+/// and equals `block_idx_x * block_dim_x + thread_idx_x` (plus multiples of the grid's thread
+/// count, for the grid-stride loop). In a one-dimensional launch, which the typed launch
+/// guarantees for every kernel taking a [`DisjointSlice`], a `ThreadIndex` held by a thread is
+/// therefore never held by another thread of the same launch.
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
@@ -64,8 +65,13 @@ impl ThreadIndex {
 /// A kernel's output slice: each thread may get `&mut` access to the element at its own
 /// [`ThreadIndex`], which no other thread of the launch can reach, so safe code cannot race.
 ///
-/// Other access patterns (a block leader writing one slot per block, a grid-stride loop) use
-/// the `unsafe` methods, whose caller promises that no two threads write one element.
+/// A grid-stride loop gets its indices from [`crate::thread::grid_stride`]. Other access
+/// patterns (a block leader writing one slot per block) use the `unsafe` methods, whose
+/// caller promises that no two threads write one element.
+///
+/// `ThreadIndex` is the one-dimensional global index, unique only in a one-dimensional
+/// launch: the typed launch refuses a 2D or 3D configuration for a kernel that takes a
+/// `DisjointSlice` (use [`DisjointSlice2D`] / [`DisjointSlice3D`] for those).
 ///
 /// A `#[kernel]` parameter `out: DisjointSlice<f32>` lowers to a pointer and a length; on the
 /// host it is passed a `&mut DeviceBuffer<f32>` or a mutable view of one.
@@ -261,6 +267,649 @@ impl<'a, T> DisjointSlice<'a, T> {
     ///         // SAFETY: in bounds; the elements are touched only by atomics during the launch.
     ///         unsafe { atomic::add(sums.as_mut_ptr().add(keys[i] as usize), 1) };
     ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+/// The calling thread's two-dimensional global index `(x, y)`: CUDA's
+/// `(blockIdx.x * blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y)`.
+///
+/// Only [`crate::thread::index_2d`] and [`crate::thread::grid_stride_2d`] make one. Two
+/// threads of a launch whose z extent is 1 (`grid.z == block.z == 1`) never hold the same
+/// `(x, y)`: the typed launch refuses any other configuration for a kernel that takes a
+/// [`DisjointSlice2D`], the only type a `ThreadIndex2D` unlocks.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice2D<f32>) {
+///     let i: ThreadIndex2D = thread::index_2d();
+///     out.set(i, (i.x() + i.y()) as f32);
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadIndex2D {
+    x: usize,
+    y: usize,
+}
+
+impl ThreadIndex2D {
+    /// The column (x).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     out.set(i, i.x() as f32); // the column
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn x(self) -> usize {
+        self.x
+    }
+
+    /// The row (y).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     out.set(i, i.y() as f32); // the row
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn y(self) -> usize {
+        self.y
+    }
+
+    /// Only the thread module may create one.
+    #[inline(always)]
+    pub(crate) fn new_unchecked(x: usize, y: usize) -> Self {
+        ThreadIndex2D { x, y }
+    }
+}
+
+/// The calling thread's three-dimensional global index `(x, y, z)`, each
+/// `blockIdx * blockDim + threadIdx` along its axis.
+///
+/// Only [`crate::thread::index_3d`] and [`crate::thread::grid_stride_3d`] make one. Distinct
+/// threads of any launch have distinct `(x, y, z)` (each axis is a bijection of block and
+/// thread indices), so no launch configuration is refused for a kernel that takes a
+/// [`DisjointSlice3D`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     let i: ThreadIndex3D = thread::index_3d();
+///     out.set(i, (i.x() + i.y() + i.z()) as f32);
+/// }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadIndex3D {
+    x: usize,
+    y: usize,
+    z: usize,
+}
+
+impl ThreadIndex3D {
+    /// The x index (fastest varying).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     out.set(i, i.x() as f32);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn x(self) -> usize {
+        self.x
+    }
+
+    /// The y index.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     out.set(i, i.y() as f32);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn y(self) -> usize {
+        self.y
+    }
+
+    /// The z index (slowest varying).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     out.set(i, i.z() as f32);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn z(self) -> usize {
+        self.z
+    }
+
+    /// Only the thread module may create one.
+    #[inline(always)]
+    pub(crate) fn new_unchecked(x: usize, y: usize, z: usize) -> Self {
+        ThreadIndex3D { x, y, z }
+    }
+}
+
+/// A kernel's two-dimensional output: `rows` rows of `cols` elements, row `y` starting
+/// `pitch` elements after row `y - 1` (`pitch >= cols`; the elements between `cols` and
+/// `pitch` are never reached). Each thread may get `&mut` access to the element at its own
+/// [`ThreadIndex2D`] (column `x`, row `y`), which no other thread of the launch holds, so
+/// safe code cannot race.
+///
+/// A `#[kernel]` parameter `out: DisjointSlice2D<f32>` lowers to four parameters (pointer,
+/// `cols`, `rows`, `pitch`, each 64-bit); on the host it is passed a 2D view of a buffer
+/// (`buffer.view_2d_mut(cols, rows, pitch)?`), whose shape the runtime checks against the
+/// buffer's length. The typed launch refuses a configuration with `grid.z` or `block.z`
+/// above 1 for such a kernel (there, two threads would share an `(x, y)`).
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// /// `out = mᵀ` for a row-major `rows × cols` matrix `m`: `out` has `cols` rows of `rows`
+/// /// elements, and thread `(x, y)` writes `out[y][x] = m[x][y]`.
+/// #[kernel]
+/// pub fn transpose(m: &[f32], cols: u32, mut out: DisjointSlice2D<f32>) {
+///     let i = thread::index_2d();
+///     if let Some(o) = out.get_mut(i) {
+///         *o = m[i.x() * cols as usize + i.y()];
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+pub struct DisjointSlice2D<'a, T> {
+    ptr: *mut T,
+    cols: usize,
+    rows: usize,
+    pitch: usize,
+    _marker: PhantomData<&'a mut [T]>,
+}
+
+/// Builds a [`DisjointSlice2D`] from its four ABI parameters.
+///
+/// # Safety
+/// `ptr` must be valid for reads and writes of `(rows - 1) * pitch + cols` elements for `'a`
+/// (none when `rows` or `cols` is 0), `pitch >= cols`, and no other parameter of the launch may
+/// reach those elements (the typed launch checks the shape and guarantees this).
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn disjoint_2d_from_raw<'a, T>(
+    ptr: *mut T,
+    cols: usize,
+    rows: usize,
+    pitch: usize,
+) -> DisjointSlice2D<'a, T> {
+    DisjointSlice2D {
+        ptr,
+        cols,
+        rows,
+        pitch,
+        _marker: PhantomData,
+    }
+}
+
+impl<'a, T> DisjointSlice2D<'a, T> {
+    /// Elements per row (the x extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if i.x() < out.cols() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Number of rows (the y extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if i.y() < out.rows() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Elements from the start of one row to the start of the next (`>= cols`).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     // Element (x, y) is `y * pitch + x` elements from the start.
+    ///     let i = thread::index_2d();
+    ///     let offset = i.y() * out.pitch() + i.x();
+    ///     out.set(i, offset as f32);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// The element at the calling thread's own `(x, y)` (column `x` of row `y`), or `None`
+    /// outside the `cols × rows` shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if let Some(o) = out.get_mut(i) {
+    ///         *o += 1.0;
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn get_mut(&mut self, index: ThreadIndex2D) -> Option<&mut T> {
+        let (x, y) = (index.x(), index.y());
+        if x < self.cols && y < self.rows {
+            // SAFETY: in bounds (`y * pitch + x < (rows - 1) * pitch + cols`, which the host
+            // checked against the buffer); `(x, y)` is this thread's alone within the launch
+            // (z extent 1, checked at launch), and `&mut self` stops this thread from holding
+            // two references to it.
+            Some(unsafe { &mut *self.ptr.add(y * self.pitch + x) })
+        } else {
+            None
+        }
+    }
+
+    /// Writes `value` at the calling thread's own `(x, y)`; returns `false` (and writes
+    /// nothing) outside the shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let written = out.set(thread::index_2d(), 2.0);
+    ///     let _ = written; // false outside the shape
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn set(&mut self, index: ThreadIndex2D, value: T) -> bool {
+        match self.get_mut(index) {
+            Some(slot) => {
+                *slot = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes `value` at column `x` of row `y`, any thread's. Outside the shape traps the
+    /// kernel, never writes.
+    ///
+    /// # Safety
+    /// No other thread of the launch may read or write that element concurrently.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(out: DisjointSlice2D<f32>) {
+    ///     // Thread (0, 0) of each block writes the block's slot: no two blocks share one.
+    ///     if thread::thread_idx_x() == 0 && thread::thread_idx_y() == 0 {
+    ///         let (bx, by) = (thread::block_idx_x() as usize, thread::block_idx_y() as usize);
+    ///         if bx < out.cols() && by < out.rows() {
+    ///             // SAFETY: one writer per (block x, block y).
+    ///             unsafe { out.write(bx, by, 1.0) };
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub unsafe fn write(&self, x: usize, y: usize, value: T) {
+        let i = self.offset(x, y);
+        // SAFETY: in bounds (checked by `offset`); exclusivity is the caller's promise.
+        unsafe { self.ptr.add(i).write(value) }
+    }
+
+    /// Reads column `x` of row `y`. Outside the shape traps.
+    ///
+    /// # Safety
+    /// No other thread may write that element concurrently.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     let i = thread::index_2d();
+    ///     if i.x() < out.cols() && i.y() < out.rows() {
+    ///         // SAFETY: this thread's own element; no other thread writes it.
+    ///         let v = unsafe { out.read(i.x(), i.y()) };
+    ///         out.set(i, v * 2.0);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub unsafe fn read(&self, x: usize, y: usize) -> T
+    where
+        T: Copy,
+    {
+        let i = self.offset(x, y);
+        // SAFETY: in bounds; absence of concurrent writers is the caller's promise.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    #[inline(always)]
+    fn offset(&self, x: usize, y: usize) -> usize {
+        if x >= self.cols {
+            crate::__trap_out_of_bounds(x, self.cols);
+        }
+        if y >= self.rows {
+            crate::__trap_out_of_bounds(y, self.rows);
+        }
+        y * self.pitch + x
+    }
+
+    /// The data pointer (row 0, column 0), for atomics and foreign calls.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice2D<f32>) {
+    ///     // For atomics or a foreign call: the element at row 0, column 0.
+    ///     let p: *mut f32 = out.as_mut_ptr();
+    ///     let _ = p;
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn as_mut_ptr(&self) -> *mut T {
+        self.ptr
+    }
+}
+
+/// A kernel's three-dimensional output: `depth` planes of `rows` rows of `cols` elements;
+/// element `(x, y, z)` is at `(z * rows + y) * pitch + x` (`pitch >= cols`). Each thread may
+/// get `&mut` access to the element at its own [`ThreadIndex3D`].
+///
+/// Lowers to five 64-bit parameters (pointer, `cols`, `rows`, `depth`, `pitch`); on the host
+/// it is passed `buffer.view_3d_mut(cols, rows, depth, pitch)?`. Every launch configuration is
+/// allowed: 3D global indices are unique in any launch.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// /// `out[z][y][x] = x + 10 y + 100 z`.
+/// #[kernel]
+/// pub fn coordinates(mut out: DisjointSlice3D<u32>) {
+///     let i = thread::index_3d();
+///     out.set(i, (i.x() + 10 * i.y() + 100 * i.z()) as u32);
+/// }
+/// ```
+#[derive(Debug)]
+pub struct DisjointSlice3D<'a, T> {
+    ptr: *mut T,
+    cols: usize,
+    rows: usize,
+    depth: usize,
+    pitch: usize,
+    _marker: PhantomData<&'a mut [T]>,
+}
+
+/// Builds a [`DisjointSlice3D`] from its five ABI parameters.
+///
+/// # Safety
+/// `ptr` must be valid for reads and writes of `((depth - 1) * rows + rows - 1) * pitch +
+/// cols` elements for `'a` (none when a dimension is 0), `pitch >= cols`, and no other
+/// parameter of the launch may reach them (the typed launch checks the shape).
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn disjoint_3d_from_raw<'a, T>(
+    ptr: *mut T,
+    cols: usize,
+    rows: usize,
+    depth: usize,
+    pitch: usize,
+) -> DisjointSlice3D<'a, T> {
+    DisjointSlice3D {
+        ptr,
+        cols,
+        rows,
+        depth,
+        pitch,
+        _marker: PhantomData,
+    }
+}
+
+impl<'a, T> DisjointSlice3D<'a, T> {
+    /// Elements per row (the x extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if i.x() < out.cols() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Rows per plane (the y extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if i.y() < out.rows() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of planes (the z extent).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if i.z() < out.depth() {
+    ///         out.set(i, 1.0);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Elements from the start of one row to the start of the next (`>= cols`).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     // Element (x, y) is `y * pitch + x` elements from the start.
+    ///     let i = thread::index_3d();
+    ///     let offset = i.y() * out.pitch() + i.x();
+    ///     out.set(i, offset as f32);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// The element at the calling thread's own `(x, y, z)`, or `None` outside the shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let i = thread::index_3d();
+    ///     if let Some(o) = out.get_mut(i) {
+    ///         *o += 1.0;
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn get_mut(&mut self, index: ThreadIndex3D) -> Option<&mut T> {
+        let (x, y, z) = (index.x(), index.y(), index.z());
+        if x < self.cols && y < self.rows && z < self.depth {
+            // SAFETY: in bounds (checked on the host against the buffer); `(x, y, z)` is unique
+            // to this thread in any launch, and `&mut self` allows one reference at a time.
+            Some(unsafe { &mut *self.ptr.add((z * self.rows + y) * self.pitch + x) })
+        } else {
+            None
+        }
+    }
+
+    /// Writes `value` at the calling thread's own `(x, y, z)`; returns `false` (and writes
+    /// nothing) outside the shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     let written = out.set(thread::index_3d(), 2.0);
+    ///     let _ = written; // false outside the shape
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn set(&mut self, index: ThreadIndex3D, value: T) -> bool {
+        match self.get_mut(index) {
+            Some(slot) => {
+                *slot = value;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes `value` at `(x, y, z)`, any thread's. Outside the shape traps.
+    ///
+    /// # Safety
+    /// No other thread of the launch may read or write that element concurrently.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(out: DisjointSlice3D<f32>) {
+    ///     if thread::thread_idx() == thread::Dim3::new(0, 0, 0) {
+    ///         let b = thread::block_idx();
+    ///         let (x, y, z) = (b.x as usize, b.y as usize, b.z as usize);
+    ///         if x < out.cols() && y < out.rows() && z < out.depth() {
+    ///             // SAFETY: one writer per block.
+    ///             unsafe { out.write(x, y, z, 1.0) };
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub unsafe fn write(&self, x: usize, y: usize, z: usize, value: T) {
+        for (i, n) in [(x, self.cols), (y, self.rows), (z, self.depth)] {
+            if i >= n {
+                crate::__trap_out_of_bounds(i, n);
+            }
+        }
+        // SAFETY: in bounds; exclusivity is the caller's promise.
+        unsafe {
+            self.ptr
+                .add((z * self.rows + y) * self.pitch + x)
+                .write(value)
+        }
+    }
+
+    /// The data pointer, for atomics and foreign calls.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn k(mut out: DisjointSlice3D<f32>) {
+    ///     // For atomics or a foreign call: the element at row 0, column 0.
+    ///     let p: *mut f32 = out.as_mut_ptr();
+    ///     let _ = p;
     /// }
     /// ```
     #[inline(always)]

@@ -5,34 +5,39 @@
 //! `%nctaid`, `%laneid`); on the host it reads the simulated thread's context, which the
 //! runtime's simulator installs, and panics when called outside a simulated launch.
 //!
+//! Safe outputs pair an index type with a disjoint view: [`index`] ([`ThreadIndex`], for
+//! [`DisjointSlice`](crate::DisjointSlice)), [`index_2d`] ([`ThreadIndex2D`], for
+//! [`DisjointSlice2D`](crate::DisjointSlice2D)), [`index_3d`] ([`ThreadIndex3D`], for
+//! [`DisjointSlice3D`](crate::DisjointSlice3D)), and their grid-stride forms
+//! ([`grid_stride`], [`grid_stride_2d`], [`grid_stride_3d`]) that hand each thread several
+//! elements, no two threads the same one.
+//!
 //! ```
 //! use gpukernel_device::prelude::*;
 //! use gpukernel_device::thread;
 //!
 //! /// One thread per element of a `rows × cols` matrix, launched on a 2D grid of 2D blocks:
-//! /// CUDA's `row = blockIdx.y * blockDim.y + threadIdx.y`, `col = ... x`.
+//! /// thread `(x, y)` is CUDA's `col = blockIdx.x * blockDim.x + threadIdx.x`, `row = ... y`.
 //! #[kernel]
-//! pub fn transpose(m: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
-//!     let (row, col) = (thread::global_index_y(), thread::global_index_x());
-//!     if row < rows as usize && col < cols as usize {
-//!         // SAFETY: each (row, col) is one thread's, so each output slot is written once.
-//!         unsafe { out.write(col * rows as usize + row, m[row * cols as usize + col]) };
+//! pub fn scale_2d(m: &[f32], a: f32, mut out: DisjointSlice2D<f32>) {
+//!     let i = thread::index_2d();
+//!     let cols = out.cols();
+//!     if let Some(o) = out.get_mut(i) {
+//!         *o = a * m[i.y() * cols + i.x()];
 //!     }
 //! }
 //!
-//! /// A grid-stride loop: any grid size covers every element.
+//! /// A grid-stride loop: any (one-dimensional) grid size covers every element, and each
+//! /// index the loop yields belongs to this thread alone.
 //! #[kernel]
-//! pub fn scale_all(x: &[f32], a: f32, out: DisjointSlice<f32>) {
-//!     let mut i = thread::global_index_x();
-//!     while i < out.len() {
-//!         // SAFETY: the strides of distinct threads never meet.
-//!         unsafe { out.write(i, a * x[i]) };
-//!         i += thread::grid_stride_x();
+//! pub fn scale_all(x: &[f32], a: f32, mut out: DisjointSlice<f32>) {
+//!     for i in thread::grid_stride(out.len()) {
+//!         out.set(i, a * x[i.get()]);
 //!     }
 //! }
 //! ```
 
-use crate::ThreadIndex;
+use crate::{ThreadIndex, ThreadIndex2D, ThreadIndex3D};
 
 /// The number of threads in a warp.
 pub const WARP_SIZE: u32 = 32;
@@ -576,15 +581,14 @@ pub fn warp_id() -> u32 {
     linear_thread_idx() / WARP_SIZE
 }
 
-/// The calling thread's [`ThreadIndex`], unique in the launch: `linear_block_idx() *
-/// threads_per_block() + linear_thread_idx()`. For a one-dimensional launch it equals
-/// [`global_index_x`], CUDA's `blockIdx.x * blockDim.x + threadIdx.x`.
+/// The calling thread's [`ThreadIndex`]: CUDA's `blockIdx.x * blockDim.x + threadIdx.x`
+/// ([`global_index_x`]), one 32×32→64-bit multiply-add.
 ///
-/// One-dimensional launches take a fast path (one 32×32→64-bit multiply-add); the test that
-/// picks it is uniform across the launch, so no warp diverges on it. Measured on an H100 with
-/// saxpy (one element per thread), that test is what remains between this and CUDA C's
-/// bandwidth (about 1.1%); computing the 3D form unconditionally, or computing `gx` first and
-/// the 3D form out of line, measured slower.
+/// It is unique in a one-dimensional launch (`grid.y`, `grid.z`, `block.y`, `block.z` all 1).
+/// The typed launch (`Stream::launch`, graph kernel nodes, stream capture, and their
+/// `unsafe` unchecked forms) refuses any other configuration for a kernel that takes a
+/// [`DisjointSlice`](crate::DisjointSlice), the only type a `ThreadIndex` unlocks, so no test
+/// is needed here on the device. In other launches the value may repeat and opens nothing.
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
@@ -599,11 +603,295 @@ pub fn warp_id() -> u32 {
 /// ```
 #[inline(always)]
 pub fn index() -> ThreadIndex {
-    let one_dimensional = (block_dim_y() | block_dim_z() | grid_dim_y() | grid_dim_z()) == 1;
-    let i = if one_dimensional {
-        global_index_x()
-    } else {
-        linear_block_idx() as usize * threads_per_block() as usize + linear_thread_idx() as usize
-    };
-    ThreadIndex::new_unchecked(i)
+    ThreadIndex::new_unchecked(global_index_x())
+}
+
+/// The calling thread's [`ThreadIndex2D`], `(`[`global_index_x`]`, `[`global_index_y`]`)`.
+/// Unique in a launch whose z extent is 1, which the typed launch guarantees for a kernel
+/// that takes a [`DisjointSlice2D`](crate::DisjointSlice2D).
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice2D<f32>) {
+///     let i = thread::index_2d();
+///     out.set(i, 1.0);
+/// }
+/// ```
+#[inline(always)]
+pub fn index_2d() -> ThreadIndex2D {
+    ThreadIndex2D::new_unchecked(global_index_x(), global_index_y())
+}
+
+/// The calling thread's [`ThreadIndex3D`], `(`[`global_index_x`]`, `[`global_index_y`]`,
+/// `[`global_index_z`]`)`: unique in every launch.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     out.set(thread::index_3d(), 1.0);
+/// }
+/// ```
+#[inline(always)]
+pub fn index_3d() -> ThreadIndex3D {
+    ThreadIndex3D::new_unchecked(global_index_x(), global_index_y(), global_index_z())
+}
+
+/// `grid_dim_y * block_dim_y`: the stride of a grid-stride loop along y.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn rows(out: DisjointSlice<u32>) {
+///     // The distance between the rows one thread visits in a 2D grid-stride loop.
+///     let step = thread::grid_stride_y();
+///     let _ = (step, out);
+/// }
+/// ```
+#[inline(always)]
+pub fn grid_stride_y() -> usize {
+    grid_dim_y() as usize * block_dim_y() as usize
+}
+
+/// `grid_dim_z * block_dim_z`: the stride of a grid-stride loop along z.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn planes(out: DisjointSlice3D<u32>) {
+///     let step = thread::grid_stride_z();
+///     let _ = (step, out);
+/// }
+/// ```
+#[inline(always)]
+pub fn grid_stride_z() -> usize {
+    grid_dim_z() as usize * block_dim_z() as usize
+}
+
+/// The indices below `len` of a one-dimensional grid-stride loop: [`index`], then every
+/// [`grid_stride_x`] after it. In the one-dimensional launch that a kernel taking a
+/// [`DisjointSlice`](crate::DisjointSlice) gets, the threads' index sets are disjoint (each
+/// thread's indices are its own global index modulo the number of threads), so each
+/// [`ThreadIndex`] it yields is the thread's alone.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn fill(value: u32, mut out: DisjointSlice<u32>) {
+///     for i in thread::grid_stride(out.len()) {
+///         out.set(i, value);
+///     }
+/// }
+/// ```
+#[inline(always)]
+pub fn grid_stride(len: usize) -> GridStride {
+    GridStride {
+        next: global_index_x(),
+        step: grid_stride_x(),
+        end: len,
+    }
+}
+
+/// The iterator of [`grid_stride`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice<f32>) {
+///     let mut it: thread::GridStride = thread::grid_stride(out.len());
+///     while let Some(i) = it.next() {
+///         out.set(i, 1.0);
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct GridStride {
+    next: usize,
+    step: usize,
+    end: usize,
+}
+
+impl Iterator for GridStride {
+    type Item = ThreadIndex;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<ThreadIndex> {
+        if self.next < self.end {
+            let i = self.next;
+            // Past `usize::MAX` the loop is over (`end` is at most `usize::MAX`).
+            self.next = i.saturating_add(self.step);
+            Some(ThreadIndex::new_unchecked(i))
+        } else {
+            None
+        }
+    }
+}
+
+/// The `(x, y)` below `(cols, rows)` of a two-dimensional grid-stride loop: [`index_2d`],
+/// stepping x by [`grid_stride_x`] within each row and y by [`grid_stride_y`]. Each
+/// [`ThreadIndex2D`] it yields is the thread's alone (in the z-extent-1 launch that a kernel
+/// taking a [`DisjointSlice2D`](crate::DisjointSlice2D) gets).
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn fill_2d(value: f32, mut out: DisjointSlice2D<f32>) {
+///     for i in thread::grid_stride_2d(out.cols(), out.rows()) {
+///         out.set(i, value);
+///     }
+/// }
+/// ```
+#[inline(always)]
+pub fn grid_stride_2d(cols: usize, rows: usize) -> GridStride2D {
+    let x0 = global_index_x();
+    GridStride2D {
+        x0,
+        x: x0,
+        y: global_index_y(),
+        step_x: grid_stride_x(),
+        step_y: grid_stride_y(),
+        cols,
+        rows,
+    }
+}
+
+/// The iterator of [`grid_stride_2d`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice2D<f32>) {
+///     let it: thread::GridStride2D = thread::grid_stride_2d(out.cols(), out.rows());
+///     for i in it {
+///         out.set(i, 1.0);
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct GridStride2D {
+    x0: usize,
+    x: usize,
+    y: usize,
+    step_x: usize,
+    step_y: usize,
+    cols: usize,
+    rows: usize,
+}
+
+impl Iterator for GridStride2D {
+    type Item = ThreadIndex2D;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<ThreadIndex2D> {
+        if self.x0 >= self.cols {
+            return None;
+        }
+        if self.x >= self.cols {
+            self.x = self.x0;
+            self.y = self.y.saturating_add(self.step_y);
+        }
+        if self.y >= self.rows {
+            return None;
+        }
+        let i = ThreadIndex2D::new_unchecked(self.x, self.y);
+        self.x = self.x.saturating_add(self.step_x);
+        Some(i)
+    }
+}
+
+/// The `(x, y, z)` below `(cols, rows, depth)` of a three-dimensional grid-stride loop
+/// ([`index_3d`] stepping by the grid's extent on each axis); each [`ThreadIndex3D`] it yields
+/// is the thread's alone, in any launch.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     for i in thread::grid_stride_3d(out.cols(), out.rows(), out.depth()) {
+///         out.set(i, (i.x() + i.y() + i.z()) as f32);
+///     }
+/// }
+/// ```
+#[inline(always)]
+pub fn grid_stride_3d(cols: usize, rows: usize, depth: usize) -> GridStride3D {
+    let (x0, y0) = (global_index_x(), global_index_y());
+    GridStride3D {
+        plane: GridStride2D {
+            x0,
+            x: x0,
+            y: y0,
+            step_x: grid_stride_x(),
+            step_y: grid_stride_y(),
+            cols,
+            rows,
+        },
+        y0,
+        z: global_index_z(),
+        step_z: grid_stride_z(),
+        depth,
+    }
+}
+
+/// The iterator of [`grid_stride_3d`].
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// #[kernel]
+/// pub fn k(mut out: DisjointSlice3D<f32>) {
+///     let it: thread::GridStride3D = thread::grid_stride_3d(out.cols(), out.rows(), out.depth());
+///     for i in it {
+///         out.set(i, 1.0);
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct GridStride3D {
+    plane: GridStride2D,
+    y0: usize,
+    z: usize,
+    step_z: usize,
+    depth: usize,
+}
+
+impl Iterator for GridStride3D {
+    type Item = ThreadIndex3D;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<ThreadIndex3D> {
+        loop {
+            if self.z >= self.depth {
+                return None;
+            }
+            if let Some(i) = self.plane.next() {
+                return Some(ThreadIndex3D::new_unchecked(i.x(), i.y(), self.z));
+            }
+            if self.plane.x0 >= self.plane.cols || self.y0 >= self.plane.rows {
+                return None;
+            }
+            self.z = self.z.saturating_add(self.step_z);
+            self.plane.x = self.plane.x0;
+            self.plane.y = self.y0;
+        }
+    }
 }

@@ -17,6 +17,7 @@ mod diag;
 mod foreign;
 mod hygiene;
 mod kernel;
+mod print;
 mod ty;
 
 use proc_macro::TokenStream;
@@ -85,4 +86,21 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn declare_device(input: TokenStream) -> TokenStream {
     foreign::declare_device(input.into()).into()
+}
+
+/// Prints from a kernel, `println!`-style: `gpu_println!("i = {}, x = {:.3}", i, x)`. The
+/// format string is checked at compile time (placeholders against arguments; `{}`, `{:x}`,
+/// `{:X}`, `{:o}`, `{:e}`, `{:E}`, precision, width and the `<` `+` `#` `0` flags) and becomes a
+/// C format string for PTX's `vprintf`; in the simulator it is formatted on the host, as C's
+/// `printf` would. See `gpukernel_device::print`. A first `crate = "path";` names a renamed
+/// `gpukernel-device` dependency.
+#[proc_macro]
+pub fn gpu_println(input: TokenStream) -> TokenStream {
+    print::print(input.into(), true).into()
+}
+
+/// As [`gpu_println!`], without the newline.
+#[proc_macro]
+pub fn gpu_print(input: TokenStream) -> TokenStream {
+    print::print(input.into(), false).into()
 }

@@ -24,8 +24,9 @@ pub(crate) enum TypeKind<'a> {
     Ptr { mutable: bool, pointee: &'a Type },
     /// `&[T]` or `&mut [T]`.
     Slice { mutable: bool, elem: &'a Type },
-    /// `DisjointSlice<T>` or `DisjointSlice<'a, T>` (any path ending in `DisjointSlice`).
-    Disjoint { elem: &'a Type },
+    /// `DisjointSlice<T>` or `DisjointSlice<'a, T>` (any path ending in `DisjointSlice`), and
+    /// likewise `DisjointSlice2D` (`dims` 2) and `DisjointSlice3D` (`dims` 3).
+    Disjoint { elem: &'a Type, dims: u8 },
     /// Anything else, with the reason.
     Unsupported(Unsupported),
 }
@@ -117,9 +118,9 @@ fn classify_path(ty: &TypePath) -> TypeKind<'_> {
     let Some(last) = path.segments.last() else {
         return TypeKind::Unsupported(Unsupported::Other);
     };
-    if last.ident == "DisjointSlice" {
+    if let Some(dims) = disjoint_dims(&last.ident) {
         return match disjoint_elem(&last.arguments) {
-            Some(elem) => TypeKind::Disjoint { elem },
+            Some(elem) => TypeKind::Disjoint { elem, dims },
             None => TypeKind::Unsupported(Unsupported::BadDisjoint),
         };
     }
@@ -160,6 +161,20 @@ fn classify_path(ty: &TypePath) -> TypeKind<'_> {
 pub(crate) fn is_conditional_handle(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none()
         && p.path.segments.last().is_some_and(|s| s.ident == "ConditionalHandle" && s.arguments.is_none()))
+}
+
+/// The dimensions of a disjoint output type's name: `DisjointSlice` 1, `DisjointSlice2D` 2,
+/// `DisjointSlice3D` 3.
+pub(crate) fn disjoint_dims(ident: &syn::Ident) -> Option<u8> {
+    if ident == "DisjointSlice" {
+        Some(1)
+    } else if ident == "DisjointSlice2D" {
+        Some(2)
+    } else if ident == "DisjointSlice3D" {
+        Some(3)
+    } else {
+        None
+    }
 }
 
 /// The element type of `DisjointSlice<T>` / `DisjointSlice<'a, T>`.
@@ -232,7 +247,7 @@ impl VisitMut for Lifetimes {
     }
 
     fn visit_path_segment_mut(&mut self, segment: &mut syn::PathSegment) {
-        if segment.ident == "DisjointSlice"
+        if disjoint_dims(&segment.ident).is_some()
             && let PathArguments::AngleBracketed(args) = &mut segment.arguments
             && !args
                 .args
@@ -287,14 +302,16 @@ mod tests {
             classify(&t),
             TypeKind::Slice { mutable: true, .. }
         ));
-        for s in [
-            "DisjointSlice<f32>",
-            "DisjointSlice<'a, f32>",
-            "gpukernel_device::DisjointSlice<f32>",
+        for (s, d) in [
+            ("DisjointSlice<f32>", 1),
+            ("DisjointSlice<'a, f32>", 1),
+            ("gpukernel_device::DisjointSlice<f32>", 1),
+            ("DisjointSlice2D<f32>", 2),
+            ("DisjointSlice3D<'_, f32>", 3),
         ] {
             let t = ty(s);
             assert!(
-                matches!(classify(&t), TypeKind::Disjoint { elem } if tokens(elem) == "f32"),
+                matches!(classify(&t), TypeKind::Disjoint { elem, dims } if tokens(elem) == "f32" && dims == d),
                 "{s}"
             );
         }
@@ -355,6 +372,10 @@ mod tests {
         assert_eq!(
             tokens(&explicit_disjoint_lifetime(&ty("DisjointSlice<f32>"))),
             "DisjointSlice < '_ , f32 >"
+        );
+        assert_eq!(
+            tokens(&all_static(&ty("DisjointSlice2D<f32>"))),
+            "DisjointSlice2D < 'static , f32 >"
         );
         assert_eq!(
             tokens(&explicit_disjoint_lifetime(&ty("&[f32]"))),

@@ -432,6 +432,49 @@ pub enum Error {
         max: u64,
     },
 
+    /// A typed launch of a kernel whose disjoint outputs need fewer dimensions than the
+    /// configuration has: a kernel taking a `DisjointSlice` is written at the one-dimensional
+    /// `ThreadIndex` (unique only when `grid.y`, `grid.z`, `block.y`, `block.z` are 1), one
+    /// taking a `DisjointSlice2D` at `(x, y)` (unique only when `grid.z` and `block.z` are 1).
+    /// Refused on the host, so that the device tests nothing.
+    #[error(
+        "`{kernel}` takes a `{output}`, so its launch must be {allowed}: {dimension} = {value} would give two threads one element"
+    )]
+    LaunchDimensionsNotAllowed {
+        /// The kernel.
+        kernel: String,
+        /// The parameter type that restricts it: `DisjointSlice` or `DisjointSlice2D`.
+        output: &'static str,
+        /// What is allowed, e.g. `one-dimensional (grid and blocks (n, 1, 1))`.
+        allowed: &'static str,
+        /// The first dimension at fault, e.g. `grid.y`.
+        dimension: &'static str,
+        /// Its value.
+        value: u32,
+    },
+
+    /// A 2D or 3D view whose shape does not fit the memory it views, or whose pitch is
+    /// shorter than a row.
+    #[error(
+        "{operation}: shape {cols} × {rows} × {depth} with a pitch of {pitch} elements {reason} ({len} elements available)"
+    )]
+    InvalidShape {
+        /// The operation, e.g. `DeviceBuffer::view_2d_mut`.
+        operation: &'static str,
+        /// Elements per row.
+        cols: usize,
+        /// Rows (per plane).
+        rows: usize,
+        /// Planes (1 for a 2D view).
+        depth: usize,
+        /// Elements from one row's start to the next's.
+        pitch: usize,
+        /// Elements in the viewed memory.
+        len: usize,
+        /// What is wrong: `has a pitch shorter than a row`, `needs N elements`, `overflows`.
+        reason: String,
+    },
+
     /// A module has no kernel of this name.
     #[error("the module has no kernel `{name}`; its kernels are: {}", list(.available))]
     KernelNotFound {

@@ -97,15 +97,16 @@ pub use launch::{
     RequiresLaunchUnchecked, Safe, SafetyLevel,
 };
 pub use memory::{
-    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
-    PinnedHostBuffer,
+    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2DMut,
+    DeviceView3DMut, DeviceViewMut, PinnedHostBuffer,
 };
 pub use module::{Function, Module, TypedKernel};
 pub use module_hooks::{ModuleView, TeardownFailure};
 pub use stream::Stream;
 
 pub use gpukernel_device::{
-    AnyBitPattern, DeviceCopy, DisjointSlice, IntoKernel, Kernel, SafeKernel,
+    AnyBitPattern, DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, IntoKernel, Kernel,
+    LaunchDims, SafeKernel,
 };
 
 /// The parsers of untrusted bytes, for the fuzz targets in `fuzz/`. Not public API: hidden,

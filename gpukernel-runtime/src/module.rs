@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use gpukernel_device::ParamList;
 use gpukernel_device::{IntoKernel, Kernel};
+use gpukernel_device::{LaunchDims, ParamList};
 
 use crate::backend::{FunctionInfo, Image, ModuleHandle};
 use crate::context::{ContextInner, intern};
@@ -368,6 +368,7 @@ impl Module {
         }
         Ok(TypedKernel {
             function,
+            launch_dims: K::Params::LAUNCH_DIMS,
             _k: PhantomData,
         })
     }
@@ -635,7 +636,34 @@ impl Function {
 /// ```
 pub struct TypedKernel<K: Kernel> {
     pub(crate) function: Function,
+    /// The launches `K` may have, from its parameter types (`ParamList::LAUNCH_DIMS`).
+    pub(crate) launch_dims: LaunchDims,
     _k: PhantomData<K>,
+}
+
+impl<K: Kernel> TypedKernel<K> {
+    /// The launch configurations the kernel accepts: one-dimensional when it takes a
+    /// `DisjointSlice`, z extent 1 when it takes a `DisjointSlice2D`, any otherwise (see
+    /// [`LaunchDims`]). Every typed launch checks it.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup();
+    /// use gpukernel_runtime::LaunchDims;
+    /// // `saxpy` writes a `DisjointSlice` at `thread::index()`: one-dimensional launches only.
+    /// let saxpy = module.kernel(saxpy)?;
+    /// assert_eq!(saxpy.launch_dims(), LaunchDims::One);
+    /// let x = ctx.alloc_zeros::<f32>(64)?;
+    /// let mut y = ctx.alloc_zeros::<f32>(64)?;
+    /// let two_d = LaunchConfig::new((1, 2), 32);
+    /// let e = ctx.default_stream().launch(&saxpy, two_d, (1.0f32, &x, &mut y)).unwrap_err();
+    /// assert!(matches!(e, Error::LaunchDimensionsNotAllowed { dimension: "grid.y", .. }));
+    /// # Ok(()) }
+    /// ```
+    pub fn launch_dims(&self) -> LaunchDims {
+        self.launch_dims
+    }
 }
 
 impl<K: Kernel> fmt::Debug for TypedKernel<K> {

@@ -94,6 +94,8 @@ pub fn assert_close<T: Into<f64> + Copy>(what: &str, got: &[T], want: &[T], rel:
 /// kernels crate's PTX also holds kernels with `.extern .func` foreign calls, which only link
 /// together with the code that defines them, so the rest are selected by name.
 pub fn plain_kernels(ctx: &Context) -> Module {
+    use ffi_examples_kernels::grid::*;
+    use ffi_examples_kernels::numeric::*;
     use ffi_examples_kernels::reduce::*;
     use ffi_examples_kernels::*;
     let names = [
@@ -108,6 +110,17 @@ pub fn plain_kernels(ctx: &Context) -> Module {
         warp_reduce_sum::NAME,
         warp_reduce_sum_unchecked::NAME,
         atomic_sum::NAME,
+        transpose_2d::NAME,
+        add_2d_grid_stride::NAME,
+        coordinates_3d::NAME,
+        saxpy_grid_stride::NAME,
+        f16_ops::NAME,
+        bf16_ops::NAME,
+        to_half::NAME,
+        half2_ops::NAME,
+        saxpy4::NAME,
+        double_split::NAME,
+        print_values::NAME,
     ];
     Linker::new(ctx)
         .and_then(|mut l| {

@@ -4,7 +4,9 @@
 //! (the runtime compares the two before it hands out a typed kernel).
 
 use ffi_examples_kernels::ffi::*;
+use ffi_examples_kernels::grid::*;
 use ffi_examples_kernels::math_kernels::*;
+use ffi_examples_kernels::numeric::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::suite::gemm::{gemm_bf16, gemm_bf16_wide, sgemm};
 use ffi_examples_kernels::suite::{
@@ -20,7 +22,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 38] = signatures![
+const KERNELS: [(&str, u64); 48] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -59,6 +61,16 @@ const KERNELS: [(&str, u64); 38] = signatures![
     black_scholes,
     black_scholes_cuda_style,
     graph::halve_until,
+    transpose_2d,
+    add_2d_grid_stride,
+    coordinates_3d,
+    f16_ops,
+    bf16_ops,
+    to_half,
+    half2_ops,
+    saxpy4,
+    double_split,
+    print_values,
 ];
 
 /// The value of the `u64` global `symbol` in a PTX text, in either form LLVM prints it:

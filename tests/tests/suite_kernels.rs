@@ -34,6 +34,22 @@ fn suite_module(ctx: &Context) -> Module {
         .unwrap_or_else(|e| panic!("linking the suite kernels failed: {e}"))
 }
 
+/// The `cols × rows` elements of a pitched output, row by row, after checking that the
+/// padding between `cols` and `pitch` still holds `fill` (the kernels never write it).
+fn unpitch(what: &str, v: &[f32], cols: usize, pitch: usize, fill: f32) -> Vec<f32> {
+    for (y, row) in v.chunks(pitch).enumerate() {
+        if let Some(j) = row[cols.min(row.len())..].iter().position(|&p| p != fill) {
+            panic!(
+                "{what}: padding element {} of row {y} was written",
+                cols + j
+            );
+        }
+    }
+    v.chunks(pitch)
+        .flat_map(|row| row[..cols].to_vec())
+        .collect()
+}
+
 #[test]
 fn saxpy_grid_stride_covers_every_element() {
     let mut rng = Rng::from_env("suite_saxpy");
@@ -130,7 +146,9 @@ fn transpose_and_stencil_match_the_host() {
         let m = suite_module(&ctx);
         let s = ctx.default_stream();
         let dx = ctx.htod_copy(&x).unwrap();
-        let mut out = ctx.alloc_zeros::<f32>(rows * cols).unwrap();
+        // Pitched outputs (rows padded by a few elements), the padding filled with -1.
+        let (pitch_t, pitch_s) = (rows + 3, nx + 5);
+        let mut out = ctx.htod_copy(&vec![-1.0f32; cols * pitch_t]).unwrap();
         let cfg = LaunchConfig::new(
             (
                 (cols as u32).div_ceil(TILE),
@@ -142,10 +160,18 @@ fn transpose_and_stencil_match_the_host() {
         s.launch(
             &m.kernel(suite::transpose).unwrap(),
             cfg,
-            (&dx, rows as u32, cols as u32, &mut out),
+            (
+                &dx,
+                rows as u32,
+                cols as u32,
+                out.view_2d_mut(rows, cols, pitch_t).unwrap(),
+            ),
         )
         .unwrap();
-        assert_eq!(out.to_host_vec().unwrap(), want_t, "transpose on {name}");
+        let what = format!("transpose on {name}");
+        let got = unpitch(&what, &out.to_host_vec().unwrap(), rows, pitch_t, -1.0);
+        assert_eq!(got, want_t, "{what}");
+        let mut out = ctx.htod_copy(&vec![-1.0f32; ny * pitch_s]).unwrap();
         let cfg = LaunchConfig::new(
             (
                 (nx as u32).div_ceil(STENCIL_X),
@@ -157,15 +183,19 @@ fn transpose_and_stencil_match_the_host() {
         s.launch(
             &m.kernel(suite::stencil5).unwrap(),
             cfg,
-            (&dx, nx as u32, ny as u32, c0, c1, &mut out),
+            (
+                &dx,
+                nx as u32,
+                ny as u32,
+                c0,
+                c1,
+                out.view_2d_mut(nx, ny, pitch_s).unwrap(),
+            ),
         )
         .unwrap();
-        assert_close(
-            &format!("stencil on {name}"),
-            &out.to_host_vec().unwrap(),
-            &want_s,
-            1e-6,
-        );
+        let what = format!("stencil on {name}");
+        let got = unpitch(&what, &out.to_host_vec().unwrap(), nx, pitch_s, -1.0);
+        assert_close(&what, &got, &want_s, 1e-6);
     }
 }
 
@@ -274,31 +304,44 @@ fn gemms_match_the_host() {
         let md = suite_module(&ctx);
         let s = ctx.default_stream();
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
-        let mut c = ctx.alloc_zeros::<f32>(m * n).unwrap();
+        // A pitched C (rows padded by 4 elements: the vector stores stay aligned).
+        let pitch = n + 4;
+        let mut c = ctx.htod_copy(&vec![-1.0f32; m * pitch]).unwrap();
         let cfg = LaunchConfig::new(((n / 128) as u32, (m / 128) as u32, 1), SGEMM_THREADS);
         s.launch(
             &md.kernel(gemm::sgemm).unwrap(),
             cfg,
-            (&da, &db, m as u32, n as u32, k as u32, &mut c),
+            (
+                &da,
+                &db,
+                m as u32,
+                n as u32,
+                k as u32,
+                c.view_2d_mut(n, m, pitch).unwrap(),
+            ),
         )
         .unwrap();
-        assert_close(
-            &format!("sgemm on {name}"),
-            &c.to_host_vec().unwrap(),
-            &want,
-            1e-5,
-        );
+        let what = format!("sgemm on {name}");
+        let got = unpitch(&what, &c.to_host_vec().unwrap(), n, pitch, -1.0);
+        assert_close(&what, &got, &want, 1e-5);
         let (da, db) = (ctx.htod_copy(&ah).unwrap(), ctx.htod_copy(&bh).unwrap());
         // Above 48 KiB of dynamic shared memory needs the opt-in (both backends honour it).
         for wide in [false, true] {
             let bytes = gemm_shared_bytes(wide);
-            c.memset_zeros().unwrap();
+            c.copy_from_host(&vec![-1.0f32; m * pitch]).unwrap();
             let cfg = LaunchConfig::new(
                 ((n as u32) / gemm_bn(wide), (m / 128) as u32, 1),
                 gemm_threads(wide),
             )
             .with_shared_mem_bytes(bytes);
-            let args = (&da, &db, m as u32, n as u32, k as u32, &mut c);
+            let args = (
+                &da,
+                &db,
+                m as u32,
+                n as u32,
+                k as u32,
+                c.view_2d_mut(n, m, pitch).unwrap(),
+            );
             if wide {
                 let kw = md.kernel(gemm::gemm_bf16_wide).unwrap();
                 kw.set_max_dynamic_shared_bytes(bytes).unwrap();
@@ -308,16 +351,13 @@ fn gemms_match_the_host() {
                 kn.set_max_dynamic_shared_bytes(bytes).unwrap();
                 s.launch(&kn, cfg, args).unwrap();
             }
-            assert_close(
-                &format!(
-                    "bf16 gemm (128×{} tile, {} stages) on {name}",
-                    gemm_bn(wide),
-                    gemm_stages(wide)
-                ),
-                &c.to_host_vec().unwrap(),
-                &want_h,
-                1e-5,
+            let what = format!(
+                "bf16 gemm (128×{} tile, {} stages) on {name}",
+                gemm_bn(wide),
+                gemm_stages(wide)
             );
+            let got = unpitch(&what, &c.to_host_vec().unwrap(), n, pitch, -1.0);
+            assert_close(&what, &got, &want_h, 1e-5);
         }
     }
 }

@@ -7,5 +7,6 @@ fn ui() {
     let cases = trybuild::TestCases::new();
     cases.compile_fail("ui/fail/kernel_*.rs");
     cases.compile_fail("ui/fail/declare_*.rs");
+    cases.compile_fail("ui/fail/print_*.rs");
     cases.pass("ui/pass/*.rs");
 }

@@ -14,7 +14,9 @@ use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
 pub mod graph;
+pub mod grid;
 pub mod math_kernels;
+pub mod numeric;
 pub mod reduce;
 pub mod suite;
 

@@ -7,7 +7,8 @@ use super::{Binding, Kernel, ParamKind};
 use crate::diag::{Errors, error};
 use crate::ty::Unsupported;
 
-const ALLOWED: &str = "a kernel takes scalars, `&[T]`, `DisjointSlice<T>`, `&mut [T]` (in an \
+const ALLOWED: &str = "a kernel takes scalars, `&[T]`, `DisjointSlice<T>` (and its 2D and 3D \
+                       forms `DisjointSlice2D<T>`, `DisjointSlice3D<T>`), `&mut [T]` (in an \
                        `unsafe fn`), raw pointers, and `#[repr(C)]` structs that implement \
                        `DeviceCopy`";
 
@@ -163,12 +164,12 @@ fn unsupported(why: Unsupported) -> (&'static str, &'static str) {
             "take `&[T]` to read (or `DisjointSlice<T>` to write), and on the host copy the data into a device buffer and pass that",
         ),
         Unsupported::GenericPath => (
-            "generic types other than `DisjointSlice<T>` cannot be kernel parameters",
+            "generic types other than `DisjointSlice<T>`, `DisjointSlice2D<T>` and `DisjointSlice3D<T>` cannot be kernel parameters",
             ALLOWED,
         ),
         Unsupported::BadDisjoint => (
-            "`DisjointSlice` takes one element type",
-            "write `DisjointSlice<T>`",
+            "a disjoint output (`DisjointSlice`, `DisjointSlice2D`, `DisjointSlice3D`) takes one element type",
+            "write `DisjointSlice<T>` (or its 2D / 3D form with one `T`)",
         ),
         Unsupported::QualifiedPath => (
             "associated types cannot be kernel parameters",

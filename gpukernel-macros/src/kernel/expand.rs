@@ -27,32 +27,60 @@ fn lower(param: &Param, private: &TokenStream) -> Lowered {
         Binding::Ident(ident) => format!("__gk_{}_{}", param.index, ident.unraw()),
         Binding::Wild | Binding::Unsupported => format!("__gk_{}", param.index),
     };
-    let ptr = local(&format!("{base}_ptr"));
-    let len = local(&format!("{base}_len"));
-    let base = local(&base);
     let ty = &param.arg.ty;
-    let (elem_ptr, rebuild_fn) = match &param.kind {
-        ParamKind::Slice { elem } => (quote!(*const #elem), quote!(slice_from_raw::<#elem>)),
-        ParamKind::SliceMut { elem } => (quote!(*mut #elem), quote!(slice_from_raw_mut::<#elem>)),
-        ParamKind::Disjoint { elem } => (quote!(*mut #elem), quote!(disjoint_from_raw::<#elem>)),
+    let (elem_ptr, rebuild_fn, extents): (_, _, &[&str]) = match &param.kind {
+        ParamKind::Slice { elem } => (
+            quote!(*const #elem),
+            quote!(slice_from_raw::<#elem>),
+            &["len"],
+        ),
+        ParamKind::SliceMut { elem } => (
+            quote!(*mut #elem),
+            quote!(slice_from_raw_mut::<#elem>),
+            &["len"],
+        ),
+        ParamKind::Disjoint { elem, dims: 1 } => (
+            quote!(*mut #elem),
+            quote!(disjoint_from_raw::<#elem>),
+            &["len"],
+        ),
+        ParamKind::Disjoint { elem, dims: 2 } => (
+            quote!(*mut #elem),
+            quote!(disjoint_2d_from_raw::<#elem>),
+            &["cols", "rows", "pitch"],
+        ),
+        ParamKind::Disjoint { elem, .. } => (
+            quote!(*mut #elem),
+            quote!(disjoint_3d_from_raw::<#elem>),
+            &["cols", "rows", "depth", "pitch"],
+        ),
         ParamKind::Scalar | ParamKind::Struct | ParamKind::Ptr | ParamKind::Unsupported(_) => {
             return Lowered {
-                abi: vec![(base.clone(), ty.to_token_stream())],
+                abi: vec![(local(&base), ty.to_token_stream())],
                 rebuild: None,
-                value: base,
+                value: local(&base),
             };
         }
     };
+    let ptr = local(&format!("{base}_ptr"));
+    let extents: Vec<Ident> = extents
+        .iter()
+        .map(|e| local(&format!("{base}_{e}")))
+        .collect();
+    let base = local(&base);
     let rebuild = quote! {
-        // SAFETY: the runtime passes a pointer and a length that describe one live buffer
+        // SAFETY: the runtime passes a pointer and extents that describe one live buffer
         // for the whole launch, borrowed as the parameter's type says (see `Kernel`).
-        let #base = unsafe { #private::#rebuild_fn(#ptr, #len) };
+        let #base = unsafe { #private::#rebuild_fn(#ptr, #(#extents),*) };
     };
+    let mut abi = vec![(ptr, elem_ptr)];
+    abi.extend(
+        extents
+            .into_iter()
+            .map(|e| (e, quote!(#private::core::primitive::usize))),
+    );
     Lowered {
-        abi: vec![
-            (ptr, elem_ptr),
-            (len, quote!(#private::core::primitive::usize)),
-        ],
+        abi,
         rebuild: Some(rebuild),
         value: base,
     }
@@ -85,7 +113,7 @@ fn device_copy_asserts(kernel: &Kernel, private: &TokenStream) -> TokenStream {
             ParamKind::Struct => Some(&*p.arg.ty),
             ParamKind::Slice { elem }
             | ParamKind::SliceMut { elem }
-            | ParamKind::Disjoint { elem } => Some(elem),
+            | ParamKind::Disjoint { elem, .. } => Some(elem),
             _ => None,
         })
         .filter(crate::ty::first_of_its_spelling())
@@ -395,6 +423,52 @@ mod tests {
             out.contains("# [cfg (not (target_arch = \"nvptx64\"))]"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn two_and_three_dimensional_outputs_lower_to_pointer_and_extents() {
+        let out = expand(
+            quote!(),
+            quote!(
+                pub fn k(mut a: DisjointSlice2D<f32>, b: DisjointSlice3D<u8>) {}
+            ),
+        );
+        assert!(
+            out.contains(
+                "pub unsafe extern \"gpu-kernel\" fn k (__gk_0_a_ptr : * mut f32 , \
+                 __gk_0_a_cols : USIZE , __gk_0_a_rows : USIZE , __gk_0_a_pitch : USIZE , \
+                 __gk_1_b_ptr : * mut u8 , __gk_1_b_cols : USIZE , __gk_1_b_rows : USIZE , \
+                 __gk_1_b_depth : USIZE , __gk_1_b_pitch : USIZE)"
+                    .replace("USIZE", USIZE)
+                    .as_str()
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "disjoint_2d_from_raw :: < f32 > (__gk_0_a_ptr , __gk_0_a_cols , __gk_0_a_rows , __gk_0_a_pitch)"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("disjoint_3d_from_raw :: < u8 > (__gk_1_b_ptr , __gk_1_b_cols ,"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "type Params = (DisjointSlice2D < 'static , f32 > , DisjointSlice3D < 'static , u8 > ,) ;"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "fn __gk_body (mut a : DisjointSlice2D < '_ , f32 > , b : DisjointSlice3D < '_ , u8 >)"
+            ),
+            "{out}"
+        );
+        // Nine ABI values read by the simulator's entry.
+        assert!(out.contains("__gk_params . add (8)"), "{out}");
+        assert!(!out.contains("__gk_params . add (9)"), "{out}");
     }
 
     #[test]

@@ -69,8 +69,9 @@ pub(crate) enum ParamKind {
     Slice { elem: Type },
     /// `&mut [T]` (unsafe kernels only): `*mut T`, `usize`.
     SliceMut { elem: Type },
-    /// `DisjointSlice<T>`: `*mut T`, `usize`.
-    Disjoint { elem: Type },
+    /// `DisjointSlice<T>`: `*mut T`, `usize`; `DisjointSlice2D<T>` (`dims` 2): `*mut T`, cols,
+    /// rows, pitch; `DisjointSlice3D<T>` (`dims` 3): `*mut T`, cols, rows, depth, pitch.
+    Disjoint { elem: Type, dims: u8 },
     /// `*const T` / `*mut T`: one parameter.
     Ptr,
     /// Not allowed in a kernel.

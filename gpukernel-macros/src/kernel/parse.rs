@@ -105,7 +105,10 @@ fn param_kind(ty: &syn::Type) -> ParamKind {
             mutable: true,
             elem,
         } => ParamKind::SliceMut { elem: elem.clone() },
-        TypeKind::Disjoint { elem } => ParamKind::Disjoint { elem: elem.clone() },
+        TypeKind::Disjoint { elem, dims } => ParamKind::Disjoint {
+            elem: elem.clone(),
+            dims,
+        },
         // `()` carries nothing to a kernel: most likely a mistake, so it is refused as a tuple.
         TypeKind::Unit => ParamKind::Unsupported(crate::ty::Unsupported::Tuple),
         TypeKind::Unsupported(why) => ParamKind::Unsupported(why),
@@ -146,7 +149,9 @@ mod tests {
                 ParamKind::Struct => "struct".to_owned(),
                 ParamKind::Slice { elem } => format!("slice {}", elem.to_token_stream()),
                 ParamKind::SliceMut { elem } => format!("slice_mut {}", elem.to_token_stream()),
-                ParamKind::Disjoint { elem } => format!("disjoint {}", elem.to_token_stream()),
+                ParamKind::Disjoint { elem, dims } => {
+                    format!("disjoint{dims} {}", elem.to_token_stream())
+                }
                 ParamKind::Ptr => "ptr".to_owned(),
                 ParamKind::Unsupported(why) => format!("unsupported {why:?}"),
             })
@@ -156,7 +161,7 @@ mod tests {
             [
                 "scalar",
                 "slice f32",
-                "disjoint f32",
+                "disjoint1 f32",
                 "slice_mut u8",
                 "ptr",
                 "struct",

@@ -480,7 +480,7 @@ impl<'a> Graph<'a> {
                 &f.module.ctx,
             ));
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         let abi = args.record(&mut uses)?;
         let info = Arc::new(KernelInfo {

@@ -385,7 +385,7 @@ impl<'a> Capture<'_, 'a> {
                 &f.module.ctx,
             ));
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(s.ctx(), &[]);
         let abi = args.record(&mut uses)?;
         let info = Arc::new(KernelInfo {

@@ -356,7 +356,7 @@ impl<'a> GraphExec<'a> {
                 expected: "a kernel node of this kernel",
             });
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(&self.graph.ctx, &self.graph.lineage);
         let abi = args.record(&mut uses)?;
         if uses

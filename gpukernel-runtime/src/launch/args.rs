@@ -3,13 +3,14 @@
 
 use core::ffi::c_void;
 
-use gpukernel_device::{DeviceCopy, DisjointSlice};
+use gpukernel_device::{DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D};
 
 use super::MAX_KERNEL_PARAMS;
 use crate::error::Result;
 use crate::graph::{GraphBuffer, GraphBufferMut, NodeUses};
 use crate::memory::{
-    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut,
+    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2DMut,
+    DeviceView3DMut, DeviceViewMut,
 };
 use crate::stream::Stream;
 
@@ -60,9 +61,30 @@ pub mod abi {
             *n += 2;
         }
     }
+
+    /// A 2D view: the data pointer, then `cols`, `rows`, `pitch` (each `u64`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct Extents<const N: usize> {
+        /// Device address of the first element.
+        pub ptr: u64,
+        /// The shape: `[cols, rows, pitch]` or `[cols, rows, depth, pitch]`.
+        pub shape: [u64; N],
+    }
+
+    // SAFETY: `1 + N` parameters, each pointing at a u64 field.
+    unsafe impl<const N: usize> Abi for Extents<N> {
+        #[inline(always)]
+        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize) {
+            out[*n] = (&raw mut self.ptr).cast();
+            for (k, v) in self.shape.iter_mut().enumerate() {
+                out[*n + 1 + k] = (v as *mut u64).cast();
+            }
+            *n += 1 + N;
+        }
+    }
 }
 
-use abi::{Abi, Scalar, Slice};
+use abi::{Abi, Extents, Scalar, Slice};
 
 /// A host value that can be passed for a kernel parameter of type `P` (a type of the kernel's
 /// [`Kernel::Params`](gpukernel_device::Kernel::Params)).
@@ -72,6 +94,8 @@ use abi::{Abi, Scalar, Slice};
 /// | scalar or `DeviceCopy` struct `T` | a `T` |
 /// | `&[T]` | `&DeviceBuffer<T>`, `&mut DeviceBuffer<T>`, `DeviceView<T>`, `&DeviceView<T>`, `&DeviceViewMut<T>` |
 /// | `DisjointSlice<T>` (and `&mut [T]`, unsafe launches only) | `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>`, `DeviceViewMut<T>` |
+/// | `DisjointSlice2D<T>` | `DeviceView2DMut<T>`, `&mut DeviceView2DMut<T>` (`buffer.view_2d_mut(cols, rows, pitch)?`) |
+/// | `DisjointSlice3D<T>` | `DeviceView3DMut<T>`, `&mut DeviceView3DMut<T>` (`buffer.view_3d_mut(cols, rows, depth, pitch)?`) |
 /// | `*const T` | `DevicePtr<T>`, `&DeviceBuffer<T>`, `&DeviceView<T>` |
 /// | `*mut T` | `DevicePtr<T>`, `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>` |
 ///
@@ -286,6 +310,42 @@ slice_arg! {
     ['g, T: DeviceCopy] GraphBufferMut<'g, T> => DisjointSlice<'static, T>, raw_parts_mut, slice, Safe;
     ['g, T: DeviceCopy] GraphBufferMut<'g, T> => &'static mut [T], raw_parts_mut, slice, RequiresLaunchUnchecked;
     ['g, T: DeviceCopy] GraphBufferMut<'g, T> => *mut T, raw_parts_mut, ptr, Safe;
+}
+
+// --- 2D and 3D outputs -----------------------------------------------------------------------
+
+macro_rules! shaped_arg {
+    ($([$($gen:tt)*] $ty:ty => $p:ty, $n:literal;)*) => { $(
+        // SAFETY: lowers to the view's pointer and the shape checked when the view was made
+        // (so every element the kernel reaches is inside the view); the exclusive borrow ends
+        // after the launch, and `track` orders later conflicting work after it.
+        unsafe impl<$($gen)*> KernelArg<$p> for $ty {
+            type Safety = Safe;
+            type Abi = Extents<$n>;
+            #[inline(always)]
+            fn lower(self, stream: &Stream) -> Result<Extents<$n>> {
+                #[allow(unused_mut)]
+                let mut this = self;
+                let (p, shape) = this.parts();
+                p.track("Stream::launch", "a 2D or 3D view argument", stream)?;
+                Ok(Extents { ptr: p.ptr, shape })
+            }
+            fn record(self, uses: &mut NodeUses<'_>) -> Result<Extents<$n>> {
+                #[allow(unused_mut)]
+                let mut this = self;
+                let (p, shape) = this.parts();
+                uses.record("Graph::add_kernel", "a 2D or 3D view argument", p)?;
+                Ok(Extents { ptr: p.ptr, shape })
+            }
+        }
+    )* };
+}
+
+shaped_arg! {
+    ['v, T: DeviceCopy] DeviceView2DMut<'v, T> => DisjointSlice2D<'static, T>, 3;
+    ['b, 'v, T: DeviceCopy] &'b mut DeviceView2DMut<'v, T> => DisjointSlice2D<'static, T>, 3;
+    ['v, T: DeviceCopy] DeviceView3DMut<'v, T> => DisjointSlice3D<'static, T>, 4;
+    ['b, 'v, T: DeviceCopy] &'b mut DeviceView3DMut<'v, T> => DisjointSlice3D<'static, T>, 4;
 }
 
 // --- raw pointers ----------------------------------------------------------------------------

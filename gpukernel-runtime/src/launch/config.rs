@@ -2,7 +2,9 @@
 //! validation against the device's and the kernel's limits.
 
 use crate::error::{Error, Result};
-use crate::module::Function;
+use gpukernel_device::LaunchDims;
+
+use crate::module::{Function, TypedKernel};
 
 /// Grid or block dimensions, x y z.
 ///
@@ -232,6 +234,21 @@ impl LaunchConfig {
         }
     }
 
+    /// [`validate`](Self::validate), then the dimensions the typed kernel's disjoint outputs
+    /// allow ([`TypedKernel::launch_dims`]): every typed launch path calls this.
+    #[inline]
+    pub(crate) fn validate_typed<K: gpukernel_device::Kernel>(
+        &self,
+        kernel: &TypedKernel<K>,
+    ) -> Result<()> {
+        self.validate(&kernel.function)?;
+        let (g, b) = (self.grid.to_array(), self.block.to_array());
+        match kernel.launch_dims.violation(g, b) {
+            None => Ok(()),
+            Some((dimension, value)) => Err(dims_error(kernel, dimension, value)),
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn invalid(&self, f: &Function, max_threads: u64, max_shared: u32) -> Error {
@@ -276,6 +293,29 @@ impl LaunchConfig {
             0,
             max_shared as u64,
         )
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dims_error<K: gpukernel_device::Kernel>(
+    kernel: &TypedKernel<K>,
+    dimension: &'static str,
+    value: u32,
+) -> Error {
+    let (output, allowed) = match kernel.launch_dims {
+        LaunchDims::One => (
+            "DisjointSlice",
+            "one-dimensional (grid (n, 1, 1), blocks (m, 1, 1))",
+        ),
+        _ => ("DisjointSlice2D", "two-dimensional (grid.z = block.z = 1)"),
+    };
+    Error::LaunchDimensionsNotAllowed {
+        kernel: kernel.function.name().to_owned(),
+        output,
+        allowed,
+        dimension,
+        value,
     }
 }
 

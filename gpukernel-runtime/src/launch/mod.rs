@@ -25,8 +25,9 @@ use crate::stream::Stream;
 pub use args::{KernelArg, LaunchArgs, RequiresLaunchUnchecked, Safe, SafetyLevel};
 pub use config::{DEFAULT_BLOCK, Dim3, LaunchConfig};
 
-/// The most ABI parameters a typed launch passes (12 arguments of up to two parameters each).
-pub const MAX_KERNEL_PARAMS: usize = 24;
+/// The most ABI parameters a typed launch passes (12 arguments of up to five parameters each:
+/// a `DisjointSlice3D` lowers to five).
+pub const MAX_KERNEL_PARAMS: usize = 60;
 
 // --- launching -------------------------------------------------------------------------------
 
@@ -107,7 +108,7 @@ impl Stream {
                 &f.module.ctx,
             ));
         }
-        config.validate(f)?;
+        config.validate_typed(kernel)?;
         let mut abi = args.lower(self)?;
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
         let n = A::fill(&mut abi, &mut params);
@@ -125,6 +126,9 @@ impl Stream {
     /// `params` must match the kernel's parameters exactly (count, order, types); every memory
     /// the kernel reaches through them must stay valid and unaliased as the kernel requires
     /// until it completes; nothing orders this launch after other streams' work on that memory.
+    /// For a `#[kernel]` that takes a `DisjointSlice` the configuration must be
+    /// one-dimensional, and for one that takes a `DisjointSlice2D` its z extent 1 (the checks
+    /// of the typed launches, see [`TypedKernel::launch_dims`]; nothing checks them here).
     ///
     /// # Example
     ///

@@ -50,7 +50,9 @@ fn ptr_arg<T>(v: &mut [T]) -> u64 {
 unsafe fn indices_entry(p: *const *mut c_void) {
     // SAFETY: the test passes (out pointer, len).
     let (out, len) = unsafe { (arg::<*mut [u32; 8]>(p, 0), arg::<usize>(p, 1)) };
-    let i = thread::index().get();
+    // The linear index over the whole 3D launch (`thread::index()` is the 1D form).
+    let i = thread::linear_block_idx() as usize * thread::threads_per_block() as usize
+        + thread::linear_thread_idx() as usize;
     assert!(i < len);
     let t = thread::thread_idx();
     let b = thread::block_idx();

@@ -22,14 +22,15 @@ pub const SGEMM_BK: u32 = 8;
 /// SGEMM threads per block (16 × 16, each computing 8 × 8 outputs).
 pub const SGEMM_THREADS: u32 = 256;
 
-/// `c = a · b` for row-major `a` (`m × k`), `b` (`k × n`), `c` (`m × n`), all f32.
+/// `c = a · b` for row-major `a` (`m × k`), `b` (`k × n`), all f32, and `c` `m` rows of `n`
+/// (row pitch a multiple of 4 elements).
 ///
 /// Launch with one-dimensional blocks of [`SGEMM_THREADS`] threads and a grid of
 /// `n / SGEMM_BN × m / SGEMM_BM`; `m` and `n` must be multiples of 128 and `k` of 8 (else
 /// every thread traps). Each thread computes two 4×4 quadrants 64 rows / columns apart, so
 /// that its `float4` reads of the shared tiles are conflict-free broadcasts.
 #[kernel]
-pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice2D<f32>) {
     const BM: usize = SGEMM_BM as usize;
     const BN: usize = SGEMM_BN as usize;
     const BK: usize = SGEMM_BK as usize;
@@ -41,7 +42,10 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
             && k % BK == 0
             && a.len() >= m * k
             && b.len() >= k * n
-            && c.len() >= m * n
+            && c.cols() == n
+            && c.rows() == m
+            && c.pitch() % 4 == 0
+            && (c.as_mut_ptr() as usize).is_multiple_of(16)
             && (thread::grid_dim_x() as usize) * BN <= n
             && (thread::grid_dim_y() as usize) * BM <= m
     );
@@ -106,7 +110,7 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
             buf ^= 1;
         }
     }
-    let c_g = c.as_mut_ptr();
+    let (c_g, pitch) = (c.as_mut_ptr(), c.pitch());
     for (i, row) in acc.iter().enumerate() {
         let r = bm + ty * 4 + (i % 4) + 64 * (i / 4);
         for half in 0..2 {
@@ -117,10 +121,11 @@ pub fn sgemm(a: &[f32], b: &[f32], m: u32, n: u32, k: u32, c: DisjointSlice<f32>
                 row[4 * half + 2],
                 row[4 * half + 3],
             ];
-            // SAFETY: (r, col..col + 4) is inside c (r < m, col + 4 <= n), 16-byte aligned,
-            // and belongs to this thread alone (blocks own disjoint 128×128 tiles, threads
-            // disjoint rows / columns within them).
-            unsafe { st4(c_g.add(r * n + col), v) };
+            // SAFETY: (r, col..col + 4) is inside c (r < m = rows, col + 4 <= n = cols),
+            // 16-byte aligned (col and the pitch are multiples of 4), and belongs to this
+            // thread alone (blocks own disjoint 128×128 tiles, threads disjoint rows /
+            // columns within them).
+            unsafe { st4(c_g.add(r * pitch + col), v) };
         }
     }
 }
@@ -170,21 +175,21 @@ struct F2([f32; 2]);
 
 /// `c = a · bᵀ` on tensor cores, for row-major bf16 `a` (`m × k`) and `b` (`n × k`, i.e. B
 /// stored `n`-major, the `.col` operand of `mma.sync`), bf16 values as raw bit patterns, and
-/// f32 `c` (`m × n`). Block tile 128 × 128 × 64, four warps of 64 × 64, a 3-stage `cp.async`
+/// f32 `c`, `m` rows of `n` (row pitch even). Block tile 128 × 128 × 64, four warps of 64 × 64, a 3-stage `cp.async`
 /// pipeline (two blocks fit an SM).
 ///
 /// Launch with `gemm_threads(false)` threads per block, a grid of `n / 128 × m / 128`, and
 /// `gemm_shared_bytes(false)` bytes of dynamic shared memory. `m`, `n` must be multiples of the
 /// block tile and `k` of 64 (else every thread traps).
 #[kernel]
-pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+pub fn gemm_bf16(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice2D<f32>) {
     gemm_bf16_body::<2, 3>(a, b, m, n, k, c);
 }
 
 /// [`gemm_bf16`] with a 128 × 256 block tile, eight warps and 3 stages (launch with
 /// `gemm_threads(true)` threads, a grid of `n / 256 × m / 128`, `gemm_shared_bytes(true)`).
 #[kernel]
-pub fn gemm_bf16_wide(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice<f32>) {
+pub fn gemm_bf16_wide(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: DisjointSlice2D<f32>) {
     gemm_bf16_body::<4, 3>(a, b, m, n, k, c);
 }
 
@@ -198,7 +203,7 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
     m: u32,
     n: u32,
     k: u32,
-    c: DisjointSlice<'_, f32>,
+    c: DisjointSlice2D<'_, f32>,
 ) {
     const BM: usize = GEMM_BM as usize;
     const BK: usize = GEMM_BK as usize;
@@ -215,7 +220,10 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
             && k % BK == 0
             && a.len() >= m * k
             && b.len() >= n * k
-            && c.len() >= m * n
+            && c.cols() == n
+            && c.rows() == m
+            && c.pitch() % 2 == 0
+            && (c.as_mut_ptr() as usize).is_multiple_of(8)
             && (thread::grid_dim_x() as usize) * bn_ <= n
             && (thread::grid_dim_y() as usize) * BM <= m
     );
@@ -331,19 +339,20 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
         });
     }
     cp_async_wait::<0>();
-    let c_g = c.as_mut_ptr();
+    let (c_g, pitch) = (c.as_mut_ptr(), c.pitch());
     let (g, t) = (lane / 4, lane % 4);
     unroll!(mi in [0, 1, 2, 3] {
         unroll!(ni in [0, 1, 2, 3, 4, 5, 6, 7] {
             let v = acc[mi][ni];
             let row = bm + wm * 64 + mi * 16 + g;
             let col = bn + wn * 64 + ni * 8 + 2 * t;
-            // SAFETY: row + 8 < m, col + 2 <= n (tiles inside c), 8-byte aligned (col even);
-            // each (row, col) pair is this lane's alone: the fragment layout gives lanes
-            // disjoint elements, warps and blocks own disjoint tiles.
+            // SAFETY: row + 8 < m = rows, col + 2 <= n = cols (tiles inside c), 8-byte
+            // aligned (col and the pitch even); each (row, col) pair is this lane's alone: the
+            // fragment layout gives lanes disjoint elements, warps and blocks own disjoint
+            // tiles.
             unsafe {
-                c_g.add(row * n + col).cast::<F2>().write(F2([v[0], v[1]]));
-                c_g.add((row + 8) * n + col).cast::<F2>().write(F2([v[2], v[3]]));
+                c_g.add(row * pitch + col).cast::<F2>().write(F2([v[0], v[1]]));
+                c_g.add((row + 8) * pitch + col).cast::<F2>().write(F2([v[2], v[3]]));
             }
         });
     });

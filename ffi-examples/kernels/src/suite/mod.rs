@@ -3,9 +3,10 @@
 //! that implements the same algorithm with the same launch configuration.
 //!
 //! Kernels are written the way a user of the library writes them: safe parameters
-//! (`&[T]`, `DisjointSlice<T>`), bounds-checked reads where they are cheap, and `unsafe` only
-//! where the library has no safe form yet (writes at a computed 2D index, shared memory,
-//! atomics through raw pointers), each with its reason. Launch-shape assumptions are checked
+//! (`&[T]`, `DisjointSlice<T>` for the one-dimensional launches, `DisjointSlice2D<T>` for the
+//! two-dimensional ones), bounds-checked reads where they are cheap, and `unsafe` only where
+//! the library has no safe form (writes at another thread's index, shared memory, atomics
+//! through raw pointers), each with its reason. Launch-shape assumptions are checked
 //! at the top with `assert!` (a uniform trap, before any barrier).
 
 use gpukernel_device::prelude::*;
@@ -106,18 +107,9 @@ pub fn exp_approx(x: f32) -> f32 {
     }
 }
 
-/// `y[i] = a * x[i] + y[i]` with a grid-stride loop: any grid covers any length.
-#[kernel]
-pub fn saxpy_grid_stride(a: f32, x: &[f32], y: DisjointSlice<f32>) {
-    let stride = thread::grid_stride_x();
-    let mut i = thread::global_index_x();
-    let n = y.len();
-    while i < n {
-        // SAFETY: thread `t` touches only `t + k * stride`: no two threads meet.
-        unsafe { y.write(i, math::fmaf(a, x[i], y.read(i))) };
-        i += stride;
-    }
-}
+/// `y[i] = a * x[i] + y[i]` with a safe grid-stride loop (any grid covers any length): the
+/// device library's `thread::grid_stride`, shared with the `grid` examples.
+pub use crate::grid::saxpy_grid_stride;
 
 /// The warp's sum of `v`, in every lane (butterfly shuffles over the full warp).
 #[inline(always)]
@@ -202,15 +194,17 @@ pub fn histogram256(data: &[u32], bins: DisjointSlice<u32>) {
 }
 
 /// `out = inputᵀ` for a `rows × cols` row-major `input`, through a 32×33 shared tile (the
-/// padding column avoids bank conflicts). Launch with blocks of `TILE × TILE_ROWS` threads and
-/// a grid of `ceil(cols / TILE) × ceil(rows / TILE)`.
+/// padding column avoids bank conflicts): `out` is `cols` rows of `rows` elements (any row
+/// pitch). Launch with blocks of `TILE × TILE_ROWS` threads and a grid of
+/// `ceil(cols / TILE) × ceil(rows / TILE)`.
 #[kernel]
-pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
+pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice2D<f32>) {
     let (rows, cols) = (rows as usize, cols as usize);
     assert!(
         thread::block_dim_x() == TILE
             && thread::block_dim_y() == TILE_ROWS
-            && out.len() >= rows * cols
+            && out.cols() == rows
+            && out.rows() == cols
     );
     const T: usize = TILE as usize;
     let tile = shared_array!(f32, T * (T + 1));
@@ -243,10 +237,12 @@ pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
     });
     unroll!(q in [0, 1, 2, 3] {
         let (r, c) = (bx + ty + q * R, by + tx);
-        if r < cols && c < rows {
-            // SAFETY: output (r, c) is this thread's alone (blocks own disjoint tiles,
-            // threads disjoint (ty + q * R, tx)).
-            unsafe { out.write(r * rows + c, v[q]) };
+        // The shape's own bounds (equal to `cols`, `rows`), so `write`'s checks fold away.
+        if r < out.rows() && c < out.cols() {
+            // SAFETY: output row r, column c is this thread's alone (blocks own disjoint
+            // tiles, threads disjoint (ty + q * R, tx) within them): not the thread's own
+            // (x, y), which is the input element it loads.
+            unsafe { out.write(c, r, v[q]) };
         }
     });
 }
@@ -254,9 +250,10 @@ pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice<f32>) {
 /// One Jacobi step of the 5-point stencil on an `ny × nx` grid:
 /// `out = c0 · u + c1 · (north + south + west + east)` inside, `out = u` on the border. Each
 /// block stages its tile plus a one-cell halo in shared memory. Launch with blocks of
-/// `STENCIL_X × STENCIL_Y` threads and a grid of `ceil(nx / STENCIL_X) × ceil(ny / STENCIL_Y)`.
+/// `STENCIL_X × STENCIL_Y` threads and a grid of `ceil(nx / STENCIL_X) × ceil(ny / STENCIL_Y)`;
+/// `out` is `ny` rows of `nx` elements (any row pitch), each thread writing its own `(x, y)`.
 #[kernel]
-pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlice<f32>) {
+pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, mut out: DisjointSlice2D<f32>) {
     const W: usize = STENCIL_X as usize + 2;
     const H: usize = STENCIL_Y as usize + 2;
     let (nx, ny) = (nx as usize, ny as usize);
@@ -264,7 +261,8 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
         thread::block_dim_x() == STENCIL_X
             && thread::block_dim_y() == STENCIL_Y
             && u.len() >= nx * ny
-            && out.len() >= nx * ny
+            && out.cols() == nx
+            && out.rows() == ny
     );
     const { assert!(W * H <= 2 * (STENCIL_X * STENCIL_Y) as usize) };
     let tile = shared_array!(f32, W * H);
@@ -300,8 +298,11 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
         }
     }
     sync::sync_threads();
-    let (x, y) = (x0 + tx, y0 + ty);
-    if x < nx && y < ny {
+    // This thread's own point: (x0 + tx, y0 + ty), as the block is STENCIL_X × STENCIL_Y.
+    let i = thread::index_2d();
+    let (x, y) = (i.x(), i.y());
+    // The shape's bounds (equal to `nx`, `ny`): the same checks as `set`'s, which fold away.
+    if x < out.cols() && y < out.rows() {
         // SAFETY: the tile is only read after the barrier.
         let at = |ly: usize, lx: usize| unsafe { tile.read(ly * W + lx) };
         let centre = at(ty + 1, tx + 1);
@@ -311,8 +312,7 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, out: DisjointSlic
             let s = (at(ty, tx + 1) + at(ty + 2, tx + 1)) + (at(ty + 1, tx) + at(ty + 1, tx + 2));
             math::fmaf(c0, centre, c1 * s)
         };
-        // SAFETY: point (y, x) belongs to this thread alone (2D launch, disjoint tiles).
-        unsafe { out.write(y * nx + x, v) };
+        out.set(i, v);
     }
 }
 

@@ -82,7 +82,7 @@ pub(crate) fn sgemm(b: &mut Bench) -> Result<(), BoxError> {
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
     let run = |which: usize, c: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
         match which {
-            0 => Ok(s.launch(&kr, cfg, (&a, &bb, mu, nu, ku, c))?),
+            0 => Ok(s.launch(&kr, cfg, (&a, &bb, mu, nu, ku, c.view_2d_mut(n, m, n)?))?),
             1 => {
                 let (mut ap, mut bp, mut mm, mut nn, mut kk, mut cp) =
                     (ap, bp, mu, nu, ku, c.as_raw());
@@ -217,7 +217,7 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
     let run = |which: usize, c: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
         if let Some(&wide) = VARIANTS.get(which) {
-            let args = (&a, &bb, mu, nu, ku, c);
+            let args = (&a, &bb, mu, nu, ku, c.view_2d_mut(n, m, n)?);
             if wide {
                 s.launch(&k_wide, cfg(wide), args)?
             } else {

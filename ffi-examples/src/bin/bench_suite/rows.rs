@@ -315,7 +315,8 @@ pub(crate) fn transpose(b: &mut Bench) -> Result<(), BoxError> {
     let run =
         |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
             if rust {
-                return Ok(s.launch(&k, cfg, (&x, rows as u32, cols as u32, out))?);
+                let view = out.view_2d_mut(rows, cols, rows)?;
+                return Ok(s.launch(&k, cfg, (&x, rows as u32, cols as u32, view))?);
             }
             let (mut xp, mut r, mut c2, mut op) = (xp, rows as u32, cols as u32, out.as_raw());
             // SAFETY: (const float*, unsigned, unsigned, float*) as transpose_c declares.
@@ -401,7 +402,8 @@ pub(crate) fn stencil(b: &mut Bench) -> Result<(), BoxError> {
     let run =
         |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
             if rust {
-                return Ok(s.launch(&k, cfg, (&u, nx as u32, ny as u32, c0, c1, out))?);
+                let view = out.view_2d_mut(nx, ny, nx)?;
+                return Ok(s.launch(&k, cfg, (&u, nx as u32, ny as u32, c0, c1, view))?);
             }
             let (mut up, mut x, mut y, mut a, mut bb, mut op) =
                 (up, nx as u32, ny as u32, c0, c1, out.as_raw());
