@@ -196,8 +196,8 @@ fn histogram_body<const ALIGNED: bool>(data: &[u32], bins: DisjointSlice<'_, u32
     let t = thread::thread_idx_x() as usize;
     // SAFETY: thread `t` alone writes slot `t`; the barrier orders it before the atomics.
     unsafe { local.write(t, 0) };
-    // SAFETY (both barriers): every thread of the block reaches them: the assert above fails
-    // in all threads or none, `t < 256` then holds, and the loop ends in every thread.
+    // SAFETY: every thread of the block reaches this barrier: the assert above fails in all
+    // threads or none, and `t < 256` then holds.
     unsafe { block_sync::<ALIGNED>() };
     let stride = thread::grid_stride_x();
     let mut i = thread::global_index_x();
@@ -215,6 +215,7 @@ fn histogram_body<const ALIGNED: bool>(data: &[u32], bins: DisjointSlice<'_, u32
         }
         i += stride;
     }
+    // SAFETY: every thread of the block reaches this barrier: the loop ends in every thread.
     unsafe { block_sync::<ALIGNED>() };
     // SAFETY: no atomic runs after the barrier.
     let c = unsafe { local.read(t) };

@@ -39,17 +39,17 @@ pub(crate) fn softmax(b: &mut Bench) -> Result<(), BoxError> {
             unsafe { launch_c(&c, s, cfg, &mut [p(&mut xp), p(&mut cc), p(&mut op)]) }
         };
     let mut errs = [0.0; 3];
-    for i in 0..3 {
+    for (i, err) in errs.iter_mut().enumerate() {
         run(i, &mut out)?;
         let got = out.to_host_vec()?;
         // Relative error per element (outputs span orders of magnitude).
-        errs[i] = got
+        *err = got
             .iter()
             .zip(&want)
             .map(|(g, w)| (*g as f64 - w).abs() / w)
             .fold(0.0, f64::max);
-        if errs[i].is_nan() || errs[i] > 1e-4 {
-            b.fail("softmax", format!("relative error {:.2e}", errs[i]));
+        if err.is_nan() || *err > 1e-4 {
+            b.fail("softmax", format!("relative error {err:.2e}"));
         }
     }
     let ms_r = b.time(|| run(0, &mut out))?;
