@@ -126,8 +126,11 @@ pub fn sync_threads() {
 
 /// The aligned form of [`sync_threads`] (`barrier.sync.aligned 0`, i.e. `bar.sync 0`, what
 /// CUDA's `__syncthreads()` emits). What it can save is `ptxas`'s handling of a warp that may
-/// be diverged at the barrier; `bench_runtime` times the example reduction with each form
-/// side by side.
+/// be diverged at the barrier: with a non-aligned barrier in the kernel, values the whole
+/// warp shares (buffer descriptors, shared-memory bases) may stay out of the uniform
+/// registers, also in loops away from the barrier. `bench_runtime` times the example
+/// reduction with each form side by side; the kernel suite's histogram runs 1.033× faster
+/// with it on an H100 (`bench_suite`).
 ///
 /// # Safety
 ///

@@ -10,7 +10,8 @@ use ffi_examples_kernels::numeric::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::suite::gemm::{gemm_bf16, gemm_bf16_wide, sgemm};
 use ffi_examples_kernels::suite::{
-    histogram256, nbody, saxpy_grid_stride, softmax_rows, stencil5, sum_f32, transpose,
+    histogram256, histogram256_aligned, nbody, saxpy_grid_stride, softmax_rows,
+    softmax_rows_aligned, stencil5, sum_f32, transpose,
 };
 use ffi_examples_kernels::*;
 use gpukernel_device::{Kernel, signature_symbol};
@@ -22,7 +23,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 48] = signatures![
+const KERNELS: [(&str, u64); 50] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -49,9 +50,11 @@ const KERNELS: [(&str, u64); 48] = signatures![
     saxpy_grid_stride,
     sum_f32,
     histogram256,
+    histogram256_aligned,
     transpose,
     stencil5,
     softmax_rows,
+    softmax_rows_aligned,
     nbody,
     sgemm,
     gemm_bf16,

@@ -18,9 +18,11 @@ fn suite_module(ctx: &Context) -> Module {
         suite::saxpy_grid_stride::NAME,
         suite::sum_f32::NAME,
         suite::histogram256::NAME,
+        suite::histogram256_aligned::NAME,
         suite::transpose::NAME,
         suite::stencil5::NAME,
         suite::softmax_rows::NAME,
+        suite::softmax_rows_aligned::NAME,
         suite::nbody::NAME,
         gemm::sgemm::NAME,
         gemm::gemm_bf16::NAME,
@@ -105,18 +107,25 @@ fn sum_and_histogram_match_the_host() {
             "sum on {name}: {got} != {want}"
         );
         let dw = ctx.htod_copy(&words).unwrap();
-        let mut bins = ctx.alloc_zeros::<u32>(256).unwrap();
-        s.launch(
-            &m.kernel(suite::histogram256).unwrap(),
-            LaunchConfig::new(5, BLOCK),
-            (&dw, &mut bins),
-        )
-        .unwrap();
-        assert_eq!(
-            bins.to_host_vec().unwrap(),
-            bins_want,
-            "histogram on {name}"
+        // The non-aligned and the aligned barrier forms.
+        let (plain, aligned) = (
+            m.kernel(suite::histogram256).unwrap(),
+            m.kernel(suite::histogram256_aligned).unwrap(),
         );
+        for form in ["", " (aligned)"] {
+            let mut bins = ctx.alloc_zeros::<u32>(256).unwrap();
+            let cfg = LaunchConfig::new(5, BLOCK);
+            if form.is_empty() {
+                s.launch(&plain, cfg, (&dw, &mut bins)).unwrap();
+            } else {
+                s.launch(&aligned, cfg, (&dw, &mut bins)).unwrap();
+            }
+            assert_eq!(
+                bins.to_host_vec().unwrap(),
+                bins_want,
+                "histogram{form} on {name}"
+            );
+        }
     }
 }
 
@@ -240,20 +249,25 @@ fn softmax_and_nbody_match_the_host() {
         let s = ctx.default_stream();
         for (cols, x, want) in &cases {
             let dx = ctx.htod_copy(x).unwrap();
-            let mut out = ctx.alloc_zeros::<f32>(x.len()).unwrap();
             let cfg = LaunchConfig::new((x.len() / cols) as u32, BLOCK);
-            s.launch(
-                &m.kernel(suite::softmax_rows).unwrap(),
-                cfg,
-                (&dx, *cols as u32, &mut out),
-            )
-            .unwrap();
-            assert_close(
-                &format!("softmax ({cols} columns) on {name}"),
-                &out.to_host_vec().unwrap(),
-                want,
-                1e-5,
-            );
+            // The non-aligned and the aligned barrier forms.
+            for form in ["", ", aligned"] {
+                let mut out = ctx.alloc_zeros::<f32>(x.len()).unwrap();
+                let args = (&dx, *cols as u32, &mut out);
+                if form.is_empty() {
+                    let k = m.kernel(suite::softmax_rows).unwrap();
+                    s.launch(&k, cfg, args).unwrap();
+                } else {
+                    let k = m.kernel(suite::softmax_rows_aligned).unwrap();
+                    s.launch(&k, cfg, args).unwrap();
+                }
+                assert_close(
+                    &format!("softmax ({cols} columns{form}) on {name}"),
+                    &out.to_host_vec().unwrap(),
+                    want,
+                    1e-5,
+                );
+            }
         }
         let dp = ctx.htod_copy(&pos).unwrap();
         let mut acc = ctx.alloc_zeros::<F4>(n).unwrap();

@@ -200,6 +200,24 @@ unsafe fn launch_c(
     }
 }
 
+/// The PTX module header of `ptx`, its entry `name` alone (whose body must call nothing else
+/// in the module) and the entry's signature record (`__gpukernel_sig_<name>`, which
+/// `Module::kernel` checks), to be JIT-compiled as a whole program.
+fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
+    let header_end = ptx.find(".address_size")?;
+    let header_end = header_end + ptx[header_end..].find('\n')? + 1;
+    let sig = ptx
+        .lines()
+        .find(|l| l.contains(&format!(" __gpukernel_sig_{name}[")))?;
+    let start = ptx.find(&format!(".visible .entry {name}("))?;
+    let end = start + ptx[start..].find("\n}")? + 2;
+    Some(format!(
+        "{}\n{sig}\n\n{}\n",
+        &ptx[..header_end],
+        &ptx[start..end]
+    ))
+}
+
 /// Event-timed milliseconds per launch of `f`, over [`LAUNCHES`] back-to-back launches.
 fn timed(
     stream: &Stream,
@@ -281,6 +299,22 @@ fn run() -> Result<bool, BoxError> {
     )?;
     let c_module = ctx.load_module(&c_ptx)?;
     let c_kernel = c_module.function("black_scholes_c")?;
+    // The same CUDA-style Rust kernel, its PTX alone JIT-compiled as a whole program (as the
+    // CUDA C is), not through the linker (which compiles PTX relocatable, for linking).
+    let whole_ptx = single_entry_ptx(PTX, black_scholes_cuda_style::NAME)
+        .ok_or("black_scholes_cuda_style not found in the PTX")?;
+    let whole_module = ctx.load_module(whole_ptx.as_bytes())?;
+    let k_whole = whole_module.kernel(black_scholes_cuda_style)?;
+    println!(
+        "# registers per thread: Rust safe {}, Rust CUDA-style {} (linked), {} (whole-program JIT), CUDA C {}",
+        rust.function(black_scholes::NAME)?.num_registers(),
+        rust.function(black_scholes_cuda_style::NAME)?
+            .num_registers(),
+        whole_module
+            .function(black_scholes_cuda_style::NAME)?
+            .num_registers(),
+        c_kernel.num_registers()
+    );
     call.copy_from_host(&vec![0.0; n])?;
     // SAFETY: every buffer holds n floats, used on `stream` only, synchronized below.
     unsafe { launch_c(&c_kernel, &stream, cfg, &s, &x, &t, &mut call, &mut put)? };
@@ -297,9 +331,13 @@ fn run() -> Result<bool, BoxError> {
     );
 
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
-    let mut ms = [Vec::new(), Vec::new(), Vec::new()];
+    let mut ms = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for trial in 0..TRIALS {
-        let order: [usize; 3] = if trial % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+        let order: [usize; 4] = if trial % 2 == 0 {
+            [0, 1, 3, 2]
+        } else {
+            [2, 3, 1, 0]
+        };
         for which in order {
             let mut f: Box<dyn FnMut() -> Result<(), BoxError>> = match which {
                 0 => Box::new(|| {
@@ -309,6 +347,14 @@ fn run() -> Result<bool, BoxError> {
                 1 => Box::new(|| unsafe {
                     Ok(stream.launch_unchecked(
                         &k_style,
+                        cfg,
+                        (&s, &x, &t, MARKET, &mut call, &mut put),
+                    )?)
+                }),
+                // SAFETY: as for `1`: the same kernel, loaded from its PTX alone.
+                3 => Box::new(|| unsafe {
+                    Ok(stream.launch_unchecked(
+                        &k_whole,
                         cfg,
                         (&s, &x, &t, MARKET, &mut call, &mut put),
                     )?)
@@ -333,6 +379,10 @@ fn run() -> Result<bool, BoxError> {
         ),
         ("Rust, CUDA-style (`unsafe fn`, 1D index, unchecked)", m[1]),
         ("CUDA C, NVRTC defaults (--fmad=true)", m[2]),
+        (
+            "Rust, CUDA-style, its PTX JIT-compiled alone (whole program, as the CUDA C)",
+            m[3],
+        ),
     ];
     for (what, t) in rows {
         println!("| {what} | {t:.3} ms | {:.2} | {:.3} |", rate(t), m[2] / t);

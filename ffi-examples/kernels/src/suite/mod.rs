@@ -162,12 +162,43 @@ pub fn sum_f32(input: &[f32], total: DisjointSlice<f32>) {
 /// one atomic per non-empty bin. Launch with blocks of [`BLOCK`] threads, any grid.
 #[kernel]
 pub fn histogram256(data: &[u32], bins: DisjointSlice<u32>) {
+    histogram_body::<false>(data, bins);
+}
+
+/// [`histogram256`] with aligned barriers (`bar.sync`, what CUDA C's `__syncthreads()`
+/// emits) instead of [`sync::sync_threads`]'s non-aligned `barrier.sync`; the benchmark runs
+/// both side by side.
+#[kernel]
+pub fn histogram256_aligned(data: &[u32], bins: DisjointSlice<u32>) {
+    histogram_body::<true>(data, bins);
+}
+
+/// Waits for the block: the aligned barrier when `ALIGNED`, else the non-aligned one.
+///
+/// # Safety
+/// With `ALIGNED`, as [`sync::sync_threads_aligned`]: every thread of the block executes the
+/// call.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn block_sync<const ALIGNED: bool>() {
+    if ALIGNED {
+        // SAFETY: the caller's promise.
+        unsafe { sync::sync_threads_aligned() }
+    } else {
+        sync::sync_threads()
+    }
+}
+
+#[inline(always)]
+fn histogram_body<const ALIGNED: bool>(data: &[u32], bins: DisjointSlice<'_, u32>) {
     assert!(thread::block_dim_x() == BLOCK && bins.len() >= 256);
     let local = shared_array!(u32, 256);
     let t = thread::thread_idx_x() as usize;
     // SAFETY: thread `t` alone writes slot `t`; the barrier orders it before the atomics.
     unsafe { local.write(t, 0) };
-    sync::sync_threads();
+    // SAFETY: every thread of the block reaches this barrier: the assert above fails in all
+    // threads or none, and `t < 256` then holds.
+    unsafe { block_sync::<ALIGNED>() };
     let stride = thread::grid_stride_x();
     let mut i = thread::global_index_x();
     while i < data.len() {
@@ -184,7 +215,8 @@ pub fn histogram256(data: &[u32], bins: DisjointSlice<u32>) {
         }
         i += stride;
     }
-    sync::sync_threads();
+    // SAFETY: every thread of the block reaches this barrier: the loop ends in every thread.
+    unsafe { block_sync::<ALIGNED>() };
     // SAFETY: no atomic runs after the barrier.
     let c = unsafe { local.read(t) };
     if c != 0 {
@@ -342,6 +374,17 @@ fn softmax_combine((m1, s1): (f32, f32), (m2, s2): (f32, f32)) -> (f32, f32) {
 /// Launch with blocks of [`BLOCK`] threads and `rows` blocks.
 #[kernel]
 pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
+    softmax_body::<false>(x, cols, out);
+}
+
+/// [`softmax_rows`] with an aligned barrier (see [`histogram256_aligned`]).
+#[kernel]
+pub fn softmax_rows_aligned(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
+    softmax_body::<true>(x, cols, out);
+}
+
+#[inline(always)]
+fn softmax_body<const ALIGNED: bool>(x: &[f32], cols: u32, out: DisjointSlice<'_, f32>) {
     let cols = cols as usize;
     let row = thread::block_idx_x() as usize;
     assert!(thread::block_dim_x() == BLOCK && out.len() >= x.len());
@@ -397,7 +440,9 @@ pub fn softmax_rows(x: &[f32], cols: u32, out: DisjointSlice<f32>) {
             part.write(2 * w + 1, s);
         }
     }
-    sync::sync_threads();
+    // SAFETY: every thread of the block reaches the barrier: the asserts above fail in all
+    // threads or none, and the loops end in every thread.
+    unsafe { block_sync::<ALIGNED>() };
     let mut acc = (f32::NEG_INFINITY, 0.0f32);
     for k in 0..(BLOCK / 32) as usize {
         // SAFETY: written before the barrier, not after.

@@ -23,34 +23,38 @@ pub(crate) fn softmax(b: &mut Bench) -> Result<(), BoxError> {
     let x = s.htod_copy(&xs)?;
     let mut out = s.alloc_zeros::<f32>(rows * cols)?;
     let k = b.rust.kernel(suite::softmax_rows)?;
+    let k_al = b.rust.kernel(suite::softmax_rows_aligned)?;
     let c = b.c_fn("softmax_rows_c")?;
     let cfg = LaunchConfig::new(rows as u32, BLOCK);
     let xp = x.as_raw();
     let run =
-        |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
-            if rust {
-                return Ok(s.launch(&k, cfg, (&x, cols as u32, out))?);
+        |which: usize, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
+            match which {
+                0 => return Ok(s.launch(&k, cfg, (&x, cols as u32, &mut *out))?),
+                1 => return Ok(s.launch(&k_al, cfg, (&x, cols as u32, &mut *out))?),
+                _ => {}
             }
             let (mut xp, mut cc, mut op) = (xp, cols as u32, out.as_raw());
             // SAFETY: (const float*, unsigned, float*) as softmax_rows_c declares.
             unsafe { launch_c(&c, s, cfg, &mut [p(&mut xp), p(&mut cc), p(&mut op)]) }
         };
-    let mut errs = [0.0; 2];
-    for (i, rust) in [true, false].into_iter().enumerate() {
-        run(rust, &mut out)?;
+    let mut errs = [0.0; 3];
+    for (i, err) in errs.iter_mut().enumerate() {
+        run(i, &mut out)?;
         let got = out.to_host_vec()?;
         // Relative error per element (outputs span orders of magnitude).
-        errs[i] = got
+        *err = got
             .iter()
             .zip(&want)
             .map(|(g, w)| (*g as f64 - w).abs() / w)
             .fold(0.0, f64::max);
-        if errs[i].is_nan() || errs[i] > 1e-4 {
-            b.fail("softmax", format!("relative error {:.2e}", errs[i]));
+        if err.is_nan() || *err > 1e-4 {
+            b.fail("softmax", format!("relative error {err:.2e}"));
         }
     }
-    let ms_r = b.time(|| run(true, &mut out))?;
-    let ms_c = b.time(|| run(false, &mut out))?;
+    let ms_r = b.time(|| run(0, &mut out))?;
+    let ms_al = b.time(|| run(1, &mut out))?;
+    let ms_c = b.time(|| run(2, &mut out))?;
     let bytes = 8.0 * (rows * cols) as f64;
     let f = "exp: ex2.approx.ftz (CUDA C: __expf)";
     push(
@@ -65,12 +69,25 @@ pub(crate) fn softmax(b: &mut Bench) -> Result<(), BoxError> {
     );
     push(
         b,
+        "softmax, aligned barrier (`bar.sync`, as `__syncthreads()`)".into(),
+        ms_al,
+        bytes,
+        "GB/s",
+        vec![
+            ratio(ms_al, ms_c, "CUDA C"),
+            ratio(ms_al, ms_r, "non-aligned"),
+        ],
+        Some(errs[1]),
+        &format!("Rust; {f}"),
+    );
+    push(
+        b,
         "softmax, CUDA C".into(),
         ms_c,
         bytes,
         "GB/s",
         vec![],
-        Some(errs[1]),
+        Some(errs[2]),
         &format!("{C_FLAGS}; {f}"),
     );
     Ok(())

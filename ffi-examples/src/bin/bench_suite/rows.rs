@@ -11,9 +11,11 @@ pub(crate) const RUST_KERNELS: &[&str] = &[
     suite::saxpy_grid_stride::NAME,
     suite::sum_f32::NAME,
     suite::histogram256::NAME,
+    suite::histogram256_aligned::NAME,
     suite::transpose::NAME,
     suite::stencil5::NAME,
     suite::softmax_rows::NAME,
+    suite::softmax_rows_aligned::NAME,
     suite::nbody::NAME,
     gemm::sgemm::NAME,
     gemm::gemm_bf16::NAME,
@@ -244,33 +246,37 @@ pub(crate) fn histogram(b: &mut Bench) -> Result<(), BoxError> {
     let d = s.htod_copy(&data)?;
     let mut bins = s.alloc_zeros::<u32>(256)?;
     let k = b.rust.kernel(suite::histogram256)?;
+    let k_al = b.rust.kernel(suite::histogram256_aligned)?;
     let c = b.c_fn("histogram256_c")?;
     let cfg = grid_1d(b.sms * 8);
     let (dp, nn) = (d.as_raw(), words as u64);
     let run =
-        |rust: bool, bins: &mut gpukernel_runtime::DeviceBuffer<u32>| -> Result<(), BoxError> {
-            if rust {
-                return Ok(s.launch(&k, cfg, (&d, bins))?);
+        |which: usize, bins: &mut gpukernel_runtime::DeviceBuffer<u32>| -> Result<(), BoxError> {
+            match which {
+                0 => return Ok(s.launch(&k, cfg, (&d, &mut *bins))?),
+                1 => return Ok(s.launch(&k_al, cfg, (&d, &mut *bins))?),
+                _ => {}
             }
             let (mut dp, mut nn, mut bp) = (dp, nn, bins.as_raw());
             // SAFETY: (const unsigned*, u64, unsigned*) as histogram256_c declares.
             unsafe { launch_c(&c, s, cfg, &mut [p(&mut dp), p(&mut nn), p(&mut bp)]) }
         };
-    for rust in [true, false] {
+    for which in 0..3 {
         bins.memset_zeros()?;
-        run(rust, &mut bins)?;
+        run(which, &mut bins)?;
         if bins.to_host_vec()? != want {
             b.fail(
                 "histogram",
                 format!(
                     "{} counts differ from the host's",
-                    if rust { "Rust" } else { "CUDA C" }
+                    ["Rust", "Rust (aligned barriers)", "CUDA C"][which]
                 ),
             );
         }
     }
-    let ms_r = b.time(|| run(true, &mut bins))?;
-    let ms_c = b.time(|| run(false, &mut bins))?;
+    let ms_r = b.time(|| run(0, &mut bins))?;
+    let ms_al = b.time(|| run(1, &mut bins))?;
+    let ms_c = b.time(|| run(2, &mut bins))?;
     let bytes = 4.0 * words as f64;
     push(
         b,
@@ -279,6 +285,19 @@ pub(crate) fn histogram(b: &mut Bench) -> Result<(), BoxError> {
         bytes,
         "GB/s",
         vec![ratio(ms_r, ms_c, "CUDA C")],
+        Some(0.0),
+        "Rust",
+    );
+    push(
+        b,
+        "histogram, aligned barriers (`bar.sync`, as `__syncthreads()`)".into(),
+        ms_al,
+        bytes,
+        "GB/s",
+        vec![
+            ratio(ms_al, ms_c, "CUDA C"),
+            ratio(ms_al, ms_r, "non-aligned"),
+        ],
         Some(0.0),
         "Rust",
     );
