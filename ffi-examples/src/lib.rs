@@ -4,6 +4,8 @@
 //! links the Rust kernels' PTX with foreign CUDA C code, launches, and checks the result
 //! against a host computation (exiting non-zero on a mismatch).
 
+pub mod bench;
+
 /// Compares `got` with `want` element-wise with a relative tolerance; returns a message
 /// naming the first mismatching index, and on success prints that the results match the host.
 pub fn check_close(what: &str, got: &[f32], want: &[f32], rel_tol: f32) -> Result<(), String> {

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use core::ffi::c_void;
 
 use cudarc::driver::sys;
+use ffi_examples::bench::{BoxError, median};
 use ffi_examples_kernels::{PTX, saxpy};
 use gpukernel_runtime::link::{self, Arch, CudaOutput};
 use gpukernel_runtime::{
@@ -35,13 +36,6 @@ extern "C" __global__ void saxpy_c(float a, const float* x, float* y, unsigned l
 const LEN: usize = 1024;
 const REPLAYS: usize = 20;
 const TRIALS: usize = 15;
-
-type BoxError = Box<dyn std::error::Error>;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 fn main() -> ExitCode {
     match run() {

@@ -20,20 +20,18 @@ use std::process::ExitCode;
 
 use core::ffi::c_void;
 
-use cudarc::driver::sys;
+use ffi_examples::bench::{BoxError, median, raw_launch, timed};
 use ffi_examples_lto_kernels::{
     FUNCTIONS_CU, HORNER8, PTX, PTX_RUNTIME_LINK, horner8_rust, poly_foreign, poly_inline,
     saxpy_mul_foreign, saxpy_mul_inline,
 };
 use gpukernel_runtime::link::{self, Arch, CudaOutput, Linker};
-use gpukernel_runtime::{Context, Device, Event, Function, Kernel, LaunchConfig, Stream};
+use gpukernel_runtime::{Context, Device, Kernel, LaunchConfig};
 
 const SAXPY_N: usize = 1 << 28;
 const POLY_N: usize = 1 << 24;
 const POLY_ITERS: u32 = 256;
 const TRIALS: usize = 21;
-
-type BoxError = Box<dyn std::error::Error>;
 
 /// The flags of the Rust rows (what nvptx-builder runs).
 const RUST_FLAGS: &str = "rustc nightly -Ctarget-cpu=sm_90 -Clinker-plugin-lto, llvm-link, opt internalize,globaldce,O3, llc -O3 -mcpu=sm_90; driver JIT (ptxas -O3)";
@@ -70,59 +68,6 @@ extern "C" __global__ void poly_c(const float* x, unsigned iters, float* out, un
 "#
     )
 }
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Event-timed milliseconds of `f` on `stream`.
-fn timed(
-    stream: &Stream,
-    start: &Event,
-    end: &Event,
-    f: impl FnOnce() -> Result<(), BoxError>,
-) -> Result<f64, BoxError> {
-    start.record(stream)?;
-    f()?;
-    end.record(stream)?;
-    Ok(start.elapsed_ms(end)? as f64)
-}
-
-/// Raw `cuLaunchKernel` of `f`.
-///
-/// # Safety
-/// `params` must match the kernel's parameters and point at live values.
-unsafe fn raw_launch(
-    f: &Function,
-    stream: &Stream,
-    cfg: LaunchConfig,
-    params: *mut *mut c_void,
-) -> Result<(), BoxError> {
-    // SAFETY: the function and stream are live and of the current context (bound by the
-    // caller's runtime calls on this thread); `params` is the caller's responsibility.
-    let r = unsafe {
-        sys::cuLaunchKernel(
-            f.raw(),
-            cfg.grid.x,
-            cfg.grid.y,
-            cfg.grid.z,
-            cfg.block.x,
-            cfg.block.y,
-            cfg.block.z,
-            cfg.shared_mem_bytes,
-            stream.raw(),
-            params,
-            core::ptr::null_mut(),
-        )
-    };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("cuLaunchKernel: {r:?}").into())
-    }
-}
-
 struct Row {
     what: &'static str,
     value: String,

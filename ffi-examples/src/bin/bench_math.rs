@@ -19,6 +19,7 @@ use std::process::ExitCode;
 use core::ffi::c_void;
 
 use cudarc::driver::sys;
+use ffi_examples::bench::{BoxError, median};
 use ffi_examples_kernels::PTX;
 use ffi_examples_kernels::math_kernels::{Market, black_scholes, black_scholes_cuda_style};
 use gpukernel_runtime::link::{self, Arch, CudaOutput};
@@ -61,8 +62,6 @@ const MARKET: Market = Market {
     volatility: 0.30,
 };
 
-type BoxError = Box<dyn std::error::Error>;
-
 fn main() -> ExitCode {
     match run() {
         Ok(true) => ExitCode::SUCCESS,
@@ -73,12 +72,6 @@ fn main() -> ExitCode {
         }
     }
 }
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 /// Options: spot in [5, 30], strike in [1, 100], 0.25 to 10 years (the CUDA samples' ranges).
 fn options(n: usize) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
     let mut state = 0x2545_f491_4f6c_dd1du64;

@@ -13,20 +13,13 @@
 use std::process::ExitCode;
 
 use cudarc::driver::sys;
+use ffi_examples::bench::{BoxError, median};
 use gpukernel_runtime::{Context, Device, Event, Stream};
-
-type BoxError = Box<dyn std::error::Error>;
 
 const COPY_BYTES: usize = 256 << 20;
 #[cfg(feature = "nccl")]
 const REDUCE_BYTES: usize = 1 << 30;
 const TRIALS: usize = 15;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 fn main() -> ExitCode {
     if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
         // SAFETY: no other thread exists yet.

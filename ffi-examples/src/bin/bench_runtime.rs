@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use core::ffi::c_void;
 
-use cudarc::driver::sys;
+use ffi_examples::bench::{BoxError, median, raw_launch, timed};
 use ffi_examples_kernels::grid::saxpy_grid_stride;
 use ffi_examples_kernels::numeric::saxpy4;
 use ffi_examples_kernels::{PTX, empty_kernel, saxpy, saxpy_cuda_style};
@@ -54,60 +54,6 @@ const LAUNCHES_PER_TRIAL: usize = 2000;
 const LAUNCH_TRIALS: usize = 31;
 const SAXPY_TRIALS: usize = 21;
 const SAXPY_N: usize = 1 << 28;
-
-type BoxError = Box<dyn std::error::Error>;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Event-timed milliseconds of `f` on `stream`.
-fn timed(
-    stream: &Stream,
-    start: &Event,
-    end: &Event,
-    f: impl FnOnce() -> Result<(), BoxError>,
-) -> Result<f64, BoxError> {
-    start.record(stream)?;
-    f()?;
-    end.record(stream)?;
-    Ok(start.elapsed_ms(end)? as f64)
-}
-
-/// Raw `cuLaunchKernel` of `f`.
-///
-/// # Safety
-/// `params` must match the kernel's parameters (null for none) and point at live values.
-unsafe fn raw_launch(
-    f: &Function,
-    stream: &Stream,
-    cfg: LaunchConfig,
-    params: *mut *mut c_void,
-) -> Result<(), BoxError> {
-    // SAFETY: the function and stream are live and of the current context (bound by the
-    // caller's runtime calls on this thread); `params` is the caller's responsibility.
-    let r = unsafe {
-        sys::cuLaunchKernel(
-            f.raw(),
-            cfg.grid.x,
-            cfg.grid.y,
-            cfg.grid.z,
-            cfg.block.x,
-            cfg.block.y,
-            cfg.block.z,
-            cfg.shared_mem_bytes,
-            stream.raw(),
-            params,
-            core::ptr::null_mut(),
-        )
-    };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("cuLaunchKernel: {r:?}").into())
-    }
-}
 
 struct Row {
     what: String,
