@@ -57,6 +57,7 @@ pub mod thread;
 pub mod time;
 pub mod vector;
 pub mod warp;
+pub mod wgmma;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]
@@ -67,6 +68,25 @@ pub use kernel::{
 pub use slice::{
     DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D, ThreadIndex3D,
 };
+
+/// Repeats `$body` with `$i` bound to each literal in turn (as `usize`): a full unroll that
+/// LLVM's thresholds cannot decline. Fragment and accumulator arrays indexed by `$i` then stay
+/// in registers; a rolled loop over them (or one LLVM declines to unroll) puts them in local
+/// memory. nvcc's `#pragma unroll` for Rust kernels.
+///
+/// ```
+/// use gpukernel_device::unroll;
+/// let acc = [1.0f32, 2.0, 3.0, 4.0];
+/// let mut sum = 0.0;
+/// unroll!(i in [0, 1, 2, 3] {
+///     sum += acc[i];
+/// });
+/// assert_eq!(sum, 10.0);
+/// ```
+#[macro_export]
+macro_rules! unroll {
+    ($i:ident in [$($n:literal),* $(,)?] $body:block) => { $( { let $i: usize = $n; $body } )* };
+}
 
 /// Everything a kernel file usually needs: `use gpukernel_device::prelude::*;`.
 pub mod prelude {

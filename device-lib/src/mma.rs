@@ -354,6 +354,62 @@ impl SharedAddr {
     }
 }
 
+impl SharedAddr {
+    /// This address rounded up to a multiple of `align` (a power of two), e.g. the 1024 bytes
+    /// a `wgmma` tile with the 128-byte swizzle starts at (allocate `align` spare bytes).
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, thread};
+    ///
+    /// /// Reports how many bytes of the dynamic shared memory precede the first 1024-byte
+    /// /// boundary.
+    /// #[kernel]
+    /// pub fn padding(mut out: DisjointSlice<u32>) {
+    ///     let smem = dynamic_shared::<u8>();
+    ///     let base = SharedAddr::of(smem.as_mut_ptr());
+    ///     out.set(thread::index(), base.bytes_to(base.align_up(1024)) as u32);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn align_up(self, align: usize) -> SharedAddr {
+        let a = self.raw_usize();
+        self.add_bytes(a.wrapping_neg() & (align - 1))
+    }
+
+    /// The number of bytes from this address to `later` (`later` not below it).
+    ///
+    /// ```
+    /// use gpukernel_device::mma::SharedAddr;
+    /// let x = [0u8; 64];
+    /// let a = SharedAddr::of(x.as_ptr());
+    /// assert_eq!(a.bytes_to(a.add_bytes(48)), 48);
+    /// ```
+    #[inline(always)]
+    pub fn bytes_to(self, later: SharedAddr) -> usize {
+        later.raw_usize().wrapping_sub(self.raw_usize())
+    }
+
+    /// The raw address: the 32-bit shared-window address on the GPU, the pointer on the host.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn raw(self) -> u32 {
+        self.addr
+    }
+
+    /// The raw address: the 32-bit shared-window address on the GPU, the pointer on the host.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[inline(always)]
+    pub(crate) fn raw(self) -> *mut u8 {
+        self.addr
+    }
+
+    #[inline(always)]
+    fn raw_usize(self) -> usize {
+        self.raw() as usize
+    }
+}
+
 /// [`ldmatrix_x4`] at a [`SharedAddr`] (this lane's row).
 ///
 /// # Safety

@@ -547,6 +547,13 @@ impl Builder {
     }
 
     /// The GPU architecture, e.g. `"sm_90"`. Default: `GPUKERNEL_ARCH`, else [`DEFAULT_ARCH`].
+    ///
+    /// An architecture-specific target such as `"sm_90a"` (needed by Hopper's `wgmma`, see
+    /// `gpukernel_device::wgmma`) marks the PTX `.target sm_90a`, so ptxas accepts those
+    /// instructions and the module loads only on that architecture (compute capability 9.0).
+    /// The Rust code itself is compiled for the base architecture (`sm_90`): the suffix adds
+    /// instructions that only inline assembly emits, so `core` and the other crates of the
+    /// device build are shared with `sm_90` kernels crates.
     pub fn arch(mut self, arch: impl Into<String>) -> Self {
         self.arch = Some(arch.into());
         self
@@ -677,7 +684,7 @@ impl Builder {
     /// check of every foreign source, the device build, then their host compile.
     fn build_with_foreign(&self) -> Result<PtxOutput, Error> {
         let arch = self.resolve_arch()?;
-        let cuda = self.compile_cuda(&arch)?;
+        let cuda = self.compile_cuda(base_arch(&arch))?;
         // One list drives both builds: a `foreign_cuda` source is compiled for the host too.
         let mut sources: Vec<PathBuf> = Vec::new();
         for s in self.foreign_sources.iter().chain(&self.foreign_cuda) {
@@ -705,7 +712,7 @@ impl Builder {
     /// in) and returns what it wrote.
     pub fn build(&self) -> Result<PtxOutput, Error> {
         let arch = self.resolve_arch()?;
-        let cuda = self.compile_cuda(&arch)?;
+        let cuda = self.compile_cuda(base_arch(&arch))?;
         self.build_device(&arch, cuda)
     }
 
@@ -762,7 +769,7 @@ impl Builder {
             directives::emit(format!("cargo:rerun-if-changed={}", manifest.display()));
         }
 
-        let rlibs = self.cargo_build(&toolchain, &manifest, &target_dir, &arch)?;
+        let rlibs = self.cargo_build(&toolchain, &manifest, &target_dir, base_arch(&arch))?;
         let lib_name = package.replace('-', "_");
         let (own, deps): (Vec<_>, Vec<_>) = rlibs.into_iter().partition(|p| {
             p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
@@ -1070,6 +1077,13 @@ pub fn parse_arch(arch: &str) -> Option<u32> {
     (n >= 70).then_some(n)
 }
 
+/// The architecture rustc compiles for: `sm_90a` → `sm_90` (the `a` suffix only admits
+/// architecture-specific instructions, which Rust code reaches through inline assembly; llc
+/// and ptxas get the full name).
+pub fn base_arch(arch: &str) -> &str {
+    arch.strip_suffix('a').unwrap_or(arch)
+}
+
 /// The name of the global that records failed foreign calls (see gpukernel-device's `ffi`).
 fn gpukernel_ffi_symbol() -> &'static str {
     "__gpukernel_ffi_error"
@@ -1288,6 +1302,8 @@ mod tests {
     fn arch_parsing() {
         assert_eq!(parse_arch("sm_90"), Some(90));
         assert_eq!(parse_arch("sm_90a"), Some(90));
+        assert_eq!(base_arch("sm_90a"), "sm_90");
+        assert_eq!(base_arch("sm_90"), "sm_90");
         assert_eq!(parse_arch("sm_80"), Some(80));
         assert_eq!(parse_arch("sm_61"), None);
         assert_eq!(parse_arch("compute_90"), None);

@@ -496,15 +496,29 @@ fn ptx_check() -> Result<(), String> {
     std::fs::create_dir_all(&tmp).map_err(|e| e.to_string())?;
     let mut checked = 0;
     for ptx in &ptxs {
-        // sm_90: the PTX as built. sm_80: the same bitcode through llc for sm_80.
-        let ptx80 = tmp.join(format!("{checked}-sm_80.ptx"));
-        run(Command::new(&llc)
-            .arg("-mcpu=sm_80")
-            .arg("-O3")
-            .arg(ptx.with_extension("bc"))
-            .arg("-o")
-            .arg(&ptx80))?;
-        for (file, arch) in [(ptx.clone(), "sm_90"), (ptx80, "sm_80")] {
+        // An architecture-specific PTX (`.target sm_90a`, for wgmma) is checked for that
+        // target alone: its instructions exist nowhere else.
+        let target = std::fs::read_to_string(ptx)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix(".target ").map(|a| a.trim().to_string()))
+            })
+            .unwrap_or_default();
+        let checks = if target.ends_with('a') {
+            vec![(ptx.clone(), target.clone())]
+        } else {
+            // sm_90: the PTX as built. sm_80: the same bitcode through llc for sm_80.
+            let ptx80 = tmp.join(format!("{checked}-sm_80.ptx"));
+            run(Command::new(&llc)
+                .arg("-mcpu=sm_80")
+                .arg("-O3")
+                .arg(ptx.with_extension("bc"))
+                .arg("-o")
+                .arg(&ptx80))?;
+            vec![(ptx.clone(), "sm_90".to_string()), (ptx80, "sm_80".to_string())]
+        };
+        for (file, arch) in checks {
             let obj = tmp.join(format!("{checked}-{arch}.o"));
             let out = Command::new(&ptxas)
                 .arg(format!("-arch={arch}"))
@@ -539,7 +553,9 @@ fn ptx_check() -> Result<(), String> {
         checked += 1;
     }
     let _ = std::fs::remove_dir_all(&tmp);
-    eprintln!("ptx-check: {checked} PTX file(s) accepted by ptxas for sm_90 and sm_80");
+    eprintln!(
+        "ptx-check: {checked} PTX file(s) accepted by ptxas for sm_90 and sm_80 (sm_90a-specific ones for sm_90a)"
+    );
     Ok(())
 }
 

@@ -5,12 +5,22 @@
 use super::rows::{push, ratio};
 use super::{Bench, BoxError, C_FLAGS, launch_c, p, rel_err, unit};
 use cudarc::cublas::sys as cb;
+use ffi_examples_hopper_kernels as hopper;
 use ffi_examples_kernels::suite::gemm::{
     self, GEMM_BM, SGEMM_BM, SGEMM_BN, SGEMM_THREADS, gemm_bn, gemm_shared_bytes, gemm_stages,
     gemm_threads,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_runtime::{DeviceBuffer, LaunchConfig, Stream};
+
+/// One Rust bf16 GEMM kernel of the table.
+#[derive(Clone, Copy)]
+enum Variant {
+    /// `ffi_examples_hopper_kernels::gemm_bf16_wgmma` (sm_90a).
+    Wgmma,
+    /// `gemm_bf16` (false: 128×128 tile) or `gemm_bf16_wide` (true: 128×256).
+    MmaSync(bool),
+}
 
 /// A cuBLAS handle bound to the bench's stream; destroyed on drop.
 struct Cublas(cb::cublasHandle_t);
@@ -203,8 +213,20 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
     let k_wide = b.rust.kernel(gemm::gemm_bf16_wide)?;
     k_narrow.set_max_dynamic_shared_bytes(gemm_shared_bytes(false))?;
     k_wide.set_max_dynamic_shared_bytes(gemm_shared_bytes(true))?;
-    // The Rust variants (128×128 and 128×256 block tiles); cuBLAS comes last.
-    const VARIANTS: [bool; 2] = [false, true];
+    let k_wgmma = match &b.hopper {
+        Some(h) => {
+            let k = h.kernel(hopper::gemm_bf16_wgmma)?;
+            k.set_max_dynamic_shared_bytes(hopper::WG_SHARED_BYTES)?;
+            Some(k)
+        }
+        None => None,
+    };
+    // The Rust variants (wgmma 128×256, mma.sync 128×128 and 128×256); cuBLAS comes last.
+    let mut variants = vec![];
+    if k_wgmma.is_some() {
+        variants.push(Variant::Wgmma);
+    }
+    variants.extend([Variant::MmaSync(false), Variant::MmaSync(true)]);
     let cfg = |wide: bool| {
         LaunchConfig::new(
             ((n as u32) / gemm_bn(wide), (m as u32) / GEMM_BM, 1),
@@ -212,16 +234,23 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
         )
         .with_shared_mem_bytes(gemm_shared_bytes(wide))
     };
+    let wg_cfg = LaunchConfig::new(
+        ((n as u32) / hopper::WG_BN, (m as u32) / hopper::WG_BM, 1),
+        hopper::WG_THREADS,
+    )
+    .with_shared_mem_bytes(hopper::WG_SHARED_BYTES);
     let blas = Cublas::new(s)?;
     let (ap, bp) = (a.as_raw(), bb.as_raw());
     let (mu, nu, ku) = (m as u32, n as u32, k as u32);
     let run = |which: usize, c: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
-        if let Some(&wide) = VARIANTS.get(which) {
+        if let Some(&v) = variants.get(which) {
             let args = (&a, &bb, mu, nu, ku, c.view_2d_mut(n, m, n)?);
-            if wide {
-                s.launch(&k_wide, cfg(wide), args)?
-            } else {
-                s.launch(&k_narrow, cfg(wide), args)?
+            match v {
+                Variant::Wgmma => {
+                    s.launch(k_wgmma.as_ref().ok_or("no wgmma kernel")?, wg_cfg, args)?
+                }
+                Variant::MmaSync(true) => s.launch(&k_wide, cfg(true), args)?,
+                Variant::MmaSync(false) => s.launch(&k_narrow, cfg(false), args)?,
             }
             return Ok(());
         }
@@ -255,9 +284,9 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
         }
         .map_err(|e| format!("cublasGemmEx: {e:?}").into())
     };
-    let nv = VARIANTS.len();
+    let nv = variants.len();
     let refs = if blas.is_some() { nv + 1 } else { nv };
-    let mut errs = [0.0; 3];
+    let mut errs = vec![0.0; refs];
     for (which, err) in errs.iter_mut().enumerate().take(refs) {
         c.memset_zeros()?;
         run(which, &mut c)?;
@@ -273,29 +302,46 @@ pub(crate) fn gemm_bf16(b: &mut Bench) -> Result<(), BoxError> {
         .map(|w| b.time(|| run(w, &mut c)))
         .collect::<Result<_, _>>()?;
     let flops = 2.0 * (m * n * k) as f64;
-    for (v, &wide) in VARIANTS.iter().enumerate() {
-        let stages = gemm_stages(wide);
+    for (i, &v) in variants.iter().enumerate() {
         let mut ratios = Vec::new();
         if refs > nv {
-            ratios.push(ratio(ms[v], ms[nv], "cuBLAS"));
+            ratios.push(ratio(ms[i], ms[nv], "cuBLAS"));
         }
-        let flags = format!(
-            "Rust; mma.sync m16n8k16 + ldmatrix, 128×{}×{} tiles, {} warps of 64×64, cp.async, grouped block order",
-            gemm_bn(wide),
-            gemm::GEMM_BK,
-            gemm_threads(wide) / 32
-        );
+        let (name, flags) = match v {
+            Variant::Wgmma => (
+                format!(
+                    "bf16 GEMM 8192³ → f32, tensor cores, wgmma, 128×{} tile, {} stages",
+                    hopper::WG_BN,
+                    hopper::WG_STAGES
+                ),
+                format!(
+                    "Rust (sm_90a); wgmma.mma_async m64n{}k16 from 128-byte-swizzled shared tiles, 2 warpgroups, cp.async {}-stage pipeline, grouped block order",
+                    hopper::WG_BN,
+                    hopper::WG_STAGES
+                ),
+            ),
+            Variant::MmaSync(wide) => (
+                format!(
+                    "bf16 GEMM 8192³ → f32, tensor cores, mma.sync, 128×{} tile, {} stages",
+                    gemm_bn(wide),
+                    gemm_stages(wide)
+                ),
+                format!(
+                    "Rust; mma.sync m16n8k16 + ldmatrix, 128×{}×{} tiles, {} warps of 64×64, cp.async, grouped block order",
+                    gemm_bn(wide),
+                    gemm::GEMM_BK,
+                    gemm_threads(wide) / 32
+                ),
+            ),
+        };
         push(
             b,
-            format!(
-                "bf16 GEMM 8192³ → f32, tensor cores, 128×{} tile, {stages} stages",
-                gemm_bn(wide)
-            ),
-            ms[v],
+            name,
+            ms[i],
             flops,
             "GFLOP/s",
             ratios,
-            Some(errs[v]),
+            Some(errs[i]),
             &flags,
         );
     }

@@ -58,6 +58,8 @@ pub(crate) struct Bench {
     end: Event,
     pub rust: Module,
     pub c: Module,
+    /// The `sm_90a` kernels (wgmma), on compute capability 9.0 only.
+    pub hopper: Option<Module>,
     pub sms: u32,
     pub rows: Vec<Row>,
     pub ok: std::cell::Cell<bool>,
@@ -232,6 +234,12 @@ fn run() -> Result<bool, BoxError> {
         "# CUDA C twins compiled by NVRTC and loaded: {:.0} ms",
         t.elapsed().as_secs_f64() * 1e3
     );
+    let hopper = if (major, minor) == (9, 0) {
+        Some(ctx.load_module(ffi_examples_hopper_kernels::PTX.as_bytes())?)
+    } else {
+        println!("# not compute capability 9.0: the wgmma (sm_90a) GEMM row is skipped");
+        None
+    };
     let stream = ctx.new_stream()?;
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
     let mut b = Bench {
@@ -240,6 +248,7 @@ fn run() -> Result<bool, BoxError> {
         end,
         rust,
         c,
+        hopper,
         sms,
         rows: Vec::new(),
         ok: std::cell::Cell::new(true),
