@@ -166,12 +166,12 @@ impl SmemDesc {
 
     /// The simulator's view: the bf16 element `(row, k)` of the tile, as f32.
     #[cfg(not(target_arch = "nvptx64"))]
-    fn element(&self, row: usize, k: usize) -> f32 {
+    fn element(&self, row: usize, k: usize, cvt: fn(u16) -> f32) -> f32 {
         let byte = self.k_bytes + 2 * k;
         let at = sw128_offset(row % 8, byte / 16) + (row / 8) * SW128_ATOM_BYTES + byte % 16;
         // SAFETY: the caller of the `mma_*` function promised a live tile of these rows.
         let bits = unsafe { self.base.add(at).cast::<u16>().read_unaligned() };
-        crate::mma::bf16_to_f32(bits)
+        cvt(bits)
     }
 }
 
@@ -523,7 +523,78 @@ pub unsafe fn mma_m64n256k16_bf16(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc
         );
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    host::mma(acc, &a, &b);
+    host::mma(acc, &a, &b, crate::mma::bf16_to_f32);
+}
+
+/// `acc += A · Bᵀ` for a 64 × 16 f16 A and an 256 × 16 f16 B (IEEE half precision) read from shared memory
+/// through their descriptors, f32 accumulation
+/// (`wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16`, accumulator layout in the
+/// [module documentation](self)). Asynchronous: the result is there after the
+/// [`commit_group`] and [`Accumulators::wait`] that cover this call.
+///
+/// # Safety
+/// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+/// complete tiles (64 and 256 rows, [`fence_proxy_async`] and a barrier after they were
+/// written) that nothing writes until the wait; `acc` is untouched until then.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+/// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
+///
+/// /// One warpgroup multiplies the IEEE-half tiles someone staged in the block's dynamic
+/// /// shared memory (64 rows of A, then 256 rows of B, 128-byte-swizzled, after 1 KiB of
+/// /// alignment slack; here all zero) and keeps its accumulators.
+/// #[kernel]
+/// pub fn tile_f16(mut c: DisjointSlice<[f32; 128]>) {
+///     let smem = dynamic_shared::<u8>();
+///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 256) * 128 + 1024);
+///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+///     let da = SmemDesc::k_major_sw128(a_tile);
+///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
+///     wgmma::fence_proxy_async();
+///     sync::sync_threads();
+///     let mut acc = <[f32; 128]>::zero();
+///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+///     // complete and aligned, and nothing writes them.
+///     unsafe {
+///         wgmma::fence();
+///         wgmma::mma_m64n256k16_f16(&mut acc, da, db);
+///         wgmma::commit_group();
+///         acc.wait::<0>();
+///     }
+///     c.set(thread::index(), acc);
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn mma_m64n256k16_f16(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's promises (warpgroup convergence, descriptors into live shared
+    // memory that no one writes until the matching wait); registers otherwise.
+    unsafe {
+        with_accumulators!(
+            acc,
+            [
+                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
+                57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
+                84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107
+                108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
+            ],
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {130}, 0;",
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {128}, {129}, p, 1, 1, 0, 0;",
+            "}}";
+            in(reg64) a.bits,
+            in(reg64) b.bits,
+            in(reg32) 1u32,
+            options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::mma(acc, &a, &b, crate::mma::f16_to_f32);
 }
 
 /// `acc += A · Bᵀ` for a 64 × 16 bf16 A and an 128 × 16 bf16 B read from shared memory
@@ -610,7 +681,76 @@ pub unsafe fn mma_m64n128k16_bf16(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc)
         );
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    host::mma(acc, &a, &b);
+    host::mma(acc, &a, &b, crate::mma::bf16_to_f32);
+}
+
+/// `acc += A · Bᵀ` for a 64 × 16 f16 A and an 128 × 16 f16 B (IEEE half precision) read from shared memory
+/// through their descriptors, f32 accumulation
+/// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`, accumulator layout in the
+/// [module documentation](self)). Asynchronous: the result is there after the
+/// [`commit_group`] and [`Accumulators::wait`] that cover this call.
+///
+/// # Safety
+/// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+/// complete tiles (64 and 128 rows, [`fence_proxy_async`] and a barrier after they were
+/// written) that nothing writes until the wait; `acc` is untouched until then.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+/// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
+///
+/// /// One warpgroup multiplies the IEEE-half tiles someone staged in the block's dynamic
+/// /// shared memory (64 rows of A, then 128 rows of B, 128-byte-swizzled, after 1 KiB of
+/// /// alignment slack; here all zero) and keeps its accumulators.
+/// #[kernel]
+/// pub fn tile_f16(mut c: DisjointSlice<[f32; 64]>) {
+///     let smem = dynamic_shared::<u8>();
+///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 128) * 128 + 1024);
+///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+///     let da = SmemDesc::k_major_sw128(a_tile);
+///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
+///     wgmma::fence_proxy_async();
+///     sync::sync_threads();
+///     let mut acc = <[f32; 64]>::zero();
+///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+///     // complete and aligned, and nothing writes them.
+///     unsafe {
+///         wgmma::fence();
+///         wgmma::mma_m64n128k16_f16(&mut acc, da, db);
+///         wgmma::commit_group();
+///         acc.wait::<0>();
+///     }
+///     c.set(thread::index(), acc);
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn mma_m64n128k16_f16(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's promises (warpgroup convergence, descriptors into live shared
+    // memory that no one writes until the matching wait); registers otherwise.
+    unsafe {
+        with_accumulators!(
+            acc,
+            [
+                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
+                57 58 59 60 61 62 63
+            ],
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {66}, 0;",
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {64}, {65}, p, 1, 1, 0, 0;",
+            "}}";
+            in(reg64) a.bits,
+            in(reg64) b.bits,
+            in(reg32) 1u32,
+            options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::mma(acc, &a, &b, crate::mma::f16_to_f32);
 }
 
 impl sealed::Sealed for [f32; 128] {}
@@ -704,7 +844,12 @@ mod host {
 
     /// The host twin of `wgmma.mma_async.m64nNk16` (N = 2 · R): this thread's accumulators.
     #[track_caller]
-    pub(super) fn mma<const R: usize>(acc: &mut [f32; R], a: &SmemDesc, b: &SmemDesc) {
+    pub(super) fn mma<const R: usize>(
+        acc: &mut [f32; R],
+        a: &SmemDesc,
+        b: &SmemDesc,
+        cvt: fn(u16) -> f32,
+    ) {
         converged("wgmma::mma");
         let t = with_context("wgmma::mma", |cx| (cx.linear_thread() % 128) as usize);
         let (w, l) = (t / 32, t % 32);
@@ -713,7 +858,7 @@ mod host {
             let col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
             let mut s = 0f32;
             for k in 0..16 {
-                s += a.element(row, k) * b.element(col, k);
+                s += a.element(row, k, cvt) * b.element(col, k, cvt);
             }
             *v += s;
         }

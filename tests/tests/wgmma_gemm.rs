@@ -81,8 +81,10 @@ fn wgmma_gemm_matches_the_host() {
     }
 }
 
+// Named to sort last: on the GPU its trap ends the context the other tests of this binary
+// share (the test harness runs them in name order with one thread).
 #[test]
-fn wgmma_gemm_refuses_a_launch_without_its_shared_memory() {
+fn wgmma_gemm_without_its_shared_memory_is_refused() {
     let (m, n, k) = (WG_BM as usize, WG_BN as usize, 64);
     for (name, ctx) in devices() {
         let Some(md) = hopper_module(&name, &ctx) else {
@@ -112,4 +114,69 @@ fn wgmma_gemm_refuses_a_launch_without_its_shared_memory() {
             assert!(err.to_string().contains("gemm_bf16_wgmma"), "{err}");
         }
     }
+}
+
+#[test]
+fn wgmma_gemm_tile_m64n128_in_bf16_and_f16_matches_the_host() {
+    use ffi_examples_hopper_kernels::{TILE_SHARED_BYTES, wgmma_tile_n128};
+    use gpukernel_device::mma::f16_to_f32;
+    let mut rng = Rng::from_env("wgmma_tile");
+    let (m, n, k) = (64usize, 128usize, 64usize);
+    let (av, bv) = (rng.vec_f32(m * k), rng.vec_f32(n * k));
+    for (f16, bits, value) in [
+        (
+            0u32,
+            bf16_bits as fn(f32) -> u16,
+            bf16_to_f32 as fn(u16) -> f32,
+        ),
+        (1, f32_to_f16_bits, f16_to_f32),
+    ] {
+        let a: Vec<u16> = av.iter().map(|&x| bits(x)).collect();
+        let b: Vec<u16> = bv.iter().map(|&x| bits(x)).collect();
+        let want: Vec<f64> = (0..m * n)
+            .map(|i| {
+                (0..k)
+                    .map(|q| value(a[(i / n) * k + q]) as f64 * value(b[(i % n) * k + q]) as f64)
+                    .sum()
+            })
+            .collect();
+        for (name, ctx) in devices() {
+            let Some(md) = hopper_module(&name, &ctx) else {
+                continue;
+            };
+            let s = ctx.default_stream();
+            let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
+            let mut c = ctx.alloc_zeros::<[f32; 64]>(128).unwrap();
+            let cfg = LaunchConfig::new(1, 128).with_shared_mem_bytes(TILE_SHARED_BYTES);
+            s.launch(
+                &md.kernel(wgmma_tile_n128).unwrap(),
+                cfg,
+                (&da, &db, f16, &mut c),
+            )
+            .unwrap();
+            let frags = c.to_host_vec().unwrap();
+            // Scatter each thread's accumulators by the documented layout.
+            let mut got = vec![f32::NAN; m * n];
+            for (t, acc) in frags.iter().enumerate() {
+                let (w, l) = (t / 32, t % 32);
+                for (i, &v) in acc.iter().enumerate() {
+                    let row = 16 * w + l / 4 + 8 * ((i / 2) % 2);
+                    let col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+                    got[row * n + col] = v;
+                }
+            }
+            let want32: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+            assert_close(
+                &format!("wgmma m64n128k16 (f16 = {f16}) on {name}"),
+                &got,
+                &want32,
+                1e-5,
+            );
+        }
+    }
+}
+
+/// `x` rounded to IEEE half precision (the device library's conversion), as bits.
+fn f32_to_f16_bits(x: f32) -> u16 {
+    gpukernel_device::half::f16::from_f32(x).to_bits()
 }

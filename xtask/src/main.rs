@@ -516,7 +516,10 @@ fn ptx_check() -> Result<(), String> {
                 .arg(ptx.with_extension("bc"))
                 .arg("-o")
                 .arg(&ptx80))?;
-            vec![(ptx.clone(), "sm_90".to_string()), (ptx80, "sm_80".to_string())]
+            vec![
+                (ptx.clone(), "sm_90".to_string()),
+                (ptx80, "sm_80".to_string()),
+            ]
         };
         for (file, arch) in checks {
             let obj = tmp.join(format!("{checked}-{arch}.o"));

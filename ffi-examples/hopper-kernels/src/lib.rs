@@ -202,3 +202,72 @@ pub fn gemm_bf16_wgmma(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: Disjoint
         }
     });
 }
+
+/// Bytes of dynamic shared memory [`wgmma_tile_n128`] needs: a 64-row A tile and a 128-row B
+/// tile of 128 bytes per row, plus 1024 bytes of alignment slack.
+pub const TILE_SHARED_BYTES: u32 = (64 + 128) * 128 + wgmma::SW128_ATOM_BYTES as u32;
+
+/// One warpgroup (launch 128 threads, one block, [`TILE_SHARED_BYTES`] of dynamic shared
+/// memory): `a · bᵀ` for a 64 × 64 `a` and a 128 × 64 `b` (row-major, 16-bit bit patterns:
+/// bf16 when `f16` is 0, IEEE half otherwise) on `wgmma.m64n128k16`; thread `t` stores its 64
+/// accumulators (layout in `gpukernel_device::wgmma`'s documentation) in `c[t]`.
+#[kernel]
+pub fn wgmma_tile_n128(a: &[u16], b: &[u16], f16: u32, mut c: DisjointSlice<[f32; 64]>) {
+    let smem = dynamic_shared::<u8>();
+    assert!(
+        a.len() >= 64 * 64
+            && b.len() >= 128 * 64
+            && thread::block_dim_x() == 128
+            && thread::grid_dim_x() == 1
+            && smem.len() >= TILE_SHARED_BYTES as usize
+    );
+    let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    let b_tile = a_tile.add_bytes(64 * 128);
+    let t = thread::thread_idx_x() as usize;
+    for q in (t..(64 + 128) * 8).step_by(128) {
+        let (row, chunk) = (q / 8, q % 8);
+        let (src, dst) = if row < 64 {
+            (
+                &a[row * 64 + chunk * 8],
+                a_tile.add_bytes(sw128_offset(row, chunk)),
+            )
+        } else {
+            let r = row - 64;
+            (
+                &b[r * 64 + chunk * 8],
+                b_tile.add_bytes(sw128_offset(r, chunk)),
+            )
+        };
+        // SAFETY: 16 readable bytes (a row is 64 elements, the chunk 8 of them), 16-byte
+        // aligned (the allocation is; rows are 128 bytes); the slot is this thread's, inside
+        // the block's shared memory (size checked above).
+        unsafe { cp_async_16_at(dst, (src as *const u16).cast()) };
+    }
+    cp_async_commit();
+    cp_async_wait::<0>();
+    wgmma::fence_proxy_async();
+    sync::sync_threads();
+    let (da, db) = (
+        SmemDesc::k_major_sw128(a_tile),
+        SmemDesc::k_major_sw128(b_tile),
+    );
+    let mut acc = <[f32; 64]>::zero();
+    // SAFETY: the block is one warpgroup and this code is reached by all of it together
+    // (`f16` is uniform); the tiles are complete (wait, proxy fence, barrier), aligned, and
+    // not written again; `acc` is only touched by the wgmma calls and the wait.
+    unsafe {
+        wgmma::fence();
+        if f16 == 0 {
+            unroll!(k in [0, 16, 32, 48] {
+                wgmma::mma_m64n128k16_bf16(&mut acc, da.add_k(k), db.add_k(k));
+            });
+        } else {
+            unroll!(k in [0, 16, 32, 48] {
+                wgmma::mma_m64n128k16_f16(&mut acc, da.add_k(k), db.add_k(k));
+            });
+        }
+        wgmma::commit_group();
+        acc.wait::<0>();
+    }
+    c.set(thread::index(), acc);
+}
