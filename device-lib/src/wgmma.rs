@@ -76,6 +76,20 @@ pub const fn sw128_offset(row: usize, chunk: usize) -> usize {
 
 /// A `wgmma` shared-memory matrix descriptor: a K-major tile with the 128-byte swizzle (the
 /// [module documentation](self) describes the layout), at a `k` offset.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, thread, wgmma::SmemDesc};
+///
+/// /// The descriptor of the 16-deep slice `k = 32 .. 48` of a tile at the start of the
+/// /// (1024-byte aligned) dynamic shared memory.
+/// #[kernel]
+/// pub fn slice(mut out: DisjointSlice<u32>) {
+///     let tile = SharedAddr::of(dynamic_shared::<u8>().as_mut_ptr()).align_up(1024);
+///     let _d: SmemDesc = SmemDesc::k_major_sw128(tile).add_k(32);
+///     out.set(thread::index(), 1);
+/// }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct SmemDesc {
     #[cfg(target_arch = "nvptx64")]
@@ -368,6 +382,17 @@ mod sealed {
 
 /// The accumulator arrays of the `wgmma` shapes: `[f32; 128]` (`m64n256k16`) and `[f32; 64]`
 /// (`m64n128k16`).
+///
+/// ```
+/// use gpukernel_device::wgmma::Accumulators;
+///
+/// /// Zeroed accumulators of either shape.
+/// fn fresh<A: Accumulators>() -> A {
+///     A::zero()
+/// }
+/// let acc: [f32; 64] = fresh();
+/// assert_eq!(acc.len(), 64);
+/// ```
 pub trait Accumulators: sealed::Sealed {
     /// Waits until at most `N` committed groups of this warpgroup are pending
     /// (`wgmma.wait_group.sync.aligned N`); with `N = 0` the accumulators are final and the
