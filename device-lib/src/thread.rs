@@ -106,13 +106,33 @@ mod imp {
             }
         )* };
     }
+    /// An index register with the bound the hardware guarantees (`%tid.x < %ntid.x`,
+    /// `%ctaid.x < %nctaid.x`, ...), told to LLVM: with a block size the kernel checked
+    /// (`assert!(block_dim_x() == 256)`), a shared-memory index `thread_idx_x()` is then
+    /// known to be in bounds, and its check, a branch on the thread index before the first
+    /// barrier, folds away (with it in the kernel, `ptxas` cannot prove the block converged
+    /// at a non-aligned barrier and keeps block-uniform values out of uniform registers).
+    macro_rules! bounded_sreg {
+        ($($name:ident => $intr:ident < $bound:ident;)*) => { $(
+            #[inline(always)]
+            pub fn $name() -> u32 {
+                // SAFETY: reading PTX special registers has no preconditions.
+                let (v, n) = unsafe { (nvptx::$intr(), nvptx::$bound()) };
+                // SAFETY: the PTX ISA defines the index register's range as [0, bound).
+                unsafe { core::hint::assert_unchecked(v < n) };
+                v
+            }
+        )* };
+    }
+    bounded_sreg! {
+        thread_idx_x => _thread_idx_x < _block_dim_x;
+        thread_idx_y => _thread_idx_y < _block_dim_y;
+        thread_idx_z => _thread_idx_z < _block_dim_z;
+        block_idx_x => _block_idx_x < _grid_dim_x;
+        block_idx_y => _block_idx_y < _grid_dim_y;
+        block_idx_z => _block_idx_z < _grid_dim_z;
+    }
     sreg! {
-        thread_idx_x => _thread_idx_x;
-        thread_idx_y => _thread_idx_y;
-        thread_idx_z => _thread_idx_z;
-        block_idx_x => _block_idx_x;
-        block_idx_y => _block_idx_y;
-        block_idx_z => _block_idx_z;
         block_dim_x => _block_dim_x;
         block_dim_y => _block_dim_y;
         block_dim_z => _block_dim_z;
@@ -128,6 +148,8 @@ mod imp {
         unsafe {
             core::arch::asm!("mov.u32 {0}, %laneid;", out(reg32) lane, options(pure, nomem, nostack));
         }
+        // SAFETY: `%laneid` is in [0, WARP_SZ), and the warp size is 32 on every target.
+        unsafe { core::hint::assert_unchecked(lane < super::WARP_SIZE) };
         lane
     }
 }

@@ -129,6 +129,40 @@ fn sum_and_histogram_match_the_host() {
     }
 }
 
+/// The text of one kernel's `.entry` in the kernels' PTX.
+fn entry_ptx(name: &str) -> &'static str {
+    let start = PTX
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("`{name}` is not in the PTX"));
+    let end = PTX[start..].find("\n}").map_or(PTX.len(), |e| start + e);
+    &PTX[start..end]
+}
+
+/// device-lib tells LLVM that `thread_idx_x() < block_dim_x()` (the hardware's range), so in
+/// a kernel that checked its block size the bounds checks of shared-memory slots indexed by
+/// the thread fold away. With one of them left, its trap is a branch on the thread index
+/// before the barrier, and ptxas can no longer prove the block converged at the
+/// non-aligned `barrier.sync`: the histogram's loop then ran 1.03x slower (see the README's
+/// kernel suite).
+#[test]
+fn thread_indexed_shared_slots_keep_no_bounds_check() {
+    for name in [
+        suite::histogram256::NAME,
+        suite::histogram256_aligned::NAME,
+        suite::softmax_rows::NAME,
+        suite::softmax_rows_aligned::NAME,
+    ] {
+        assert!(
+            !entry_ptx(name).contains("trap_out_of_bounds"),
+            "a bounds check is left in `{name}`:\n{}",
+            entry_ptx(name)
+        );
+    }
+    // The check can fail: `sum_f32` indexes its slots by `thread::warp_id()`, which counts
+    // `threadIdx.y` and `.z` too, and the kernel checks only `blockDim.x`.
+    assert!(entry_ptx(suite::sum_f32::NAME).contains("trap_out_of_bounds"));
+}
+
 #[test]
 fn transpose_and_stencil_match_the_host() {
     let mut rng = Rng::from_env("suite_2d");
