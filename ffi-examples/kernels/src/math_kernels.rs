@@ -186,7 +186,13 @@ pub fn black_scholes_one(s: f32, x: f32, t: f32, m: Market) -> (f32, f32) {
 }
 
 /// Black-Scholes prices of European options, one thread per option: `call[i]` and `put[i]`
-/// for spot `spot[i]`, strike `strike[i]` and `years[i]` to expiry.
+/// for spot `spot[i]`, strike `strike[i]` and `years[i]` to expiry, for every `i` below the
+/// shortest of the five lengths.
+///
+/// The safe idiom at the cost of one test per thread: the shortest length is computed once
+/// (from kernel parameters, the same for every thread), so after `k < n` the compiler knows
+/// every index is in bounds and drops the per-element checks, and [`DisjointSlice::set`]
+/// writes without building an `Option`.
 #[kernel]
 pub fn black_scholes(
     spot: &[f32],
@@ -196,16 +202,18 @@ pub fn black_scholes(
     mut call: DisjointSlice<f32>,
     mut put: DisjointSlice<f32>,
 ) {
+    let n = spot
+        .len()
+        .min(strike.len())
+        .min(years.len())
+        .min(call.len())
+        .min(put.len());
     let i = thread::index();
     let k = i.get();
-    if k < spot.len() && k < strike.len() && k < years.len() {
+    if k < n {
         let (c, p) = black_scholes_one(spot[k], strike[k], years[k], market);
-        if let Some(o) = call.get_mut(i) {
-            *o = c;
-        }
-        if let Some(o) = put.get_mut(i) {
-            *o = p;
-        }
+        call.set(i, c);
+        put.set(i, p);
     }
 }
 

@@ -306,6 +306,23 @@ impl<'a> Ptx<'a> {
         names
     }
 
+    /// The variables declared `.extern` (defined in another module), in order, once each.
+    pub(crate) fn extern_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.statements {
+            if let Item::Variable {
+                name,
+                linkage: Linkage::Extern,
+                ..
+            } = &s.item
+                && !names.contains(name)
+            {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     /// The names the module defines with external linkage: `.visible` functions, kernels, and
     /// `.visible` `.global`/`.const` variables (in order; a name may repeat).
     pub(crate) fn definitions(&self) -> Vec<String> {
@@ -889,6 +906,8 @@ pub(crate) mod tests {
             ["mul_f32_f32", "add_one", "vprintf"]
         );
         assert!(extern_functions(COMMENTED).is_empty());
+        assert_eq!(Ptx::parse(WITH_EXTERNS).extern_variables(), ["some_global"]);
+        assert!(Ptx::parse(COMMENTED).extern_variables().is_empty());
         assert!(is_system_call("vprintf") && !is_system_call("add_one"));
         assert!(is_system_call("cudaGraphSetConditional"));
     }
