@@ -99,11 +99,26 @@ fn the_decision_without_a_device() {
     let mut sim = Linker::for_simulator();
     sim.add_ptx_kernels(PTX, "kernels.ptx", &[black_scholes::NAME]);
     assert_eq!(ok(sim.load_path()), LoadPath::Simulator);
+    // Offline the inputs are judged first: the Black-Scholes kernels' PTX (whose dynamic
+    // shared memory declaration is `.extern .shared`) would load whole on a device...
     let mut offline = ok(Linker::for_arch("sm_90"));
-    offline.add_ptx_kernels(PTX, "kernels.ptx", &[black_scholes::NAME]);
-    assert!(
-        matches!(ok(offline.load_path()), LoadPath::Linked { reason } if reason.contains("cubin"))
+    offline.add_ptx_kernels(
+        PTX,
+        "kernels.ptx",
+        &[black_scholes::NAME, black_scholes_cuda_style::NAME],
     );
+    assert!(
+        matches!(ok(offline.load_path()), LoadPath::Linked { reason } if reason.contains("cubin")),
+        "{:?}",
+        offline.load_path()
+    );
+    // ... and a kernel calling a foreign function needs the link.
+    let mut foreign = ok(Linker::for_arch("sm_90"));
+    foreign.add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"]);
+    assert!(matches!(
+        ok(foreign.load_path()),
+        LoadPath::Linked { reason } if reason.contains("`.extern`")
+    ));
     // The checks of a link come first: a kernel the PTX lacks is the link's error.
     let mut missing = Linker::for_simulator();
     missing.add_ptx_kernels(PTX, "kernels.ptx", &["no_such_kernel"]);
@@ -203,39 +218,60 @@ fn what_needs_a_link_is_linked_and_a_bad_ptx_reports_the_link_error() {
     assert_eq!(e.to_string(), e_linked.to_string());
 }
 
-/// The safe kernel bounds its index once, by the shortest of its five slices: every option
-/// below that length is priced, nothing past it is written (on the simulator, and on the GPU
-/// with the `gpu` feature).
+/// The safe kernel compares its five lengths once: equal lengths price every option; unequal
+/// ones fail the launch with an error, never a write past a slice (on the simulator, and on
+/// the GPU with the `gpu` feature, in a process of its own: a trap spoils the context).
 #[test]
-fn the_safe_kernel_prices_up_to_the_shortest_length() {
-    let (n, years_len, put_len) = (1000, 700, 900);
+fn the_safe_kernel_refuses_unequal_lengths() {
+    let n = 1000;
     let (s, x, t) = options(n);
     for (device, ctx) in gpukernel_tests::devices() {
+        if !ctx.is_simulator() && std::env::var_os(TRAP_CHILD).is_none() {
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "the_safe_kernel_refuses_unequal_lengths",
+                    "--nocapture",
+                ])
+                .env(TRAP_CHILD, "1")
+                .output()
+                .expect("start a child test process");
+            assert!(
+                child.status.success(),
+                "{device}: the child failed:\n{}\n{}",
+                String::from_utf8_lossy(&child.stdout),
+                String::from_utf8_lossy(&child.stderr)
+            );
+            continue;
+        }
+        if ctx.is_simulator() && std::env::var_os(TRAP_CHILD).is_some() {
+            continue;
+        }
         let module = ok(black_scholes_linker(&ctx).link_and_load());
+        let kernel = ok(module.kernel(black_scholes));
+        let stream = ctx.default_stream();
+        let cfg = ok(LaunchConfig::for_elements(n));
         let (ds, dx, dt) = (
             ok(ctx.htod_copy(&s)),
             ok(ctx.htod_copy(&x)),
-            ok(ctx.htod_copy(&t[..years_len])),
+            ok(ctx.htod_copy(&t)),
         );
-        let mut call = ok(ctx.htod_copy(&vec![-1.0f32; n]));
-        let mut put = ok(ctx.htod_copy(&vec![-1.0f32; put_len]));
-        ok(ctx.default_stream().launch(
-            &ok(module.kernel(black_scholes)),
-            ok(LaunchConfig::for_elements(n)),
-            (&ds, &dx, &dt, MARKET, &mut call, &mut put),
-        ));
-        let (call, put) = (ok(call.to_host_vec()), ok(put.to_host_vec()));
-        check_prices(
-            &device,
-            &(call[..years_len].to_vec(), put[..years_len].to_vec()),
-        );
-        assert!(
-            call[years_len..].iter().all(|&c| c == -1.0),
-            "{device}: a call past the shortest length was written"
-        );
-        assert!(
-            put[years_len..].iter().all(|&p| p == -1.0),
-            "{device}: a put past the shortest length was written"
-        );
+        let mut call = ok(ctx.alloc_zeros::<f32>(n));
+        let mut put = ok(ctx.alloc_zeros::<f32>(n));
+        ok(stream.launch(&kernel, cfg, (&ds, &dx, &dt, MARKET, &mut call, &mut put)));
+        check_prices(&device, &(ok(call.to_host_vec()), ok(put.to_host_vec())));
+        let mut short_put = ok(ctx.alloc_zeros::<f32>(n - 1));
+        let refused = stream
+            .launch(
+                &kernel,
+                cfg,
+                (&ds, &dx, &dt, MARKET, &mut call, &mut short_put),
+            )
+            .and_then(|()| ctx.synchronize());
+        let e = err(refused);
+        println!("{device}: unequal lengths: {e}");
     }
 }
+
+/// Set in the child process that runs the GPU part of `the_safe_kernel_refuses_unequal_lengths`.
+const TRAP_CHILD: &str = "GPUKERNEL_LINK_WHOLE_TRAP_CHILD";

@@ -5,11 +5,11 @@
 //! (`--fmad=true`, `-prec-div=true`, `-prec-sqrt=true`, `-ftz=false`, the device's
 //! architecture). The Rust kernels write `math::fmaf` where CUDA C contracts.
 //!
-//! Each Rust kernel is loaded three ways: through the run-time `Linker` (its inputs are one
-//! self-contained PTX, so `link_and_load` hands it to the driver's JIT as a whole program),
-//! with `ctx.load_module` of the kernel's PTX alone (as the CUDA C twin is loaded), and
-//! through the Linker with `whole_program(false)` (cuLink, which compiles PTX as relocatable
-//! code: the Linker's path before it loaded one PTX whole).
+//! Each Rust kernel is loaded through the run-time `Linker` (its inputs are one self-contained
+//! PTX, so `link_and_load` hands it to the driver's JIT as a whole program) and through the
+//! Linker with `whole_program(false)` (cuLink, which compiles PTX as relocatable code: the
+//! Linker's path before it loaded one PTX whole); the CUDA-style kernel also with
+//! `ctx.load_module` of its PTX alone (as the CUDA C twin is loaded).
 //!
 //! Results are checked first: every option of each kernel against an `f64` host reference,
 //! and the Rust kernels against each other. Then event-timed launches (ten back to back per
@@ -197,12 +197,35 @@ fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
     ))
 }
 
-/// How a Rust kernel was loaded.
-const LOADS: [&str; 3] = [
-    "Linker (one PTX: whole program)",
-    "`ctx.load_module` of its PTX alone",
-    "Linker, `whole_program(false)` (cuLink, relocatable)",
+/// The timed rows: which kernel, loaded how.
+const ROWS: [(&str, &str); 6] = [
+    (
+        "Rust safe (`math::*`, libdevice inlined; `DisjointSlice`)",
+        "Linker (one PTX: whole program)",
+    ),
+    (
+        "Rust safe (`math::*`, libdevice inlined; `DisjointSlice`)",
+        "Linker, `whole_program(false)` (cuLink, relocatable)",
+    ),
+    (
+        "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
+        "Linker (one PTX: whole program)",
+    ),
+    (
+        "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
+        "`ctx.load_module` of its PTX alone",
+    ),
+    (
+        "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
+        "Linker, `whole_program(false)` (cuLink, relocatable)",
+    ),
+    (
+        "CUDA C, NVRTC defaults (--fmad=true)",
+        "`ctx.load_module` of NVRTC's PTX",
+    ),
 ];
+/// The CUDA C row.
+const C_ROW: usize = 5;
 
 fn run() -> Result<bool, BoxError> {
     let device = Device::auto()?;
@@ -272,23 +295,17 @@ fn run() -> Result<bool, BoxError> {
     )?;
     let c_module = ctx.load_module(&c_ptx)?;
     let c_kernel = c_module.function("black_scholes_c")?;
-    // Each kernel's PTX alone, loaded as the CUDA C is (`ctx.load_module`).
-    let alone = |name: &str| -> Result<Module, BoxError> {
-        let ptx = single_entry_ptx(PTX, name).ok_or(format!("{name} not found in the PTX"))?;
-        Ok(ctx.load_module(ptx.as_bytes())?)
-    };
-    let (safe_alone, style_alone) = (
-        alone(black_scholes::NAME)?,
-        alone(black_scholes_cuda_style::NAME)?,
-    );
+    // The CUDA-style kernel's PTX alone (it calls no other function), loaded as the CUDA C
+    // is (`ctx.load_module`).
+    let style_ptx = single_entry_ptx(PTX, black_scholes_cuda_style::NAME)
+        .ok_or("black_scholes_cuda_style not found in the PTX")?;
+    let style_alone = ctx.load_module(style_ptx.as_bytes())?;
     // The Linker's path before the whole-program load: cuLink, relocatable code.
     let mut relocatable_linker = linker.clone();
     relocatable_linker.whole_program(false);
     let relocatable = relocatable_linker.link_and_load()?;
-    let modules: [&Module; 3] = [&rust, &safe_alone, &relocatable];
     let safe = [
         rust.kernel(black_scholes)?,
-        safe_alone.kernel(black_scholes)?,
         relocatable.kernel(black_scholes)?,
     ];
     let style = [
@@ -296,50 +313,44 @@ fn run() -> Result<bool, BoxError> {
         style_alone.kernel(black_scholes_cuda_style)?,
         relocatable.kernel(black_scholes_cuda_style)?,
     ];
-    let style_modules: [&Module; 3] = [&rust, &style_alone, &relocatable];
-    for (i, load) in LOADS.iter().enumerate() {
-        println!(
-            "# registers per thread, {load}: safe {}, CUDA-style {}",
-            modules[i].function(black_scholes::NAME)?.num_registers(),
-            style_modules[i]
-                .function(black_scholes_cuda_style::NAME)?
-                .num_registers(),
-        );
-    }
+    let registers = |m: &Module, name: &str| m.function(name).map(|f| f.num_registers());
     println!(
-        "# registers per thread, CUDA C: {}",
+        "# registers per thread: safe {} (Linker, whole program), {} (relocatable); CUDA-style {} (Linker, whole program), {} (`ctx.load_module`), {} (relocatable); CUDA C {}",
+        registers(&rust, black_scholes::NAME)?,
+        registers(&relocatable, black_scholes::NAME)?,
+        registers(&rust, black_scholes_cuda_style::NAME)?,
+        registers(&style_alone, black_scholes_cuda_style::NAME)?,
+        registers(&relocatable, black_scholes_cuda_style::NAME)?,
         c_kernel.num_registers()
     );
 
-    // Rows 0-2: the safe kernel per load; 3-5: the CUDA-style kernel per load; 6: CUDA C.
     let launch = |row: usize,
                   call: &mut DeviceBuffer<f32>,
                   put: &mut DeviceBuffer<f32>|
      -> Result<(), BoxError> {
         match row {
-            0..=2 => stream.launch(&safe[row], cfg, (&s, &x, &t, MARKET, call, put))?,
+            0..=1 => stream.launch(&safe[row], cfg, (&s, &x, &t, MARKET, call, put))?,
             // SAFETY: one-dimensional launch; every buffer holds n floats.
-            3..=5 => unsafe {
-                stream.launch_unchecked(&style[row - 3], cfg, (&s, &x, &t, MARKET, call, put))?
+            2..=4 => unsafe {
+                stream.launch_unchecked(&style[row - 2], cfg, (&s, &x, &t, MARKET, call, put))?
             },
             // SAFETY: every buffer holds n floats, used on `stream` only.
             _ => unsafe { launch_c(&c_kernel, &stream, cfg, &s, &x, &t, call, put)? },
         }
         Ok(())
     };
-    const ROWS: usize = 7;
     let mut priced = Vec::new();
-    for row in 0..ROWS {
+    for row in 0..ROWS.len() {
         call.copy_from_host(&vec![0.0; n])?;
         put.copy_from_host(&vec![0.0; n])?;
         launch(row, &mut call, &mut put)?;
         let (c, p) = (call.to_host_vec()?, put.to_host_vec()?);
         ok &= check(&format!("row {row}"), &inputs, &c, &p);
-        if row < 6 && (&c, &p) != (&results[0].0, &results[0].1) {
+        if row != C_ROW && (&c, &p) != (&results[0].0, &results[0].1) {
             eprintln!("row {row}: the Rust kernels disagree across loads");
             ok = false;
         }
-        if row == 6 {
+        if row == C_ROW {
             priced = c.into_iter().chain(p).collect();
         }
     }
@@ -353,12 +364,12 @@ fn run() -> Result<bool, BoxError> {
     );
 
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
-    let mut ms: Vec<Vec<f64>> = vec![Vec::new(); ROWS];
+    let mut ms: Vec<Vec<f64>> = vec![Vec::new(); ROWS.len()];
     for trial in 0..TRIALS {
         let order: Vec<usize> = if trial % 2 == 0 {
-            (0..ROWS).collect()
+            (0..ROWS.len()).collect()
         } else {
-            (0..ROWS).rev().collect()
+            (0..ROWS.len()).rev().collect()
         };
         for row in order {
             let t = timed(&stream, &start, &end, || {
@@ -372,27 +383,13 @@ fn run() -> Result<bool, BoxError> {
     }
     stream.synchronize()?;
     let m: Vec<f64> = ms.into_iter().map(median).collect();
-    let c_ms = m[6];
+    let c_ms = m[C_ROW];
     let rate = |ms: f64| n as f64 / (ms * 1e-3) / 1e9;
     println!(
         "| Black-Scholes, {n} options | loaded by | median | Gopt/s | ratio (CUDA C time / Rust time) |"
     );
     println!("|---|---|---|---|---|");
-    for (row, t) in m.iter().enumerate() {
-        let (what, load) = match row {
-            0..=2 => (
-                "Rust safe (`math::*`, libdevice inlined; `DisjointSlice`)",
-                LOADS[row],
-            ),
-            3..=5 => (
-                "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
-                LOADS[row - 3],
-            ),
-            _ => (
-                "CUDA C, NVRTC defaults (--fmad=true)",
-                "`ctx.load_module` of NVRTC's PTX",
-            ),
-        };
+    for ((what, load), t) in ROWS.iter().zip(&m) {
         println!(
             "| {what} | {load} | {t:.4} ms | {:.2} | {:.3} |",
             rate(*t),
@@ -402,17 +399,15 @@ fn run() -> Result<bool, BoxError> {
     let verdict = |r: f64| if r >= 0.97 { "met" } else { "NOT met" };
     let r = |row: usize| c_ms / m[row];
     println!(
-        "# target (Rust >= 0.97 x CUDA C): CUDA-style via the Linker {} ({:.3}), via `ctx.load_module` {} ({:.3}); safe idiom via the Linker {} ({:.3}), via `ctx.load_module` {} ({:.3}); relocatable (cuLink): CUDA-style {:.3}, safe {:.3}",
+        "# target (Rust >= 0.97 x CUDA C): CUDA-style via the Linker {} ({:.3}), via `ctx.load_module` {} ({:.3}); safe idiom via the Linker {} ({:.3}); relocatable (cuLink): CUDA-style {:.3}, safe {:.3}",
+        verdict(r(2)),
+        r(2),
         verdict(r(3)),
         r(3),
-        verdict(r(4)),
-        r(4),
         verdict(r(0)),
         r(0),
-        verdict(r(1)),
-        r(1),
-        r(5),
-        r(2)
+        r(4),
+        r(1)
     );
     if !ok {
         eprintln!("bench_math: a result was wrong");

@@ -69,32 +69,45 @@ pub(super) enum TargetShape {
     },
 }
 
-/// Whether inputs (read, deduplicated and checked) can be loaded as one whole program.
+/// Whether inputs (read, deduplicated and checked) can be loaded as one whole program. The
+/// inputs are judged first, so that an offline link says whether they would load whole on a
+/// device.
 pub(super) fn decide(enabled: bool, target: TargetShape, lto: bool, inputs: &[Input]) -> LoadPath {
     let linked = |reason: String| LoadPath::Linked { reason };
-    let (arch, device) = match target {
-        TargetShape::Simulator => return LoadPath::Simulator,
-        TargetShape::Offline => {
-            return linked("a linker without a context produces a cubin".into());
-        }
-        TargetShape::Device { arch, device } => (arch, device),
-    };
-    if !enabled {
-        return linked("turned off with `Linker::whole_program(false)`".into());
+    if target == TargetShape::Simulator {
+        return LoadPath::Simulator;
     }
-    if arch != device {
-        return linked(format!(
-            "compiled for {arch} (`assume_compute_capability`), not for the device's {device}"
-        ));
+    if let Some(reason) = needs_a_link(inputs) {
+        return linked(reason);
     }
     if lto {
         return linked("link-time optimisation (`Linker::lto`) links through nvJitLink".into());
     }
+    if !enabled {
+        return linked("turned off with `Linker::whole_program(false)`".into());
+    }
+    match target {
+        TargetShape::Device { arch, device } if arch != device => linked(format!(
+            "compiled for {arch} (`assume_compute_capability`), not for the device's {device}"
+        )),
+        TargetShape::Device { .. } => LoadPath::WholeProgram {
+            input: inputs[0].name.clone(),
+        },
+        _ => linked(
+            "a linker without a context produces a cubin (on a device, this one PTX would \
+             load whole)"
+                .into(),
+        ),
+    }
+}
+
+/// Why the inputs need a link, if they do.
+fn needs_a_link(inputs: &[Input]) -> Option<String> {
     let [input] = inputs else {
-        return linked(format!("{} inputs to link together", inputs.len()));
+        return Some(format!("{} inputs to link together", inputs.len()));
     };
     if input.kind != InputKind::Ptx {
-        return linked(format!(
+        return Some(format!(
             "`{}` is {} (only one PTX input loads whole)",
             input.name,
             input.kind.extension()
@@ -108,10 +121,10 @@ pub(super) fn decide(enabled: bool, target: TargetShape, lto: bool, inputs: &[In
         .extern_functions()
         .into_iter()
         .filter(|f| !ptx::SYSTEM_CALLS.contains(&f.as_str()))
-        .chain(module.extern_variables())
+        .chain(module.extern_globals())
         .collect();
     if !external.is_empty() {
-        return linked(format!(
+        return Some(format!(
             "`{}` declares {} defined elsewhere (`.extern`)",
             input.name,
             external
@@ -121,9 +134,7 @@ pub(super) fn decide(enabled: bool, target: TargetShape, lto: bool, inputs: &[In
                 .join(", ")
         ));
     }
-    LoadPath::WholeProgram {
-        input: input.name.clone(),
-    }
+    None
 }
 
 /// The JIT options that match a link's options (as cuLink gets them).
@@ -264,10 +275,16 @@ mod tests {
             input: "kernels.ptx".into(),
         };
         assert_eq!(decide(true, device(), false, &[ptx(KERNEL)]), whole);
-        // System calls are the JIT's own: still whole.
+        // System calls are the JIT's own, dynamic shared memory the launch's: still whole.
         let printf = ".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n";
+        let shared = ".extern .shared .align 16 .b8 gpu_launch_sized_workgroup_mem[];\n";
         assert_eq!(
-            decide(true, device(), false, &[ptx(&format!("{printf}{KERNEL}"))]),
+            decide(
+                true,
+                device(),
+                false,
+                &[ptx(&format!("{printf}{shared}{KERNEL}"))]
+            ),
             whole
         );
     }
@@ -288,7 +305,9 @@ mod tests {
                 .contains("cudaGraphSetConditional")
         );
         let cu = input(InputKind::Cuda, "f.cu", "__device__ int f() { return 1; }");
-        assert!(reason(decide(true, device(), false, &[cu.clone()])).contains("`f.cu`"));
+        assert!(
+            reason(decide(true, device(), false, std::slice::from_ref(&cu))).contains("`f.cu`")
+        );
         assert!(reason(decide(true, device(), false, &[ptx(KERNEL), cu])).contains("2 inputs"));
         assert!(reason(decide(true, device(), false, &[])).contains("0 inputs"));
     }
@@ -304,6 +323,8 @@ mod tests {
         };
         assert!(reason(decide(true, assumed, false, &one)).contains("assume_compute_capability"));
         assert!(reason(decide(true, TargetShape::Offline, false, &one)).contains("cubin"));
+        // Offline, the inputs' own reason comes first.
+        assert!(reason(decide(true, TargetShape::Offline, false, &[])).contains("0 inputs"));
         assert_eq!(
             decide(true, TargetShape::Simulator, false, &one),
             LoadPath::Simulator
