@@ -168,9 +168,10 @@ fn one_self_contained_ptx_loads_whole_runs_and_matches_the_link() {
         ok(on[0].function(black_scholes::NAME)).num_registers(),
         ok(whole.function(black_scholes::NAME)).num_registers()
     );
-    // The link's options reach the JIT: a register limit below the kernel's own count.
+    // The link's options reach the JIT: a register limit below the kernel's own count (24,
+    // ptxas's lower bound on sm_90: a limit of 16 is raised to it, and gave 23 on an H100).
     let free = ok(whole.function(black_scholes::NAME)).num_registers();
-    let limit = 16;
+    let limit = 24;
     assert!(free > limit, "black_scholes needs only {free} registers");
     let mut limited = black_scholes_linker(&ctx);
     limited.max_registers(limit);
