@@ -776,6 +776,11 @@ impl Linker {
         })
     }
 
+    /// How many inputs were added.
+    pub(super) fn input_count(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Reads the inputs and makes the checks every link makes before choosing how to link:
     /// options, inputs' shapes and kernel selections, sources already linked at build time,
     /// PTX definitions against the foreign declarations.

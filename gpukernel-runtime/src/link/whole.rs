@@ -212,7 +212,12 @@ impl Linker {
     /// The module of a whole-program load, or `None` when the inputs are to be linked. A
     /// failed load is `None` too: the link that follows reports the error as it always has.
     pub(super) fn load_whole_program(&self, ctx: &Context) -> Result<Option<Module>> {
-        if !self.whole_program || !matches!(self.target, Target::Cuda { .. }) {
+        // Several inputs added (even if two turn out to be one): link, without reading them
+        // twice.
+        if !self.whole_program
+            || self.input_count() != 1
+            || !matches!(self.target, Target::Cuda { .. })
+        {
             return Ok(None);
         }
         let checked = self.checked_inputs()?;
