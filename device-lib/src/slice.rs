@@ -182,12 +182,14 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// ```
     #[inline(always)]
     pub fn set(&mut self, index: ThreadIndex, value: T) -> bool {
-        match self.get_mut(index) {
-            Some(slot) => {
-                *slot = value;
-                true
-            }
-            None => false,
+        let i = index.get();
+        if i < self.len {
+            // SAFETY: as in `get_mut`: in bounds, and the element is this thread's alone. No
+            // `Option` is built, so no null test is left for the compiler to remove.
+            unsafe { *self.ptr.add(i) = value };
+            true
+        } else {
+            false
         }
     }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use gpukernel_device::{IntoKernel, Kernel};
 use gpukernel_device::{LaunchDims, ParamList};
 
-use crate::backend::{FunctionInfo, Image, ModuleHandle};
+use crate::backend::{FunctionInfo, Image, JitOptions, ModuleHandle};
 use crate::context::{ContextInner, intern};
 use crate::error::{Error, Result};
 use crate::foreign::FfiTracking;
@@ -146,6 +146,16 @@ impl Module {
         image: &[u8],
         origin: Option<String>,
     ) -> Result<Module> {
+        Module::load_with(ctx, image, origin, JitOptions::default())
+    }
+
+    /// [`Module::load`] with code generation options for a PTX image's JIT compilation.
+    pub(crate) fn load_with(
+        ctx: Arc<ContextInner>,
+        image: &[u8],
+        origin: Option<String>,
+        jit: JitOptions,
+    ) -> Result<Module> {
         let with_origin = |e: Error| match e {
             Error::InvalidModuleImage {
                 reason,
@@ -161,6 +171,7 @@ impl Module {
             bytes: trim_nul_ptx(kind, image),
             kind,
             origin: origin.as_deref(),
+            jit,
         })?;
         Ok(Module::register(ctx, loaded))
     }
@@ -193,6 +204,7 @@ impl Module {
             bytes: image,
             kind: ImageKind::Ptx,
             origin: None,
+            jit: JitOptions::default(),
         })?;
         Ok(Module::register(ctx, loaded))
     }

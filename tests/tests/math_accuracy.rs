@@ -613,8 +613,9 @@ fn device_math_is_within_cuda_bounds_and_agrees_with_the_simulator() {
 
 /// The build linked libdevice in and inlined it: the PTX declares no `__nv_*` function, asks
 /// no `__nvvm_reflect` question, no kernel calls an `__nv_*` function (libdevice's own
-/// out-of-line slow paths, `__internal_*`, stay calls, as in CUDA C), and Black-Scholes
-/// written CUDA-style calls nothing at all.
+/// out-of-line slow paths, `__internal_*`, stay calls, as in CUDA C), Black-Scholes written
+/// CUDA-style calls nothing at all, and in the safe idiom only the panic of its one length
+/// assertion (no bounds check is left).
 #[test]
 fn libdevice_is_linked_in_and_inlined() {
     let ptx = ffi_examples_kernels::PTX;
@@ -644,4 +645,11 @@ fn libdevice_is_linked_in_and_inlined() {
         assert!(nv.is_empty(), "{kernel} calls libdevice: {nv:?}");
     }
     assert_eq!(calls("black_scholes_cuda_style"), Vec::<String>::new());
+    // The safe kernel compares its lengths once (an assertion, whose failure is the one call
+    // left) and then indexes without a bounds check.
+    let safe = calls("black_scholes");
+    assert!(
+        safe.len() == 1 && safe[0].contains("panicking5panic"),
+        "black_scholes calls {safe:?}"
+    );
 }

@@ -186,7 +186,15 @@ pub fn black_scholes_one(s: f32, x: f32, t: f32, m: Market) -> (f32, f32) {
 }
 
 /// Black-Scholes prices of European options, one thread per option: `call[i]` and `put[i]`
-/// for spot `spot[i]`, strike `strike[i]` and `years[i]` to expiry.
+/// for spot `spot[i]`, strike `strike[i]` and `years[i]` to expiry. The five slices must have
+/// one length: a launch with unequal lengths traps in every thread (an error at the next
+/// synchronization; on the simulator, a panic reported with the kernel's name).
+///
+/// The safe idiom at the cost of one test per thread: the lengths are compared once (kernel
+/// parameters, the same for every thread), so after `k < n` the compiler knows every index is
+/// in bounds and drops the per-element checks, and [`DisjointSlice::set`] writes without
+/// building an `Option`. On sm_90 that leaves 8 integer comparisons more than the CUDA C twin,
+/// and its 26 registers.
 #[kernel]
 pub fn black_scholes(
     spot: &[f32],
@@ -196,16 +204,15 @@ pub fn black_scholes(
     mut call: DisjointSlice<f32>,
     mut put: DisjointSlice<f32>,
 ) {
+    let n = spot.len();
+    // Uniform: every thread of the launch passes or traps alike.
+    assert!(strike.len() == n && years.len() == n && call.len() == n && put.len() == n);
     let i = thread::index();
     let k = i.get();
-    if k < spot.len() && k < strike.len() && k < years.len() {
+    if k < n {
         let (c, p) = black_scholes_one(spot[k], strike[k], years[k], market);
-        if let Some(o) = call.get_mut(i) {
-            *o = c;
-        }
-        if let Some(o) = put.get_mut(i) {
-            *o = p;
-        }
+        call.set(i, c);
+        put.set(i, p);
     }
 }
 
@@ -231,6 +238,10 @@ pub unsafe fn black_scholes_cuda_style(
         // SAFETY: i < spot.len() <= every other length (the caller's promise); one thread per
         // index.
         unsafe {
+            // Told to the compiler, the promise also says the outputs are not empty, which
+            // drops the test an empty `&mut [f32]` parameter otherwise keeps (its pointer may
+            // be null; the slice's must not): 8 instructions fewer on sm_90.
+            core::hint::assert_unchecked(i < call.len() && i < put.len());
             let (c, p) = black_scholes_one(
                 *spot.get_unchecked(i),
                 *strike.get_unchecked(i),

@@ -5,9 +5,15 @@
 //! (`--fmad=true`, `-prec-div=true`, `-prec-sqrt=true`, `-ftz=false`, the device's
 //! architecture). The Rust kernels write `math::fmaf` where CUDA C contracts.
 //!
+//! Each Rust kernel is loaded through the run-time `Linker` (its inputs are one self-contained
+//! PTX, so `link_and_load` hands it to the driver's JIT as a whole program) and through the
+//! Linker with `whole_program(false)` (cuLink, which compiles PTX as relocatable code: the
+//! Linker's path before it loaded one PTX whole); the CUDA-style kernel also with
+//! `ctx.load_module` of its PTX alone (as the CUDA C twin is loaded).
+//!
 //! Results are checked first: every option of each kernel against an `f64` host reference,
-//! and the Rust kernels against CUDA C. Then event-timed launches (ten back to back per trial,
-//! so that launch costs overlap the work), alternating the order, the median of several
+//! and the Rust kernels against each other. Then event-timed launches (ten back to back per
+//! trial, so that launch costs overlap the work), alternating the order, the median of 25
 //! trials; throughput in options per second.
 //!
 //! Prints a table with ratios (Rust / CUDA C throughput; target >= 0.97). Never asserts on
@@ -18,13 +24,12 @@ use std::process::ExitCode;
 
 use core::ffi::c_void;
 
-use cudarc::driver::sys;
-use ffi_examples::bench::{BoxError, median};
+use ffi_examples::bench::{BoxError, median, raw_launch, timed};
 use ffi_examples_kernels::PTX;
 use ffi_examples_kernels::math_kernels::{Market, black_scholes, black_scholes_cuda_style};
 use gpukernel_runtime::link::{self, Arch, CudaOutput};
 use gpukernel_runtime::{
-    Context, Device, DeviceBuffer, Event, Function, Kernel, LaunchConfig, Stream,
+    Context, Device, DeviceBuffer, Function, Kernel, LaunchConfig, Module, Stream,
 };
 
 const CUDA_C: &str = r#"
@@ -53,7 +58,7 @@ extern "C" __global__ void black_scholes_c(const float* spot, const float* strik
 "#;
 
 const N: usize = 1 << 25;
-const TRIALS: usize = 15;
+const TRIALS: usize = 25;
 /// Launches per timed trial, back to back, so that the host's launch cost (larger for the
 /// typed launch) overlaps the GPU's work instead of being timed with it.
 const LAUNCHES: usize = 10;
@@ -171,26 +176,7 @@ unsafe fn launch_c(
     ];
     // SAFETY: the parameters are those `black_scholes_c` declares (`Market` is two floats in
     // both languages), pointing at live locals; the buffers are the caller's promise.
-    let r = unsafe {
-        sys::cuLaunchKernel(
-            f.raw(),
-            cfg.grid.x,
-            cfg.grid.y,
-            cfg.grid.z,
-            cfg.block.x,
-            cfg.block.y,
-            cfg.block.z,
-            0,
-            stream.raw(),
-            params.as_mut_ptr(),
-            core::ptr::null_mut(),
-        )
-    };
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("cuLaunchKernel: {r:?}").into())
-    }
+    unsafe { raw_launch(f, stream, cfg, params.as_mut_ptr()) }
 }
 
 /// The PTX module header of `ptx`, its entry `name` alone (whose body must call nothing else
@@ -211,31 +197,47 @@ fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
     ))
 }
 
-/// Event-timed milliseconds per launch of `f`, over [`LAUNCHES`] back-to-back launches.
-fn timed(
-    stream: &Stream,
-    start: &Event,
-    end: &Event,
-    f: &mut dyn FnMut() -> Result<(), BoxError>,
-) -> Result<f64, BoxError> {
-    start.record(stream)?;
-    for _ in 0..LAUNCHES {
-        f()?;
-    }
-    end.record(stream)?;
-    Ok(start.elapsed_ms(end)? as f64 / LAUNCHES as f64)
-}
+/// The timed rows: which kernel, loaded how.
+const ROWS: [(&str, &str); 6] = [
+    (
+        "Rust safe (`math::*`, libdevice inlined; `DisjointSlice`)",
+        "Linker (one PTX: whole program)",
+    ),
+    (
+        "Rust safe (`math::*`, libdevice inlined; `DisjointSlice`)",
+        "Linker, `whole_program(false)` (cuLink, relocatable)",
+    ),
+    (
+        "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
+        "Linker (one PTX: whole program)",
+    ),
+    (
+        "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
+        "`ctx.load_module` of its PTX alone",
+    ),
+    (
+        "Rust CUDA-style (`unsafe fn`, 1D index, unchecked)",
+        "Linker, `whole_program(false)` (cuLink, relocatable)",
+    ),
+    (
+        "CUDA C, NVRTC defaults (--fmad=true)",
+        "`ctx.load_module` of NVRTC's PTX",
+    ),
+];
+/// The CUDA C row.
+const C_ROW: usize = 5;
 
 fn run() -> Result<bool, BoxError> {
     let device = Device::auto()?;
     let ctx: Context = device.primary_context()?;
-    let rust = link::Linker::new(&ctx)?
-        .add_ptx_kernels(
-            PTX,
-            "kernels.ptx",
-            &[black_scholes::NAME, black_scholes_cuda_style::NAME],
-        )
-        .link_and_load()?;
+    let mut linker = link::Linker::new(&ctx)?;
+    linker.add_ptx_kernels(
+        PTX,
+        "kernels.ptx",
+        &[black_scholes::NAME, black_scholes_cuda_style::NAME],
+    );
+    let load_path = linker.load_path()?;
+    let rust = linker.link_and_load()?;
     let k_safe = rust.kernel(black_scholes)?;
     let k_style = rust.kernel(black_scholes_cuda_style)?;
     let stream = ctx.new_stream()?;
@@ -279,9 +281,10 @@ fn run() -> Result<bool, BoxError> {
     }
     let (major, minor) = device.compute_capability()?;
     println!(
-        "# gpukernel math benchmark: {} (sm_{major}{minor}), Black-Scholes, {n} options",
+        "# gpukernel math benchmark: {} (sm_{major}{minor}), Black-Scholes, {n} options, median of {TRIALS} trials of {LAUNCHES} launches",
         device.name()?
     );
+    println!("# the Linker's load path for the Rust kernels: {load_path:?}");
     let c_ptx = link::compile_cuda(
         CUDA_C,
         "bench_math_reference.cu",
@@ -292,61 +295,67 @@ fn run() -> Result<bool, BoxError> {
     )?;
     let c_module = ctx.load_module(&c_ptx)?;
     let c_kernel = c_module.function("black_scholes_c")?;
-    // The same CUDA-style Rust kernel, its PTX alone JIT-compiled as a whole program (as the
-    // CUDA C is), not through the linker (which compiles PTX relocatable, for linking).
-    let whole_ptx = single_entry_ptx(PTX, black_scholes_cuda_style::NAME)
+    // The CUDA-style kernel's PTX alone (it calls no other function), loaded as the CUDA C
+    // is (`ctx.load_module`).
+    let style_ptx = single_entry_ptx(PTX, black_scholes_cuda_style::NAME)
         .ok_or("black_scholes_cuda_style not found in the PTX")?;
-    let whole_module = ctx.load_module(whole_ptx.as_bytes())?;
-    let k_whole = whole_module.kernel(black_scholes_cuda_style)?;
-    // The safe kernel loaded the same way: how a kernels crate without run-time foreign inputs
-    // (build-time LTO) loads its PTX, `ctx.load_module(PTX)`.
-    let whole_safe_ptx =
-        single_entry_ptx(PTX, black_scholes::NAME).ok_or("black_scholes not found in the PTX")?;
-    let whole_safe_module = ctx.load_module(whole_safe_ptx.as_bytes())?;
-    let k_whole_safe = whole_safe_module.kernel(black_scholes)?;
+    let style_alone = ctx.load_module(style_ptx.as_bytes())?;
+    // The Linker's path before the whole-program load: cuLink, relocatable code.
+    let mut relocatable_linker = linker.clone();
+    relocatable_linker.whole_program(false);
+    let relocatable = relocatable_linker.link_and_load()?;
+    let safe = [
+        rust.kernel(black_scholes)?,
+        relocatable.kernel(black_scholes)?,
+    ];
+    let style = [
+        rust.kernel(black_scholes_cuda_style)?,
+        style_alone.kernel(black_scholes_cuda_style)?,
+        relocatable.kernel(black_scholes_cuda_style)?,
+    ];
+    let registers = |m: &Module, name: &str| m.function(name).map(|f| f.num_registers());
     println!(
-        "# registers per thread: Rust safe {} (linked), {} (whole-program JIT), Rust CUDA-style {} (linked), {} (whole-program JIT), CUDA C {}",
-        rust.function(black_scholes::NAME)?.num_registers(),
-        whole_safe_module
-            .function(black_scholes::NAME)?
-            .num_registers(),
-        rust.function(black_scholes_cuda_style::NAME)?
-            .num_registers(),
-        whole_module
-            .function(black_scholes_cuda_style::NAME)?
-            .num_registers(),
+        "# registers per thread: safe {} (Linker, whole program), {} (relocatable); CUDA-style {} (Linker, whole program), {} (`ctx.load_module`), {} (relocatable); CUDA C {}",
+        registers(&rust, black_scholes::NAME)?,
+        registers(&relocatable, black_scholes::NAME)?,
+        registers(&rust, black_scholes_cuda_style::NAME)?,
+        registers(&style_alone, black_scholes_cuda_style::NAME)?,
+        registers(&relocatable, black_scholes_cuda_style::NAME)?,
         c_kernel.num_registers()
     );
-    call.copy_from_host(&vec![0.0; n])?;
-    // SAFETY: every buffer holds n floats, used on `stream` only, synchronized below.
-    unsafe { launch_c(&c_kernel, &stream, cfg, &s, &x, &t, &mut call, &mut put)? };
-    let (c, p) = (call.to_host_vec()?, put.to_host_vec()?);
-    ok &= check("CUDA C", &inputs, &c, &p);
-    // The two kernels loaded as whole programs, checked like the others before any timing.
-    call.copy_from_host(&vec![0.0; n])?;
-    stream.launch(
-        &k_whole_safe,
-        cfg,
-        (&s, &x, &t, MARKET, &mut call, &mut put),
-    )?;
-    ok &= check(
-        "Rust safe, whole program",
-        &inputs,
-        &call.to_host_vec()?,
-        &put.to_host_vec()?,
-    );
-    call.copy_from_host(&vec![0.0; n])?;
-    // SAFETY: one-dimensional launch; every buffer holds n floats; synchronized by the reads.
-    unsafe { stream.launch_unchecked(&k_whole, cfg, (&s, &x, &t, MARKET, &mut call, &mut put))? };
-    ok &= check(
-        "Rust CUDA-style, whole program",
-        &inputs,
-        &call.to_host_vec()?,
-        &put.to_host_vec()?,
-    );
-    let max_diff = c
+
+    let launch = |row: usize,
+                  call: &mut DeviceBuffer<f32>,
+                  put: &mut DeviceBuffer<f32>|
+     -> Result<(), BoxError> {
+        match row {
+            0..=1 => stream.launch(&safe[row], cfg, (&s, &x, &t, MARKET, call, put))?,
+            // SAFETY: one-dimensional launch; every buffer holds n floats.
+            2..=4 => unsafe {
+                stream.launch_unchecked(&style[row - 2], cfg, (&s, &x, &t, MARKET, call, put))?
+            },
+            // SAFETY: every buffer holds n floats, used on `stream` only.
+            _ => unsafe { launch_c(&c_kernel, &stream, cfg, &s, &x, &t, call, put)? },
+        }
+        Ok(())
+    };
+    let mut priced = Vec::new();
+    for row in 0..ROWS.len() {
+        call.copy_from_host(&vec![0.0; n])?;
+        put.copy_from_host(&vec![0.0; n])?;
+        launch(row, &mut call, &mut put)?;
+        let (c, p) = (call.to_host_vec()?, put.to_host_vec()?);
+        ok &= check(&format!("row {row}"), &inputs, &c, &p);
+        if row != C_ROW && (&c, &p) != (&results[0].0, &results[0].1) {
+            eprintln!("row {row}: the Rust kernels disagree across loads");
+            ok = false;
+        }
+        if row == C_ROW {
+            priced = c.into_iter().chain(p).collect();
+        }
+    }
+    let max_diff = priced
         .iter()
-        .chain(&p)
         .zip(results[0].0.iter().chain(&results[0].1))
         .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
         .fold(0.0f32, f32::max);
@@ -355,84 +364,50 @@ fn run() -> Result<bool, BoxError> {
     );
 
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
-    let mut ms = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut ms: Vec<Vec<f64>> = vec![Vec::new(); ROWS.len()];
     for trial in 0..TRIALS {
-        let order: [usize; 5] = if trial % 2 == 0 {
-            [0, 1, 3, 4, 2]
+        let order: Vec<usize> = if trial % 2 == 0 {
+            (0..ROWS.len()).collect()
         } else {
-            [2, 4, 3, 1, 0]
+            (0..ROWS.len()).rev().collect()
         };
-        for which in order {
-            let mut f: Box<dyn FnMut() -> Result<(), BoxError>> = match which {
-                0 => Box::new(|| {
-                    Ok(stream.launch(&k_safe, cfg, (&s, &x, &t, MARKET, &mut call, &mut put))?)
-                }),
-                // SAFETY: one-dimensional launch; every buffer holds n floats.
-                1 => Box::new(|| unsafe {
-                    Ok(stream.launch_unchecked(
-                        &k_style,
-                        cfg,
-                        (&s, &x, &t, MARKET, &mut call, &mut put),
-                    )?)
-                }),
-                // SAFETY: as for `1`: the same kernel, loaded from its PTX alone.
-                3 => Box::new(|| unsafe {
-                    Ok(stream.launch_unchecked(
-                        &k_whole,
-                        cfg,
-                        (&s, &x, &t, MARKET, &mut call, &mut put),
-                    )?)
-                }),
-                4 => Box::new(|| {
-                    Ok(stream.launch(
-                        &k_whole_safe,
-                        cfg,
-                        (&s, &x, &t, MARKET, &mut call, &mut put),
-                    )?)
-                }),
-                // SAFETY: as for the correctness launch.
-                _ => Box::new(|| unsafe {
-                    launch_c(&c_kernel, &stream, cfg, &s, &x, &t, &mut call, &mut put)
-                }),
-            };
-            ms[which].push(timed(&stream, &start, &end, &mut *f)?);
+        for row in order {
+            let t = timed(&stream, &start, &end, || {
+                for _ in 0..LAUNCHES {
+                    launch(row, &mut call, &mut put)?;
+                }
+                Ok(())
+            })?;
+            ms[row].push(t / LAUNCHES as f64);
         }
     }
     stream.synchronize()?;
     let m: Vec<f64> = ms.into_iter().map(median).collect();
+    let c_ms = m[C_ROW];
     let rate = |ms: f64| n as f64 / (ms * 1e-3) / 1e9;
-    println!("| Black-Scholes, {n} options | median | Gopt/s | ratio (Rust / CUDA C throughput) |");
-    println!("|---|---|---|---|");
-    let rows = [
-        (
-            "Rust (`math::*`, libdevice inlined; safe `DisjointSlice`)",
-            m[0],
-        ),
-        ("Rust, CUDA-style (`unsafe fn`, 1D index, unchecked)", m[1]),
-        ("CUDA C, NVRTC defaults (--fmad=true)", m[2]),
-        (
-            "Rust, CUDA-style, its PTX JIT-compiled alone (whole program, as the CUDA C)",
-            m[3],
-        ),
-        (
-            "Rust safe, its PTX JIT-compiled alone (whole program, as `ctx.load_module(PTX)`)",
-            m[4],
-        ),
-    ];
-    for (what, t) in rows {
-        println!("| {what} | {t:.3} ms | {:.2} | {:.3} |", rate(t), m[2] / t);
+    println!(
+        "| Black-Scholes, {n} options | loaded by | median | Gopt/s | ratio (CUDA C time / Rust time) |"
+    );
+    println!("|---|---|---|---|---|");
+    for ((what, load), t) in ROWS.iter().zip(&m) {
+        println!(
+            "| {what} | {load} | {t:.4} ms | {:.2} | {:.3} |",
+            rate(*t),
+            c_ms / t
+        );
     }
     let verdict = |r: f64| if r >= 0.97 { "met" } else { "NOT met" };
+    let r = |row: usize| c_ms / m[row];
     println!(
-        "# target (Rust >= 0.97 x CUDA C): through the Linker (cuLink, relocatable): safe {} ({:.3}), CUDA-style {} ({:.3}); whole program (`ctx.load_module`): safe {} ({:.3}), CUDA-style {} ({:.3})",
-        verdict(m[2] / m[0]),
-        m[2] / m[0],
-        verdict(m[2] / m[1]),
-        m[2] / m[1],
-        verdict(m[2] / m[4]),
-        m[2] / m[4],
-        verdict(m[2] / m[3]),
-        m[2] / m[3]
+        "# target (Rust >= 0.97 x CUDA C): CUDA-style via the Linker {} ({:.3}), via `ctx.load_module` {} ({:.3}); safe idiom via the Linker {} ({:.3}); relocatable (cuLink): CUDA-style {:.3}, safe {:.3}",
+        verdict(r(2)),
+        r(2),
+        verdict(r(3)),
+        r(3),
+        verdict(r(0)),
+        r(0),
+        r(4),
+        r(1)
     );
     if !ok {
         eprintln!("bench_math: a result was wrong");

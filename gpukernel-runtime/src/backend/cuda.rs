@@ -13,8 +13,8 @@ use gpukernel_device::ffi::{FFI_ERROR_SYMBOL, FfiErrorRecord};
 
 use super::{
     Backend, ConditionalKind, CopyEnd, EventHandle, FfiRecord, ForeignFailure, FunctionHandle,
-    FunctionInfo, GraphExecHandle, GraphHandle, GraphNode, Image, LastLaunch, LaunchDesc, Limits,
-    LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
+    FunctionInfo, GraphExecHandle, GraphHandle, GraphNode, Image, JitOptions, LastLaunch,
+    LaunchDesc, Limits, LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
 use crate::error::{Error, Result};
@@ -256,6 +256,24 @@ fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
         error_log,
         info_log,
     }
+}
+
+/// The driver's spelling of a load's JIT options.
+fn jit_options(jit: JitOptions) -> Vec<driver::JitOption> {
+    let mut out = Vec::new();
+    if let Some(n) = jit.max_registers {
+        out.push(driver::JitOption::MaxRegisters(n));
+    }
+    if let Some(n) = jit.optimization_level {
+        out.push(driver::JitOption::OptimizationLevel(n));
+    }
+    if jit.line_info {
+        out.push(driver::JitOption::LineInfo);
+    }
+    if jit.debug {
+        out.push(driver::JitOption::DebugInfo);
+    }
+    out
 }
 
 /// A [`Error::KernelFault`] that names no launch yet names `suspect`; other errors pass.
@@ -512,7 +530,7 @@ impl Backend for CudaBackend {
         };
         // SAFETY: the context is current; the image's kind and shape were checked, PTX is
         // NUL-terminated.
-        let raw = unsafe { driver::module_load_data_ex(bytes) }
+        let raw = unsafe { driver::module_load_data_ex(bytes, &jit_options(image.jit)) }
             .map_err(|f| load_error(image, f))
             .map_err(|e| self.attribute(e, None))?;
         let ptx_text = || std::str::from_utf8(image.bytes).unwrap_or("");
@@ -963,6 +981,7 @@ mod tests {
                 bytes: PTX_WITH_EXTERNS.as_bytes(),
                 kind: ImageKind::Ptx,
                 origin: Some("kernels.ptx"),
+                jit: JitOptions::default(),
             },
             driver::ModuleLoadFailure {
                 error: invalid_ptx(),
@@ -1003,6 +1022,7 @@ mod tests {
                 bytes: PTX_WITH_EXTERNS.as_bytes(),
                 kind: ImageKind::Ptx,
                 origin: None,
+                jit: JitOptions::default(),
             },
             driver::ModuleLoadFailure {
                 error: invalid_ptx(),
@@ -1029,6 +1049,7 @@ mod tests {
                 bytes: PTX.as_bytes(),
                 kind: ImageKind::Ptx,
                 origin: None,
+                jit: JitOptions::default(),
             },
             driver::ModuleLoadFailure {
                 error: invalid_ptx(),
@@ -1058,6 +1079,7 @@ mod tests {
                 bytes: b"",
                 kind: ImageKind::Cubin,
                 origin: Some("k.cubin"),
+                jit: JitOptions::default(),
             },
             driver::ModuleLoadFailure {
                 error: crate::error::CudaError {
@@ -1084,6 +1106,7 @@ mod tests {
                 bytes: PTX.as_bytes(),
                 kind: ImageKind::Ptx,
                 origin: None,
+                jit: JitOptions::default(),
             },
             driver::ModuleLoadFailure {
                 error: crate::error::CudaError {

@@ -155,12 +155,29 @@ pub(crate) struct FunctionInfo {
     pub num_registers: u32,
 }
 
-/// A module image handed to the backend: its bytes, kind (checked by `format`) and origin.
+/// A module image handed to the backend: its bytes, kind (checked by `format`), origin, and
+/// the code generation options for a PTX image the driver compiles at load.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Image<'a> {
     pub bytes: &'a [u8],
     pub kind: ImageKind,
     pub origin: Option<&'a str>,
+    pub jit: JitOptions,
+}
+
+/// Code generation options of the PTX JIT at module load (`cuModuleLoadDataEx`'s
+/// `CU_JIT_*` options; the default adds none). The driver ignores them for machine code; the
+/// simulator compiles nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct JitOptions {
+    /// `CU_JIT_MAX_REGISTERS`.
+    pub max_registers: Option<u32>,
+    /// `CU_JIT_OPTIMIZATION_LEVEL`.
+    pub optimization_level: Option<u32>,
+    /// `CU_JIT_GENERATE_LINE_INFO`.
+    pub line_info: bool,
+    /// `CU_JIT_GENERATE_DEBUG_INFO`.
+    pub debug: bool,
 }
 
 /// A loaded module: its handle, its kernels' names (sorted, deduplicated) and, when its code

@@ -25,18 +25,47 @@ pub(crate) struct ModuleLoadFailure {
     pub(crate) info_log: String,
 }
 
+/// A code generation option of the PTX JIT at module load, passed by value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JitOption {
+    /// `CU_JIT_MAX_REGISTERS`.
+    MaxRegisters(u32),
+    /// `CU_JIT_OPTIMIZATION_LEVEL` (0 to 4).
+    OptimizationLevel(u32),
+    /// `CU_JIT_GENERATE_LINE_INFO`.
+    LineInfo,
+    /// `CU_JIT_GENERATE_DEBUG_INFO`.
+    DebugInfo,
+}
+
+impl JitOption {
+    /// The option and its value, as the driver's option arrays take them.
+    pub(crate) fn raw(self) -> (sys::CUjit_option, usize) {
+        match self {
+            JitOption::MaxRegisters(n) => (sys::CUjit_option::CU_JIT_MAX_REGISTERS, n as usize),
+            JitOption::OptimizationLevel(n) => {
+                (sys::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL, n as usize)
+            }
+            JitOption::LineInfo => (sys::CUjit_option::CU_JIT_GENERATE_LINE_INFO, 1),
+            JitOption::DebugInfo => (sys::CUjit_option::CU_JIT_GENERATE_DEBUG_INFO, 1),
+        }
+    }
+}
+
 /// Loads a module (`cuModuleLoadDataEx`) with the JIT's error and info logs captured
-/// (non-verbose), so a PTX the JIT rejects says why.
+/// (non-verbose), so a PTX the JIT rejects says why, and the code generation options `jit`
+/// (which the driver applies to PTX it compiles).
 ///
 /// # Safety
 /// A context must be current; `image` must be a complete PTX (NUL-terminated), cubin or fatbin
 /// image (the caller checked its kind and shape).
 pub(crate) unsafe fn module_load_data_ex(
     image: &[u8],
+    jit: &[JitOption],
 ) -> std::result::Result<CUmodule, ModuleLoadFailure> {
     let mut info = vec![0u8; JIT_LOG_BYTES];
     let mut error = vec![0u8; JIT_LOG_BYTES];
-    let mut options = [
+    let mut options = vec![
         sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER,
         sys::CUjit_option::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
         sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
@@ -45,17 +74,22 @@ pub(crate) unsafe fn module_load_data_ex(
     ];
     // Option values are pointer-sized slots: buffers by address, sizes and flags by value. The
     // size slots are in/out: the driver writes back how many bytes of each log it used.
-    let mut values: [*mut c_void; 5] = [
+    let mut values: Vec<*mut c_void> = vec![
         info.as_mut_ptr().cast(),
         core::ptr::without_provenance_mut(JIT_LOG_BYTES),
         error.as_mut_ptr().cast(),
         core::ptr::without_provenance_mut(JIT_LOG_BYTES),
         core::ptr::without_provenance_mut(0), // CU_JIT_LOG_VERBOSE off
     ];
+    for option in jit {
+        let (name, value) = option.raw();
+        options.push(name);
+        values.push(core::ptr::without_provenance_mut(value));
+    }
     let mut m: CUmodule = core::ptr::null_mut();
     // SAFETY: a context is current and the image is complete (caller); the slice outlives the
-    // call (the driver copies it); `options` and `values` have 5 entries each, and the log
-    // buffers have the announced sizes and outlive the call.
+    // call (the driver copies it); `options` and `values` have as many entries each, and the
+    // log buffers have the announced sizes and outlive the call.
     let r = unsafe {
         sys::cuModuleLoadDataEx(
             &mut m,

@@ -306,6 +306,25 @@ impl<'a> Ptx<'a> {
         names
     }
 
+    /// The `.global` and `.const` variables declared `.extern` (defined in another module), in
+    /// order, once each. (An `.extern .shared` array is the launch's dynamic shared memory,
+    /// defined by no module.)
+    pub(crate) fn extern_globals(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.statements {
+            if let Item::Variable {
+                name,
+                linkage: Linkage::Extern,
+                global_or_const: true,
+            } = &s.item
+                && !names.contains(name)
+            {
+                names.push(name.clone());
+            }
+        }
+        names
+    }
+
     /// The names the module defines with external linkage: `.visible` functions, kernels, and
     /// `.visible` `.global`/`.const` variables (in order; a name may repeat).
     pub(crate) fn definitions(&self) -> Vec<String> {
@@ -889,6 +908,10 @@ pub(crate) mod tests {
             ["mul_f32_f32", "add_one", "vprintf"]
         );
         assert!(extern_functions(COMMENTED).is_empty());
+        assert_eq!(Ptx::parse(WITH_EXTERNS).extern_globals(), ["some_global"]);
+        assert!(Ptx::parse(COMMENTED).extern_globals().is_empty());
+        let dynamic = ".extern .shared .align 16 .b8 gpu_launch_sized_workgroup_mem[];\n";
+        assert!(Ptx::parse(dynamic).extern_globals().is_empty());
         assert!(is_system_call("vprintf") && !is_system_call("add_one"));
         assert!(is_system_call("cudaGraphSetConditional"));
     }

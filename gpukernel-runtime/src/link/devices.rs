@@ -52,7 +52,9 @@ impl Linker {
     /// Links the inputs once per architecture among `contexts` and loads the image on every
     /// context, returning one module per context, in order: for several GPUs of one kind, one
     /// link (one NVRTC compile, one cache entry) and a load per device. The on-disk cache is
-    /// shared, so a later call (or process) for the same inputs loads without linking.
+    /// shared, so a later call (or process) for the same inputs loads without linking. One
+    /// self-contained PTX loads on each device as a whole program, as in
+    /// [`link_and_load`](Self::link_and_load).
     ///
     /// Each context links for its device's own architecture (an architecture assumed with
     /// [`assume_compute_capability`](Self::assume_compute_capability) is not applied); the
@@ -83,6 +85,10 @@ impl Linker {
         let mut modules = Vec::with_capacity(contexts.len());
         for ctx in contexts {
             let linker = self.retargeted(ctx)?;
+            if let Some(module) = linker.load_whole_program(ctx)? {
+                modules.push(module);
+                continue;
+            }
             let arch = linker.arch();
             let at = match images.iter().position(|(a, _)| *a == arch) {
                 Some(i) => i,

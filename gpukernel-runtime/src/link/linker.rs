@@ -45,6 +45,13 @@ enum Pending {
     },
 }
 
+/// The inputs of a link, read and checked ([`Linker::checked_inputs`]).
+pub(super) struct Checked {
+    pub(super) inputs: Vec<Input>,
+    prelinked: Vec<prelinked::Prelinked>,
+    used: Vec<foreign::UsedDecl>,
+}
+
 /// Links CUDA C++ sources, PTX, cubins, fatbins, objects, archives and LTO-IR into one cubin.
 ///
 /// The `add_*` methods only record inputs; [`link`](Linker::link) reads, checks, compiles
@@ -73,6 +80,8 @@ pub struct Linker {
     pub(super) cache: CachePolicy,
     pub(super) lto: bool,
     pub(super) options: LinkOptions,
+    /// Whether `link_and_load` may load one self-contained PTX as a whole program (`whole.rs`).
+    pub(super) whole_program: bool,
     hooks: Hooks,
 }
 
@@ -125,6 +134,7 @@ impl Linker {
             cache: CachePolicy::Default,
             lto: false,
             options: LinkOptions::default(),
+            whole_program: true,
             hooks: Hooks::default(),
         }
     }
@@ -686,11 +696,11 @@ impl Linker {
     /// ```
     pub fn link(&self) -> Result<LinkedImage> {
         let start = Instant::now();
-        if self.pending.is_empty() {
-            return Err(Error::EmptyLink);
-        }
-        self.options.check()?;
-        let inputs = self.read_inputs()?;
+        let Checked {
+            inputs,
+            prelinked,
+            used,
+        } = self.checked_inputs()?;
         let infos: Vec<LinkInput> = inputs
             .iter()
             .map(|i| LinkInput {
@@ -699,17 +709,6 @@ impl Linker {
                 path: i.path.clone(),
             })
             .collect();
-        // Sources a Rust PTX already holds (build-time LTO) are refused, on every backend.
-        let prelinked = prelinked::records(&inputs);
-        prelinked::check_sources(&inputs, &prelinked)?;
-        let used = foreign::used_declarations(&inputs);
-        for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
-            foreign::check_ptx_definitions(
-                &String::from_utf8_lossy(&input.bytes),
-                &input.name,
-                &used,
-            )?;
-        }
         let arch = match &self.target {
             Target::Simulator { .. } => {
                 foreign::check_unchecked_inputs(&inputs, &used)?;
@@ -777,6 +776,38 @@ impl Linker {
         })
     }
 
+    /// How many inputs were added.
+    pub(super) fn input_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Reads the inputs and makes the checks every link makes before choosing how to link:
+    /// options, inputs' shapes and kernel selections, sources already linked at build time,
+    /// PTX definitions against the foreign declarations.
+    pub(super) fn checked_inputs(&self) -> Result<Checked> {
+        if self.pending.is_empty() {
+            return Err(Error::EmptyLink);
+        }
+        self.options.check()?;
+        let inputs = self.read_inputs()?;
+        // Sources a Rust PTX already holds (build-time LTO) are refused, on every backend.
+        let prelinked = prelinked::records(&inputs);
+        prelinked::check_sources(&inputs, &prelinked)?;
+        let used = foreign::used_declarations(&inputs);
+        for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
+            foreign::check_ptx_definitions(
+                &String::from_utf8_lossy(&input.bytes),
+                &input.name,
+                &used,
+            )?;
+        }
+        Ok(Checked {
+            inputs,
+            prelinked,
+            used,
+        })
+    }
+
     /// Runs `f` once each time [`link_and_load`](Self::link_and_load) loads a module holding
     /// the input added last (Numba's `setup` on linkable code), with the module, before it is
     /// returned: e.g. to initialize a `__device__` global of that input with
@@ -840,6 +871,9 @@ impl Linker {
 
     /// Links, then loads the image as a module of the linker's context (on the simulator:
     /// a module of the kernels the PTX inputs declare), and runs the inputs' setup hooks.
+    /// One self-contained PTX input is not linked: the driver JIT-compiles it as a whole
+    /// program at load, with the link's options ([`load_path`](Self::load_path),
+    /// [`whole_program`](Self::whole_program)).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -901,6 +935,10 @@ impl Linker {
                 });
             }
         };
+        // One self-contained PTX: JIT-compiled whole by the driver, not as relocatable code.
+        if let Some(module) = self.load_whole_program(ctx)? {
+            return Ok(module);
+        }
         let image = self.link()?;
         if image.is_simulator() {
             return Module::from_simulator_image(ctx.inner.clone(), image.module_image());

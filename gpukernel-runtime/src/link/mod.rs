@@ -32,6 +32,15 @@
 //!   keep no C types: one that may define a declared function must be added with
 //!   [`Linker::add_file_unchecked`] / [`Linker::add_data_unchecked`] (`unsafe`), else the
 //!   link fails with `Error::UncheckedForeignDefinitions`.
+//! * [`Linker::link_and_load`] of one self-contained PTX (no `.extern` function or variable
+//!   but the JIT's system calls, nothing else to link: a kernels crate whose foreign code was
+//!   linked at build time) links nothing: the driver JIT-compiles the PTX as a whole program
+//!   at load (`cuModuleLoadDataEx` with the link's options), as `ctx.load_module(PTX)` does,
+//!   instead of as relocatable code for cuLink ([`Linker::load_path`] says which;
+//!   [`Linker::whole_program`] turns it off). Its machine code is cached by the driver's JIT
+//!   cache (`CUDA_CACHE_PATH`, `CUDA_CACHE_DISABLE`), which already holds cuLink's PTX
+//!   compilations; the linker's cache holds linked cubins only. A failed load falls back to
+//!   the link, whose error is reported.
 //! * Both logs of the linker are always captured ([`LinkedImage::info_log`], and every error).
 //!   Undefined and duplicate symbols, and inputs without code for the target, become their
 //!   own errors naming the symbol or input.
@@ -77,6 +86,7 @@ mod stages;
 mod sys;
 mod toolinfo;
 mod tools;
+mod whole;
 
 pub use crate::error::{LinkErrorCode, LinkerKind, demangle};
 pub use crate::format::InputKind;
@@ -89,6 +99,7 @@ pub use linker::Linker;
 pub use nvrtc::{CudaOutput, compile_cuda};
 pub use options::LinkOptions;
 pub use tools::toolchain_report;
+pub use whole::LoadPath;
 
 /// Which of the CUDA compiler libraries this process has loaded, as reported by
 /// [`loaded_tools`].

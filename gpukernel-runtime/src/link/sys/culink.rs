@@ -32,31 +32,9 @@ fn culink_input_type(kind: InputKind) -> cu::CUjitInputType {
     }
 }
 
-/// A code generation option of the driver's linker, passed by value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum JitOption {
-    /// `CU_JIT_MAX_REGISTERS`.
-    MaxRegisters(u32),
-    /// `CU_JIT_OPTIMIZATION_LEVEL` (0 to 4).
-    OptimizationLevel(u32),
-    /// `CU_JIT_GENERATE_LINE_INFO`.
-    LineInfo,
-    /// `CU_JIT_GENERATE_DEBUG_INFO`.
-    DebugInfo,
-}
-
-impl JitOption {
-    fn raw(self) -> (cu::CUjit_option, usize) {
-        match self {
-            JitOption::MaxRegisters(n) => (cu::CUjit_option::CU_JIT_MAX_REGISTERS, n as usize),
-            JitOption::OptimizationLevel(n) => {
-                (cu::CUjit_option::CU_JIT_OPTIMIZATION_LEVEL, n as usize)
-            }
-            JitOption::LineInfo => (cu::CUjit_option::CU_JIT_GENERATE_LINE_INFO, 1),
-            JitOption::DebugInfo => (cu::CUjit_option::CU_JIT_GENERATE_DEBUG_INFO, 1),
-        }
-    }
-}
+/// A code generation option of the driver's linker, passed by value: the same options as
+/// the PTX JIT at module load takes.
+pub(crate) use crate::driver::JitOption;
 
 /// Size of each log buffer handed to the driver's linker.
 const CULINK_LOG_BYTES: usize = 64 * 1024;
