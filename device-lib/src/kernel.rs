@@ -73,6 +73,12 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     /// runtime can tell the entry `#[kernel]` compiled from this signature from a same-named
     /// entry with other parameter types.
     const SIGNATURE: u64;
+    /// Groups of parameters that `#[kernel(same_len(a, b, ..))]` declares to have one length
+    /// (each `(name, position)`; slices and one-dimensional `DisjointSlice`s). Every typed
+    /// launch checks them on the host and refuses the launch otherwise, so the body may
+    /// assume them (the macro tells the compiler, and per-element bounds checks of the others
+    /// fold into one). Empty unless declared.
+    const SAME_LEN: &'static [&'static [(&'static str, usize)]] = &[];
 }
 
 /// The prefix of the global that holds a kernel's [`Kernel::SIGNATURE`] in the device code:

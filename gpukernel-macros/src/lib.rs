@@ -57,6 +57,25 @@ use proc_macro::TokenStream;
 ///
 /// `#[kernel(crate = "gkd")]` names the device library when `gpukernel-device` is a
 /// dependency renamed to `gkd`.
+///
+/// `#[kernel(same_len(x, y, out))]` declares one-dimensional slice parameters (`&[T]`,
+/// `DisjointSlice<T>`, `&mut [T]`) of one length. Every typed launch (stream, capture, graph
+/// node) compares the arguments' lengths on the host and refuses others
+/// (`Error::SameLenViolated`, naming both parameters); the body may then rely on it, and the
+/// compiler is told so: after one `i < x.len()` test, `y[i]` and `out.set(i, ..)` need no
+/// check of their own. Several groups may be given; naming a scalar, a 2D output, an unknown
+/// or a repeated name is a compile error.
+///
+/// ```ignore
+/// use gpukernel_device::prelude::*;
+/// #[kernel(same_len(x, y, out))]
+/// pub fn add(x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
+///     let i = gpukernel_device::thread::index();
+///     if i.get() < x.len() {
+///         out.set(i, x[i.get()] + y[i.get()]); // no bounds checks left for `y` and `out`
+///     }
+/// }
+/// ```
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::kernel(attr.into(), item.into()).into()

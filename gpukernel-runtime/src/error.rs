@@ -453,6 +453,27 @@ pub enum Error {
         value: u32,
     },
 
+    /// A typed launch whose arguments for parameters that `#[kernel(same_len(..))]` declares
+    /// to have one length have different lengths (the kernel's body assumes them equal, so the
+    /// launch is refused on the host). A length of `None` is an argument whose length the
+    /// launch could not read.
+    #[error(
+        "`{kernel}` declares `same_len({first}, {other}, ..)`, but the launch passes {} elements for `{first}` and {} for `{other}`",
+        fmt_len(.first_len), fmt_len(.other_len)
+    )]
+    SameLenViolated {
+        /// The kernel.
+        kernel: String,
+        /// The first parameter of the group.
+        first: String,
+        /// Its argument's length.
+        first_len: Option<u64>,
+        /// The parameter whose length differs.
+        other: String,
+        /// Its argument's length.
+        other_len: Option<u64>,
+    },
+
     /// A 2D or 3D view whose shape does not fit the memory it views, or whose pitch is
     /// shorter than a row.
     #[error(
@@ -1310,6 +1331,11 @@ impl Error {
             _ => None,
         }
     }
+}
+
+/// A length for [`Error::SameLenViolated`]'s message.
+fn fmt_len(n: &Option<u64>) -> String {
+    n.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string())
 }
 
 #[cfg(test)]

@@ -219,35 +219,15 @@ fn what_needs_a_link_is_linked_and_a_bad_ptx_reports_the_link_error() {
     assert_eq!(e.to_string(), e_linked.to_string());
 }
 
-/// The safe kernel compares its five lengths once: equal lengths price every option; unequal
-/// ones fail the launch with an error, never a write past a slice (on the simulator, and on
-/// the GPU with the `gpu` feature, in a process of its own: a trap spoils the context).
+/// The safe kernel declares `same_len(spot, strike, years, call, put)`: equal lengths price
+/// every option; unequal ones are refused on the host before anything runs
+/// (`Error::SameLenViolated`, naming both parameters and lengths), at a stream launch, a
+/// captured launch and a graph node alike, and the context stays usable.
 #[test]
 fn the_safe_kernel_refuses_unequal_lengths() {
     let n = 1000;
     let (s, x, t) = options(n);
     for (device, ctx) in gpukernel_tests::devices() {
-        if !ctx.is_simulator() && std::env::var_os(TRAP_CHILD).is_none() {
-            let child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "the_safe_kernel_refuses_unequal_lengths",
-                    "--nocapture",
-                ])
-                .env(TRAP_CHILD, "1")
-                .output()
-                .expect("start a child test process");
-            assert!(
-                child.status.success(),
-                "{device}: the child failed:\n{}\n{}",
-                String::from_utf8_lossy(&child.stdout),
-                String::from_utf8_lossy(&child.stderr)
-            );
-            continue;
-        }
-        if ctx.is_simulator() && std::env::var_os(TRAP_CHILD).is_some() {
-            continue;
-        }
         let module = ok(black_scholes_linker(&ctx).link_and_load());
         let kernel = ok(module.kernel(black_scholes));
         let stream = ctx.default_stream();
@@ -259,20 +239,50 @@ fn the_safe_kernel_refuses_unequal_lengths() {
         );
         let mut call = ok(ctx.alloc_zeros::<f32>(n));
         let mut put = ok(ctx.alloc_zeros::<f32>(n));
+        let mut short_put = ok(ctx.alloc_zeros::<f32>(n - 1));
+        let e = err(stream.launch(
+            &kernel,
+            cfg,
+            (&ds, &dx, &dt, MARKET, &mut call, &mut short_put),
+        ));
+        println!("{device}: unequal lengths: {e}");
+        assert!(
+            matches!(e, gpukernel_runtime::Error::SameLenViolated { .. })
+                && e.to_string().contains("`black_scholes`")
+                && e.to_string().contains(&format!("{n} elements for `spot`"))
+                && e.to_string().contains(&format!("{} for `put`", n - 1)),
+            "{device}: {e}"
+        );
+        let short_years = ok(ctx.htod_copy(&t[..n - 2]));
+        let e = err(stream.launch(
+            &kernel,
+            cfg,
+            (&ds, &dx, &short_years, MARKET, &mut call, &mut put),
+        ));
+        assert!(e.to_string().contains("for `years`"), "{device}: {e}");
+        // A graph node is checked the same way.
+        {
+            let (mut g_call, mut g_short) = (
+                ok(ctx.alloc_zeros::<f32>(n)),
+                ok(ctx.alloc_zeros::<f32>(n - 1)),
+            );
+            let graph = ok(ctx.new_graph("same_len"));
+            let args = (
+                graph.buffer(&ds),
+                graph.buffer(&dx),
+                graph.buffer(&dt),
+                MARKET,
+                graph.buffer_mut(&mut g_call),
+                graph.buffer_mut(&mut g_short),
+            );
+            let e = err(graph.add_kernel(&[], &kernel, cfg, args));
+            assert!(
+                matches!(e, gpukernel_runtime::Error::SameLenViolated { .. }),
+                "{device}: {e}"
+            );
+        }
+        // Nothing ran, and the context is fine: the equal-length launch prices every option.
         ok(stream.launch(&kernel, cfg, (&ds, &dx, &dt, MARKET, &mut call, &mut put)));
         check_prices(&device, &(ok(call.to_host_vec()), ok(put.to_host_vec())));
-        let mut short_put = ok(ctx.alloc_zeros::<f32>(n - 1));
-        let refused = stream
-            .launch(
-                &kernel,
-                cfg,
-                (&ds, &dx, &dt, MARKET, &mut call, &mut short_put),
-            )
-            .and_then(|()| ctx.synchronize());
-        let e = err(refused);
-        println!("{device}: unequal lengths: {e}");
     }
 }
-
-/// Set in the child process that runs the GPU part of `the_safe_kernel_refuses_unequal_lengths`.
-const TRAP_CHILD: &str = "GPUKERNEL_LINK_WHOLE_TRAP_CHILD";

@@ -1,10 +1,11 @@
 //! Every way a `#[kernel]` can be misused, each reported on the offending tokens.
 
+use proc_macro2::{Ident, Span};
 use quote::{ToTokens, quote};
 use syn::{GenericParam, Item};
 
 use super::{Binding, Kernel, ParamKind};
-use crate::diag::{Errors, error};
+use crate::diag::{Errors, error, error_at};
 use crate::ty::Unsupported;
 
 const ALLOWED: &str = "a kernel takes scalars, `&[T]`, `DisjointSlice<T>` (and its 2D and 3D \
@@ -119,6 +120,58 @@ pub(super) fn check(kernel: &Kernel, errors: &mut Errors) {
                 errors.push(error(&param.arg.ty, message, Some(hint)));
             }
             _ => {}
+        }
+    }
+    same_len(kernel, errors);
+}
+
+/// `same_len(a, b, ..)`: two or more names, each a one-dimensional slice parameter of the
+/// kernel, none named twice (in any group).
+fn same_len(kernel: &Kernel, errors: &mut Errors) {
+    let mut seen: Vec<&Ident> = Vec::new();
+    for group in &kernel.same_len {
+        if group.len() < 2 {
+            let span = group
+                .first()
+                .map(|i| i.span())
+                .unwrap_or_else(Span::call_site);
+            errors.push(error_at(
+                span,
+                "`same_len` needs two or more parameters",
+                Some("name the slices that share one length, e.g. `same_len(x, y, out)`"),
+            ));
+        }
+        for name in group {
+            if seen.contains(&name) {
+                errors.push(error(
+                    name,
+                    format!("`{name}` is named twice in `same_len`"),
+                    Some("name each parameter in one group, once"),
+                ));
+                continue;
+            }
+            seen.push(name);
+            let param = kernel
+                .params
+                .iter()
+                .find(|p| matches!(&p.binding, Binding::Ident(id) if id == name));
+            match param.map(|p| &p.kind) {
+                None => errors.push(error(
+                    name,
+                    format!("`same_len` names `{name}`, which is not a parameter of this kernel"),
+                    Some("name the kernel's slice parameters as written in its signature"),
+                )),
+                Some(
+                    ParamKind::Slice { .. }
+                    | ParamKind::SliceMut { .. }
+                    | ParamKind::Disjoint { dims: 1, .. },
+                ) => {}
+                Some(_) => errors.push(error(
+                    name,
+                    format!("`same_len` names `{name}`, which is not a one-dimensional slice"),
+                    Some("`same_len` takes `&[T]`, `&mut [T]` and `DisjointSlice<T>` parameters"),
+                )),
+            }
         }
     }
 }

@@ -142,7 +142,7 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
     let unsafety = &sig.unsafety;
     let output = &sig.output;
-    let block = &kernel.item.block;
+    let block = body_block(kernel);
     let params = body_params(kernel);
     let inline = (!has_inline(kernel)).then(|| quote!(#[inline(always)]));
     let abi = lowered
@@ -219,11 +219,12 @@ fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
     let unsafety = &sig.unsafety;
     let output = &sig.output;
-    let block = &kernel.item.block;
+    let block = body_block(kernel);
     let params = body_params(kernel);
     let param_tys = kernel.params.iter().map(|p| all_static(&p.arg.ty));
     let private = kernel.support.private();
     let signature_lit = Literal::u64_suffixed(signature);
+    let same_len_const = same_len_const(kernel);
     let (body_fn, entry_fn, params_ident) = (
         local("__gk_body"),
         local("__gk_sim_entry"),
@@ -298,6 +299,7 @@ fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
             const NAME: &'static #private::core::primitive::str = #name_str;
             type Params = (#(#param_tys,)*);
             const SIGNATURE: #private::core::primitive::u64 = #signature_lit;
+            #same_len_const
             const SIM_ENTRY: #private::SimEntry = {
                 // The parameter list is the kernel's launch interface, taken by value by design.
                 #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
@@ -333,6 +335,53 @@ pub(super) fn fallback(kernel: &Kernel) -> TokenStream {
         item.sig.inputs = item.sig.inputs.into_iter().collect();
     }
     item.into_token_stream()
+}
+
+/// The body as written, behind what `same_len` lets it assume: for each group, every length
+/// equals the first (`assert_unchecked`, which the typed launches' host check makes true).
+fn body_block(kernel: &Kernel) -> TokenStream {
+    let block = &kernel.item.block;
+    if kernel.same_len.is_empty() {
+        return block.to_token_stream();
+    }
+    let private = kernel.support.private();
+    let equal = kernel.same_len.iter().flat_map(|group| {
+        let first = &group[0];
+        group[1..]
+            .iter()
+            .map(move |other| quote!(#other.len() == #first.len()))
+    });
+    quote! {{
+        // SAFETY: `#[kernel(same_len(..))]`: every typed launch refuses arguments of other
+        // lengths on the host (`Error::SameLenViolated`), and an untyped launch's caller
+        // promises the kernel's parameters as declared.
+        unsafe { #private::core::hint::assert_unchecked(true #(&& #equal)*) };
+        #block
+    }}
+}
+
+/// `Kernel::SAME_LEN` for the declared groups: each parameter's name and position.
+fn same_len_const(kernel: &Kernel) -> TokenStream {
+    if kernel.same_len.is_empty() {
+        return TokenStream::new();
+    }
+    let private = kernel.support.private();
+    let groups = kernel.same_len.iter().map(|group| {
+        let entries = group.iter().map(|name| {
+            let index = kernel
+                .params
+                .iter()
+                .find(|p| matches!(&p.binding, Binding::Ident(id) if id == name))
+                .map_or(0, |p| p.index);
+            let (name, index) = (name.unraw().to_string(), Literal::usize_unsuffixed(index));
+            quote!((#name, #index))
+        });
+        quote!(&[#(#entries),*])
+    });
+    quote! {
+        const SAME_LEN: &'static [&'static [(&'static #private::core::primitive::str, #private::core::primitive::usize)]] =
+            &[#(#groups),*];
+    }
 }
 
 #[cfg(test)]

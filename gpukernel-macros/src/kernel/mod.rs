@@ -35,6 +35,8 @@ pub(crate) struct Kernel {
     pub params: Vec<Param>,
     /// Where the generated code finds `gpukernel_device` (`#[kernel(crate = "...")]`).
     pub support: Support,
+    /// `#[kernel(same_len(a, b, ..))]` groups, as written.
+    pub same_len: Vec<Vec<Ident>>,
 }
 
 /// One kernel parameter.
@@ -81,7 +83,7 @@ pub(crate) enum ParamKind {
 /// Expands `#[kernel]` (`attr` are the attribute's arguments, `item` the annotated item).
 pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let support = parse::args(attr, &mut errors);
+    let args = parse::args(attr, &mut errors);
     let item_fn = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Fn(item_fn)) => item_fn,
         Ok(other) => {
@@ -94,7 +96,8 @@ pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let mut kernel = parse::parse(item_fn);
-    kernel.support = support;
+    kernel.support = args.support;
+    kernel.same_len = args.same_len;
     check::check(&kernel, &mut errors);
     if errors.is_empty() {
         let signature = signature::fingerprint(&signature::crate_name(), &kernel);

@@ -10,13 +10,38 @@ use crate::diag::{Errors, error};
 use crate::hygiene::{Support, crate_path};
 use crate::ty::{TypeKind, classify};
 
-const ARGS_HINT: &str = "`#[kernel]` takes only `crate = \"path\"`, the name of a renamed \
-                         `gpukernel-device` dependency; most kernels need no argument";
+const ARGS_HINT: &str = "`#[kernel]` takes `crate = \"path\"` (the name of a renamed \
+                         `gpukernel-device` dependency) and `same_len(a, b, ..)` (slice \
+                         parameters of one length, checked at every launch); most kernels need \
+                         no argument";
 
-/// The attribute's arguments: `#[kernel]` or `#[kernel(crate = "path")]`.
-pub(super) fn args(attr: TokenStream, errors: &mut Errors) -> Support {
+/// The attribute's arguments: `#[kernel]`, `#[kernel(crate = "path")]`,
+/// `#[kernel(same_len(a, b, ..))]` (any number of `same_len` groups).
+pub(super) struct Args {
+    pub support: Support,
+    pub same_len: Vec<Vec<syn::Ident>>,
+}
+
+pub(super) fn args(attr: TokenStream, errors: &mut Errors) -> Args {
     let mut support: Option<Support> = None;
+    let mut same_len = Vec::new();
     let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("same_len") {
+            let mut group = Vec::new();
+            meta.parse_nested_meta(|inner| match inner.path.get_ident() {
+                Some(id) if inner.input.is_empty() || inner.input.peek(syn::Token![,]) => {
+                    group.push(id.clone());
+                    Ok(())
+                }
+                _ => Err(error(
+                    &inner.path,
+                    "`same_len` takes parameter names, e.g. `same_len(x, y, out)`",
+                    None,
+                )),
+            })?;
+            same_len.push(group);
+            return Ok(());
+        }
         if !meta.path.is_ident("crate") {
             let name = quote::ToTokens::to_token_stream(&meta.path).to_string();
             return Err(error(
@@ -39,7 +64,10 @@ pub(super) fn args(attr: TokenStream, errors: &mut Errors) -> Support {
     if let Err(e) = parser.parse2(attr) {
         errors.push(e);
     }
-    support.unwrap_or_default()
+    Args {
+        support: support.unwrap_or_default(),
+        same_len,
+    }
 }
 
 pub(super) fn parse(item: ItemFn) -> Kernel {
@@ -78,6 +106,7 @@ pub(super) fn parse(item: ItemFn) -> Kernel {
         receiver,
         params,
         support: Support::default(),
+        same_len: Vec::new(),
         item,
     }
 }
@@ -187,12 +216,12 @@ mod tests {
     }
 
     #[test]
-    fn the_only_argument_is_the_crate_path() {
+    fn the_arguments_are_the_crate_path_and_same_len_groups() {
         assert!(args_errors(quote::quote!()).is_empty());
         assert!(args_errors(quote::quote!(crate = "gkd")).is_empty());
         assert!(args_errors(quote::quote!(crate = "::renamed::device",)).is_empty());
         let mut errors = Errors::default();
-        let support = args(quote::quote!(crate = "gkd"), &mut errors);
+        let support = args(quote::quote!(crate = "gkd"), &mut errors).support;
         assert_eq!(support.private().to_string(), "gkd :: __private");
 
         let e = args_errors(quote::quote!(block_size = 256));
@@ -206,6 +235,27 @@ mod tests {
         let e = args_errors(quote::quote!(crate = "a b"));
         assert!(e[0].contains("`a b` is not a path"), "{e:?}");
         assert_eq!(args_errors(quote::quote!(crate = gkd)).len(), 1);
+    }
+
+    #[test]
+    fn same_len_groups_are_kept_in_order() {
+        let mut errors = Errors::default();
+        let a = args(
+            quote::quote!(same_len(x, y, out), crate = "gkd", same_len(a, b)),
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        let names: Vec<Vec<String>> = a
+            .same_len
+            .iter()
+            .map(|g| g.iter().map(|i| i.to_string()).collect())
+            .collect();
+        assert_eq!(names, [vec!["x", "y", "out"], vec!["a", "b"]]);
+        let e = args_errors(quote::quote!(same_len(x::y, z)));
+        assert_eq!(e.len(), 1);
+        assert!(e[0].contains("`same_len` takes parameter names"), "{e:?}");
+        // A literal is refused by syn's nested-meta parser itself.
+        assert_eq!(args_errors(quote::quote!(same_len("x", y))).len(), 1);
     }
 
     #[test]

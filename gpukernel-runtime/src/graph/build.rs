@@ -483,6 +483,7 @@ impl<'a> Graph<'a> {
         config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         let abi = args.record(&mut uses)?;
+        crate::launch::args::check_same_len::<K, A>(&abi)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),
             info: f.info,

@@ -359,6 +359,7 @@ impl<'a> GraphExec<'a> {
         config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(&self.graph.ctx, &self.graph.lineage);
         let abi = args.record(&mut uses)?;
+        crate::launch::args::check_same_len::<K, A>(&abi)?;
         if uses
             .conds
             .iter()

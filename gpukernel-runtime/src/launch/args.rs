@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 
-use gpukernel_device::{DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D};
+use gpukernel_device::{DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, Kernel};
 
 use super::MAX_KERNEL_PARAMS;
 use crate::error::Result;
@@ -27,6 +27,12 @@ pub mod abi {
     pub unsafe trait Abi {
         /// Appends pointers to the values at `out[*n..]`, advancing `*n`.
         fn push(&mut self, out: &mut [*mut c_void], n: &mut usize);
+
+        /// The element count of a one-dimensional slice argument; `None` for anything else.
+        #[inline(always)]
+        fn len(&self) -> Option<u64> {
+            None
+        }
     }
 
     /// A scalar or `DeviceCopy` struct, by value.
@@ -59,6 +65,11 @@ pub mod abi {
             out[*n] = (&raw mut self.ptr).cast();
             out[*n + 1] = (&raw mut self.len).cast();
             *n += 2;
+        }
+
+        #[inline(always)]
+        fn len(&self) -> Option<u64> {
+            Some(self.len)
         }
     }
 
@@ -172,6 +183,40 @@ pub unsafe trait LaunchArgs<P> {
     fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi>;
     #[doc(hidden)]
     fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize;
+    /// The element count of parameter `i` when it is a one-dimensional slice (for the
+    /// `same_len` check); `None` when unknown, which fails that check.
+    #[doc(hidden)]
+    fn param_len(abi: &Self::Abi, i: usize) -> Option<u64> {
+        let _ = (abi, i);
+        None
+    }
+}
+
+/// The lengths `#[kernel(same_len(..))]` declared equal ([`Kernel::SAME_LEN`]) are equal in
+/// this launch's arguments: every typed launch path calls it, after lowering the arguments and
+/// before launching, so the kernel body's assumption holds.
+///
+/// [`Kernel::SAME_LEN`]: gpukernel_device::Kernel::SAME_LEN
+pub(crate) fn check_same_len<K: Kernel, A: LaunchArgs<K::Params>>(abi: &A::Abi) -> Result<()> {
+    for group in K::SAME_LEN {
+        let Some((&(first, i0), rest)) = group.split_first() else {
+            continue;
+        };
+        let n0 = A::param_len(abi, i0);
+        for &(name, i) in rest {
+            let n = A::param_len(abi, i);
+            if n0.is_none() || n != n0 {
+                return Err(crate::Error::SameLenViolated {
+                    kernel: K::NAME.to_owned(),
+                    first: first.to_owned(),
+                    first_len: n0,
+                    other: name.to_owned(),
+                    other_len: n,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
@@ -404,6 +449,19 @@ macro_rules! tuple_args {
                 let _ = &uses;
                 let ($($a,)*) = self;
                 Ok(($(KernelArg::<$P>::record($a, uses)?,)*))
+            }
+            #[inline(always)]
+            #[allow(unused_mut, unused_variables, unused_assignments)]
+            fn param_len(abi: &Self::Abi, i: usize) -> Option<u64> {
+                let ($($a,)*) = abi;
+                let mut k = 0usize;
+                $(
+                    if k == i {
+                        return Abi::len($a);
+                    }
+                    k += 1;
+                )*
+                None
             }
             #[inline(always)]
             #[allow(unused_mut)]

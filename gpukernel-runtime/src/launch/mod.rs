@@ -110,6 +110,7 @@ impl Stream {
         }
         config.validate_typed(kernel)?;
         let mut abi = args.lower(self)?;
+        args::check_same_len::<K, A>(&abi)?;
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
         let n = A::fill(&mut abi, &mut params);
         // SAFETY: the parameter array points at `abi`, which lives until after the call and
@@ -128,7 +129,8 @@ impl Stream {
     /// until it completes; nothing orders this launch after other streams' work on that memory.
     /// For a `#[kernel]` that takes a `DisjointSlice` the configuration must be
     /// one-dimensional, and for one that takes a `DisjointSlice2D` its z extent 1 (the checks
-    /// of the typed launches, see [`TypedKernel::launch_dims`]; nothing checks them here).
+    /// of the typed launches, see [`TypedKernel::launch_dims`]; nothing checks them here); the
+    /// slices a `#[kernel(same_len(..))]` names must have one length (`Kernel::SAME_LEN`).
     ///
     /// # Example
     ///

@@ -69,7 +69,31 @@ fn r#match(x: &[i8]) {
     let _ = x;
 }
 
+/// `same_len` over a safe output and, in an `unsafe fn`, a `&mut [T]`.
+#[kernel(same_len(x, y))]
+pub fn paired(x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = gpukernel_device::thread::index();
+    if i.get() < x.len() {
+        y.set(i, x[i.get()]);
+    }
+}
+
+/// # Safety
+/// One thread per element.
+#[kernel(same_len(x, y), same_len(a, b))]
+pub unsafe fn paired_unsafe(x: &[f32], y: &mut [f32], a: &[u8], b: &[u8]) {
+    let _ = (x, y, a, b);
+}
+
 fn main() {
+    assert_eq!(
+        <paired as Kernel>::SAME_LEN,
+        &[&[("x", 0), ("y", 1)][..]]
+    );
+    assert_eq!(
+        <paired_unsafe as Kernel>::SAME_LEN,
+        &[&[("x", 0), ("y", 1)][..], &[("a", 2), ("b", 3)][..]]
+    );
     assert_eq!(saxpy::NAME, "saxpy");
     assert_eq!(everything::NAME, "everything");
     assert_eq!(nested::private_kernel::NAME, "private_kernel");
