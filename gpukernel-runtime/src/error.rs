@@ -458,7 +458,7 @@ pub enum Error {
     /// launch is refused on the host). A length of `None` is an argument whose length the
     /// launch could not read.
     #[error(
-        "`{kernel}` declares `same_len({first}, {other}, ..)`, but the launch passes {} elements for `{first}` and {} for `{other}`",
+        "`{kernel}` declares `{first}` and `{other}` of one length (`same_len`), but the launch passes {} elements for `{first}` and {} for `{other}`",
         fmt_len(.first_len), fmt_len(.other_len)
     )]
     SameLenViolated {
