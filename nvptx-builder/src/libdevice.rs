@@ -13,7 +13,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::{Error, run_tool, tools};
+use crate::device::run_tool;
+use crate::{Error, tools};
 
 /// Where libdevice is inside a CUDA tool root (a toolkit, or the `nvidia-nvvm` wheel's
 /// `nvidia/cu13`).

@@ -216,7 +216,7 @@ impl Clang {
             if let Ok(text) = std::fs::read_to_string(&deps) {
                 let joined = text.replace("\\\n", " ");
                 if let Some((_, list)) = joined.split_once(": ") {
-                    for dep in crate::split_make_deps(list) {
+                    for dep in crate::device::split_make_deps(list) {
                         let p = manifest_dir.join(dep.trim());
                         if p != path && p.is_file() && !p.starts_with(&self.cuda) {
                             directives::emit(format!("cargo:rerun-if-changed={}", p.display()));
@@ -766,7 +766,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             .unwrap_or_else(|e| panic!("{e}"));
         let nightly = std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into());
         let tc = crate::tools::Toolchain::locate(&nightly).unwrap_or_else(|e| panic!("{e}"));
-        let ir = crate::run_tool(
+        let ir = crate::device::run_tool(
             &tc.llvm_dis,
             &[bc.bitcode.clone().into_os_string(), "-o".into(), "-".into()],
         )

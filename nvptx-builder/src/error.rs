@@ -1,0 +1,435 @@
+//! The builder's error type: every failure names what to do about it, and `Debug` prints the
+//! message as `Display` does (a build script's `.unwrap()` shows the compiler's log as is).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What went wrong, with what to do about it.
+///
+/// `Debug` prints the same text as `Display`, so that `.unwrap()` in a build script shows the
+/// message and the compiler's log as they are, not as an escaped struct.
+#[non_exhaustive]
+pub enum Error {
+    /// The nightly toolchain is not installed.
+    NightlyMissing {
+        /// The toolchain name that was asked for.
+        toolchain: String,
+        /// What rustup said.
+        detail: String,
+    },
+    /// The toolchain exists but is not a nightly (kernels need `-Zbuild-std` and the
+    /// `gpu-kernel` ABI, both nightly-only).
+    NotNightly {
+        /// The toolchain name that was asked for.
+        toolchain: String,
+        /// Its `rustc -V` line.
+        version: String,
+    },
+    /// `rustup` itself is not on `PATH`.
+    RustupMissing(std::io::Error),
+    /// A component of the nightly toolchain is missing.
+    ComponentMissing {
+        /// The rustup component's name (`rust-src`, `llvm-tools-preview`).
+        component: &'static str,
+        /// The toolchain name.
+        toolchain: String,
+        /// The path that was expected to exist.
+        expected: PathBuf,
+    },
+    /// The architecture is not of the form `sm_XX` with XX ≥ 70.
+    BadArch {
+        /// The value given.
+        arch: String,
+        /// Where it came from (`GPUKERNEL_ARCH` or the builder).
+        source: &'static str,
+    },
+    /// The kernels crate failed to compile for nvptx64; `diagnostics` are rustc's, with
+    /// file:line.
+    CompileFailed {
+        /// The kernels crate's manifest.
+        manifest: PathBuf,
+        /// The command that ran.
+        command: String,
+        /// rustc's and cargo's diagnostics.
+        diagnostics: String,
+    },
+    /// An LLVM tool or ptxas failed.
+    ToolFailed {
+        /// The tool.
+        tool: PathBuf,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its output.
+        output: String,
+    },
+    /// ptxas rejected the PTX we produced.
+    PtxasRejected {
+        /// The PTX file.
+        ptx: PathBuf,
+        /// The architecture it was checked for.
+        arch: String,
+        /// ptxas's log.
+        log: String,
+    },
+    /// The kernels crate's package name is unknown: `CARGO_PKG_NAME` is unset (the builder
+    /// runs outside a build script) and [`Builder::package_name`] was not called.
+    PackageNameUnknown {
+        /// The kernels crate's manifest.
+        manifest: PathBuf,
+    },
+    /// The device build produced no bitcode for the kernels crate.
+    NoBitcode {
+        /// The kernels crate's manifest.
+        manifest: PathBuf,
+    },
+    /// The shared-memory pass could not rewrite the linked IR.
+    SharedRewrite(String),
+    /// A foreign CUDA C source does not compile for the host (the simulator's copy).
+    ForeignCompileFailed {
+        /// The source.
+        source_file: PathBuf,
+        /// The host C++ compiler.
+        compiler: PathBuf,
+        /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
+        command: Option<String>,
+        /// The compiler's log (file:line, caret).
+        log: String,
+    },
+    /// A foreign `.cu` source defines a function differently from its `declare_device!`
+    /// declaration (found by the host compile, which compiles the declarations' C prototypes
+    /// with the source).
+    ForeignSignatureMismatch {
+        /// The foreign symbol.
+        symbol: String,
+        /// The Rust declaration, `file:line`.
+        declared_at: String,
+        /// The C declaration the Rust one stands for.
+        expected: String,
+        /// The definition, `file:line`.
+        defined_at: String,
+        /// The compiler's message.
+        detail: String,
+    },
+    /// The kernels call libdevice functions (`__nv_expf`, …: gpukernel-device's `math`) and
+    /// libdevice's bitcode was not found.
+    LibdeviceMissing {
+        /// The libdevice functions the device code calls.
+        functions: Vec<String>,
+        /// The paths looked at.
+        searched: Vec<PathBuf>,
+    },
+    /// clang, which compiles the sources of [`Builder::foreign_cuda`], is not installed.
+    ClangMissing {
+        /// The program looked for.
+        clang: PathBuf,
+        /// Whether `GPUKERNEL_CLANG` named it.
+        from_env: bool,
+        /// What running it said.
+        detail: String,
+        /// The command that installs it.
+        install: &'static str,
+    },
+    /// No CUDA headers (`include/cuda.h`, `include/cuda_runtime.h`) for clang to compile the
+    /// sources of [`Builder::foreign_cuda`] with.
+    CudaHeadersMissing {
+        /// The folders searched, in order.
+        searched: Vec<PathBuf>,
+    },
+    /// A source of [`Builder::foreign_cuda`] does not compile for the GPU (clang, build-time
+    /// LTO).
+    ForeignDeviceCompileFailed {
+        /// The source.
+        source_file: PathBuf,
+        /// clang.
+        compiler: PathBuf,
+        /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
+        command: Option<String>,
+        /// clang's log (file:line, caret).
+        log: String,
+    },
+    /// Two sources of [`Builder::foreign_cuda`] define the same function.
+    ForeignDuplicateDefinition {
+        /// The function.
+        symbol: String,
+        /// The sources that define it.
+        sources: [PathBuf; 2],
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NightlyMissing { toolchain, detail } => write!(
+                f,
+                "the Rust toolchain `{toolchain}` (needed to compile kernels for nvptx64; {TOOLCHAIN_ORIGIN}) is not installed.\n\
+                 hint: run `rustup toolchain install {toolchain} --profile minimal --component rust-src,llvm-tools-preview` \
+                 (or `cargo xtask doctor` in the gpukernel checkout), or name an installed nightly in GPUKERNEL_NIGHTLY or the kernels crate's `[package.metadata.gpukernel] nightly`.\n\
+                 rustup said: {detail}"
+            ),
+            Error::NotNightly { toolchain, version } => write!(
+                f,
+                "the Rust toolchain `{toolchain}` ({TOOLCHAIN_ORIGIN}) is not a nightly: it is `{version}`, and kernels \
+                 are compiled with nightly-only features (`-Zbuild-std=core`, the `gpu-kernel` ABI).\n\
+                 hint: name a nightly toolchain there (GPUKERNEL_NIGHTLY overrides the crate's pin; the default is `nightly`), e.g. `nightly` \
+                 or a dated `nightly-YYYY-MM-DD`; your host code stays on stable"
+            ),
+            Error::RustupMissing(e) => write!(
+                f,
+                "`rustup` was not found on PATH ({e}); kernels are compiled with a rustup-managed nightly toolchain.\n\
+                 hint: install rustup from https://rustup.rs, then run `cargo xtask doctor`"
+            ),
+            Error::ComponentMissing {
+                component,
+                toolchain,
+                expected,
+            } => write!(
+                f,
+                "the `{component}` component of the `{toolchain}` toolchain is missing (looked for {}).\n\
+                 hint: run `rustup component add {component} --toolchain {toolchain}` (or `cargo xtask doctor`)",
+                expected.display()
+            ),
+            Error::BadArch { arch, source } => write!(
+                f,
+                "invalid GPU architecture `{arch}` (from {source}): expected `sm_XX` with XX >= 70, e.g. `sm_90` for an H100 or `sm_80` for an A100"
+            ),
+            Error::CompileFailed {
+                manifest,
+                command,
+                diagnostics,
+            } => {
+                write!(
+                    f,
+                    "the kernels crate {} failed to compile for nvptx64 (file paths below are relative to its package or workspace root).\ncommand: {command}\n{diagnostics}",
+                    manifest.display()
+                )?;
+                for hint in compile_failure_hints(diagnostics) {
+                    write!(f, "\nhint: {hint}")?;
+                }
+                Ok(())
+            }
+            Error::ToolFailed { tool, args, output } => {
+                write!(
+                    f,
+                    "`{} {}` failed:\n{output}",
+                    tool.display(),
+                    args.join(" ")
+                )
+            }
+            Error::PtxasRejected { ptx, arch, log } => write!(
+                f,
+                "ptxas rejected {} for {arch} (this is a bug in gpukernel or the nightly's nvptx backend; please report it):\n{log}",
+                ptx.display()
+            ),
+            Error::PackageNameUnknown { manifest } => write!(
+                f,
+                "the package name of the kernels crate {} is unknown: CARGO_PKG_NAME is not set \
+                 (the builder runs outside a build script); set it with `Builder::package_name`",
+                manifest.display()
+            ),
+            Error::NoBitcode { manifest } => write!(
+                f,
+                "the device build of {} produced no LLVM bitcode (is it a library crate with `crate-type = [\"rlib\"]`?)",
+                manifest.display()
+            ),
+            Error::SharedRewrite(e) => write!(
+                f,
+                "moving `shared_array!` storage to shared memory failed (a bug in gpukernel; please report it): {e}"
+            ),
+            Error::ForeignCompileFailed {
+                source_file,
+                compiler,
+                command,
+                log,
+            } => {
+                write!(
+                    f,
+                    "{}\nthe foreign CUDA source {} does not compile for the simulator (with the host's {}; \
+                     the same file goes to NVRTC for the GPU)",
+                    log.trim_end(),
+                    source_file.display(),
+                    compiler.display()
+                )?;
+                match command {
+                    Some(c) => write!(f, "\ncommand: {c}"),
+                    None => write!(
+                        f,
+                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
+                    ),
+                }
+            }
+            Error::ForeignSignatureMismatch {
+                symbol,
+                declared_at,
+                expected,
+                defined_at,
+                detail,
+            } => write!(
+                f,
+                "the definition of foreign function `{symbol}` at {defined_at} does not match its Rust declaration at \
+                 {declared_at}, which expects `{expected}`\nhint: change the `declare_device!` entry or the definition \
+                 so that both have the same argument count, argument types and return type\ncompiler: {detail}"
+            ),
+            Error::LibdeviceMissing {
+                functions,
+                searched,
+            } => f.write_str(&crate::libdevice::missing_message(functions, searched)),
+            Error::ClangMissing {
+                clang,
+                from_env,
+                detail,
+                install,
+            } => write!(
+                f,
+                "`{}`{} was not found or does not run ({detail}); it compiles the `foreign_cuda` sources for build-time LTO.\n\
+                 hint: install it with {install}, or name another clang (19 or newer) in GPUKERNEL_CLANG",
+                clang.display(),
+                if *from_env {
+                    " (from GPUKERNEL_CLANG)"
+                } else {
+                    ""
+                }
+            ),
+            Error::CudaHeadersMissing { searched } => write!(
+                f,
+                "no CUDA headers (include/cuda.h, include/cuda_runtime.h) for clang to compile the `foreign_cuda` sources with; searched: {}\n\
+                 hint: run `cargo xtask doctor` in the gpukernel checkout (it installs the CUDA 13.0 headers with the compiler tools), \
+                 or point GPUKERNEL_CUDA_TOOLS at a CUDA toolkit",
+                searched
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Error::ForeignDeviceCompileFailed {
+                source_file,
+                compiler,
+                command,
+                log,
+            } => {
+                write!(
+                    f,
+                    "{}\nthe foreign CUDA source {} does not compile for the GPU (with {}, for build-time LTO)",
+                    log.trim_end(),
+                    source_file.display(),
+                    compiler.display()
+                )?;
+                match command {
+                    Some(c) => write!(f, "\ncommand: {c}"),
+                    None => write!(
+                        f,
+                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
+                    ),
+                }
+            }
+            Error::ForeignDuplicateDefinition { symbol, sources } => write!(
+                f,
+                "`{symbol}` is defined by two `foreign_cuda` sources, {} and {}: they are linked into one PTX, so keep one \
+                 definition (a shared helper goes in a header, `static` or `inline`)",
+                sources[0].display(),
+                sources[1].display()
+            ),
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Where the nightly's name comes from, for messages.
+const TOOLCHAIN_ORIGIN: &str = "from `Builder::toolchain`, GPUKERNEL_NIGHTLY or the kernels crate's \
+     `[package.metadata.gpukernel] nightly`, default `nightly`";
+
+/// What to do about the kernels-crate mistakes whose rustc diagnostics alone mislead (rustc
+/// suggests `#![feature(..)]` unconditionally, which breaks the stable host build, and
+/// `-Zbuild-std` for a missing `#![no_std]`).
+pub(crate) fn compile_failure_hints(diagnostics: &str) -> Vec<&'static str> {
+    let mut hints = Vec::new();
+    if diagnostics.contains("extern \"gpu-kernel\" ABI is experimental") {
+        hints.push(
+            "put `#![cfg_attr(target_arch = \"nvptx64\", feature(abi_gpu_kernel))]` at the top of the kernels \
+             crate's src/lib.rs (conditional: the host build of the same crate is on stable)",
+        );
+    }
+    if diagnostics.contains("because it does not declare `#![no_std]`") {
+        hints.push(
+            "a kernels crate is `#![no_std]`: put `#![no_std]` at the top of its src/lib.rs (there is no `std` \
+             on nvptx64; `core` and gpukernel-device are what kernels use)",
+        );
+    }
+    if diagnostics.contains("can't find crate for `alloc`") {
+        hints.push(
+            "there is no allocator on the GPU: kernels take `&[T]` and `DisjointSlice<T>` instead of `Vec<T>`",
+        );
+    }
+    hints
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::RustupMissing(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compile_failures_get_hints_for_common_mistakes() {
+        let no_feature = "error[E0658]: the extern \"gpu-kernel\" ABI is experimental and subject to change\n --> src/lib.rs:9:1";
+        let no_std = "error[E0463]: can't find crate for `std`\n  = note: `std` is required by `k` because it does not declare `#![no_std]`";
+        let e = Error::CompileFailed {
+            manifest: "/k/Cargo.toml".into(),
+            command: "cargo build".into(),
+            diagnostics: format!("{no_feature}\n{no_std}"),
+        };
+        let text = format!("{e:?}");
+        assert!(
+            text.contains(no_feature),
+            "the diagnostics are kept: {text}"
+        );
+        assert!(
+            text.contains(
+                "hint: put `#![cfg_attr(target_arch = \"nvptx64\", feature(abi_gpu_kernel))]`"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("hint: a kernels crate is `#![no_std]`"),
+            "{text}"
+        );
+        assert!(compile_failure_hints("error[E0308]: mismatched types").is_empty());
+    }
+
+    #[test]
+    fn debug_is_the_readable_message() {
+        let e = Error::NotNightly {
+            toolchain: "stable".into(),
+            version: "rustc 1.95.0".into(),
+        };
+        assert_eq!(format!("{e:?}"), e.to_string());
+        assert!(e.to_string().contains("GPUKERNEL_NIGHTLY"), "{e}");
+    }
+}
