@@ -14,6 +14,12 @@ use crate::{
     foreign, libdevice, lto, shared_rewrite, tools,
 };
 
+/// Answers libdevice's `__nvvm_reflect("__CUDA_PREC_SQRT")` with 1: `sqrtf` in foreign CUDA C
+/// (clang maps it to `__nv_sqrtf`) and inside libdevice's own functions is the correctly
+/// rounded `sqrt.rn.f32`, as with nvcc's and NVRTC's default `-prec-sqrt=true`. Without it the
+/// reflect pass answers 0 and they compile to `sqrt.approx.f32`.
+pub(crate) const PREC_SQRT: &str = "--nvvm-reflect-add=__CUDA_PREC_SQRT=1";
+
 impl Builder {
     /// The device build proper, linking the compiled `cuda` sources into the kernels.
     pub(crate) fn build_device(
@@ -150,6 +156,7 @@ impl Builder {
                 &toolchain.opt,
                 &[
                     "-passes=default<O3>".into(),
+                    PREC_SQRT.into(),
                     shared_ll.into_os_string(),
                     "-o".into(),
                     bitcode.clone().into_os_string(),
@@ -167,6 +174,7 @@ impl Builder {
                 &toolchain.opt,
                 &[
                     "-passes=internalize,globaldce,default<O3>".into(),
+                    PREC_SQRT.into(),
                     format!("--internalize-public-api-list={}", public.join(",")).into(),
                     lto_bc.into_os_string(),
                     "-o".into(),
@@ -179,6 +187,7 @@ impl Builder {
         run_tool(
             &toolchain.llc,
             &[
+                PREC_SQRT.into(),
                 format!("-mcpu={arch}").into(),
                 "-O3".into(),
                 bitcode.clone().into_os_string(),

@@ -4,8 +4,9 @@
 //!
 //! ```text
 //! clang-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_XX --cuda-path=<CUDA tools>
-//!     -Wno-unknown-cuda-version --no-cuda-version-check -idirafter <stubs> -O3 -emit-llvm -c f.cu
-//! llvm-link <kernels IR> f.bc … | opt internalize,globaldce,O3 | llc
+//!     -Wno-unknown-cuda-version --no-cuda-version-check -idirafter <stubs> -O3
+//!     -Xclang -disable-llvm-passes -emit-llvm -c f.cu
+//! llvm-link <kernels IR> f.bc … | opt internalize,globaldce,O3 --nvvm-reflect-add=__CUDA_PREC_SQRT=1 | llc
 //! ```
 //!
 //! What works, and its limits (clang 19 with CUDA 13.0's headers, checked on the CUDA wheels):
@@ -17,7 +18,12 @@
 //!   directory (`-idirafter`), so a toolkit that has them wins. Textures are therefore not
 //!   available to foreign code compiled this way; run-time linking (NVRTC) has them.
 //! * clang compiles CUDA C as nvcc does in what matters for speed: `-ffp-contract=fast` (fused
-//!   multiply-adds, like `--fmad=true`), no flush-to-zero, IEEE division and square root.
+//!   multiply-adds, like `--fmad=true`), no flush-to-zero, IEEE division and square root. The
+//!   square root needs care: `sqrtf` is libdevice's `__nv_sqrtf`, which asks
+//!   `__nvvm_reflect("__CUDA_PREC_SQRT")`, and clang 19's own pipeline answers 0
+//!   (`sqrt.approx.f32`; clang 19 has no `-fcuda-prec-sqrt`). So clang only emits the IR
+//!   (`-Xclang -disable-llvm-passes`) and the builder's `opt -O3` answers 1, as nvcc's default
+//!   `-prec-sqrt=true` does; the same answer holds for libdevice functions the Rust kernels call.
 //! * Structs passed or returned by value lower differently in rustc (an array of registers) and
 //!   clang (a `byval` pointer): such a function cannot be linked at build time. The LLVM
 //!   signatures of every declared function are compared, so this is a build error
@@ -184,7 +190,10 @@ impl Clang {
         let deps = bitcode.with_extension("d");
         let mut cmd = Command::new(&self.clang);
         cmd.args(self.base_args(arch))
-            .args(["-O3", "-emit-llvm", "-c"])
+            // clang's own passes would answer libdevice's `__nvvm_reflect` queries with its
+            // defaults (`__CUDA_PREC_SQRT` = 0: `sqrtf` became `sqrt.approx.f32`); skipped, the
+            // builder's `opt -O3` answers them as nvcc does (`device::PREC_SQRT`).
+            .args(["-O3", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c"])
             .arg(&path)
             .arg("-o")
             .arg(&bitcode)

@@ -50,6 +50,13 @@ fn the_lto_ptx_calls_no_foreign_function() {
             .any(|l| l.trim_start().starts_with(".extern .func")),
         "an unresolved function is left in the LTO PTX"
     );
+    // `sqrtf` in the foreign source is correctly rounded, as nvcc's default `-prec-sqrt=true`
+    // makes it (libdevice's `__nvvm_reflect("__CUDA_PREC_SQRT")` answered 1), not
+    // `sqrt.approx.f32`.
+    assert!(
+        PTX.contains("sqrt.rn.f32") && !PTX.contains("sqrt.approx.f32"),
+        "checked_sqrt's sqrtf is not sqrt.rn.f32 in the LTO PTX"
+    );
     // The polynomial's fused multiply-adds are in the kernel's loop (unrolled), as in the Rust twin.
     let body = |entry: &str| -> String {
         let start = PTX
