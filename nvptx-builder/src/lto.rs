@@ -6,7 +6,8 @@
 //! clang-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_XX --cuda-path=<CUDA tools>
 //!     -Wno-unknown-cuda-version --no-cuda-version-check -idirafter <stubs> -O3
 //!     -Xclang -disable-llvm-passes -emit-llvm -c f.cu
-//! llvm-link <kernels IR> f.bc … | opt internalize,globaldce,O3 --nvvm-reflect-add=__CUDA_PREC_SQRT=1 | llc
+//! opt nvvm-reflect,O3 f.bc (reflect: __CUDA_PREC_SQRT=1, __CUDA_ARCH=900)
+//! llvm-link <kernels IR> f.bc … | opt internalize,globaldce,nvvm-reflect,O3 | llc
 //! ```
 //!
 //! What works, and its limits (clang 19 with CUDA 13.0's headers, checked on the CUDA wheels):
@@ -22,8 +23,9 @@
 //!   square root needs care: `sqrtf` is libdevice's `__nv_sqrtf`, which asks
 //!   `__nvvm_reflect("__CUDA_PREC_SQRT")`, and clang 19's own pipeline answers 0
 //!   (`sqrt.approx.f32`; clang 19 has no `-fcuda-prec-sqrt`). So clang only emits the IR
-//!   (`-Xclang -disable-llvm-passes`) and the builder's `opt -O3` answers 1, as nvcc's default
-//!   `-prec-sqrt=true` does; the same answer holds for libdevice functions the Rust kernels call.
+//!   (`-Xclang -disable-llvm-passes`), the builder optimizes each source alone as clang would
+//!   have, and its reflect pass answers 1, as nvcc's default `-prec-sqrt=true` does; the same
+//!   answer holds for libdevice functions the Rust kernels call.
 //! * Structs passed or returned by value lower differently in rustc (an array of registers) and
 //!   clang (a `byval` pointer): such a function cannot be linked at build time. The LLVM
 //!   signatures of every declared function are compared, so this is a build error
@@ -192,7 +194,7 @@ impl Clang {
         cmd.args(self.base_args(arch))
             // clang's own passes would answer libdevice's `__nvvm_reflect` queries with its
             // defaults (`__CUDA_PREC_SQRT` = 0: `sqrtf` became `sqrt.approx.f32`); skipped, the
-            // builder's `opt -O3` answers them as nvcc does (`device::PREC_SQRT`).
+            // builder's `opt -O3` answers them as nvcc does (`device::reflect_args`).
             .args(["-O3", "-Xclang", "-disable-llvm-passes", "-emit-llvm", "-c"])
             .arg(&path)
             .arg("-o")
