@@ -190,3 +190,96 @@ fn one_link_loads_on_both_gpus() {
         assert_eq!(y.to_host_vec().unwrap(), vec![4.0f32; 256]);
     }
 }
+
+/// One kind of collective per group, each checked against the host (`which`: 0 all-reduce,
+/// 1 all-gather, 2 reduce-scatter, 3 broadcast from rank 1). On two H200s (2026-11-24) each of
+/// these, like `nccl_with_two_ranks_matches_the_host`, did not finish within 40 s in a test
+/// process, while `bench_multi`'s all-reduce through the same API finished and matched NCCL's
+/// C API: not yet understood (see the issue notes); they stay as the narrowest reproductions.
+#[cfg(feature = "nccl")]
+fn one_collective_on_two_ranks(which: usize) {
+    use gpukernel_runtime::collective::{self, Communicator, ReduceOp};
+    multicast_off();
+    let (c0, c1) = two_gpus();
+    let ctxs = [c0, c1];
+    let comms = Communicator::for_contexts(&ctxs).unwrap();
+    let n = 1 << 20;
+    let input = |r: usize| -> Vec<f32> { (0..n).map(|i| (r + 1 + i % 7) as f32).collect() };
+    let streams: Vec<_> = ctxs.iter().map(|c| c.new_stream().unwrap()).collect();
+    let sends: Vec<_> = (0..2)
+        .map(|r| ctxs[r].htod_copy(&input(r)).unwrap())
+        .collect();
+    let out_len = [n, 2 * n, n / 2, n][which];
+    let mut outs: Vec<_> = (0..2)
+        .map(|r| {
+            if which == 3 {
+                ctxs[r].htod_copy(&input(r)).unwrap()
+            } else {
+                ctxs[r].alloc_zeros::<f32>(out_len).unwrap()
+            }
+        })
+        .collect();
+    collective::group(|g| {
+        for (r, out) in outs.iter_mut().enumerate() {
+            match which {
+                0 => g.all_reduce(&comms[r], &streams[r], &sends[r], out, ReduceOp::Sum)?,
+                1 => g.all_gather(&comms[r], &streams[r], &sends[r], out)?,
+                2 => g.reduce_scatter(&comms[r], &streams[r], &sends[r], out, ReduceOp::Sum)?,
+                _ => g.broadcast_in_place(&comms[r], &streams[r], out, 1)?,
+            }
+        }
+        Ok(())
+    })
+    .unwrap();
+    let sum: Vec<f32> = (0..n).map(|i| input(0)[i] + input(1)[i]).collect();
+    for (r, out) in outs.iter().enumerate() {
+        let got = out.to_host_vec().unwrap();
+        let want: Vec<f32> = match which {
+            0 => sum.clone(),
+            1 => input(0).into_iter().chain(input(1)).collect(),
+            2 => sum[r * n / 2..(r + 1) * n / 2].to_vec(),
+            _ => input(1),
+        };
+        assert!(got == want, "collective {which} on rank {r}");
+    }
+}
+
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_all_reduce_alone_on_two_ranks() {
+    one_collective_on_two_ranks(0);
+}
+
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_all_gather_alone_on_two_ranks() {
+    one_collective_on_two_ranks(1);
+}
+
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_reduce_scatter_alone_on_two_ranks() {
+    one_collective_on_two_ranks(2);
+}
+
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_broadcast_alone_on_two_ranks() {
+    one_collective_on_two_ranks(3);
+}
+
+/// [`nccl_all_reduce_alone_on_two_ranks`] after enabling peer access both ways through the
+/// runtime (as `bench_multi` has done by the time it reduces).
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_all_reduce_after_peer_access_on_two_ranks() {
+    let (c0, c1) = two_gpus();
+    c0.enable_peer_access(&c1).unwrap();
+    c1.enable_peer_access(&c0).unwrap();
+    one_collective_on_two_ranks(0);
+}
