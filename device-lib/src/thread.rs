@@ -603,6 +603,56 @@ pub fn warp_id() -> u32 {
     linear_thread_idx() / WARP_SIZE
 }
 
+/// The tile `(row, column)` (in tiles) the calling block computes in a 2D grid, in *grouped*
+/// order ([`grouped_tile`] of the block's linear index in the grid): consecutive blocks walk
+/// `group` tile rows down one tile column before moving right, so that few input tiles of a
+/// matrix product are in flight at once (L2 reuse). Blocks still own disjoint tiles.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// /// Thread 0 of each block writes the block's linear index at its grouped tile.
+/// #[kernel]
+/// pub fn owners(out: DisjointSlice2D<u32>) {
+///     let (row, col) = thread::grouped_block_tile(8);
+///     let _ = (row, col, out);
+/// }
+/// ```
+#[inline(always)]
+pub fn grouped_block_tile(group: usize) -> (usize, usize) {
+    let (gx, gy) = (grid_dim_x() as usize, grid_dim_y() as usize);
+    let block = block_idx_y() as usize * gx + block_idx_x() as usize;
+    grouped_tile(block, gx, gy, group)
+}
+
+/// Tile `(row, column)` of block `block` (linear, `block < cols * rows`) in a grid of `cols ×
+/// rows` tiles walked in groups of `group` rows (at least 1): a bijection of `0..cols * rows`
+/// onto the tiles.
+///
+/// ```
+/// use gpukernel_device::thread::grouped_tile;
+/// let (cols, rows) = (5, 11); // a partial last group of 3 rows
+/// let mut seen = vec![false; cols * rows];
+/// for b in 0..cols * rows {
+///     let (r, c) = grouped_tile(b, cols, rows, 4);
+///     assert!(r < rows && c < cols && !seen[r * cols + c]);
+///     seen[r * cols + c] = true;
+/// }
+/// assert_eq!(grouped_tile(1, cols, rows, 4), (1, 0)); // down the first column first
+/// ```
+#[inline(always)]
+pub fn grouped_tile(block: usize, cols: usize, rows: usize, group: usize) -> (usize, usize) {
+    let first = block / (group * cols) * group;
+    let rows_in_group = if rows - first < group {
+        rows - first
+    } else {
+        group
+    };
+    let in_group = block % (group * cols);
+    (first + in_group % rows_in_group, in_group / rows_in_group)
+}
+
 /// The calling thread's [`ThreadIndex`]: CUDA's `blockIdx.x * blockDim.x + threadIdx.x`
 /// ([`global_index_x`]), one 32×32→64-bit multiply-add.
 ///

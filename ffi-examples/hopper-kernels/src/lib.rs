@@ -79,21 +79,9 @@ pub fn gemm_bf16_wgmma(a: &[u16], b: &[u16], m: u32, n: u32, k: u32, c: Disjoint
     );
     let base = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
     let tid = thread::thread_idx_x() as usize;
-    // Grouped block order: consecutive blocks walk GROUP block rows down one block column
-    // before moving right, so few A and B tiles are in flight at once (L2 reuse). A bijection
-    // of the grid onto the tiles: blocks still own disjoint tiles.
-    const GROUP: usize = 8;
-    let (gx, gy) = (thread::grid_dim_x() as usize, thread::grid_dim_y() as usize);
-    let pid = thread::block_idx_y() as usize * gx + thread::block_idx_x() as usize;
-    let first = pid / (GROUP * gx) * GROUP;
-    let rows_in_group = if gy - first < GROUP {
-        gy - first
-    } else {
-        GROUP
-    };
-    let in_group = pid % (GROUP * gx);
-    let bm = (first + in_group % rows_in_group) * BM;
-    let bn = in_group / rows_in_group * BN;
+    // Grouped block order (L2 reuse); a bijection, so blocks still own disjoint tiles.
+    let (tile_row, tile_col) = thread::grouped_block_tile(8);
+    let (bm, bn) = (tile_row * BM, tile_col * BN);
 
     // The copies of a stage: 16-byte chunk `tid % 8` of rows `tid / 8 + 32 i` (4 of A, 8 of
     // B). Rows 32 apart are four 1024-byte atoms apart and share `row % 8`, so one swizzled

@@ -231,21 +231,9 @@ fn gemm_bf16_body<const WN: usize, const STAGES: usize>(
     let tid = thread::thread_idx_x() as usize;
     let lane = tid % 32;
     let (wm, wn) = ((tid / 32) / WN, (tid / 32) % WN);
-    // Grouped block order: consecutive blocks walk GROUP block rows down one block column
-    // before moving right, so the A and B tiles in flight at once stay few (L2 reuse). A
-    // bijection of the grid onto the tiles: blocks still own disjoint tiles.
-    const GROUP: usize = 8;
-    let (gx, gy) = (thread::grid_dim_x() as usize, thread::grid_dim_y() as usize);
-    let pid = thread::block_idx_y() as usize * gx + thread::block_idx_x() as usize;
-    let first = pid / (GROUP * gx) * GROUP;
-    let rows_in_group = if gy - first < GROUP {
-        gy - first
-    } else {
-        GROUP
-    };
-    let in_group = pid % (GROUP * gx);
-    let bm = (first + in_group % rows_in_group) * BM;
-    let bn = in_group / rows_in_group * bn_;
+    // Grouped block order (L2 reuse); a bijection, so blocks still own disjoint tiles.
+    let (tile_row, tile_col) = thread::grouped_block_tile(8);
+    let (bm, bn) = (tile_row * BM, tile_col * bn_);
     // This thread's 16-byte chunks of a stage: A rows `chunk / 8` (BM * 8 / threads chunks),
     // B rows likewise (8 chunks), columns `(chunk % 8) * 8`.
     let chunk = |i: usize| (tid + i * threads) / 8;
