@@ -50,8 +50,73 @@
 /// operands (`inout(reg32)`, numbered from 0 in the template), then the remaining operands.
 #[cfg(target_arch = "nvptx64")]
 macro_rules! with_accumulators {
-    ($acc:ident, [$($i:literal)*], $($t:literal),+; $($rest:tt)*) => {
+    ($acc:ident, [$($i:literal)*], $($t:expr),+; $($rest:tt)*) => {
         core::arch::asm!($($t),+, $(inout(reg32) $acc[$i],)* $($rest)*)
+    };
+}
+
+/// Calls `$m!` with its arguments followed by the accumulator numbers `[0 .. 128]`.
+macro_rules! with_acc128 {
+    ($m:ident { $($args:tt)* }) => {
+        $m! { $($args)* [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+            30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
+            57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
+            84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107
+            108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
+        ] }
+    };
+}
+
+/// Calls `$m!` with its arguments followed by the accumulator numbers `[0 .. 64]`.
+macro_rules! with_acc64 {
+    ($m:ident { $($args:tt)* }) => {
+        $m! { $($args)* [
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+            30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
+            57 58 59 60 61 62 63
+        ] }
+    };
+}
+
+/// One `wgmma.mma_async` function: `acc` (`$regs` f32s) `+= A · Bᵀ` for `$ty` operands of
+/// shape `$shape`; `$da`, `$db`, `$sc` number the operands after the accumulators (the two
+/// descriptors and the scale-d flag); `$cvt` decodes an element for the simulator twin.
+macro_rules! wgmma_mma {
+    (
+        $(#[$attr:meta])*
+        fn $name:ident, $ty:literal, $cvt:path, $regs:literal, $shape:literal,
+        $da:literal, $db:literal, $sc:literal, [$first:literal $($i:literal)*]
+    ) => {
+        $(#[$attr])*
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(acc: &mut [f32; $regs], a: SmemDesc, b: SmemDesc) {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: the caller's promises (warpgroup convergence, descriptors into live
+            // shared memory that no one writes until the matching wait); registers otherwise.
+            unsafe {
+                with_accumulators!(
+                    acc,
+                    [$first $($i)*],
+                    "{{",
+                    ".reg .pred p;",
+                    concat!("setp.ne.b32 p, {", $sc, "}, 0;"),
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty,
+                        " {{{", $first, "}", $(", {", $i, "}",)* "}}, {", $da, "}, {", $db,
+                        "}, p, 1, 1, 0, 0;"
+                    ),
+                    "}}";
+                    in(reg64) a.bits,
+                    in(reg64) b.bits,
+                    in(reg32) 1u32,
+                    options(nostack),
+                );
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            host::mma(acc, &a, &b, $cvt);
+        }
     };
 }
 
@@ -462,321 +527,217 @@ pub trait Accumulators: sealed::Sealed {
     fn zero() -> Self;
 }
 
-/// `acc += A · Bᵀ` for a 64 × 16 bf16 A and an 256 × 16 bf16 B read from shared memory
-/// through their descriptors, f32 accumulation
-/// (`wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`, accumulator layout in the
-/// [module documentation](self)). Asynchronous: the result is there after the
-/// [`commit_group`] and [`Accumulators::wait`] that cover this call.
-///
-/// # Safety
-/// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
-/// complete tiles (64 and 256 rows, [`fence_proxy_async`] and a barrier after they were
-/// written) that nothing writes until the wait; `acc` is untouched until then.
-///
-/// ```
-/// # use gpukernel_device::prelude::*;
-/// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
-/// use gpukernel_device::{mma, mma::SharedAddr, shared::dynamic_shared, sync, thread};
-///
-/// /// One warpgroup (128 threads, 41 KiB of dynamic shared memory): `c` = `a` · `b`ᵀ for a
-/// /// 64 × 64 bf16 `a` and a 256 × 64 `b` (row-major, bits), thread `t` keeping its
-/// /// accumulators (layout in the module documentation) in `c[t]`.
-/// #[kernel]
-/// pub fn tile(a: &[u16], b: &[u16], mut c: DisjointSlice<[f32; 128]>) {
-///     assert!(a.len() >= 64 * 64 && b.len() >= 256 * 64 && thread::block_dim_x() == 128);
-///     let smem = dynamic_shared::<u8>();
-///     assert!(smem.len() >= (64 + 256) * 128 + wgmma::SW128_ATOM_BYTES);
-///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
-///     let b_tile = a_tile.add_bytes(64 * 128);
-///     let t = thread::thread_idx_x() as usize;
-///     for q in (t..(64 + 256) * 8).step_by(128) {
-///         let (row, chunk) = (q / 8, q % 8);
-///         let (src, dst) = if row < 64 {
-///             (&a[row * 64 + chunk * 8], a_tile.add_bytes(wgmma::sw128_offset(row, chunk)))
-///         } else {
-///             let r = row - 64;
-///             (&b[r * 64 + chunk * 8], b_tile.add_bytes(wgmma::sw128_offset(r, chunk)))
-///         };
-///         // SAFETY: 16 readable, 16-byte aligned bytes (a row is 128 bytes); the slot is
-///         // this thread's and inside the block's shared memory.
-///         unsafe { mma::cp_async_16_at(dst, (src as *const u16).cast()) };
-///     }
-///     mma::cp_async_commit();
-///     mma::cp_async_wait::<0>();
-///     wgmma::fence_proxy_async(); // this thread's copies, visible to the tensor cores
-///     sync::sync_threads();
-///     let (da, db) = (SmemDesc::k_major_sw128(a_tile), SmemDesc::k_major_sw128(b_tile));
-///     let mut acc = [0.0f32; 128];
-///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
-///     // complete, aligned, and not written again.
-///     unsafe {
-///         wgmma::fence();
-///         for k in [0, 16, 32, 48] {
-///             wgmma::mma_m64n256k16_bf16(&mut acc, da.add_k(k), db.add_k(k));
-///         }
-///         wgmma::commit_group();
-///         acc.wait::<0>();
-///     }
-///     c.set(thread::index(), acc);
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn mma_m64n256k16_bf16(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller's promises (warpgroup convergence, descriptors into live shared
-    // memory that no one writes until the matching wait); registers otherwise.
-    unsafe {
-        with_accumulators!(
-            acc,
-            [
-                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
-                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
-                57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
-                84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107
-                108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
-            ],
-            "{{",
-            ".reg .pred p;",
-            "setp.ne.b32 p, {130}, 0;",
-            "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {128}, {129}, p, 1, 1, 0, 0;",
-            "}}";
-            in(reg64) a.bits,
-            in(reg64) b.bits,
-            in(reg32) 1u32,
-            options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    host::mma(acc, &a, &b, crate::mma::bf16_to_f32);
-}
+with_acc128!(wgmma_mma {
+    /// `acc += A · Bᵀ` for a 64 × 16 bf16 A and an 256 × 16 bf16 B read from shared memory
+    /// through their descriptors, f32 accumulation
+    /// (`wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16`, accumulator layout in the
+    /// [module documentation](self)). Asynchronous: the result is there after the
+    /// [`commit_group`] and [`Accumulators::wait`] that cover this call.
+    ///
+    /// # Safety
+    /// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+    /// complete tiles (64 and 256 rows, [`fence_proxy_async`] and a barrier after they were
+    /// written) that nothing writes until the wait; `acc` is untouched until then.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+    /// use gpukernel_device::{mma, mma::SharedAddr, shared::dynamic_shared, sync, thread};
+    ///
+    /// /// One warpgroup (128 threads, 41 KiB of dynamic shared memory): `c` = `a` · `b`ᵀ for a
+    /// /// 64 × 64 bf16 `a` and a 256 × 64 `b` (row-major, bits), thread `t` keeping its
+    /// /// accumulators (layout in the module documentation) in `c[t]`.
+    /// #[kernel]
+    /// pub fn tile(a: &[u16], b: &[u16], mut c: DisjointSlice<[f32; 128]>) {
+    ///     assert!(a.len() >= 64 * 64 && b.len() >= 256 * 64 && thread::block_dim_x() == 128);
+    ///     let smem = dynamic_shared::<u8>();
+    ///     assert!(smem.len() >= (64 + 256) * 128 + wgmma::SW128_ATOM_BYTES);
+    ///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let b_tile = a_tile.add_bytes(64 * 128);
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     for q in (t..(64 + 256) * 8).step_by(128) {
+    ///         let (row, chunk) = (q / 8, q % 8);
+    ///         let (src, dst) = if row < 64 {
+    ///             (&a[row * 64 + chunk * 8], a_tile.add_bytes(wgmma::sw128_offset(row, chunk)))
+    ///         } else {
+    ///             let r = row - 64;
+    ///             (&b[r * 64 + chunk * 8], b_tile.add_bytes(wgmma::sw128_offset(r, chunk)))
+    ///         };
+    ///         // SAFETY: 16 readable, 16-byte aligned bytes (a row is 128 bytes); the slot is
+    ///         // this thread's and inside the block's shared memory.
+    ///         unsafe { mma::cp_async_16_at(dst, (src as *const u16).cast()) };
+    ///     }
+    ///     mma::cp_async_commit();
+    ///     mma::cp_async_wait::<0>();
+    ///     wgmma::fence_proxy_async(); // this thread's copies, visible to the tensor cores
+    ///     sync::sync_threads();
+    ///     let (da, db) = (SmemDesc::k_major_sw128(a_tile), SmemDesc::k_major_sw128(b_tile));
+    ///     let mut acc = [0.0f32; 128];
+    ///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+    ///     // complete, aligned, and not written again.
+    ///     unsafe {
+    ///         wgmma::fence();
+    ///         for k in [0, 16, 32, 48] {
+    ///             wgmma::mma_m64n256k16_bf16(&mut acc, da.add_k(k), db.add_k(k));
+    ///         }
+    ///         wgmma::commit_group();
+    ///         acc.wait::<0>();
+    ///     }
+    ///     c.set(thread::index(), acc);
+    /// }
+    /// ```
+    fn mma_m64n256k16_bf16, "bf16", crate::mma::bf16_to_f32, 128, "m64n256k16", 128, 129, 130,
+});
 
-/// `acc += A · Bᵀ` for a 64 × 16 f16 A and an 256 × 16 f16 B (IEEE half precision) read from shared memory
-/// through their descriptors, f32 accumulation
-/// (`wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16`, accumulator layout in the
-/// [module documentation](self)). Asynchronous: the result is there after the
-/// [`commit_group`] and [`Accumulators::wait`] that cover this call.
-///
-/// # Safety
-/// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
-/// complete tiles (64 and 256 rows, [`fence_proxy_async`] and a barrier after they were
-/// written) that nothing writes until the wait; `acc` is untouched until then.
-///
-/// ```
-/// # use gpukernel_device::prelude::*;
-/// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
-/// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
-///
-/// /// One warpgroup multiplies the IEEE-half tiles someone staged in the block's dynamic
-/// /// shared memory (64 rows of A, then 256 rows of B, 128-byte-swizzled, after 1 KiB of
-/// /// alignment slack; here all zero) and keeps its accumulators.
-/// #[kernel]
-/// pub fn tile_f16(mut c: DisjointSlice<[f32; 128]>) {
-///     let smem = dynamic_shared::<u8>();
-///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 256) * 128 + 1024);
-///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
-///     let da = SmemDesc::k_major_sw128(a_tile);
-///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
-///     wgmma::fence_proxy_async();
-///     sync::sync_threads();
-///     let mut acc = <[f32; 128]>::zero();
-///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
-///     // complete and aligned, and nothing writes them.
-///     unsafe {
-///         wgmma::fence();
-///         wgmma::mma_m64n256k16_f16(&mut acc, da, db);
-///         wgmma::commit_group();
-///         acc.wait::<0>();
-///     }
-///     c.set(thread::index(), acc);
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn mma_m64n256k16_f16(acc: &mut [f32; 128], a: SmemDesc, b: SmemDesc) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller's promises (warpgroup convergence, descriptors into live shared
-    // memory that no one writes until the matching wait); registers otherwise.
-    unsafe {
-        with_accumulators!(
-            acc,
-            [
-                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
-                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
-                57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
-                84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107
-                108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
-            ],
-            "{{",
-            ".reg .pred p;",
-            "setp.ne.b32 p, {130}, 0;",
-            "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}, {64}, {65}, {66}, {67}, {68}, {69}, {70}, {71}, {72}, {73}, {74}, {75}, {76}, {77}, {78}, {79}, {80}, {81}, {82}, {83}, {84}, {85}, {86}, {87}, {88}, {89}, {90}, {91}, {92}, {93}, {94}, {95}, {96}, {97}, {98}, {99}, {100}, {101}, {102}, {103}, {104}, {105}, {106}, {107}, {108}, {109}, {110}, {111}, {112}, {113}, {114}, {115}, {116}, {117}, {118}, {119}, {120}, {121}, {122}, {123}, {124}, {125}, {126}, {127}}}, {128}, {129}, p, 1, 1, 0, 0;",
-            "}}";
-            in(reg64) a.bits,
-            in(reg64) b.bits,
-            in(reg32) 1u32,
-            options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    host::mma(acc, &a, &b, crate::mma::f16_to_f32);
-}
+with_acc128!(wgmma_mma {
+    /// `acc += A · Bᵀ` for a 64 × 16 f16 A and an 256 × 16 f16 B (IEEE half precision) read from shared memory
+    /// through their descriptors, f32 accumulation
+    /// (`wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16`, accumulator layout in the
+    /// [module documentation](self)). Asynchronous: the result is there after the
+    /// [`commit_group`] and [`Accumulators::wait`] that cover this call.
+    ///
+    /// # Safety
+    /// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+    /// complete tiles (64 and 256 rows, [`fence_proxy_async`] and a barrier after they were
+    /// written) that nothing writes until the wait; `acc` is untouched until then.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+    /// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
+    ///
+    /// /// One warpgroup multiplies the IEEE-half tiles someone staged in the block's dynamic
+    /// /// shared memory (64 rows of A, then 256 rows of B, 128-byte-swizzled, after 1 KiB of
+    /// /// alignment slack; here all zero) and keeps its accumulators.
+    /// #[kernel]
+    /// pub fn tile_f16(mut c: DisjointSlice<[f32; 128]>) {
+    ///     let smem = dynamic_shared::<u8>();
+    ///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 256) * 128 + 1024);
+    ///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let da = SmemDesc::k_major_sw128(a_tile);
+    ///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
+    ///     wgmma::fence_proxy_async();
+    ///     sync::sync_threads();
+    ///     let mut acc = <[f32; 128]>::zero();
+    ///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+    ///     // complete and aligned, and nothing writes them.
+    ///     unsafe {
+    ///         wgmma::fence();
+    ///         wgmma::mma_m64n256k16_f16(&mut acc, da, db);
+    ///         wgmma::commit_group();
+    ///         acc.wait::<0>();
+    ///     }
+    ///     c.set(thread::index(), acc);
+    /// }
+    /// ```
+    fn mma_m64n256k16_f16, "f16", crate::mma::f16_to_f32, 128, "m64n256k16", 128, 129, 130,
+});
 
-/// `acc += A · Bᵀ` for a 64 × 16 bf16 A and an 128 × 16 bf16 B read from shared memory
-/// through their descriptors, f32 accumulation
-/// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`, accumulator layout in the
-/// [module documentation](self)). Asynchronous: the result is there after the
-/// [`commit_group`] and [`Accumulators::wait`] that cover this call.
-///
-/// # Safety
-/// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
-/// complete tiles (64 and 128 rows, [`fence_proxy_async`] and a barrier after they were
-/// written) that nothing writes until the wait; `acc` is untouched until then.
-///
-/// ```
-/// # use gpukernel_device::prelude::*;
-/// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
-/// use gpukernel_device::{mma, mma::SharedAddr, shared::dynamic_shared, sync, thread};
-///
-/// /// One warpgroup (128 threads, 25 KiB of dynamic shared memory): `c` = `a` · `b`ᵀ for a
-/// /// 64 × 64 bf16 `a` and a 128 × 64 `b` (row-major, bits), thread `t` keeping its
-/// /// accumulators (layout in the module documentation) in `c[t]`.
-/// #[kernel]
-/// pub fn tile(a: &[u16], b: &[u16], mut c: DisjointSlice<[f32; 64]>) {
-///     assert!(a.len() >= 64 * 64 && b.len() >= 128 * 64 && thread::block_dim_x() == 128);
-///     let smem = dynamic_shared::<u8>();
-///     assert!(smem.len() >= (64 + 128) * 128 + wgmma::SW128_ATOM_BYTES);
-///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
-///     let b_tile = a_tile.add_bytes(64 * 128);
-///     let t = thread::thread_idx_x() as usize;
-///     for q in (t..(64 + 128) * 8).step_by(128) {
-///         let (row, chunk) = (q / 8, q % 8);
-///         let (src, dst) = if row < 64 {
-///             (&a[row * 64 + chunk * 8], a_tile.add_bytes(wgmma::sw128_offset(row, chunk)))
-///         } else {
-///             let r = row - 64;
-///             (&b[r * 64 + chunk * 8], b_tile.add_bytes(wgmma::sw128_offset(r, chunk)))
-///         };
-///         // SAFETY: 16 readable, 16-byte aligned bytes (a row is 128 bytes); the slot is
-///         // this thread's and inside the block's shared memory.
-///         unsafe { mma::cp_async_16_at(dst, (src as *const u16).cast()) };
-///     }
-///     mma::cp_async_commit();
-///     mma::cp_async_wait::<0>();
-///     wgmma::fence_proxy_async(); // this thread's copies, visible to the tensor cores
-///     sync::sync_threads();
-///     let (da, db) = (SmemDesc::k_major_sw128(a_tile), SmemDesc::k_major_sw128(b_tile));
-///     let mut acc = [0.0f32; 64];
-///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
-///     // complete, aligned, and not written again.
-///     unsafe {
-///         wgmma::fence();
-///         for k in [0, 16, 32, 48] {
-///             wgmma::mma_m64n128k16_bf16(&mut acc, da.add_k(k), db.add_k(k));
-///         }
-///         wgmma::commit_group();
-///         acc.wait::<0>();
-///     }
-///     c.set(thread::index(), acc);
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn mma_m64n128k16_bf16(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller's promises (warpgroup convergence, descriptors into live shared
-    // memory that no one writes until the matching wait); registers otherwise.
-    unsafe {
-        with_accumulators!(
-            acc,
-            [
-                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
-                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
-                57 58 59 60 61 62 63
-            ],
-            "{{",
-            ".reg .pred p;",
-            "setp.ne.b32 p, {66}, 0;",
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {64}, {65}, p, 1, 1, 0, 0;",
-            "}}";
-            in(reg64) a.bits,
-            in(reg64) b.bits,
-            in(reg32) 1u32,
-            options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    host::mma(acc, &a, &b, crate::mma::bf16_to_f32);
-}
+with_acc64!(wgmma_mma {
+    /// `acc += A · Bᵀ` for a 64 × 16 bf16 A and an 128 × 16 bf16 B read from shared memory
+    /// through their descriptors, f32 accumulation
+    /// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16`, accumulator layout in the
+    /// [module documentation](self)). Asynchronous: the result is there after the
+    /// [`commit_group`] and [`Accumulators::wait`] that cover this call.
+    ///
+    /// # Safety
+    /// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+    /// complete tiles (64 and 128 rows, [`fence_proxy_async`] and a barrier after they were
+    /// written) that nothing writes until the wait; `acc` is untouched until then.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+    /// use gpukernel_device::{mma, mma::SharedAddr, shared::dynamic_shared, sync, thread};
+    ///
+    /// /// One warpgroup (128 threads, 25 KiB of dynamic shared memory): `c` = `a` · `b`ᵀ for a
+    /// /// 64 × 64 bf16 `a` and a 128 × 64 `b` (row-major, bits), thread `t` keeping its
+    /// /// accumulators (layout in the module documentation) in `c[t]`.
+    /// #[kernel]
+    /// pub fn tile(a: &[u16], b: &[u16], mut c: DisjointSlice<[f32; 64]>) {
+    ///     assert!(a.len() >= 64 * 64 && b.len() >= 128 * 64 && thread::block_dim_x() == 128);
+    ///     let smem = dynamic_shared::<u8>();
+    ///     assert!(smem.len() >= (64 + 128) * 128 + wgmma::SW128_ATOM_BYTES);
+    ///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let b_tile = a_tile.add_bytes(64 * 128);
+    ///     let t = thread::thread_idx_x() as usize;
+    ///     for q in (t..(64 + 128) * 8).step_by(128) {
+    ///         let (row, chunk) = (q / 8, q % 8);
+    ///         let (src, dst) = if row < 64 {
+    ///             (&a[row * 64 + chunk * 8], a_tile.add_bytes(wgmma::sw128_offset(row, chunk)))
+    ///         } else {
+    ///             let r = row - 64;
+    ///             (&b[r * 64 + chunk * 8], b_tile.add_bytes(wgmma::sw128_offset(r, chunk)))
+    ///         };
+    ///         // SAFETY: 16 readable, 16-byte aligned bytes (a row is 128 bytes); the slot is
+    ///         // this thread's and inside the block's shared memory.
+    ///         unsafe { mma::cp_async_16_at(dst, (src as *const u16).cast()) };
+    ///     }
+    ///     mma::cp_async_commit();
+    ///     mma::cp_async_wait::<0>();
+    ///     wgmma::fence_proxy_async(); // this thread's copies, visible to the tensor cores
+    ///     sync::sync_threads();
+    ///     let (da, db) = (SmemDesc::k_major_sw128(a_tile), SmemDesc::k_major_sw128(b_tile));
+    ///     let mut acc = [0.0f32; 64];
+    ///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+    ///     // complete, aligned, and not written again.
+    ///     unsafe {
+    ///         wgmma::fence();
+    ///         for k in [0, 16, 32, 48] {
+    ///             wgmma::mma_m64n128k16_bf16(&mut acc, da.add_k(k), db.add_k(k));
+    ///         }
+    ///         wgmma::commit_group();
+    ///         acc.wait::<0>();
+    ///     }
+    ///     c.set(thread::index(), acc);
+    /// }
+    /// ```
+    fn mma_m64n128k16_bf16, "bf16", crate::mma::bf16_to_f32, 64, "m64n128k16", 64, 65, 66,
+});
 
-/// `acc += A · Bᵀ` for a 64 × 16 f16 A and an 128 × 16 f16 B (IEEE half precision) read from shared memory
-/// through their descriptors, f32 accumulation
-/// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`, accumulator layout in the
-/// [module documentation](self)). Asynchronous: the result is there after the
-/// [`commit_group`] and [`Accumulators::wait`] that cover this call.
-///
-/// # Safety
-/// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
-/// complete tiles (64 and 128 rows, [`fence_proxy_async`] and a barrier after they were
-/// written) that nothing writes until the wait; `acc` is untouched until then.
-///
-/// ```
-/// # use gpukernel_device::prelude::*;
-/// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
-/// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
-///
-/// /// One warpgroup multiplies the IEEE-half tiles someone staged in the block's dynamic
-/// /// shared memory (64 rows of A, then 128 rows of B, 128-byte-swizzled, after 1 KiB of
-/// /// alignment slack; here all zero) and keeps its accumulators.
-/// #[kernel]
-/// pub fn tile_f16(mut c: DisjointSlice<[f32; 64]>) {
-///     let smem = dynamic_shared::<u8>();
-///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 128) * 128 + 1024);
-///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
-///     let da = SmemDesc::k_major_sw128(a_tile);
-///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
-///     wgmma::fence_proxy_async();
-///     sync::sync_threads();
-///     let mut acc = <[f32; 64]>::zero();
-///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
-///     // complete and aligned, and nothing writes them.
-///     unsafe {
-///         wgmma::fence();
-///         wgmma::mma_m64n128k16_f16(&mut acc, da, db);
-///         wgmma::commit_group();
-///         acc.wait::<0>();
-///     }
-///     c.set(thread::index(), acc);
-/// }
-/// ```
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn mma_m64n128k16_f16(acc: &mut [f32; 64], a: SmemDesc, b: SmemDesc) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller's promises (warpgroup convergence, descriptors into live shared
-    // memory that no one writes until the matching wait); registers otherwise.
-    unsafe {
-        with_accumulators!(
-            acc,
-            [
-                0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
-                30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
-                57 58 59 60 61 62 63
-            ],
-            "{{",
-            ".reg .pred p;",
-            "setp.ne.b32 p, {66}, 0;",
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}, {32}, {33}, {34}, {35}, {36}, {37}, {38}, {39}, {40}, {41}, {42}, {43}, {44}, {45}, {46}, {47}, {48}, {49}, {50}, {51}, {52}, {53}, {54}, {55}, {56}, {57}, {58}, {59}, {60}, {61}, {62}, {63}}}, {64}, {65}, p, 1, 1, 0, 0;",
-            "}}";
-            in(reg64) a.bits,
-            in(reg64) b.bits,
-            in(reg32) 1u32,
-            options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    host::mma(acc, &a, &b, crate::mma::f16_to_f32);
-}
+with_acc64!(wgmma_mma {
+    /// `acc += A · Bᵀ` for a 64 × 16 f16 A and an 128 × 16 f16 B (IEEE half precision) read from shared memory
+    /// through their descriptors, f32 accumulation
+    /// (`wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16`, accumulator layout in the
+    /// [module documentation](self)). Asynchronous: the result is there after the
+    /// [`commit_group`] and [`Accumulators::wait`] that cover this call.
+    ///
+    /// # Safety
+    /// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+    /// complete tiles (64 and 128 rows, [`fence_proxy_async`] and a barrier after they were
+    /// written) that nothing writes until the wait; `acc` is untouched until then.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+    /// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
+    ///
+    /// /// One warpgroup multiplies the IEEE-half tiles someone staged in the block's dynamic
+    /// /// shared memory (64 rows of A, then 128 rows of B, 128-byte-swizzled, after 1 KiB of
+    /// /// alignment slack; here all zero) and keeps its accumulators.
+    /// #[kernel]
+    /// pub fn tile_f16(mut c: DisjointSlice<[f32; 64]>) {
+    ///     let smem = dynamic_shared::<u8>();
+    ///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 128) * 128 + 1024);
+    ///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let da = SmemDesc::k_major_sw128(a_tile);
+    ///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
+    ///     wgmma::fence_proxy_async();
+    ///     sync::sync_threads();
+    ///     let mut acc = <[f32; 64]>::zero();
+    ///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+    ///     // complete and aligned, and nothing writes them.
+    ///     unsafe {
+    ///         wgmma::fence();
+    ///         wgmma::mma_m64n128k16_f16(&mut acc, da, db);
+    ///         wgmma::commit_group();
+    ///         acc.wait::<0>();
+    ///     }
+    ///     c.set(thread::index(), acc);
+    /// }
+    /// ```
+    fn mma_m64n128k16_f16, "f16", crate::mma::f16_to_f32, 64, "m64n128k16", 64, 65, 66,
+});
 
 impl sealed::Sealed for [f32; 128] {}
 
