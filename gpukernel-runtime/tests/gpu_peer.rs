@@ -114,10 +114,13 @@ fn nccl_with_two_ranks_matches_the_host() {
     let ctxs = [c0, c1];
     let comms = Communicator::for_contexts(&ctxs).unwrap();
     let n = 1 << 22;
-    let input = |r: usize| -> Vec<f32> { (0..n).map(|i| (r + 1 + i % 7) as f32).collect() };
+    // Each rank's input, made once: the host reference below indexes them n times.
+    let inputs: Vec<Vec<f32>> = (0..2)
+        .map(|r| (0..n).map(|i| (r + 1 + i % 7) as f32).collect())
+        .collect();
     let streams: Vec<_> = ctxs.iter().map(|c| c.new_stream().unwrap()).collect();
     let sends: Vec<_> = (0..2)
-        .map(|r| ctxs[r].htod_copy(&input(r)).unwrap())
+        .map(|r| ctxs[r].htod_copy(&inputs[r]).unwrap())
         .collect();
     let mut sums: Vec<_> = ctxs
         .iter()
@@ -132,7 +135,7 @@ fn nccl_with_two_ranks_matches_the_host() {
         .map(|c| c.alloc_zeros::<f32>(n / 2).unwrap())
         .collect();
     let mut bcast: Vec<_> = (0..2)
-        .map(|r| ctxs[r].htod_copy(&input(r)).unwrap())
+        .map(|r| ctxs[r].htod_copy(&inputs[r]).unwrap())
         .collect();
     collective::group(|g| {
         for (r, (((sum, gat), sc), bc)) in sums
@@ -150,8 +153,8 @@ fn nccl_with_two_ranks_matches_the_host() {
         Ok(())
     })
     .unwrap();
-    let sum: Vec<f32> = (0..n).map(|i| input(0)[i] + input(1)[i]).collect();
-    let all: Vec<f32> = input(0).into_iter().chain(input(1)).collect();
+    let sum: Vec<f32> = inputs[0].iter().zip(&inputs[1]).map(|(a, b)| a + b).collect();
+    let all: Vec<f32> = inputs.concat();
     for r in 0..2 {
         assert!(sums[r].to_host_vec().unwrap() == sum, "all-reduce rank {r}");
         assert!(
@@ -163,7 +166,7 @@ fn nccl_with_two_ranks_matches_the_host() {
             "reduce-scatter rank {r}"
         );
         assert!(
-            bcast[r].to_host_vec().unwrap() == input(1),
+            bcast[r].to_host_vec().unwrap() == inputs[1],
             "broadcast rank {r}"
         );
     }
@@ -192,10 +195,10 @@ fn one_link_loads_on_both_gpus() {
 }
 
 /// One kind of collective per group, each checked against the host (`which`: 0 all-reduce,
-/// 1 all-gather, 2 reduce-scatter, 3 broadcast from rank 1). On two H200s (2026-11-24) each of
-/// these, like `nccl_with_two_ranks_matches_the_host`, did not finish within 40 s in a test
-/// process, while `bench_multi`'s all-reduce through the same API finished and matched NCCL's
-/// C API: not yet understood (see the issue notes); they stay as the narrowest reproductions.
+/// 1 all-gather, 2 reduce-scatter, 3 broadcast from rank 1). The host reference is computed
+/// from inputs made once: an earlier version rebuilt both n-element inputs for every element
+/// of the reference (O(n²), n = 2^20), which looked like an NCCL hang on two GPUs while NCCL
+/// had finished.
 #[cfg(feature = "nccl")]
 fn one_collective_on_two_ranks(which: usize) {
     use gpukernel_runtime::collective::{self, Communicator, ReduceOp};
@@ -204,16 +207,19 @@ fn one_collective_on_two_ranks(which: usize) {
     let ctxs = [c0, c1];
     let comms = Communicator::for_contexts(&ctxs).unwrap();
     let n = 1 << 20;
-    let input = |r: usize| -> Vec<f32> { (0..n).map(|i| (r + 1 + i % 7) as f32).collect() };
+    // Each rank's input, made once: the host reference below indexes them n times.
+    let inputs: Vec<Vec<f32>> = (0..2)
+        .map(|r| (0..n).map(|i| (r + 1 + i % 7) as f32).collect())
+        .collect();
     let streams: Vec<_> = ctxs.iter().map(|c| c.new_stream().unwrap()).collect();
     let sends: Vec<_> = (0..2)
-        .map(|r| ctxs[r].htod_copy(&input(r)).unwrap())
+        .map(|r| ctxs[r].htod_copy(&inputs[r]).unwrap())
         .collect();
     let out_len = [n, 2 * n, n / 2, n][which];
     let mut outs: Vec<_> = (0..2)
         .map(|r| {
             if which == 3 {
-                ctxs[r].htod_copy(&input(r)).unwrap()
+                ctxs[r].htod_copy(&inputs[r]).unwrap()
             } else {
                 ctxs[r].alloc_zeros::<f32>(out_len).unwrap()
             }
@@ -231,14 +237,14 @@ fn one_collective_on_two_ranks(which: usize) {
         Ok(())
     })
     .unwrap();
-    let sum: Vec<f32> = (0..n).map(|i| input(0)[i] + input(1)[i]).collect();
+    let sum: Vec<f32> = inputs[0].iter().zip(&inputs[1]).map(|(a, b)| a + b).collect();
     for (r, out) in outs.iter().enumerate() {
         let got = out.to_host_vec().unwrap();
         let want: Vec<f32> = match which {
             0 => sum.clone(),
-            1 => input(0).into_iter().chain(input(1)).collect(),
+            1 => inputs.concat(),
             2 => sum[r * n / 2..(r + 1) * n / 2].to_vec(),
-            _ => input(1),
+            _ => inputs[1].clone(),
         };
         assert!(got == want, "collective {which} on rank {r}");
     }

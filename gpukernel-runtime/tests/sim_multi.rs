@@ -4,6 +4,8 @@
 //! a GPU. Runs its own `main` (see Cargo.toml): the variables are set before any thread.
 
 mod common;
+#[path = "common/collective_graphs.rs"]
+mod collective_graphs;
 
 use common::saxpy;
 use gpukernel_runtime::collective::{self, Communicator, ReduceOp, UniqueId};
@@ -192,8 +194,9 @@ fn collectives_compute_the_reference_results() {
             Ok(())
         })
         .unwrap();
+        let inputs: Vec<Vec<f32>> = (0..DEVICES).map(|r| input(r, n)).collect();
         let want: Vec<f32> = (0..n)
-            .map(|i| f(&(0..DEVICES).map(|r| input(r, n)[i]).collect::<Vec<_>>()))
+            .map(|i| f(&inputs.iter().map(|v| v[i]).collect::<Vec<_>>()))
             .collect();
         for r in &recvs {
             assert_eq!(r.to_host_vec().unwrap(), want, "{op:?}");
@@ -258,9 +261,10 @@ fn collectives_compute_the_reference_results() {
         Ok(())
     })
     .unwrap();
+    let inputs: Vec<Vec<f32>> = (0..DEVICES).map(|r| input(r, n * DEVICES)).collect();
     for (r, p) in parts.iter().enumerate() {
         let want: Vec<f32> = (r * n..(r + 1) * n)
-            .map(|i| (0..DEVICES).map(|k| input(k, n * DEVICES)[i]).sum())
+            .map(|i| inputs.iter().map(|v| v[i]).sum())
             .collect();
         assert_eq!(p.to_host_vec().unwrap(), want);
     }
@@ -355,8 +359,9 @@ fn ranks_in_threads_join_through_a_unique_id() {
             })
         })
         .collect();
+    let inputs: Vec<Vec<f32>> = (0..3).map(|r| input(r, n)).collect();
     let want: Vec<f32> = (0..n)
-        .map(|i| (0..3).map(|r| input(r, n)[i]).sum())
+        .map(|i| inputs.iter().map(|v| v[i]).sum())
         .collect();
     for h in handles {
         assert_eq!(h.join().unwrap().unwrap(), want);
@@ -368,6 +373,63 @@ fn ranks_in_threads_join_through_a_unique_id() {
     assert!(Communicator::init_rank(&ctx, &id, 0, 2).is_err());
     assert!(Communicator::init_rank(&ctx, &id, 1, 3).is_err());
     assert!(Communicator::init_rank(&ctx, &id, 2, 2).is_err());
+}
+
+fn collectives_replay_inside_graphs() {
+    let ctxs = contexts();
+    // Two and three ranks, 100 replays each, checked replay by replay.
+    collective_graphs::all_reduce_child_graph_replays(&ctxs[..2], 1000, 100);
+    collective_graphs::all_reduce_child_graph_replays(&ctxs[..3], 257, 20);
+    collective_graphs::captured_step_replays(&ctxs[..2], 1000, 100);
+}
+
+fn captured_collectives_check_their_use() {
+    let ctxs = contexts();
+    let comms = Communicator::for_contexts(&ctxs[..2]).unwrap();
+    let s0 = ctxs[0].new_stream().unwrap();
+    let mut a = ctxs[0].alloc_zeros::<f32>(8).unwrap();
+    // The capturing stream must be the rank's device.
+    let e = s0
+        .capture("wrong rank", |c| {
+            comms[1].capture_all_reduce_in_place(c, c.buffer_mut(&mut a), ReduceOp::Sum)
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
+    // Lengths are checked as for a direct call.
+    let x = ctxs[0].alloc_zeros::<f32>(4).unwrap();
+    let e = s0
+        .capture("lengths", |c| {
+            comms[0].capture_all_reduce(c, c.buffer(&x), c.buffer_mut(&mut a), ReduceOp::Sum)
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::LengthMismatch { .. }), "{e}");
+    // Not inside a group: NCCL wants one thread per rank's graph.
+    let e = collective::group(|_| {
+        s0.capture("grouped", |c| {
+            comms[0].capture_all_reduce_in_place(c, c.buffer_mut(&mut a), ReduceOp::Sum)
+        })
+        .map(drop)
+    })
+    .unwrap_err();
+    assert!(e.to_string().contains("inside `collective::group`"), "{e}");
+    // A rank whose graph runs without the other rank's: the launch ends after the simulator's
+    // patience, and the communicator reports the incomplete collective (NCCL's asynchronous
+    // error), once.
+    {
+        let graph = s0
+            .capture("alone", |c| {
+                comms[0].capture_all_reduce_in_place(c, c.buffer_mut(&mut a), ReduceOp::Sum)
+            })
+            .unwrap();
+        graph.instantiate().unwrap().launch(&s0).unwrap();
+    }
+    match comms[0].async_error().unwrap_err() {
+        Error::CollectiveIncomplete { rank, missing, .. } => {
+            assert_eq!((rank, missing), (0, vec![1]))
+        }
+        e => panic!("unexpected {e}"),
+    }
+    comms[0].async_error().unwrap();
 }
 
 fn main() {
@@ -406,15 +468,33 @@ fn main() {
             "ranks_in_threads_join_through_a_unique_id",
             ranks_in_threads_join_through_a_unique_id,
         ),
+        (
+            "collectives_replay_inside_graphs",
+            collectives_replay_inside_graphs,
+        ),
+        (
+            "captured_collectives_check_their_use",
+            captured_collectives_check_their_use,
+        ),
     ];
-    let filter: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    // libtest's `--list` (one `name: test` line each) and `--exact`, so that a runner can
+    // run each test alone, as the GPU bundle's run.sh does.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in tests {
+            println!("{name}: test");
+        }
+        return;
+    }
+    let exact = args.iter().any(|a| a == "--exact");
+    let filter: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     let mut failed = Vec::new();
     let mut ran = 0;
     for (name, test) in tests {
-        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+        let chosen = filter
+            .iter()
+            .any(|f| if exact { name == f } else { name.contains(f.as_str()) });
+        if !filter.is_empty() && !chosen {
             continue;
         }
         ran += 1;

@@ -21,6 +21,80 @@
 //! **Multicast off.** On machines shared by several jobs, run with `NCCL_NVLS_ENABLE=0`
 //! (NVLink SHARP multicast can take the GPUs out of service); this library does not set NCCL's
 //! environment for you: set it in the environment of every process (and child process).
+//!
+//! # Several processes, several hosts
+//! A communicator spanning processes (on one host or several) is joined through a
+//! [`UniqueId`]: the process of rank 0 makes it ([`UniqueId::new`], which also starts NCCL's
+//! bootstrap listener in that process: keep it running until every rank joined), sends its
+//! 128 bytes ([`UniqueId::as_bytes`], or [`UniqueId::to_hex`] for text channels) to every
+//! other process through a channel of the application's own (a shared file, a socket, MPI, a
+//! job scheduler's key-value store, a child's environment or pipe), and each process calls
+//! [`Communicator::init_rank`] with the id ([`UniqueId::from_bytes`] / [`UniqueId::from_hex`]
+//! on the receiving side), its rank and the number of ranks, usually on the one GPU it sees
+//! (`CUDA_VISIBLE_DEVICES`). It is the same code path on one host and on several: the id
+//! carries the address of rank 0's listener, so the hosts must reach each other over the
+//! network NCCL uses (`NCCL_SOCKET_IFNAME` chooses the interface). `init_rank` returns once
+//! every rank joined.
+//!
+//! ```no_run
+//! # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp, UniqueId}};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::io::{Read, Write};
+//! // Rank `rank` of `size`, one GPU per process (the one CUDA_VISIBLE_DEVICES shows);
+//! // rank 0 writes the id to the channel, the others read it (here a shared file).
+//! let (rank, size): (usize, usize) = (std::env::var("RANK")?.parse()?, std::env::var("WORLD_SIZE")?.parse()?);
+//! let ctx = Device::get(0)?.primary_context()?;
+//! let path = "/shared/job-42.ncclid";
+//! let id = if rank == 0 {
+//!     let id = UniqueId::new(&ctx)?;
+//!     std::fs::File::create(path)?.write_all(id.as_bytes())?;
+//!     id
+//! } else {
+//!     let mut bytes = [0u8; UniqueId::LEN];
+//!     std::fs::File::open(path)?.read_exact(&mut bytes)?;
+//!     UniqueId::from_bytes(bytes)
+//! };
+//! let comm = Communicator::init_rank(&ctx, &id, rank, size)?;
+//! let mut grad = ctx.htod_copy(&vec![rank as f32; 1 << 20])?;
+//! comm.all_reduce_in_place(&ctx.default_stream(), &mut grad, ReduceOp::Sum)?;
+//! # Ok(()) }
+//! ```
+//!
+//! `ffi-examples/examples/nccl_two_process.rs` runs this: by default rank 0 starts rank 1 as
+//! a child process with the id in its environment; with `--one-gpu-each` a parent starts both
+//! ranks, each seeing one GPU (`CUDA_VISIBLE_DEVICES=0` / `=1`), as separate hosts would, and
+//! relays the id's bytes from rank 0's pipe to rank 1's.
+//!
+//! # Collectives in CUDA graphs
+//! NCCL (2.9 and later, CUDA 11.3 and later) lets its operations be captured into a CUDA
+//! graph: [`Communicator::capture_all_reduce`] and its siblings record a collective into a
+//! [`Stream::capture`](crate::Stream::capture) of the rank's stream. Like a captured launch,
+//! the operation is one node of the captured graph with its memory uses (the send buffer
+//! read, the receive buffer written), so nodes added later are ordered after it and each
+//! [`GraphExec::launch`](crate::GraphExec::launch) is ordered after the buffers' pending work
+//! on other streams. NCCL's rules, which the types cannot check:
+//! - whether an operation is captured is a collective property: **every rank** captures its
+//!   part of it, each into **its own graph** (one graph per rank, on the rank's stream);
+//! - launching such a graph is a collective operation of the ranks of that capture: every
+//!   rank launches its graph, the same number of times, in the same order relative to its
+//!   other collectives;
+//! - with several GPUs in one process, give each rank its own thread for the capture and for
+//!   the launches (NCCL: a graph launch may block until the other ranks launch theirs, so one
+//!   thread launching the graphs of several ranks in turn can deadlock). The captures run in
+//!   CUDA's thread-local capture mode, which NCCL requires for that; a captured collective is
+//!   refused inside [`group`].
+//!
+//! CUDA's graph API has no NCCL node type: a collective enters a graph only through stream
+//! capture. A captured graph is an ordinary [`Graph`](crate::Graph), so it can become a child
+//! graph node of a graph built node by node ([`Graph::add_child`](crate::Graph::add_child),
+//! with its memory uses), which is how a collective joins explicitly built graphs.
+//!
+//! On the simulator a captured collective is a host node of the graph that runs the
+//! simulator's collective when the graph runs; the launch is synchronous, so each rank's
+//! graph must be launched from its own thread (one thread launching them in turn would wait
+//! for the next rank until the simulator's patience ends). Errors of a collective that runs
+//! inside a graph come back through [`Communicator::async_error`], as NCCL's asynchronous
+//! errors do.
 
 mod group;
 #[cfg(feature = "nccl")]
@@ -44,9 +118,12 @@ use core::marker::PhantomData;
 use std::fmt;
 use std::sync::Arc;
 
+use std::sync::Mutex;
+
 use crate::backend::StreamHandle;
 use crate::context::{Context, ContextInner, check_same};
 use crate::error::{Error, Result};
+use crate::graph::{Capture, GraphBuffer, GraphBufferMut};
 use crate::memory::{DeviceSlice, DeviceSliceMut, RawParts};
 use crate::stream::Stream;
 
@@ -91,7 +168,29 @@ pub(crate) trait RawComm: Send + Sync {
     fn group_start(&self) -> Result<()>;
     /// Closes it: the grouped operations are enqueued (NCCL) or complete (simulator).
     fn group_end(&self) -> Result<()>;
+    /// The rank's part of `op` as a call a graph's host node makes at each launch, for an
+    /// implementation whose operations a stream capture cannot record (the simulator); its
+    /// failures go to `failures`. `None`: the operation is enqueued on the capturing stream.
+    ///
+    /// # Safety
+    /// As [`enqueue`](Self::enqueue), for every call of the returned closure: the memory is
+    /// live, and ordered, whenever the graph runs it.
+    unsafe fn replayable(&self, _op: &Op, _failures: &Failures) -> Option<HostCall> {
+        None
+    }
+    /// The first error of the rank's operations that ran asynchronously (NCCL's
+    /// `ncclCommGetAsyncError`).
+    fn async_error(&self) -> Result<()> {
+        Ok(())
+    }
 }
+
+/// A closure a graph's host node calls.
+pub(crate) type HostCall = Box<dyn FnMut() + Send>;
+
+/// Errors of collectives that ran inside graphs on the simulator, for
+/// [`Communicator::async_error`].
+pub(crate) type Failures = Arc<Mutex<Vec<Error>>>;
 
 /// One rank of a communicator: a context, its rank, and the number of ranks. `Send` but not
 /// `Sync`: NCCL forbids concurrent calls on one communicator. Dropping it destroys the
@@ -111,6 +210,7 @@ pub struct Communicator {
     rank: usize,
     size: usize,
     raw: Box<dyn RawComm>,
+    failures: Failures,
     _not_sync: PhantomData<core::cell::Cell<()>>,
 }
 
@@ -195,6 +295,7 @@ impl Communicator {
                 rank,
                 size,
                 raw,
+                failures: Failures::default(),
                 _not_sync: PhantomData,
             })
             .collect())
@@ -255,6 +356,7 @@ impl Communicator {
             rank,
             size,
             raw,
+            failures: Failures::default(),
             _not_sync: PhantomData,
         })
     }
@@ -485,6 +587,262 @@ impl Communicator {
         )
     }
 
+    /// Captures [`all_reduce`](Self::all_reduce) into the graph `capture` records (the
+    /// rank's stream must be the capturing one): the graph runs it at each launch. Every rank
+    /// captures its part, each into its own graph, and every rank launches its graph; see
+    /// [Collectives in CUDA graphs](self#collectives-in-cuda-graphs). The communicator is
+    /// borrowed for the graph's lifetime.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let s = ctx.new_stream()?;
+    /// let x = ctx.htod_copy(&[1.0f32, 2.0])?;
+    /// let mut y = ctx.alloc_zeros::<f32>(2)?;
+    /// {
+    ///     let graph = s.capture("all-reduce", |c| {
+    ///         comms[0].capture_all_reduce(c, c.buffer(&x), c.buffer_mut(&mut y), ReduceOp::Sum)
+    ///     })?;
+    ///     let exec = graph.instantiate()?;
+    ///     for _ in 0..3 {
+    ///         exec.launch(&s)?; // the all-reduce runs here, at each launch
+    ///     }
+    /// }
+    /// comms[0].async_error()?;
+    /// assert_eq!(y.to_host_vec()?, [1.0, 2.0]); // one rank: the sum is the input
+    /// # Ok(()) }
+    /// ```
+    pub fn capture_all_reduce<'a, T: CollectiveType>(
+        &'a self,
+        capture: &Capture<'_, 'a>,
+        send: impl Into<GraphBuffer<'a, T>>,
+        recv: GraphBufferMut<'a, T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let mut recv = recv;
+        self.issue_captured::<T>(
+            capture,
+            Kind::AllReduce(op),
+            Some(send.into().raw_parts()),
+            recv.raw_parts_mut(),
+        )
+    }
+
+    /// [`capture_all_reduce`](Self::capture_all_reduce) with the result written over the
+    /// input.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let s = ctx.new_stream()?;
+    /// let mut v = ctx.htod_copy(&[3i32, 4])?;
+    /// {
+    ///     let graph = s.capture("max", |c| {
+    ///         comms[0].capture_all_reduce_in_place(c, c.buffer_mut(&mut v), ReduceOp::Max)
+    ///     })?;
+    ///     graph.instantiate()?.launch(&s)?;
+    /// }
+    /// assert_eq!(v.to_host_vec()?, [3, 4]);
+    /// # Ok(()) }
+    /// ```
+    pub fn capture_all_reduce_in_place<'a, T: CollectiveType>(
+        &'a self,
+        capture: &Capture<'_, 'a>,
+        buf: GraphBufferMut<'a, T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let mut buf = buf;
+        self.issue_captured::<T>(capture, Kind::AllReduce(op), None, buf.raw_parts_mut())
+    }
+
+    /// Captures [`broadcast`](Self::broadcast) (as
+    /// [`capture_all_reduce`](Self::capture_all_reduce)).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let s = ctx.new_stream()?;
+    /// let x = ctx.htod_copy(&[7u8; 4])?;
+    /// let mut y = ctx.alloc_zeros::<u8>(4)?;
+    /// {
+    ///     let graph = s.capture("broadcast", |c| {
+    ///         comms[0].capture_broadcast(c, c.buffer(&x), c.buffer_mut(&mut y), 0)
+    ///     })?;
+    ///     graph.instantiate()?.launch(&s)?;
+    /// }
+    /// assert_eq!(y.to_host_vec()?, [7; 4]);
+    /// # Ok(()) }
+    /// ```
+    pub fn capture_broadcast<'a, T: CollectiveType>(
+        &'a self,
+        capture: &Capture<'_, 'a>,
+        send: impl Into<GraphBuffer<'a, T>>,
+        recv: GraphBufferMut<'a, T>,
+        root: usize,
+    ) -> Result<()> {
+        let mut recv = recv;
+        self.issue_captured::<T>(
+            capture,
+            Kind::Broadcast { root },
+            Some(send.into().raw_parts()),
+            recv.raw_parts_mut(),
+        )
+    }
+
+    /// Captures [`all_gather`](Self::all_gather) (as
+    /// [`capture_all_reduce`](Self::capture_all_reduce)).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let s = ctx.new_stream()?;
+    /// let x = ctx.htod_copy(&[1u32, 2])?;
+    /// let mut all = ctx.alloc_zeros::<u32>(2 * comms[0].size())?;
+    /// {
+    ///     let graph = s.capture("gather", |c| {
+    ///         comms[0].capture_all_gather(c, c.buffer(&x), c.buffer_mut(&mut all))
+    ///     })?;
+    ///     graph.instantiate()?.launch(&s)?;
+    /// }
+    /// assert_eq!(all.to_host_vec()?, [1, 2]);
+    /// # Ok(()) }
+    /// ```
+    pub fn capture_all_gather<'a, T: CollectiveType>(
+        &'a self,
+        capture: &Capture<'_, 'a>,
+        send: impl Into<GraphBuffer<'a, T>>,
+        recv: GraphBufferMut<'a, T>,
+    ) -> Result<()> {
+        let mut recv = recv;
+        self.issue_captured::<T>(
+            capture,
+            Kind::AllGather,
+            Some(send.into().raw_parts()),
+            recv.raw_parts_mut(),
+        )
+    }
+
+    /// Captures [`reduce_scatter`](Self::reduce_scatter) (as
+    /// [`capture_all_reduce`](Self::capture_all_reduce)).
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let s = ctx.new_stream()?;
+    /// let x = ctx.htod_copy(&[1i64, 2])?;
+    /// let mut mine = ctx.alloc_zeros::<i64>(2)?;
+    /// {
+    ///     let graph = s.capture("scatter", |c| {
+    ///         comms[0].capture_reduce_scatter(c, c.buffer(&x), c.buffer_mut(&mut mine), ReduceOp::Sum)
+    ///     })?;
+    ///     graph.instantiate()?.launch(&s)?;
+    /// }
+    /// assert_eq!(mine.to_host_vec()?, [1, 2]);
+    /// # Ok(()) }
+    /// ```
+    pub fn capture_reduce_scatter<'a, T: CollectiveType>(
+        &'a self,
+        capture: &Capture<'_, 'a>,
+        send: impl Into<GraphBuffer<'a, T>>,
+        recv: GraphBufferMut<'a, T>,
+        op: ReduceOp,
+    ) -> Result<()> {
+        let mut recv = recv;
+        self.issue_captured::<T>(
+            capture,
+            Kind::ReduceScatter(op),
+            Some(send.into().raw_parts()),
+            recv.raw_parts_mut(),
+        )
+    }
+
+    /// The first error of this rank's collectives that ran asynchronously: NCCL's
+    /// `ncclCommGetAsyncError` on GPUs; on the simulator, the failures of collectives that
+    /// ran inside graphs (a rank that never launched its graph, ranks that disagree), each
+    /// reported once.
+    ///
+    /// ```
+    /// # use gpukernel_runtime::{Device, collective::{Communicator, ReduceOp}};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = Device::simulator().primary_context()?;
+    /// let comms = Communicator::for_contexts(&[ctx.clone()])?; // one rank
+    /// let s = ctx.new_stream()?;
+    /// let mut v = ctx.htod_copy(&[1.0f32])?;
+    /// comms[0].all_reduce_in_place(&s, &mut v, ReduceOp::Sum)?;
+    /// comms[0].async_error()?; // nothing failed
+    /// # Ok(()) }
+    /// ```
+    pub fn async_error(&self) -> Result<()> {
+        let first = {
+            let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+            (!f.is_empty()).then(|| f.remove(0))
+        };
+        match first {
+            Some(e) => Err(e),
+            None => self.raw.async_error(),
+        }
+    }
+
+    /// Checks an operation and records it into `capture` (see
+    /// [`capture_all_reduce`](Self::capture_all_reduce)).
+    fn issue_captured<'a, T: CollectiveType>(
+        &'a self,
+        capture: &Capture<'_, 'a>,
+        kind: Kind,
+        send: Option<RawParts<'a>>,
+        recv: RawParts<'a>,
+    ) -> Result<()> {
+        let name = captured_operation_name(kind);
+        if IN_GROUP.with(|g| g.get()) {
+            return Err(invalid(
+                name,
+                "a collective cannot be captured inside `collective::group`: capture each \
+                 rank's graph on its own thread (NCCL's rule for graphs of several GPUs)",
+            ));
+        }
+        let stream = capture.stream();
+        check_same(name, "the capturing stream", &self.ctx, stream.ctx())?;
+        let (send_len, send_ptr) = send.as_ref().map_or((recv.len, recv.ptr), |p| (p.len, p.ptr));
+        let count = self.count(name, kind, send_len, recv.len)?;
+        if count == 0 {
+            return Ok(());
+        }
+        let op = Op {
+            kind,
+            send: send_ptr,
+            recv: recv.ptr,
+            count,
+            dtype: T::DATA_TYPE,
+        };
+        let mut uses = Vec::with_capacity(2);
+        if let Some(p) = send {
+            uses.push(("the send buffer", p));
+        }
+        uses.push(("the receive buffer", recv));
+        // SAFETY: both buffers are borrowed for the graph's lifetime `'a` (the graph handles),
+        // their lengths match `count` (checked above); the graph's launches order them after
+        // the buffers' pending work (the recorded uses) and keep them until done.
+        match unsafe { self.raw.replayable(&op, &self.failures) } {
+            Some(call) => capture.record_host(name, uses, call),
+            None => capture.record_enqueued(name, uses, |s| {
+                self.context().bind_to_thread()?;
+                // SAFETY: as above; the stream is the rank's capturing stream, so NCCL records
+                // the operation into the graph instead of running it.
+                unsafe { self.raw.enqueue(&op, s, false) }
+            }),
+        }
+    }
+
     /// Checks an operation, orders it after its buffers' pending work, and enqueues it.
     fn issue<T: CollectiveType>(
         &self,
@@ -558,6 +916,15 @@ impl Communicator {
             )),
             Kind::ReduceScatter(_) => Ok(recv),
         }
+    }
+}
+
+fn captured_operation_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::AllReduce(_) => "Communicator::capture_all_reduce",
+        Kind::Broadcast { .. } => "Communicator::capture_broadcast",
+        Kind::AllGather => "Communicator::capture_all_gather",
+        Kind::ReduceScatter(_) => "Communicator::capture_reduce_scatter",
     }
 }
 

@@ -289,4 +289,12 @@ impl RawComm for NcclComm {
     fn group_end(&self) -> Result<()> {
         check("ncclGroupEnd", result::group_end())
     }
+
+    fn async_error(&self) -> Result<()> {
+        let mut state = sys::ncclResult_t::ncclSuccess;
+        // SAFETY: the communicator is live; valid out-pointer.
+        let r = unsafe { sys::ncclCommGetAsyncError(self.raw, &mut state) };
+        check("ncclCommGetAsyncError", r.result())?;
+        check("ncclCommGetAsyncError", state.result())
+    }
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use super::types::{CollectiveType, DataType, UniqueId};
-use super::{Kind, Op, RawComm};
+use super::{Failures, HostCall, Kind, Op, RawComm};
 use crate::backend::StreamHandle;
 use crate::error::{Error, Result};
 
@@ -174,6 +174,10 @@ impl RawComm for SimComm {
     fn group_start(&self) -> Result<()> {
         GROUP.with(|g| g.borrow_mut().0 += 1);
         Ok(())
+    }
+
+    unsafe fn replayable(&self, op: &Op, failures: &Failures) -> Option<HostCall> {
+        Some(replay(self.clique.clone(), self.rank, *op, failures.clone()))
     }
 
     fn group_end(&self) -> Result<()> {
@@ -351,4 +355,21 @@ unsafe fn run<T: CollectiveType>(parts: &[Op]) {
             }
         }
     }
+}
+
+/// A captured collective's part of `rank`, run by the graph's host node at each launch: joins
+/// the clique's next collective and waits for it, as a direct call does; a failure goes to
+/// `failures` (the graph's launch has no other way back).
+fn replay(clique: Arc<Clique>, rank: usize, op: Op, failures: Failures) -> HostCall {
+    Box::new(move || {
+        let name = super::operation_name(op.kind);
+        // SAFETY: the graph that calls this borrows the part's memory for its lifetime and
+        // orders each launch after the memory's pending work (`RawComm::replayable`); the
+        // wait below keeps the launch running until the collective completed or the part
+        // was withdrawn.
+        let seq = unsafe { clique.join(rank, op) };
+        if let Err(e) = clique.wait(rank, seq, name) {
+            failures.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+        }
+    })
 }

@@ -226,7 +226,7 @@ impl Context {
 
 /// The `extern "C"` function host nodes call: runs the closure, never unwinding into the
 /// driver.
-unsafe extern "C" fn call_host(data: *mut c_void) {
+pub(super) unsafe extern "C" fn call_host(data: *mut c_void) {
     // SAFETY: `data` is the `HostClosure` the graph keeps until its last owner is gone, which
     // is after every launch that can call this (see `GraphExec`'s drop).
     let closure = unsafe { &*data.cast::<HostClosure>() };

@@ -635,3 +635,75 @@ fn not_capturable(operation: &'static str, e: Error) -> Error {
         e => e,
     }
 }
+
+/// Operations that a library (NCCL's collectives, say) adds to a capture: recorded like a
+/// captured launch (one node of the captured graph, with its memory uses), so the graph is
+/// ordered against the other nodes and against other streams' work at each launch.
+impl<'a> Capture<'_, 'a> {
+    /// The capturing stream.
+    pub(crate) fn stream(&self) -> &Stream {
+        self.stream
+    }
+
+    /// Captures what `enqueue` enqueues on the capturing stream (given its handle) as one
+    /// operation using `uses` (memory borrowed for `'a`, checked as a launch's arguments).
+    /// A library may leave several nodes at the capture's end: an empty node joins them, and
+    /// stands for the whole operation in the captured graph.
+    pub(crate) fn record_enqueued(
+        &self,
+        operation: &'static str,
+        uses: Vec<(&'static str, RawParts<'a>)>,
+        enqueue: impl FnOnce(crate::backend::StreamHandle) -> Result<()>,
+    ) -> Result<()> {
+        let s = self.stream;
+        let mut rec = NodeUses::new(s.ctx(), &[]);
+        for (what, p) in uses {
+            rec.record(operation, what, p)?;
+        }
+        enqueue(s.handle()).map_err(|e| not_capturable(operation, e))?;
+        // SAFETY: the stream captures on this thread (`Stream::capture`); an empty node
+        // reaches no memory.
+        let handle = unsafe { s.ctx().backend.stream_capture_node(s.handle(), GraphNode::Empty) }
+            .map_err(|e| not_capturable(operation, e))?;
+        self.lock().push(Captured {
+            handle,
+            uses: rec.finish().uses,
+            kernel: None,
+            kept: None,
+        });
+        Ok(())
+    }
+
+    /// Captures a call of `f` on a host thread as one operation using `uses` (how the
+    /// simulator replays an operation that has no kernel: its collectives). `f` is kept by
+    /// the graph, like [`Graph::add_host`]'s closure; it must reach only memory in `uses`.
+    pub(crate) fn record_host(
+        &self,
+        operation: &'static str,
+        uses: Vec<(&'static str, RawParts<'a>)>,
+        f: Box<dyn FnMut() + Send>,
+    ) -> Result<()> {
+        let s = self.stream;
+        let mut rec = NodeUses::new(s.ctx(), &[]);
+        for (what, p) in uses {
+            rec.record(operation, what, p)?;
+        }
+        let closure: Box<HostClosure> = Box::new((Mutex::new(f),));
+        let data = core::ptr::from_ref::<HostClosure>(&closure)
+            .cast_mut()
+            .cast();
+        let node = GraphNode::Host { f: call_host, data };
+        // SAFETY: the stream captures on this thread; `data` points into `closure`, kept for
+        // the graph's lifetime; `call_host` is sound from any thread (the closure is `Send`,
+        // behind a mutex); what `f` reaches is `uses`, borrowed for `'a`.
+        let handle = unsafe { s.ctx().backend.stream_capture_node(s.handle(), node) }
+            .map_err(|e| not_capturable(operation, e))?;
+        self.lock().push(Captured {
+            handle,
+            uses: rec.finish().uses,
+            kernel: None,
+            kept: Some(KeptBox(closure)),
+        });
+        Ok(())
+    }
+}
