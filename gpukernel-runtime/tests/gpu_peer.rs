@@ -5,6 +5,9 @@
 //! `NCCL_NVLS_ENABLE=0`.
 
 mod common;
+#[cfg(feature = "nccl")]
+#[path = "common/collective_graphs.rs"]
+mod collective_graphs;
 
 use common::saxpy;
 use gpukernel_runtime::{Context, Device, Error, LaunchConfig};
@@ -288,4 +291,27 @@ fn nccl_all_reduce_after_peer_access_on_two_ranks() {
     c0.enable_peer_access(&c1).unwrap();
     c1.enable_peer_access(&c0).unwrap();
     one_collective_on_two_ranks(0);
+}
+
+/// An all-reduce captured on each rank's stream (one thread per rank), as a child graph node
+/// between two kernel nodes whose arguments change at every replay: 100 replays of 2^20
+/// floats, each replay's result kept and checked against the host.
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_all_reduce_in_a_graph_replayed_100_times() {
+    multicast_off();
+    let (c0, c1) = two_gpus();
+    collective_graphs::all_reduce_child_graph_replays(&[c0, c1], 1 << 20, 100);
+}
+
+/// Kernel, all-reduce, kernel in one stream capture per rank, replayed 100 times (the send
+/// buffer grows at each replay), checked after the last.
+#[test]
+#[cfg(feature = "nccl")]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs 2 GPUs (feature gpu)")]
+fn nccl_captured_step_replayed_100_times() {
+    multicast_off();
+    let (c0, c1) = two_gpus();
+    collective_graphs::captured_step_replays(&[c0, c1], 1 << 20, 100);
 }

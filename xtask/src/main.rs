@@ -690,10 +690,14 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     sh.push_str("export GPUKERNEL_VULKAN_LOADER=\"$PWD/lib/libvulkan.so.1\" LD_LIBRARY_PATH=\"$PWD/lib:$LD_LIBRARY_PATH\"\nfor f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do [ -f \"$f\" ] && { export VK_DRIVER_FILES=\"$f\"; break; }; done\n");
     sh.push_str(MULTI_GPU_SH);
     for (name, file) in &tests {
-        let kind = multi_gpu_step(name);
-        sh.push_str(&format!(
-            "{kind} bin/{file} --test-threads=1 --nocapture # {name}\n"
-        ));
+        // The several-device test binaries run test by test, each under its own time limit,
+        // so that a hang names its test (and leaves the stacks of its threads in the log).
+        let line = match multi_gpu_step(name) {
+            "two_gpus" => format!("two_gpus_each_test bin/{file} # {name}\n"),
+            "mstep" => format!("each_test bin/{file} # {name}\n"),
+            kind => format!("{kind} bin/{file} --test-threads=1 --nocapture # {name}\n"),
+        };
+        sh.push_str(&line);
     }
     // Memory errors in our kernels and foreign calls: the kernel suite and the examples under
     // compute-sanitizer's memcheck (any report fails the step). API errors are not reported:
@@ -714,6 +718,11 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
     sh.push_str("fi\n");
     for e in &examples {
         sh.push_str(&format!("{} bin/{e}\n", multi_gpu_step(e)));
+    }
+    // The two-process example as two hosts would run it: each rank a process that sees one
+    // GPU (CUDA_VISIBLE_DEVICES), the unique id relayed through pipes.
+    if examples.iter().any(|e| e == "nccl_two_process") {
+        sh.push_str("two_gpus bin/nccl_two_process --one-gpu-each\n");
     }
     sh.push_str("if python3 -c 'import numba.cuda' 2>/dev/null; then\n  step python3 data/numba_suite.py /tmp/gpukernel-numba-suite.txt && export GPUKERNEL_NUMBA_RESULTS=/tmp/gpukernel-numba-suite.txt\nfi\n");
     for b in &benches {
@@ -798,14 +807,20 @@ fn vulkan_libs(lib: &Path) {
 /// The bundle's steps (test binaries, examples, benchmarks) that need two GPUs: run only
 /// where `nvidia-smi` lists two, else reported as skipped (`run.sh` then ends with status 3,
 /// never "ALL GPU STEPS PASSED").
-const TWO_GPU_STEPS: [&str; 3] = ["gpu_peer", "bench_multi", "nccl_two_process"];
-
-/// The steps `./run.sh multi` runs: the several-device tests, examples and benchmark (also
-/// those one GPU can run), for a short session on a two-GPU machine.
-const MULTI_STEPS: [&str; 6] = [
+const TWO_GPU_STEPS: [&str; 4] = [
     "gpu_peer",
     "bench_multi",
     "nccl_two_process",
+    "data_parallel",
+];
+
+/// The steps `./run.sh multi` runs: the several-device tests, examples and benchmark (also
+/// those one GPU can run), for a short session on a two-GPU machine.
+const MULTI_STEPS: [&str; 7] = [
+    "gpu_peer",
+    "bench_multi",
+    "nccl_two_process",
+    "data_parallel",
     "gpu_multi",
     "gpu_nccl",
     "sim_multi",
@@ -847,6 +862,42 @@ mstep() { command_step "$@"; }
 command_step() { echo "=== $*"; timeout "${STEP_TIMEOUT:-300}" "$@" || { echo "FAILED ($?): $*"; fail=1; }; }
 two_gpus() {
   if [ "$gpus" -ge 2 ]; then command_step "$@"
+  else echo "=== SKIPPED (needs 2 GPUs, found $gpus): $*"; skipped=$((skipped + 1)); fi
+}
+# The stacks of every thread of process $1 (a test that ran past its limit).
+thread_stacks() {
+  if command -v cuda-gdb >/dev/null; then timeout 180 cuda-gdb -p "$1" -batch -ex 'thread apply all bt' 2>&1 | tail -n 600
+  elif command -v gdb >/dev/null; then timeout 180 gdb -p "$1" -batch -ex 'thread apply all bt' 2>&1 | tail -n 600
+  fi
+  for t in /proc/"$1"/task/*; do
+    echo "--- thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)) wchan=$(cat "$t/wchan" 2>/dev/null)"
+    cat "$t/stack" 2>/dev/null
+  done
+}
+# Each test of the test binary $1 alone (`--exact`), under TEST_TIMEOUT seconds (300): on a
+# timeout, the test's name and the stacks of its threads, then it is killed.
+each_test() {
+  local bin=$1 names t pid start rc
+  names=$("$bin" --list 2>/dev/null | sed -n 's/: test$//p')
+  if [ -z "$names" ]; then echo "=== $bin"; echo "FAILED: $bin --list listed no test"; fail=1; return; fi
+  for t in $names; do
+    echo "=== $bin $t"
+    "$bin" --exact "$t" --test-threads=1 --nocapture &
+    pid=$!; start=$SECONDS
+    while kill -0 "$pid" 2>/dev/null && [ $((SECONDS - start)) -lt "${TEST_TIMEOUT:-300}" ]; do sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "TIMEOUT (${TEST_TIMEOUT:-300} s): $bin $t (pid $pid); the stacks of its threads:"
+      thread_stacks "$pid"
+      kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+      echo "FAILED (timeout): $bin $t"; fail=1
+    else
+      wait "$pid"; rc=$?
+      [ "$rc" -eq 0 ] || { echo "FAILED ($rc): $bin $t"; fail=1; }
+    fi
+  done
+}
+two_gpus_each_test() {
+  if [ "$gpus" -ge 2 ]; then each_test "$@"
   else echo "=== SKIPPED (needs 2 GPUs, found $gpus): $*"; skipped=$((skipped + 1)); fi
 }
 "#;
