@@ -392,6 +392,9 @@ fn windows_check() -> Result<(), String> {
 /// Examples that need a GPU and another API: run by the GPU bundle, not on the simulator.
 const GPU_ONLY_EXAMPLES: &[&str] = &["vulkan_interop"];
 
+/// Examples that need several simulated devices on the simulator, and how many.
+const SIM_DEVICES: &[(&str, &str)] = &[("data_parallel", "2")];
+
 /// Runs every example of `ffi-examples` on the simulator (each checks its result against the
 /// host and exits non-zero on a mismatch).
 fn run_examples_on_simulator() -> Result<(), String> {
@@ -415,9 +418,13 @@ fn run_examples_on_simulator() -> Result<(), String> {
         !gpu_only
     });
     for name in &names {
-        run(cargo()
-            .args(["run", "--quiet", "-p", "ffi-examples", "--example", name])
-            .env("GPUKERNEL_BACKEND", "sim"))?;
+        let mut cmd = cargo();
+        cmd.args(["run", "--quiet", "-p", "ffi-examples", "--example", name])
+            .env("GPUKERNEL_BACKEND", "sim");
+        if let Some((_, n)) = SIM_DEVICES.iter().find(|(e, _)| e == name) {
+            cmd.env("GPUKERNEL_SIM_DEVICES", n);
+        }
+        run(&mut cmd)?;
     }
     eprintln!(
         "examples: {} ran on the simulator and matched the host",
