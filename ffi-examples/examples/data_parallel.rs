@@ -26,9 +26,7 @@ use ffi_examples_kernels::PTX;
 use ffi_examples_kernels::suite::gemm::{SGEMM_BM, SGEMM_BN, SGEMM_THREADS, sgemm};
 use gpukernel_runtime::collective::{self, Communicator, ReduceOp};
 use gpukernel_runtime::link::Linker;
-use gpukernel_runtime::{
-    Context, DeviceBuffer, Device, Kernel, LaunchConfig, Stream, TypedKernel,
-};
+use gpukernel_runtime::{Context, Device, DeviceBuffer, Kernel, LaunchConfig, Stream, TypedKernel};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -64,7 +62,8 @@ struct Ranks<'k> {
 fn values(seed: u64, len: usize) -> Vec<f32> {
     (0..len as u64)
         .map(|i| {
-            let h = (i ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let h =
+                (i ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             ((h >> 40) as f32 / (1u64 << 24) as f32) - 0.5
         })
         .collect()
@@ -81,7 +80,10 @@ impl<'k> Ranks<'k> {
     ) -> Result<Ranks<'k>, BoxError> {
         let r = ctxs.len();
         let per = shape.m / r;
-        assert!(per % SGEMM_BM as usize == 0, "rows per rank: a multiple of {SGEMM_BM}");
+        assert!(
+            per % SGEMM_BM as usize == 0,
+            "rows per rank: a multiple of {SGEMM_BM}"
+        );
         let mut ranks = Vec::new();
         for (i, (ctx, kernel)) in ctxs.iter().zip(kernels).enumerate() {
             let rows = i * per..(i + 1) * per;

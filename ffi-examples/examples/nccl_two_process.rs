@@ -120,7 +120,9 @@ fn run() -> Result<ExitCode, BoxError> {
 fn one_gpu_rank(rank: usize) -> Result<(), BoxError> {
     let visible = Device::count()?;
     if visible != 1 {
-        return Err(format!("rank {rank} sees {visible} GPUs, expected 1 (CUDA_VISIBLE_DEVICES)").into());
+        return Err(
+            format!("rank {rank} sees {visible} GPUs, expected 1 (CUDA_VISIBLE_DEVICES)").into(),
+        );
     }
     let ctx = Device::get(0)?.primary_context()?;
     let id = if rank == 0 {

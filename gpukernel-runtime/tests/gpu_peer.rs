@@ -4,10 +4,10 @@
 //! `run.sh` does not run this binary then, and reports it as skipped ("needs 2 GPUs"). Run with
 //! `NCCL_NVLS_ENABLE=0`.
 
-mod common;
 #[cfg(feature = "nccl")]
 #[path = "common/collective_graphs.rs"]
 mod collective_graphs;
+mod common;
 
 use common::saxpy;
 use gpukernel_runtime::{Context, Device, Error, LaunchConfig};
@@ -156,7 +156,11 @@ fn nccl_with_two_ranks_matches_the_host() {
         Ok(())
     })
     .unwrap();
-    let sum: Vec<f32> = inputs[0].iter().zip(&inputs[1]).map(|(a, b)| a + b).collect();
+    let sum: Vec<f32> = inputs[0]
+        .iter()
+        .zip(&inputs[1])
+        .map(|(a, b)| a + b)
+        .collect();
     let all: Vec<f32> = inputs.concat();
     for r in 0..2 {
         assert!(sums[r].to_host_vec().unwrap() == sum, "all-reduce rank {r}");
@@ -240,7 +244,11 @@ fn one_collective_on_two_ranks(which: usize) {
         Ok(())
     })
     .unwrap();
-    let sum: Vec<f32> = inputs[0].iter().zip(&inputs[1]).map(|(a, b)| a + b).collect();
+    let sum: Vec<f32> = inputs[0]
+        .iter()
+        .zip(&inputs[1])
+        .map(|(a, b)| a + b)
+        .collect();
     for (r, out) in outs.iter().enumerate() {
         let got = out.to_host_vec().unwrap();
         let want: Vec<f32> = match which {

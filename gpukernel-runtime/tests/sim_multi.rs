@@ -3,9 +3,9 @@
 //! peer's memory, one link loaded on every device, and the collectives' results, all without
 //! a GPU. Runs its own `main` (see Cargo.toml): the variables are set before any thread.
 
-mod common;
 #[path = "common/collective_graphs.rs"]
 mod collective_graphs;
+mod common;
 
 use common::saxpy;
 use gpukernel_runtime::collective::{self, Communicator, ReduceOp, UniqueId};
@@ -360,9 +360,7 @@ fn ranks_in_threads_join_through_a_unique_id() {
         })
         .collect();
     let inputs: Vec<Vec<f32>> = (0..3).map(|r| input(r, n)).collect();
-    let want: Vec<f32> = (0..n)
-        .map(|i| inputs.iter().map(|v| v[i]).sum())
-        .collect();
+    let want: Vec<f32> = (0..n).map(|i| inputs.iter().map(|v| v[i]).sum()).collect();
     for h in handles {
         assert_eq!(h.join().unwrap().unwrap(), want);
     }
@@ -491,9 +489,13 @@ fn main() {
     let mut failed = Vec::new();
     let mut ran = 0;
     for (name, test) in tests {
-        let chosen = filter
-            .iter()
-            .any(|f| if exact { name == f } else { name.contains(f.as_str()) });
+        let chosen = filter.iter().any(|f| {
+            if exact {
+                name == f
+            } else {
+                name.contains(f.as_str())
+            }
+        });
         if !filter.is_empty() && !chosen {
             continue;
         }

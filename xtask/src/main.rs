@@ -873,6 +873,7 @@ two_gpus() {
 }
 # The stacks of every thread of process $1 (a test that ran past its limit).
 thread_stacks() {
+  local t
   if command -v cuda-gdb >/dev/null; then timeout 180 cuda-gdb -p "$1" -batch -ex 'thread apply all bt' 2>&1 | tail -n 600
   elif command -v gdb >/dev/null; then timeout 180 gdb -p "$1" -batch -ex 'thread apply all bt' 2>&1 | tail -n 600
   fi

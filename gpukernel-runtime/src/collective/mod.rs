@@ -812,7 +812,9 @@ impl Communicator {
         }
         let stream = capture.stream();
         check_same(name, "the capturing stream", &self.ctx, stream.ctx())?;
-        let (send_len, send_ptr) = send.as_ref().map_or((recv.len, recv.ptr), |p| (p.len, p.ptr));
+        let (send_len, send_ptr) = send
+            .as_ref()
+            .map_or((recv.len, recv.ptr), |p| (p.len, p.ptr));
         let count = self.count(name, kind, send_len, recv.len)?;
         if count == 0 {
             return Ok(());

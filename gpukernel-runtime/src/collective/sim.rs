@@ -177,7 +177,12 @@ impl RawComm for SimComm {
     }
 
     unsafe fn replayable(&self, op: &Op, failures: &Failures) -> Option<HostCall> {
-        Some(replay(self.clique.clone(), self.rank, *op, failures.clone()))
+        Some(replay(
+            self.clique.clone(),
+            self.rank,
+            *op,
+            failures.clone(),
+        ))
     }
 
     fn group_end(&self) -> Result<()> {

@@ -663,8 +663,12 @@ impl<'a> Capture<'_, 'a> {
         enqueue(s.handle()).map_err(|e| not_capturable(operation, e))?;
         // SAFETY: the stream captures on this thread (`Stream::capture`); an empty node
         // reaches no memory.
-        let handle = unsafe { s.ctx().backend.stream_capture_node(s.handle(), GraphNode::Empty) }
-            .map_err(|e| not_capturable(operation, e))?;
+        let handle = unsafe {
+            s.ctx()
+                .backend
+                .stream_capture_node(s.handle(), GraphNode::Empty)
+        }
+        .map_err(|e| not_capturable(operation, e))?;
         self.lock().push(Captured {
             handle,
             uses: rec.finish().uses,
