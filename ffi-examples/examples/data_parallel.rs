@@ -80,10 +80,13 @@ impl<'k> Ranks<'k> {
     ) -> Result<Ranks<'k>, BoxError> {
         let r = ctxs.len();
         let per = shape.m / r;
-        assert!(
-            per % SGEMM_BM as usize == 0,
-            "rows per rank: a multiple of {SGEMM_BM}"
-        );
+        if !per.is_multiple_of(SGEMM_BM as usize) || !shape.m.is_multiple_of(r) {
+            return Err(format!(
+                "{} rows over {r} ranks: each rank's rows must be a multiple of {SGEMM_BM}",
+                shape.m
+            )
+            .into());
+        }
         let mut ranks = Vec::new();
         for (i, (ctx, kernel)) in ctxs.iter().zip(kernels).enumerate() {
             let rows = i * per..(i + 1) * per;
@@ -261,11 +264,13 @@ fn run() -> Result<ExitCode, BoxError> {
         return Ok(ExitCode::SUCCESS);
     }
 
+    // Rows: about `rows`, a multiple of 128 per rank.
+    let rows = |rows: usize| (rows / (128 * r)).max(1) * 128 * r;
     for (what, shape) in [
         (
             "compute-bound",
             Shape {
-                m: 4096,
+                m: rows(4096),
                 n: 4096,
                 k: 32768,
             },
@@ -273,7 +278,7 @@ fn run() -> Result<ExitCode, BoxError> {
         (
             "communication-bound",
             Shape {
-                m: 8192,
+                m: rows(8192),
                 n: 8192,
                 k: 8,
             },
@@ -290,7 +295,7 @@ fn run() -> Result<ExitCode, BoxError> {
             shape.n,
             shape.k,
             flop / 1e9,
-            shape.m * shape.n * 4 >> 20,
+            (shape.m * shape.n * 4) >> 20,
             t1 / tr,
             if what == "compute-bound" {
                 " (target >= 1.9x on 2 GPUs)"
