@@ -3,6 +3,8 @@
 //! Run with `NCCL_NVLS_ENABLE=0` (the GPU bundle's `run.sh` sets it).
 #![cfg(feature = "nccl")]
 
+#[path = "common/collective_graphs.rs"]
+mod collective_graphs;
 mod common;
 
 use common::saxpy;
@@ -109,4 +111,16 @@ fn a_unique_id_makes_a_one_rank_communicator() {
         Communicator::init_rank(&ctx, &sim_id, 0, 1),
         Err(Error::InvalidCollective { .. })
     ));
+}
+
+/// NCCL captured into graphs on one GPU (a one-rank communicator): the child-graph form with
+/// kernel arguments changed at each of 100 replays, and kernel, all-reduce, kernel in one
+/// capture replayed 100 times. Two ranks: `gpu_peer.rs`.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn a_captured_all_reduce_replays_on_one_rank() {
+    multicast_off();
+    let ctx = common::gpu();
+    collective_graphs::all_reduce_child_graph_replays(std::slice::from_ref(&ctx), 1 << 20, 100);
+    collective_graphs::captured_step_replays(std::slice::from_ref(&ctx), 1 << 20, 100);
 }
