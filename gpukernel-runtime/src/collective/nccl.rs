@@ -258,9 +258,14 @@ impl RawComm for NcclComm {
             op.recv as *mut core::ffi::c_void,
         );
         let t = dtype(op.dtype);
+        // NCCL connects to its peers lazily, at the first collective of each algorithm, and
+        // part of that set-up (enabling peer access) is refused on a thread whose stream is
+        // capturing (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, "failed to peer with device"):
+        // the thread's capture mode is relaxed around the call, so the first collective may
+        // be a captured one. The kernels NCCL enqueues are captured as before.
         // SAFETY: forwarded from the caller (live memory of the sizes `count` implies, ordered
         // on the stream, kept until complete); the communicator is live.
-        unsafe {
+        crate::driver::with_relaxed_capture_mode(|| unsafe {
             match op.kind {
                 Kind::AllReduce(o) => check(
                     "ncclAllReduce",
@@ -279,7 +284,7 @@ impl RawComm for NcclComm {
                     result::reduce_scatter(send, recv, op.count, t, red_op(o), self.raw, stream),
                 ),
             }
-        }
+        })?
     }
 
     fn group_start(&self) -> Result<()> {

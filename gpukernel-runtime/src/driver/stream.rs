@@ -173,6 +173,25 @@ pub(crate) unsafe fn stream_begin_capture(s: CUstream) -> Result<()> {
     })
 }
 
+/// Runs `f` with this thread's stream-capture mode relaxed (`cuThreadExchangeStreamCaptureMode`),
+/// restoring the previous mode afterwards: calls that are unsafe during a capture (allocations,
+/// `cuCtxEnablePeerAccess`) are then allowed from this thread. For libraries that set up
+/// resources lazily inside an operation that may be captured (NCCL connects its peers at a
+/// communicator's first collective of each algorithm, also inside a capture).
+pub(crate) fn with_relaxed_capture_mode<R>(f: impl FnOnce() -> R) -> Result<R> {
+    let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+    // SAFETY: a valid in/out pointer; the mode is this thread's alone.
+    check("cuThreadExchangeStreamCaptureMode", unsafe {
+        sys::cuThreadExchangeStreamCaptureMode(&mut mode)
+    })?;
+    let r = f();
+    // SAFETY: as above; puts the thread's previous mode back.
+    check("cuThreadExchangeStreamCaptureMode", unsafe {
+        sys::cuThreadExchangeStreamCaptureMode(&mut mode)
+    })?;
+    Ok(r)
+}
+
 /// Ends the capture of `s`, returning the captured graph (owned by the caller).
 ///
 /// # Safety
