@@ -248,6 +248,7 @@ impl Stream {
     /// captured: called before anything reaches the driver, so the capture is left intact.
     #[inline(always)]
     pub(crate) fn not_capturing(&self, operation: &'static str) -> Result<()> {
+        crate::graph::not_in_host_node(operation)?;
         if self.is_capturing() {
             Err(crate::error::Error::StreamCapturing { operation })
         } else {

@@ -387,7 +387,7 @@ impl<'a> Capture<'_, 'a> {
         }
         config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(s.ctx(), &[]);
-        let abi = args.record(&mut uses)?;
+        let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),

@@ -84,6 +84,7 @@ use crate::backend::{
 use crate::context::{Context, ContextInner, intern};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::launch::args::Lent;
 use crate::launch::{LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS, Safe};
 use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};
@@ -97,6 +98,7 @@ pub use conditional::ConditionalHandle;
 pub use exec::GraphExec;
 use exec::*;
 use order::*;
+pub(crate) use build::not_in_host_node;
 pub(crate) use uses::NodeUses;
 use uses::*;
 pub use uses::{GraphBuffer, GraphBufferMut};

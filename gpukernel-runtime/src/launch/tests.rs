@@ -292,7 +292,9 @@ fn parameter_array_layout_follows_the_abi() {
     let args = (2.5f32, &x, &mut y, p, 7u8);
     let mut abi =
         LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>, Affine, u8)>::lower(
-            args, &s,
+            args,
+            &s,
+            &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
     let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
@@ -645,12 +647,14 @@ fn lowering_cost_probe() {
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut y),
         &s,
+        &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
     let mut z = o.alloc_zeros::<f32>(256).unwrap();
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut z),
         &o,
+        &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
     let n = 1_000_000;
@@ -659,6 +663,7 @@ fn lowering_cost_probe() {
         let mut abi = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
             (1.0, &x, &mut y),
             &s,
+            &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
