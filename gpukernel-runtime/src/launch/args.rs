@@ -343,8 +343,8 @@ impl Lent {
     }
 }
 
-/// `core::any::type_name` without module paths: `gpukernel_device::slice::DisjointSlice<u32>`
-/// → `DisjointSlice<u32>`.
+/// `core::any::type_name` without module paths and lifetimes:
+/// `gpukernel_device::slice::DisjointSlice<'_, u32>` → `DisjointSlice<u32>`.
 fn short_type_name(full: &str) -> String {
     let mut out = String::with_capacity(full.len());
     let mut word = String::new();
@@ -362,7 +362,11 @@ fn short_type_name(full: &str) -> String {
         }
     }
     out.push_str(&word);
-    out
+    // Parameter types are written with `'static` for every lifetime (`Kernel::Params`).
+    out.replace("'_, ", "")
+        .replace("'static, ", "")
+        .replace("&'static ", "&")
+        .replace("&'_ ", "&")
 }
 
 /// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
