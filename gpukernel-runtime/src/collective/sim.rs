@@ -48,6 +48,9 @@ struct CliqueState {
     /// open, or its communicator was dropped). A collective missing such a rank fails at
     /// once for the ranks that wait for it.
     failed: Vec<Option<String>>,
+    /// The ranks in `failed`, in the order they failed: the first is the cause a waiting rank
+    /// reports (a rank that gave up on it fails after it).
+    failed_order: Vec<usize>,
 }
 
 impl Clique {
@@ -122,10 +125,10 @@ impl Clique {
                 return outcome.map_err(|reason| Error::InvalidCollective { operation, reason });
             }
             let failed = st.pending.get(&seq).and_then(|p| {
-                (0..p.len()).find_map(|r| match (&p[r], &st.failed[r]) {
-                    (None, Some(why)) => Some((r, why.clone())),
-                    _ => None,
-                })
+                st.failed_order
+                    .iter()
+                    .find(|&&r| p[r].is_none())
+                    .map(|&r| (r, st.failed[r].clone().unwrap_or_default()))
             });
             if let Some((failed_rank, reason)) = failed {
                 self.withdraw(&mut st, rank, seq);
@@ -174,7 +177,10 @@ impl Clique {
     /// Records that `rank` joins no further collective, and wakes the ranks waiting for it.
     fn fail_rank(&self, rank: usize, reason: &str) {
         let mut st = self.lock();
-        st.failed[rank].get_or_insert_with(|| reason.to_owned());
+        if st.failed[rank].is_none() {
+            st.failed[rank] = Some(reason.to_owned());
+            st.failed_order.push(rank);
+        }
         drop(st);
         self.arrived.notify_all();
     }
@@ -287,7 +293,7 @@ impl Drop for SimComm {
             if std::thread::panicking() {
                 "its thread panicked, dropping its communicator"
             } else {
-                "its communicator was dropped before joining"
+                "its communicator was dropped, so it joins no further collective"
             },
         );
     }
