@@ -95,7 +95,12 @@ fn a_stream_launch_refuses_one_buffer_as_input_and_output() {
         let ob = graph.buffer_mut(&mut out);
         let e = s.launch(&k, cfg, (ob, ob, &mut seen)).unwrap_err();
         // `x` and `out` are named by `same_len(x, out)`.
-        assert_aliased(&e, "copy_seen", "`x: &[u32]` (argument 0)", "`out: DisjointSlice<u32>` (argument 1)");
+        assert_aliased(
+            &e,
+            "copy_seen",
+            "`x: &[u32]` (argument 0)",
+            "`out: DisjointSlice<u32>` (argument 1)",
+        );
         // The read-only handle of the same buffer is the same memory.
         let e = s.launch(&k, cfg, (ob.read(), ob, &mut seen)).unwrap_err();
         assert_aliased(&e, "copy_seen", "argument 0", "argument 1");
@@ -116,7 +121,12 @@ fn a_stream_launch_refuses_one_buffer_for_two_disjoint_slices() {
         let graph = ctx.new_graph("lender").unwrap();
         let ob = graph.buffer_mut(&mut out);
         let e = s.launch(&k, cfg, (ob, ob)).unwrap_err();
-        assert_aliased(&e, "two_outputs", "argument 0 (`DisjointSlice<u32>`)", "argument 1 (`DisjointSlice<u32>`)");
+        assert_aliased(
+            &e,
+            "two_outputs",
+            "argument 0 (`DisjointSlice<u32>`)",
+            "argument 1 (`DisjointSlice<u32>`)",
+        );
     }
     assert_eq!(out.to_host_vec().unwrap(), [0; N]);
     // Disjoint halves of one allocation are two buffers as far as a launch is concerned.
@@ -124,7 +134,10 @@ fn a_stream_launch_refuses_one_buffer_for_two_disjoint_slices() {
     s.launch(&k, LaunchConfig::for_elements(N / 2).unwrap(), (lo, hi))
         .unwrap();
     let got = out.to_host_vec().unwrap();
-    assert_eq!((got[0], got[N / 2 - 1], got[N / 2], got[N - 1]), (1, 1, 2, 2));
+    assert_eq!(
+        (got[0], got[N / 2 - 1], got[N / 2], got[N - 1]),
+        (1, 1, 2, 2)
+    );
 }
 
 #[test]
@@ -134,7 +147,11 @@ fn reading_one_buffer_twice_is_allowed() {
     let x = ctx.htod_copy(&[5u32; N]).unwrap();
     let mut out = ctx.alloc_zeros::<u32>(N).unwrap();
     ctx.default_stream()
-        .launch(&k, LaunchConfig::for_elements(N).unwrap(), (&x, &x, &mut out))
+        .launch(
+            &k,
+            LaunchConfig::for_elements(N).unwrap(),
+            (&x, &x, &mut out),
+        )
         .unwrap();
     assert_eq!(out.to_host_vec().unwrap(), [10; N]);
 }
@@ -155,7 +172,11 @@ fn a_graph_node_refuses_aliased_arguments_and_adds_nothing() {
         let e = graph.add_kernel(&[], &k2, cfg, (sb, sb)).unwrap_err();
         assert_aliased(&e, "two_outputs", "argument 0", "argument 1");
         assert!(graph.is_empty());
-        graph.instantiate().unwrap().launch(&ctx.default_stream()).unwrap();
+        graph
+            .instantiate()
+            .unwrap()
+            .launch(&ctx.default_stream())
+            .unwrap();
     }
     assert_eq!(out.to_host_vec().unwrap(), [7; N]);
 }
@@ -190,12 +211,20 @@ fn set_kernel_args_refuses_aliased_arguments_and_keeps_the_old_ones() {
     let cfg = LaunchConfig::for_elements(N).unwrap();
     {
         let graph = ctx.new_graph("update").unwrap();
-        let (xb, ob, sb) = (graph.buffer(&x), graph.buffer_mut(&mut out), graph.buffer_mut(&mut seen));
+        let (xb, ob, sb) = (
+            graph.buffer(&x),
+            graph.buffer_mut(&mut out),
+            graph.buffer_mut(&mut seen),
+        );
         let node = graph.add_kernel(&[], &k, cfg, (xb, ob, sb)).unwrap();
         let exec = graph.instantiate().unwrap();
-        let e = exec.set_kernel_args(node, &k, cfg, (ob, ob, sb)).unwrap_err();
+        let e = exec
+            .set_kernel_args(node, &k, cfg, (ob, ob, sb))
+            .unwrap_err();
         assert_aliased(&e, "copy_seen", "argument 0", "argument 1");
-        let e = exec.set_kernel_args(node, &k, cfg, (xb, sb, sb)).unwrap_err();
+        let e = exec
+            .set_kernel_args(node, &k, cfg, (xb, sb, sb))
+            .unwrap_err();
         assert_aliased(&e, "copy_seen", "argument 1", "argument 2");
         exec.launch(&ctx.default_stream()).unwrap();
     }
@@ -222,7 +251,9 @@ fn saxpy_with_x_and_y_one_buffer_is_refused_on_every_device() {
                 .launch(&saxpy, cfg, (2.0f32, yb, yb))
                 .unwrap_err();
             assert!(matches!(e, Error::AliasedArguments { .. }), "{name}: {e}");
-            let e = graph.add_kernel(&[], &saxpy, cfg, (2.0f32, yb, yb)).unwrap_err();
+            let e = graph
+                .add_kernel(&[], &saxpy, cfg, (2.0f32, yb, yb))
+                .unwrap_err();
             assert!(matches!(e, Error::AliasedArguments { .. }), "{name}: {e}");
         }
         assert_eq!(y.to_host_vec().unwrap(), [1.0; N], "{name}");

@@ -20,7 +20,10 @@ fn comms(ctx: &Context, ranks: usize) -> Vec<Communicator> {
 
 /// All-reduces `value(rank)` with `Avg` over `ranks` ranks (three elements each), in one group;
 /// returns every rank's result.
-fn avg<T: CollectiveType + std::fmt::Debug>(ranks: usize, value: impl Fn(usize) -> T) -> Vec<Vec<T>> {
+fn avg<T: CollectiveType + std::fmt::Debug>(
+    ranks: usize,
+    value: impl Fn(usize) -> T,
+) -> Vec<Vec<T>> {
     let ctx = Device::simulator().primary_context().unwrap();
     let comms = comms(&ctx, ranks);
     let stream = ctx.default_stream();
@@ -43,7 +46,11 @@ fn avg<T: CollectiveType + std::fmt::Debug>(ranks: usize, value: impl Fn(usize) 
 /// NCCL's `FuncSumPostDiv`, written out as NCCL does it: the sum wraps in the type's bits; a
 /// signed sum's magnitude (as unsigned) is divided, then the sign put back.
 fn nccl_avg(values: &[u64], bits: u32, signed: bool) -> u64 {
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
     let sum = values.iter().fold(0u64, |a, v| a.wrapping_add(*v)) & mask;
     let n = values.len() as u64;
     let neg = signed && sum >> (bits - 1) == 1;
@@ -86,7 +93,10 @@ fn integer_avg_is_ncclavg_at_rank_counts_that_overflow_the_type() {
     check_avg!(u8, u8, false, 257, |r| r as u8);
     check_avg!(i8, u8, true, 129, |r| r as i8);
     // Wider types: sums that wrap, negative sums truncated toward zero.
-    assert_eq!(check_avg!(i32, u32, true, 3, |_| i32::MAX), (i32::MAX as u32).wrapping_mul(3) as i32 / 3);
+    assert_eq!(
+        check_avg!(i32, u32, true, 3, |_| i32::MAX),
+        (i32::MAX as u32).wrapping_mul(3) as i32 / 3
+    );
     assert_eq!(check_avg!(i32, u32, true, 4, |r| -(r as i32) - 1), -2);
     check_avg!(u32, u32, false, 5, |_| u32::MAX - 1);
     check_avg!(i64, u64, true, 3, |_| i64::MIN + 1);
@@ -105,16 +115,20 @@ fn a_panic_inside_a_group_ends_it_at_once() {
     let t = Instant::now();
     let r: std::thread::Result<gpukernel_runtime::Result<()>> =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        collective::group(|g| {
-            let mut it = recvs.iter_mut();
-            for c in &comms[..2] {
-                g.all_reduce(c, &stream, &send, it.next().unwrap(), ReduceOp::Sum)?;
-            }
-            panic!("the program fails between its ranks' calls");
-        })
-    }));
+            collective::group(|g| {
+                let mut it = recvs.iter_mut();
+                for c in &comms[..2] {
+                    g.all_reduce(c, &stream, &send, it.next().unwrap(), ReduceOp::Sum)?;
+                }
+                panic!("the program fails between its ranks' calls");
+            })
+        }));
     assert!(r.is_err());
-    assert!(t.elapsed() < AT_ONCE, "the group's end waited {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < AT_ONCE,
+        "the group's end waited {:?}",
+        t.elapsed()
+    );
 }
 
 #[test]

@@ -59,13 +59,20 @@ fn pointing_a_node_at_the_buffer_an_unordered_node_writes_is_refused() {
                 .unwrap_err();
             assert_unordered(&e, n1.index(), n0.index());
             // Updates that keep the nodes apart are accepted.
-            exec.set_kernel_args(n1, &k, cfg, (3.0f32, xb, y2b)).unwrap();
+            exec.set_kernel_args(n1, &k, cfg, (3.0f32, xb, y2b))
+                .unwrap();
             exec.launch(&stream).unwrap();
             stream.synchronize().unwrap();
         }
         // Both nodes kept or took only what was accepted.
-        assert!(y1.to_host_vec().unwrap().iter().all(|&v| v == 12.0), "{name}");
-        assert!(y2.to_host_vec().unwrap().iter().all(|&v| v == 103.0), "{name}");
+        assert!(
+            y1.to_host_vec().unwrap().iter().all(|&v| v == 12.0),
+            "{name}"
+        );
+        assert!(
+            y2.to_host_vec().unwrap().iter().all(|&v| v == 103.0),
+            "{name}"
+        );
     }
 }
 
@@ -95,8 +102,14 @@ fn an_ordered_node_may_be_pointed_at_its_predecessor_output() {
             exec.launch(&stream).unwrap();
             stream.synchronize().unwrap();
         }
-        assert!(y1.to_host_vec().unwrap().iter().all(|&v| v == 12.0), "{name}");
+        assert!(
+            y1.to_host_vec().unwrap().iter().all(|&v| v == 12.0),
+            "{name}"
+        );
         // y2 = 1 * y1 + y2, with y1 already updated by node 0.
-        assert!(y2.to_host_vec().unwrap().iter().all(|&v| v == 112.0), "{name}");
+        assert!(
+            y2.to_host_vec().unwrap().iter().all(|&v| v == 112.0),
+            "{name}"
+        );
     }
 }

@@ -37,15 +37,22 @@ fn host_node_calls(ctx: Context) -> Vec<(&'static str, gpukernel_runtime::Result
     let exec_cell: Arc<OnceLock<GraphExec<'static>>> = Arc::default();
     let graph = ctx.new_graph("host calls").unwrap();
     {
-        let (ctx, stream, calls, exec_cell) =
-            (ctx.clone(), stream.clone(), calls.clone(), exec_cell.clone());
+        let (ctx, stream, calls, exec_cell) = (
+            ctx.clone(),
+            stream.clone(),
+            calls.clone(),
+            exec_cell.clone(),
+        );
         let x = ctx.htod_copy(&[1.0f32; N]).unwrap();
         let mut y = ctx.alloc_zeros::<f32>(N).unwrap();
         graph
             .add_host(&[], move || {
                 let cfg = LaunchConfig::for_elements(N).unwrap();
                 let mut c = calls.lock().unwrap();
-                c.push(("Stream::launch", stream.launch(&k, cfg, (2.0f32, &x, &mut y))));
+                c.push((
+                    "Stream::launch",
+                    stream.launch(&k, cfg, (2.0f32, &x, &mut y)),
+                ));
                 c.push(("DeviceBuffer::copy_from_host", y.copy_from_host(&[3.0; N])));
                 c.push(("DeviceBuffer::to_host_vec", y.to_host_vec().map(drop)));
                 c.push(("Stream::synchronize", stream.synchronize()));
@@ -93,7 +100,8 @@ fn runtime_calls_from_a_host_node_are_refused_not_hung() {
                 Err(Error::CallInHostFunction { .. }) => {
                     let e = r.unwrap_err().to_string();
                     assert!(
-                        e.contains("CUDA forbids CUDA calls in host functions") && e.contains("hint:"),
+                        e.contains("CUDA forbids CUDA calls in host functions")
+                            && e.contains("hint:"),
                         "{name}: {what}: {e}"
                     );
                 }

@@ -485,7 +485,12 @@ impl<'a> GraphExec<'a> {
 /// allocation, one of them written): the graph ordered its nodes by the uses they were built
 /// with, and an instantiation's edges cannot change (`cuGraphExecKernelNodeSetParams` changes
 /// parameters only).
-fn unordered_conflict(graph: &str, nodes: &[ExecNode<'_>], node: usize, uses: &[Use]) -> Result<()> {
+fn unordered_conflict(
+    graph: &str,
+    nodes: &[ExecNode<'_>],
+    node: usize,
+    uses: &[Use],
+) -> Result<()> {
     let n = nodes.len();
     // Mark the nodes ordered with `node`: its ancestors (through `deps`) and its descendants.
     let mut ordered = vec![false; n];

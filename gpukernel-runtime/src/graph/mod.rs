@@ -91,6 +91,7 @@ use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};
 use crate::module::{ModuleInner, TypedKernel};
 use crate::stream::Stream;
 
+pub(crate) use build::not_in_host_node;
 use build::*;
 pub use build::{Graph, Node};
 pub use capture::Capture;
@@ -98,7 +99,6 @@ pub use conditional::ConditionalHandle;
 pub use exec::GraphExec;
 use exec::*;
 use order::*;
-pub(crate) use build::not_in_host_node;
 pub(crate) use uses::NodeUses;
 use uses::*;
 pub use uses::{GraphBuffer, GraphBufferMut};
