@@ -100,6 +100,7 @@ impl Stream {
     }
 
     pub(crate) fn create(ctx: Arc<ContextInner>, priority: i32) -> Result<Stream> {
+        crate::graph::not_in_host_node("Context::new_stream")?;
         let state = StreamState::new(ctx.backend.stream_create(priority)?);
         Ok(Stream {
             repr: Repr::Owned(Arc::new(OwnedStream { state, ctx })),

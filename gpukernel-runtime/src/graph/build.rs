@@ -210,6 +210,7 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn new_graph<'a>(&self, name: &str) -> Result<Graph<'a>> {
+        not_in_host_node("Context::new_graph")?;
         let handle = self.inner.backend.graph_create()?;
         Ok(Graph {
             inner: Arc::new(GraphInner::new(
@@ -418,6 +419,7 @@ impl<'a> Graph<'a> {
         kernel: Option<Arc<KernelInfo>>,
         kept: Option<KeptBox<'a>>,
     ) -> Result<Node> {
+        not_in_host_node(operation)?;
         let mut deps = self.check_deps(operation, deps)?;
         let mut st = self.inner.lock();
         let index = st.nodes.len();
@@ -865,6 +867,7 @@ impl<'a> Graph<'a> {
     /// # Ok(()) }
     /// ```
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        not_in_host_node("Graph::instantiate")?;
         if !self.inner.owned {
             return Err(Error::ConditionalBody {
                 operation: "Graph::instantiate",

@@ -131,6 +131,7 @@ impl Stream {
         f: impl for<'c> FnOnce(&Capture<'c, 'a>) -> Result<()>,
     ) -> Result<Graph<'a>> {
         const OP: &str = "Stream::capture";
+        not_in_host_node(OP)?;
         if self
             .state()
             .capturing
