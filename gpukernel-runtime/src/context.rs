@@ -358,6 +358,7 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn load_module(&self, image: &[u8]) -> Result<Module> {
+        crate::graph::not_in_host_node("Context::load_module")?;
         Module::load(self.inner.clone(), image, None)
     }
 
@@ -376,6 +377,7 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::not_in_host_node("Context::synchronize")?;
         self.inner.backend.synchronize()?;
         crate::foreign::check(&self.default_stream(), crate::foreign::Done::All)
     }

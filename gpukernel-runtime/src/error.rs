@@ -1172,6 +1172,76 @@ pub enum Error {
         /// What does not match.
         problem: String,
     },
+
+    /// One launch (stream launch, captured launch, graph kernel node or
+    /// `GraphExec::set_kernel_args`) was given overlapping bytes of one allocation for two
+    /// parameters, one of them written: a `&[T]` that changes under the kernel, or two
+    /// `DisjointSlice`s that give one thread two `&mut` to one element. Nothing was launched.
+    #[error(
+        "kernel `{kernel}`: {first} and {second} are lent the same memory, one of them written \
+         ({detail}); hint: pass separate buffers, or disjoint views (`split_at_mut`), or run \
+         the kernel twice"
+    )]
+    AliasedArguments {
+        /// The kernel.
+        kernel: String,
+        /// The earlier parameter: its name where known, position and type.
+        first: String,
+        /// The later parameter.
+        second: String,
+        /// The byte ranges and how each is used.
+        detail: String,
+    },
+
+    /// `GraphExec::set_kernel_args` would make a node conflict (overlapping bytes of one
+    /// allocation, one of them written) with a node that no edge of the instantiated graph
+    /// orders it against; an instantiated graph's edges cannot change, so the update is
+    /// refused and the instantiation unchanged.
+    #[error(
+        "graph `{graph}`: GraphExec::set_kernel_args on node #{node} would make it {access} \
+         memory that node #{other} also uses ({detail}), and no edge of the instantiated graph \
+         orders the two; hint: add the dependency (or give node #{node} that memory) in the \
+         graph and instantiate it again, or update with `GraphExec::update`"
+    )]
+    UnorderedGraphUpdate {
+        /// The graph's name.
+        graph: String,
+        /// The node whose arguments were being set.
+        node: usize,
+        /// The unordered node it would conflict with.
+        other: usize,
+        /// `write` or `read`.
+        access: &'static str,
+        /// The allocation's byte ranges.
+        detail: String,
+    },
+
+    /// A runtime call from inside a host function (a graph host node): CUDA forbids CUDA
+    /// calls there (the driver may refuse them with `CUDA_ERROR_NOT_PERMITTED`, deadlock, or
+    /// run them), and the simulator runs host nodes inline on the launching thread, where the
+    /// call could wait for itself. Refused on both backends before anything is done.
+    #[error(
+        "{operation} was called inside a graph host node: CUDA forbids CUDA calls in host \
+         functions; hint: do that work outside the graph (after its launch) or as a node of \
+         the graph (a kernel, copy or memset node)"
+    )]
+    CallInHostFunction {
+        /// The refused operation.
+        operation: &'static str,
+    },
+
+    /// A rank of a simulated collective failed (its computation panicked, its thread panicked
+    /// with its operations issued, or its communicator was dropped before it joined): the
+    /// other ranks' waits end at once with this instead of waiting for it.
+    #[error("{operation}: rank {rank} failed: {reason}; the collective cannot complete")]
+    CollectiveRankFailed {
+        /// The collective.
+        operation: &'static str,
+        /// The rank that failed.
+        rank: usize,
+        /// How it failed.
+        reason: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

@@ -118,6 +118,7 @@ impl Event {
     /// # Ok(()) }
     /// ```
     pub fn record(&self, stream: &Stream) -> Result<()> {
+        crate::graph::not_in_host_node("Event::record")?;
         crate::context::check_same("Event::record", "the stream", &self.ctx, stream.ctx())?;
         self.recorded_after.copy_from(&stream.state().last_launch);
         self.recorded_on.store(stream.handle().0, Ordering::Relaxed);
@@ -152,6 +153,7 @@ impl Event {
     /// # Ok(()) }
     /// ```
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::not_in_host_node("Event::synchronize")?;
         self.ctx
             .backend
             .event_synchronize(self.handle, self.fault_suspect())?;
@@ -174,6 +176,7 @@ impl Event {
     /// # Ok(()) }
     /// ```
     pub fn query(&self) -> Result<bool> {
+        crate::graph::not_in_host_node("Event::query")?;
         self.ctx
             .backend
             .event_query(self.handle, self.fault_suspect())

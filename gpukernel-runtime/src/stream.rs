@@ -100,6 +100,7 @@ impl Stream {
     }
 
     pub(crate) fn create(ctx: Arc<ContextInner>, priority: i32) -> Result<Stream> {
+        crate::graph::not_in_host_node("Context::new_stream")?;
         let state = StreamState::new(ctx.backend.stream_create(priority)?);
         Ok(Stream {
             repr: Repr::Owned(Arc::new(OwnedStream { state, ctx })),
@@ -248,6 +249,7 @@ impl Stream {
     /// captured: called before anything reaches the driver, so the capture is left intact.
     #[inline(always)]
     pub(crate) fn not_capturing(&self, operation: &'static str) -> Result<()> {
+        crate::graph::not_in_host_node(operation)?;
         if self.is_capturing() {
             Err(crate::error::Error::StreamCapturing { operation })
         } else {

@@ -44,6 +44,13 @@ struct CliqueState {
     done: HashMap<u64, (std::result::Result<(), String>, usize)>,
     /// Ranks claimed through `init_rank`.
     joined: Vec<bool>,
+    /// Per rank: why it can join no further collective (its thread panicked with a group
+    /// open, or its communicator was dropped). A collective missing such a rank fails at
+    /// once for the ranks that wait for it.
+    failed: Vec<Option<String>>,
+    /// The ranks in `failed`, in the order they failed: the first is the cause a waiting rank
+    /// reports (a rank that gave up on it fails after it).
+    failed_order: Vec<usize>,
 }
 
 impl Clique {
@@ -53,6 +60,7 @@ impl Clique {
             state: Mutex::new(CliqueState {
                 next: vec![0; size],
                 joined: vec![false; size],
+                failed: vec![None; size],
                 ..CliqueState::default()
             }),
             arrived: Condvar::new(),
@@ -86,7 +94,15 @@ impl Clique {
             // SAFETY: every rank's part is live (each rank keeps its memory borrowed until
             // its collective completes); computed under the lock, so no part is withdrawn
             // meanwhile.
-            let outcome = unsafe { compute(&parts) };
+            let run = std::panic::AssertUnwindSafe(|| unsafe { compute(&parts) });
+            // A panic of the computation fails the collective for every rank at once
+            // instead of leaving them to wait for an outcome that never comes.
+            let outcome = std::panic::catch_unwind(run).unwrap_or_else(|p| {
+                Err(format!(
+                    "the simulator's computation of the collective panicked: {}",
+                    panic_message(&*p)
+                ))
+            });
             st.done.insert(seq, (outcome, size));
             self.arrived.notify_all();
         }
@@ -108,6 +124,20 @@ impl Clique {
                 }
                 return outcome.map_err(|reason| Error::InvalidCollective { operation, reason });
             }
+            let failed = st.pending.get(&seq).and_then(|p| {
+                st.failed_order
+                    .iter()
+                    .find(|&&r| p[r].is_none())
+                    .map(|&r| (r, st.failed[r].clone().unwrap_or_default()))
+            });
+            if let Some((failed_rank, reason)) = failed {
+                self.withdraw(&mut st, rank, seq);
+                return Err(Error::CollectiveRankFailed {
+                    operation,
+                    rank: failed_rank,
+                    reason,
+                });
+            }
             let now = Instant::now();
             if now >= deadline {
                 let missing: Vec<usize> = st
@@ -115,9 +145,7 @@ impl Clique {
                     .get(&seq)
                     .map(|p| (0..p.len()).filter(|&r| p[r].is_none()).collect())
                     .unwrap_or_default();
-                if let Some(p) = st.pending.get_mut(&seq) {
-                    p[rank] = None;
-                }
+                self.withdraw(&mut st, rank, seq);
                 return Err(Error::CollectiveIncomplete {
                     operation,
                     rank,
@@ -132,6 +160,58 @@ impl Clique {
                 .0;
         }
     }
+}
+
+impl Clique {
+    /// Takes `rank`'s part of collective `seq` back (its memory may go now); a collective no
+    /// rank holds a part of any more is forgotten.
+    fn withdraw(&self, st: &mut CliqueState, rank: usize, seq: u64) {
+        if let Some(p) = st.pending.get_mut(&seq) {
+            p[rank] = None;
+            if p.iter().all(Option::is_none) {
+                st.pending.remove(&seq);
+            }
+        }
+    }
+
+    /// Records that `rank` joins no further collective, and wakes the ranks waiting for it.
+    fn fail_rank(&self, rank: usize, reason: &str) {
+        let mut st = self.lock();
+        if st.failed[rank].is_none() {
+            st.failed[rank] = Some(reason.to_owned());
+            st.failed_order.push(rank);
+        }
+        drop(st);
+        self.arrived.notify_all();
+    }
+
+    /// The end of a group whose thread is unwinding: collective `seq` keeps its outcome if
+    /// it completed; otherwise `rank`'s part is withdrawn (the buffers the group borrowed go
+    /// with the unwinding) and the rank fails, so that the other ranks stop waiting at once.
+    fn abandon(&self, rank: usize, seq: u64) {
+        let mut st = self.lock();
+        if let Some((_, readers)) = st.done.get_mut(&seq) {
+            *readers -= 1;
+            if *readers == 0 {
+                st.done.remove(&seq);
+            }
+            return;
+        }
+        self.withdraw(&mut st, rank, seq);
+        drop(st);
+        self.fail_rank(
+            rank,
+            "its thread panicked inside `collective::group` before the group's end",
+        );
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(a non-string panic payload)".to_owned())
 }
 
 /// One rank of a simulated communicator.
@@ -196,13 +276,35 @@ impl RawComm for SimComm {
             }
         });
         let mut result = Ok(());
+        // Unwinding (a panic inside the group): this thread will issue nothing more, so waiting
+        // for its other ranks could only time out.
+        let unwinding = std::thread::panicking();
         for (clique, rank, seq, name) in waits {
+            if unwinding {
+                clique.abandon(rank, seq);
+                continue;
+            }
             let r = clique.wait(rank, seq, name);
             if result.is_ok() {
                 result = r;
             }
         }
         result
+    }
+}
+
+impl Drop for SimComm {
+    fn drop(&mut self) {
+        // The rank joins nothing more: a collective of the other ranks that still needs it
+        // fails at once (on a GPU it would wait forever).
+        self.clique.fail_rank(
+            self.rank,
+            if std::thread::panicking() {
+                "its thread panicked, dropping its communicator"
+            } else {
+                "its communicator was dropped, so it joins no further collective"
+            },
+        );
     }
 }
 

@@ -35,7 +35,9 @@ pub enum DataType {
 }
 
 /// How a reduction combines the ranks' elements (`ncclRedOp_t`). Integer sums and products
-/// wrap; `Avg` is the sum divided by the number of ranks (integer division for integers).
+/// wrap; `Avg` is the sum divided by the number of ranks: for integers as NCCL computes it,
+/// the sum wrapped in the element type, then divided exactly and truncated toward zero (so
+/// 128 ranks of `-1i8` average to `-1`, and 256 ranks of `u8` to `0`).
 ///
 /// ```
 /// # use gpukernel_runtime::{Device, collective::{self, Communicator, ReduceOp, UniqueId, DataType, CollectiveType}};
@@ -100,8 +102,14 @@ macro_rules! int_type {
                     ReduceOp::Min => a.min(b),
                 }
             }
+            /// NCCL's integer `ncclAvg` (`FuncSumPostDiv`): the sum, wrapped in the type, then
+            /// divided by the number of ranks exactly, truncating toward zero (signed types by
+            /// their magnitude, then negated); `n` may exceed the type's range (an 8-bit sum
+            /// over 256 ranks averages to 0).
             fn divide(self, n: usize) -> Self {
-                self / (n as $t)
+                // Every value of the six types and every rank count fit an `i128`, and the
+                // quotient's magnitude is at most the dividend's, so it converts back exactly.
+                ((self as i128) / (n.max(1) as i128)) as $t
             }
         }
     )* };

@@ -210,6 +210,7 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn new_graph<'a>(&self, name: &str) -> Result<Graph<'a>> {
+        not_in_host_node("Context::new_graph")?;
         let handle = self.inner.backend.graph_create()?;
         Ok(Graph {
             inner: Arc::new(GraphInner::new(
@@ -224,13 +225,42 @@ impl Context {
     }
 }
 
-/// The `extern "C"` function host nodes call: runs the closure, never unwinding into the
-/// driver.
+thread_local! {
+    /// Whether this thread is running a graph host node's closure (the driver's callback
+    /// thread on CUDA, the launching thread on the simulator).
+    static IN_HOST_NODE: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Refuses `operation` when called from inside a graph host node: CUDA forbids CUDA calls in
+/// host functions (the driver may refuse them, deadlock or run them), and the simulator runs
+/// host nodes inline on the launching thread, where a call could wait for itself (a launch of
+/// the graph being launched). The runtime's entry points that reach the backend call this
+/// first (through [`Stream::not_capturing`] for stream work), so neither backend relies on
+/// the driver noticing.
+#[inline(always)]
+pub(crate) fn not_in_host_node(operation: &'static str) -> Result<()> {
+    if IN_HOST_NODE.with(core::cell::Cell::get) {
+        Err(Error::CallInHostFunction { operation })
+    } else {
+        Ok(())
+    }
+}
+
+/// The `extern "C"` function host nodes call: runs the closure with the thread marked as
+/// inside a host node (see [`not_in_host_node`]), never unwinding into the driver.
 pub(super) unsafe extern "C" fn call_host(data: *mut c_void) {
+    /// Clears the mark when the closure returns or unwinds.
+    struct Mark(bool);
+    impl Drop for Mark {
+        fn drop(&mut self) {
+            IN_HOST_NODE.with(|m| m.set(self.0));
+        }
+    }
     // SAFETY: `data` is the `HostClosure` the graph keeps until its last owner is gone, which
     // is after every launch that can call this (see `GraphExec`'s drop).
     let closure = unsafe { &*data.cast::<HostClosure>() };
     let run = std::panic::AssertUnwindSafe(|| {
+        let _mark = Mark(IN_HOST_NODE.with(|m| m.replace(true)));
         let mut f = closure.0.lock().unwrap_or_else(|p| p.into_inner());
         f();
     });
@@ -389,6 +419,7 @@ impl<'a> Graph<'a> {
         kernel: Option<Arc<KernelInfo>>,
         kept: Option<KeptBox<'a>>,
     ) -> Result<Node> {
+        not_in_host_node(operation)?;
         let mut deps = self.check_deps(operation, deps)?;
         let mut st = self.inner.lock();
         let index = st.nodes.len();
@@ -482,7 +513,7 @@ impl<'a> Graph<'a> {
         }
         config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
-        let abi = args.record(&mut uses)?;
+        let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),
@@ -703,7 +734,10 @@ impl<'a> Graph<'a> {
 
     /// Adds a node calling `f` on a host thread once its dependencies are done. `f` is owned
     /// by the graph and dropped with the last `Graph`/`GraphExec` holding it. A panic in `f`
-    /// is caught and reported on stderr (it cannot unwind into the driver).
+    /// is caught and reported on stderr (it cannot unwind into the driver). CUDA forbids CUDA
+    /// calls in host functions: every runtime call `f` makes (a launch, a copy, a
+    /// synchronization, a graph launch) returns [`Error::CallInHostFunction`] on both backends,
+    /// doing nothing.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -833,6 +867,7 @@ impl<'a> Graph<'a> {
     /// # Ok(()) }
     /// ```
     pub fn instantiate(&self) -> Result<GraphExec<'a>> {
+        not_in_host_node("Graph::instantiate")?;
         if !self.inner.owned {
             return Err(Error::ConditionalBody {
                 operation: "Graph::instantiate",

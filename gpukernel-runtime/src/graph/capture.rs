@@ -131,6 +131,7 @@ impl Stream {
         f: impl for<'c> FnOnce(&Capture<'c, 'a>) -> Result<()>,
     ) -> Result<Graph<'a>> {
         const OP: &str = "Stream::capture";
+        not_in_host_node(OP)?;
         if self
             .state()
             .capturing
@@ -387,7 +388,7 @@ impl<'a> Capture<'_, 'a> {
         }
         config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(s.ctx(), &[]);
-        let abi = args.record(&mut uses)?;
+        let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;
         let info = Arc::new(KernelInfo {
             module: f.module.clone(),

@@ -62,7 +62,7 @@ impl fmt::Debug for ConditionalHandle {
 unsafe impl KernelArg<gpukernel_device::graph::ConditionalHandle> for ConditionalHandle {
     type Safety = Safe;
     type Abi = Scalar<gpukernel_device::graph::ConditionalHandle>;
-    fn lower(self, _stream: &Stream) -> Result<Self::Abi> {
+    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Self::Abi> {
         Err(Error::ConditionalHandleMisused {
             operation: "Stream::launch",
             graph: self.graph_name.to_string(),
@@ -70,7 +70,7 @@ unsafe impl KernelArg<gpukernel_device::graph::ConditionalHandle> for Conditiona
                      launch; add the kernel to the graph with `Graph::add_kernel`",
         })
     }
-    fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi> {
+    fn record(self, uses: &mut NodeUses<'_>, _lent: &mut Lent) -> Result<Self::Abi> {
         uses.record_conditional("Graph::add_kernel", &self)?;
         // SAFETY: a handle of the graph the node runs in (checked above).
         Ok(Scalar(unsafe {

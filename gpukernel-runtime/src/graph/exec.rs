@@ -8,6 +8,9 @@ use super::*;
 
 pub(super) struct ExecNode<'a> {
     pub(super) handle: NodeHandle,
+    /// The nodes it depends on, as instantiated (the graph's edges may change later; these
+    /// cannot).
+    pub(super) deps: Vec<usize>,
     pub(super) uses: Vec<Use>,
     pub(super) kernel: Option<Arc<KernelInfo>>,
     pub(super) body_kernels: Vec<Arc<KernelInfo>>,
@@ -21,6 +24,7 @@ impl ExecNode<'_> {
     pub(super) fn of(n: &NodeState) -> Self {
         ExecNode {
             handle: n.handle,
+            deps: n.deps.clone(),
             uses: n.uses.clone(),
             kernel: n.kernel.clone(),
             body_kernels: n.body_kernels.clone(),
@@ -223,6 +227,8 @@ impl<'a> GraphExec<'a> {
     /// # Ok(()) }
     /// ```
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        // Before the lock: a host node of this graph launching it again would wait for itself.
+        not_in_host_node("GraphExec::launch")?;
         crate::context::check_same(
             "GraphExec::launch",
             "the stream",
@@ -269,7 +275,10 @@ impl<'a> GraphExec<'a> {
 
     /// Replaces the arguments and configuration of kernel node `node` for the next launches
     /// (`cuGraphExecKernelNodeSetParams`): the same kernel, arguments checked as for
-    /// [`Stream::launch`]. The graph itself is unchanged.
+    /// [`Stream::launch`]. The graph itself is unchanged. An instantiation's edges cannot
+    /// change, so new arguments that conflict with a node no edge orders against `node`
+    /// (overlapping bytes of one allocation, one of them written) are refused
+    /// ([`Error::UnorderedGraphUpdate`]) and the node keeps its arguments.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -334,6 +343,7 @@ impl<'a> GraphExec<'a> {
         args: A,
     ) -> Result<()> {
         const OP: &str = "GraphExec::set_kernel_args";
+        not_in_host_node(OP)?;
         let mut st = self.lock();
         if node.graph != self.graph.id || node.index >= st.nodes.len() {
             return Err(Error::ForeignGraphNode {
@@ -358,7 +368,7 @@ impl<'a> GraphExec<'a> {
         }
         config.validate_typed(kernel)?;
         let mut uses = NodeUses::new(&self.graph.ctx, &self.graph.lineage);
-        let abi = args.record(&mut uses)?;
+        let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;
         if uses
             .conds
@@ -372,6 +382,7 @@ impl<'a> GraphExec<'a> {
                          graph was built (the graph orders the nodes that set one handle)",
             });
         }
+        unordered_conflict(&self.graph.name, &st.nodes, node.index, &uses.uses)?;
         let info = st.nodes[node.index].kernel.clone();
         let Some(info) = info else {
             unreachable!("checked above")
@@ -421,6 +432,7 @@ impl<'a> GraphExec<'a> {
     /// # Ok(()) }
     /// ```
     pub fn update(&mut self, graph: &Graph<'a>) -> Result<()> {
+        not_in_host_node("GraphExec::update")?;
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let gst = graph.inner.lock();
         if gst.nodes.len() != st.nodes.len() {
@@ -466,6 +478,74 @@ impl<'a> GraphExec<'a> {
         st.launched_on.clear();
         Ok(())
     }
+}
+
+/// Refuses new uses `uses` for node `node` of an instantiated graph when one conflicts with a
+/// use of a node that no path of edges orders before or after it (overlapping bytes of one
+/// allocation, one of them written): the graph ordered its nodes by the uses they were built
+/// with, and an instantiation's edges cannot change (`cuGraphExecKernelNodeSetParams` changes
+/// parameters only).
+fn unordered_conflict(
+    graph: &str,
+    nodes: &[ExecNode<'_>],
+    node: usize,
+    uses: &[Use],
+) -> Result<()> {
+    let n = nodes.len();
+    // Mark the nodes ordered with `node`: its ancestors (through `deps`) and its descendants.
+    let mut ordered = vec![false; n];
+    let mut stack = vec![node];
+    while let Some(v) = stack.pop() {
+        for &d in &nodes[v].deps {
+            if !ordered[d] {
+                ordered[d] = true;
+                stack.push(d);
+            }
+        }
+    }
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (v, x) in nodes.iter().enumerate() {
+        for &d in &x.deps {
+            succ[d].push(v);
+        }
+    }
+    let mut stack = vec![node];
+    while let Some(v) = stack.pop() {
+        for &s in &succ[v] {
+            if !ordered[s] {
+                ordered[s] = true;
+                stack.push(s);
+            }
+        }
+    }
+    for (other, x) in nodes.iter().enumerate() {
+        if other == node || ordered[other] {
+            continue;
+        }
+        for u in uses {
+            if let Some(o) = x
+                .uses
+                .iter()
+                .find(|o| o.overlaps(u) && (o.writes() || u.writes()))
+            {
+                return Err(Error::UnorderedGraphUpdate {
+                    graph: graph.to_owned(),
+                    node,
+                    other,
+                    access: if u.writes() { "write" } else { "read" },
+                    detail: format!(
+                        "bytes {:#x}..{:#x} of an allocation that node #{other} {} at {:#x}..{:#x}",
+                        u.span.0,
+                        u.span.1,
+                        if o.writes() { "writes" } else { "reads" },
+                        o.span.0,
+                        o.span.1
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Drop for GraphExec<'_> {

@@ -84,12 +84,14 @@ use crate::backend::{
 use crate::context::{Context, ContextInner, intern};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::launch::args::Lent;
 use crate::launch::{LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS, Safe};
 use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};
 use crate::module::{ModuleInner, TypedKernel};
 use crate::stream::Stream;
 
+pub(crate) use build::not_in_host_node;
 use build::*;
 pub use build::{Graph, Node};
 pub use capture::Capture;

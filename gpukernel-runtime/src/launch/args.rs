@@ -2,15 +2,17 @@
 //! ([`KernelArg`]), argument tuples ([`LaunchArgs`]), and the ABI values they lower to.
 
 use core::ffi::c_void;
+use core::mem::MaybeUninit;
 
 use gpukernel_device::{DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, Kernel};
 
 use super::MAX_KERNEL_PARAMS;
 use crate::error::Result;
 use crate::graph::{GraphBuffer, GraphBufferMut, NodeUses};
+use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{
     DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2DMut,
-    DeviceView3DMut, DeviceViewMut,
+    DeviceView3DMut, DeviceViewMut, RawParts,
 };
 use crate::stream::Stream;
 
@@ -141,14 +143,16 @@ pub unsafe trait KernelArg<P> {
     type Safety: SafetyLevel;
     #[doc(hidden)]
     type Abi: Abi;
-    /// Orders the launch on `stream` after pending conflicting work on the argument's memory
-    /// and returns its ABI values.
+    /// Lends the argument's memory to the launch in `lent` (refused when it overlaps memory
+    /// an earlier argument was lent, one of them writing), orders the launch on `stream` after
+    /// pending conflicting work on it and returns its ABI values.
     #[doc(hidden)]
-    fn lower(self, stream: &Stream) -> Result<Self::Abi>;
-    /// For a graph's kernel node: records the argument's memory use in `uses` (the graph
-    /// orders it at each launch) instead of ordering it now, and returns its ABI values.
+    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi>;
+    /// For a graph's kernel node: lends the memory in `lent` as `lower` does, records its use
+    /// in `uses` (the graph orders it at each launch) instead of ordering it now, and returns
+    /// its ABI values.
     #[doc(hidden)]
-    fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi>;
+    fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi>;
 }
 
 /// An argument tuple for a kernel whose parameter tuple is `P`, checked at compile time.
@@ -178,9 +182,9 @@ pub unsafe trait LaunchArgs<P> {
     #[doc(hidden)]
     type Abi;
     #[doc(hidden)]
-    fn lower(self, stream: &Stream) -> Result<Self::Abi>;
+    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi>;
     #[doc(hidden)]
-    fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi>;
+    fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     #[doc(hidden)]
     fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize;
     /// The element count of parameter `i` when it is a one-dimensional slice (for the
@@ -217,6 +221,152 @@ pub(crate) fn check_same_len<K: Kernel, A: LaunchArgs<K::Params>>(abi: &A::Abi) 
         }
     }
     Ok(())
+}
+
+/// The most arguments a typed launch takes (the longest argument tuple).
+pub(crate) const MAX_KERNEL_ARGS: usize = 12;
+
+/// What one launch's arguments lend it: per argument that reaches memory, the allocation, the
+/// byte range and whether the kernel may write it. Every typed path (stream launch, capture,
+/// graph node, `set_kernel_args`) lowers its arguments through it, so one allocation's
+/// overlapping bytes are never lent to one launch as written and as read or written again
+/// ([`Error::AliasedArguments`](crate::Error::AliasedArguments)): a `&[T]` that changes under
+/// the kernel, or two `DisjointSlice`s that give one thread two `&mut` to one element.
+///
+/// On the stack, no allocation: at most [`MAX_KERNEL_ARGS`] entries, each compared with the
+/// earlier ones as it is added.
+#[doc(hidden)]
+#[allow(
+    missing_debug_implementations,
+    reason = "hidden plumbing of the argument traits"
+)]
+pub struct Lent {
+    kernel: &'static str,
+    same_len: &'static [&'static [(&'static str, usize)]],
+    /// The position of the argument being lowered.
+    pub(crate) arg: usize,
+    n: usize,
+    /// `spans[..n]` are initialised.
+    spans: [MaybeUninit<LentSpan>; MAX_KERNEL_ARGS],
+}
+
+#[derive(Clone, Copy)]
+struct LentSpan {
+    alloc: *const Tracker,
+    start: u64,
+    end: u64,
+    writes: bool,
+    arg: usize,
+    param: &'static str,
+}
+
+impl Lent {
+    /// Nothing lent yet, for a launch of `K`.
+    #[inline(always)]
+    pub(crate) fn new<K: Kernel>() -> Lent {
+        Lent {
+            kernel: K::NAME,
+            same_len: K::SAME_LEN,
+            arg: 0,
+            n: 0,
+            spans: [const { MaybeUninit::uninit() }; MAX_KERNEL_ARGS],
+        }
+    }
+
+    /// Lends `p`'s bytes to the current argument, a parameter of type `param`; refuses them
+    /// when they overlap bytes of the same allocation lent to an earlier argument and either
+    /// of the two may write them.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, p: &RawParts<'_>, param: &'static str) -> Result<()> {
+        let bytes = (p.len * p.elem) as u64;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let span = LentSpan {
+            alloc: p.tracker,
+            start: p.ptr,
+            end: p.ptr + bytes,
+            writes: p.access != Access::Read,
+            arg: self.arg,
+            param,
+        };
+        for o in &self.spans[..self.n] {
+            // SAFETY: `spans[..n]` are initialised.
+            let o = unsafe { o.assume_init_ref() };
+            if core::ptr::eq(o.alloc, span.alloc)
+                && o.start < span.end
+                && span.start < o.end
+                && (o.writes || span.writes)
+            {
+                return Err(self.aliased(o, &span));
+            }
+        }
+        // A tuple has at most `MAX_KERNEL_ARGS` elements, each lending at most once.
+        if let Some(slot) = self.spans.get_mut(self.n) {
+            slot.write(span);
+            self.n += 1;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn aliased(&self, first: &LentSpan, second: &LentSpan) -> crate::Error {
+        let describe = |s: &LentSpan| {
+            let name = self
+                .same_len
+                .iter()
+                .flat_map(|g| g.iter())
+                .find(|&&(_, i)| i == s.arg)
+                .map(|&(name, _)| name);
+            let ty = short_type_name(s.param);
+            match name {
+                Some(name) => format!("`{name}: {ty}` (argument {})", s.arg),
+                None => format!("argument {} (`{ty}`)", s.arg),
+            }
+        };
+        let what = |s: &LentSpan| if s.writes { "written" } else { "read" };
+        crate::Error::AliasedArguments {
+            kernel: self.kernel.to_owned(),
+            first: describe(first),
+            second: describe(second),
+            detail: format!(
+                "bytes {:#x}..{:#x} ({}) and {:#x}..{:#x} ({}) of one allocation overlap",
+                first.start,
+                first.end,
+                what(first),
+                second.start,
+                second.end,
+                what(second)
+            ),
+        }
+    }
+}
+
+/// `core::any::type_name` without module paths and lifetimes:
+/// `gpukernel_device::slice::DisjointSlice<'_, u32>` → `DisjointSlice<u32>`.
+fn short_type_name(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut word = String::new();
+    let mut chars = full.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_alphanumeric() || c == '_' {
+            word.push(c);
+        } else if c == ':' && chars.peek() == Some(&':') {
+            chars.next();
+            word.clear();
+        } else {
+            out.push_str(&word);
+            word.clear();
+            out.push(c);
+        }
+    }
+    out.push_str(&word);
+    // Parameter types are written with `'static` for every lifetime (`Kernel::Params`).
+    out.replace("'_, ", "")
+        .replace("'static, ", "")
+        .replace("&'static ", "&")
+        .replace("&'_ ", "&")
 }
 
 /// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
@@ -285,11 +435,11 @@ unsafe impl<T: DeviceCopy> KernelArg<T> for T {
     type Safety = Safe;
     type Abi = Scalar<T>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream) -> Result<Scalar<T>> {
+    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<T>> {
         Ok(Scalar(self))
     }
     #[inline(always)]
-    fn record(self, _uses: &mut NodeUses<'_>) -> Result<Scalar<T>> {
+    fn record(self, _uses: &mut NodeUses<'_>, _lent: &mut Lent) -> Result<Scalar<T>> {
         Ok(Scalar(self))
     }
 }
@@ -306,17 +456,19 @@ macro_rules! slice_arg {
             type Safety = $safety;
             type Abi = slice_arg!(@abi $kind);
             #[inline(always)]
-            fn lower(self, stream: &Stream) -> Result<Self::Abi> {
+            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let p = this.$method();
+                lent.add(&p, core::any::type_name::<$p>())?;
                 p.track("Stream::launch", "a buffer argument", stream)?;
                 Ok(slice_arg!(@lower p, $kind))
             }
-            fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi> {
+            fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let p = this.$method();
+                lent.add(&p, core::any::type_name::<$p>())?;
                 uses.record("Graph::add_kernel", "a buffer argument", p)?;
                 Ok(slice_arg!(@lower p, $kind))
             }
@@ -368,17 +520,19 @@ macro_rules! shaped_arg {
             type Safety = Safe;
             type Abi = Extents<$n>;
             #[inline(always)]
-            fn lower(self, stream: &Stream) -> Result<Extents<$n>> {
+            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<$n>> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let (p, shape) = this.parts();
+                lent.add(&p, core::any::type_name::<$p>())?;
                 p.track("Stream::launch", "a 2D or 3D view argument", stream)?;
                 Ok(Extents { ptr: p.ptr, shape })
             }
-            fn record(self, uses: &mut NodeUses<'_>) -> Result<Extents<$n>> {
+            fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Extents<$n>> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let (p, shape) = this.parts();
+                lent.add(&p, core::any::type_name::<$p>())?;
                 uses.record("Graph::add_kernel", "a 2D or 3D view argument", p)?;
                 Ok(Extents { ptr: p.ptr, shape })
             }
@@ -400,11 +554,11 @@ unsafe impl<T> KernelArg<*const T> for DevicePtr<T> {
     type Safety = Safe;
     type Abi = Scalar<u64>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream) -> Result<Scalar<u64>> {
+    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
     #[inline(always)]
-    fn record(self, _uses: &mut NodeUses<'_>) -> Result<Scalar<u64>> {
+    fn record(self, _uses: &mut NodeUses<'_>, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
 }
@@ -413,11 +567,11 @@ unsafe impl<T> KernelArg<*mut T> for DevicePtr<T> {
     type Safety = Safe;
     type Abi = Scalar<u64>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream) -> Result<Scalar<u64>> {
+    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
     #[inline(always)]
-    fn record(self, _uses: &mut NodeUses<'_>) -> Result<Scalar<u64>> {
+    fn record(self, _uses: &mut NodeUses<'_>, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
 }
@@ -439,16 +593,26 @@ macro_rules! tuple_args {
             type Safety = all_safe!($($A $P),*);
             type Abi = ($($A::Abi,)*);
             #[inline(always)]
-            fn lower(self, stream: &Stream) -> Result<Self::Abi> {
-                let _ = stream;
+            #[allow(unused_assignments)]
+            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi> {
+                let _ = (stream, &lent);
                 let ($($a,)*) = self;
-                Ok(($(KernelArg::<$P>::lower($a, stream)?,)*))
+                Ok(($({
+                    let abi = KernelArg::<$P>::lower($a, stream, lent)?;
+                    lent.arg += 1;
+                    abi
+                },)*))
             }
             #[inline(always)]
-            fn record(self, uses: &mut NodeUses<'_>) -> Result<Self::Abi> {
-                let _ = &uses;
+            #[allow(unused_assignments)]
+            fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi> {
+                let _ = (&uses, &lent);
                 let ($($a,)*) = self;
-                Ok(($(KernelArg::<$P>::record($a, uses)?,)*))
+                Ok(($({
+                    let abi = KernelArg::<$P>::record($a, uses, lent)?;
+                    lent.arg += 1;
+                    abi
+                },)*))
             }
             #[inline(always)]
             #[allow(unused_mut, unused_variables, unused_assignments)]

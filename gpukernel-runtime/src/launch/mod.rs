@@ -109,7 +109,7 @@ impl Stream {
             ));
         }
         config.validate_typed(kernel)?;
-        let mut abi = args.lower(self)?;
+        let mut abi = args.lower(self, &mut args::Lent::new::<K>())?;
         args::check_same_len::<K, A>(&abi)?;
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
         let n = A::fill(&mut abi, &mut params);

@@ -292,7 +292,9 @@ fn parameter_array_layout_follows_the_abi() {
     let args = (2.5f32, &x, &mut y, p, 7u8);
     let mut abi =
         LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>, Affine, u8)>::lower(
-            args, &s,
+            args,
+            &s,
+            &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
     let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
@@ -645,12 +647,14 @@ fn lowering_cost_probe() {
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut y),
         &s,
+        &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
     let mut z = o.alloc_zeros::<f32>(256).unwrap();
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut z),
         &o,
+        &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
     let n = 1_000_000;
@@ -659,6 +663,7 @@ fn lowering_cost_probe() {
         let mut abi = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
             (1.0, &x, &mut y),
             &s,
+            &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
@@ -698,5 +703,58 @@ fn the_cross_stream_benchmark_sequence_waits_only_at_first() {
     assert_eq!(
         (x.raw_parts().tracker.waits(), y.raw_parts().tracker.waits()),
         before
+    );
+}
+
+#[test]
+#[ignore = "timing probe, run by hand"]
+fn aliasing_check_cost_probe() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 256]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(256).unwrap();
+    let (px, py) = (x.raw_parts(), crate::DeviceSliceMut::raw_parts_mut(&mut y));
+    let n = 10_000_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        // What the check adds to a launch of `saxpy(a, &x, &mut y)`: the scalar lends nothing.
+        let mut lent = args::Lent::new::<saxpy>();
+        lent.arg = 1;
+        lent.add(std::hint::black_box(&px), "&[f32]").unwrap();
+        lent.arg = 2;
+        lent.add(std::hint::black_box(&py), "DisjointSlice<f32>")
+            .unwrap();
+        std::hint::black_box(&lent);
+    }
+    println!(
+        "aliasing check of (f32, &x, &mut y): {:.2} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+}
+
+#[test]
+fn the_aliasing_check_refuses_overlap_and_names_both_arguments() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let y = ctx.alloc_zeros::<f32>(256).unwrap();
+    let pr = y.raw_parts();
+    let pw = crate::memory::RawParts {
+        access: crate::memory::tracker::Access::Write,
+        ..pr
+    };
+    let mut lent = args::Lent::new::<saxpy>();
+    lent.arg = 1;
+    lent.add(&pr, core::any::type_name::<&'static [f32]>())
+        .unwrap();
+    // A second reader of the same bytes is fine.
+    lent.arg = 2;
+    lent.add(&pr, "&[f32]").unwrap();
+    lent.arg = 3;
+    let e = lent
+        .add(&pw, core::any::type_name::<DisjointSlice<'static, f32>>())
+        .unwrap_err();
+    let s = e.to_string();
+    assert!(matches!(e, Error::AliasedArguments { .. }), "{s}");
+    assert!(
+        s.contains("argument 1 (`&[f32]`) and argument 3 (`DisjointSlice<f32>`)"),
+        "{s}"
     );
 }
