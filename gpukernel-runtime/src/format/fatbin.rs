@@ -70,6 +70,8 @@ pub(crate) struct Entry {
 const ENTRY_HEADER_MIN: usize = 32;
 const KIND_PTX: u16 = 1;
 const KIND_ELF: u16 = 2;
+/// LTO-IR (`nvcc -dlto`), which only nvJitLink with `-lto` links.
+const KIND_LTOIR: u16 = 8;
 
 impl<'a> Fatbin<'a> {
     /// Reads the file header and checks that the body lies inside `bytes`.
@@ -97,6 +99,31 @@ impl<'a> Fatbin<'a> {
     /// The PTX and ELF entries, in order; other kinds (e.g. LTO-IR) are skipped. Stops at the
     /// first entry whose header does not fit in the body.
     pub(crate) fn entries(&self) -> Vec<Entry> {
+        self.raw_entries()
+            .into_iter()
+            .filter_map(|(kind, sm)| match kind {
+                KIND_PTX => Some(Entry { ptx: true, sm }),
+                KIND_ELF => Some(Entry { ptx: false, sm }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether an entry holds LTO-IR (a fatbin of `nvcc -dlto`).
+    pub(crate) fn has_ltoir(&self) -> bool {
+        self.raw_entries()
+            .iter()
+            .any(|&(kind, _)| kind == KIND_LTOIR)
+    }
+
+    /// The bytes after this fatbin (its header and body), where a section may hold the next.
+    fn rest(&self) -> &'a [u8] {
+        // Both fit in the bytes (checked by `read`), so in usize.
+        &self.bytes[(self.header_size + self.body_size) as usize..]
+    }
+
+    /// Every entry's kind and SM number, in order.
+    fn raw_entries(&self) -> Vec<(u16, u32)> {
         let mut out = Vec::new();
         // Both fit in the bytes (checked by `read`), so in usize.
         let end = (self.header_size + self.body_size) as usize;
@@ -111,11 +138,7 @@ impl<'a> Fatbin<'a> {
             ) else {
                 break;
             };
-            match kind {
-                KIND_PTX => out.push(Entry { ptx: true, sm }),
-                KIND_ELF => out.push(Entry { ptx: false, sm }),
-                _ => {}
-            }
+            out.push((kind, sm));
             let next = (offset as u64)
                 .checked_add(u64::from(entry_header))
                 .and_then(|o| o.checked_add(size));
@@ -126,6 +149,20 @@ impl<'a> Fatbin<'a> {
         }
         out
     }
+}
+
+/// The fatbins a section holds one after another (`.nv_fatbin`, `__nv_relfatbin` of a host
+/// object), each starting at an 8-byte boundary; the walk stops at the first that is not one.
+pub(crate) fn in_section(mut bytes: &[u8]) -> Vec<Fatbin<'_>> {
+    let mut out = Vec::new();
+    while let Ok(fatbin) = Fatbin::read(bytes) {
+        let rest = fatbin.rest();
+        out.push(fatbin);
+        let consumed = bytes.len() - rest.len();
+        let padded = consumed.next_multiple_of(8).min(bytes.len());
+        bytes = &bytes[padded..];
+    }
+    out
 }
 
 #[cfg(test)]
@@ -188,6 +225,18 @@ mod tests {
             entries,
             [Entry { ptx: false, sm: 90 }, Entry { ptx: true, sm: 80 }]
         );
+        assert!(!Fatbin::read(&fb).unwrap().has_ltoir());
+        // Two fatbins in a row in a section (the second at an 8-byte boundary), the second
+        // with LTO-IR.
+        let body: Vec<u8> = [entry(8, 90, 5)].concat();
+        let mut second = header(16, body.len() as u64);
+        second.extend_from_slice(&body);
+        let mut section = fb.clone();
+        section.resize(fb.len().next_multiple_of(8), 0);
+        section.extend_from_slice(&second);
+        let found = in_section(&section);
+        assert_eq!(found.len(), 2);
+        assert!(!found[0].has_ltoir() && found[1].has_ltoir());
         // An entry announcing more than the body holds ends the walk.
         let mut big = entry(2, 90, 0);
         big[8..16].copy_from_slice(&u64::MAX.to_le_bytes());

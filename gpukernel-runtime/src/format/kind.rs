@@ -358,6 +358,39 @@ pub(crate) fn defined_symbols(kind: InputKind, bytes: &[u8]) -> Option<Vec<Strin
     Some(names)
 }
 
+/// Whether an input carries LTO-IR, which only nvJitLink with `-lto` links: LTO-IR itself,
+/// or a fatbin, object or archive whose fatbins have an LTO-IR entry (`nvcc -dlto`). Objects
+/// are searched in their `.nv_fatbin` / `__nv_relfatbin` sections, archives member by member.
+pub(crate) fn carries_ltoir(kind: InputKind, bytes: &[u8]) -> bool {
+    match kind {
+        InputKind::LtoIr => true,
+        InputKind::Fatbin => Fatbin::read(bytes).is_ok_and(|f| f.has_ltoir()),
+        InputKind::Object => object_carries_ltoir(bytes),
+        InputKind::Library => {
+            let Ok(archive) = object::read::archive::ArchiveFile::parse(bytes) else {
+                return false;
+            };
+            archive
+                .members()
+                .filter_map(|m| m.ok()?.data(bytes).ok())
+                .any(object_carries_ltoir)
+        }
+        InputKind::Cuda | InputKind::Ptx | InputKind::Cubin => false,
+    }
+}
+
+/// Whether a host object's device-code sections hold a fatbin with LTO-IR.
+fn object_carries_ltoir(bytes: &[u8]) -> bool {
+    use object::read::{Object, ObjectSection};
+    let Ok(file) = object::read::elf::ElfFile64::<object::LittleEndian>::parse(bytes) else {
+        return false;
+    };
+    file.sections()
+        .filter(|s| matches!(s.name(), Ok(".nv_fatbin" | "__nv_relfatbin")))
+        .filter_map(|s| s.data().ok())
+        .any(|data| fatbin::in_section(data).iter().any(|f| f.has_ltoir()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
