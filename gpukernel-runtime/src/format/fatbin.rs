@@ -72,6 +72,66 @@ const KIND_PTX: u16 = 1;
 const KIND_ELF: u16 = 2;
 /// LTO-IR (`nvcc -dlto`), which only nvJitLink with `-lto` links.
 const KIND_LTOIR: u16 = 8;
+/// An entry header long enough to hold the compression fields: the compressed length (u32 at
+/// 16), the flags (u64 at 40) and the inflated length (u64 at 56).
+const ENTRY_HEADER_COMPRESSION: usize = 64;
+/// Flag of an LZ4-compressed payload (a raw LZ4 block; `nvcc -compress-mode=speed`, the
+/// default before CUDA 12.8).
+const FLAG_LZ4: u64 = 0x2000;
+/// Flag of a zstd-compressed payload (a zstd frame; CUDA 13's default).
+const FLAG_ZSTD: u64 = 0x8000;
+/// The largest payload inflated here: a header may announce any length.
+const MAX_INFLATED: u64 = 256 << 20;
+
+/// The code of one PTX or ELF entry, inflated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Image {
+    /// PTX text (without trailing NULs).
+    Ptx(String),
+    /// An ELF image (a cubin).
+    Elf(Vec<u8>),
+}
+
+/// One entry as it lies in the fatbin.
+#[derive(Debug, Clone, Copy)]
+struct RawEntry<'a> {
+    kind: u16,
+    sm: u32,
+    /// The entry's header (at least [`ENTRY_HEADER_MIN`] bytes).
+    header: &'a [u8],
+    /// Its payload (`size` bytes after the header, padding included).
+    payload: &'a [u8],
+}
+
+impl RawEntry<'_> {
+    /// The payload, inflated when compressed; `None` when it cannot be read (an unknown
+    /// compression, a corrupt stream, an announced length beyond [`MAX_INFLATED`]).
+    fn inflate(&self) -> Option<Vec<u8>> {
+        let flags = u64_at(self.header, 40).unwrap_or(0);
+        if flags & (FLAG_LZ4 | FLAG_ZSTD) == 0 {
+            return Some(self.payload.to_vec());
+        }
+        if self.header.len() < ENTRY_HEADER_COMPRESSION {
+            return None;
+        }
+        let compressed = usize::try_from(u32_at(self.header, 16)?).ok()?;
+        let inflated = u64_at(self.header, 56)?;
+        if inflated > MAX_INFLATED {
+            return None;
+        }
+        let input = self.payload.get(..compressed)?;
+        let out = if flags & FLAG_LZ4 != 0 {
+            lz4_flex::block::decompress(input, usize::try_from(inflated).ok()?).ok()?
+        } else {
+            use std::io::Read;
+            let mut decoder = ruzstd::decoding::StreamingDecoder::new(input).ok()?;
+            let mut out = Vec::new();
+            (&mut decoder).take(inflated).read_to_end(&mut out).ok()?;
+            out
+        };
+        (out.len() as u64 == inflated).then_some(out)
+    }
+}
 
 impl<'a> Fatbin<'a> {
     /// Reads the file header and checks that the body lies inside `bytes`.
@@ -101,7 +161,7 @@ impl<'a> Fatbin<'a> {
     pub(crate) fn entries(&self) -> Vec<Entry> {
         self.raw_entries()
             .into_iter()
-            .filter_map(|(kind, sm)| match kind {
+            .filter_map(|RawEntry { kind, sm, .. }| match kind {
                 KIND_PTX => Some(Entry { ptx: true, sm }),
                 KIND_ELF => Some(Entry { ptx: false, sm }),
                 _ => None,
@@ -111,9 +171,26 @@ impl<'a> Fatbin<'a> {
 
     /// Whether an entry holds LTO-IR (a fatbin of `nvcc -dlto`).
     pub(crate) fn has_ltoir(&self) -> bool {
-        self.raw_entries()
-            .iter()
-            .any(|&(kind, _)| kind == KIND_LTOIR)
+        self.raw_entries().iter().any(|e| e.kind == KIND_LTOIR)
+    }
+
+    /// The code of every PTX and ELF entry, inflated; `None` when an entry cannot be read, or
+    /// holds LTO-IR (whose symbols are not readable here).
+    pub(crate) fn images(&self) -> Option<Vec<Image>> {
+        let mut out = Vec::new();
+        for entry in self.raw_entries() {
+            match entry.kind {
+                KIND_PTX => {
+                    let bytes = entry.inflate()?;
+                    let text = std::str::from_utf8(super::trim_nul(&bytes)).ok()?;
+                    out.push(Image::Ptx(text.to_owned()));
+                }
+                KIND_ELF => out.push(Image::Elf(entry.inflate()?)),
+                KIND_LTOIR => return None,
+                _ => {}
+            }
+        }
+        Some(out)
     }
 
     /// The bytes after this fatbin (its header and body), where a section may hold the next.
@@ -122,8 +199,8 @@ impl<'a> Fatbin<'a> {
         &self.bytes[(self.header_size + self.body_size) as usize..]
     }
 
-    /// Every entry's kind and SM number, in order.
-    fn raw_entries(&self) -> Vec<(u16, u32)> {
+    /// Every entry, in order.
+    fn raw_entries(&self) -> Vec<RawEntry<'a>> {
         let mut out = Vec::new();
         // Both fit in the bytes (checked by `read`), so in usize.
         let end = (self.header_size + self.body_size) as usize;
@@ -138,7 +215,17 @@ impl<'a> Fatbin<'a> {
             ) else {
                 break;
             };
-            out.push((kind, sm));
+            // Clipped to the body: an entry that runs past it is the last one read.
+            let header_end = (entry_header as usize).clamp(ENTRY_HEADER_MIN, entry.len());
+            let payload_end = u64::from(entry_header)
+                .saturating_add(size)
+                .min(entry.len() as u64) as usize;
+            out.push(RawEntry {
+                kind,
+                sm,
+                header: &entry[..header_end],
+                payload: &entry[header_end..payload_end.max(header_end)],
+            });
             let next = (offset as u64)
                 .checked_add(u64::from(entry_header))
                 .and_then(|o| o.checked_add(size));

@@ -41,6 +41,9 @@ pub(crate) fn duplicate_symbol(log: &str) -> Option<String> {
             "Multiple definition of",
             "multiple definition of",
             "Duplicate definition of",
+            // libNVVM, linking two LTO-IR modules: `Linking globals named 'f': symbol
+            // multiply defined!`
+            "Linking globals named",
         ],
     )
 }
@@ -177,6 +180,11 @@ mod tests {
             Some("old.fatbin")
         );
         assert_eq!(undefined_symbol("all good"), None);
+        assert_eq!(
+            duplicate_symbol("b.ltoir: link error: error: Linking globals named 'dupfn': symbol multiply defined!")
+                .as_deref(),
+            Some("dupfn")
+        );
         assert_eq!(
             unrecognized_option("unrecognized option: -Werror\n").as_deref(),
             Some("-Werror")

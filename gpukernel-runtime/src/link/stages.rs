@@ -577,8 +577,37 @@ fn interpret(
         failed_input,
     } = out;
     let both = format!("{error_log}\n{info_log}");
+    let duplicate = |error_log: String, info_log: String| {
+        let symbol = diagnose::duplicate_symbol(&both)?;
+        let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+        let mut defined_in = diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
+        if defined_in.len() < 2 || defined_in.iter().any(|d| !names.contains(d)) {
+            // The log names no input, or one (nvJitLink calls the code of LTO `ltoPtx`):
+            // those that define it, where readable, and those whose symbols cannot be read
+            // before the link.
+            defined_in = units
+                .iter()
+                .zip(names)
+                .filter(|(u, _)| {
+                    format::defined_symbols(u.kind, &u.bytes)
+                        .is_none_or(|defs| defs.contains(&symbol))
+                })
+                .map(|(_, n)| n.clone())
+                .collect();
+        }
+        Some(Error::DuplicateSymbol {
+            symbol,
+            defined_in,
+            error_log,
+            info_log,
+        })
+    };
     match result {
         Ok(cubin) => {
+            // nvJitLink reports a symbol defined twice and links anyway: refused here.
+            if let Some(e) = duplicate(error_log.clone(), info_log.clone()) {
+                return Err(e);
+            }
             if let Some(input) = diagnose::no_code_for_arch(&info_log, &arch.to_string()) {
                 return Err(Error::WrongArchitecture {
                     input,
@@ -615,28 +644,8 @@ fn interpret(
                     reason: format!("nvJitLink refuses it ({whose}; {}): {}", code, both.trim()),
                 });
             }
-            if let Some(symbol) = diagnose::duplicate_symbol(&both) {
-                let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
-                let mut defined_in = diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
-                if defined_in.is_empty() {
-                    // The log names no input: those that define it, where readable, and
-                    // those whose symbols cannot be read before the link.
-                    defined_in = units
-                        .iter()
-                        .zip(names)
-                        .filter(|(u, _)| {
-                            format::defined_symbols(u.kind, &u.bytes)
-                                .is_none_or(|defs| defs.contains(&symbol))
-                        })
-                        .map(|(_, n)| n.clone())
-                        .collect();
-                }
-                return Err(Error::DuplicateSymbol {
-                    symbol,
-                    defined_in,
-                    error_log,
-                    info_log,
-                });
+            if let Some(e) = duplicate(error_log.clone(), info_log.clone()) {
+                return Err(e);
             }
             let arch_name = arch.to_string();
             let failed_name = failed_input
