@@ -95,7 +95,14 @@ impl CacheSlot {
                 cubin: linked.cubin.clone(),
                 info_log: linked.info_log.clone(),
             };
-            let stored = Some(cache::store(dir, key, &entry, self.max).map_err(|e| e.to_string()));
+            let stored = Some(cache::store(dir, key, &entry, self.max).map_err(|e| {
+                format!(
+                    "cannot store the linked image in the cache folder {}: {e}; hint: set \
+                     `GPUKERNEL_CACHE_DIR` (or `CachePolicy::Dir`) to a folder this process can \
+                     write, or turn the cache off with `CachePolicy::Disabled`",
+                    dir.display()
+                )
+            }));
             match &mut status {
                 CacheStatus::Miss { stored: s } | CacheStatus::Rebuilt { stored: s, .. } => {
                     *s = stored
