@@ -992,8 +992,9 @@ pub enum Error {
         /// The symbol, as the Rust declaration names it.
         symbol: String,
         /// Where the `declare_device!` declarations of the symbol are (`file:line`), from
-        /// their records in the kernels' PTX; empty when no declaration records it.
-        declared_at: Vec<String>,
+        /// their records in the kernels' PTX; empty when no declaration records it. (Boxed:
+        /// every `Result` of this crate carries the enum's size.)
+        declared_at: Box<[String]>,
         /// The inputs that were linked.
         inputs: Vec<String>,
         /// The linker's error log.

@@ -478,14 +478,14 @@ fn compile_checked(
 
 /// Where the Rust declarations of `symbol` are (`file:line`, from their `declare_device!`
 /// records), for an undefined-symbol error.
-pub(super) fn declared_at(used: &[foreign::UsedDecl], symbol: &str) -> Vec<String> {
+pub(super) fn declared_at(used: &[foreign::UsedDecl], symbol: &str) -> Box<[String]> {
     let mut at: Vec<String> = Vec::new();
     for decl in used.iter().map(|u| &u.decl).filter(|d| d.symbol == symbol) {
         if !at.contains(&decl.declared_at) {
             at.push(decl.declared_at.clone());
         }
     }
-    at
+    at.into_boxed_slice()
 }
 
 /// Rejects a cubin or fatbin without code for `arch` before the linker sees it: a cubin of
@@ -676,6 +676,28 @@ fn interpret(
             let error_log = match failed_name {
                 Some(name) => format!("(while adding {name})\n{error_log}"),
                 None => error_log,
+            };
+            // NVJITLINK_ERROR_NVVM_COMPILE: libNVVM failed on the LTO part; say which inputs
+            // make it up, and what commonly goes wrong there.
+            let error_log = if let LinkErrorCode::NvJitLink { code: 5, .. } = code {
+                let ltoir: Vec<&str> = units
+                    .iter()
+                    .zip(names)
+                    .filter(|(u, _)| format::carries_ltoir(u.kind, &u.bytes))
+                    .map(|(_, n)| n.as_str())
+                    .collect();
+                format!(
+                    "(libNVVM failed on the LTO-IR of {}: LTO-IR must come from a compiler no \
+                     newer than this nvJitLink, built for the link's architecture {arch})\n\
+                     {error_log}",
+                    if ltoir.is_empty() {
+                        "no input".to_string()
+                    } else {
+                        ltoir.join(", ")
+                    }
+                )
+            } else {
+                error_log
             };
             Err(Error::LinkFailed {
                 linker,
