@@ -624,6 +624,13 @@ impl Linker {
     /// through nvJitLink with `-lto`, so that CUDA C++ callees can be inlined into CUDA C++
     /// callers. (Rust PTX takes part as PTX; Rust↔C inlining is the build-time LLVM path.)
     ///
+    /// LTO works on LTO-IR only: the other inputs (PTX, cubins, fatbins, objects and archives
+    /// without LTO-IR) link as code beside the optimised part. A link with no LTO-IR at all
+    /// (no `.cu`, no `.ltoir`, nothing built with `nvcc -dlto`) has nothing to optimise and is
+    /// an ordinary link (cuLink on a context); [`LinkedImage::linker_options`](super::LinkedImage::linker_options)
+    /// shows `-lto` only when LTO took place. LTO-IR inputs, and fatbins, objects and
+    /// archives that carry LTO-IR, are linked with `-lto` whether or not this is set.
+    ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
     /// # fn main() -> gpukernel_runtime::Result<()> {
@@ -781,7 +788,7 @@ impl Linker {
         // After the architecture checks: an input without code for the target is the first
         // thing to fix, whether or not it was acknowledged as unchecked.
         foreign::check_unchecked_inputs(&inputs, &used)?;
-        let cache = match self.look_up_cache(&plan, &inputs)? {
+        let cache = match self.look_up_cache(&plan, &inputs, &used)? {
             CacheLookup::Hit {
                 entry,
                 path,

@@ -168,7 +168,12 @@ impl Linker {
     }
 
     /// Looks the link up in the cache (a corrupt entry is a miss, to be rebuilt).
-    pub(super) fn look_up_cache(&self, plan: &Plan, inputs: &[Input]) -> Result<CacheLookup> {
+    pub(super) fn look_up_cache(
+        &self,
+        plan: &Plan,
+        inputs: &[Input],
+        used: &[foreign::UsedDecl],
+    ) -> Result<CacheLookup> {
         let start = Instant::now();
         let Some(dir) = self.cache.dir() else {
             return Ok(CacheLookup::Miss(CacheSlot {
@@ -180,7 +185,7 @@ impl Linker {
         };
         // A bad bound is the user's to fix: reported, not ignored.
         let max = cache::max_from_env()?;
-        let key = match self.cache_key(&dir, inputs, plan.arch, plan.linker, plan.uses_ltoir)? {
+        let key = match self.cache_key(&dir, inputs, used, plan)? {
             Keyed::Key(key) => key,
             Keyed::Unknowable(reason) => {
                 return Ok(CacheLookup::Miss(CacheSlot {
@@ -355,23 +360,19 @@ impl Linker {
         &self,
         dir: &std::path::Path,
         inputs: &[Input],
-        arch: Arch,
-        linker: LinkerKind,
-        uses_ltoir: bool,
+        used: &[foreign::UsedDecl],
+        plan: &Plan,
     ) -> Result<Keyed> {
+        let Plan {
+            arch,
+            linker,
+            uses_ltoir,
+        } = *plan;
         let mut key = cache::CacheKey::new();
         key.field("arch", arch.to_string().as_bytes());
         key.field("linker", linker.to_string().as_bytes());
         key.field("lto", &[u8::from(self.lto), u8::from(uses_ltoir)]);
-        // `.cu` sources are compiled with the foreign declarations' prototypes (which derive
-        // from the PTX inputs' bytes, in the key below); the version of that check is here.
-        key.field("foreign-check", b"1");
-        let plan = Plan {
-            arch,
-            linker,
-            uses_ltoir,
-        };
-        for option in self.linker_flags(&plan) {
+        for option in self.linker_flags(plan) {
             key.field("linker-option", option.as_bytes());
         }
         for option in self.options.nvrtc() {
@@ -419,6 +420,10 @@ impl Linker {
             key.field("bytes", &input.bytes);
             if input.kind == InputKind::Cuda {
                 let source = String::from_utf8_lossy(&input.bytes);
+                // What NVRTC compiles: the source with the foreign declarations' prototypes.
+                let compiled =
+                    foreign::with_prototypes(&source, &input.name, &foreign::prototyped(used));
+                key.field("nvrtc-source", compiled.as_bytes());
                 let scan = nvrtc::scan_headers(
                     input.path.as_deref(),
                     &input.name,
