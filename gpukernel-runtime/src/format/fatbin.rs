@@ -121,6 +121,11 @@ impl RawEntry<'_> {
         }
         let input = self.payload.get(..compressed)?;
         let out = if flags & FLAG_LZ4 != 0 {
+            // An LZ4 block inflates at most 255-fold: a larger announced length is corrupt
+            // (and would be allocated up front).
+            if inflated > (compressed as u64).saturating_mul(255).saturating_add(64) {
+                return None;
+            }
             lz4_flex::block::decompress(input, usize::try_from(inflated).ok()?).ok()?
         } else {
             use std::io::Read;
@@ -174,23 +179,22 @@ impl<'a> Fatbin<'a> {
         self.raw_entries().iter().any(|e| e.kind == KIND_LTOIR)
     }
 
-    /// The code of every PTX and ELF entry, inflated; `None` when an entry cannot be read, or
-    /// holds LTO-IR (whose symbols are not readable here).
-    pub(crate) fn images(&self) -> Option<Vec<Image>> {
-        let mut out = Vec::new();
-        for entry in self.raw_entries() {
-            match entry.kind {
+    /// The code of each PTX and ELF entry, inflated one at a time as the iterator is walked;
+    /// `None` for an entry that cannot be read, or that holds LTO-IR (whose symbols are not
+    /// readable here).
+    pub(crate) fn images(&self) -> impl Iterator<Item = Option<Image>> + 'a {
+        self.raw_entries()
+            .into_iter()
+            .filter(|e| matches!(e.kind, KIND_PTX | KIND_ELF | KIND_LTOIR))
+            .map(|entry| match entry.kind {
                 KIND_PTX => {
                     let bytes = entry.inflate()?;
                     let text = std::str::from_utf8(super::trim_nul(&bytes)).ok()?;
-                    out.push(Image::Ptx(text.to_owned()));
+                    Some(Image::Ptx(text.to_owned()))
                 }
-                KIND_ELF => out.push(Image::Elf(entry.inflate()?)),
-                KIND_LTOIR => return None,
-                _ => {}
-            }
-        }
-        Some(out)
+                KIND_ELF => Some(Image::Elf(entry.inflate()?)),
+                _ => None,
+            })
     }
 
     /// The bytes after this fatbin (its header and body), where a section may hold the next.
@@ -330,6 +334,21 @@ mod tests {
         let mut fb = header(16, big.len() as u64);
         fb.extend_from_slice(&big);
         assert_eq!(Fatbin::read(&fb).unwrap().entries().len(), 1);
+    }
+
+    #[test]
+    fn announced_lengths_are_bounded() {
+        for (flag, inflated) in [(FLAG_LZ4, 1u64 << 20), (FLAG_ZSTD, MAX_INFLATED + 1)] {
+            let mut e = entry(KIND_ELF, 90, 8);
+            e[16..20].copy_from_slice(&8u32.to_le_bytes());
+            e[40..48].copy_from_slice(&flag.to_le_bytes());
+            e[56..64].copy_from_slice(&inflated.to_le_bytes());
+            let mut fb = header(16, e.len() as u64);
+            fb.extend_from_slice(&e);
+            let fatbin = Fatbin::read(&fb).unwrap();
+            let images: Vec<Option<Image>> = fatbin.images().collect();
+            assert_eq!(images, [None], "{flag:#x}");
+        }
     }
 
     #[test]

@@ -374,8 +374,8 @@ pub(crate) fn defined_symbols(kind: InputKind, bytes: &[u8]) -> Option<Vec<Strin
 /// The symbols a fatbin's PTX and ELF entries define.
 fn fatbin_symbols(fatbin: &Fatbin<'_>) -> Option<Vec<String>> {
     let mut names = Vec::new();
-    for image in fatbin.images()? {
-        match image {
+    for image in fatbin.images() {
+        match image? {
             fatbin::Image::Ptx(text) => names.extend(ptx::Ptx::parse(&text).definitions()),
             fatbin::Image::Elf(bytes) => names.extend(elf::global_definitions(&bytes).ok()?),
         }
