@@ -164,3 +164,40 @@ fn an_unusable_cache_folder_links_uncached_and_says_why() {
         );
     }
 }
+
+/// A read-only cache folder: the link works, the store fails and says where. (A process that
+/// may write anywhere, such as root's, cannot make the folder read-only for itself: there
+/// the store succeeds, which is checked instead.)
+#[cfg(unix)]
+#[test]
+fn a_read_only_cache_folder_links_and_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("cache-key-read-only");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let writable = std::fs::write(dir.join("probe"), "x").is_ok();
+    let mut linker = ok(Linker::for_arch("sm_90"));
+    linker.cache(CachePolicy::Dir(dir.clone())).add_cuda_source(
+        "extern \"C\" __global__ void three(float* o) { *o = 3.0f; }",
+        "three.cu",
+    );
+    let image = ok(linker.link());
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(!image.cubin().is_empty());
+    match (writable, image.cache_status()) {
+        (
+            false,
+            CacheStatus::Miss {
+                stored: Some(Err(why)),
+            },
+        ) => {
+            assert!(why.contains(&dir.display().to_string()), "{why}")
+        }
+        (
+            true,
+            CacheStatus::Miss {
+                stored: Some(Ok(_)),
+            },
+        ) => {}
+        (writable, other) => panic!("writable {writable}: {other:?}"),
+    }
+}

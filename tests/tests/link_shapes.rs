@@ -239,6 +239,37 @@ fn every_pair_of_kinds_defining_one_symbol_is_refused() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// nvJitLink 13.0 crashes the process on a duplicate in a link without LTO once it has made
+/// an LTO link: the duplicate is refused before it sees the inputs.
+#[test]
+fn a_duplicate_after_an_lto_link_is_refused_not_a_crash() {
+    let arts = artifacts();
+    let mut lto = offline();
+    lto.lto(true)
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"));
+    assert!(has_lto(&lto));
+    for file in [&arts.object, &arts.fatbin, &arts.archive] {
+        let mut linker = offline();
+        linker.add_cuda_source(
+            "#include \"gpukernel_abi.h\"\n\
+             extern \"C\" __device__ int object_sub_one(float* r, float x) { *r = x; return 0; }\n\
+             extern \"C\" __device__ int fatbin_affine(float* r, float x, float a, float b) { *r = x; return 0; }\n\
+             extern \"C\" __device__ int archive_square(float* r, float x) { *r = x; return 0; }\n",
+            "again.cu",
+        );
+        linker.include_dir(link_support::cuda_dir());
+        // SAFETY: no kernel of this link declares these functions; nothing is run.
+        unsafe { linker.add_file_unchecked(file) };
+        let e = err(linker.link());
+        assert!(
+            matches!(&e, Error::DuplicateSymbol { defined_in, .. } if defined_in.len() == 2),
+            "{}: {e}",
+            file.display()
+        );
+    }
+}
+
 /// An architecture-specific target the tools do not have is an error naming it and what
 /// exists (it compiled as plain sm_90 without a word).
 #[test]

@@ -542,9 +542,11 @@ fn check_arch(input: &Input, arch: Arch) -> Result<()> {
     Ok(())
 }
 
-/// Finds a symbol defined by two inputs, where both inputs' symbols are readable (PTX, and so
-/// compiled `.cu`, and cubins). nvJitLink 13.0 only prints `Multiple definition` to stderr
-/// and links anyway, so this is checked before linking, for every backend alike.
+/// Finds a symbol defined by two inputs, where both inputs' symbols are readable (PTX, and
+/// so compiled `.cu`, cubins, fatbins, objects and archives; not LTO-IR). nvJitLink 13.0 only
+/// prints `Multiple definition` to standard error and links anyway (and, after an LTO link in
+/// the same process, crashes on it), so this is checked before linking, for every backend
+/// alike.
 pub(super) fn check_duplicates(units: &[Unit], inputs: &[Input]) -> Result<()> {
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (index, unit) in units.iter().enumerate() {
