@@ -980,16 +980,21 @@ pub enum Error {
 
     /// A symbol that some input uses is defined by no input.
     #[error(
-        "undefined symbol `{symbol}`{}: no link input defines it; hint: if it is declared with \
+        "undefined symbol `{symbol}`{}{}: no link input defines it; hint: if it is declared with \
          `declare_device!`, add the .cu/.ptx/.cubin/.fatbin/.a that defines it to the Linker, \
          or link only the kernels that need the inputs you have \
          (`Linker::add_ptx_kernels`) (inputs: {})\nlinker error log:\n{error_log}",
         demangled_note(.symbol),
+        declared_note(.declared_at),
         list(.inputs)
     )]
     UndefinedSymbol {
         /// The symbol, as the Rust declaration names it.
         symbol: String,
+        /// Where the `declare_device!` declarations of the symbol are (`file:line`), from
+        /// their records in the kernels' PTX; empty when no declaration records it. (Boxed:
+        /// every `Result` of this crate carries the enum's size.)
+        declared_at: Box<[String]>,
         /// The inputs that were linked.
         inputs: Vec<String>,
         /// The linker's error log.
@@ -1242,6 +1247,27 @@ pub enum Error {
         /// How it failed.
         reason: String,
     },
+
+    /// An architecture-specific target (`sm_90a`, `sm_100f`) that the installed tools cannot
+    /// compile for: its code would only be correct on exactly that architecture (or family),
+    /// so no other one may stand in for it.
+    #[error(
+        "cannot link for {arch}: architecture-specific code (the `{suffix}` suffix) is compiled \
+         for exactly that architecture, and the installed NVRTC/nvJitLink have no {arch}; they \
+         know {}; hint: link for one of those, or for the portable `sm_{sm}` (without the \
+         architecture-specific instructions)",
+        list(.available)
+    )]
+    ArchitectureSpecificUnavailable {
+        /// The architecture asked for, e.g. `sm_91a`.
+        arch: String,
+        /// Its suffix, `a` or `f`.
+        suffix: char,
+        /// Its SM number, e.g. 91.
+        sm: u32,
+        /// The architecture-specific targets of that suffix the tools support.
+        available: Vec<String>,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {
@@ -1290,6 +1316,15 @@ fn paths(paths: &[std::path::PathBuf]) -> String {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// ` (declared with `declare_device!` at src/lib.rs:18)`, or nothing.
+fn declared_note(at: &[String]) -> String {
+    if at.is_empty() {
+        String::new()
+    } else {
+        format!(" (declared with `declare_device!` at {})", at.join(", "))
     }
 }
 

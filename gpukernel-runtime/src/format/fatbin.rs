@@ -70,6 +70,73 @@ pub(crate) struct Entry {
 const ENTRY_HEADER_MIN: usize = 32;
 const KIND_PTX: u16 = 1;
 const KIND_ELF: u16 = 2;
+/// LTO-IR (`nvcc -dlto`), which only nvJitLink with `-lto` links.
+const KIND_LTOIR: u16 = 8;
+/// An entry header long enough to hold the compression fields: the compressed length (u32 at
+/// 16), the flags (u64 at 40) and the inflated length (u64 at 56).
+const ENTRY_HEADER_COMPRESSION: usize = 64;
+/// Flag of an LZ4-compressed payload (a raw LZ4 block; `nvcc -compress-mode=speed`, the
+/// default before CUDA 12.8).
+const FLAG_LZ4: u64 = 0x2000;
+/// Flag of a zstd-compressed payload (a zstd frame; CUDA 13's default).
+const FLAG_ZSTD: u64 = 0x8000;
+/// The largest payload inflated here: a header may announce any length.
+const MAX_INFLATED: u64 = 256 << 20;
+
+/// The code of one PTX or ELF entry, inflated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Image {
+    /// PTX text (without trailing NULs).
+    Ptx(String),
+    /// An ELF image (a cubin).
+    Elf(Vec<u8>),
+}
+
+/// One entry as it lies in the fatbin.
+#[derive(Debug, Clone, Copy)]
+struct RawEntry<'a> {
+    kind: u16,
+    sm: u32,
+    /// The entry's header (at least [`ENTRY_HEADER_MIN`] bytes).
+    header: &'a [u8],
+    /// Its payload (`size` bytes after the header, padding included).
+    payload: &'a [u8],
+}
+
+impl RawEntry<'_> {
+    /// The payload, inflated when compressed; `None` when it cannot be read (an unknown
+    /// compression, a corrupt stream, an announced length beyond [`MAX_INFLATED`]).
+    fn inflate(&self) -> Option<Vec<u8>> {
+        let flags = u64_at(self.header, 40).unwrap_or(0);
+        if flags & (FLAG_LZ4 | FLAG_ZSTD) == 0 {
+            return Some(self.payload.to_vec());
+        }
+        if self.header.len() < ENTRY_HEADER_COMPRESSION {
+            return None;
+        }
+        let compressed = usize::try_from(u32_at(self.header, 16)?).ok()?;
+        let inflated = u64_at(self.header, 56)?;
+        if inflated > MAX_INFLATED {
+            return None;
+        }
+        let input = self.payload.get(..compressed)?;
+        let out = if flags & FLAG_LZ4 != 0 {
+            // An LZ4 block inflates at most 255-fold: a larger announced length is corrupt
+            // (and would be allocated up front).
+            if inflated > (compressed as u64).saturating_mul(255).saturating_add(64) {
+                return None;
+            }
+            lz4_flex::block::decompress(input, usize::try_from(inflated).ok()?).ok()?
+        } else {
+            use std::io::Read;
+            let mut decoder = ruzstd::decoding::StreamingDecoder::new(input).ok()?;
+            let mut out = Vec::new();
+            (&mut decoder).take(inflated).read_to_end(&mut out).ok()?;
+            out
+        };
+        (out.len() as u64 == inflated).then_some(out)
+    }
+}
 
 impl<'a> Fatbin<'a> {
     /// Reads the file header and checks that the body lies inside `bytes`.
@@ -97,6 +164,47 @@ impl<'a> Fatbin<'a> {
     /// The PTX and ELF entries, in order; other kinds (e.g. LTO-IR) are skipped. Stops at the
     /// first entry whose header does not fit in the body.
     pub(crate) fn entries(&self) -> Vec<Entry> {
+        self.raw_entries()
+            .into_iter()
+            .filter_map(|RawEntry { kind, sm, .. }| match kind {
+                KIND_PTX => Some(Entry { ptx: true, sm }),
+                KIND_ELF => Some(Entry { ptx: false, sm }),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether an entry holds LTO-IR (a fatbin of `nvcc -dlto`).
+    pub(crate) fn has_ltoir(&self) -> bool {
+        self.raw_entries().iter().any(|e| e.kind == KIND_LTOIR)
+    }
+
+    /// The code of each PTX and ELF entry, inflated one at a time as the iterator is walked;
+    /// `None` for an entry that cannot be read, or that holds LTO-IR (whose symbols are not
+    /// readable here).
+    pub(crate) fn images(&self) -> impl Iterator<Item = Option<Image>> + 'a {
+        self.raw_entries()
+            .into_iter()
+            .filter(|e| matches!(e.kind, KIND_PTX | KIND_ELF | KIND_LTOIR))
+            .map(|entry| match entry.kind {
+                KIND_PTX => {
+                    let bytes = entry.inflate()?;
+                    let text = std::str::from_utf8(super::trim_nul(&bytes)).ok()?;
+                    Some(Image::Ptx(text.to_owned()))
+                }
+                KIND_ELF => Some(Image::Elf(entry.inflate()?)),
+                _ => None,
+            })
+    }
+
+    /// The bytes after this fatbin (its header and body), where a section may hold the next.
+    fn rest(&self) -> &'a [u8] {
+        // Both fit in the bytes (checked by `read`), so in usize.
+        &self.bytes[(self.header_size + self.body_size) as usize..]
+    }
+
+    /// Every entry, in order.
+    fn raw_entries(&self) -> Vec<RawEntry<'a>> {
         let mut out = Vec::new();
         // Both fit in the bytes (checked by `read`), so in usize.
         let end = (self.header_size + self.body_size) as usize;
@@ -111,11 +219,17 @@ impl<'a> Fatbin<'a> {
             ) else {
                 break;
             };
-            match kind {
-                KIND_PTX => out.push(Entry { ptx: true, sm }),
-                KIND_ELF => out.push(Entry { ptx: false, sm }),
-                _ => {}
-            }
+            // Clipped to the body: an entry that runs past it is the last one read.
+            let header_end = (entry_header as usize).clamp(ENTRY_HEADER_MIN, entry.len());
+            let payload_end = u64::from(entry_header)
+                .saturating_add(size)
+                .min(entry.len() as u64) as usize;
+            out.push(RawEntry {
+                kind,
+                sm,
+                header: &entry[..header_end],
+                payload: &entry[header_end..payload_end.max(header_end)],
+            });
             let next = (offset as u64)
                 .checked_add(u64::from(entry_header))
                 .and_then(|o| o.checked_add(size));
@@ -126,6 +240,20 @@ impl<'a> Fatbin<'a> {
         }
         out
     }
+}
+
+/// The fatbins a section holds one after another (`.nv_fatbin`, `__nv_relfatbin` of a host
+/// object), each starting at an 8-byte boundary; the walk stops at the first that is not one.
+pub(crate) fn in_section(mut bytes: &[u8]) -> Vec<Fatbin<'_>> {
+    let mut out = Vec::new();
+    while let Ok(fatbin) = Fatbin::read(bytes) {
+        let rest = fatbin.rest();
+        out.push(fatbin);
+        let consumed = bytes.len() - rest.len();
+        let padded = consumed.next_multiple_of(8).min(bytes.len());
+        bytes = &bytes[padded..];
+    }
+    out
 }
 
 #[cfg(test)]
@@ -188,12 +316,39 @@ mod tests {
             entries,
             [Entry { ptx: false, sm: 90 }, Entry { ptx: true, sm: 80 }]
         );
+        assert!(!Fatbin::read(&fb).unwrap().has_ltoir());
+        // Two fatbins in a row in a section (the second at an 8-byte boundary), the second
+        // with LTO-IR.
+        let body: Vec<u8> = [entry(8, 90, 5)].concat();
+        let mut second = header(16, body.len() as u64);
+        second.extend_from_slice(&body);
+        let mut section = fb.clone();
+        section.resize(fb.len().next_multiple_of(8), 0);
+        section.extend_from_slice(&second);
+        let found = in_section(&section);
+        assert_eq!(found.len(), 2);
+        assert!(!found[0].has_ltoir() && found[1].has_ltoir());
         // An entry announcing more than the body holds ends the walk.
         let mut big = entry(2, 90, 0);
         big[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
         let mut fb = header(16, big.len() as u64);
         fb.extend_from_slice(&big);
         assert_eq!(Fatbin::read(&fb).unwrap().entries().len(), 1);
+    }
+
+    #[test]
+    fn announced_lengths_are_bounded() {
+        for (flag, inflated) in [(FLAG_LZ4, 1u64 << 20), (FLAG_ZSTD, MAX_INFLATED + 1)] {
+            let mut e = entry(KIND_ELF, 90, 8);
+            e[16..20].copy_from_slice(&8u32.to_le_bytes());
+            e[40..48].copy_from_slice(&flag.to_le_bytes());
+            e[56..64].copy_from_slice(&inflated.to_le_bytes());
+            let mut fb = header(16, e.len() as u64);
+            fb.extend_from_slice(&e);
+            let fatbin = Fatbin::read(&fb).unwrap();
+            let images: Vec<Option<Image>> = fatbin.images().collect();
+            assert_eq!(images, [None], "{flag:#x}");
+        }
     }
 
     #[test]

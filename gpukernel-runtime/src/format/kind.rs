@@ -344,18 +344,96 @@ fn looks_like_text(bytes: &[u8]) -> bool {
 }
 
 /// The global symbols an input defines, where they can be read without the linker: PTX
-/// (`.visible`/`.entry` functions and `.visible` globals) and cubins (ELF global symbols),
-/// sorted and without repeats. `None` for kinds whose symbols are not readable here (fatbins
-/// may be compressed; objects and archives embed fatbins) and for unreadable bytes.
+/// (`.visible`/`.entry` functions and `.visible` globals), cubins (ELF global symbols),
+/// fatbins (those of each PTX and ELF entry, inflated), objects (those of the fatbins in
+/// their device-code sections, or of the object itself when it is device code) and archives
+/// (those of every member), sorted and without repeats. `None` for `.cu` and LTO-IR (NVVM
+/// bitcode), for a fatbin with LTO-IR or an entry that cannot be inflated, and for unreadable
+/// bytes.
 pub(crate) fn defined_symbols(kind: InputKind, bytes: &[u8]) -> Option<Vec<String>> {
     let mut names = match kind {
         InputKind::Ptx => ptx::Ptx::parse(std::str::from_utf8(bytes).ok()?).definitions(),
         InputKind::Cubin => elf::global_definitions(bytes).ok()?,
-        _ => return None,
+        InputKind::Fatbin => fatbin_symbols(&Fatbin::read(bytes).ok()?)?,
+        InputKind::Object => object_symbols(bytes)?,
+        InputKind::Library => {
+            let archive = object::read::archive::ArchiveFile::parse(bytes).ok()?;
+            let mut names = Vec::new();
+            for member in archive.members() {
+                names.extend(object_symbols(member.ok()?.data(bytes).ok()?)?);
+            }
+            names
+        }
+        InputKind::Cuda | InputKind::LtoIr => return None,
     };
     names.sort();
     names.dedup();
     Some(names)
+}
+
+/// The symbols a fatbin's PTX and ELF entries define.
+fn fatbin_symbols(fatbin: &Fatbin<'_>) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    for image in fatbin.images() {
+        match image? {
+            fatbin::Image::Ptx(text) => names.extend(ptx::Ptx::parse(&text).definitions()),
+            fatbin::Image::Elf(bytes) => names.extend(elf::global_definitions(&bytes).ok()?),
+        }
+    }
+    Some(names)
+}
+
+/// The device symbols an object defines: a device ELF's own, or those of the fatbins in a
+/// host object's `.nv_fatbin` / `__nv_relfatbin` sections (none when it has no device code).
+fn object_symbols(bytes: &[u8]) -> Option<Vec<String>> {
+    use object::read::{Object, ObjectSection};
+    if elf::Header::read(bytes).ok()?.machine() == elf::EM_CUDA {
+        return elf::global_definitions(bytes).ok();
+    }
+    let file = object::read::elf::ElfFile64::<object::LittleEndian>::parse(bytes).ok()?;
+    let mut names = Vec::new();
+    for section in file.sections() {
+        if !matches!(section.name(), Ok(".nv_fatbin" | "__nv_relfatbin")) {
+            continue;
+        }
+        for fatbin in fatbin::in_section(section.data().ok()?) {
+            names.extend(fatbin_symbols(&fatbin)?);
+        }
+    }
+    Some(names)
+}
+
+/// Whether an input carries LTO-IR, which only nvJitLink with `-lto` links: LTO-IR itself,
+/// or a fatbin, object or archive whose fatbins have an LTO-IR entry (`nvcc -dlto`). Objects
+/// are searched in their `.nv_fatbin` / `__nv_relfatbin` sections, archives member by member.
+pub(crate) fn carries_ltoir(kind: InputKind, bytes: &[u8]) -> bool {
+    match kind {
+        InputKind::LtoIr => true,
+        InputKind::Fatbin => Fatbin::read(bytes).is_ok_and(|f| f.has_ltoir()),
+        InputKind::Object => object_carries_ltoir(bytes),
+        InputKind::Library => {
+            let Ok(archive) = object::read::archive::ArchiveFile::parse(bytes) else {
+                return false;
+            };
+            archive
+                .members()
+                .filter_map(|m| m.ok()?.data(bytes).ok())
+                .any(object_carries_ltoir)
+        }
+        InputKind::Cuda | InputKind::Ptx | InputKind::Cubin => false,
+    }
+}
+
+/// Whether a host object's device-code sections hold a fatbin with LTO-IR.
+fn object_carries_ltoir(bytes: &[u8]) -> bool {
+    use object::read::{Object, ObjectSection};
+    let Ok(file) = object::read::elf::ElfFile64::<object::LittleEndian>::parse(bytes) else {
+        return false;
+    };
+    file.sections()
+        .filter(|s| matches!(s.name(), Ok(".nv_fatbin" | "__nv_relfatbin")))
+        .filter_map(|s| s.data().ok())
+        .any(|data| fatbin::in_section(data).iter().any(|f| f.has_ltoir()))
 }
 
 #[cfg(test)]
@@ -391,6 +469,47 @@ mod tests {
         assert!(err.contains("runs past the end"), "{err}");
         let err = check_input(InputKind::Library, b"!<arch>\n").unwrap_err();
         assert!(err.contains("no members"), "{err}");
+    }
+
+    /// `nvcc -arch=sm_90 -rdc=true -fatbin` of `extern "C" __device__ int dupfn(int*, int)`,
+    /// uncompressed (`-no-compress`), LZ4 (`-compress-mode=speed`), zstd (the default) and
+    /// with `-dlto`.
+    #[test]
+    fn fatbin_symbols_are_read_through_every_compression() {
+        for (name, bytes) in [
+            (
+                "plain",
+                &include_bytes!("../../tests/data/dupfn.plain.fatbin")[..],
+            ),
+            ("lz4", include_bytes!("../../tests/data/dupfn.lz4.fatbin")),
+            ("zstd", include_bytes!("../../tests/data/dupfn.zstd.fatbin")),
+        ] {
+            assert_eq!(
+                defined_symbols(InputKind::Fatbin, bytes),
+                Some(vec!["dupfn".to_string()]),
+                "{name}"
+            );
+            assert!(!carries_ltoir(InputKind::Fatbin, bytes), "{name}");
+        }
+        let lto = include_bytes!("../../tests/data/dupfn.ltoir.fatbin");
+        assert!(carries_ltoir(InputKind::Fatbin, lto));
+        assert_eq!(
+            defined_symbols(InputKind::Fatbin, lto),
+            None,
+            "LTO-IR is not readable"
+        );
+        // A corrupt compressed payload is unreadable, not a panic.
+        let mut bad = include_bytes!("../../tests/data/dupfn.zstd.fatbin").to_vec();
+        for b in &mut bad[90..200] {
+            *b ^= 0x5a;
+        }
+        assert_eq!(defined_symbols(InputKind::Fatbin, &bad), None);
+        let symbols = defined_symbols(
+            InputKind::Fatbin,
+            include_bytes!("../../tests/data/test_kernels.fatbin"),
+        )
+        .unwrap();
+        assert!(!symbols.is_empty(), "{symbols:?}");
     }
 
     #[test]

@@ -17,6 +17,14 @@ pub(crate) fn undefined_symbol(log: &str) -> Option<String> {
     )
 }
 
+/// The option nvJitLink says it does not know (`unrecognized option: -Werror`).
+pub(crate) fn unrecognized_option(log: &str) -> Option<String> {
+    let at = log.find("unrecognized option")?;
+    let rest = log[at + "unrecognized option".len()..].trim_start_matches([':', ' ']);
+    let option = rest.split_whitespace().next()?;
+    Some(option.trim_matches(['\'', '"']).to_owned())
+}
+
 /// Every function a JIT or linker log says is an unresolved extern
 /// (ptxas: `ptxas fatal   : Unresolved extern function 'f'`), in order, without duplicates.
 /// Used by `Context::load_module` on a PTX that calls foreign functions.
@@ -33,6 +41,9 @@ pub(crate) fn duplicate_symbol(log: &str) -> Option<String> {
             "Multiple definition of",
             "multiple definition of",
             "Duplicate definition of",
+            // libNVVM, linking two LTO-IR modules: `Linking globals named 'f': symbol
+            // multiply defined!`
+            "Linking globals named",
         ],
     )
 }
@@ -169,6 +180,16 @@ mod tests {
             Some("old.fatbin")
         );
         assert_eq!(undefined_symbol("all good"), None);
+        assert_eq!(
+            duplicate_symbol("b.ltoir: link error: error: Linking globals named 'dupfn': symbol multiply defined!")
+                .as_deref(),
+            Some("dupfn")
+        );
+        assert_eq!(
+            unrecognized_option("unrecognized option: -Werror\n").as_deref(),
+            Some("-Werror")
+        );
+        assert_eq!(unrecognized_option("ERROR 9: finish"), None);
     }
 
     #[test]

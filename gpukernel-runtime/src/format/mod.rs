@@ -23,7 +23,7 @@ pub(crate) mod lto;
 pub(crate) mod ptx;
 
 pub use kind::{ImageKind, InputKind};
-pub(crate) use kind::{check_input, defined_symbols, detect_image};
+pub(crate) use kind::{carries_ltoir, check_input, defined_symbols, detect_image};
 
 /// The bytes without trailing NULs (C strings handed over with their terminator).
 pub(crate) fn trim_nul(bytes: &[u8]) -> &[u8] {

@@ -100,6 +100,33 @@ impl Arch {
     }
 }
 
+impl Arch {
+    /// Refuses an architecture-specific target (`sm_90a`, `sm_100f`) that the tools, which
+    /// compile for the SM numbers `supported`, do not have: no other architecture may stand in
+    /// for it (its instructions exist on exactly that one, or that family). Portable targets,
+    /// and an empty list (nothing known), pass.
+    pub(crate) fn check_specific(self, supported: &[u32]) -> Result<()> {
+        let Some(suffix) = self.suffix else {
+            return Ok(());
+        };
+        // `a` targets exist from sm_90 on, `f` (family) targets from sm_100 on.
+        let first = if suffix == 'a' { 90 } else { 100 };
+        if supported.is_empty() || (self.sm >= first && supported.contains(&self.sm)) {
+            return Ok(());
+        }
+        Err(Error::ArchitectureSpecificUnavailable {
+            arch: self.to_string(),
+            suffix,
+            sm: self.sm,
+            available: supported
+                .iter()
+                .filter(|&&sm| sm >= first)
+                .map(|sm| format!("sm_{sm}{suffix}"))
+                .collect(),
+        })
+    }
+}
+
 impl FromStr for Arch {
     type Err = Error;
 
@@ -182,5 +209,33 @@ mod tests {
         );
         let jit = cc(13, 0).compatible_target(&tools, Portability::PtxJit);
         assert_eq!(jit.map(|a| a.sm()), Some(121));
+    }
+
+    #[test]
+    fn architecture_specific_targets_are_exact() {
+        let tools = [75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121];
+        let check = |a: &str| a.parse::<Arch>().unwrap().check_specific(&tools);
+        assert!(check("sm_90a").is_ok());
+        assert!(check("sm_100f").is_ok());
+        assert!(check("sm_91").is_ok(), "portable targets may fall back");
+        for (arch, first) in [
+            ("sm_91a", "sm_90a"),
+            ("sm_99a", "sm_90a"),
+            ("sm_80a", "sm_90a"),
+        ] {
+            let e = check(arch).unwrap_err();
+            let Error::ArchitectureSpecificUnavailable {
+                arch: a, available, ..
+            } = &e
+            else {
+                panic!("{e:?}")
+            };
+            assert_eq!(a, arch);
+            assert_eq!(available[0], first, "{available:?}");
+            assert!(!available.iter().any(|x| x == "sm_75a"), "{available:?}");
+            assert!(e.to_string().contains(arch), "{e}");
+        }
+        let e = check("sm_90f").unwrap_err();
+        assert!(e.to_string().contains("sm_100f"), "{e}");
     }
 }

@@ -144,7 +144,16 @@ pub(crate) fn load(dir: &Path, key: &Key) -> Result<Entry, Miss> {
     let path = entry_path(dir, key);
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Miss::Absent),
+        // No entry, or no folder to hold one (a file where the folder should be: the store
+        // that follows says so).
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Err(Miss::Absent);
+        }
         Err(e) => {
             return Err(Miss::Invalid(format!(
                 "cannot read {}: {e}",

@@ -97,6 +97,13 @@ pub enum CacheStatus {
         /// Where the new entry was stored, or why storing failed.
         stored: Option<Result<PathBuf, String>>,
     },
+    /// The link's result depends on files that cannot be known before compiling (a `.cu`
+    /// that `#include`s a header through a macro, a precompiled header read from a file), so
+    /// no key can cover it: it was compiled and linked, and not cached.
+    Uncacheable {
+        /// Why, naming the file and line (or the option).
+        reason: String,
+    },
 }
 
 /// Time spent in each phase of a link.

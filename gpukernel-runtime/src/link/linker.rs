@@ -75,6 +75,8 @@ pub struct Linker {
     pub(super) target: Target,
     pending: Vec<Pending>,
     pub(super) nvrtc_options: Vec<String>,
+    /// Raw nvJitLink options (`linker_option`), passed after the linker's own.
+    pub(super) raw_linker_options: Vec<String>,
     pub(super) include_dirs: Vec<PathBuf>,
     pub(super) headers: Vec<(String, String)>,
     pub(super) cache: CachePolicy,
@@ -129,6 +131,7 @@ impl Linker {
             target,
             pending: Vec::new(),
             nvrtc_options: Vec::new(),
+            raw_linker_options: Vec::new(),
             include_dirs: Vec::new(),
             headers: Vec::new(),
             cache: CachePolicy::Default,
@@ -519,6 +522,62 @@ impl Linker {
         self
     }
 
+    /// Adds one option for the device linker as nvJitLink spells it (e.g. `-ftz=true`,
+    /// `-Xptxas=-warn-spills`, `-split-compile=0`), passed after the linker's own options:
+    /// for what the named options ([`max_registers`](Self::max_registers) and its
+    /// neighbours) do not cover.
+    ///
+    /// A link with raw options always goes through nvJitLink, on a CUDA context too (there it
+    /// links for the device's architecture, as an LTO link does): the driver's linker takes
+    /// typed option values, not strings, so only nvJitLink can check and honour them. An
+    /// option nvJitLink does not know fails the link with
+    /// [`Error::InvalidLinkOption`](crate::Error::InvalidLinkOption) naming it and quoting
+    /// nvJitLink's log; `-arch` and `-lto` are refused there too (the linker sets them from
+    /// [`for_arch`](Self::for_arch) / the context and from [`lto`](Self::lto)). The options
+    /// are part of the cache key and reported by
+    /// [`LinkedImage::linker_options`](super::LinkedImage::linker_options).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .linker_option("-Xptxas=-warn-spills")
+    ///     .link()?;
+    /// assert!(image.linker_options().iter().any(|o| o == "-Xptxas=-warn-spills"));
+    /// # Ok(()) }
+    /// ```
+    pub fn linker_option(&mut self, option: impl Into<String>) -> &mut Self {
+        self.raw_linker_options.push(option.into());
+        self
+    }
+
+    /// Adds several raw device-linker options, as [`linker_option`](Self::linker_option)
+    /// does for one.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// # use gpukernel_runtime::link::*;
+    /// let image = Linker::for_arch("sm_90")?
+    ///     .add_ptx(&kernels_ptx(), "kernels.ptx")
+    ///     .linker_options(["-ftz=true", "-prec-div=false"])
+    ///     .link()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn linker_options<I, S>(&mut self, options: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.raw_linker_options
+            .extend(options.into_iter().map(Into::into));
+        self
+    }
+
     /// Adds an include directory for `.cu` sources (searched after the source's own folder,
     /// before the CUDA include dir).
     ///
@@ -564,6 +623,13 @@ impl Linker {
     /// Link-time optimisation: `.cu` sources are compiled to LTO-IR (`-dlto`) and the link goes
     /// through nvJitLink with `-lto`, so that CUDA C++ callees can be inlined into CUDA C++
     /// callers. (Rust PTX takes part as PTX; Rust↔C inlining is the build-time LLVM path.)
+    ///
+    /// LTO works on LTO-IR only: the other inputs (PTX, cubins, fatbins, objects and archives
+    /// without LTO-IR) link as code beside the optimised part. A link with no LTO-IR at all
+    /// (no `.cu`, no `.ltoir`, nothing built with `nvcc -dlto`) has nothing to optimise and is
+    /// an ordinary link (cuLink on a context); [`LinkedImage::linker_options`](super::LinkedImage::linker_options)
+    /// shows `-lto` only when LTO took place. LTO-IR inputs, and fatbins, objects and
+    /// archives that carry LTO-IR, are linked with `-lto` whether or not this is set.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -713,7 +779,7 @@ impl Linker {
             Target::Simulator { .. } => {
                 foreign::check_unchecked_inputs(&inputs, &used)?;
                 prelinked::check_inputs(&inputs, &prelinked)?;
-                return simulator::link(&inputs, &self.headers, infos, start);
+                return simulator::link(&inputs, &self.headers, &used, infos, start);
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,
         };
@@ -722,7 +788,7 @@ impl Linker {
         // After the architecture checks: an input without code for the target is the first
         // thing to fix, whether or not it was acknowledged as unchecked.
         foreign::check_unchecked_inputs(&inputs, &used)?;
-        let cache = match self.look_up_cache(&plan, &inputs)? {
+        let cache = match self.look_up_cache(&plan, &inputs, &used)? {
             CacheLookup::Hit {
                 entry,
                 path,
@@ -743,7 +809,7 @@ impl Linker {
                     },
                     inputs: infos,
                     options: self.options,
-                    linker_options: self.linker_options(&plan),
+                    linker_options: self.linker_flags(&plan),
                     compiled: Vec::new(),
                 });
             }
@@ -752,7 +818,7 @@ impl Linker {
         let compiled = self.compile(arch, &inputs, &used)?;
         prelinked::check_units(&compiled.units, &inputs, &prelinked)?;
         stages::check_duplicates(&compiled.units, &inputs)?;
-        let linked = self.link_units(&plan, &compiled.units, &inputs)?;
+        let linked = self.link_units(&plan, &compiled.units, &inputs, &used)?;
         let timings = LinkTimings {
             cache_lookup: cache.elapsed,
             compile: compiled.elapsed,
@@ -771,7 +837,7 @@ impl Linker {
             timings,
             inputs: infos,
             options: self.options,
-            linker_options: self.linker_options(&plan),
+            linker_options: self.linker_flags(&plan),
             compiled: compiled.outputs,
         })
     }
@@ -789,6 +855,7 @@ impl Linker {
             return Err(Error::EmptyLink);
         }
         self.options.check()?;
+        self.check_raw_linker_options()?;
         let inputs = self.read_inputs()?;
         // Sources a Rust PTX already holds (build-time LTO) are refused, on every backend.
         let prelinked = prelinked::records(&inputs);
@@ -978,8 +1045,8 @@ impl Linker {
     fn target_arch(&self, device: Arch, inputs: &[Input]) -> Result<Arch> {
         let has_cuda = inputs.iter().any(|i| i.kind == InputKind::Cuda);
         let uses_nvjitlink = !matches!(self.target, Target::Cuda { .. })
-            || self.lto
-            || inputs.iter().any(|i| i.kind == InputKind::LtoIr);
+            || self.uses_ltoir(inputs)
+            || !self.raw_linker_options.is_empty();
         if !has_cuda && !uses_nvjitlink {
             return Ok(device);
         }
@@ -990,6 +1057,8 @@ impl Linker {
             Err(_) if !has_cuda => return Ok(device),
             Err(e) => return Err(e),
         };
+        // An architecture-specific target has no stand-in: the tools have it, or it fails.
+        device.check_specific(&supported)?;
         let how = if uses_nvjitlink {
             Portability::Cubin
         } else {

@@ -49,18 +49,38 @@
 //!   them ([`LinkedImage::options`], [`LinkedImage::linker_options`]) and what each `.cu`
 //!   became ([`LinkedImage::compiled`]).
 //! * Linked cubins are cached on disk ([`CachePolicy`]), keyed by every input's kind, name
-//!   and bytes, the headers they include, the options, the architecture, and the versions of
-//!   the driver, NVRTC, nvJitLink (and their library files) and this crate. A hit loads
+//!   and bytes, the headers they may include (found in the source's folder, the include
+//!   dirs and NVRTC's `-I` options, transitively), every NVRTC and linker option (raw ones
+//!   too), the architecture, and the versions of the driver, NVRTC, nvJitLink (and their
+//!   library files) and this crate. A cache folder that cannot be written (a file, read-only)
+//!   costs the store, never the link ([`CacheStatus::Miss`] says why). A hit loads
 //!   neither compiler library ([`loaded_tools`]). `GPUKERNEL_CACHE_MAX` (e.g. `512M`) bounds
 //!   the cache's size, least recently used entries first.
 //! * On the simulator, inputs are checked and nothing is compiled: the foreign code runs as
 //!   the host-compiled `.cu` linked into the program.
 //!
-//! Known limits: symbols inside fatbins, objects and archives are not readable before the
-//! link, so duplicates there are found by the linker itself: cuLink reports them, but
-//! nvJitLink 13.0 only prints `Multiple definition` to stderr and links anyway (duplicates
-//! among `.cu`, `.ptx` and `.cubin` inputs are caught before any linker runs). Objects and
-//! archives are checked for shape, not architecture (cuLink's info log is checked after).
+//! * Symbols are read before any linker sees the inputs: PTX, cubins, and the PTX and ELF
+//!   entries of fatbins (inflated: LZ4 or zstd), also inside objects' device-code sections and
+//!   archives' members. A symbol defined by two inputs is [`Error::DuplicateSymbol`](crate::Error)
+//!   whatever their kinds (nvJitLink 13.0 links such duplicates, printing `Multiple
+//!   definition` to standard error only, and after an LTO link in the same process it crashes
+//!   on them). LTO-IR keeps its symbols in NVVM bitcode: duplicates there are nvJitLink's to
+//!   find, which its log reports (and what it writes to standard error while it links is
+//!   captured into the error log).
+//! * LTO happens where LTO-IR takes part: `.cu` inputs under [`Linker::lto`], `.ltoir` inputs,
+//!   and fatbins, objects and archives built with `nvcc -dlto` (found by their entries). The
+//!   link then goes through nvJitLink with `-lto`, and the other inputs link as code beside
+//!   it; without LTO-IR there is nothing for LTO to optimise and the link is an ordinary one,
+//!   whatever `lto` says ([`LinkedImage::linker_options`] shows `-lto` or not).
+//! * Raw options for nvJitLink ([`Linker::linker_option`]) make a link go through nvJitLink
+//!   (on a context too); nvJitLink judges them ([`Error::InvalidLinkOption`](crate::Error)).
+//! * An architecture-specific target (`sm_90a`) is compiled for exactly that architecture, or
+//!   refused when the tools lack it (never replaced by the portable one).
+//!
+//! Known limits: objects and archives are checked for shape, not architecture (cuLink's info
+//! log is checked after). NVRTC reports no list of the files it read, so the cache key holds
+//! every file an `#include` line may name, in every folder searched; a `.cu` that includes a
+//! header through a macro is not cached ([`CacheStatus::Uncacheable`]).
 //!
 //! The cache lives in `GPUKERNEL_CACHE_DIR`, else `$XDG_CACHE_HOME/gpukernel`, else
 //! `~/.cache/gpukernel`.

@@ -130,47 +130,134 @@ fn missing_header(log: &str) -> Option<String> {
     Some(rest[start..start + end].to_owned())
 }
 
-/// The local headers a source includes (`#include "x"` or `<x>` found in its folder or the
-/// user's include directories), transitively, also those the in-memory `headers` include:
-/// their bytes go into the cache key, so that editing a header invalidates the cached link.
-/// Headers of the CUDA toolkit are covered by [`toolkit_identity`] instead (thousands of
-/// files, which a cache hit cannot afford to read).
-pub(crate) fn local_headers(
+/// What the cache key needs of the files compiling a source may read.
+#[derive(Debug, Default)]
+pub(crate) struct HeaderScan {
+    /// Every local file an `#include` (or a `--pre-include` option) of the source, of the
+    /// files it reaches or of the in-memory headers may name: for each name, the file of that
+    /// name in every folder searched (the includer's, the `include_dir`s, the `-I` /
+    /// `--include-path` options), not only the one NVRTC picks, transitively. Sorted.
+    pub(crate) files: Vec<(PathBuf, Vec<u8>)>,
+    /// Why the files read cannot be known without compiling, if so (a `#include` that names
+    /// its file through a macro, a precompiled header read from a file): such a link is not
+    /// cached.
+    pub(crate) unknowable: Option<String>,
+}
+
+/// Scans a source for the local headers it may read: their bytes go into the cache key, so
+/// that editing a header invalidates the cached link. NVRTC cannot report the files it read
+/// (13.0 has no dependency output), so the scan over-approximates: every `#include` line,
+/// whatever the conditionals around it, every folder. Headers of the CUDA toolkit are covered
+/// by [`toolkit_identity`] instead (thousands of files, which a cache hit cannot afford to
+/// read).
+pub(crate) fn scan_headers(
     source_path: Option<&Path>,
+    source_name: &str,
     source: &str,
     include_dirs: &[PathBuf],
+    user_options: &[String],
     headers: &[(String, String)],
-) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut found: Vec<(PathBuf, Vec<u8>)> = Vec::new();
-    let mut stack: Vec<(Option<PathBuf>, String)> = vec![(
-        source_path.and_then(Path::parent).map(Path::to_path_buf),
-        source.to_string(),
+) -> HeaderScan {
+    let (option_dirs, pre_includes, unknowable) = option_files(user_options);
+    let mut scan = HeaderScan {
+        unknowable,
+        ..HeaderScan::default()
+    };
+    let dirs: Vec<PathBuf> = include_dirs.iter().chain(&option_dirs).cloned().collect();
+    let source_dir = source_path.and_then(Path::parent).map(Path::to_path_buf);
+    // (the includer's folder, its name for messages, its text)
+    let mut stack: Vec<(Option<PathBuf>, String, String)> = vec![(
+        source_dir.clone(),
+        source_name.to_owned(),
+        source.to_owned(),
     )];
-    stack.extend(headers.iter().map(|(_, text)| (None, text.clone())));
-    while let Some((dir, text)) = stack.pop() {
-        for line in text.lines() {
-            let Some(name) = include_target(line) else {
-                continue;
-            };
-            let candidates = dir.iter().chain(include_dirs.iter()).map(|d| d.join(name));
-            for candidate in candidates {
+    stack.extend(
+        headers
+            .iter()
+            .map(|(name, text)| (None, name.clone(), text.clone())),
+    );
+    let mut names: Vec<(Option<PathBuf>, String)> = pre_includes
+        .into_iter()
+        .map(|name| (source_dir.clone(), name))
+        .collect();
+    // A source in memory has no folder: NVRTC resolves its quoted includes from the current
+    // directory.
+    let current = PathBuf::new();
+    loop {
+        for (dir, name) in names.drain(..) {
+            let folders = dir.iter().chain(&dirs).chain(std::iter::once(&current));
+            for candidate in folders.map(|d| d.join(&name)) {
                 let Ok(canonical) = std::fs::canonicalize(&candidate) else {
                     continue;
                 };
-                if found.iter().any(|(p, _)| *p == canonical) {
-                    break;
+                if scan.files.iter().any(|(p, _)| *p == canonical) {
+                    continue;
                 }
                 if let Ok(bytes) = std::fs::read(&canonical) {
                     let text = String::from_utf8_lossy(&bytes).into_owned();
-                    stack.push((canonical.parent().map(Path::to_path_buf), text));
-                    found.push((canonical, bytes));
+                    let parent = canonical.parent().map(Path::to_path_buf);
+                    stack.push((parent, canonical.display().to_string(), text));
+                    scan.files.push((canonical, bytes));
                 }
-                break;
+            }
+        }
+        let Some((dir, file, text)) = stack.pop() else {
+            break;
+        };
+        for (number, line) in text.lines().enumerate() {
+            match include_target(line) {
+                Some(Include::File(name)) => names.push((dir.clone(), name.to_owned())),
+                Some(Include::Computed(spelled)) if scan.unknowable.is_none() => {
+                    scan.unknowable = Some(format!(
+                        "{file}:{}: `#include {spelled}` names its header through a macro, so the \
+                         files the compiler reads are not known before it runs",
+                        number + 1
+                    ));
+                }
+                _ => {}
             }
         }
     }
-    found.sort();
-    found
+    scan.files.sort();
+    scan
+}
+
+/// The include folders (`-I`, `--include-path`) and pre-included files (`-include`,
+/// `--pre-include`) that NVRTC options name, and why an option makes the files read
+/// unknowable (`--use-pch`), if one does.
+fn option_files(options: &[String]) -> (Vec<PathBuf>, Vec<String>, Option<String>) {
+    let (mut dirs, mut files, mut unknowable) = (Vec::new(), Vec::new(), None);
+    let mut options = options.iter().map(String::as_str);
+    while let Some(option) = options.next() {
+        let value = |prefixes: &[&str], options: &mut dyn Iterator<Item = &str>| {
+            for prefix in prefixes {
+                if option == *prefix {
+                    return options.next().map(str::to_owned);
+                }
+                if let Some(rest) = option.strip_prefix(prefix) {
+                    let rest = rest.strip_prefix('=').unwrap_or(rest);
+                    if prefix.starts_with("--") && !option[prefix.len()..].starts_with('=') {
+                        continue;
+                    }
+                    return Some(rest.to_owned());
+                }
+            }
+            None
+        };
+        if let Some(dir) = value(&["--include-path", "-I"], &mut options) {
+            dirs.push(PathBuf::from(dir));
+        } else if let Some(file) = value(&["--pre-include", "-include"], &mut options) {
+            files.push(file);
+        } else if (option.starts_with("--use-pch") || option.starts_with("-use-pch"))
+            && unknowable.is_none()
+        {
+            unknowable = Some(format!(
+                "the NVRTC option `{option}` reads a precompiled header, whose sources are not \
+                 known"
+            ));
+        }
+    }
+    (dirs, files, unknowable)
 }
 
 /// The identity of the CUDA toolkit's headers in `include_dir`, for the cache key: the path,
@@ -200,21 +287,35 @@ pub(crate) fn toolkit_identity(include_dir: &Path) -> String {
     out
 }
 
-/// The file named by an `#include` line, if the line is one.
-fn include_target(line: &str) -> Option<&str> {
-    let rest = line
-        .trim_start()
-        .strip_prefix('#')?
-        .trim_start()
-        .strip_prefix("include")?
-        .trim_start();
-    let (open, close) = match rest.chars().next()? {
-        '"' => ('"', '"'),
-        '<' => ('<', '>'),
-        _ => return None,
+/// What an `#include` line names.
+#[derive(Debug, PartialEq, Eq)]
+enum Include<'a> {
+    /// A file, `"x.h"` or `<x.h>`.
+    File(&'a str),
+    /// Anything else (a macro): what follows `#include`.
+    Computed(&'a str),
+}
+
+/// What an `#include` (or `#include_next`) line names, if the line is one.
+fn include_target(line: &str) -> Option<Include<'_>> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let rest = rest.strip_prefix("include")?;
+    let rest = rest.strip_prefix("_next").unwrap_or(rest);
+    // `#includes`, `#include_foo`: not an include directive.
+    if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let rest = rest.trim();
+    let (open, close) = match rest.chars().next() {
+        Some('"') => ('"', '"'),
+        Some('<') => ('<', '>'),
+        _ => return Some(Include::Computed(rest)),
     };
     let inner = rest.strip_prefix(open)?;
-    inner.find(close).map(|end| &inner[..end])
+    Some(match inner.find(close) {
+        Some(end) => Include::File(&inner[..end]),
+        None => Include::Computed(rest),
+    })
 }
 
 #[cfg(test)]
@@ -230,12 +331,37 @@ mod tests {
 
     #[test]
     fn include_lines() {
-        assert_eq!(include_target("#include \"a.h\""), Some("a.h"));
+        assert_eq!(
+            include_target("#include \"a.h\""),
+            Some(Include::File("a.h"))
+        );
         assert_eq!(
             include_target("  #  include <cuda_fp16.h> // x"),
-            Some("cuda_fp16.h")
+            Some(Include::File("cuda_fp16.h"))
         );
         assert_eq!(include_target("int x; // #include \"no.h\""), None);
+        assert_eq!(
+            include_target("#include_next <b.h>"),
+            Some(Include::File("b.h"))
+        );
+        assert_eq!(
+            include_target("#include HEADER"),
+            Some(Include::Computed("HEADER"))
+        );
+        assert_eq!(include_target("#includes"), None);
+    }
+
+    #[test]
+    fn option_folders_and_files() {
+        let options: Vec<String> = ["-Ia", "-I", "b", "--include-path=c", "-include", "p.h"]
+            .map(String::from)
+            .into();
+        let (dirs, files, unknowable) = option_files(&options);
+        assert_eq!(dirs, ["a", "b", "c"].map(PathBuf::from));
+        assert_eq!(files, ["p.h"]);
+        assert!(unknowable.is_none());
+        let (.., unknowable) = option_files(&["--use-pch=x.pch".to_string()]);
+        assert!(unknowable.unwrap().contains("--use-pch=x.pch"));
     }
 
     #[test]
@@ -249,13 +375,17 @@ mod tests {
         std::fs::write(inc.join("d.h"), "int d;\n").unwrap();
         let source = dir.path().join("k.cu");
         let memory = [("m.h".to_string(), "#include \"d.h\"\n".to_string())];
-        let found = local_headers(
+        let found = scan_headers(
             Some(&source),
+            "k.cu",
             "#include \"a.h\"\n#include \"m.h\"\n",
             std::slice::from_ref(&inc),
+            &[],
             &memory,
         );
+        assert!(found.unknowable.is_none());
         let names: Vec<String> = found
+            .files
             .iter()
             .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();

@@ -7,17 +7,18 @@ use std::time::Instant;
 use crate::error::{Error, Result};
 use crate::format::{self, InputKind, ptx};
 use crate::link::input::Input;
-use crate::link::{CacheStatus, LinkInput, LinkTimings, LinkedImage};
+use crate::link::{CacheStatus, LinkInput, LinkTimings, LinkedImage, foreign, stages};
 
 /// The simulator's link of checked inputs: refuses what a GPU link would refuse (undefined
 /// foreign functions), and makes the image of the PTX inputs.
 pub(super) fn link(
     inputs: &[Input],
     headers: &[(String, String)],
+    used: &[foreign::UsedDecl],
     infos: Vec<LinkInput>,
     start: Instant,
 ) -> Result<LinkedImage> {
-    check_symbols(inputs, headers)?;
+    check_symbols(inputs, headers, used)?;
     let mut image = Vec::new();
     for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
         image.extend_from_slice(&input.bytes);
@@ -48,7 +49,11 @@ pub(super) fn link(
 /// a PTX or cubin input defines it, or if its name followed by `(` appears in a CUDA source or
 /// an in-memory header; inputs whose symbols cannot be read here (fatbins, objects, archives,
 /// LTO-IR, or a source with a quoted `#include`) turn the check off rather than guess.
-fn check_symbols(inputs: &[Input], headers: &[(String, String)]) -> Result<()> {
+fn check_symbols(
+    inputs: &[Input],
+    headers: &[(String, String)],
+    used: &[foreign::UsedDecl],
+) -> Result<()> {
     let mut needed: Vec<String> = Vec::new();
     let mut defined: Vec<String> = Vec::new();
     let mut sources: Vec<&str> = headers.iter().map(|(_, text)| text.as_str()).collect();
@@ -92,6 +97,7 @@ fn check_symbols(inputs: &[Input], headers: &[(String, String)]) -> Result<()> {
     match missing {
         None => Ok(()),
         Some(symbol) => Err(Error::UndefinedSymbol {
+            declared_at: stages::declared_at(used, symbol),
             symbol: symbol.clone(),
             inputs: inputs.iter().map(|i| i.name.clone()).collect(),
             error_log: format!(

@@ -21,7 +21,9 @@ use crate::link::{
 pub(super) struct Plan {
     pub(super) arch: Arch,
     pub(super) linker: LinkerKind,
-    /// Whether LTO-IR takes part (then nvJitLink links, with `-lto` when asked).
+    /// Whether LTO-IR takes part: an input carries it, or `.cu` inputs are compiled to it
+    /// (`lto(true)`). Then nvJitLink links, with `-lto`; else the link is an ordinary one,
+    /// whatever `lto` says (LTO works on NVVM IR, before PTX: there is nothing to optimise).
     pub(super) uses_ltoir: bool,
 }
 
@@ -51,6 +53,13 @@ pub(super) struct Linked {
     pub(super) cubin: Vec<u8>,
     pub(super) info_log: String,
     pub(super) elapsed: Duration,
+}
+
+/// A link's cache key, or why it cannot have one.
+enum Keyed {
+    Key(cache::Key),
+    /// The files the link reads cannot be known before compiling.
+    Unknowable(String),
 }
 
 /// The outcome of the cache lookup.
@@ -86,7 +95,14 @@ impl CacheSlot {
                 cubin: linked.cubin.clone(),
                 info_log: linked.info_log.clone(),
             };
-            let stored = Some(cache::store(dir, key, &entry, self.max).map_err(|e| e.to_string()));
+            let stored = Some(cache::store(dir, key, &entry, self.max).map_err(|e| {
+                format!(
+                    "cannot store the linked image in the cache folder {}: {e}; hint: set \
+                     `GPUKERNEL_CACHE_DIR` (or `CachePolicy::Dir`) to a folder this process can \
+                     write, or turn the cache off with `CachePolicy::Disabled`",
+                    dir.display()
+                )
+            }));
             match &mut status {
                 CacheStatus::Miss { stored: s } | CacheStatus::Rebuilt { stored: s, .. } => {
                     *s = stored
@@ -101,9 +117,12 @@ impl CacheSlot {
 impl Linker {
     /// Chooses the linker and rejects cubins and fatbins without code for `arch`.
     pub(super) fn plan(&self, arch: Arch, inputs: &[Input]) -> Result<Plan> {
-        let uses_ltoir = self.lto || inputs.iter().any(|i| i.kind == InputKind::LtoIr);
+        let uses_ltoir = self.uses_ltoir(inputs);
         let linker = match &self.target {
-            Target::Cuda { .. } if !uses_ltoir => LinkerKind::CuLink,
+            // Raw options are nvJitLink's: the driver's linker takes typed values only.
+            Target::Cuda { .. } if !uses_ltoir && self.raw_linker_options.is_empty() => {
+                LinkerKind::CuLink
+            }
             _ => LinkerKind::NvJitLink,
         };
         for input in inputs {
@@ -116,8 +135,45 @@ impl Linker {
         })
     }
 
+    /// Whether LTO-IR takes part in the link: an input carries it (`.ltoir`, or a fatbin,
+    /// object or archive built with `-dlto`), or `.cu` inputs are compiled to it (`lto`).
+    pub(super) fn uses_ltoir(&self, inputs: &[Input]) -> bool {
+        inputs.iter().any(|i| {
+            (self.lto && i.kind == InputKind::Cuda) || format::carries_ltoir(i.kind, &i.bytes)
+        })
+    }
+
+    /// Refuses raw linker options the linker sets itself, and empty ones.
+    pub(super) fn check_raw_linker_options(&self) -> Result<()> {
+        for option in &self.raw_linker_options {
+            let name = option.split('=').next().unwrap_or_default().trim();
+            let reason = match name {
+                "" => "an empty option: remove it",
+                "-arch" => {
+                    "the linker sets the architecture: use `Linker::for_arch`, or \
+                     `assume_compute_capability` on a context's linker"
+                }
+                "-lto" => "the linker sets `-lto` when LTO-IR takes part: use `Linker::lto(true)`",
+                _ if !name.starts_with('-') => {
+                    "not an option (nvJitLink's options start with `-`, e.g. `-ftz=true`)"
+                }
+                _ => continue,
+            };
+            return Err(Error::InvalidLinkOption {
+                option: option.clone(),
+                reason: reason.into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Looks the link up in the cache (a corrupt entry is a miss, to be rebuilt).
-    pub(super) fn look_up_cache(&self, plan: &Plan, inputs: &[Input]) -> Result<CacheLookup> {
+    pub(super) fn look_up_cache(
+        &self,
+        plan: &Plan,
+        inputs: &[Input],
+        used: &[foreign::UsedDecl],
+    ) -> Result<CacheLookup> {
         let start = Instant::now();
         let Some(dir) = self.cache.dir() else {
             return Ok(CacheLookup::Miss(CacheSlot {
@@ -129,7 +185,17 @@ impl Linker {
         };
         // A bad bound is the user's to fix: reported, not ignored.
         let max = cache::max_from_env()?;
-        let key = self.cache_key(&dir, inputs, plan.arch, plan.linker, plan.uses_ltoir)?;
+        let key = match self.cache_key(&dir, inputs, used, plan)? {
+            Keyed::Key(key) => key,
+            Keyed::Unknowable(reason) => {
+                return Ok(CacheLookup::Miss(CacheSlot {
+                    place: None,
+                    max: None,
+                    status: CacheStatus::Uncacheable { reason },
+                    elapsed: start.elapsed(),
+                }));
+            }
+        };
         let status = match cache::load(&dir, &key) {
             Ok(entry) => {
                 let path = cache::entry_path(&dir, &key);
@@ -226,6 +292,7 @@ impl Linker {
         plan: &Plan,
         units: &[Unit],
         inputs: &[Input],
+        used: &[foreign::UsedDecl],
     ) -> Result<Linked> {
         let start = Instant::now();
         // Text goes to the linkers NUL-terminated, as their C APIs expect.
@@ -254,10 +321,18 @@ impl Linker {
                 // SAFETY: the context was made current on this thread just above.
                 unsafe { sys::culink_link(&raw, &self.options.culink())? }
             }
-            _ => sys::nvjitlink_link(&self.linker_options(plan), &raw)?,
+            _ => sys::nvjitlink_link(&self.linker_flags(plan), &raw)?,
         };
         let names: Vec<String> = inputs.iter().map(|i| i.name.clone()).collect();
-        let (cubin, info_log) = interpret(plan.linker, plan.arch, out, units, &names)?;
+        let (cubin, info_log) = interpret(
+            plan.linker,
+            plan.arch,
+            out,
+            units,
+            &names,
+            &self.raw_linker_options,
+            used,
+        )?;
         Ok(Linked {
             cubin,
             info_log,
@@ -265,8 +340,8 @@ impl Linker {
         })
     }
 
-    /// The options handed to the linker, as it spells them.
-    pub(super) fn linker_options(&self, plan: &Plan) -> Vec<String> {
+    /// The options handed to the linker, as it spells them (the raw ones last).
+    pub(super) fn linker_flags(&self, plan: &Plan) -> Vec<String> {
         match (&self.target, plan.linker) {
             (Target::Cuda { .. }, LinkerKind::CuLink) => self.options.culink_names(),
             _ => {
@@ -275,6 +350,7 @@ impl Linker {
                     options.push("-lto".into());
                 }
                 options.extend(self.options.nvjitlink());
+                options.extend(self.raw_linker_options.iter().cloned());
                 options
             }
         }
@@ -284,23 +360,19 @@ impl Linker {
         &self,
         dir: &std::path::Path,
         inputs: &[Input],
-        arch: Arch,
-        linker: LinkerKind,
-        uses_ltoir: bool,
-    ) -> Result<cache::Key> {
+        used: &[foreign::UsedDecl],
+        plan: &Plan,
+    ) -> Result<Keyed> {
+        let Plan {
+            arch,
+            linker,
+            uses_ltoir,
+        } = *plan;
         let mut key = cache::CacheKey::new();
         key.field("arch", arch.to_string().as_bytes());
         key.field("linker", linker.to_string().as_bytes());
         key.field("lto", &[u8::from(self.lto), u8::from(uses_ltoir)]);
-        // `.cu` sources are compiled with the foreign declarations' prototypes (which derive
-        // from the PTX inputs' bytes, in the key below); the version of that check is here.
-        key.field("foreign-check", b"1");
-        let plan = Plan {
-            arch,
-            linker,
-            uses_ltoir,
-        };
-        for option in self.linker_options(&plan) {
+        for option in self.linker_flags(plan) {
             key.field("linker-option", option.as_bytes());
         }
         for option in self.options.nvrtc() {
@@ -348,18 +420,28 @@ impl Linker {
             key.field("bytes", &input.bytes);
             if input.kind == InputKind::Cuda {
                 let source = String::from_utf8_lossy(&input.bytes);
-                for (path, bytes) in nvrtc::local_headers(
+                // What NVRTC compiles: the source with the foreign declarations' prototypes.
+                let compiled =
+                    foreign::with_prototypes(&source, &input.name, &foreign::prototyped(used));
+                key.field("nvrtc-source", compiled.as_bytes());
+                let scan = nvrtc::scan_headers(
                     input.path.as_deref(),
+                    &input.name,
                     &source,
                     &self.include_dirs,
+                    &self.nvrtc_options,
                     &self.headers,
-                ) {
+                );
+                if let Some(reason) = scan.unknowable {
+                    return Ok(Keyed::Unknowable(reason));
+                }
+                for (path, bytes) in scan.files {
                     key.field("header", path.to_string_lossy().as_bytes());
                     key.field("header-bytes", &bytes);
                 }
             }
         }
-        Ok(key.finish())
+        Ok(Keyed::Key(key.finish()))
     }
 }
 
@@ -397,6 +479,18 @@ fn compile_checked(
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Where the Rust declarations of `symbol` are (`file:line`, from their `declare_device!`
+/// records), for an undefined-symbol error.
+pub(super) fn declared_at(used: &[foreign::UsedDecl], symbol: &str) -> Box<[String]> {
+    let mut at: Vec<String> = Vec::new();
+    for decl in used.iter().map(|u| &u.decl).filter(|d| d.symbol == symbol) {
+        if !at.contains(&decl.declared_at) {
+            at.push(decl.declared_at.clone());
+        }
+    }
+    at.into_boxed_slice()
 }
 
 /// Rejects a cubin or fatbin without code for `arch` before the linker sees it: a cubin of
@@ -448,9 +542,11 @@ fn check_arch(input: &Input, arch: Arch) -> Result<()> {
     Ok(())
 }
 
-/// Finds a symbol defined by two inputs, where both inputs' symbols are readable (PTX, and so
-/// compiled `.cu`, and cubins). nvJitLink 13.0 only prints `Multiple definition` to stderr
-/// and links anyway, so this is checked before linking, for every backend alike.
+/// Finds a symbol defined by two inputs, where both inputs' symbols are readable (PTX, and
+/// so compiled `.cu`, cubins, fatbins, objects and archives; not LTO-IR). nvJitLink 13.0 only
+/// prints `Multiple definition` to standard error and links anyway (and, after an LTO link in
+/// the same process, crashes on it), so this is checked before linking, for every backend
+/// alike.
 pub(super) fn check_duplicates(units: &[Unit], inputs: &[Input]) -> Result<()> {
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for (index, unit) in units.iter().enumerate() {
@@ -476,13 +572,17 @@ pub(super) fn check_duplicates(units: &[Unit], inputs: &[Input]) -> Result<()> {
     Ok(())
 }
 
-/// Turns a raw link's outcome into the cubin or the most specific error.
+/// Turns a raw link's outcome into the cubin or the most specific error. `raw_options` are
+/// the user's raw linker options (an option nvJitLink refuses is named), `used` the foreign
+/// declarations (an undefined one is named with its Rust declaration).
 fn interpret(
     linker: LinkerKind,
     arch: Arch,
     out: sys::RawLinkOutput,
     units: &[Unit],
     names: &[String],
+    raw_options: &[String],
+    used: &[foreign::UsedDecl],
 ) -> Result<(Vec<u8>, String)> {
     let sys::RawLinkOutput {
         result,
@@ -491,8 +591,37 @@ fn interpret(
         failed_input,
     } = out;
     let both = format!("{error_log}\n{info_log}");
+    let duplicate = |error_log: String, info_log: String| {
+        let symbol = diagnose::duplicate_symbol(&both)?;
+        let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
+        let mut defined_in = diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
+        if defined_in.len() < 2 || defined_in.iter().any(|d| !names.contains(d)) {
+            // The log names no input, or one (nvJitLink calls the code of LTO `ltoPtx`):
+            // those that define it, where readable, and those whose symbols cannot be read
+            // before the link.
+            defined_in = units
+                .iter()
+                .zip(names)
+                .filter(|(u, _)| {
+                    format::defined_symbols(u.kind, &u.bytes)
+                        .is_none_or(|defs| defs.contains(&symbol))
+                })
+                .map(|(_, n)| n.clone())
+                .collect();
+        }
+        Some(Error::DuplicateSymbol {
+            symbol,
+            defined_in,
+            error_log,
+            info_log,
+        })
+    };
     match result {
         Ok(cubin) => {
+            // nvJitLink reports a symbol defined twice and links anyway: refused here.
+            if let Some(e) = duplicate(error_log.clone(), info_log.clone()) {
+                return Err(e);
+            }
             if let Some(input) = diagnose::no_code_for_arch(&info_log, &arch.to_string()) {
                 return Err(Error::WrongArchitecture {
                     input,
@@ -505,34 +634,32 @@ fn interpret(
         Err((call, code)) => {
             if let Some(symbol) = diagnose::undefined_symbol(&both) {
                 return Err(Error::UndefinedSymbol {
+                    declared_at: declared_at(used, &symbol),
                     symbol,
                     inputs: names.to_vec(),
                     error_log,
                     info_log,
                 });
             }
-            if let Some(symbol) = diagnose::duplicate_symbol(&both) {
-                let unit_names: Vec<String> = units.iter().map(|u| u.name.clone()).collect();
-                let mut defined_in = diagnose::duplicate_inputs(&both, &symbol, &unit_names, names);
-                if defined_in.is_empty() {
-                    // The log names no input: those that define it, where readable, and
-                    // those whose symbols cannot be read before the link.
-                    defined_in = units
-                        .iter()
-                        .zip(names)
-                        .filter(|(u, _)| {
-                            format::defined_symbols(u.kind, &u.bytes)
-                                .is_none_or(|defs| defs.contains(&symbol))
-                        })
-                        .map(|(_, n)| n.clone())
-                        .collect();
-                }
-                return Err(Error::DuplicateSymbol {
-                    symbol,
-                    defined_in,
-                    error_log,
-                    info_log,
+            // NVJITLINK_ERROR_UNRECOGNIZED_OPTION, NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS
+            if let LinkErrorCode::NvJitLink { code: 1 | 11, .. } = code {
+                let named = diagnose::unrecognized_option(&both);
+                let option = named
+                    .clone()
+                    .or_else(|| (raw_options.len() == 1).then(|| raw_options[0].clone()))
+                    .unwrap_or_else(|| raw_options.join(" "));
+                let whose = if named.is_some_and(|n| raw_options.contains(&n)) {
+                    "`Linker::linker_option`"
+                } else {
+                    "the link's options"
+                };
+                return Err(Error::InvalidLinkOption {
+                    option,
+                    reason: format!("nvJitLink refuses it ({whose}; {}): {}", code, both.trim()),
                 });
+            }
+            if let Some(e) = duplicate(error_log.clone(), info_log.clone()) {
+                return Err(e);
             }
             let arch_name = arch.to_string();
             let failed_name = failed_input
@@ -556,6 +683,28 @@ fn interpret(
             let error_log = match failed_name {
                 Some(name) => format!("(while adding {name})\n{error_log}"),
                 None => error_log,
+            };
+            // NVJITLINK_ERROR_NVVM_COMPILE: libNVVM failed on the LTO part; say which inputs
+            // make it up, and what commonly goes wrong there.
+            let error_log = if let LinkErrorCode::NvJitLink { code: 5, .. } = code {
+                let ltoir: Vec<&str> = units
+                    .iter()
+                    .zip(names)
+                    .filter(|(u, _)| format::carries_ltoir(u.kind, &u.bytes))
+                    .map(|(_, n)| n.as_str())
+                    .collect();
+                format!(
+                    "(libNVVM failed on the LTO-IR of {}: LTO-IR must come from a compiler no \
+                     newer than this nvJitLink, built for the link's architecture {arch})\n\
+                     {error_log}",
+                    if ltoir.is_empty() {
+                        "no input".to_string()
+                    } else {
+                        ltoir.join(", ")
+                    }
+                )
+            } else {
+                error_log
             };
             Err(Error::LinkFailed {
                 linker,

@@ -72,7 +72,13 @@ pub(super) enum TargetShape {
 /// Whether inputs (read, deduplicated and checked) can be loaded as one whole program. The
 /// inputs are judged first, so that an offline link says whether they would load whole on a
 /// device.
-pub(super) fn decide(enabled: bool, target: TargetShape, lto: bool, inputs: &[Input]) -> LoadPath {
+/// `linked_because` is a reason of the linker's options to link anyway (`lto`, raw options).
+pub(super) fn decide(
+    enabled: bool,
+    target: TargetShape,
+    linked_because: Option<&str>,
+    inputs: &[Input],
+) -> LoadPath {
     let linked = |reason: String| LoadPath::Linked { reason };
     if target == TargetShape::Simulator {
         return LoadPath::Simulator;
@@ -80,8 +86,8 @@ pub(super) fn decide(enabled: bool, target: TargetShape, lto: bool, inputs: &[In
     if let Some(reason) = needs_a_link(inputs) {
         return linked(reason);
     }
-    if lto {
-        return linked("link-time optimisation (`Linker::lto`) links through nvJitLink".into());
+    if let Some(reason) = linked_because {
+        return linked(reason.into());
     }
     if !enabled {
         return linked("turned off with `Linker::whole_program(false)`".into());
@@ -190,9 +196,20 @@ impl Linker {
         Ok(decide(
             self.whole_program,
             self.target_shape()?,
-            self.lto,
+            self.linked_because(),
             &checked.inputs,
         ))
+    }
+
+    /// Why the linker's own options ask for a link, if they do.
+    fn linked_because(&self) -> Option<&'static str> {
+        if !self.raw_linker_options.is_empty() {
+            Some("raw linker options (`Linker::linker_option`) go to nvJitLink")
+        } else if self.lto {
+            Some("link-time optimisation was asked (`Linker::lto`)")
+        } else {
+            None
+        }
     }
 
     fn target_shape(&self) -> Result<TargetShape> {
@@ -221,9 +238,12 @@ impl Linker {
             return Ok(None);
         }
         let checked = self.checked_inputs()?;
-        let LoadPath::WholeProgram { input } =
-            decide(true, self.target_shape()?, self.lto, &checked.inputs)
-        else {
+        let LoadPath::WholeProgram { input } = decide(
+            true,
+            self.target_shape()?,
+            self.linked_because(),
+            &checked.inputs,
+        ) else {
             return Ok(None);
         };
         let bytes = &checked.inputs[0].bytes;
@@ -279,7 +299,7 @@ mod tests {
         let whole = LoadPath::WholeProgram {
             input: "kernels.ptx".into(),
         };
-        assert_eq!(decide(true, device(), false, &[ptx(KERNEL)]), whole);
+        assert_eq!(decide(true, device(), None, &[ptx(KERNEL)]), whole);
         // System calls are the JIT's own, dynamic shared memory the launch's: still whole.
         let printf = ".extern .func (.param .b32 r) vprintf(.param .b64 a, .param .b64 b);\n";
         let shared = ".extern .shared .align 16 .b8 gpu_launch_sized_workgroup_mem[];\n";
@@ -287,7 +307,7 @@ mod tests {
             decide(
                 true,
                 device(),
-                false,
+                None,
                 &[ptx(&format!("{printf}{shared}{KERNEL}"))]
             ),
             whole
@@ -299,39 +319,37 @@ mod tests {
         let foreign = ptx(&format!(
             ".extern .func (.param .b32 r) mul_f32_f32(.param .b32 a);\n{KERNEL}"
         ));
-        assert!(reason(decide(true, device(), false, &[foreign])).contains("`mul_f32_f32`"));
+        assert!(reason(decide(true, device(), None, &[foreign])).contains("`mul_f32_f32`"));
         let global = ptx(&format!(".extern .global .align 4 .u32 table;\n{KERNEL}"));
-        assert!(reason(decide(true, device(), false, &[global])).contains("`table`"));
+        assert!(reason(decide(true, device(), None, &[global])).contains("`table`"));
         let conditional = ptx(&format!(
             ".extern .func cudaGraphSetConditional(.param .b64 h, .param .b32 v);\n{KERNEL}"
         ));
         assert!(
-            reason(decide(true, device(), false, &[conditional]))
+            reason(decide(true, device(), None, &[conditional]))
                 .contains("cudaGraphSetConditional")
         );
         let cu = input(InputKind::Cuda, "f.cu", "__device__ int f() { return 1; }");
-        assert!(
-            reason(decide(true, device(), false, std::slice::from_ref(&cu))).contains("`f.cu`")
-        );
-        assert!(reason(decide(true, device(), false, &[ptx(KERNEL), cu])).contains("2 inputs"));
-        assert!(reason(decide(true, device(), false, &[])).contains("0 inputs"));
+        assert!(reason(decide(true, device(), None, std::slice::from_ref(&cu))).contains("`f.cu`"));
+        assert!(reason(decide(true, device(), None, &[ptx(KERNEL), cu])).contains("2 inputs"));
+        assert!(reason(decide(true, device(), None, &[])).contains("0 inputs"));
     }
 
     #[test]
     fn the_linker_s_settings_keep_the_linker() {
         let one = [ptx(KERNEL)];
-        assert!(reason(decide(false, device(), false, &one)).contains("whole_program(false)"));
-        assert!(reason(decide(true, device(), true, &one)).contains("lto"));
+        assert!(reason(decide(false, device(), None, &one)).contains("whole_program(false)"));
+        assert!(reason(decide(true, device(), Some("lto"), &one)).contains("lto"));
         let assumed = TargetShape::Device {
             arch: Arch::from_compute_capability(8, 0),
             device: Arch::from_compute_capability(9, 0),
         };
-        assert!(reason(decide(true, assumed, false, &one)).contains("assume_compute_capability"));
-        assert!(reason(decide(true, TargetShape::Offline, false, &one)).contains("cubin"));
+        assert!(reason(decide(true, assumed, None, &one)).contains("assume_compute_capability"));
+        assert!(reason(decide(true, TargetShape::Offline, None, &one)).contains("cubin"));
         // Offline, the inputs' own reason comes first.
-        assert!(reason(decide(true, TargetShape::Offline, false, &[])).contains("0 inputs"));
+        assert!(reason(decide(true, TargetShape::Offline, None, &[])).contains("0 inputs"));
         assert_eq!(
-            decide(true, TargetShape::Simulator, false, &one),
+            decide(true, TargetShape::Simulator, None, &one),
             LoadPath::Simulator
         );
     }

@@ -100,6 +100,28 @@ pub fn artifacts() -> &'static Artifacts {
     }
 }
 
+/// nvcc, found as the precompiled artifacts' build finds it. Panics, naming what to run, when
+/// it is missing.
+pub fn nvcc() -> PathBuf {
+    foreign::find_nvcc(&workspace()).unwrap_or_else(|| panic!("nvcc not found; {DOCTOR}"))
+}
+
+/// Runs nvcc with `args` (in `dir`), failing the test with its output when it fails.
+pub fn run_nvcc(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new(nvcc())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nvcc: {e}\n{DOCTOR}"));
+    assert!(
+        out.status.success(),
+        "nvcc {} failed:\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Unwraps a link result, failing the test with the whole error (logs, hints) otherwise.
 #[track_caller]
 pub fn ok<T>(r: gpukernel_runtime::Result<T>) -> T {

@@ -9,6 +9,7 @@
 mod culink;
 mod nvjitlink;
 mod nvrtc;
+mod stderr;
 
 pub(crate) use culink::{JitOption, culink_link, driver_version};
 pub(crate) use nvjitlink::{nvjitlink_link, nvjitlink_path, nvjitlink_version};

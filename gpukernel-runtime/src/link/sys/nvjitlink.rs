@@ -79,11 +79,25 @@ fn nvjitlink_input_type(kind: InputKind) -> c_int {
     }
 }
 
-/// Links `inputs` with nvJitLink (no driver needed).
+/// Links `inputs` with nvJitLink (no driver needed). What nvJitLink writes to standard error
+/// meanwhile (13.0 reports symbols defined twice only there, when it links without LTO) is
+/// added to the error log.
 pub(crate) fn nvjitlink_link(
     options: &[String],
     inputs: &[RawInput<'_>],
 ) -> Result<RawLinkOutput, Error> {
+    let (out, printed) = super::stderr::capture(|| link(options, inputs));
+    let mut out = out?;
+    if !printed.trim().is_empty() {
+        if !out.error_log.is_empty() && !out.error_log.ends_with('\n') {
+            out.error_log.push('\n');
+        }
+        out.error_log.push_str(&printed);
+    }
+    Ok(out)
+}
+
+fn link(options: &[String], inputs: &[RawInput<'_>]) -> Result<RawLinkOutput, Error> {
     let api = nvjitlink_api()?;
     let c_options = options
         .iter()
