@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::backend::cuda::CudaBackend;
@@ -54,15 +53,12 @@ pub(crate) struct ContextInner {
     pub(crate) default_stream: StreamState,
     /// Modules that hold a foreign-call failure record, checked wherever the host observes results (see `crate::foreign`).
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
-    /// Bumped by every launch of such a module and every failure kept from a dropped one (see
-    /// `crate::foreign`).
-    pub(crate) ffi_generation: AtomicU64,
-    /// The generation up to which every record was read and found clean.
-    pub(crate) ffi_clean: AtomicU64,
-    /// Serializes the checks of the records.
+    /// Serializes the reads of the records (after the failure word was found set).
     pub(crate) ffi_check: Mutex<()>,
-    /// Failures read from modules as they were dropped, reported by the next check.
-    pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
+    /// Failures read but not reported yet (from modules as they were dropped, or found beside
+    /// the one a check reported), reported by the next checks; the failure word is set while
+    /// any is here.
+    pub(crate) ffi_orphans: Mutex<Vec<Error>>,
     /// The contexts whose memory this context's work may access (peer access enabled; never
     /// disabled, so a check made at a launch stays true while the work runs).
     pub(crate) peers: Mutex<Vec<Weak<ContextInner>>>,
@@ -79,8 +75,6 @@ impl ContextInner {
             backend,
             ffi_modules: Mutex::new(Vec::new()),
             teardown_failures: Mutex::new(Vec::new()),
-            ffi_generation: AtomicU64::new(0),
-            ffi_clean: AtomicU64::new(0),
             ffi_check: Mutex::new(()),
             ffi_orphans: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
@@ -377,7 +371,7 @@ impl Context {
     /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.inner.backend.synchronize()?;
-        crate::foreign::check(&self.default_stream(), crate::foreign::Done::All)
+        crate::foreign::check(&self.default_stream())
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::backend::{EventHandle, LastLaunch, StreamHandle};
+use crate::backend::{EventHandle, LastLaunch};
 use crate::context::ContextInner;
 use crate::error::Result;
 use crate::stream::Stream;
@@ -155,9 +155,7 @@ impl Event {
         self.ctx
             .backend
             .event_synchronize(self.handle, self.fault_suspect())?;
-        let on = StreamHandle(self.recorded_on.load(Ordering::Relaxed));
-        let via = crate::stream::Stream::default_of(self.ctx.clone());
-        crate::foreign::check(&via, crate::foreign::Done::Before(&[on]))
+        crate::foreign::check_context(&self.ctx)
     }
 
     /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.

@@ -271,7 +271,7 @@ impl Stream {
     /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
-        crate::foreign::check(self, crate::foreign::Done::Streams(&[self.handle()]))
+        crate::foreign::check(self)
     }
 
     /// `cuStreamSynchronize` with fault classification, without the foreign-call check.
