@@ -55,10 +55,12 @@ pub(crate) struct ContextInner {
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
     /// Serializes the reads of the records (after the failure word was found set).
     pub(crate) ffi_check: Mutex<()>,
-    /// Failures read but not reported yet (from modules as they were dropped, or found beside
-    /// the one a check reported), reported by the next checks; the failure word is set while
-    /// any is here.
-    pub(crate) ffi_orphans: Mutex<Vec<Error>>,
+    /// Failures read but not reported yet (from modules as they were dropped, or not
+    /// concerning the check that read them), for the checks they concern.
+    pub(crate) ffi_pending: Mutex<Vec<crate::foreign::Pending>>,
+    /// Whether `ffi_pending` holds any (the checks' fast path reads this and the failure
+    /// word).
+    pub(crate) ffi_any_pending: std::sync::atomic::AtomicBool,
     /// The contexts whose memory this context's work may access (peer access enabled; never
     /// disabled, so a check made at a launch stays true while the work runs).
     pub(crate) peers: Mutex<Vec<Weak<ContextInner>>>,
@@ -76,7 +78,8 @@ impl ContextInner {
             ffi_modules: Mutex::new(Vec::new()),
             teardown_failures: Mutex::new(Vec::new()),
             ffi_check: Mutex::new(()),
-            ffi_orphans: Mutex::new(Vec::new()),
+            ffi_pending: Mutex::new(Vec::new()),
+            ffi_any_pending: std::sync::atomic::AtomicBool::new(false),
             peers: Mutex::new(Vec::new()),
         }
     }
@@ -371,7 +374,7 @@ impl Context {
     /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.inner.backend.synchronize()?;
-        crate::foreign::check(&self.default_stream())
+        crate::foreign::check_all(&self.default_stream())
     }
 }
 

@@ -165,7 +165,7 @@ impl LentRanges {
         let end = offset.saturating_add(bytes);
         if let Some(&(lent_offset, lent_bytes)) = lent
             .iter()
-            .find(|&&(o, b)| offset < o.saturating_add(b) && o < end)
+            .find(|&&(o, b)| bytes > 0 && b > 0 && offset < o.saturating_add(b) && o < end)
         {
             return Err(Error::RangeAlreadyMapped {
                 operation,

@@ -4,29 +4,36 @@
 //! space, whose device address every module's record holds (written at load); on the
 //! simulator a host word the simulated launch sets. Every host observation point — a stream,
 //! event or context synchronization, every device-to-host copy and pinned read — calls
-//! [`check`] after its wait, which reports every failure visible by then, whichever stream or
-//! module made it.
+//! [`check`] after its wait, which reports a failure of any work that happened before it:
+//! work of the streams the observed one waited for (`Stream::happened_before`: the streams it
+//! was ordered after, for buffers or by `wait_stream` / `wait_event`, transitively), whichever
+//! module's kernel failed; a context synchronization, every failure. Each failure is reported
+//! once. A failure of unrelated work (another thread's stream) stays for the checks it
+//! concerns.
 //!
-//! Cost: while nothing failed, a check is one load of the word (no driver call, no lock), and
-//! a launch stores the kernel's name in its module (one relaxed store). Only a set word reads
-//! the records (driver copies), under a lock.
+//! Cost: while nothing failed, a check is two loads (the word and the pending flag: no driver
+//! call, no lock), and a launch notes its kernel and stream in its module (a relaxed store
+//! and, the first time, a compare-and-swap). Only a set word reads the records (driver
+//! copies), under a lock.
 //!
 //! Limits: a module's record holds its first failure until a check reads it; later failures of
-//! that module's kernels before then are not kept (each kernel's first thread to fail wins,
-//! as before). A record still being written by a kernel that runs concurrently with the check
+//! that module's kernels before then are not kept (the first failing thread wins). On a GPU
+//! the record does not say which stream the launch ran on: a failure is attributed to the
+//! streams the module's kernels were launched on since the last context synchronization, and
+//! concerns every check if that was several. A record still being written by a kernel that runs concurrently with the check
 //! is left for the next check (the device sets the word again once it is complete). The
 //! kernel named is the one whose entry the failing thread ran (`#[kernel]` notes it in the
 //! block's shared memory); for code not entered through `#[kernel]` (or built before this
 //! record existed) it is the module's last launched kernel.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 
 use crate::backend::{FfiRecord, ForeignFailure, LastLaunch, StreamHandle};
 use crate::context::ContextInner;
 use crate::error::{Error, Result};
 use crate::module::ModuleInner;
-use crate::stream::Stream;
+use crate::stream::{After, Stream};
 
 /// A context's foreign-call failure word: non-zero once a foreign call failed since the last
 /// check read the records. The device sets it with a store (after its record is complete, with
@@ -100,12 +107,15 @@ impl FailureWord {
     }
 }
 
-/// A module's record and the kernel of the module launched last (what a failure is attributed
-/// to when its record does not name the kernel).
+/// A module's record, the kernel of the module launched last (what a failure is attributed
+/// to when its record does not name the kernel) and the stream its launches used.
 #[derive(Debug, Default)]
 pub(crate) struct FfiTracking {
     pub(crate) record: FfiRecord,
     last_kernel: LastLaunch,
+    /// The stream of the first launch since the last reset; `mixed` once another was used.
+    stream: AtomicPtr<core::ffi::c_void>,
+    mixed: AtomicBool,
 }
 
 impl FfiTracking {
@@ -119,22 +129,43 @@ impl FfiTracking {
         }
     }
 
-    /// Notes a launch of `kernel` (the launch hot path: one relaxed store). The context and
-    /// stream are not needed: every launch's failure reaches the context's word.
+    /// Notes a launch of `kernel` on `stream` (the launch hot path: a relaxed store and a
+    /// compare-and-swap that fails at once after the first launch).
     #[inline(always)]
     pub(crate) fn note_launch(
         &self,
         _ctx: &ContextInner,
         kernel: &'static &'static str,
-        _stream: StreamHandle,
+        stream: StreamHandle,
     ) {
         self.last_kernel.set(kernel);
+        if let Err(first) = self.stream.compare_exchange(
+            core::ptr::null_mut(),
+            stream.0,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) && first != stream.0
+            && !self.mixed.load(Ordering::Relaxed)
+        {
+            self.mixed.store(true, Ordering::Relaxed);
+        }
     }
 
-    /// The error for a failure read from this module's record. The record names the kernel
-    /// the failing thread ran; the module's launch label (a graph node's, say) is kept when it
-    /// is that kernel's.
-    fn error(&self, m: &ModuleInner, f: ForeignFailure) -> Error {
+    /// The stream the module's launches used, if one (else not known: `None`).
+    fn launched_on(&self) -> Option<usize> {
+        let s = self.stream.load(Ordering::Relaxed);
+        (!s.is_null() && !self.mixed.load(Ordering::Relaxed)).then_some(s.addr())
+    }
+
+    fn reset_streams(&self) {
+        self.stream.store(core::ptr::null_mut(), Ordering::Relaxed);
+        self.mixed.store(false, Ordering::Relaxed);
+    }
+
+    /// The pending failure for one read from this module's record. The record names the
+    /// kernel the failing thread ran; the module's launch label (a graph node's, say) is kept
+    /// when it is that kernel's.
+    fn pending(&self, m: &ModuleInner, f: ForeignFailure) -> Pending {
         // A launch label is the kernel's name, then ` (` and where it ran (a graph node).
         let kernel_of = |label: &str| label.split_once(" (").map_or(label, |(k, _)| k).to_owned();
         let last = self.last_kernel.get();
@@ -146,99 +177,122 @@ impl FfiTracking {
             // Not entered through `#[kernel]`: the module's last launch.
             _ => last.map(str::to_owned),
         };
-        Error::ForeignCallFailed {
-            function: f.function,
-            status: f.status,
-            thread: f.thread,
-            kernel,
+        Pending {
+            error: Error::ForeignCallFailed {
+                function: f.function,
+                status: f.status,
+                thread: f.thread,
+                kernel,
+            },
+            stream: f.stream.or_else(|| self.launched_on()),
         }
     }
 }
 
-/// Keeps a failure read from a module as it is dropped, for the next check anywhere in the
-/// context.
-pub(crate) fn orphan(ctx: &ContextInner, m: &ModuleInner, f: ForeignFailure, t: &FfiTracking) {
-    let error = t.error(m, f);
-    ctx.ffi_orphans
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(error);
-    ctx.backend.failure_word().set();
+/// A failure read from a record and not reported yet, with the stream its launch ran on
+/// (`None`: not known, or one of several).
+#[derive(Debug)]
+pub(crate) struct Pending {
+    error: Error,
+    stream: Option<usize>,
 }
 
-/// Reports a foreign-call failure recorded in `via`'s context and not reported yet, as
-/// [`Error::ForeignCallFailed`] naming the kernel that made it; each failure is reported once,
-/// the first found first. The caller waited for the work it observes, so every failure of
-/// work that happened before is visible. `via` is the stream the record reads are ordered on
-/// (when the word is set).
+fn keep(ctx: &ContextInner, found: impl IntoIterator<Item = Pending>) {
+    let mut pending = ctx.ffi_pending.lock().unwrap_or_else(|p| p.into_inner());
+    pending.extend(found);
+    ctx.ffi_any_pending
+        .store(!pending.is_empty(), Ordering::Release);
+}
+
+/// Keeps a failure read from a module as it is dropped, for the checks it concerns.
+pub(crate) fn orphan(ctx: &ContextInner, m: &ModuleInner, f: ForeignFailure, t: &FfiTracking) {
+    keep(ctx, [t.pending(m, f)]);
+}
+
+#[inline(always)]
+fn anything(ctx: &ContextInner) -> bool {
+    ctx.backend.failure_word().is_set() || ctx.ffi_any_pending.load(Ordering::Acquire)
+}
+
+/// After a wait for `via`'s work: reports a foreign-call failure of work that happened before
+/// it (see the module docs) as [`Error::ForeignCallFailed`], naming the kernel that failed.
+/// `via` is also the stream the record reads are ordered on.
 #[inline]
 pub(crate) fn check(via: &Stream) -> Result<()> {
     via.not_capturing("reading the foreign-call records")?;
-    if !via.ctx().backend.failure_word().is_set() {
+    if !anything(via.ctx()) {
         return Ok(());
     }
-    read_records(via)
+    read_records(via, &via.happened_before())
 }
 
-/// [`check`] for an observation with no stream of its own (an event, a pinned read): the
-/// records, if the word is set, are read through the default stream.
+/// [`check`] after a context synchronization: every failure in the context. Everything
+/// launched so far is done, so the streams the modules' next launches use are noted afresh.
+pub(crate) fn check_all(via: &Stream) -> Result<()> {
+    via.not_capturing("reading the foreign-call records")?;
+    let ctx = via.ctx();
+    let result = if anything(ctx) {
+        read_records(via, &After::everything())
+    } else {
+        Ok(())
+    };
+    let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
+    for m in list.iter().filter_map(Weak::upgrade) {
+        if let Some(t) = &m.ffi {
+            t.reset_streams();
+        }
+    }
+    result
+}
+
+/// [`check`] for an observation of the work before an event (`before`); the records are read,
+/// if the word is set, through the default stream.
 #[inline]
-pub(crate) fn check_context(ctx: &Arc<ContextInner>) -> Result<()> {
-    if !ctx.backend.failure_word().is_set() {
+pub(crate) fn check_context(ctx: &Arc<ContextInner>, before: &After) -> Result<()> {
+    if !anything(ctx) {
         return Ok(());
     }
-    check(&Stream::default_of(ctx.clone()))
+    read_records(&Stream::default_of(ctx.clone()), before)
 }
 
 #[cold]
 #[inline(never)]
-fn read_records(via: &Stream) -> Result<()> {
+fn read_records(via: &Stream, before: &After) -> Result<()> {
     let ctx = via.ctx();
     let word = ctx.backend.failure_word();
-    // One reader at a time: a concurrent check waits here, then finds the word clear.
+    // One reader at a time: a concurrent check waits here, then sees what this one left.
     let _serial = ctx.ffi_check.lock().unwrap_or_else(|p| p.into_inner());
-    if !word.is_set() {
-        return Ok(());
-    }
-    // Cleared before the reads: a failure published during them sets it again.
-    word.clear();
-    let mut found: Vec<Error> = core::mem::take(
-        &mut *ctx.ffi_orphans.lock().unwrap_or_else(|p| p.into_inner()),
-    );
-    let modules: Vec<Arc<ModuleInner>> = {
-        let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
-        list.iter().filter_map(Weak::upgrade).collect()
-    };
     let mut failed_read = None;
-    for m in &modules {
-        let Some(t) = &m.ffi else { continue };
-        match ctx.backend.take_foreign_failure(&t.record, via.handle()) {
-            Ok(None) => {}
-            Ok(Some(f)) => found.push(t.error(m, f)),
-            Err(e) => {
-                failed_read.get_or_insert(e);
+    if word.is_set() {
+        // Cleared before the reads: a failure published during them sets it again.
+        word.clear();
+        let modules: Vec<Arc<ModuleInner>> = {
+            let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut found = Vec::new();
+        for m in &modules {
+            let Some(t) = &m.ffi else { continue };
+            match ctx.backend.take_foreign_failure(&t.record, via.handle()) {
+                Ok(None) => {}
+                Ok(Some(f)) => found.push(t.pending(m, f)),
+                Err(e) => {
+                    failed_read.get_or_insert(e);
+                }
             }
         }
+        keep(ctx, found);
+        if failed_read.is_some() {
+            word.set();
+        }
     }
-    if let Some(e) = failed_read {
-        // Nothing read is lost: the failures found wait for the next check.
-        ctx.ffi_orphans
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(found);
-        word.set();
-        return Err(e);
+    let mut pending = ctx.ffi_pending.lock().unwrap_or_else(|p| p.into_inner());
+    let mine = pending.iter().position(|p| before.includes(p.stream));
+    let reported = mine.map(|i| pending.remove(i).error);
+    ctx.ffi_any_pending
+        .store(!pending.is_empty(), Ordering::Release);
+    match (reported, failed_read) {
+        (Some(e), _) | (None, Some(e)) => Err(e),
+        (None, None) => Ok(()),
     }
-    if found.is_empty() {
-        return Ok(());
-    }
-    let first = found.remove(0);
-    if !found.is_empty() {
-        ctx.ffi_orphans
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(found);
-        word.set();
-    }
-    Err(first)
 }

@@ -1,9 +1,12 @@
 //! A foreign call's failure is reported at every host observation point the README lists
 //! (`to_host_vec`, `copy_to_host`, `memcpy_dtoh`, pinned reads, stream / event / context
-//! synchronization), whichever stream or module the observed work ran on, and names the kernel
-//! that failed (not the module's last launched one). Each failure is reported once.
+//! synchronization) whose work it happened before, whichever stream or module it ran on, and
+//! names the kernel that failed (not the module's last launched one). Each failure is
+//! reported once; an observation of unrelated work leaves it to the ones it concerns.
 //!
-//! Every test device: the simulator here, and with the `gpu` feature the GPU as well.
+//! Every test device: the simulator here, and with the `gpu` feature the GPU as well. The
+//! tests take turns: a context synchronization reports every failure in the context, another
+//! test's too.
 
 use ffi_examples_kernels::PTX;
 use ffi_examples_kernels::ffi::{divide_checked, multiply_vectors};
@@ -15,6 +18,12 @@ use gpukernel_tests::devices;
 
 const FUNCTIONS_CU: &str = include_str!("../../ffi-examples/kernels/cuda/functions.cu");
 const ABI_H: &str = include_str!("../../ffi-examples/kernels/cuda/gpukernel_abi.h");
+
+static TURNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURNS.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 const N: usize = 256;
 /// The thread whose `checked_div` gets a zero divisor (status 22).
@@ -148,6 +157,7 @@ fn expect_failure(r: Result<()>, what: &str) {
 
 #[test]
 fn every_observation_point_reports_a_failure_of_any_stream_or_module() {
+    let _turn = turn();
     for (device, ctx) in devices() {
         let fx = Fixture::new(ctx.clone());
         let (a, b) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
@@ -186,6 +196,7 @@ fn every_observation_point_reports_a_failure_of_any_stream_or_module() {
 
 #[test]
 fn failures_of_two_modules_are_each_reported_once() {
+    let _turn = turn();
     for (device, ctx) in devices() {
         let fx = Fixture::new(ctx.clone());
         // A third module that also fails, at another thread, on another stream.
@@ -222,7 +233,8 @@ fn failures_of_two_modules_are_each_reported_once() {
 }
 
 #[test]
-fn a_failure_of_a_dropped_module_is_reported_at_the_next_observation_anywhere() {
+fn a_failure_of_a_dropped_module_is_reported_by_the_next_context_synchronization() {
+    let _turn = turn();
     for (device, ctx) in devices() {
         let b = ctx.new_stream().unwrap();
         let mut unrelated = b.alloc_zeros::<f32>(N).unwrap();
@@ -232,12 +244,37 @@ fn a_failure_of_a_dropped_module_is_reported_at_the_next_observation_anywhere() 
             let mut out = a.alloc_zeros::<f32>(N).unwrap();
             fx.fail_on(&a, &mut out);
         }
-        // The module is gone; a read of other memory on another stream reports its failure.
+        // The module is gone (its failure was read as it was dropped); unrelated work does
+        // not report it, the context's synchronization does.
         b.memset_d8_async(&mut unrelated, 0).unwrap();
+        unrelated.to_host_vec().unwrap();
         expect_failure(
-            unrelated.to_host_vec().map(drop),
+            ctx.synchronize(),
             &format!("after the module was dropped, on {device}"),
         );
+        ctx.synchronize().unwrap();
+    }
+}
+
+#[test]
+fn an_observation_of_unrelated_work_leaves_the_failure_to_its_own() {
+    let _turn = turn();
+    for (device, ctx) in devices() {
+        let fx = Fixture::new(ctx.clone());
+        let (a, b) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+        let mut out = a.alloc_zeros::<f32>(N).unwrap();
+        fx.fail_on(&a, &mut out);
+        // A's work is done (the failure published) before B looks, without observing A.
+        while !a.query().unwrap() {
+            std::thread::yield_now();
+        }
+        // Stream B never waited for A: its reads and synchronization are clean.
+        let mut unrelated = b.alloc_zeros::<u32>(N).unwrap();
+        b.memset_d8_async(&mut unrelated, 1).unwrap();
+        assert_eq!(unrelated.to_host_vec().unwrap()[0], 0x0101_0101, "on {device}");
         b.synchronize().unwrap();
+        // The failure waits for an observation of A's work.
+        expect_failure(out.to_host_vec().map(drop), &format!("A's output on {device}"));
+        ctx.synchronize().unwrap();
     }
 }

@@ -237,6 +237,7 @@ impl CudaBackend {
             status: rec.status,
             thread: rec.thread,
             kernel,
+            stream: None,
         }))
     }
 }

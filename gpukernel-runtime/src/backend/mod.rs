@@ -201,6 +201,9 @@ pub(crate) struct ForeignFailure {
     pub thread: u64,
     /// The kernel the failing thread ran, when the record names it.
     pub kernel: Option<String>,
+    /// The address of the handle of the stream its launch ran on, when the backend knows it
+    /// (the simulator; a GPU's record does not say).
+    pub stream: Option<usize>,
 }
 
 /// A module's foreign-call failure record (see `gpukernel_device::ffi`): the device global

@@ -726,6 +726,7 @@ impl Backend for SimBackend {
                     status,
                     thread,
                     kernel: Some((*desc.name).to_owned()),
+                    stream: Some(desc.stream.0.addr()),
                 });
             }
             drop(slot);

@@ -112,8 +112,6 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     /// ```
     pub fn as_slice(&self) -> Result<&[T]> {
         self.tracker.synchronize_all()?;
-        // A failure of any work before the copies (on any stream) is visible now.
-        crate::foreign::check_context(&self.ctx)?;
         // SAFETY: `ptr` holds `len` initialised elements (zeroed at allocation, then written
         // only by copies of `T`s), and no copy is pending.
         Ok(unsafe { core::slice::from_raw_parts(self.ptr, self.len) })
@@ -133,7 +131,6 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     /// ```
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         self.tracker.synchronize_all()?;
-        crate::foreign::check_context(&self.ctx)?;
         // SAFETY: as `as_slice`, and `&mut self` excludes any other access.
         Ok(unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
