@@ -43,14 +43,18 @@ pub struct FfiErrorRecord {
 }
 
 /// [`FfiErrorRecord::claimed`]: no failure recorded.
+#[doc(hidden)]
 pub const FREE: u32 = 0;
 /// [`FfiErrorRecord::claimed`]: a thread claimed the record and is writing it.
+#[doc(hidden)]
 pub const WRITING: u32 = 1;
 /// [`FfiErrorRecord::claimed`]: the record is complete; the host may read and clear it.
+#[doc(hidden)]
 pub const PUBLISHED: u32 = 2;
 
 /// The byte offset of [`FfiErrorRecord::sink`], where the runtime writes the failure word's
 /// device address.
+#[doc(hidden)]
 pub const SINK_OFFSET: usize = core::mem::offset_of!(FfiErrorRecord, sink);
 
 /// The name of the module global that holds the [`FfiErrorRecord`].

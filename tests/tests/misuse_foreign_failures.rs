@@ -105,7 +105,8 @@ impl Fixture {
     fn fail_on(&self, s: &Stream, out: &mut DeviceBuffer<f32>) {
         let cfg = LaunchConfig::for_elements(N).unwrap();
         let divide = self.first.kernel(divide_checked).unwrap();
-        s.launch(&divide, cfg, (&self.a, &self.b, &mut *out)).unwrap();
+        s.launch(&divide, cfg, (&self.a, &self.b, &mut *out))
+            .unwrap();
         let multiply = self.first.kernel(multiply_vectors).unwrap();
         let mut scratch = s.alloc_zeros::<f32>(N).unwrap();
         s.launch(&multiply, cfg, (&self.a, &self.a, &mut scratch))
@@ -177,8 +178,7 @@ fn every_observation_point_reports_a_failure_of_any_stream_or_module() {
                     }
                     Route::OtherModule => {
                         let mut product = b.alloc_zeros::<f32>(N).unwrap();
-                        b.launch(&second, cfg, (&out, &fx.a, &mut product))
-                            .unwrap();
+                        b.launch(&second, cfg, (&out, &fx.a, &mut product)).unwrap();
                         observe(&fx, point, &b, &product)
                     }
                 };
@@ -217,9 +217,7 @@ fn failures_of_two_modules_are_each_reported_once() {
         let mut threads = Vec::new();
         for _ in 0..2 {
             match ctx.synchronize() {
-                Err(Error::ForeignCallFailed {
-                    thread, kernel, ..
-                }) => {
+                Err(Error::ForeignCallFailed { thread, kernel, .. }) => {
                     assert_eq!(kernel.as_deref(), Some("divide_checked"), "on {device}");
                     threads.push(thread);
                 }
@@ -271,10 +269,17 @@ fn an_observation_of_unrelated_work_leaves_the_failure_to_its_own() {
         // Stream B never waited for A: its reads and synchronization are clean.
         let mut unrelated = b.alloc_zeros::<u32>(N).unwrap();
         b.memset_d8_async(&mut unrelated, 1).unwrap();
-        assert_eq!(unrelated.to_host_vec().unwrap()[0], 0x0101_0101, "on {device}");
+        assert_eq!(
+            unrelated.to_host_vec().unwrap()[0],
+            0x0101_0101,
+            "on {device}"
+        );
         b.synchronize().unwrap();
         // The failure waits for an observation of A's work.
-        expect_failure(out.to_host_vec().map(drop), &format!("A's output on {device}"));
+        expect_failure(
+            out.to_host_vec().map(drop),
+            &format!("A's output on {device}"),
+        );
         ctx.synchronize().unwrap();
     }
 }

@@ -288,8 +288,7 @@ fn exporting_what_is_not_shareable_says_so() {
     // handle (one size), through either handle kind.
     for e in [
         VmmHandle::<u32>::from_parts(h.fd().try_clone_to_owned().unwrap(), &meta).unwrap_err(),
-        VmmHandle::<[u8; 4]>::from_parts(h.fd().try_clone_to_owned().unwrap(), &meta)
-            .unwrap_err(),
+        VmmHandle::<[u8; 4]>::from_parts(h.fd().try_clone_to_owned().unwrap(), &meta).unwrap_err(),
         IpcMemHandle::<u32>::from_bytes(&legacy.ipc_handle(..).unwrap().to_bytes()).unwrap_err(),
     ] {
         assert!(matches!(e, Error::InvalidShareHandle { .. }), "{e}");

@@ -498,12 +498,7 @@ fn host_read_rows(
         // SAFETY: `buf` holds `N` u32s of this context, idle (no work pending on it here);
         // `host` has room for them, and the stream is synchronized before it is read.
         let r = unsafe {
-            sys::cuMemcpyDtoHAsync_v2(
-                host.as_mut_ptr().cast(),
-                buf.as_raw(),
-                N * 4,
-                stream.raw(),
-            )
+            sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), buf.as_raw(), N * 4, stream.raw())
         };
         if r != sys::CUresult::CUDA_SUCCESS {
             return Err(format!("cuMemcpyDtoHAsync: {r:?}").into());
@@ -549,7 +544,10 @@ fn host_read_rows(
         what: "`to_host_vec` of 64 u32 (tracked; failure word read after the wait) — host time"
             .into(),
         value: format!("{:.2} µs", m[0]),
-        ratio: format!("{:.3} × raw cuMemcpyDtoHAsync + cuStreamSynchronize", m[0] / m[1]),
+        ratio: format!(
+            "{:.3} × raw cuMemcpyDtoHAsync + cuStreamSynchronize",
+            m[0] / m[1]
+        ),
     });
     rows.push(Row {
         what: "raw cuMemcpyDtoHAsync + cuStreamSynchronize of 64 u32 — host time".into(),

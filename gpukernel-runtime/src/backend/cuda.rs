@@ -138,7 +138,10 @@ impl CudaBackend {
         // SAFETY: zeroed, page-aligned, never freed; the host accesses it only through the
         // `FailureWord` (atomics), the device only by the stores `report_foreign_failure` makes.
         let failure_word = unsafe {
-            crate::foreign::FailureWord::new(word.cast::<core::sync::atomic::AtomicU32>(), word_device)
+            crate::foreign::FailureWord::new(
+                word.cast::<core::sync::atomic::AtomicU32>(),
+                word_device,
+            )
         };
         // SAFETY: `dev` is valid.
         let name = unsafe { driver::device_name(dev) }.unwrap_or_default();
