@@ -350,7 +350,7 @@ impl ExternalMemory {
     /// rules of buffers assume; once that buffer is dropped, the range may be mapped again).
     ///
     /// The bytes are the other API's, never checked: `T` must be valid for every bit pattern
-    /// ([`AnyBitPattern`](gpukernel_device::AnyBitPattern): integers, floats, arrays of them),
+    /// ([`AnyBitPattern`]: integers, floats, arrays of them),
     /// so `map::<bool>` does not compile.
     ///
     /// ```no_run
