@@ -2,34 +2,60 @@
 //!
 //! `declare_device!` wrappers check the status a foreign function returns (the ABI is
 //! `extern "C" __device__ int f(T* ret, ...)`, 0 meaning success). A non-zero status is never
-//! ignored: the first failure of a launch is recorded in `__gpukernel_ffi_error`, a
-//! global of the module, and the wrapper returns the zero-initialised return slot so the kernel
-//! can finish. The runtime reads the record when the stream or context is synchronized and
-//! returns `Error::ForeignCallFailed { function, status, .. }`, then clears it.
+//! ignored: the first failure is recorded in `__gpukernel_ffi_error`, a global of the module,
+//! with the name of the kernel that made it, and the context's failure word (page-locked host
+//! memory whose device address the runtime writes into the record when it loads the module) is
+//! set; the wrapper returns the zero-initialised return slot so the kernel can finish. Wherever
+//! the host observes results it reads that word with one load and, only when it is set, the
+//! records, returning `Error::ForeignCallFailed { function, status, kernel, .. }`.
 
-/// The record of the first failed foreign call since the runtime last cleared it.
+/// The record of the first failed foreign call of a module since the runtime last cleared it.
 ///
 /// Hidden: the layout the runtime reads back (it reports `Error::ForeignCallFailed`, never the
 /// record itself); not a user API, and it may change in any release.
 ///
-/// Layout shared with the runtime (which reads it with `cuModuleGetGlobal("__gpukernel_ffi_error")`
-/// on the GPU and through [`host_record`] in the simulator): 32 bytes, `#[repr(C)]`.
+/// Layout shared with the runtime (which finds it with `cuModuleGetGlobal("__gpukernel_ffi_error")`
+/// on the GPU; the simulator keeps a host slot per module instead): 56 bytes, `#[repr(C)]`.
 #[doc(hidden)]
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct FfiErrorRecord {
-    /// 0 while no failure has been recorded, 1 once one has (claimed with compare-and-swap).
+    /// [`FREE`] while no failure is recorded, [`WRITING`] while the thread that claimed it
+    /// (compare-and-swap) writes the other fields, [`PUBLISHED`] once they are complete.
     pub claimed: u32,
     /// The status the foreign function returned.
     pub status: i32,
     /// Address of the foreign symbol's name (UTF-8, not NUL-terminated) in the module's
-    /// global memory (on the GPU) or in the host binary (in the simulator).
+    /// global memory.
     pub name_ptr: u64,
     /// Length of that name in bytes.
     pub name_len: u64,
     /// The linear index of the first failing thread in its launch.
     pub thread: u64,
+    /// Address of the name of the kernel the failing thread ran (its entry point, as
+    /// `#[kernel]` stated it when the thread started), 0 when not known.
+    pub kernel_ptr: u64,
+    /// Length of that name in bytes.
+    pub kernel_len: u64,
+    /// Device address of the context's failure word (a `u32` in page-locked host memory
+    /// mapped into the device's address space), written by the runtime at load; 0 before.
+    pub sink: u64,
 }
+
+/// [`FfiErrorRecord::claimed`]: no failure recorded.
+#[doc(hidden)]
+pub const FREE: u32 = 0;
+/// [`FfiErrorRecord::claimed`]: a thread claimed the record and is writing it.
+#[doc(hidden)]
+pub const WRITING: u32 = 1;
+/// [`FfiErrorRecord::claimed`]: the record is complete; the host may read and clear it.
+#[doc(hidden)]
+pub const PUBLISHED: u32 = 2;
+
+/// The byte offset of [`FfiErrorRecord::sink`], where the runtime writes the failure word's
+/// device address.
+#[doc(hidden)]
+pub const SINK_OFFSET: usize = core::mem::offset_of!(FfiErrorRecord, sink);
 
 /// The name of the module global that holds the [`FfiErrorRecord`].
 pub const FFI_ERROR_SYMBOL: &str = "__gpukernel_ffi_error";
@@ -39,12 +65,44 @@ pub const FFI_ERROR_SYMBOL: &str = "__gpukernel_ffi_error";
 #[unsafe(no_mangle)]
 /// The module-global failure record (device build). Written only through atomics here.
 pub static mut __gpukernel_ffi_error: FfiErrorRecord = FfiErrorRecord {
-    claimed: 0,
+    claimed: FREE,
     status: 0,
     name_ptr: 0,
     name_len: 0,
     thread: 0,
+    kernel_ptr: 0,
+    kernel_len: 0,
+    sink: 0,
 };
+
+/// The running kernel's name (address, length), one per block in shared memory: every thread
+/// of a `#[kernel]` entry stores the same two words before the body runs, so a failing call
+/// can name its kernel. Removed from the PTX with its stores where nothing reads it (no
+/// foreign call in the module).
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(link_section = ".gpukernel.shared")]
+static mut CURRENT_KERNEL: core::mem::MaybeUninit<[u64; 2]> = core::mem::MaybeUninit::uninit();
+
+/// Notes the kernel the calling thread runs, for [`report_foreign_failure`]. Called by the
+/// entry point `#[kernel]` generates, before the body; a no-op on the host (the simulator
+/// knows the launch).
+#[doc(hidden)]
+#[inline(always)]
+pub fn enter_kernel(name: &'static str) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        use core::sync::atomic::{AtomicU64, Ordering};
+        let slot = (&raw mut CURRENT_KERNEL).cast::<u64>();
+        // SAFETY: the block's own two words of shared memory, accessed only atomically; every
+        // thread of the block stores the same values (the block runs one kernel).
+        unsafe {
+            AtomicU64::from_ptr(slot).store(name.as_ptr() as u64, Ordering::Relaxed);
+            AtomicU64::from_ptr(slot.add(1)).store(name.len() as u64, Ordering::Relaxed);
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = name;
+}
 
 /// Records a failed foreign call (first one wins). Called by `declare_device!` wrappers.
 ///
@@ -66,21 +124,33 @@ pub static mut __gpukernel_ffi_error: FfiErrorRecord = FfiErrorRecord {
 pub fn report_foreign_failure(name: &'static str, status: i32) {
     #[cfg(target_arch = "nvptx64")]
     {
-        use core::sync::atomic::{AtomicU32, Ordering};
+        use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
         let rec = &raw mut __gpukernel_ffi_error;
         // SAFETY: `claimed` is a u32 in a static that lives for the whole program; it is only
-        // accessed atomically, and the other fields only by the thread that won the claim.
+        // accessed atomically, and the other fields only by the thread that won the claim
+        // (until it publishes; the host reads them after that). `sink`, when set, is the
+        // device address of the context's mapped failure word, live while the module is.
         unsafe {
             let claimed = AtomicU32::from_ptr(&raw mut (*rec).claimed);
             if claimed
-                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(FREE, WRITING, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
+                let current = (&raw mut CURRENT_KERNEL).cast::<u64>();
                 (*rec).status = status;
                 (*rec).name_ptr = name.as_ptr() as u64;
                 (*rec).name_len = name.len() as u64;
                 (*rec).thread = crate::thread::index().get() as u64;
-                core::sync::atomic::fence(Ordering::SeqCst);
+                (*rec).kernel_ptr = AtomicU64::from_ptr(current).load(Ordering::Relaxed);
+                (*rec).kernel_len = AtomicU64::from_ptr(current.add(1)).load(Ordering::Relaxed);
+                // System scope: the host reads the record after it sees the word.
+                fence(Ordering::SeqCst);
+                claimed.store(PUBLISHED, Ordering::Relaxed);
+                let sink = (*rec).sink;
+                if sink != 0 {
+                    fence(Ordering::SeqCst);
+                    AtomicU32::from_ptr(sink as *mut u32).store(1, Ordering::Relaxed);
+                }
             }
         }
     }

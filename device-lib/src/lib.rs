@@ -128,7 +128,7 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 /// Support code for what the macros expand to. Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
+    pub use crate::ffi::{FfiErrorRecord, enter_kernel, report_foreign_failure};
     pub use crate::graph::conditional_handle_from_raw;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};

@@ -65,6 +65,21 @@ fn external_bad_input_is_named() {
     }
     let whole = mem.map::<f32>(0, n).unwrap();
     assert_eq!(whole.len(), n);
+    // Lent once at a time: bytes `whole` holds are refused while it lives (two buffers of one
+    // memory would alias), and mapped again once it is dropped.
+    for (off, len) in [(0, n), (64, 4), ((n as u64 - 1) * 4, 1)] {
+        let e = mem.map::<u32>(off, len).unwrap_err();
+        assert!(matches!(e, Error::RangeAlreadyMapped { .. }), "{e}");
+    }
+    drop(whole);
+    let head = mem.map::<u32>(0, n / 2).unwrap();
+    let tail = mem.map::<f32>((n / 2 * 4) as u64, n - n / 2).unwrap(); // disjoint: both live
+    assert!(matches!(
+        mem.map::<u8>((n / 2 * 4 - 1) as u64, 2),
+        Err(Error::RangeAlreadyMapped { .. })
+    ));
+    drop((head, tail));
+    let whole = mem.map::<f32>(0, n).unwrap();
     // Windows handles on this platform.
     // SAFETY: refused before the driver sees it.
     let e =

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::backend::cuda::CudaBackend;
@@ -54,15 +53,14 @@ pub(crate) struct ContextInner {
     pub(crate) default_stream: StreamState,
     /// Modules that hold a foreign-call failure record, checked wherever the host observes results (see `crate::foreign`).
     pub(crate) ffi_modules: Mutex<Vec<Weak<ModuleInner>>>,
-    /// Bumped by every launch of such a module and every failure kept from a dropped one (see
-    /// `crate::foreign`).
-    pub(crate) ffi_generation: AtomicU64,
-    /// The generation up to which every record was read and found clean.
-    pub(crate) ffi_clean: AtomicU64,
-    /// Serializes the checks of the records.
+    /// Serializes the reads of the records (after the failure word was found set).
     pub(crate) ffi_check: Mutex<()>,
-    /// Failures read from modules as they were dropped, reported by the next check.
-    pub(crate) ffi_orphans: Mutex<Vec<crate::foreign::Orphan>>,
+    /// Failures read but not reported yet (from modules as they were dropped, or not
+    /// concerning the check that read them), for the checks they concern.
+    pub(crate) ffi_pending: Mutex<Vec<crate::foreign::Pending>>,
+    /// Whether `ffi_pending` holds any (the checks' fast path reads this and the failure
+    /// word).
+    pub(crate) ffi_any_pending: std::sync::atomic::AtomicBool,
     /// The contexts whose memory this context's work may access (peer access enabled; never
     /// disabled, so a check made at a launch stays true while the work runs).
     pub(crate) peers: Mutex<Vec<Weak<ContextInner>>>,
@@ -79,10 +77,9 @@ impl ContextInner {
             backend,
             ffi_modules: Mutex::new(Vec::new()),
             teardown_failures: Mutex::new(Vec::new()),
-            ffi_generation: AtomicU64::new(0),
-            ffi_clean: AtomicU64::new(0),
             ffi_check: Mutex::new(()),
-            ffi_orphans: Mutex::new(Vec::new()),
+            ffi_pending: Mutex::new(Vec::new()),
+            ffi_any_pending: std::sync::atomic::AtomicBool::new(false),
             peers: Mutex::new(Vec::new()),
         }
     }
@@ -379,7 +376,7 @@ impl Context {
     pub fn synchronize(&self) -> Result<()> {
         crate::graph::not_in_host_node("Context::synchronize")?;
         self.inner.backend.synchronize()?;
-        crate::foreign::check(&self.default_stream(), crate::foreign::Done::All)
+        crate::foreign::check_all(&self.default_stream())
     }
 }
 

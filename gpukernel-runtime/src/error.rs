@@ -410,7 +410,9 @@ pub enum Error {
         status: i32,
         /// The linear index of the first failing thread in its launch.
         thread: u64,
-        /// The last kernel launched on the synchronized stream, when known.
+        /// The kernel the failing thread ran (a graph node's label where it ran in one); when
+        /// the record does not name it (code not entered through `#[kernel]`), the module's
+        /// last launched kernel.
         kernel: Option<String>,
     },
 
@@ -1267,6 +1269,30 @@ pub enum Error {
         sm: u32,
         /// The architecture-specific targets of that suffix the tools support.
         available: Vec<String>,
+    },
+
+    /// A range of imported memory mapped again while an overlapping mapping of it is still a
+    /// live buffer: two buffers of one memory would alias.
+    #[error(
+        "{operation}: bytes {offset}..{end} of {what} overlap bytes {lent_offset}..{lent_end}, \
+         mapped by a buffer that is still alive; drop that buffer first, or take a view of it \
+         (`slice`, `slice_mut`) instead of mapping the range again",
+        end = offset.saturating_add(*bytes),
+        lent_end = lent_offset.saturating_add(*lent_bytes)
+    )]
+    RangeAlreadyMapped {
+        /// The operation.
+        operation: &'static str,
+        /// What is mapped: `the external memory`.
+        what: &'static str,
+        /// Requested start in bytes.
+        offset: u64,
+        /// Requested length in bytes.
+        bytes: u64,
+        /// Start of the live mapping it overlaps, in bytes.
+        lent_offset: u64,
+        /// Length of that mapping in bytes.
+        lent_bytes: u64,
     },
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use core::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use crate::backend::{EventHandle, LastLaunch, StreamHandle};
+use crate::backend::{EventHandle, LastLaunch};
 use crate::context::ContextInner;
 use crate::error::Result;
 use crate::stream::Stream;
@@ -33,8 +33,11 @@ pub struct Event {
     pub(crate) interprocess: bool,
     /// The last launch on the stream when the event was recorded (for fault messages).
     recorded_after: LastLaunch,
-    /// The stream it was last recorded on (null before), for foreign-call checks.
+    /// The stream it was last recorded on (null before), for fault messages.
     recorded_on: AtomicPtr<c_void>,
+    /// The streams whose work so far happens before the event (that stream's
+    /// `Stream::happened_before` at the record), for foreign-call checks.
+    before: std::sync::Mutex<crate::stream::After>,
 }
 
 // SAFETY: events may be used from any thread (the backend binds its context); the other
@@ -77,6 +80,7 @@ impl Event {
             interprocess,
             recorded_after: LastLaunch::default(),
             recorded_on: AtomicPtr::new(core::ptr::null_mut()),
+            before: std::sync::Mutex::new(crate::stream::After::default()),
         }
     }
 
@@ -122,6 +126,7 @@ impl Event {
         crate::context::check_same("Event::record", "the stream", &self.ctx, stream.ctx())?;
         self.recorded_after.copy_from(&stream.state().last_launch);
         self.recorded_on.store(stream.handle().0, Ordering::Relaxed);
+        *self.before.lock().unwrap_or_else(|p| p.into_inner()) = stream.happened_before();
         self.ctx.backend.event_record(self.handle, stream.handle())
     }
 
@@ -130,6 +135,7 @@ impl Event {
     pub(crate) fn note_recorded(&self, stream: &Stream) {
         self.recorded_after.copy_from(&stream.state().last_launch);
         self.recorded_on.store(stream.handle().0, Ordering::Relaxed);
+        *self.before.lock().unwrap_or_else(|p| p.into_inner()) = stream.happened_before();
     }
 
     /// The launch a fault seen through this event is attributed to: the last one on the
@@ -157,9 +163,16 @@ impl Event {
         self.ctx
             .backend
             .event_synchronize(self.handle, self.fault_suspect())?;
-        let on = StreamHandle(self.recorded_on.load(Ordering::Relaxed));
-        let via = crate::stream::Stream::default_of(self.ctx.clone());
-        crate::foreign::check(&via, crate::foreign::Done::Before(&[on]))
+        crate::foreign::check_context(&self.ctx, &self.happened_before())
+    }
+
+    /// The streams whose work so far happens before the event: the stream it was recorded on
+    /// and what that stream had waited for.
+    pub(crate) fn happened_before(&self) -> crate::stream::After {
+        self.before
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Whether the work recorded before the event is done (`cuEventQuery`); never blocks.

@@ -21,7 +21,7 @@ use std::fmt;
 use std::os::fd::{IntoRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
-use gpukernel_device::DeviceCopy;
+use gpukernel_device::AnyBitPattern;
 
 use crate::backend::{ExternalMemoryHandle as RawMem, ExternalSemaphoreHandle as RawSem};
 use crate::context::{Context, ContextInner};
@@ -148,6 +148,45 @@ struct MemInner {
     ctx: Arc<ContextInner>,
     handle: RawMem,
     size: u64,
+    /// The byte ranges mapped by live buffers.
+    lent: LentRanges,
+}
+
+/// The byte ranges of an import that live buffers hold: a range is lent to one buffer at a
+/// time, so two buffers never alias.
+#[derive(Debug, Default)]
+struct LentRanges(Mutex<Vec<(u64, u64)>>);
+
+impl LentRanges {
+    /// Lends `bytes` bytes at `offset`, or names the live range it overlaps (empty ranges
+    /// overlap nothing).
+    fn lend(&self, operation: &'static str, offset: u64, bytes: u64) -> Result<()> {
+        let mut lent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset.saturating_add(bytes);
+        if let Some(&(lent_offset, lent_bytes)) = lent
+            .iter()
+            .find(|&&(o, b)| bytes > 0 && b > 0 && offset < o.saturating_add(b) && o < end)
+        {
+            return Err(Error::RangeAlreadyMapped {
+                operation,
+                what: "the external memory",
+                offset,
+                bytes,
+                lent_offset,
+                lent_bytes,
+            });
+        }
+        lent.push((offset, bytes));
+        Ok(())
+    }
+
+    /// Takes back a range [`lend`](Self::lend) lent.
+    fn release(&self, offset: u64, bytes: u64) {
+        let mut lent = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = lent.iter().position(|&r| r == (offset, bytes)) {
+            lent.swap_remove(i);
+        }
+    }
 }
 
 // SAFETY: the handle is a process-wide driver object; the backend binds the context.
@@ -207,10 +246,19 @@ impl ExternalMemory {
     /// for a handle the driver refuses (closed, not memory, another device).
     ///
     /// # Safety
-    /// The handle is an export of at least `size` bytes of memory of this context's device;
-    /// the other API does not access the mapped ranges while work enqueued here on them may
-    /// run (order both sides with [`ExternalSemaphore`]s), and keeps its memory alive until
-    /// this and the mapped buffers are dropped.
+    /// - The handle is an export of at least `size` bytes of memory of this context's device.
+    /// - The other API does not access the mapped ranges while work enqueued here on them may
+    ///   run (order both sides with [`ExternalSemaphore`]s), and keeps its memory alive until
+    ///   this and the mapped buffers are dropped.
+    /// - The memory is not imported into this process a second time (another
+    ///   `ExternalMemory` of the same handle or allocation) while buffers mapped from this one
+    ///   live, unless no range is mapped from both: [`map`](Self::map) lends each range of
+    ///   one import once, but cannot see another import's mappings, and two buffers of one
+    ///   memory would alias.
+    ///
+    /// What [`map`](Self::map) then checks by itself: the range fits `size`, is aligned for
+    /// the element type and is not lent to another live buffer; the element type is valid for
+    /// any bytes the other API writes.
     ///
     /// ```no_run
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -272,6 +320,7 @@ impl ExternalMemory {
                 ctx: ctx.inner.clone(),
                 handle: raw,
                 size,
+                lent: LentRanges::default(),
             }),
         })
     }
@@ -296,7 +345,13 @@ impl ExternalMemory {
     /// Maps `len` elements at byte `offset` as a buffer (`cuExternalMemoryGetMappedBuffer`),
     /// freed when dropped after its work; the import stays alive while it exists.
     /// [`Error::ShareRange`] when the range does not fit the import or `offset` is misaligned
-    /// for `T`.
+    /// for `T`; [`Error::RangeAlreadyMapped`] when a buffer mapped from this import that is
+    /// still alive overlaps the range (each byte is lent to one buffer at a time, as the borrow
+    /// rules of buffers assume; once that buffer is dropped, the range may be mapped again).
+    ///
+    /// The bytes are the other API's, never checked: `T` must be valid for every bit pattern
+    /// ([`AnyBitPattern`]: integers, floats, arrays of them),
+    /// so `map::<bool>` does not compile.
     ///
     /// ```no_run
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -310,18 +365,30 @@ impl ExternalMemory {
     /// let indices = mem.map::<u32>(8 << 20, 1 << 21)?;
     /// let past_end = mem.map::<u32>(8 << 20, 1 << 22); // 16 MiB more do not fit
     /// assert!(matches!(past_end, Err(Error::ShareRange { .. })));
+    /// let again = mem.map::<u32>(8 << 20, 16); // `indices` holds these bytes
+    /// assert!(matches!(again, Err(Error::RangeAlreadyMapped { .. })));
+    /// drop(indices);
+    /// let again = mem.map::<u32>(8 << 20, 16)?; // lent back once that buffer's work is done
     /// # Ok(()) }
     /// ```
-    pub fn map<T: DeviceCopy>(&self, offset: u64, len: usize) -> Result<DeviceBuffer<T>> {
+    pub fn map<T: AnyBitPattern>(&self, offset: u64, len: usize) -> Result<DeviceBuffer<T>> {
         const OP: &str = "ExternalMemory::map";
         let i = &self.inner;
         check_range::<T>(OP, "the external memory", offset, len as u64, i.size)?;
         let bytes = (len * size_of::<T>()) as u64;
+        i.lent.lend(OP, offset, bytes)?;
         // The driver refuses empty mappings; map one byte so the buffer has an address.
-        let ptr = i
+        let ptr = match i
             .ctx
             .backend
-            .external_memory_map(i.handle, offset, bytes.max(1))?;
+            .external_memory_map(i.handle, offset, bytes.max(1))
+        {
+            Ok(p) => p,
+            Err(e) => {
+                i.lent.release(offset, bytes);
+                return Err(e);
+            }
+        };
         let keep = self.inner.clone();
         let ctx = Context {
             inner: i.ctx.clone(),
@@ -329,11 +396,13 @@ impl ExternalMemory {
         let finalizer = move || {
             // SAFETY: mapped above; the buffer's work is done (the drop policy).
             let _ = unsafe { keep.ctx.backend.external_memory_unmap(ptr) };
+            keep.lent.release(offset, bytes);
             drop(keep);
         };
         // SAFETY: `ptr` is `bytes` of device memory of this context, mapped for this buffer
-        // alone; the import's contract (caller of `import`) keeps it valid and unshared while
-        // our work runs; the finalizer unmaps it once, after that work.
+        // alone (no live buffer of this import overlaps it: `lend` above); the import's
+        // contract (caller of `import`) keeps it valid and unshared while our work runs; every
+        // bit pattern is a `T`; the finalizer unmaps it once, after that work.
         let made = unsafe {
             DeviceBuffer::from_raw_parts_with_finalizer(
                 &ctx,
@@ -346,6 +415,7 @@ impl ExternalMemory {
             // The finalizer was dropped unrun: unmap here.
             // SAFETY: mapped above, never used.
             let _ = unsafe { i.ctx.backend.external_memory_unmap(ptr) };
+            i.lent.release(offset, bytes);
         }
         made
     }
@@ -619,5 +689,39 @@ impl Drop for ExternalSemaphore {
         }
         // SAFETY: ours; no pending work uses it (waited above).
         let _ = unsafe { self.ctx.backend.external_semaphore_destroy(self.handle) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_is_lent_once_at_a_time() {
+        let lent = LentRanges::default();
+        lent.lend("map", 0, 64).unwrap();
+        lent.lend("map", 64, 64).unwrap(); // adjacent: no overlap
+        for (offset, bytes) in [(0, 64), (32, 8), (60, 8), (120, 100), (0, 1 << 20)] {
+            match lent.lend("map", offset, bytes) {
+                Err(Error::RangeAlreadyMapped {
+                    operation: "map",
+                    offset: o,
+                    bytes: b,
+                    ..
+                }) => assert_eq!((o, b), (offset, bytes)),
+                other => panic!("{offset}+{bytes}: expected RangeAlreadyMapped, got {other:?}"),
+            }
+        }
+        let e = lent.lend("ExternalMemory::map", 16, 16).unwrap_err();
+        assert!(e.to_string().contains("bytes 16..32"), "{e}");
+        assert!(e.to_string().contains("overlap bytes 0..64"), "{e}");
+        // An empty range overlaps nothing.
+        lent.lend("map", 32, 0).unwrap();
+        lent.release(32, 0);
+        // Released: lent again.
+        lent.release(0, 64);
+        lent.lend("map", 0, 64).unwrap();
+        lent.lend("map", 128, 8).unwrap();
+        assert!(lent.lend("map", 100, 30).is_err());
     }
 }

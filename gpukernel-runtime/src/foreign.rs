@@ -1,33 +1,121 @@
-//! Foreign-call failures: each module whose code holds a failure record (see
-//! `gpukernel_device::ffi`) is checked wherever the host observes results — a stream, event or
-//! context synchronization and every device-to-host copy — so a non-zero status of a foreign
-//! function is never lost.
+//! Foreign-call failures: a failing foreign function's status is recorded in its module's
+//! record (see `gpukernel_device::ffi`), naming the kernel that made it, and the context's
+//! *failure word* is set: a `u32` in page-locked host memory mapped into the device's address
+//! space, whose device address every module's record holds (written at load); on the
+//! simulator a host word the simulated launch sets. Every host observation point — a stream,
+//! event or context synchronization, every device-to-host copy and pinned read — calls
+//! [`check`] after its wait, which reports a failure of any work that happened before it:
+//! work of the streams the observed one waited for (`Stream::happened_before`: the streams it
+//! was ordered after, for buffers or by `wait_stream` / `wait_event`, transitively), whichever
+//! module's kernel failed; a context synchronization, every failure. Each failure is reported
+//! once. A failure of unrelated work (another thread's stream) stays for the checks it
+//! concerns.
 //!
-//! Cost: a launch of such a module sets a few atomics; a check returns at once unless a kernel
-//! of such a module ran since the last check (one atomic swap), and then reads each launched
-//! module's record once.
+//! Cost: while nothing failed, a check is two loads (the word and the pending flag: no driver
+//! call, no lock), and a launch notes its kernel and stream in its module (a relaxed store
+//! and, the first time, a compare-and-swap). Only a set word reads the records (driver
+//! copies), under a lock.
+//!
+//! Limits: a module's record holds its first failure until a check reads it; later failures of
+//! that module's kernels before then are not kept (the first failing thread wins). On a GPU
+//! the record does not say which stream the launch ran on: a failure is attributed to the
+//! streams the module's kernels were launched on since the last context synchronization, and
+//! concerns every check if that was several. A record still being written by a kernel that runs concurrently with the check
+//! is left for the next check (the device sets the word again once it is complete). The
+//! kernel named is the one whose entry the failing thread ran (`#[kernel]` notes it in the
+//! block's shared memory); for code not entered through `#[kernel]` (or built before this
+//! record existed) it is the module's last launched kernel.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 
 use crate::backend::{FfiRecord, ForeignFailure, LastLaunch, StreamHandle};
 use crate::context::ContextInner;
 use crate::error::{Error, Result};
 use crate::module::ModuleInner;
-use crate::stream::Stream;
+use crate::stream::{After, Stream};
 
-/// A module's record and what the runtime knows of the launches that may have written it.
+/// A context's foreign-call failure word: non-zero once a foreign call failed since the last
+/// check read the records. The device sets it with a store (after its record is complete, with
+/// a system-scope fence); the host reads it with a load after a wait made the device's writes
+/// visible.
+#[derive(Debug)]
+pub(crate) struct FailureWord {
+    /// Page-locked, device-mapped host memory (CUDA) or a host allocation (simulator), valid
+    /// for the life of the backend that made it.
+    host: *const AtomicU32,
+    /// The address the device writes (CUDA: `cuMemHostGetDevicePointer`); 0 on the simulator.
+    pub(crate) device_addr: u64,
+    /// Whether `host` came from `Box::into_raw` (the simulator's), freed on drop.
+    boxed: bool,
+}
+
+impl Drop for FailureWord {
+    fn drop(&mut self) {
+        if self.boxed {
+            // SAFETY: made by `Box::into_raw` in `on_host`, not used after this.
+            drop(unsafe { Box::from_raw(self.host.cast_mut()) });
+        }
+    }
+}
+
+// SAFETY: the word is an atomic in memory that lives as long as its backend; the pointer is
+// only read.
+unsafe impl Send for FailureWord {}
+// SAFETY: as above.
+unsafe impl Sync for FailureWord {}
+
+impl FailureWord {
+    /// # Safety
+    /// `host` points at a `u32` aligned to 4, zeroed, valid (and accessed only atomically) for
+    /// the life of the returned value; `device_addr` is its device address, or 0.
+    pub(crate) unsafe fn new(host: *const AtomicU32, device_addr: u64) -> FailureWord {
+        FailureWord {
+            host,
+            device_addr,
+            boxed: false,
+        }
+    }
+
+    /// A word in host memory only (the simulator's: its launches run on the host).
+    pub(crate) fn on_host() -> FailureWord {
+        FailureWord {
+            host: Box::into_raw(Box::new(AtomicU32::new(0))),
+            device_addr: 0,
+            boxed: true,
+        }
+    }
+
+    fn word(&self) -> &AtomicU32 {
+        // SAFETY: valid for the life of `self` (see `new`).
+        unsafe { &*self.host }
+    }
+
+    /// Whether a failure may be pending (the check's fast path: one load).
+    #[inline(always)]
+    pub(crate) fn is_set(&self) -> bool {
+        self.word().load(Ordering::Acquire) != 0
+    }
+
+    /// Marks a failure pending (a simulated launch's, or one kept from a dropped module).
+    pub(crate) fn set(&self) {
+        self.word().store(1, Ordering::Release);
+    }
+
+    fn clear(&self) {
+        self.word().store(0, Ordering::Release);
+    }
+}
+
+/// A module's record, the kernel of the module launched last (what a failure is attributed
+/// to when its record does not name the kernel) and the stream its launches used.
 #[derive(Debug, Default)]
 pub(crate) struct FfiTracking {
     pub(crate) record: FfiRecord,
-    /// Set by each launch of a kernel of the module, cleared when its work is known done and
-    /// the record read.
-    launched: AtomicBool,
-    /// The stream of the first launch since the last clear; `mixed` once another was used.
+    last_kernel: LastLaunch,
+    /// The stream of the first launch since the last reset; `mixed` once another was used.
     stream: AtomicPtr<core::ffi::c_void>,
     mixed: AtomicBool,
-    /// The kernel of the module launched last: what a failure is attributed to.
-    last_kernel: LastLaunch,
 }
 
 impl FfiTracking {
@@ -41,11 +129,12 @@ impl FfiTracking {
         }
     }
 
-    /// Notes a launch of `kernel` on `stream` (the launch hot path: a few relaxed atomics).
+    /// Notes a launch of `kernel` on `stream` (the launch hot path: a relaxed store and a
+    /// compare-and-swap that fails at once after the first launch).
     #[inline(always)]
     pub(crate) fn note_launch(
         &self,
-        ctx: &ContextInner,
+        _ctx: &ContextInner,
         kernel: &'static &'static str,
         stream: StreamHandle,
     ) {
@@ -56,161 +145,154 @@ impl FfiTracking {
             Ordering::Relaxed,
             Ordering::Relaxed,
         ) && first != stream.0
+            && !self.mixed.load(Ordering::Relaxed)
         {
             self.mixed.store(true, Ordering::Relaxed);
         }
-        self.launched.store(true, Ordering::Release);
-        ctx.ffi_generation.fetch_add(1, Ordering::Release);
     }
 
-    /// Whether a check after `done` should read this record: every launched record for a
-    /// context-wide check, else those with a launch on the synchronized stream (a failure of
-    /// work on other streams is reported where that work is observed).
-    fn concerns(&self, done: Done<'_>) -> bool {
-        match done {
-            Done::All => true,
-            Done::Streams(set) | Done::Before(set) => {
-                let first = self.stream.load(Ordering::Relaxed);
-                self.mixed.load(Ordering::Relaxed) || set.iter().any(|s| s.0 == first)
-            }
-        }
+    /// The stream the module's launches used, if one (else not known: `None`).
+    fn launched_on(&self) -> Option<usize> {
+        let s = self.stream.load(Ordering::Relaxed);
+        (!s.is_null() && !self.mixed.load(Ordering::Relaxed)).then_some(s.addr())
     }
 
-    /// Whether every launch since the last clear is complete when `done` is.
-    fn all_complete(&self, done: Done<'_>) -> bool {
-        match done {
-            Done::All => true,
-            Done::Streams(set) => {
-                let first = self.stream.load(Ordering::Relaxed);
-                !self.mixed.load(Ordering::Relaxed) && set.iter().any(|s| s.0 == first)
-            }
-            Done::Before(_) => false,
-        }
-    }
-
-    fn clear(&self) {
+    fn reset_streams(&self) {
         self.stream.store(core::ptr::null_mut(), Ordering::Relaxed);
         self.mixed.store(false, Ordering::Relaxed);
-        self.launched.store(false, Ordering::Relaxed);
     }
-}
 
-/// What work the caller knows to be complete when it checks.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Done<'a> {
-    /// Everything in the context (a context synchronization).
-    All,
-    /// Everything enqueued on these streams so far (a stream synchronization; a copy to the
-    /// host, after which every stream that used the memory is done).
-    Streams(&'a [StreamHandle]),
-    /// Part of the work on these streams (an event recorded there): their records are read,
-    /// but kept armed for the work after it.
-    Before(&'a [StreamHandle]),
-}
-
-/// A failure read from a module as it was dropped, with the streams its launches used.
-#[derive(Debug)]
-pub(crate) struct Orphan {
-    error: Error,
-    stream: usize,
-    mixed: bool,
-}
-
-/// Keeps a failure read from a module being dropped, for the next check that observes the
-/// streams its kernels ran on.
-pub(crate) fn orphan(
-    ctx: &ContextInner,
-    (function, status, thread): ForeignFailure,
-    t: &FfiTracking,
-) {
-    let error = Error::ForeignCallFailed {
-        function,
-        status,
-        thread,
-        kernel: t.last_kernel.get().map(str::to_owned),
-    };
-    ctx.ffi_orphans
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Orphan {
-            error,
-            stream: t.stream.load(Ordering::Relaxed).addr(),
-            mixed: t.mixed.load(Ordering::Relaxed),
-        });
-    ctx.ffi_generation.fetch_add(1, Ordering::Release);
-}
-
-impl Orphan {
-    fn concerns(&self, done: Done<'_>) -> bool {
-        match done {
-            Done::All => true,
-            Done::Streams(set) | Done::Before(set) => {
-                self.mixed || set.iter().any(|s| s.0.addr() == self.stream)
-            }
+    /// The pending failure for one read from this module's record. The record names the
+    /// kernel the failing thread ran; the module's launch label (a graph node's, say) is kept
+    /// when it is that kernel's.
+    fn pending(&self, m: &ModuleInner, f: ForeignFailure) -> Pending {
+        // A launch label is the kernel's name, then ` (` and where it ran (a graph node).
+        let kernel_of = |label: &str| label.split_once(" (").map_or(label, |(k, _)| k).to_owned();
+        let last = self.last_kernel.get();
+        let kernel = match f.kernel {
+            Some(k) if m.names().contains(&kernel_of(&k)) => Some(match last {
+                Some(l) if l != k && kernel_of(l) == k => l.to_owned(),
+                _ => k,
+            }),
+            // Not entered through `#[kernel]`: the module's last launch.
+            _ => last.map(str::to_owned),
+        };
+        Pending {
+            error: Error::ForeignCallFailed {
+                function: f.function,
+                status: f.status,
+                thread: f.thread,
+                kernel,
+            },
+            stream: f.stream.or_else(|| self.launched_on()),
         }
     }
 }
 
-/// Reads and clears the foreign-call failure records of the modules of `via`'s context whose
-/// kernels ran since the last check, returning [`Error::ForeignCallFailed`] (naming the
-/// module's last launched kernel) for the first failure found. `via` is the stream the reads
-/// are ordered on.
-pub(crate) fn check(via: &Stream, done: Done<'_>) -> Result<()> {
+/// A failure read from a record and not reported yet, with the stream its launch ran on
+/// (`None`: not known, or one of several).
+#[derive(Debug)]
+pub(crate) struct Pending {
+    error: Error,
+    stream: Option<usize>,
+}
+
+fn keep(ctx: &ContextInner, found: impl IntoIterator<Item = Pending>) {
+    let mut pending = ctx.ffi_pending.lock().unwrap_or_else(|p| p.into_inner());
+    pending.extend(found);
+    ctx.ffi_any_pending
+        .store(!pending.is_empty(), Ordering::Release);
+}
+
+/// Keeps a failure read from a module as it is dropped, for the checks it concerns.
+pub(crate) fn orphan(ctx: &ContextInner, m: &ModuleInner, f: ForeignFailure, t: &FfiTracking) {
+    keep(ctx, [t.pending(m, f)]);
+}
+
+#[inline(always)]
+fn anything(ctx: &ContextInner) -> bool {
+    ctx.backend.failure_word().is_set() || ctx.ffi_any_pending.load(Ordering::Acquire)
+}
+
+/// After a wait for `via`'s work: reports a foreign-call failure of work that happened before
+/// it (see the module docs) as [`Error::ForeignCallFailed`], naming the kernel that failed.
+/// `via` is also the stream the record reads are ordered on.
+#[inline]
+pub(crate) fn check(via: &Stream) -> Result<()> {
     via.not_capturing("reading the foreign-call records")?;
-    let ctx = via.ctx();
-    // Free when nothing could have failed since everything was last known clean: every
-    // launch of a module with a record (and every orphaned failure) bumps the generation.
-    if ctx.ffi_generation.load(Ordering::Acquire) == ctx.ffi_clean.load(Ordering::Acquire) {
+    if !anything(via.ctx()) {
         return Ok(());
     }
-    // One check at a time: a concurrent one waits here rather than seeing a half-done scan.
-    let _serial = ctx.ffi_check.lock().unwrap_or_else(|p| p.into_inner());
-    let generation = ctx.ffi_generation.load(Ordering::Acquire);
-    // A failure of a module dropped since (it was read before the unload) comes first.
-    let mut still_pending = {
-        let mut orphans = ctx.ffi_orphans.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = orphans.iter().position(|o| o.concerns(done)) {
-            return Err(orphans.remove(i).error);
-        }
-        !orphans.is_empty()
+    read_records(via, &via.happened_before())
+}
+
+/// [`check`] after a context synchronization: every failure in the context. Everything
+/// launched so far is done, so the streams the modules' next launches use are noted afresh.
+pub(crate) fn check_all(via: &Stream) -> Result<()> {
+    via.not_capturing("reading the foreign-call records")?;
+    let ctx = via.ctx();
+    let result = if anything(ctx) {
+        read_records(via, &After::everything())
+    } else {
+        Ok(())
     };
-    let modules: Vec<Arc<ModuleInner>> = {
-        let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
-        list.iter().filter_map(Weak::upgrade).collect()
-    };
-    let mut result = Ok(());
-    for m in &modules {
-        let Some(t) = &m.ffi else { continue };
-        if !t.launched.load(Ordering::Acquire) {
-            continue;
+    let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
+    for m in list.iter().filter_map(Weak::upgrade) {
+        if let Some(t) = &m.ffi {
+            t.reset_streams();
         }
-        if result.is_err() || !t.concerns(done) {
-            still_pending = true;
-            continue;
-        }
-        // Cleared before the read, so a launch racing with this check re-arms it.
-        if t.all_complete(done) {
-            t.clear();
-        } else {
-            still_pending = true;
-        }
-        result = match ctx.backend.take_foreign_failure(&t.record, via.handle()) {
-            Ok(None) => Ok(()),
-            Ok(Some((function, status, thread))) => Err(Error::ForeignCallFailed {
-                function,
-                status,
-                thread,
-                kernel: t.last_kernel.get().map(str::to_owned),
-            }),
-            Err(e) => {
-                still_pending = true;
-                Err(e)
-            }
-        };
-    }
-    // Clean up to the generation read under the lock: a launch since then bumped it again.
-    if !still_pending && result.is_ok() {
-        ctx.ffi_clean.store(generation, Ordering::Release);
     }
     result
+}
+
+/// [`check`] for an observation of the work before an event (`before`); the records are read,
+/// if the word is set, through the default stream.
+#[inline]
+pub(crate) fn check_context(ctx: &Arc<ContextInner>, before: &After) -> Result<()> {
+    if !anything(ctx) {
+        return Ok(());
+    }
+    read_records(&Stream::default_of(ctx.clone()), before)
+}
+
+#[cold]
+#[inline(never)]
+fn read_records(via: &Stream, before: &After) -> Result<()> {
+    let ctx = via.ctx();
+    let word = ctx.backend.failure_word();
+    // One reader at a time: a concurrent check waits here, then sees what this one left.
+    let _serial = ctx.ffi_check.lock().unwrap_or_else(|p| p.into_inner());
+    let mut failed_read = None;
+    if word.is_set() {
+        // Cleared before the reads: a failure published during them sets it again.
+        word.clear();
+        let modules: Vec<Arc<ModuleInner>> = {
+            let list = ctx.ffi_modules.lock().unwrap_or_else(|p| p.into_inner());
+            list.iter().filter_map(Weak::upgrade).collect()
+        };
+        let mut found = Vec::new();
+        for m in &modules {
+            let Some(t) = &m.ffi else { continue };
+            match ctx.backend.take_foreign_failure(&t.record, via.handle()) {
+                Ok(None) => {}
+                Ok(Some(f)) => found.push(t.pending(m, f)),
+                Err(e) => {
+                    failed_read.get_or_insert(e);
+                }
+            }
+        }
+        keep(ctx, found);
+        if failed_read.is_some() {
+            word.set();
+        }
+    }
+    let mut pending = ctx.ffi_pending.lock().unwrap_or_else(|p| p.into_inner());
+    let mine = pending.iter().position(|p| before.includes(p.stream));
+    let reported = mine.map(|i| pending.remove(i).error);
+    ctx.ffi_any_pending
+        .store(!pending.is_empty(), Ordering::Release);
+    match (reported, failed_read) {
+        (Some(e), _) | (None, Some(e)) => Err(e),
+        (None, None) => Ok(()),
+    }
 }

@@ -95,10 +95,13 @@ impl Drop for ModuleInner {
                 crate::module_hooks::run_teardowns(self, teardowns, false);
                 return;
             }
-            if let Some(t) = &self.ffi {
+            // A failure of its work is visible now: kept for the context's next check.
+            if let Some(t) = &self.ffi
+                && self.ctx.backend.failure_word().is_set()
+            {
                 let via = self.ctx.backend.default_stream();
                 if let Ok(Some(f)) = self.ctx.backend.take_foreign_failure(&t.record, via) {
-                    crate::foreign::orphan(&self.ctx, f, t);
+                    crate::foreign::orphan(&self.ctx, self, f, t);
                 }
             }
         }

@@ -15,6 +15,58 @@ pub(crate) struct StreamState {
     pub(crate) last_launch: LastLaunch,
     /// Whether the stream is being captured into a graph (`Stream::capture`).
     pub(crate) capturing: AtomicBool,
+    /// The streams this stream's work was ordered after (see [`Stream::note_after`]).
+    pub(crate) after: std::sync::Mutex<After>,
+}
+
+/// The streams (by handle address) whose work, up to some point, happens before later work of
+/// a stream: every stream it waited for, and what those had waited for (cumulative, never
+/// trimmed: an over-approximation). What a foreign-call check on the stream concerns.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct After {
+    streams: Vec<usize>,
+    /// Past [`After::MAX`] streams: every stream.
+    all: bool,
+}
+
+impl After {
+    const MAX: usize = 64;
+
+    fn add(&mut self, s: usize) {
+        if self.all || self.streams.contains(&s) {
+            return;
+        }
+        if self.streams.len() == Self::MAX {
+            self.all = true;
+            self.streams = Vec::new();
+        } else {
+            self.streams.push(s);
+        }
+    }
+
+    fn merge(&mut self, other: &After) {
+        if other.all {
+            self.all = true;
+            self.streams = Vec::new();
+        }
+        for &s in &other.streams {
+            self.add(s);
+        }
+    }
+
+    /// Whether work of stream `s` happens before (`None`: of a stream not known, or of
+    /// several: assumed to).
+    pub(crate) fn includes(&self, s: Option<usize>) -> bool {
+        self.all || s.is_none_or(|s| self.streams.contains(&s))
+    }
+
+    /// Everything: a context-wide observation.
+    pub(crate) fn everything() -> After {
+        After {
+            streams: Vec::new(),
+            all: true,
+        }
+    }
 }
 
 // SAFETY: a stream handle may be used from any thread (the backend binds its context); the
@@ -29,6 +81,7 @@ impl StreamState {
             handle,
             last_launch: LastLaunch::default(),
             capturing: AtomicBool::new(false),
+            after: std::sync::Mutex::new(After::default()),
         }
     }
 }
@@ -273,7 +326,7 @@ impl Stream {
     /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.wait_idle()?;
-        crate::foreign::check(self, crate::foreign::Done::Streams(&[self.handle()]))
+        crate::foreign::check(self)
     }
 
     /// `cuStreamSynchronize` with fault classification, without the foreign-call check.
@@ -327,6 +380,7 @@ impl Stream {
     /// ```
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         crate::context::check_same("Stream::wait_event", "the event", self.ctx(), event.ctx())?;
+        self.note_after_set(&event.happened_before());
         self.ctx()
             .backend
             .stream_wait_event(self.handle(), event.handle())
@@ -366,6 +420,7 @@ impl Stream {
     /// be a stream of another context: then an event of `other`'s context is recorded there
     /// and waited for here (`cuStreamWaitEvent` accepts another device's event).
     pub(crate) fn order_after(&self, other: &Stream) -> Result<()> {
+        self.note_after(other);
         if Arc::ptr_eq(self.ctx(), other.ctx()) {
             return self
                 .ctx()
@@ -403,8 +458,48 @@ impl Stream {
         if self.same_as(other) {
             return Ok(());
         }
+        self.note_after(other);
         self.ctx()
             .backend
             .stream_wait_stream(self.handle(), other.handle())
+    }
+
+    /// Notes that this stream's later work happens after the work enqueued so far on `other`
+    /// (and what that work happened after), for the foreign-call check (`crate::foreign`).
+    pub(crate) fn note_after(&self, other: &Stream) {
+        if self.same_as(other) {
+            return;
+        }
+        let theirs = other
+            .state()
+            .after
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut mine = self.state().after.lock().unwrap_or_else(|p| p.into_inner());
+        mine.add(other.handle().0.addr());
+        mine.merge(&theirs);
+    }
+
+    /// Notes that this stream's later work happens after the work of `streams` (an event's).
+    pub(crate) fn note_after_set(&self, streams: &After) {
+        self.state()
+            .after
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merge(streams);
+    }
+
+    /// What a foreign-call check after waiting for this stream concerns: its own work and
+    /// the streams it was ordered after.
+    pub(crate) fn happened_before(&self) -> After {
+        let mut a = self
+            .state()
+            .after
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        a.add(self.handle().0.addr());
+        a
     }
 }

@@ -284,6 +284,22 @@ fn exporting_what_is_not_shareable_says_so() {
     // A descriptor that is not a VMM export, and meta bytes claiming more than the allocation.
     let h = vmm.export_vmm(..).unwrap();
     let meta = h.meta_bytes();
+    // An export opens only as its element type: an `f32` export is no `u32` nor `[u8; 4]`
+    // handle (one size), through either handle kind.
+    for e in [
+        VmmHandle::<u32>::from_parts(h.fd().try_clone_to_owned().unwrap(), &meta).unwrap_err(),
+        VmmHandle::<[u8; 4]>::from_parts(h.fd().try_clone_to_owned().unwrap(), &meta).unwrap_err(),
+        IpcMemHandle::<u32>::from_bytes(&legacy.ipc_handle(..).unwrap().to_bytes()).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidShareHandle { .. }), "{e}");
+        assert!(e.to_string().contains("another element type"), "{e}");
+    }
+    let bytes = ctx.alloc_shareable::<u8>(64, ShareKind::PosixFd).unwrap();
+    let hb = bytes.export_vmm(..).unwrap();
+    let e = VmmHandle::<bool>::from_parts(hb.fd().try_clone_to_owned().unwrap(), &hb.meta_bytes())
+        .unwrap_err();
+    assert!(e.to_string().contains("opened as bool"), "{e}");
+    println!("a u8 export as bool: {e}");
     let file = tempfile::tempfile().unwrap();
     let not_vmm = VmmHandle::<f32>::from_parts(file.into(), &meta).unwrap();
     // SAFETY: refused by the driver.

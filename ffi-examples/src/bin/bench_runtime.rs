@@ -21,6 +21,10 @@
 //! * Launch cost when the inputs were written on another stream (a small saxpy): the typed
 //!   launch orders itself after that stream once and is then as cheap as raw
 //!   `cuLaunchKernel` with the same arguments.
+//! * What the foreign-call failure check costs at a host read (`host_read_rows`): `to_host_vec`
+//!   of 64 `u32`s (which reads the context's failure word after its wait) vs raw
+//!   `cuMemcpyDtoHAsync` + `cuStreamSynchronize`, alone and after a launch of a kernel whose
+//!   module holds a failure record (every Rust kernels PTX does), host time per iteration.
 //!
 //! Prints a table with ratios (ours / reference). Never asserts on time; exits non-zero only
 //! when a result is wrong or the GPU cannot be used. Targets: launch <= 1.05x raw, the same
@@ -331,6 +335,7 @@ fn run() -> Result<bool, BoxError> {
     });
 
     ok &= safe_sync_rows(&ctx, &stream, &start, &end, &mut rows)?;
+    host_read_rows(&stream, &k_empty, &mut rows)?;
 
     let w = rows
         .iter()
@@ -474,6 +479,94 @@ const REDUCE_LAUNCHES_PER_TRIAL: usize = 10;
 /// unchecked mask": each pair of kernels computes the same sums (checked against the host
 /// and against each other first), then is timed alternately in the same trials (event-timed
 /// medians per launch). Returns whether the results were right.
+/// Host time of a small device-to-host read: `to_host_vec` (tracked, failure word checked
+/// after the wait) vs raw `cuMemcpyDtoHAsync` + `cuStreamSynchronize` of the same bytes, alone
+/// and after an empty-kernel launch (typed vs raw `cuLaunchKernel`).
+fn host_read_rows(
+    stream: &Stream,
+    k_empty: &gpukernel_runtime::TypedKernel<empty_kernel>,
+    rows: &mut Vec<Row>,
+) -> Result<(), BoxError> {
+    use cudarc::driver::sys;
+    const N: usize = 64;
+    const ITERS: usize = 500;
+    let buf = stream.htod_copy(&[7u32; N])?;
+    let raw_empty: &Function = k_empty;
+    let one = LaunchConfig::new(1, 1);
+    let mut host = vec![0u32; N];
+    let raw_read = |host: &mut [u32]| -> Result<(), BoxError> {
+        // SAFETY: `buf` holds `N` u32s of this context, idle (no work pending on it here);
+        // `host` has room for them, and the stream is synchronized before it is read.
+        let r = unsafe {
+            sys::cuMemcpyDtoHAsync_v2(host.as_mut_ptr().cast(), buf.as_raw(), N * 4, stream.raw())
+        };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuMemcpyDtoHAsync: {r:?}").into());
+        }
+        // SAFETY: a live stream of the current context.
+        let r = unsafe { sys::cuStreamSynchronize(stream.raw()) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuStreamSynchronize: {r:?}").into());
+        }
+        Ok(())
+    };
+    // 0: to_host_vec, 1: raw read, 2: typed launch + to_host_vec, 3: raw launch + raw read.
+    let mut us = vec![Vec::new(); 4];
+    for trial in 0..LAUNCH_TRIALS + 1 {
+        for (j, v) in us.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..ITERS {
+                match j {
+                    0 => drop(buf.to_host_vec()?),
+                    1 => raw_read(&mut host)?,
+                    2 => {
+                        stream.launch(k_empty, one, ())?;
+                        drop(buf.to_host_vec()?);
+                    }
+                    _ => {
+                        // SAFETY: the kernel takes no parameters.
+                        unsafe { raw_launch(raw_empty, stream, one, core::ptr::null_mut()) }?;
+                        raw_read(&mut host)?;
+                    }
+                }
+            }
+            // The first trial warms up.
+            if trial > 0 {
+                v.push(t.elapsed().as_secs_f64() * 1e6 / ITERS as f64);
+            }
+        }
+    }
+    if buf.to_host_vec()? != [7u32; N] || host != [7u32; N] {
+        return Err("the host read is wrong".into());
+    }
+    let m: Vec<f64> = us.into_iter().map(median).collect();
+    rows.push(Row {
+        what: "`to_host_vec` of 64 u32 (tracked; failure word read after the wait) — host time"
+            .into(),
+        value: format!("{:.2} µs", m[0]),
+        ratio: format!(
+            "{:.3} × raw cuMemcpyDtoHAsync + cuStreamSynchronize",
+            m[0] / m[1]
+        ),
+    });
+    rows.push(Row {
+        what: "raw cuMemcpyDtoHAsync + cuStreamSynchronize of 64 u32 — host time".into(),
+        value: format!("{:.2} µs", m[1]),
+        ratio: "reference".into(),
+    });
+    rows.push(Row {
+        what: "typed launch (module with a failure record) + `to_host_vec` — host time".into(),
+        value: format!("{:.2} µs", m[2]),
+        ratio: format!("{:.3} × raw launch + raw read", m[2] / m[3]),
+    });
+    rows.push(Row {
+        what: "raw cuLaunchKernel + raw read — host time".into(),
+        value: format!("{:.2} µs", m[3]),
+        ratio: "reference".into(),
+    });
+    Ok(())
+}
+
 fn safe_sync_rows(
     ctx: &Context,
     stream: &Stream,

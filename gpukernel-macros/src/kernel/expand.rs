@@ -178,6 +178,7 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     // The fingerprint global, inside an anonymous const so that its Rust name is no item of
     // the user's module; `no_mangle` exports it (and nvptx-builder keeps unmangled symbols).
     let private = kernel.support.private();
+    let entry_name = name.unraw().to_string();
     let symbol = local(&format!("{}{}", signature::SYMBOL_PREFIX, name.unraw()));
     let value = Literal::u64_suffixed(signature);
     quote! {
@@ -206,6 +207,8 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
             #unsafety fn #body_fn(#(#params),*) #output #block
 
             #(#rebuild)*
+            // The kernel a failing foreign call names (see `gpukernel_device::ffi`).
+            #private::enter_kernel(#entry_name);
             #call;
         }
     }

@@ -32,6 +32,9 @@ pub(crate) struct CudaBackend {
     limits: Limits,
     label: String,
     last_launch: LastLaunch,
+    /// The context's foreign-call failure word, in mapped page-locked memory (kept for the
+    /// life of the process, as the primary context is).
+    failure_word: crate::foreign::FailureWord,
 }
 
 // SAFETY: the context and stream handles are process-wide driver objects that any thread may
@@ -130,6 +133,16 @@ impl CudaBackend {
         }
         // SAFETY: the context is current on this thread (bound above).
         let default_stream = unsafe { driver::stream_create(0) }?;
+        // SAFETY: the context is current; 64 bytes (one word used, a line of its own).
+        let (word, word_device) = unsafe { driver::mem_host_alloc_mapped(64) }?;
+        // SAFETY: zeroed, page-aligned, never freed; the host accesses it only through the
+        // `FailureWord` (atomics), the device only by the stores `report_foreign_failure` makes.
+        let failure_word = unsafe {
+            crate::foreign::FailureWord::new(
+                word.cast::<core::sync::atomic::AtomicU32>(),
+                word_device,
+            )
+        };
         // SAFETY: `dev` is valid.
         let name = unsafe { driver::device_name(dev) }.unwrap_or_default();
         Ok(CudaBackend {
@@ -141,6 +154,7 @@ impl CudaBackend {
             limits,
             label: format!("CUDA device {ordinal} ({name})"),
             last_launch: LastLaunch::default(),
+            failure_word,
         })
     }
 
@@ -175,16 +189,12 @@ impl CudaBackend {
         f().map_err(|e| self.attribute(e, suspect))
     }
 
-    /// Reads one foreign-call record; if claimed, reads the name and zeroes the record.
+    /// Reads one foreign-call record; if published, reads the names and zeroes the record (a
+    /// record still being written is left for a later check).
     fn read_and_clear(&self, addr: u64, s: driver::CUstream) -> Result<Option<ForeignFailure>> {
         const MAX_NAME: u64 = 4096;
-        let mut rec = FfiErrorRecord {
-            claimed: 0,
-            status: 0,
-            name_ptr: 0,
-            name_len: 0,
-            thread: 0,
-        };
+        // SAFETY: `FfiErrorRecord` is plain integers, valid when zeroed.
+        let mut rec: FfiErrorRecord = unsafe { core::mem::zeroed() };
         // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes (checked
         // at load; the module is held by the caller); `rec` is a local we wait for below, and
         // `FfiErrorRecord` is plain integers, valid for any bits.
@@ -195,28 +205,43 @@ impl CudaBackend {
         driver::sync_result("cuStreamSynchronize", unsafe {
             driver::stream_synchronize(s)
         })?;
-        if rec.claimed == 0 {
+        if rec.claimed != gpukernel_device::ffi::PUBLISHED {
             return Ok(None);
         }
-        let len = rec.name_len.min(MAX_NAME) as usize;
-        let mut name = vec![0u8; len];
-        if len > 0 && rec.name_ptr != 0 {
-            // SAFETY: the device wrote the address and length of a string in the module's
-            // global memory (`report_foreign_failure`); `name` has `len` bytes and we wait
-            // for the copy below.
-            unsafe { driver::memcpy_dtoh_async(name.as_mut_ptr().cast(), rec.name_ptr, len, s) }?;
-        }
-        // SAFETY: zeroing the record (a live module global) re-arms it.
-        unsafe { driver::memset_d8_async(addr, 0, size_of::<FfiErrorRecord>(), s) }?;
+        // Reads a string the device named by address and length in the module's global
+        // memory; `None` for an address the driver refuses.
+        let read = |ptr: u64, len: u64| -> Option<String> {
+            let len = len.min(MAX_NAME) as usize;
+            if len == 0 || ptr == 0 {
+                return None;
+            }
+            let mut bytes = vec![0u8; len];
+            // SAFETY: `bytes` has `len` bytes and we wait for the copy below; a bad address
+            // is refused by the driver (not a fault: the copy is the host's).
+            unsafe { driver::memcpy_dtoh_async(bytes.as_mut_ptr().cast(), ptr, len, s) }.ok()?;
+            // SAFETY: `s` is live.
+            driver::sync_result("cuStreamSynchronize", unsafe {
+                driver::stream_synchronize(s)
+            })
+            .ok()?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        };
+        let function = read(rec.name_ptr, rec.name_len).unwrap_or_default();
+        let kernel = read(rec.kernel_ptr, rec.kernel_len);
+        // Zeroes what the device writes (the fields before `sink`), which re-arms the record.
+        // SAFETY: a live module global of at least this size.
+        unsafe { driver::memset_d8_async(addr, 0, gpukernel_device::ffi::SINK_OFFSET, s) }?;
         // SAFETY: as above.
         driver::sync_result("cuStreamSynchronize", unsafe {
             driver::stream_synchronize(s)
         })?;
-        Ok(Some((
-            String::from_utf8_lossy(&name).into_owned(),
-            rec.status,
-            rec.thread,
-        )))
+        Ok(Some(ForeignFailure {
+            function,
+            status: rec.status,
+            thread: rec.thread,
+            kernel,
+            stream: None,
+        }))
     }
 }
 
@@ -308,6 +333,10 @@ impl Backend for CudaBackend {
 
     fn last_launch(&self) -> &LastLaunch {
         &self.last_launch
+    }
+
+    fn failure_word(&self) -> &crate::foreign::FailureWord {
+        &self.failure_word
     }
 
     fn bind(&self) -> Result<()> {
@@ -546,6 +575,32 @@ impl Backend for CudaBackend {
             Ok(Some((addr, bytes))) if bytes >= size_of::<FfiErrorRecord>() => Some(addr),
             _ => None,
         };
+        if let Some(addr) = ffi_record {
+            // The record points at the context's failure word, which a failing call sets.
+            let sink = self.failure_word.device_addr.to_ne_bytes();
+            let s = stream(self.default_stream);
+            let written = (|| {
+                // SAFETY: `addr` is the module's record (checked size above), `sink` a local
+                // we wait for below.
+                unsafe {
+                    driver::memcpy_htod_async(
+                        addr + gpukernel_device::ffi::SINK_OFFSET as u64,
+                        sink.as_ptr().cast(),
+                        sink.len(),
+                        s,
+                    )
+                }?;
+                // SAFETY: the default stream lives as long as the context.
+                driver::sync_result("cuStreamSynchronize", unsafe {
+                    driver::stream_synchronize(s)
+                })
+            })();
+            if let Err(e) = written {
+                // SAFETY: just loaded, not handed out.
+                let _ = unsafe { driver::module_unload(raw) };
+                return Err(self.attribute(e, None));
+            }
+        }
         Ok(LoadedModule {
             handle: ModuleHandle(raw.cast()),
             names,

@@ -190,12 +190,26 @@ pub(crate) struct LoadedModule {
     pub ffi_record: Option<u64>,
 }
 
-/// A recorded foreign-call failure: `(symbol, status, linear thread index)`.
-pub(crate) type ForeignFailure = (String, i32, u64);
+/// A recorded foreign-call failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ForeignFailure {
+    /// The foreign symbol.
+    pub function: String,
+    /// The status it returned.
+    pub status: i32,
+    /// The linear index of the failing thread in its launch.
+    pub thread: u64,
+    /// The kernel the failing thread ran, when the record names it.
+    pub kernel: Option<String>,
+    /// The address of the handle of the stream its launch ran on, when the backend knows it
+    /// (the simulator; a GPU's record does not say).
+    pub stream: Option<usize>,
+}
 
 /// A module's foreign-call failure record (see `gpukernel_device::ffi`): the device global
 /// the kernels write on CUDA, and the host slot the simulator fills. One per module, so a
-/// failure belongs to the module whose kernel made it, whichever thread or stream launched it.
+/// failure belongs to the module whose kernel made it, whichever thread or stream launched it;
+/// each one also sets the context's [`FailureWord`](crate::foreign::FailureWord).
 #[derive(Debug, Default)]
 pub(crate) struct FfiRecord {
     /// The record's device address (CUDA); 0 on the simulator.
@@ -233,6 +247,8 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     fn limits(&self) -> Limits;
     /// The last kernel launched in this context, for fault messages.
     fn last_launch(&self) -> &LastLaunch;
+    /// The context's foreign-call failure word (see `crate::foreign`).
+    fn failure_word(&self) -> &crate::foreign::FailureWord;
 
     // --- context ---------------------------------------------------------------------------
     /// Makes the context current on the calling thread (for code that calls the driver).
@@ -511,7 +527,7 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     ) -> Result<()>;
 
     /// Takes (reads and clears) the failure recorded in a module's foreign-call record,
-    /// waiting for `s` first.
+    /// waiting for `s` first. A record still being written is left alone (`None`).
     fn take_foreign_failure(
         &self,
         record: &FfiRecord,

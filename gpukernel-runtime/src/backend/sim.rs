@@ -106,6 +106,8 @@ pub(crate) fn label(index: usize) -> String {
 pub(crate) struct SimBackend {
     label: String,
     last_launch: LastLaunch,
+    /// The context's foreign-call failure word.
+    failure_word: crate::foreign::FailureWord,
     /// The streams being captured: (stream, graph, its last node), as addresses.
     captures: Mutex<Vec<SimCapture>>,
 }
@@ -122,6 +124,7 @@ impl SimBackend {
         SimBackend {
             label: label(index),
             last_launch: LastLaunch::default(),
+            failure_word: crate::foreign::FailureWord::on_host(),
             captures: Mutex::new(Vec::new()),
         }
     }
@@ -402,6 +405,10 @@ impl Backend for SimBackend {
 
     fn last_launch(&self) -> &LastLaunch {
         &self.last_launch
+    }
+
+    fn failure_word(&self) -> &crate::foreign::FailureWord {
+        &self.failure_word
     }
 
     fn bind(&self) -> Result<()> {
@@ -707,15 +714,23 @@ impl Backend for SimBackend {
         };
         let result = crate::sim::launch(&launch);
         // The launch ran to completion on this thread, which holds its first foreign-call
-        // failure now: it goes to the module's record, where any thread's synchronization
-        // finds it.
-        if let Some(f) = crate::sim::take_foreign_failure()
+        // failure now: it goes to the module's record, naming this launch's kernel, and sets
+        // the context's failure word, which every later observation point reads.
+        if let Some((function, status, thread)) = crate::sim::take_foreign_failure()
             && let Some(record) = desc.ffi
         {
             let mut slot = record.host.lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
-                *slot = Some(f);
+                *slot = Some(ForeignFailure {
+                    function,
+                    status,
+                    thread,
+                    kernel: Some((*desc.name).to_owned()),
+                    stream: Some(desc.stream.0.addr()),
+                });
             }
+            drop(slot);
+            self.failure_word.set();
         }
         result.map_err(|e| Error::SimulatorFault {
             kernel: e.kernel.to_owned(),

@@ -143,8 +143,40 @@ pub(crate) unsafe fn mem_host_alloc(bytes: usize) -> Result<*mut c_void> {
     Ok(p)
 }
 
+/// Page-locked host memory mapped into the address space of every context
+/// (`CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE`), zeroed, and the address device
+/// code reaches it at (`cuMemHostGetDevicePointer`).
+///
 /// # Safety
-/// `p` must come from [`mem_host_alloc`] and no pending work may use it.
+/// A context must be current; `bytes > 0`.
+pub(crate) unsafe fn mem_host_alloc_mapped(bytes: usize) -> Result<(*mut c_void, CUdeviceptr)> {
+    let mut p: *mut c_void = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; a context is current (caller).
+    check("cuMemHostAlloc", unsafe {
+        sys::cuMemHostAlloc(
+            &mut p,
+            bytes,
+            sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP,
+        )
+    })?;
+    // SAFETY: `p` points to `bytes` writable bytes, just allocated.
+    unsafe { core::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+    let mut dev: CUdeviceptr = 0;
+    // SAFETY: `p` is a mapped allocation of the current context; valid out-pointer.
+    let got = check("cuMemHostGetDevicePointer", unsafe {
+        sys::cuMemHostGetDevicePointer_v2(&mut dev, p, 0)
+    });
+    if let Err(e) = got {
+        // SAFETY: allocated above, never used.
+        let _ = unsafe { sys::cuMemFreeHost(p) };
+        return Err(e);
+    }
+    Ok((p, dev))
+}
+
+/// # Safety
+/// `p` must come from [`mem_host_alloc`] or [`mem_host_alloc_mapped`] and no pending work may
+/// use it.
 pub(crate) unsafe fn mem_free_host(p: *mut c_void) -> Result<()> {
     // SAFETY: forwarded from the caller.
     check("cuMemFreeHost", unsafe { sys::cuMemFreeHost(p) })

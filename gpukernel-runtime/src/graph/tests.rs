@@ -299,7 +299,7 @@ fn capture_refuses_synchronization_and_ordinary_work_and_goes_on() {
             let mut host = [0.0f32; 8];
             let e = s2.memcpy_dtoh(&mut host, &other).unwrap_err();
             assert_eq!(refused(e), "a stream-ordered use of a buffer");
-            let e = crate::foreign::check(&s2, crate::foreign::Done::All).unwrap_err();
+            let e = crate::foreign::check(&s2).unwrap_err();
             assert_eq!(refused(e), "reading the foreign-call records");
             let e = s2.alloc_zeros::<f32>(4).unwrap_err();
             assert_eq!(refused(e), "Stream::alloc");

@@ -192,8 +192,71 @@ impl Context {
 
 const MEM_MAGIC: &[u8; 8] = b"GKIPCMEM";
 const EVENT_MAGIC: &[u8; 8] = b"GKIPCEVT";
-const VERSION: u32 = 1;
-const IPC_MEM_HANDLE_BYTES: usize = 104;
+/// 2: the element type tag ([`element_tag`]) follows the fields of version 1.
+const VERSION: u32 = 2;
+const IPC_MEM_HANDLE_BYTES: usize = 112;
+
+/// The element type tag the sharing handles carry ([`IpcMemHandle::to_bytes`],
+/// [`VmmHandle::meta_bytes`]), so that memory exported as `T` opens only as `T`: FNV-1a (64
+/// bits) of `T`'s type name (`core::any::type_name`, which includes the path of the crate
+/// that defines it), size and alignment. Both programs must name one type (the same crate's
+/// `f32`, `[u32; 4]` or `my_crate::Particle`); a type of the same layout spelled by another
+/// crate is another type here.
+///
+/// ```
+/// use gpukernel_runtime::ipc::element_tag;
+/// assert_eq!(element_tag::<f32>(), element_tag::<f32>());
+/// assert_ne!(element_tag::<u8>(), element_tag::<bool>()); // one byte each, not one type
+/// ```
+pub fn element_tag<T>() -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    let size = (size_of::<T>() as u64).to_le_bytes();
+    let align = (align_of::<T>() as u64).to_le_bytes();
+    for &b in core::any::type_name::<T>()
+        .as_bytes()
+        .iter()
+        .chain(&[0u8])
+        .chain(&size)
+        .chain(&align)
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(PRIME);
+    }
+    h
+}
+
+/// Refuses meta bytes written for another element type than `T`: another size (named), or
+/// another type tag.
+pub(crate) fn check_element<T>(
+    operation: &'static str,
+    handle: &'static str,
+    elem_size: usize,
+    tag: u64,
+) -> Result<()> {
+    let problem = if elem_size != size_of::<T>() {
+        format!(
+            "exported for {elem_size}-byte elements, opened as {} ({} bytes)",
+            core::any::type_name::<T>(),
+            size_of::<T>()
+        )
+    } else if tag != element_tag::<T>() {
+        format!(
+            "exported for another element type of {elem_size} bytes (type tag {tag:#018x}), \
+             opened as {} (type tag {:#018x}); open it as the type it was exported as",
+            core::any::type_name::<T>(),
+            element_tag::<T>()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::InvalidShareHandle {
+        operation,
+        handle,
+        problem,
+    })
+}
 
 /// A legacy IPC handle of an element range of a shareable buffer: the driver's 64 bytes plus
 /// the range, the allocation size and the element size, as [`IpcMemHandle::BYTES`] bytes.
@@ -364,15 +427,16 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     pub const BYTES: usize = IPC_MEM_HANDLE_BYTES;
 
     /// The handle as bytes for any channel: magic, version, element size, the driver's handle,
-    /// offset, length, allocation size (little-endian).
+    /// offset, length, allocation size, element type tag ([`element_tag`]; little-endian).
     ///
     /// ```
     /// # use gpukernel_runtime::ipc::IpcMemHandle;
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # // Stands in for another process's `buf.ipc_handle(..)?.to_bytes()`: 16 f32s at byte 0
     /// # // of a 64-byte allocation (the driver's 64 bytes left zero).
-    /// # let mut received = [0u8; 104];
-    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 1; received[12] = 4;
+    /// # let mut received = [0u8; 112];
+    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 2; received[12] = 4;
+    /// # received[104..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # received[88] = 16; received[96] = 64;
     /// let handle = IpcMemHandle::<f32>::from_bytes(&received)?;
     /// let bytes = handle.to_bytes(); // to pass it on to a third process
@@ -389,26 +453,31 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
         b[80..88].copy_from_slice(&self.offset.to_le_bytes());
         b[88..96].copy_from_slice(&self.len.to_le_bytes());
         b[96..104].copy_from_slice(&self.alloc_bytes.to_le_bytes());
+        b[104..112].copy_from_slice(&element_tag::<T>().to_le_bytes());
         b
     }
 
     /// Reads [`to_bytes`](Self::to_bytes) back: [`Error::InvalidShareHandle`] for bytes of
-    /// another length, magic, version or element size, [`Error::ShareRange`] for a range
+    /// another length, magic, version, element size or element type (`IpcMemHandle::<bool>`
+    /// of a `u8` export is refused), [`Error::ShareRange`] for a range
     /// outside the allocation or misaligned for `T`. Whether the driver accepts the handle is
     /// known only at [`open`](Self::open).
     ///
     /// ```
     /// # use gpukernel_runtime::{Error, ipc::IpcMemHandle};
     /// # // 16 f32s at byte 0 of a 64-byte allocation, as `to_bytes` writes them.
-    /// # let mut bytes = [0u8; 104];
-    /// # bytes[..8].copy_from_slice(b"GKIPCMEM"); bytes[8] = 1; bytes[12] = 4;
+    /// # let mut bytes = [0u8; 112];
+    /// # bytes[..8].copy_from_slice(b"GKIPCMEM"); bytes[8] = 2; bytes[12] = 4;
+    /// # bytes[104..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # bytes[88] = 16; bytes[96] = 64;
     /// assert_eq!(IpcMemHandle::<f32>::from_bytes(&bytes).unwrap().len(), 16);
     /// let cut = IpcMemHandle::<f32>::from_bytes(&bytes[..10]).unwrap_err();
-    /// assert!(cut.to_string().contains("10 bytes, expected 104"));
+    /// assert!(cut.to_string().contains("10 bytes, expected 112"));
     /// let other = IpcMemHandle::<f64>::from_bytes(&bytes).unwrap_err(); // exported for f32
     /// assert!(matches!(other, Error::InvalidShareHandle { .. }));
-    /// let zeros = IpcMemHandle::<f32>::from_bytes(&[0; 104]).unwrap_err();
+    /// let same_size = IpcMemHandle::<u32>::from_bytes(&bytes).unwrap_err(); // 4 bytes, not f32
+    /// assert!(same_size.to_string().contains("another element type"));
+    /// let zeros = IpcMemHandle::<f32>::from_bytes(&[0; 112]).unwrap_err();
     /// assert!(zeros.to_string().contains("wrong magic"));
     /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
@@ -416,17 +485,7 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
         const WHAT: &str = "IPC memory handle";
         check_header(OP, WHAT, bytes, Self::BYTES, MEM_MAGIC)?;
         let elem = u32::from_le_bytes(take(bytes, 12)) as usize;
-        if elem != size_of::<T>() {
-            return Err(Error::InvalidShareHandle {
-                operation: OP,
-                handle: WHAT,
-                problem: format!(
-                    "exported for {elem}-byte elements, opened as {} ({} bytes)",
-                    core::any::type_name::<T>(),
-                    size_of::<T>()
-                ),
-            });
-        }
+        check_element::<T>(OP, WHAT, elem, u64::from_le_bytes(take(bytes, 104)))?;
         let h = IpcMemHandle {
             raw: take(bytes, 16),
             offset: u64::from_le_bytes(take(bytes, 80)),
@@ -444,8 +503,9 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     /// # use gpukernel_runtime::ipc::IpcMemHandle;
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # // 16 f32s at byte 0 of a 64-byte allocation, as another process's `to_bytes` wrote them.
-    /// # let mut received = [0u8; 104];
-    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 1; received[12] = 4;
+    /// # let mut received = [0u8; 112];
+    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 2; received[12] = 4;
+    /// # received[104..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # received[88] = 16; received[96] = 64;
     /// let handle = IpcMemHandle::<f32>::from_bytes(&received)?;
     /// let mut host = vec![0.0f32; handle.len()]; // room for the shared range
@@ -463,8 +523,9 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # // A handle of an empty range of a 64-byte allocation, as another process's `to_bytes`
     /// # // wrote it (`buf.ipc_handle(0..0)`).
-    /// # let mut received = [0u8; 104];
-    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 1; received[12] = 4;
+    /// # let mut received = [0u8; 112];
+    /// # received[..8].copy_from_slice(b"GKIPCMEM"); received[8] = 2; received[12] = 4;
+    /// # received[104..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # received[96] = 64;
     /// let handle = IpcMemHandle::<f32>::from_bytes(&received)?;
     /// assert!(handle.is_empty()); // a valid handle, but nothing to open or read
@@ -480,16 +541,25 @@ impl<T: DeviceCopy> IpcMemHandle<T> {
     /// another device, or opened in the exporting process).
     ///
     /// # Safety
-    /// The exporting process keeps the allocation alive, and does not access the range while
-    /// this process's work on it may run (order both sides with an IPC event): the returned
-    /// buffer is treated as exclusively this process's.
+    /// The returned buffer is treated as exclusively this process's, so the caller guarantees,
+    /// for as long as it and its work live:
+    /// - The exporting process keeps the allocation alive.
+    /// - No other side writes the range while this process's work on it may run, nor reads it
+    ///   while this process may write it (order both sides with an IPC event): the exporting
+    ///   process, other importers, and this process itself through another buffer of the same
+    ///   memory. Opening one handle twice (or handles of overlapping ranges) gives two buffers
+    ///   of one memory whose borrows the runtime cannot relate: only one may be used, or all
+    ///   only read.
+    /// - The bytes in the range are valid values of `T` (the export's element type, which the
+    ///   handle names and [`from_bytes`](Self::from_bytes) checked; a writer in another
+    ///   process must keep them valid, e.g. only 0 and 1 for `bool`).
     ///
     /// ```no_run
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
     /// # use gpukernel_runtime::ipc::*;
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let ctx = Device::get(0)?.primary_context()?; let stream = ctx.default_stream();
-    /// # let (mem_bytes, event_bytes) = ([0u8; 104], [0u8; 80]); // received from the exporter
+    /// # let (mem_bytes, event_bytes) = ([0u8; 112], [0u8; 80]); // received from the exporter
     /// let handle = IpcMemHandle::<f32>::from_bytes(&mem_bytes)?;
     /// let written = IpcEventHandle::from_bytes(&event_bytes)?.open(&ctx)?;
     /// // SAFETY: the exporter keeps the allocation alive and does not touch it until we are done.
@@ -563,7 +633,7 @@ impl IpcEventHandle {
     /// # // Stands in for another process's `event.ipc_handle()?.to_bytes()` (the driver's 64 bytes
     /// # // left zero).
     /// # let mut received = [0u8; 80];
-    /// # received[..8].copy_from_slice(b"GKIPCEVT"); received[8] = 1;
+    /// # received[..8].copy_from_slice(b"GKIPCEVT"); received[8] = 2;
     /// let handle = IpcEventHandle::from_bytes(&received)?;
     /// let bytes = handle.to_bytes(); // to pass it on to a third process
     /// assert_eq!(bytes.len(), IpcEventHandle::BYTES);
@@ -583,7 +653,7 @@ impl IpcEventHandle {
     /// ```
     /// # use gpukernel_runtime::{Error, ipc::IpcEventHandle};
     /// # let mut bytes = [0u8; 80]; // as `to_bytes` writes them (the driver's 64 bytes left zero)
-    /// # bytes[..8].copy_from_slice(b"GKIPCEVT"); bytes[8] = 1;
+    /// # bytes[..8].copy_from_slice(b"GKIPCEVT"); bytes[8] = 2;
     /// assert!(IpcEventHandle::from_bytes(&bytes).is_ok());
     /// let cut = IpcEventHandle::from_bytes(&bytes[..79]).unwrap_err();
     /// assert!(cut.to_string().contains("79 bytes, expected 80"));

@@ -34,7 +34,7 @@ fn bad_ipc_bytes_are_named_errors() {
     let b = mem_handle(16, 10, 256).to_bytes();
     // Wrong length, magic, version, element type.
     for (bytes, want) in [
-        (b[..50].to_vec(), "50 bytes, expected 104"),
+        (b[..50].to_vec(), "50 bytes, expected 112"),
         (
             {
                 let mut x = b;
@@ -61,6 +61,15 @@ fn bad_ipc_bytes_are_named_errors() {
         e.to_string().contains("exported for 4-byte elements"),
         "{e}"
     );
+    // The same size, another type: refused by the type tag.
+    for e in [
+        IpcMemHandle::<u32>::from_bytes(&b).unwrap_err(),
+        IpcMemHandle::<i32>::from_bytes(&b).unwrap_err(),
+        IpcMemHandle::<[u8; 4]>::from_bytes(&b).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::InvalidShareHandle { .. }), "{e}");
+        assert!(e.to_string().contains("another element type"), "{e}");
+    }
     // A range past the allocation, and a misaligned offset.
     for (off, len) in [(0, 65), (250, 2), (2, 1)] {
         let e = IpcMemHandle::<f32>::from_bytes(&mem_handle(off, len, 256).to_bytes()).unwrap_err();
@@ -167,7 +176,7 @@ fn descriptors_cross_a_unix_socket() {
     let (n, fds) = recv_with_fds(&b, &mut buf).unwrap();
     assert_eq!((&buf[..n], fds.len()), (&b"er than four"[..], 0));
     // A VMM handle's meta bytes are checked like IPC bytes.
-    send_with_fds(&a, &[0u8; 40], &[file.as_fd()]).unwrap();
+    send_with_fds(&a, &[0u8; 48], &[file.as_fd()]).unwrap();
     let e = VmmHandle::<f32>::recv(&b).unwrap_err();
     assert!(e.to_string().contains("wrong magic"), "{e}");
     drop(a);
@@ -177,9 +186,10 @@ fn descriptors_cross_a_unix_socket() {
 
 #[test]
 fn vmm_meta_bytes_are_checked() {
-    let mut m = [0u8; 40];
+    let mut m = [0u8; 48];
     m[..8].copy_from_slice(b"GKVMMEXP");
-    m[8..12].copy_from_slice(&1u32.to_le_bytes());
+    m[8..12].copy_from_slice(&2u32.to_le_bytes());
+    m[40..48].copy_from_slice(&element_tag::<f32>().to_le_bytes());
     m[12..16].copy_from_slice(&4u32.to_le_bytes());
     m[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes());
     m[24..32].copy_from_slice(&64u64.to_le_bytes());
@@ -194,4 +204,47 @@ fn vmm_meta_bytes_are_checked() {
         vmm::parse_meta::<f32>(&m),
         Err(Error::ShareRange { .. })
     ));
+}
+
+#[test]
+fn a_vmm_export_opens_only_as_its_element_type() {
+    // One byte each: a `u8` export is not a `bool` buffer (its bytes may be any value).
+    let mut m = [0u8; 48];
+    m[..8].copy_from_slice(b"GKVMMEXP");
+    m[8..12].copy_from_slice(&2u32.to_le_bytes());
+    m[12..16].copy_from_slice(&1u32.to_le_bytes());
+    m[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes());
+    m[32..40].copy_from_slice(&100u64.to_le_bytes());
+    m[40..48].copy_from_slice(&element_tag::<u8>().to_le_bytes());
+    assert_eq!(vmm::parse_meta::<u8>(&m).unwrap(), (2 << 20, 0, 100));
+    let e = vmm::parse_meta::<bool>(&m).unwrap_err();
+    assert!(matches!(e, Error::InvalidShareHandle { .. }), "{e}");
+    assert!(e.to_string().contains("another element type"), "{e}");
+    assert!(e.to_string().contains("bool"), "{e}");
+    // Meta bytes of the previous format (40 bytes, version 1) are refused by name.
+    let mut old = [0u8; 40];
+    old.copy_from_slice(&m[..40]);
+    old[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let e = vmm::parse_meta::<u8>(&old).unwrap_err();
+    assert!(e.to_string().contains("40 bytes, expected 48"), "{e}");
+}
+
+#[test]
+fn element_tags_tell_types_of_one_size_apart() {
+    let tags = [
+        element_tag::<u8>(),
+        element_tag::<i8>(),
+        element_tag::<bool>(),
+        element_tag::<u32>(),
+        element_tag::<i32>(),
+        element_tag::<f32>(),
+        element_tag::<[u16; 2]>(),
+        element_tag::<[u8; 4]>(),
+    ];
+    for (i, a) in tags.iter().enumerate() {
+        for b in &tags[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+    assert_eq!(element_tag::<f32>(), element_tag::<f32>());
 }

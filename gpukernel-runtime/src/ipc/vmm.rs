@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::memory::DeviceBuffer;
 
 const MAGIC: &[u8; 8] = b"GKVMMEXP";
-const META: usize = 40;
+const META: usize = 48;
 
 /// An exported VMM allocation: the operating-system handle (a POSIX fd here, closed when
 /// dropped) and what the importer needs beside it: the allocation size, the element range and
@@ -144,15 +144,17 @@ impl<T: DeviceCopy> VmmHandle<T> {
     }
 
     /// What travels beside the handle: magic, version, element size, allocation size, byte
-    /// offset, element count (little-endian).
+    /// offset, element count, element type tag ([`element_tag`](super::element_tag);
+    /// little-endian).
     ///
     /// ```
     /// # use gpukernel_runtime::ipc::VmmHandle;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // Stands in for `buf.export_vmm(..)?`: 256 f32s at byte 0 of a 2 MiB allocation, with a
     /// # // descriptor of /dev/null in place of the driver's.
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
     /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
     /// // To send the fd by other means (a pidfd_getfd, a D-Bus fd), send these bytes beside it.
@@ -171,20 +173,24 @@ impl<T: DeviceCopy> VmmHandle<T> {
         b[16..24].copy_from_slice(&self.alloc_bytes.to_le_bytes());
         b[24..32].copy_from_slice(&self.offset.to_le_bytes());
         b[32..40].copy_from_slice(&self.len.to_le_bytes());
+        b[40..48].copy_from_slice(&super::element_tag::<T>().to_le_bytes());
         b
     }
 
     /// A handle from a received descriptor and its [`meta_bytes`](Self::meta_bytes):
     /// [`Error::InvalidShareHandle`] / [`Error::ShareRange`] for bytes that do not describe a
-    /// range of `T` in the allocation. The descriptor is closed on error.
+    /// range of `T` in the allocation: another element size or element type than the export's
+    /// (a `u8` export is no `VmmHandle<bool>`), or a range outside it. The descriptor is
+    /// closed on error.
     ///
     /// ```
     /// # use gpukernel_runtime::{Error, ipc::VmmHandle};
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // The exporter's meta bytes (256 f32s at byte 0 of a 2 MiB allocation) and descriptors
     /// # // (of /dev/null here, in place of the driver's).
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
     /// # let fd: std::os::fd::OwnedFd = std::fs::File::open("/dev/null")?.into();
     /// # let other_fd = fd.try_clone()?;
@@ -213,8 +219,9 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// # use std::os::fd::AsFd;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // Stands in for `buf.export_vmm(..)?` (a descriptor of /dev/null, 256 f32s).
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
     /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
     /// # let log = std::fs::File::open("/dev/null")?;
@@ -239,8 +246,9 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// # use gpukernel_runtime::ipc::VmmHandle;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // A received handle: 256 f32s at byte 0 of a 2 MiB allocation (/dev/null's descriptor).
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
     /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
     /// assert_eq!(handle.len(), 256); // elements, not bytes of the allocation
@@ -257,8 +265,9 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// # use gpukernel_runtime::ipc::VmmHandle;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // A received handle of an empty range (`buf.export_vmm(0..0)`) of a 2 MiB allocation.
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes());
     /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
     /// assert!(handle.is_empty()); // a valid handle, but nothing to open or read
@@ -274,8 +283,9 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// # use gpukernel_runtime::ipc::VmmHandle;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // Stands in for `buf.export_vmm(..)?` (a descriptor of /dev/null, 256 f32s).
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
     /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
     /// let (tx, rx) = std::os::unix::net::UnixStream::pair()?; // a connection to the other process
@@ -296,8 +306,9 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// # use gpukernel_runtime::ipc::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # // Stands in for `buf.export_vmm(..)?` (a descriptor of /dev/null, 256 f32s).
-    /// # let mut meta = [0u8; 40];
-    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 1; meta[12] = 4;
+    /// # let mut meta = [0u8; 48];
+    /// # meta[..8].copy_from_slice(b"GKVMMEXP"); meta[8] = 2; meta[12] = 4;
+    /// # meta[40..].copy_from_slice(&gpukernel_runtime::ipc::element_tag::<f32>().to_le_bytes());
     /// # meta[16..24].copy_from_slice(&(2u64 << 20).to_le_bytes()); meta[33] = 1; // 256
     /// # let handle = VmmHandle::<f32>::from_parts(std::fs::File::open("/dev/null")?.into(), &meta)?;
     /// let (tx, rx) = std::os::unix::net::UnixStream::pair()?;
@@ -329,8 +340,19 @@ impl<T: DeviceCopy> VmmHandle<T> {
     /// is smaller than the size the meta bytes claim.
     ///
     /// # Safety
-    /// The exporting side does not access the range while this process's work on it may run
-    /// (order both sides, e.g. with an IPC event): the buffer is treated as this process's.
+    /// The returned buffer is treated as this process's alone, so the caller guarantees, for
+    /// as long as it and its work live:
+    /// - No other side writes the range while this process's work on it may run, nor reads it
+    ///   while this process may write it (order both sides, e.g. with an IPC event): the
+    ///   exporting process, any other importer, and this process itself through another
+    ///   buffer of the same memory. Opening one export twice (this handle, a handle received
+    ///   again, or another export of an overlapping range) gives two buffers of one memory
+    ///   whose borrows the runtime cannot relate: only one may be used, or all only read.
+    /// - The bytes in the range are valid values of `T` (the export's element type, which
+    ///   the meta bytes name and [`from_parts`](Self::from_parts) checked; a writer in another
+    ///   process must keep them valid, e.g. only 0 and 1 for `bool`).
+    ///
+    /// The allocation itself stays alive while the buffer exists (the import holds it).
     ///
     /// ```no_run
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -391,19 +413,10 @@ impl<T: DeviceCopy> VmmHandle<T> {
 )]
 pub(crate) fn parse_meta<T>(meta: &[u8]) -> Result<(u64, u64, u64)> {
     const OP: &str = "VmmHandle::from_parts";
-    super::check_header(OP, "VMM handle", meta, 40, MAGIC)?;
+    super::check_header(OP, "VMM handle", meta, META, MAGIC)?;
     let elem = u32::from_le_bytes(super::take(meta, 12)) as usize;
-    if elem != size_of::<T>() {
-        return Err(Error::InvalidShareHandle {
-            operation: OP,
-            handle: "VMM handle",
-            problem: format!(
-                "exported for {elem}-byte elements, opened as {} ({} bytes)",
-                core::any::type_name::<T>(),
-                size_of::<T>()
-            ),
-        });
-    }
+    let tag = u64::from_le_bytes(super::take(meta, 40));
+    super::check_element::<T>(OP, "VMM handle", elem, tag)?;
     let alloc_bytes = u64::from_le_bytes(super::take(meta, 16));
     let offset = u64::from_le_bytes(super::take(meta, 24));
     let len = u64::from_le_bytes(super::take(meta, 32));

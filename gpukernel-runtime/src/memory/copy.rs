@@ -64,8 +64,7 @@ pub(super) unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
     // The host now observes the results of every stream that used the memory (`s` waited
     // for them): a fault or a failed foreign call of that work is reported here.
     s.wait_idle()?;
-    let streams = src.tracker.handles();
-    crate::foreign::check(s, crate::foreign::Done::Streams(&streams))
+    crate::foreign::check(s)
 }
 
 /// Pageable host → device, blocking until the source is no longer needed.

@@ -205,11 +205,6 @@ impl Tracker {
         self.lock().uses.iter().map(|u| u.stream.clone()).collect()
     }
 
-    /// Their handles.
-    pub(crate) fn handles(&self) -> Vec<crate::backend::StreamHandle> {
-        self.lock().uses.iter().map(|u| u.stream.handle()).collect()
-    }
-
     /// Waits (on the host) for every stream that used the allocation and reports a kernel
     /// fault or foreign-call failure of their work: for host reads of the allocation.
     pub(crate) fn synchronize_all(&self) -> Result<()> {
