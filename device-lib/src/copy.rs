@@ -29,7 +29,7 @@
 /// #[kernel]
 /// pub fn apply(t: Affine, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi = t.scale * x[i.get()] + t.offset; }
+///     if let Some(yi) = y.get_mut(&i) { *yi = t.scale * x[i.get()] + t.offset; }
 /// }
 /// ```
 #[diagnostic::on_unimplemented(

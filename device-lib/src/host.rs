@@ -105,21 +105,76 @@ pub trait SimHooks {
 }
 
 /// The context of one simulated thread: its indices and the hooks of its block.
-#[derive(Debug, Clone, Copy)]
+///
+/// Only the simulator makes one ([`ThreadContext::new`] is `unsafe`: the hooks pointer it
+/// takes is dereferenced by the safe [`hooks`](Self::hooks)), and its fields are private, so
+/// safe code can neither forge a context nor point one at other hooks.
+#[derive(Debug)]
 pub struct ThreadContext {
-    /// `threadIdx`.
-    pub thread_idx: Dim3,
-    /// `blockIdx`.
-    pub block_idx: Dim3,
-    /// `blockDim`.
-    pub block_dim: Dim3,
-    /// `gridDim`.
-    pub grid_dim: Dim3,
-    /// The simulator's hooks for this thread; valid while the context is current.
-    pub hooks: NonNull<dyn SimHooks>,
+    thread_idx: Dim3,
+    block_idx: Dim3,
+    block_dim: Dim3,
+    grid_dim: Dim3,
+    hooks: NonNull<dyn SimHooks>,
 }
 
 impl ThreadContext {
+    /// A context for the thread at `thread_idx` of block `block_idx`.
+    ///
+    /// # Safety
+    /// Whenever [`hooks`](Self::hooks) is called on the context (by the device library's
+    /// intrinsics while it is current, see [`set_current`], or by the caller itself),
+    /// `hooks` (or the value [`set_hooks`](Self::set_hooks) gave since) must point to a live
+    /// `SimHooks` not mutably borrowed elsewhere.
+    pub unsafe fn new(
+        thread_idx: Dim3,
+        block_idx: Dim3,
+        block_dim: Dim3,
+        grid_dim: Dim3,
+        hooks: NonNull<dyn SimHooks>,
+    ) -> Self {
+        ThreadContext {
+            thread_idx,
+            block_idx,
+            block_dim,
+            grid_dim,
+            hooks,
+        }
+    }
+
+    /// Points the context at other hooks.
+    ///
+    /// # Safety
+    /// As [`ThreadContext::new`], for `hooks`.
+    pub unsafe fn set_hooks(&mut self, hooks: NonNull<dyn SimHooks>) {
+        self.hooks = hooks;
+    }
+
+    /// Moves the context to block `block_idx` (the simulator reuses a block's threads).
+    pub fn set_block_idx(&mut self, block_idx: Dim3) {
+        self.block_idx = block_idx;
+    }
+
+    /// `threadIdx`.
+    pub fn thread_idx(&self) -> Dim3 {
+        self.thread_idx
+    }
+
+    /// `blockIdx`.
+    pub fn block_idx(&self) -> Dim3 {
+        self.block_idx
+    }
+
+    /// `blockDim`.
+    pub fn block_dim(&self) -> Dim3 {
+        self.block_dim
+    }
+
+    /// `gridDim`.
+    pub fn grid_dim(&self) -> Dim3 {
+        self.grid_dim
+    }
+
     /// The thread's linear index in its block.
     pub fn linear_thread(&self) -> u32 {
         let (t, d) = (self.thread_idx, self.block_dim);
@@ -139,8 +194,8 @@ impl ThreadContext {
 
     /// The hooks.
     pub fn hooks(&self) -> &dyn SimHooks {
-        // SAFETY: `set_current`'s caller promised the hooks outlive the context's time as
-        // the current one, and hooks are only reached through the current context.
+        // SAFETY: the context was made by the `unsafe` `new` (its fields are private), whose
+        // caller promised that the hooks are live whenever this is called.
         unsafe { self.hooks.as_ref() }
     }
 }

@@ -30,7 +30,7 @@ use proc_macro::TokenStream;
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = gpukernel_device::thread::index();
-///     if let (Some(y), Some(x)) = (y.get_mut(i), x.get(i.get())) {
+///     if let (Some(y), Some(x)) = (y.get_mut(&i), x.get(i.get())) {
 ///         *y += a * x;
 ///     }
 /// }
@@ -62,7 +62,7 @@ use proc_macro::TokenStream;
 /// `DisjointSlice<T>`, `&mut [T]`) of one length. Every typed launch (stream, capture, graph
 /// node) compares the arguments' lengths on the host and refuses others
 /// (`Error::SameLenViolated`, naming both parameters); the body may then rely on it, and the
-/// compiler is told so: after one `i < x.len()` test, `y[i]` and `out.set(i, ..)` need no
+/// compiler is told so: after one `i < x.len()` test, `y[i]` and `out.set(&i, ..)` need no
 /// check of their own. Several groups may be given; naming a scalar, a 2D output, an unknown
 /// or a repeated name is a compile error.
 ///
@@ -72,7 +72,7 @@ use proc_macro::TokenStream;
 /// pub fn add(x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
 ///     let i = gpukernel_device::thread::index();
 ///     if i.get() < x.len() {
-///         out.set(i, x[i.get()] + y[i.get()]); // no bounds checks left for `y` and `out`
+///         out.set(&i, x[i.get()] + y[i.get()]); // no bounds checks left for `y` and `out`
 ///     }
 /// }
 /// ```

@@ -19,7 +19,7 @@ declare_device!(pub "scale_f32", fn(x: f32, factor: f32) -> f32);
 #[kernel]
 pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = scale_f32(x[i.get()], factor);
     }
 }
@@ -28,7 +28,7 @@ pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(yi) = y.get_mut(i) {
+    if let Some(yi) = y.get_mut(&i) {
         *yi += a * x[i.get()];
     }
 }

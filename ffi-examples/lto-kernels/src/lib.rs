@@ -69,7 +69,7 @@ pub fn horner8_rust(x: f32) -> f32 {
 #[kernel]
 pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = mul_f32(a[i.get()], b[i.get()]);
     }
 }
@@ -150,7 +150,7 @@ pub unsafe fn poly_inline(x: &[f32], iters: u32, out: &mut [f32]) {
 #[kernel]
 pub fn sqrt_checked(x: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = checked_sqrt(x[i.get()]);
     }
 }
@@ -159,7 +159,7 @@ pub fn sqrt_checked(x: &[f32], mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn lerp(a: &[f32], b: &[f32], t: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = lerp_c(a[i.get()], b[i.get()], t);
     }
 }

@@ -280,16 +280,20 @@ impl BlockRunner {
                 let warp_start = t / 32 * 32;
                 let lanes = (n - warp_start).min(32);
                 SimThread {
-                    ctx: ThreadContext {
-                        thread_idx: Dim3::new(
-                            t % block_dim.x,
-                            t / block_dim.x % block_dim.y,
-                            t / (block_dim.x * block_dim.y),
-                        ),
-                        block_idx: Dim3::default(),
-                        block_dim,
-                        grid_dim,
-                        hooks: dangling,
+                    // SAFETY: the dangling hooks are replaced by the thread record's below,
+                    // before the context is ever made current or asked for its hooks.
+                    ctx: unsafe {
+                        ThreadContext::new(
+                            Dim3::new(
+                                t % block_dim.x,
+                                t / block_dim.x % block_dim.y,
+                                t / (block_dim.x * block_dim.y),
+                            ),
+                            Dim3::default(),
+                            block_dim,
+                            grid_dim,
+                            dangling,
+                        )
                     },
                     lane: t % 32,
                     warp_lanes: if lanes == 32 {
@@ -305,7 +309,9 @@ impl BlockRunner {
             .collect();
         for t in threads.iter_mut() {
             let hooks: NonNull<dyn SimHooks> = NonNull::from(&*t);
-            t.ctx.hooks = hooks;
+            // SAFETY: the thread record lives at a stable address (a boxed slice) for the
+            // runner's lifetime, longer than any time its context is current.
+            unsafe { t.ctx.set_hooks(hooks) };
         }
         let mut stacks = Vec::new();
         {
@@ -355,14 +361,14 @@ impl BlockRunner {
         let cx = &self.threads[t].ctx;
         SimError {
             kernel: self.kernel,
-            block: [cx.block_idx.x, cx.block_idx.y, cx.block_idx.z],
-            thread: [cx.thread_idx.x, cx.thread_idx.y, cx.thread_idx.z],
+            block: [cx.block_idx().x, cx.block_idx().y, cx.block_idx().z],
+            thread: [cx.thread_idx().x, cx.thread_idx().y, cx.thread_idx().z],
             message,
         }
     }
 
     fn thread_name(&self, t: usize) -> String {
-        let i = self.threads[t].ctx.thread_idx;
+        let i = self.threads[t].ctx.thread_idx();
         format!("({}, {}, {})", i.x, i.y, i.z)
     }
 
@@ -371,7 +377,7 @@ impl BlockRunner {
         self.mem.next_block();
         let b = Dim3::new(block_idx[0], block_idx[1], block_idx[2]);
         for t in self.threads.iter_mut() {
-            t.ctx.block_idx = b;
+            t.ctx.set_block_idx(b);
         }
         self.states.fill(State::NotStarted);
         let result = self.schedule();
