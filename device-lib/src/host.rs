@@ -25,6 +25,38 @@ pub struct WarpExchange {
     pub participants: u32,
 }
 
+/// The kind of warp-wide instruction a lane executes. The lanes of one mask must meet at
+/// operations of one kind: lanes of a mask in a shuffle while others of it wait in a vote
+/// never complete on the GPU (the warp hangs), so the simulator reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarpOpKind {
+    /// `shfl.sync` (any mode, width or value size): `warp::shfl*_sync`, `__shfl*_sync`.
+    Shuffle,
+    /// `vote.sync`: `warp::all_sync`, `any_sync`, `ballot_sync` and their C forms.
+    Vote,
+    /// `bar.warp.sync`: `sync::sync_warp`, `__syncwarp`.
+    Sync,
+    /// A warp-collective instruction that the simulator computes from every lane's registers
+    /// (`mma.sync`, `ldmatrix`, `wgmma`): the lanes must call the same one (same name).
+    Collective,
+}
+
+/// One lane's warp-wide operation: its kind and, for messages, the function called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarpOp {
+    /// What kind of instruction it is.
+    pub kind: WarpOpKind,
+    /// The function the lane called (`warp::shfl_sync`, `__ballot_sync`, `mma::mma_bf16`…).
+    pub name: &'static str,
+}
+
+impl WarpOp {
+    /// Whether lanes calling `self` and `other` under one mask meet at one instruction.
+    pub fn meets(&self, other: &WarpOp) -> bool {
+        self.kind == other.kind && (self.kind != WarpOpKind::Collective || self.name == other.name)
+    }
+}
+
 /// The kind of a block-wide barrier: the plain one or one of its reductions. The threads of a
 /// block must wait at barriers of one kind at a time (the PTX ISA calls mixing `barrier.red`
 /// with `barrier.sync` unpredictable).
@@ -79,8 +111,10 @@ pub trait SimHooks {
     /// A warp-synchronous exchange: waits until every lane of `mask` that exists in the
     /// calling thread's warp called it (with the same mask), then returns what each lane
     /// contributed. The calling lane must be in `mask` (the callers in this module check it
-    /// first, naming the operation).
-    fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange;
+    /// first, naming the operation). Lanes of one mask waiting at operations that do not
+    /// [meet](WarpOp::meets) (a shuffle on some, a vote on others) are an error the simulator
+    /// reports, naming both operations and lanes.
+    fn warp_exchange(&self, op: WarpOp, mask: u32, value: u64) -> WarpExchange;
 
     /// The block's storage for the static shared-memory array identified by `key` (the
     /// address of a static unique to the declaration), `size` bytes aligned to `align`,
@@ -352,7 +386,11 @@ pub(crate) fn shuffle(
     check_mask(what, mask);
     with_context(what, |cx| {
         let lane = cx.linear_thread() % WARP_SIZE;
-        let ex = cx.hooks().warp_exchange(mask, value);
+        let op = WarpOp {
+            kind: WarpOpKind::Shuffle,
+            name: what,
+        };
+        let ex = cx.hooks().warp_exchange(op, mask, value);
         match shuffle_source(mode, lane, arg, width) {
             Some(src) if ex.participants & (1 << src) != 0 => ex.values[src as usize],
             _ => value,
@@ -365,7 +403,11 @@ pub(crate) fn shuffle(
 pub(crate) fn ballot(what: &'static str, mask: u32, predicate: bool) -> (u32, u32) {
     check_mask(what, mask);
     with_context(what, |cx| {
-        let ex = cx.hooks().warp_exchange(mask, predicate as u64);
+        let op = WarpOp {
+            kind: WarpOpKind::Vote,
+            name: what,
+        };
+        let ex = cx.hooks().warp_exchange(op, mask, predicate as u64);
         let mut bits = 0u32;
         for lane in 0..32 {
             if ex.participants & (1 << lane) != 0 && ex.values[lane] != 0 {
@@ -381,7 +423,11 @@ pub(crate) fn ballot(what: &'static str, mask: u32, predicate: bool) -> (u32, u3
 pub(crate) fn warp_sync(what: &'static str, mask: u32) {
     check_mask(what, mask);
     with_context(what, |cx| {
-        cx.hooks().warp_exchange(mask, 0);
+        let op = WarpOp {
+            kind: WarpOpKind::Sync,
+            name: what,
+        };
+        cx.hooks().warp_exchange(op, mask, 0);
     })
 }
 

@@ -787,7 +787,12 @@ mod host {
     #[track_caller]
     fn exchange(what: &'static str, v: u64) -> [u64; 32] {
         with_context(what, |cx| {
-            let ex = cx.hooks().warp_exchange(FULL_MASK, v);
+            let ex = cx.hooks().warp_exchange(
+                crate::host::WarpOp {
+                    kind: crate::host::WarpOpKind::Collective,
+                    name: what,
+                },
+                FULL_MASK, v);
             assert!(
                 ex.participants == FULL_MASK,
                 "{what} needs all 32 lanes of the warp (participants {:#010x})",
