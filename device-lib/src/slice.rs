@@ -292,7 +292,8 @@ impl<'a, T> DisjointSlice<'a, T> {
 /// Only [`crate::thread::index_2d`] and [`crate::thread::grid_stride_2d`] make one. Two
 /// threads of a launch whose z extent is 1 (`grid.z == block.z == 1`) never hold the same
 /// `(x, y)`: the typed launch refuses any other configuration for a kernel that takes a
-/// [`DisjointSlice2D`], the only type a `ThreadIndex2D` unlocks.
+/// [`DisjointSlice2D`], the only type a `ThreadIndex2D` unlocks. Like [`ThreadIndex`], it is
+/// neither `Copy`, `Clone` nor `DeviceCopy`, so it never reaches another thread.
 ///
 /// ```
 /// use gpukernel_device::prelude::*;
@@ -358,7 +359,8 @@ impl ThreadIndex2D {
 /// Only [`crate::thread::index_3d`] and [`crate::thread::grid_stride_3d`] make one. Distinct
 /// threads of any launch have distinct `(x, y, z)` (each axis is a bijection of block and
 /// thread indices), so no launch configuration is refused for a kernel that takes a
-/// [`DisjointSlice3D`].
+/// [`DisjointSlice3D`]. Like [`ThreadIndex`], it is neither `Copy`, `Clone` nor
+/// `DeviceCopy`, so it never reaches another thread.
 ///
 /// ```
 /// use gpukernel_device::prelude::*;

@@ -28,28 +28,30 @@ pub struct Float2 {
 unsafe impl DeviceCopy for Float2 {}
 
 declare_device! {
-    /// `a * b`.
-    pub "mul_f32_f32", fn(a: f32, b: f32) -> f32;
-    /// The sum of `n` floats at `array`.
-    pub "sum_reduce", fn(array: *const f32, n: i32) -> f32;
-    /// `a / b`; fails with status 22 when `b == 0`.
-    pub "checked_div", fn(a: f32, b: f32) -> f32;
-    /// `a.x * b.x + a.y * b.y`: structs by value.
-    pub "dot2", fn(a: Float2, b: Float2) -> f32;
-    /// `(a.y * s, a.x * s)`: a struct returned.
-    pub "swap_scale", fn(a: Float2, s: f32) -> Float2;
-    /// `*x += delta`: no result, an effect through a pointer.
-    pub "add_in_place", fn(x: *mut f32, delta: f32);
-    /// `x + 1`, from a precompiled cubin.
-    pub "cubin_add_one", fn(x: f32) -> f32;
-    /// `x * scale + bias`, from a precompiled fatbin.
-    pub "fatbin_affine", fn(x: f32, scale: f32, bias: f32) -> f32;
-    /// `x * x`, from a static library.
-    pub "archive_square", fn(x: f32) -> f32;
-    /// `x - 1`, from an object file.
-    pub "object_sub_one", fn(x: f32) -> f32;
-    /// `a * x + y`: a plain C function (C ABI: no status, the value returned).
-    pub "axpy_c", extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+    unsafe extern {
+        /// `a * b`.
+        pub "mul_f32_f32", safe fn(a: f32, b: f32) -> f32;
+        /// The sum of `n` floats at `array`.
+        pub "sum_reduce", fn(array: *const f32, n: i32) -> f32;
+        /// `a / b`; fails with status 22 when `b == 0`.
+        pub "checked_div", safe fn(a: f32, b: f32) -> f32;
+        /// `a.x * b.x + a.y * b.y`: structs by value.
+        pub "dot2", safe fn(a: Float2, b: Float2) -> f32;
+        /// `(a.y * s, a.x * s)`: a struct returned.
+        pub "swap_scale", safe fn(a: Float2, s: f32) -> Float2;
+        /// `*x += delta`: no result, an effect through a pointer.
+        pub "add_in_place", fn(x: *mut f32, delta: f32);
+        /// `x + 1`, from a precompiled cubin.
+        pub "cubin_add_one", safe fn(x: f32) -> f32;
+        /// `x * scale + bias`, from a precompiled fatbin.
+        pub "fatbin_affine", safe fn(x: f32, scale: f32, bias: f32) -> f32;
+        /// `x * x`, from a static library.
+        pub "archive_square", safe fn(x: f32) -> f32;
+        /// `x - 1`, from an object file.
+        pub "object_sub_one", safe fn(x: f32) -> f32;
+        /// `a * x + y`: a plain C function (C ABI: no status, the value returned).
+        pub "axpy_c", safe extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+    }
 }
 
 /// `out[i] = a * x[i] + y[i]`, through the plain C function `axpy_c`.
