@@ -792,7 +792,9 @@ mod host {
                     kind: crate::host::WarpOpKind::Collective,
                     name: what,
                 },
-                FULL_MASK, v);
+                FULL_MASK,
+                v,
+            );
             assert!(
                 ex.participants == FULL_MASK,
                 "{what} needs all 32 lanes of the warp (participants {:#010x})",

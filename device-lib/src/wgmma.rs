@@ -824,7 +824,9 @@ mod host {
                     kind: crate::host::WarpOpKind::Collective,
                     name: what,
                 },
-                FULL_MASK, 0);
+                FULL_MASK,
+                0,
+            );
             assert!(
                 ex.participants == FULL_MASK,
                 "{what} needs all 32 lanes of every warp of the warpgroup (participants {:#010x})",

@@ -195,7 +195,8 @@ pub fn reserved_symbol(symbol: &str) -> Option<&'static str> {
         .any(|p| symbol.starts_with(p))
     {
         Some("a name reserved by the CUDA compilers")
-    } else if symbol.starts_with("cuda") && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
+    } else if symbol.starts_with("cuda")
+        && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
     {
         Some("a function of the CUDA runtime or device runtime")
     } else if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
@@ -274,7 +275,10 @@ mod tests {
         let e = check_declared_symbols(&ir).unwrap_err().to_string();
         assert!(e.contains("`memset` declared at src/lib.rs:7"), "{e}");
         assert!(e.contains("C library"), "{e}");
-        let ir = format!("{}define internal void @helper(i64 %0) {{\n}}\n", record("helper"));
+        let ir = format!(
+            "{}define internal void @helper(i64 %0) {{\n}}\n",
+            record("helper")
+        );
         let e = check_declared_symbols(&ir).unwrap_err().to_string();
         assert!(e.contains("kernels' own code defines"), "{e}");
         assert!(reserved_symbol("free").is_some() && reserved_symbol("__nv_expf").is_some());

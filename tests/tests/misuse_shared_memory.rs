@@ -56,15 +56,23 @@ fn static_shared_memory_counts_against_the_block_limit() {
         let e = stream
             .launch(&k, over.with_shared_mem_bytes(8 * KIB + 1), (&mut out,))
             .unwrap_err();
-        assert!(matches!(e, Error::InvalidLaunchConfig { .. }), "{name}: {e}");
+        assert!(
+            matches!(e, Error::InvalidLaunchConfig { .. }),
+            "{name}: {e}"
+        );
 
         // Opting in leaves the device's opt-in limit minus the static 40 KiB.
         k.set_max_dynamic_shared_bytes(48 * KIB).unwrap();
         stream.launch(&k, over, (&mut out,)).unwrap();
         assert_eq!(out.to_host_vec().unwrap(), want(48 * KIB), "{name}");
-        let optin = ctx.device().properties().unwrap().max_shared_memory_per_block_optin;
+        let optin = ctx
+            .device()
+            .properties()
+            .unwrap()
+            .max_shared_memory_per_block_optin;
         assert!(
-            k.set_max_dynamic_shared_bytes(optin - 40 * KIB + 1).is_err(),
+            k.set_max_dynamic_shared_bytes(optin - 40 * KIB + 1)
+                .is_err(),
             "{name}: more than the opt-in limit minus the static arrays was accepted"
         );
     }

@@ -255,7 +255,9 @@ pub fn shared_40k_static(mut out: DisjointSlice<u32>) {
     let mut v = unsafe { tile.read(tile.len() - 1 - t % tile.len()) };
     if t == 0 {
         // SAFETY: as above.
-        v += (0..dynamic.len()).map(|k| unsafe { dynamic.read(k) }).sum::<u32>();
+        v += (0..dynamic.len())
+            .map(|k| unsafe { dynamic.read(k) })
+            .sum::<u32>();
     }
     out.set(thread::index(), v);
 }

@@ -165,7 +165,9 @@ pub(super) fn reserved_symbol(symbol: &str) -> Option<&'static str> {
     if symbol.starts_with("__nv_") {
         return Some("a libdevice function (CUDA's math library, which the build links in)");
     }
-    if symbol.starts_with("__nvvm_") || symbol.starts_with("__cuda") || symbol.starts_with("__nvptx")
+    if symbol.starts_with("__nvvm_")
+        || symbol.starts_with("__cuda")
+        || symbol.starts_with("__nvptx")
     {
         return Some("a name reserved by the CUDA compilers");
     }
@@ -357,7 +359,9 @@ mod tests {
         });
         assert_eq!(
             valid,
-            [false, false, false, false, false, false, false, false, true, true],
+            [
+                false, false, false, false, false, false, false, false, true, true
+            ],
             "{errors:#?}"
         );
         assert!(errors[0].contains("`memset` cannot be declared: it is a C library function"));

@@ -249,7 +249,9 @@ mod tests {
 
     #[test]
     fn safe_wrapper_for_scalars() {
-        let out = expand_str(quote::quote!(unsafe extern { pub mul = "mul_f32_f32", safe fn(f32, f32) -> f32 }));
+        let out = expand_str(
+            quote::quote!(unsafe extern { pub mul = "mul_f32_f32", safe fn(f32, f32) -> f32 }),
+        );
         assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
         assert!(
             out.contains(&format!(
@@ -289,16 +291,22 @@ mod tests {
 
     #[test]
     fn only_safe_fn_entries_are_safe_wrappers() {
-        let out = expand_str(quote::quote!(unsafe extern { "plain", fn(u64, u64); "c", extern "C" fn(u32) -> u32 }));
-        assert!(out.contains("unsafe fn plain (a0 : u64 , a1 : u64)"), "{out}");
+        let out = expand_str(
+            quote::quote!(unsafe extern { "plain", fn(u64, u64); "c", extern "C" fn(u32) -> u32 }),
+        );
+        assert!(
+            out.contains("unsafe fn plain (a0 : u64 , a1 : u64)"),
+            "{out}"
+        );
         assert!(out.contains("unsafe fn c (a0 : u32) -> u32"), "{out}");
         assert!(out.contains("# Safety"), "{out}");
     }
 
     #[test]
     fn a_renamed_crate_is_reached_through_its_private_module_only() {
-        let out =
-            expand_str(quote::quote!(crate = "gkd"; unsafe extern { "f", fn(Pair, *mut u8) -> Pair; "g", safe fn() }));
+        let out = expand_str(
+            quote::quote!(crate = "gkd"; unsafe extern { "f", fn(Pair, *mut u8) -> Pair; "g", safe fn() }),
+        );
         assert!(!out.contains("gpukernel_device"), "{out}");
         for (i, _) in out.match_indices(":: core ::") {
             assert!(out[..i].ends_with("gkd :: __private "), "{out}");
@@ -322,7 +330,8 @@ mod tests {
 
     #[test]
     fn generated_argument_names_differ_from_the_users() {
-        let out = expand_str(quote::quote!(unsafe extern { "f", safe fn(a1: f32, f32, a1_: f32, u8) }));
+        let out =
+            expand_str(quote::quote!(unsafe extern { "f", safe fn(a1: f32, f32, a1_: f32, u8) }));
         assert!(
             out.contains("fn f (a1 : f32 , a1__ : f32 , a1_ : f32 , a3 : u8)"),
             "{out}"
@@ -331,7 +340,9 @@ mod tests {
 
     #[test]
     fn c_abi_calls_directly_and_returns_the_value() {
-        let out = expand_str(quote::quote!(unsafe extern { "fma_c", safe extern "C" fn(f32, f32, f32) -> f32 }));
+        let out = expand_str(
+            quote::quote!(unsafe extern { "fma_c", safe extern "C" fn(f32, f32, f32) -> f32 }),
+        );
         assert!(
             out.contains("fn __gk_ffi (a0 : f32 , a1 : f32 , a2 : f32) -> f32 ;"),
             "{out}"

@@ -432,10 +432,16 @@ mod tests {
         );
         assert!(errors.messages()[0].contains("must come first"));
         let mut errors = Errors::default();
-        parse(quote!(crate = gkd; unsafe extern { "f", fn() }), &mut errors);
+        parse(
+            quote!(crate = gkd; unsafe extern { "f", fn() }),
+            &mut errors,
+        );
         assert!(errors.messages()[0].contains("as a string literal"));
         let mut errors = Errors::default();
-        parse(quote!(crate = "gkd" x; unsafe extern { "f", fn() }), &mut errors);
+        parse(
+            quote!(crate = "gkd" x; unsafe extern { "f", fn() }),
+            &mut errors,
+        );
         assert!(errors.messages()[0].contains("unexpected tokens after"));
     }
 
@@ -447,7 +453,10 @@ mod tests {
         assert_eq!(entries.len(), 2);
         let messages = errors.messages();
         assert_eq!(messages.len(), 1, "{messages:?}");
-        assert!(messages[0].contains("`unsafe extern { .. }` block"), "{messages:?}");
+        assert!(
+            messages[0].contains("`unsafe extern { .. }` block"),
+            "{messages:?}"
+        );
         let mut errors = Errors::default();
         let (_, entries) = parse(quote!(extern { "f", fn(f32); }), &mut errors);
         assert_eq!(entries.len(), 1);

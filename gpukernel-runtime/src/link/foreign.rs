@@ -514,7 +514,8 @@ pub(crate) fn reserved_symbol(symbol: &str) -> Option<&'static str> {
         .any(|p| symbol.starts_with(p))
     {
         Some("a name reserved by the CUDA compilers")
-    } else if symbol.starts_with("cuda") && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
+    } else if symbol.starts_with("cuda")
+        && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
     {
         Some("a function of the CUDA runtime or device runtime")
     } else if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
@@ -579,7 +580,10 @@ mod tests {
             let e = check_declared_symbols_are_foreign(&[used("mul_f32_f32"), used(symbol)])
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains(&format!("`{symbol}` declared at src/ffi.rs:32")), "{e}");
+            assert!(
+                e.contains(&format!("`{symbol}` declared at src/ffi.rs:32")),
+                "{e}"
+            );
             assert!(e.contains(provider), "{e}");
         }
     }

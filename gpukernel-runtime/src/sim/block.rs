@@ -516,12 +516,13 @@ impl BlockRunner {
                 if !ready {
                     continue;
                 }
-                let other = (0..32).filter(|l| participants & (1 << l) != 0).find_map(|l| {
-                    match self.states[base + l] {
-                        State::AtWarp { op: o, .. } if !o.meets(&op) => Some((l, o)),
-                        _ => None,
-                    }
-                });
+                let other =
+                    (0..32)
+                        .filter(|l| participants & (1 << l) != 0)
+                        .find_map(|l| match self.states[base + l] {
+                            State::AtWarp { op: o, .. } if !o.meets(&op) => Some((l, o)),
+                            _ => None,
+                        });
                 if let Some((l, o)) = other {
                     return Err(self.error(
                         base + lane,

@@ -821,7 +821,11 @@ fn bad_environment_values_are_errors_naming_the_variable() {
     assert_eq!(ok.stack_bytes, super::DEFAULT_STACK_KIB * 1024);
     // `usize::MAX` KiB used to overflow into a panic when the stack was allocated.
     for (threads, stack, name) in [
-        (None, Some("18446744073709551615"), "GPUKERNEL_SIM_STACK_KIB"),
+        (
+            None,
+            Some("18446744073709551615"),
+            "GPUKERNEL_SIM_STACK_KIB",
+        ),
         (None, Some("1048577"), "GPUKERNEL_SIM_STACK_KIB"),
         (None, Some("0"), "GPUKERNEL_SIM_STACK_KIB"),
         (None, Some("-1"), "GPUKERNEL_SIM_STACK_KIB"),
@@ -869,7 +873,10 @@ fn mixed_warp_operations_under_one_mask_are_an_error() {
     assert!(e.message.contains("mixed warp operations"), "{e}");
     assert!(e.message.contains("warp::shfl_sync"), "{e}");
     assert!(e.message.contains("warp::ballot_sync"), "{e}");
-    assert!(e.message.contains("lane 0") && e.message.contains("lane 16"), "{e}");
+    assert!(
+        e.message.contains("lane 0") && e.message.contains("lane 16"),
+        "{e}"
+    );
 }
 
 unsafe fn same_kind_warp_entry(p: *const *mut c_void) {
