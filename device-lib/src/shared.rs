@@ -82,7 +82,10 @@ impl<T, const N: usize> Clone for SharedArray<T, N> {
 }
 impl<T, const N: usize> Copy for SharedArray<T, N> {}
 
-impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
+// The element type is checked where a handle is made (`__from_raw`, `__host`: what
+// `shared_array!` expands to), so that a type that is not `DeviceCopy` gets one error naming
+// the trait; the methods need no bound of their own.
+impl<T, const N: usize> SharedArray<T, N> {
     /// Device: the array behind a `static` that `nvptx-builder` placed in the `.shared` state
     /// space. Used by [`shared_array!`] only.
     ///
@@ -90,7 +93,10 @@ impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
     /// `storage` must be such a static, used for this array only.
     #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn __from_raw(storage: *mut T) -> Self {
+    pub unsafe fn __from_raw(storage: *mut T) -> Self
+    where
+        T: DeviceCopy,
+    {
         SharedArray {
             ptr: storage,
             _marker: PhantomData,
@@ -101,7 +107,10 @@ impl<T: DeviceCopy, const N: usize> SharedArray<T, N> {
     #[cfg(not(target_arch = "nvptx64"))]
     #[doc(hidden)]
     #[track_caller]
-    pub fn __host(key: &'static __SharedKey) -> Self {
+    pub fn __host(key: &'static __SharedKey) -> Self
+    where
+        T: DeviceCopy,
+    {
         let ptr = crate::host::with_context("shared_array!", |cx| {
             cx.hooks().static_shared(
                 key as *const __SharedKey as usize,
@@ -426,7 +435,8 @@ fn dynamic_shared_bytes() -> (*mut u8, usize) {
     crate::host::with_context("shared::dynamic_shared", |cx| cx.hooks().dynamic_shared())
 }
 
-impl<T: AnyBitPattern> DynamicShared<T> {
+// Only `dynamic_shared` makes one, for an `AnyBitPattern` `T`: the methods need no bound.
+impl<T> DynamicShared<T> {
     /// The number of `T` elements that fit in the launch's dynamic shared memory.
     ///
     /// ```
