@@ -128,7 +128,7 @@ fn shared_variable_bytes(clean: &str) -> Option<u64> {
         bytes = bytes.checked_mul(count)?;
         rest = &rest[close + 1..];
     }
-    Some(bytes.div_ceil(align.max(1)).checked_mul(align.max(1))?)
+    bytes.div_ceil(align.max(1)).checked_mul(align.max(1))
 }
 
 /// One top-level statement.

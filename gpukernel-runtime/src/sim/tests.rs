@@ -889,7 +889,7 @@ unsafe fn same_kind_warp_entry(p: *const *mut c_void) {
     } else {
         warp::shfl_down_sync(FULL_MASK, lane, 1)
     };
-    let w = if lane % 2 == 0 {
+    let w = if lane.is_multiple_of(2) {
         warp::ballot_sync(FULL_MASK, lane < 4)
     } else {
         warp::ballot_sync(FULL_MASK, false)
