@@ -29,7 +29,7 @@
 /// #[kernel]
 /// pub fn apply(t: Affine, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi = t.scale * x[i.get()] + t.offset; }
+///     if let Some(yi) = y.get_mut(&i) { *yi = t.scale * x[i.get()] + t.offset; }
 /// }
 /// ```
 #[diagnostic::on_unimplemented(
@@ -68,7 +68,8 @@ impl_device_copy!(
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 
 /// A [`DeviceCopy`] type for which every bit pattern is a valid value: the integers, the
-/// floats, and arrays of them. Byte fills with any value (`memset_d8`) need it; `bool` and
+/// floats, and arrays of them. Byte fills with any value (`memset_d8`) and the views of a
+/// block's dynamic shared memory ([`crate::shared::dynamic_shared`]) need it; `bool` and
 /// structs with `bool` fields are not `AnyBitPattern`, so a safe fill cannot make an invalid
 /// `bool` that the host then reads.
 ///
@@ -89,9 +90,9 @@ unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
 /// unsafe impl AnyBitPattern for Rgba {}
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` has invalid bit patterns, so a byte fill could make an invalid value",
+    message = "`{Self}` has invalid bit patterns, so bytes written as another type could make an invalid value",
     label = "not every byte pattern is a `{Self}`",
-    note = "use `memset_zeros()` (all-zero is valid for every `DeviceCopy` type), or fill with a kernel"
+    note = "byte fills (`memset_d8`) and `dynamic_shared` views take `AnyBitPattern` types: fill with `memset_zeros()` (all-zero is valid for every `DeviceCopy` type) or a kernel; view shared bytes as integers"
 )]
 pub unsafe trait AnyBitPattern: DeviceCopy {}
 

@@ -116,7 +116,7 @@ pub fn enter_kernel(name: &'static str) {
 ///     let i = thread::index();
 ///     let status = if codes[i.get()] < 0 { 22 } else { 0 };
 ///     if status != 0 { ffi::report_foreign_failure("decode", status); }
-///     out.set(i, codes[i.get()].max(0));
+///     out.set(&i, codes[i.get()].max(0));
 /// }
 /// ```
 #[inline(never)]

@@ -22,7 +22,7 @@
 //! #[kernel]
 //! pub fn haxpy(a: f16, x: &[f16], mut y: DisjointSlice<f16>) {
 //!     let i = thread::index();
-//!     if let Some(yi) = y.get_mut(i) {
+//!     if let Some(yi) = y.get_mut(&i) {
 //!         *yi = a.mul_add(x[i.get()], *yi);
 //!     }
 //! }

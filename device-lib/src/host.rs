@@ -25,6 +25,38 @@ pub struct WarpExchange {
     pub participants: u32,
 }
 
+/// The kind of warp-wide instruction a lane executes. The lanes of one mask must meet at
+/// operations of one kind: lanes of a mask in a shuffle while others of it wait in a vote
+/// never complete on the GPU (the warp hangs), so the simulator reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarpOpKind {
+    /// `shfl.sync` (any mode, width or value size): `warp::shfl*_sync`, `__shfl*_sync`.
+    Shuffle,
+    /// `vote.sync`: `warp::all_sync`, `any_sync`, `ballot_sync` and their C forms.
+    Vote,
+    /// `bar.warp.sync`: `sync::sync_warp`, `__syncwarp`.
+    Sync,
+    /// A warp-collective instruction that the simulator computes from every lane's registers
+    /// (`mma.sync`, `ldmatrix`, `wgmma`): the lanes must call the same one (same name).
+    Collective,
+}
+
+/// One lane's warp-wide operation: its kind and, for messages, the function called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarpOp {
+    /// What kind of instruction it is.
+    pub kind: WarpOpKind,
+    /// The function the lane called (`warp::shfl_sync`, `__ballot_sync`, `mma::mma_bf16`…).
+    pub name: &'static str,
+}
+
+impl WarpOp {
+    /// Whether lanes calling `self` and `other` under one mask meet at one instruction.
+    pub fn meets(&self, other: &WarpOp) -> bool {
+        self.kind == other.kind && (self.kind != WarpOpKind::Collective || self.name == other.name)
+    }
+}
+
 /// The kind of a block-wide barrier: the plain one or one of its reductions. The threads of a
 /// block must wait at barriers of one kind at a time (the PTX ISA calls mixing `barrier.red`
 /// with `barrier.sync` unpredictable).
@@ -79,8 +111,10 @@ pub trait SimHooks {
     /// A warp-synchronous exchange: waits until every lane of `mask` that exists in the
     /// calling thread's warp called it (with the same mask), then returns what each lane
     /// contributed. The calling lane must be in `mask` (the callers in this module check it
-    /// first, naming the operation).
-    fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange;
+    /// first, naming the operation). Lanes of one mask waiting at operations that do not
+    /// [meet](WarpOp::meets) (a shuffle on some, a vote on others) are an error the simulator
+    /// reports, naming both operations and lanes.
+    fn warp_exchange(&self, op: WarpOp, mask: u32, value: u64) -> WarpExchange;
 
     /// The block's storage for the static shared-memory array identified by `key` (the
     /// address of a static unique to the declaration), `size` bytes aligned to `align`,
@@ -105,21 +139,76 @@ pub trait SimHooks {
 }
 
 /// The context of one simulated thread: its indices and the hooks of its block.
-#[derive(Debug, Clone, Copy)]
+///
+/// Only the simulator makes one ([`ThreadContext::new`] is `unsafe`: the hooks pointer it
+/// takes is dereferenced by the safe [`hooks`](Self::hooks)), and its fields are private, so
+/// safe code can neither forge a context nor point one at other hooks.
+#[derive(Debug)]
 pub struct ThreadContext {
-    /// `threadIdx`.
-    pub thread_idx: Dim3,
-    /// `blockIdx`.
-    pub block_idx: Dim3,
-    /// `blockDim`.
-    pub block_dim: Dim3,
-    /// `gridDim`.
-    pub grid_dim: Dim3,
-    /// The simulator's hooks for this thread; valid while the context is current.
-    pub hooks: NonNull<dyn SimHooks>,
+    thread_idx: Dim3,
+    block_idx: Dim3,
+    block_dim: Dim3,
+    grid_dim: Dim3,
+    hooks: NonNull<dyn SimHooks>,
 }
 
 impl ThreadContext {
+    /// A context for the thread at `thread_idx` of block `block_idx`.
+    ///
+    /// # Safety
+    /// Whenever [`hooks`](Self::hooks) is called on the context (by the device library's
+    /// intrinsics while it is current, see [`set_current`], or by the caller itself),
+    /// `hooks` (or the value [`set_hooks`](Self::set_hooks) gave since) must point to a live
+    /// `SimHooks` not mutably borrowed elsewhere.
+    pub unsafe fn new(
+        thread_idx: Dim3,
+        block_idx: Dim3,
+        block_dim: Dim3,
+        grid_dim: Dim3,
+        hooks: NonNull<dyn SimHooks>,
+    ) -> Self {
+        ThreadContext {
+            thread_idx,
+            block_idx,
+            block_dim,
+            grid_dim,
+            hooks,
+        }
+    }
+
+    /// Points the context at other hooks.
+    ///
+    /// # Safety
+    /// As [`ThreadContext::new`], for `hooks`.
+    pub unsafe fn set_hooks(&mut self, hooks: NonNull<dyn SimHooks>) {
+        self.hooks = hooks;
+    }
+
+    /// Moves the context to block `block_idx` (the simulator reuses a block's threads).
+    pub fn set_block_idx(&mut self, block_idx: Dim3) {
+        self.block_idx = block_idx;
+    }
+
+    /// `threadIdx`.
+    pub fn thread_idx(&self) -> Dim3 {
+        self.thread_idx
+    }
+
+    /// `blockIdx`.
+    pub fn block_idx(&self) -> Dim3 {
+        self.block_idx
+    }
+
+    /// `blockDim`.
+    pub fn block_dim(&self) -> Dim3 {
+        self.block_dim
+    }
+
+    /// `gridDim`.
+    pub fn grid_dim(&self) -> Dim3 {
+        self.grid_dim
+    }
+
     /// The thread's linear index in its block.
     pub fn linear_thread(&self) -> u32 {
         let (t, d) = (self.thread_idx, self.block_dim);
@@ -139,8 +228,8 @@ impl ThreadContext {
 
     /// The hooks.
     pub fn hooks(&self) -> &dyn SimHooks {
-        // SAFETY: `set_current`'s caller promised the hooks outlive the context's time as
-        // the current one, and hooks are only reached through the current context.
+        // SAFETY: the context was made by the `unsafe` `new` (its fields are private), whose
+        // caller promised that the hooks are live whenever this is called.
         unsafe { self.hooks.as_ref() }
     }
 }
@@ -297,7 +386,11 @@ pub(crate) fn shuffle(
     check_mask(what, mask);
     with_context(what, |cx| {
         let lane = cx.linear_thread() % WARP_SIZE;
-        let ex = cx.hooks().warp_exchange(mask, value);
+        let op = WarpOp {
+            kind: WarpOpKind::Shuffle,
+            name: what,
+        };
+        let ex = cx.hooks().warp_exchange(op, mask, value);
         match shuffle_source(mode, lane, arg, width) {
             Some(src) if ex.participants & (1 << src) != 0 => ex.values[src as usize],
             _ => value,
@@ -310,7 +403,11 @@ pub(crate) fn shuffle(
 pub(crate) fn ballot(what: &'static str, mask: u32, predicate: bool) -> (u32, u32) {
     check_mask(what, mask);
     with_context(what, |cx| {
-        let ex = cx.hooks().warp_exchange(mask, predicate as u64);
+        let op = WarpOp {
+            kind: WarpOpKind::Vote,
+            name: what,
+        };
+        let ex = cx.hooks().warp_exchange(op, mask, predicate as u64);
         let mut bits = 0u32;
         for lane in 0..32 {
             if ex.participants & (1 << lane) != 0 && ex.values[lane] != 0 {
@@ -326,7 +423,11 @@ pub(crate) fn ballot(what: &'static str, mask: u32, predicate: bool) -> (u32, u3
 pub(crate) fn warp_sync(what: &'static str, mask: u32) {
     check_mask(what, mask);
     with_context(what, |cx| {
-        cx.hooks().warp_exchange(mask, 0);
+        let op = WarpOp {
+            kind: WarpOpKind::Sync,
+            name: what,
+        };
+        cx.hooks().warp_exchange(op, mask, 0);
     })
 }
 

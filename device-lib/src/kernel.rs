@@ -11,7 +11,7 @@ use core::ffi::c_void;
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
 /// }
 ///
 /// use gpukernel_device::SimEntry;
@@ -50,7 +50,7 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
 /// }
 ///
 /// // On the host, `saxpy` is also a marker type describing the kernel for the runtime.
@@ -151,7 +151,7 @@ pub unsafe trait SafeKernel: Kernel {}
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
 /// }
 ///
 /// use gpukernel_device::IntoKernel;
@@ -175,7 +175,7 @@ pub trait IntoKernel<K: Kernel, M> {
     /// #[kernel]
     /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     ///     let i = thread::index();
-    ///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+    ///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
     /// }
     ///
     /// use gpukernel_device::IntoKernel;
@@ -196,7 +196,7 @@ pub mod into_kernel {
     /// #[kernel]
     /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     ///     let i = thread::index();
-    ///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+    ///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
     /// }
     ///
     /// use gpukernel_device::{IntoKernel, into_kernel::Constructor};
@@ -213,7 +213,7 @@ pub mod into_kernel {
     /// #[kernel]
     /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     ///     let i = thread::index();
-    ///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+    ///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
     /// }
     ///
     /// use gpukernel_device::{IntoKernel, into_kernel::Value};
@@ -389,7 +389,7 @@ unsafe impl<T> ParamAbi for *mut T {
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
 /// }
 ///
 /// use gpukernel_device::ParamList;

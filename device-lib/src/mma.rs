@@ -233,6 +233,8 @@ fn shared_u32<T>(p: *const T) -> u32 {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Chunk([u32; 4]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
 ///
 /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
 /// /// writes each chunk's first word back in reverse order.
@@ -274,6 +276,8 @@ impl SharedAddr {
     /// #[derive(Clone, Copy)]
     /// #[repr(C, align(16))]
     /// pub struct Chunk([u32; 4]);
+    /// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+    /// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
     ///
     /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
     /// /// writes each chunk's first word back in reverse order.
@@ -318,6 +322,8 @@ impl SharedAddr {
     /// #[derive(Clone, Copy)]
     /// #[repr(C, align(16))]
     /// pub struct Chunk([u32; 4]);
+    /// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+    /// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
     ///
     /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
     /// /// writes each chunk's first word back in reverse order.
@@ -424,6 +430,8 @@ impl SharedAddr {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Row([u16; 8]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Row {}
 ///
 /// /// One warp stages a row-major 16×16 bf16 tile in shared memory and loads it as an `mma`
 /// /// A fragment: lane `l` points at row `l % 16`, column `8 (l / 16)`.
@@ -478,6 +486,8 @@ pub unsafe fn ldmatrix_x4_at(row: SharedAddr) -> [u32; 4] {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Chunk([u32; 4]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
 ///
 /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
 /// /// writes each chunk's first word back in reverse order.
@@ -531,6 +541,8 @@ pub unsafe fn cp_async_16_at(dst: SharedAddr, src: *const u8) {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Row([u16; 8]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Row {}
 ///
 /// /// One warp stages a row-major 16×16 bf16 tile in shared memory and loads it as an `mma`
 /// /// A fragment: lane `l` points at row `l % 16`, column `8 (l / 16)`.
@@ -586,6 +598,8 @@ pub unsafe fn ldmatrix_x4(row: *const u16) -> [u32; 4] {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Row([u16; 8]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Row {}
 ///
 /// /// One warp stages a row-major 16×16 bf16 tile in shared memory and loads it as an `mma`
 /// /// A fragment: lane `l` points at row `l % 16`, column `8 (l / 16)`.
@@ -645,6 +659,8 @@ pub unsafe fn ldmatrix_x2(row: *const u16) -> [u32; 2] {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Chunk([u32; 4]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
 ///
 /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
 /// /// writes each chunk's first word back in reverse order.
@@ -692,6 +708,8 @@ pub unsafe fn cp_async_16(dst: *mut u8, src: *const u8) {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Chunk([u32; 4]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
 ///
 /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
 /// /// writes each chunk's first word back in reverse order.
@@ -731,6 +749,8 @@ pub fn cp_async_commit() {
 /// #[derive(Clone, Copy)]
 /// #[repr(C, align(16))]
 /// pub struct Chunk([u32; 4]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Chunk {}
 ///
 /// /// One block of 64 threads copies `x[..256]` to shared memory asynchronously, waits, and
 /// /// writes each chunk's first word back in reverse order.
@@ -767,7 +787,14 @@ mod host {
     #[track_caller]
     fn exchange(what: &'static str, v: u64) -> [u64; 32] {
         with_context(what, |cx| {
-            let ex = cx.hooks().warp_exchange(FULL_MASK, v);
+            let ex = cx.hooks().warp_exchange(
+                crate::host::WarpOp {
+                    kind: crate::host::WarpOpKind::Collective,
+                    name: what,
+                },
+                FULL_MASK,
+                v,
+            );
             assert!(
                 ex.participants == FULL_MASK,
                 "{what} needs all 32 lanes of the warp (participants {:#010x})",

@@ -302,9 +302,15 @@ pub const fn build<const N: usize>(pieces: &[Piece], newline: bool) -> [u8; N] {
 
 /// Prints `format` (a NUL-terminated C format string from [`build`]) with `args`, one 64-bit
 /// slot each: `vprintf` on the GPU, the host's formatter in the simulator.
+///
+/// # Safety
+/// `format` must be the output of [`build`] for pieces whose [`Class`]es are the
+/// [`PrintArg::CLASS`] of the arguments whose [`slot`]s `args` holds, in order (what
+/// `gpu_println!` expands to): a `%s` conversion reads its slot as the address of a
+/// NUL-terminated string, which only a `bool`'s slot is.
 #[doc(hidden)]
 #[inline(always)]
-pub fn print(format: &[u8], args: &[u64]) {
+pub unsafe fn print(format: &[u8], args: &[u64]) {
     #[cfg(target_arch = "nvptx64")]
     {
         unsafe extern "C" {
@@ -316,7 +322,8 @@ pub fn print(format: &[u8], args: &[u64]) {
             args.as_ptr().cast::<u8>()
         };
         // SAFETY: `format` is NUL-terminated, its conversions take one 8-byte, 8-aligned slot
-        // each, in order (`build`), and `args` holds exactly those slots.
+        // each, in order (`build`), and `args` holds exactly those slots (the caller's
+        // promise).
         unsafe { vprintf(format.as_ptr(), a) };
     }
     #[cfg(not(target_arch = "nvptx64"))]

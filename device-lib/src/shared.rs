@@ -9,6 +9,21 @@
 //! space (see the macro for how it gets there), and its contents are undefined when a block
 //! starts. In the simulator each block gets its own zeroed storage for each declaration.
 //!
+//! What shared memory can carry from one thread to another is plain data, checked by the
+//! element types, so that the `unsafe` accessors' contracts are only about timing:
+//!
+//! - a [`shared_array!`] element is [`DeviceCopy`]: numbers, arrays, `#[repr(C)]` structs of
+//!   them, `bool`. The thread index types ([`ThreadIndex`](crate::ThreadIndex) and its 2D/3D
+//!   forms) are deliberately not `DeviceCopy` (nor `Copy`): an index read by another thread
+//!   would give that thread `&mut` access to an output element that is not its own;
+//! - a [`dynamic_shared`] view is [`AnyBitPattern`]: every call in a block views the same
+//!   bytes, whatever its type, so what one view wrote another reads as its own type, and only
+//!   a type for which every byte pattern is a value (not `bool`, not a struct with padding)
+//!   may do so.
+//!
+//! The warp shuffles move only [`ShuffleValue`](crate::warp::ShuffleValue)s (sealed: the
+//! 32- and 64-bit numbers) and the atomics only numbers, so none of them carries an index.
+//!
 //! ```
 //! use gpukernel_device::prelude::*;
 //! use gpukernel_device::{shared::shared_array, sync, thread};
@@ -28,6 +43,8 @@
 //! ```
 
 use core::marker::PhantomData;
+
+use crate::{AnyBitPattern, DeviceCopy};
 
 /// A statically sized shared-memory array of `N` elements of `T`, the same storage for every
 /// thread of the block. Made by [`shared_array!`]; `Copy`, so it can be passed to helpers.
@@ -65,7 +82,10 @@ impl<T, const N: usize> Clone for SharedArray<T, N> {
 }
 impl<T, const N: usize> Copy for SharedArray<T, N> {}
 
-impl<T: Copy, const N: usize> SharedArray<T, N> {
+// The element type is checked where a handle is made (`__from_raw`, `__host`: what
+// `shared_array!` expands to), so that a type that is not `DeviceCopy` gets one error naming
+// the trait; the methods need no bound of their own.
+impl<T, const N: usize> SharedArray<T, N> {
     /// Device: the array behind a `static` that `nvptx-builder` placed in the `.shared` state
     /// space. Used by [`shared_array!`] only.
     ///
@@ -73,7 +93,10 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     /// `storage` must be such a static, used for this array only.
     #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn __from_raw(storage: *mut T) -> Self {
+    pub unsafe fn __from_raw(storage: *mut T) -> Self
+    where
+        T: DeviceCopy,
+    {
         SharedArray {
             ptr: storage,
             _marker: PhantomData,
@@ -84,7 +107,10 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     #[cfg(not(target_arch = "nvptx64"))]
     #[doc(hidden)]
     #[track_caller]
-    pub fn __host(key: &'static __SharedKey) -> Self {
+    pub fn __host(key: &'static __SharedKey) -> Self
+    where
+        T: DeviceCopy,
+    {
         let ptr = crate::host::with_context("shared_array!", |cx| {
             cx.hooks().static_shared(
                 key as *const __SharedKey as usize,
@@ -137,10 +163,16 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     /// Reads element `i`. Out of bounds traps the kernel (a panic in the simulator).
     ///
     /// # Safety
-    /// No other thread writes element `i` concurrently (separate writes and reads by other
-    /// threads with a barrier). Elements not written since the block started hold undefined
-    /// values on the GPU; `T` must accept any bit pattern or the element must have been
-    /// written.
+    /// - No other thread writes element `i` concurrently: each write of element `i` by another
+    ///   thread of the block is separated from this read by a barrier that both threads reach
+    ///   ([`sync_threads`](crate::sync::sync_threads)), or both accesses are atomic.
+    /// - Element `i` was written since the block started (by [`write`](Self::write) or through
+    ///   [`as_mut_ptr`](Self::as_mut_ptr), by any thread of the block, ordered before this
+    ///   read as above). On the GPU the storage starts with whatever the block before left;
+    ///   reading a never-written element is undefined behaviour, whatever `T` is.
+    ///
+    /// Nothing else is the caller's to check: `T` is [`DeviceCopy`], so the value read is
+    /// plain data and never another thread's index (see the [module documentation](self)).
     ///
     /// # Example
     ///
@@ -155,7 +187,7 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
     ///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
     ///     sync::sync_threads();
-    ///     out.set(i, unsafe { tile.read((t + 255) % 256) }); // SAFETY: no writes after the barrier
+    ///     out.set(&i, unsafe { tile.read((t + 255) % 256) }); // SAFETY: no writes after the barrier
     /// }
     /// ```
     #[inline(always)]
@@ -171,7 +203,10 @@ impl<T: Copy, const N: usize> SharedArray<T, N> {
     /// Writes element `i`. Out of bounds traps the kernel (a panic in the simulator).
     ///
     /// # Safety
-    /// No other thread reads or writes element `i` concurrently.
+    /// No other thread reads or writes element `i` concurrently: each access of element `i`
+    /// by another thread of the block is separated from this write by a barrier that both
+    /// threads reach ([`sync_threads`](crate::sync::sync_threads)), or both accesses are
+    /// atomic.
     ///
     /// # Example
     ///
@@ -249,7 +284,8 @@ pub const SHARED_SECTION: &str = ".gpukernel.shared";
 /// [`SharedArray`] handle: `let tile = shared_array!(f32, 256);`.
 ///
 /// Each use of the macro is one array per block (a loop or a second call of the function
-/// reaches the same array). The element type must be `Copy` and must not name generic
+/// reaches the same array). The element type must be [`DeviceCopy`] (plain data: never a
+/// thread index, see the [module documentation](crate::shared)) and must not name generic
 /// parameters of the enclosing function (the storage is a `static`).
 ///
 /// On nvptx64 the storage is an uninitialized `static` in the link section
@@ -275,7 +311,8 @@ macro_rules! shared_array {
 /// [`SharedArray`] handle: `let tile = shared_array!(f32, 256);`.
 ///
 /// Each use of the macro is one array per block (a loop or a second call of the function
-/// reaches the same array). The element type must be `Copy` and must not name generic
+/// reaches the same array). The element type must be [`DeviceCopy`] (plain data: never a
+/// thread index, see the [module documentation](crate::shared)) and must not name generic
 /// parameters of the enclosing function (the storage is a `static`).
 ///
 /// In the simulator each block gets its own zeroed storage per declaration, found through the
@@ -292,7 +329,7 @@ macro_rules! shared_array {
 ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
 ///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
 ///     sync::sync_threads();
-///     out.set(i, unsafe { tile.read(255 - t) }); // SAFETY: no writes after the barrier
+///     out.set(&i, unsafe { tile.read(255 - t) }); // SAFETY: no writes after the barrier
 /// }
 /// ```
 #[cfg(not(target_arch = "nvptx64"))]
@@ -341,6 +378,7 @@ impl<T> Copy for DynamicShared<T> {}
 /// launch's `dynamic_shared_bytes` and aligned to 16 bytes. Every call in a block, whatever
 /// `T`, views the same bytes.
 ///
+/// `T` must be [`AnyBitPattern`]: every view reads the bytes that views of other types wrote.
 /// `T`'s alignment must be at most 16 (a compile-time error otherwise).
 ///
 /// ```
@@ -356,12 +394,12 @@ impl<T> Copy for DynamicShared<T> {}
 ///     let (i, t, n) = (thread::index(), thread::thread_idx_x() as usize, thread::block_dim_x() as usize);
 ///     unsafe { buf.write(t, x[i.get()]) }; // SAFETY: own slot
 ///     sync::sync_threads();
-///     out.set(i, unsafe { buf.read((t + 1) % n) }); // SAFETY: no writes after the barrier
+///     out.set(&i, unsafe { buf.read((t + 1) % n) }); // SAFETY: no writes after the barrier
 /// }
 /// ```
 #[inline(always)]
 #[track_caller]
-pub fn dynamic_shared<T: Copy>() -> DynamicShared<T> {
+pub fn dynamic_shared<T: AnyBitPattern>() -> DynamicShared<T> {
     const {
         assert!(
             core::mem::align_of::<T>() <= 16,
@@ -397,7 +435,8 @@ fn dynamic_shared_bytes() -> (*mut u8, usize) {
     crate::host::with_context("shared::dynamic_shared", |cx| cx.hooks().dynamic_shared())
 }
 
-impl<T: Copy> DynamicShared<T> {
+// Only `dynamic_shared` makes one, for an `AnyBitPattern` `T`: the methods need no bound.
+impl<T> DynamicShared<T> {
     /// The number of `T` elements that fit in the launch's dynamic shared memory.
     ///
     /// ```
@@ -435,7 +474,16 @@ impl<T: Copy> DynamicShared<T> {
     /// Reads element `i`. Out of bounds traps the kernel (a panic in the simulator).
     ///
     /// # Safety
-    /// As [`SharedArray::read`].
+    /// - No other thread writes any byte of element `i` (bytes `i * size_of::<T>()` up to
+    ///   `(i + 1) * size_of::<T>()` of the block's dynamic shared memory) concurrently, through
+    ///   this view or a view of another type: each such write is separated from this read by a
+    ///   barrier that both threads reach, or both accesses are atomic.
+    /// - Those bytes were written since the block started, through views of any types (as
+    ///   above, ordered before this read). On the GPU they start with whatever the block
+    ///   before left; reading never-written bytes is undefined behaviour.
+    ///
+    /// Bytes written through a view of another type need no care: `T` is [`AnyBitPattern`],
+    /// so every byte pattern is a `T`.
     ///
     /// # Example
     ///
@@ -450,7 +498,7 @@ impl<T: Copy> DynamicShared<T> {
     ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
     ///     unsafe { buf.write(t, x[i.get()]) }; // SAFETY: own slot
     ///     sync::sync_threads();
-    ///     out.set(i, unsafe { buf.read(t ^ 1) }); // SAFETY: no writes after the barrier
+    ///     out.set(&i, unsafe { buf.read(t ^ 1) }); // SAFETY: no writes after the barrier
     /// }
     /// ```
     #[inline(always)]
@@ -467,7 +515,9 @@ impl<T: Copy> DynamicShared<T> {
     /// Writes element `i`. Out of bounds traps the kernel (a panic in the simulator).
     ///
     /// # Safety
-    /// As [`SharedArray::write`].
+    /// No other thread reads or writes any byte of element `i` concurrently, through this
+    /// view or a view of another type: each such access is separated from this write by a
+    /// barrier that both threads reach, or both accesses are atomic.
     ///
     /// # Example
     ///

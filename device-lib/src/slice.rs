@@ -8,12 +8,13 @@
 //! #[kernel]
 //! pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 //!     let i = thread::index();
-//!     if let Some(yi) = y.get_mut(i) {
+//!     if let Some(yi) = y.get_mut(&i) {
 //!         *yi += a * x[i.get()];
 //!     }
 //! }
 //! ```
 
+use core::borrow::Borrow;
 use core::marker::PhantomData;
 
 /// The index of the calling thread in a one-dimensional launch, unique per thread.
@@ -24,6 +25,12 @@ use core::marker::PhantomData;
 /// guarantees for every kernel taking a [`DisjointSlice`], a `ThreadIndex` held by a thread is
 /// therefore never held by another thread of the same launch.
 ///
+/// It cannot travel to another thread either: it is neither `Copy` nor `Clone`, and not
+/// [`DeviceCopy`](crate::DeviceCopy), so it cannot be stored in shared memory
+/// ([`crate::shared`]), passed to or out of a kernel, shuffled ([`crate::warp`] moves only
+/// numbers) or used in an atomic operation. The output slices' methods take it by value or by
+/// reference (`out.set(&i, x[i.get()])`).
+///
 /// ```
 /// # use gpukernel_device::prelude::*;
 /// use gpukernel_device::thread;
@@ -31,10 +38,10 @@ use core::marker::PhantomData;
 /// #[kernel]
 /// pub fn squares(mut out: DisjointSlice<u64>) {
 ///     let i = thread::index(); // this thread's own index, unique in the launch
-///     if let Some(o) = out.get_mut(i) { *o = (i.get() * i.get()) as u64; }
+///     if let Some(o) = out.get_mut(&i) { *o = (i.get() * i.get()) as u64; }
 /// }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ThreadIndex(usize);
 
 impl ThreadIndex {
@@ -47,11 +54,11 @@ impl ThreadIndex {
     /// #[kernel]
     /// pub fn copy(x: &[f32], mut out: DisjointSlice<f32>) {
     ///     let i = thread::index();
-    ///     if i.get() < x.len() { out.set(i, x[i.get()]); } // a plain index for reading
+    ///     if i.get() < x.len() { out.set(&i, x[i.get()]); } // a plain index for reading
     /// }
     /// ```
     #[inline(always)]
-    pub fn get(self) -> usize {
+    pub fn get(&self) -> usize {
         self.0
     }
 
@@ -84,7 +91,7 @@ impl ThreadIndex {
 /// #[kernel]
 /// pub fn relu(x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi = x[i.get()].max(0.0); }
+///     if let Some(yi) = y.get_mut(&i) { *yi = x[i.get()].max(0.0); }
 /// }
 /// ```
 #[derive(Debug)]
@@ -119,7 +126,7 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// #[kernel]
     /// pub fn bounded(mut out: DisjointSlice<u32>) {
     ///     let i = thread::index();
-    ///     if i.get() < out.len() { out.set(i, 1); } // extra threads of the last block do nothing
+    ///     if i.get() < out.len() { out.set(&i, 1); } // extra threads of the last block do nothing
     /// }
     /// ```
     #[inline(always)]
@@ -156,7 +163,8 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// }
     /// ```
     #[inline(always)]
-    pub fn get_mut(&mut self, index: ThreadIndex) -> Option<&mut T> {
+    pub fn get_mut(&mut self, index: impl Borrow<ThreadIndex>) -> Option<&mut T> {
+        let index = index.borrow();
         let i = index.get();
         if i < self.len {
             // SAFETY: in bounds; `index` is unique to this thread within the launch and
@@ -177,11 +185,12 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// #[kernel]
     /// pub fn ids(mut out: DisjointSlice<u32>) {
     ///     let i = thread::index();
-    ///     let _in_range: bool = out.set(i, i.get() as u32); // false (nothing written) past the end
+    ///     let _in_range: bool = out.set(&i, i.get() as u32); // false (nothing written) past the end
     /// }
     /// ```
     #[inline(always)]
-    pub fn set(&mut self, index: ThreadIndex, value: T) -> bool {
+    pub fn set(&mut self, index: impl Borrow<ThreadIndex>, value: T) -> bool {
+        let index = index.borrow();
         let i = index.get();
         if i < self.len {
             // SAFETY: as in `get_mut`: in bounds, and the element is this thread's alone. No
@@ -239,7 +248,7 @@ impl<'a, T> DisjointSlice<'a, T> {
     /// pub fn neighbours(data: DisjointSlice<u32>, mut out: DisjointSlice<u32>) {
     ///     let i = thread::index();
     ///     // SAFETY: nothing writes `data` during this launch.
-    ///     if i.get() > 0 && i.get() < data.len() { out.set(i, unsafe { data.read(i.get() - 1) }); }
+    ///     if i.get() > 0 && i.get() < data.len() { out.set(&i, unsafe { data.read(i.get() - 1) }); }
     /// }
     /// ```
     #[inline(always)]
@@ -283,7 +292,8 @@ impl<'a, T> DisjointSlice<'a, T> {
 /// Only [`crate::thread::index_2d`] and [`crate::thread::grid_stride_2d`] make one. Two
 /// threads of a launch whose z extent is 1 (`grid.z == block.z == 1`) never hold the same
 /// `(x, y)`: the typed launch refuses any other configuration for a kernel that takes a
-/// [`DisjointSlice2D`], the only type a `ThreadIndex2D` unlocks.
+/// [`DisjointSlice2D`], the only type a `ThreadIndex2D` unlocks. Like [`ThreadIndex`], it is
+/// neither `Copy`, `Clone` nor `DeviceCopy`, so it never reaches another thread.
 ///
 /// ```
 /// use gpukernel_device::prelude::*;
@@ -292,10 +302,10 @@ impl<'a, T> DisjointSlice<'a, T> {
 /// #[kernel]
 /// pub fn k(mut out: DisjointSlice2D<f32>) {
 ///     let i: ThreadIndex2D = thread::index_2d();
-///     out.set(i, (i.x() + i.y()) as f32);
+///     out.set(&i, (i.x() + i.y()) as f32);
 /// }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ThreadIndex2D {
     x: usize,
     y: usize,
@@ -311,11 +321,11 @@ impl ThreadIndex2D {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice2D<f32>) {
     ///     let i = thread::index_2d();
-    ///     out.set(i, i.x() as f32); // the column
+    ///     out.set(&i, i.x() as f32); // the column
     /// }
     /// ```
     #[inline(always)]
-    pub fn x(self) -> usize {
+    pub fn x(&self) -> usize {
         self.x
     }
 
@@ -328,11 +338,11 @@ impl ThreadIndex2D {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice2D<f32>) {
     ///     let i = thread::index_2d();
-    ///     out.set(i, i.y() as f32); // the row
+    ///     out.set(&i, i.y() as f32); // the row
     /// }
     /// ```
     #[inline(always)]
-    pub fn y(self) -> usize {
+    pub fn y(&self) -> usize {
         self.y
     }
 
@@ -349,7 +359,8 @@ impl ThreadIndex2D {
 /// Only [`crate::thread::index_3d`] and [`crate::thread::grid_stride_3d`] make one. Distinct
 /// threads of any launch have distinct `(x, y, z)` (each axis is a bijection of block and
 /// thread indices), so no launch configuration is refused for a kernel that takes a
-/// [`DisjointSlice3D`].
+/// [`DisjointSlice3D`]. Like [`ThreadIndex`], it is neither `Copy`, `Clone` nor
+/// `DeviceCopy`, so it never reaches another thread.
 ///
 /// ```
 /// use gpukernel_device::prelude::*;
@@ -358,10 +369,10 @@ impl ThreadIndex2D {
 /// #[kernel]
 /// pub fn k(mut out: DisjointSlice3D<f32>) {
 ///     let i: ThreadIndex3D = thread::index_3d();
-///     out.set(i, (i.x() + i.y() + i.z()) as f32);
+///     out.set(&i, (i.x() + i.y() + i.z()) as f32);
 /// }
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ThreadIndex3D {
     x: usize,
     y: usize,
@@ -378,11 +389,11 @@ impl ThreadIndex3D {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
-    ///     out.set(i, i.x() as f32);
+    ///     out.set(&i, i.x() as f32);
     /// }
     /// ```
     #[inline(always)]
-    pub fn x(self) -> usize {
+    pub fn x(&self) -> usize {
         self.x
     }
 
@@ -395,11 +406,11 @@ impl ThreadIndex3D {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
-    ///     out.set(i, i.y() as f32);
+    ///     out.set(&i, i.y() as f32);
     /// }
     /// ```
     #[inline(always)]
-    pub fn y(self) -> usize {
+    pub fn y(&self) -> usize {
         self.y
     }
 
@@ -412,11 +423,11 @@ impl ThreadIndex3D {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
-    ///     out.set(i, i.z() as f32);
+    ///     out.set(&i, i.z() as f32);
     /// }
     /// ```
     #[inline(always)]
-    pub fn z(self) -> usize {
+    pub fn z(&self) -> usize {
         self.z
     }
 
@@ -448,7 +459,7 @@ impl ThreadIndex3D {
 /// #[kernel]
 /// pub fn transpose(m: &[f32], cols: u32, mut out: DisjointSlice2D<f32>) {
 ///     let i = thread::index_2d();
-///     if let Some(o) = out.get_mut(i) {
+///     if let Some(o) = out.get_mut(&i) {
 ///         *o = m[i.x() * cols as usize + i.y()];
 ///     }
 /// }
@@ -496,7 +507,7 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     /// pub fn k(mut out: DisjointSlice2D<f32>) {
     ///     let i = thread::index_2d();
     ///     if i.x() < out.cols() {
-    ///         out.set(i, 1.0);
+    ///         out.set(&i, 1.0);
     ///     }
     /// }
     /// ```
@@ -515,7 +526,7 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     /// pub fn k(mut out: DisjointSlice2D<f32>) {
     ///     let i = thread::index_2d();
     ///     if i.y() < out.rows() {
-    ///         out.set(i, 1.0);
+    ///         out.set(&i, 1.0);
     ///     }
     /// }
     /// ```
@@ -535,7 +546,7 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     ///     // Element (x, y) is `y * pitch + x` elements from the start.
     ///     let i = thread::index_2d();
     ///     let offset = i.y() * out.pitch() + i.x();
-    ///     out.set(i, offset as f32);
+    ///     out.set(&i, offset as f32);
     /// }
     /// ```
     #[inline(always)]
@@ -553,13 +564,14 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice2D<f32>) {
     ///     let i = thread::index_2d();
-    ///     if let Some(o) = out.get_mut(i) {
+    ///     if let Some(o) = out.get_mut(&i) {
     ///         *o += 1.0;
     ///     }
     /// }
     /// ```
     #[inline(always)]
-    pub fn get_mut(&mut self, index: ThreadIndex2D) -> Option<&mut T> {
+    pub fn get_mut(&mut self, index: impl Borrow<ThreadIndex2D>) -> Option<&mut T> {
+        let index = index.borrow();
         let (x, y) = (index.x(), index.y());
         if x < self.cols && y < self.rows {
             // SAFETY: in bounds (`y * pitch + x < (rows - 1) * pitch + cols`, which the host
@@ -586,7 +598,7 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     /// }
     /// ```
     #[inline(always)]
-    pub fn set(&mut self, index: ThreadIndex2D, value: T) -> bool {
+    pub fn set(&mut self, index: impl Borrow<ThreadIndex2D>, value: T) -> bool {
         match self.get_mut(index) {
             Some(slot) => {
                 *slot = value;
@@ -640,7 +652,7 @@ impl<'a, T> DisjointSlice2D<'a, T> {
     ///     if i.x() < out.cols() && i.y() < out.rows() {
     ///         // SAFETY: this thread's own element; no other thread writes it.
     ///         let v = unsafe { out.read(i.x(), i.y()) };
-    ///         out.set(i, v * 2.0);
+    ///         out.set(&i, v * 2.0);
     ///     }
     /// }
     /// ```
@@ -700,7 +712,7 @@ impl<'a, T> DisjointSlice2D<'a, T> {
 /// #[kernel]
 /// pub fn coordinates(mut out: DisjointSlice3D<u32>) {
 ///     let i = thread::index_3d();
-///     out.set(i, (i.x() + 10 * i.y() + 100 * i.z()) as u32);
+///     out.set(&i, (i.x() + 10 * i.y() + 100 * i.z()) as u32);
 /// }
 /// ```
 #[derive(Debug)]
@@ -749,7 +761,7 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
     ///     if i.x() < out.cols() {
-    ///         out.set(i, 1.0);
+    ///         out.set(&i, 1.0);
     ///     }
     /// }
     /// ```
@@ -768,7 +780,7 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
     ///     if i.y() < out.rows() {
-    ///         out.set(i, 1.0);
+    ///         out.set(&i, 1.0);
     ///     }
     /// }
     /// ```
@@ -787,7 +799,7 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
     ///     if i.z() < out.depth() {
-    ///         out.set(i, 1.0);
+    ///         out.set(&i, 1.0);
     ///     }
     /// }
     /// ```
@@ -807,7 +819,7 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     ///     // Element (x, y) is `y * pitch + x` elements from the start.
     ///     let i = thread::index_3d();
     ///     let offset = i.y() * out.pitch() + i.x();
-    ///     out.set(i, offset as f32);
+    ///     out.set(&i, offset as f32);
     /// }
     /// ```
     #[inline(always)]
@@ -824,13 +836,14 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     /// #[kernel]
     /// pub fn k(mut out: DisjointSlice3D<f32>) {
     ///     let i = thread::index_3d();
-    ///     if let Some(o) = out.get_mut(i) {
+    ///     if let Some(o) = out.get_mut(&i) {
     ///         *o += 1.0;
     ///     }
     /// }
     /// ```
     #[inline(always)]
-    pub fn get_mut(&mut self, index: ThreadIndex3D) -> Option<&mut T> {
+    pub fn get_mut(&mut self, index: impl Borrow<ThreadIndex3D>) -> Option<&mut T> {
+        let index = index.borrow();
         let (x, y, z) = (index.x(), index.y(), index.z());
         if x < self.cols && y < self.rows && z < self.depth {
             // SAFETY: in bounds (checked on the host against the buffer); `(x, y, z)` is unique
@@ -855,7 +868,7 @@ impl<'a, T> DisjointSlice3D<'a, T> {
     /// }
     /// ```
     #[inline(always)]
-    pub fn set(&mut self, index: ThreadIndex3D, value: T) -> bool {
+    pub fn set(&mut self, index: impl Borrow<ThreadIndex3D>, value: T) -> bool {
         match self.get_mut(index) {
             Some(slot) => {
                 *slot = value;

@@ -10,7 +10,7 @@
 //!     let i = thread::index();
 //!     let positive = x.get(i.get()).is_some_and(|v| *v > 0.0);
 //!     let n = sync::sync_threads_count(positive); // every thread of the block reaches it
-//!     if let Some(o) = out.get_mut(i) {
+//!     if let Some(o) = out.get_mut(&i) {
 //!         *o = n;
 //!     }
 //! }
@@ -107,7 +107,7 @@ fn sim_barrier(what: &str, kind: BarrierKind, predicate: bool, aligned: bool) ->
 ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
 ///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
 ///     sync::sync_threads(); // every write above is visible below
-///     out.set(i, unsafe { tile.read((t + 1) % 256) }); // SAFETY: no writes after the barrier
+///     out.set(&i, unsafe { tile.read((t + 1) % 256) }); // SAFETY: no writes after the barrier
 /// }
 /// ```
 #[inline(always)]
@@ -226,7 +226,7 @@ pub fn sync_threads_count(predicate: bool) -> u32 {
 ///     let i = thread::index();
 ///     let small = err.get(i.get()).is_none_or(|e| *e < 1e-6); // threads past the end agree
 ///     let all_small = sync::sync_threads_and(small); // the same answer in every thread
-///     done.set(i, all_small);
+///     done.set(&i, all_small);
 /// }
 /// ```
 #[inline(always)]
@@ -254,7 +254,7 @@ pub fn sync_threads_and(predicate: bool) -> bool {
 /// #[kernel]
 /// pub fn any_nan(x: &[f32], mut flag: DisjointSlice<bool>) {
 ///     let i = thread::index();
-///     flag.set(i, sync::sync_threads_or(x.get(i.get()).is_some_and(|v| v.is_nan())));
+///     flag.set(&i, sync::sync_threads_or(x.get(i.get()).is_some_and(|v| v.is_nan())));
 /// }
 /// ```
 #[inline(always)]
@@ -292,7 +292,7 @@ pub fn sync_threads_or(predicate: bool) -> bool {
 ///     let (i, t) = (thread::index(), thread::thread_idx_x() as usize);
 ///     unsafe { tile.write(t, x[i.get()]) }; // SAFETY: own slot
 ///     sync::sync_warp(FULL_MASK); // the warp's writes are visible to the warp
-///     out.set(i, unsafe { tile.read(t ^ 1) }); // SAFETY: t ^ 1 is in the same warp
+///     out.set(&i, unsafe { tile.read(t ^ 1) }); // SAFETY: t ^ 1 is in the same warp
 /// }
 /// ```
 #[inline(always)]

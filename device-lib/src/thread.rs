@@ -22,7 +22,7 @@
 //! pub fn scale_2d(m: &[f32], a: f32, mut out: DisjointSlice2D<f32>) {
 //!     let i = thread::index_2d();
 //!     let cols = out.cols();
-//!     if let Some(o) = out.get_mut(i) {
+//!     if let Some(o) = out.get_mut(&i) {
 //!         *o = a * m[i.y() * cols + i.x()];
 //!     }
 //! }
@@ -32,7 +32,7 @@
 //! #[kernel]
 //! pub fn scale_all(x: &[f32], a: f32, mut out: DisjointSlice<f32>) {
 //!     for i in thread::grid_stride(out.len()) {
-//!         out.set(i, a * x[i.get()]);
+//!         out.set(&i, a * x[i.get()]);
 //!     }
 //! }
 //! ```
@@ -163,7 +163,7 @@ mod imp {
             #[inline(always)]
             #[track_caller]
             pub fn $name() -> u32 {
-                host::with_context(stringify!($name), |cx| cx.$field.$c)
+                host::with_context(stringify!($name), |cx| cx.$field().$c)
             }
         )* };
     }
@@ -670,7 +670,7 @@ pub fn grouped_tile(block: usize, cols: usize, rows: usize, group: usize) -> (us
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
-///     if let Some(yi) = y.get_mut(i) { *yi += a * x[i.get()]; }
+///     if let Some(yi) = y.get_mut(&i) { *yi += a * x[i.get()]; }
 /// }
 /// ```
 #[inline(always)]
@@ -689,7 +689,7 @@ pub fn index() -> ThreadIndex {
 /// #[kernel]
 /// pub fn k(mut out: DisjointSlice2D<f32>) {
 ///     let i = thread::index_2d();
-///     out.set(i, 1.0);
+///     out.set(&i, 1.0);
 /// }
 /// ```
 #[inline(always)]
@@ -762,7 +762,7 @@ pub fn grid_stride_z() -> usize {
 /// #[kernel]
 /// pub fn fill(value: u32, mut out: DisjointSlice<u32>) {
 ///     for i in thread::grid_stride(out.len()) {
-///         out.set(i, value);
+///         out.set(&i, value);
 ///     }
 /// }
 /// ```
@@ -785,7 +785,7 @@ pub fn grid_stride(len: usize) -> GridStride {
 /// pub fn k(mut out: DisjointSlice<f32>) {
 ///     let mut it: thread::GridStride = thread::grid_stride(out.len());
 ///     while let Some(i) = it.next() {
-///         out.set(i, 1.0);
+///         out.set(&i, 1.0);
 ///     }
 /// }
 /// ```
@@ -824,7 +824,7 @@ impl Iterator for GridStride {
 /// #[kernel]
 /// pub fn fill_2d(value: f32, mut out: DisjointSlice2D<f32>) {
 ///     for i in thread::grid_stride_2d(out.cols(), out.rows()) {
-///         out.set(i, value);
+///         out.set(&i, value);
 ///     }
 /// }
 /// ```
@@ -852,7 +852,7 @@ pub fn grid_stride_2d(cols: usize, rows: usize) -> GridStride2D {
 /// pub fn k(mut out: DisjointSlice2D<f32>) {
 ///     let it: thread::GridStride2D = thread::grid_stride_2d(out.cols(), out.rows());
 ///     for i in it {
-///         out.set(i, 1.0);
+///         out.set(&i, 1.0);
 ///     }
 /// }
 /// ```
@@ -899,7 +899,7 @@ impl Iterator for GridStride2D {
 /// #[kernel]
 /// pub fn k(mut out: DisjointSlice3D<f32>) {
 ///     for i in thread::grid_stride_3d(out.cols(), out.rows(), out.depth()) {
-///         out.set(i, (i.x() + i.y() + i.z()) as f32);
+///         out.set(&i, (i.x() + i.y() + i.z()) as f32);
 ///     }
 /// }
 /// ```
@@ -933,7 +933,7 @@ pub fn grid_stride_3d(cols: usize, rows: usize, depth: usize) -> GridStride3D {
 /// pub fn k(mut out: DisjointSlice3D<f32>) {
 ///     let it: thread::GridStride3D = thread::grid_stride_3d(out.cols(), out.rows(), out.depth());
 ///     for i in it {
-///         out.set(i, 1.0);
+///         out.set(&i, 1.0);
 ///     }
 /// }
 /// ```

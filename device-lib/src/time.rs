@@ -22,8 +22,8 @@ fn host_nanos() -> u64 {
 /// pub fn timed(x: &[f32], mut sums: DisjointSlice<f32>, mut cycles: DisjointSlice<u64>) {
 ///     let i = thread::index();
 ///     let start = time::clock64();
-///     sums.set(i, x.iter().sum());
-///     cycles.set(i, time::clock64() - start);
+///     sums.set(&i, x.iter().sum());
+///     cycles.set(&i, time::clock64() - start);
 /// }
 /// ```
 #[inline(always)]

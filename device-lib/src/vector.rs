@@ -4,7 +4,7 @@
 //!
 //! Alignment is guaranteed by the type: a `&[f32x4]` or `DisjointSlice<f32x4>` kernel
 //! parameter is a buffer of `f32x4` on the host (device allocations are 256-byte aligned and
-//! views start at whole elements), and a plain `x[i]` or `out.set(i, v)` is one vector
+//! views start at whole elements), and a plain `x[i]` or `out.set(&i, v)` is one vector
 //! access. Scalar slices are split where their alignment allows, checked at run time:
 //! [`split_aligned`] for inputs, [`DisjointSlice::split_vectors`](crate::DisjointSlice::split_vectors)
 //! for outputs (each thread still reaches only its own vector and its own scalars).
@@ -18,7 +18,7 @@
 //! #[kernel]
 //! pub fn scale4(a: f32, x: &[f32x4], mut out: DisjointSlice<f32x4>) {
 //!     let i = thread::index();
-//!     if let Some(o) = out.get_mut(i) {
+//!     if let Some(o) = out.get_mut(&i) {
 //!         let v = x[i.get()];
 //!         *o = f32x4([a * v.0[0], a * v.0[1], a * v.0[2], a * v.0[3]]);
 //!     }
@@ -158,9 +158,9 @@ impl<'a, T: crate::AnyBitPattern> crate::DisjointSlice<'a, T> {
     /// pub fn fill4(value: f32, out: DisjointSlice<f32>) {
     ///     let (mut head, mut body, mut tail) = out.split_vectors::<f32x4>();
     ///     let i = thread::index();
-    ///     body.set(i, f32x4::splat(value));
-    ///     head.set(i, value);
-    ///     tail.set(i, value);
+    ///     body.set(&i, f32x4::splat(value));
+    ///     head.set(&i, value);
+    ///     tail.set(&i, value);
     /// }
     /// ```
     #[inline(always)]

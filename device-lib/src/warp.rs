@@ -48,7 +48,7 @@
 //!     }
 //!     let lane0 = thread::lane_id() == 0;
 //!     let count = warp::ballot_sync(0xffff_ffff, v > 0.0).count_ones();
-//!     if let Some(o) = out.get_mut(i) {
+//!     if let Some(o) = out.get_mut(&i) {
 //!         *o = if lane0 { v } else { count as f32 };
 //!     }
 //! }
@@ -153,7 +153,7 @@ mod sealed {
 /// #[kernel]
 /// pub fn broadcast(x: &[f64], mut out: DisjointSlice<f64>) {
 ///     let i = thread::index();
-///     out.set(i, from_lane0(x.get(i.get()).copied().unwrap_or_default()));
+///     out.set(&i, from_lane0(x.get(i.get()).copied().unwrap_or_default()));
 /// }
 /// ```
 pub trait ShuffleValue: Copy + sealed::Sealed {
@@ -221,7 +221,7 @@ fn mode_of(m: u8) -> Mode {
 /// #[kernel]
 /// pub fn warp_broadcast(x: &[u32], mut out: DisjointSlice<u32>) {
 ///     let i = thread::index();
-///     out.set(i, warp::shfl_sync(FULL_MASK, x.get(i.get()).copied().unwrap_or_default(), 0));
+///     out.set(&i, warp::shfl_sync(FULL_MASK, x.get(i.get()).copied().unwrap_or_default(), 0));
 /// }
 /// ```
 #[inline(always)]
@@ -250,7 +250,7 @@ pub fn shfl_sync<T: ShuffleValue>(mask: u32, value: T, src_lane: u32) -> T {
 ///         let up = warp::shfl_up_sync(FULL_MASK, v, d);
 ///         if thread::lane_id() >= d { v += up; }
 ///     }
-///     out.set(i, v);
+///     out.set(&i, v);
 /// }
 /// ```
 #[inline(always)]
@@ -302,7 +302,7 @@ pub fn shfl_down_sync<T: ShuffleValue>(mask: u32, value: T, delta: u32) -> T {
 ///     let i = thread::index();
 ///     let mut m = x.get(i.get()).copied().unwrap_or_default();
 ///     for d in [16, 8, 4, 2, 1] { m = m.max(warp::shfl_xor_sync(FULL_MASK, m, d)); }
-///     out.set(i, m);
+///     out.set(&i, m);
 /// }
 /// ```
 #[inline(always)]
@@ -334,7 +334,7 @@ pub fn shfl_xor_sync<T: ShuffleValue>(mask: u32, value: T, lane_mask: u32) -> T 
 ///         let mask = warp::active_mask();
 ///         // SAFETY: `active_mask` contains the calling lane.
 ///         let v = unsafe { warp::shfl_sync_unchecked(mask, x[i.get()], mask.trailing_zeros()) };
-///         out.set(i, v);
+///         out.set(&i, v);
 ///     }
 /// }
 /// ```
@@ -362,7 +362,7 @@ pub unsafe fn shfl_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, src_lane
 ///     let i = thread::index();
 ///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
 ///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
-///     out.set(i, unsafe { warp::shfl_up_sync_unchecked(FULL_MASK, v, 1) });
+///     out.set(&i, unsafe { warp::shfl_up_sync_unchecked(FULL_MASK, v, 1) });
 /// }
 /// ```
 #[inline(always)]
@@ -389,7 +389,7 @@ pub unsafe fn shfl_up_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, delta
 ///     let i = thread::index();
 ///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
 ///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
-///     out.set(i, unsafe { warp::shfl_down_sync_unchecked(FULL_MASK, v, 1) });
+///     out.set(&i, unsafe { warp::shfl_down_sync_unchecked(FULL_MASK, v, 1) });
 /// }
 /// ```
 #[inline(always)]
@@ -416,7 +416,7 @@ pub unsafe fn shfl_down_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, del
 ///     let i = thread::index();
 ///     // SAFETY: FULL_MASK contains every lane (blocks of a multiple of 32 threads).
 ///     let v = x.get(i.get()).copied().unwrap_or_default(); // 0 past the end: every lane takes part
-///     out.set(i, unsafe { warp::shfl_xor_sync_unchecked(FULL_MASK, v, 1) });
+///     out.set(&i, unsafe { warp::shfl_xor_sync_unchecked(FULL_MASK, v, 1) });
 /// }
 /// ```
 #[inline(always)]
@@ -438,7 +438,7 @@ pub unsafe fn shfl_xor_sync_unchecked<T: ShuffleValue>(mask: u32, value: T, lane
 /// pub fn warp_all_positive(x: &[i32], mut out: DisjointSlice<bool>) {
 ///     let i = thread::index();
 ///     let positive = x.get(i.get()).is_none_or(|&v| v > 0); // lanes past the end agree
-///     out.set(i, warp::all_sync(FULL_MASK, positive)); // CUDA's __all_sync
+///     out.set(&i, warp::all_sync(FULL_MASK, positive)); // CUDA's __all_sync
 /// }
 /// ```
 #[inline(always)]
@@ -461,7 +461,7 @@ pub fn all_sync(mask: u32, predicate: bool) -> bool {
 /// pub fn warp_any_zero(x: &[i32], mut out: DisjointSlice<bool>) {
 ///     let i = thread::index();
 ///     let zero = x.get(i.get()).is_some_and(|&v| v == 0); // lanes past the end say no
-///     out.set(i, warp::any_sync(FULL_MASK, zero)); // CUDA's __any_sync
+///     out.set(&i, warp::any_sync(FULL_MASK, zero)); // CUDA's __any_sync
 /// }
 /// ```
 #[inline(always)]
@@ -487,7 +487,7 @@ pub fn any_sync(mask: u32, predicate: bool) -> bool {
 ///     let i = thread::index();
 ///     let keep = warp::ballot_sync(FULL_MASK, x.get(i.get()).is_some_and(|&v| v > 0.0));
 ///     let below = keep & ((1u32 << thread::lane_id()) - 1);
-///     out.set(i, below.count_ones());
+///     out.set(&i, below.count_ones());
 /// }
 /// ```
 #[inline(always)]
@@ -517,7 +517,7 @@ pub fn ballot_sync(mask: u32, predicate: bool) -> u32 {
 ///     let i = thread::index();
 ///     if i.get() < x.len() {
 ///         // SAFETY: `active_mask` contains the calling lane.
-///         out.set(i, unsafe { warp::all_sync_unchecked(warp::active_mask(), x[i.get()] > 0) });
+///         out.set(&i, unsafe { warp::all_sync_unchecked(warp::active_mask(), x[i.get()] > 0) });
 ///     }
 /// }
 /// ```
@@ -553,7 +553,7 @@ pub unsafe fn all_sync_unchecked(mask: u32, predicate: bool) -> bool {
 ///     let i = thread::index();
 ///     if i.get() < x.len() {
 ///         // SAFETY: `active_mask` contains the calling lane.
-///         out.set(i, unsafe { warp::any_sync_unchecked(warp::active_mask(), x[i.get()] < 0) });
+///         out.set(&i, unsafe { warp::any_sync_unchecked(warp::active_mask(), x[i.get()] < 0) });
 ///     }
 /// }
 /// ```
@@ -588,7 +588,7 @@ pub unsafe fn any_sync_unchecked(mask: u32, predicate: bool) -> bool {
 ///     let i = thread::index();
 ///     if i.get() < x.len() {
 ///         // SAFETY: `active_mask` contains the calling lane.
-///         out.set(i, unsafe { warp::ballot_sync_unchecked(warp::active_mask(), x[i.get()] != 0) });
+///         out.set(&i, unsafe { warp::ballot_sync_unchecked(warp::active_mask(), x[i.get()] != 0) });
 ///     }
 /// }
 /// ```
@@ -622,7 +622,7 @@ pub unsafe fn ballot_sync_unchecked(mask: u32, predicate: bool) -> u32 {
 ///     let i = thread::index();
 ///     if i.get() < x.len() {
 ///         let mask = warp::active_mask(); // the lanes that took this branch
-///         out.set(i, warp::ballot_sync(mask, true).count_ones());
+///         out.set(&i, warp::ballot_sync(mask, true).count_ones());
 ///     }
 /// }
 /// ```
@@ -636,7 +636,7 @@ pub fn active_mask() -> u32 {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     crate::host::with_context("warp::active_mask", |cx| {
-        let threads = cx.block_dim.volume() as u32;
+        let threads = cx.block_dim().volume() as u32;
         let warp_start = cx.linear_thread() / 32 * 32;
         let lanes = (threads - warp_start).min(32);
         if lanes == 32 {

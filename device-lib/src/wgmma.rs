@@ -819,7 +819,14 @@ mod host {
     #[track_caller]
     pub(super) fn converged(what: &'static str) {
         with_context(what, |cx| {
-            let ex = cx.hooks().warp_exchange(FULL_MASK, 0);
+            let ex = cx.hooks().warp_exchange(
+                crate::host::WarpOp {
+                    kind: crate::host::WarpOpKind::Collective,
+                    name: what,
+                },
+                FULL_MASK,
+                0,
+            );
             assert!(
                 ex.participants == FULL_MASK,
                 "{what} needs all 32 lanes of every warp of the warpgroup (participants {:#010x})",

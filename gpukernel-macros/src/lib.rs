@@ -30,7 +30,7 @@ use proc_macro::TokenStream;
 /// #[kernel]
 /// pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = gpukernel_device::thread::index();
-///     if let (Some(y), Some(x)) = (y.get_mut(i), x.get(i.get())) {
+///     if let (Some(y), Some(x)) = (y.get_mut(&i), x.get(i.get())) {
 ///         *y += a * x;
 ///     }
 /// }
@@ -62,7 +62,7 @@ use proc_macro::TokenStream;
 /// `DisjointSlice<T>`, `&mut [T]`) of one length. Every typed launch (stream, capture, graph
 /// node) compares the arguments' lengths on the host and refuses others
 /// (`Error::SameLenViolated`, naming both parameters); the body may then rely on it, and the
-/// compiler is told so: after one `i < x.len()` test, `y[i]` and `out.set(i, ..)` need no
+/// compiler is told so: after one `i < x.len()` test, `y[i]` and `out.set(&i, ..)` need no
 /// check of their own. Several groups may be given; naming a scalar, a 2D output, an unknown
 /// or a repeated name is a compile error.
 ///
@@ -72,7 +72,7 @@ use proc_macro::TokenStream;
 /// pub fn add(x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
 ///     let i = gpukernel_device::thread::index();
 ///     if i.get() < x.len() {
-///         out.set(i, x[i.get()] + y[i.get()]); // no bounds checks left for `y` and `out`
+///         out.set(&i, x[i.get()] + y[i.get()]); // no bounds checks left for `y` and `out`
 ///     }
 /// }
 /// ```
@@ -86,21 +86,32 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```ignore
 /// use gpukernel_device::prelude::*;
 ///
-/// declare_device!(pub "mul_f32_f32", fn(f32, f32) -> f32);
+/// declare_device!(unsafe extern { pub "mul_f32_f32", safe fn(f32, f32) -> f32 });
 /// declare_device! {
-///     /// Sums `n` floats.
-///     pub sum = "sum_reduce", fn(*const f32, i32) -> f32;
-///     pub "touch", fn(*mut u32);
+///     unsafe extern {
+///         /// Sums `n` floats.
+///         pub sum = "sum_reduce", fn(*const f32, i32) -> f32;
+///         pub "touch", fn(*mut u32);
+///     }
 /// }
 /// ```
 ///
-/// Each entry is `attributes visibility (rust_name =)? "symbol", fn(args) -> ret`. A first
-/// entry `crate = "gkd";` names the device library when `gpukernel-device` is a dependency
-/// renamed to `gkd`. The symbol
-/// must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`, returning 0
-/// on success. The wrapper allocates the return slot, calls the symbol and reports a non-zero
-/// status to the runtime (an error wherever the host next observes the work: a synchronization or a copy to the host). Arguments are scalars, raw
-/// pointers (the wrapper is then `unsafe fn`) and `DeviceCopy` structs; the return type is a
+/// The entries go in `unsafe extern { .. }` blocks: a foreign function is trusted code, and
+/// the `unsafe` is its author's promise that each symbol is defined by their own foreign code
+/// with the signature given, as for Rust's `unsafe extern` blocks. Each entry is
+/// `attributes visibility (rust_name =)? "symbol", (safe | unsafe)? fn(args) -> ret`. Only a
+/// `safe fn` entry is a safe wrapper (a promise that any argument values are sound, so it may
+/// take no pointer); the others are `unsafe fn`s whose callers promise what the foreign
+/// function needs. A first `crate = "gkd";`, before the block, names the device library when
+/// `gpukernel-device` is a dependency renamed to `gkd`. Symbols that the CUDA driver (`vprintf`,
+/// `malloc`, `free`, ...), libdevice (`__nv_*`), the C library (`memset`, `memcpy`, ...) or
+/// the compiler's builtins define are refused: they are not the user's foreign code.
+///
+/// The symbol must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`,
+/// returning 0 on success (or, with `extern "C" fn`, be a plain C function). The wrapper
+/// allocates the return slot, calls the symbol and reports a non-zero status to the runtime
+/// (an error wherever the host next observes the work: a synchronization or a copy to the
+/// host). Arguments are scalars, raw pointers and `DeviceCopy` structs; the return type is a
 /// scalar, a raw pointer, a `DeviceCopy` struct or `()`.
 #[proc_macro]
 pub fn declare_device(input: TokenStream) -> TokenStream {

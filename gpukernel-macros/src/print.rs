@@ -266,7 +266,9 @@ fn expand(input: &Input, pieces: &[Piece], newline: bool) -> TokenStream {
         #[inline(always)]
         fn #func<#(#bounds2),*>(#(#params: #generics),*) {
             let slots: [#private::core::primitive::u64; #n] = [#(#slots),*];
-            #printf::print(&#fmt::<#(#generics),*>::BYTES, &slots);
+            // SAFETY: the format was built from the pieces of these arguments' classes, and
+            // `slots` holds their slots in order.
+            unsafe { #printf::print(&#fmt::<#(#generics),*>::BYTES, &slots) };
         }
         #func(#(#args),*)
     }}

@@ -12,7 +12,7 @@ use gpukernel_runtime::{Device, Error, LaunchConfig, Module};
 #[gpukernel_device::kernel]
 fn saxpy(a: f32, x: &[f32], mut y: gpukernel_device::DisjointSlice<f32>) {
     let i = gpukernel_device::thread::index();
-    if let Some(yi) = y.get_mut(i) {
+    if let Some(yi) = y.get_mut(&i) {
         *yi += a * x[i.get()];
     }
 }
@@ -21,7 +21,7 @@ fn saxpy(a: f32, x: &[f32], mut y: gpukernel_device::DisjointSlice<f32>) {
 #[gpukernel_device::kernel]
 fn iota(mut out: gpukernel_device::DisjointSlice<u32>) {
     let i = gpukernel_device::thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = i.get() as u32;
     }
 }

@@ -1294,6 +1294,22 @@ pub enum Error {
         /// Length of that mapping in bytes.
         lent_bytes: u64,
     },
+
+    /// A `declare_device!` symbol that the kernels call names no function of the user's
+    /// foreign code: a PTX system call or device-runtime function (which the driver provides
+    /// without any input), or a libdevice, C library or compiler-builtins name.
+    #[error(
+        "the foreign function `{symbol}` declared at {declared_at} is not defined by your foreign code: it is {provider}\n\
+         hint: declare only functions that the inputs you link define; give yours another name"
+    )]
+    ForeignSymbolNotForeign {
+        /// The declared symbol.
+        symbol: String,
+        /// The Rust declaration, `file:line`.
+        declared_at: String,
+        /// What provides the name instead.
+        provider: &'static str,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

@@ -127,6 +127,8 @@ impl Builder {
         )?;
         let mut ir = shared_rewrite::rewrite_shared_statics(&ir)
             .map_err(|e| Error::SharedRewrite(e.to_string()))?;
+        // Every `declare_device!` symbol must be left for foreign code to define.
+        foreign::check_declared_symbols(&ir)?;
 
         // Build-time LTO: the foreign sources' functions are checked against the kernels'
         // declarations, recorded for the run-time Linker, and linked in.

@@ -161,6 +161,17 @@ pub enum Error {
         /// The error.
         source: std::io::Error,
     },
+    /// A `declare_device!` symbol is not the user's foreign code: a name the CUDA driver,
+    /// libdevice, the C library or the compiler's builtins define, or a function the kernels'
+    /// own code (Rust, libdevice) defines, which the declaration would bind instead.
+    ForeignSymbolNotForeign {
+        /// The declared symbol.
+        symbol: String,
+        /// The Rust declaration, `file:line`.
+        declared_at: String,
+        /// What defines it instead.
+        defined_by: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -336,6 +347,15 @@ impl fmt::Display for Error {
                 sources[1].display()
             ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::ForeignSymbolNotForeign {
+                symbol,
+                declared_at,
+                defined_by,
+            } => write!(
+                f,
+                "the foreign function `{symbol}` declared at {declared_at} is not defined by your foreign code: it is {defined_by}
+                 hint: declare only functions that your own `.cu` sources (or the objects, archives and PTX you link) define;                  give yours another name"
+            ),
         }
     }
 }

@@ -135,6 +135,82 @@ pub fn declarations_in_ir(ir: &str) -> Vec<ForeignDeclaration> {
     out
 }
 
+/// Refuses declarations that name no function of the user's foreign code, in the kernels'
+/// linked IR before the `foreign_cuda` sources join it: a reserved name ([`reserved_symbol`]),
+/// or a symbol the IR already defines (a Rust `#[no_mangle]` function, the compiler's builtins
+/// or libdevice), which the declaration would call instead of a foreign definition.
+pub fn check_declared_symbols(ir: &str) -> Result<(), crate::Error> {
+    for decl in declarations_in_ir(ir) {
+        let defined_by = match reserved_symbol(&decl.symbol) {
+            Some(why) => why.to_owned(),
+            None if ir_defines(ir, &decl.symbol) => {
+                "a function that the kernels' own code defines (Rust code, the compiler's builtins or libdevice)"
+                    .to_owned()
+            }
+            None => continue,
+        };
+        return Err(crate::Error::ForeignSymbolNotForeign {
+            symbol: decl.symbol,
+            declared_at: decl.declared_at,
+            defined_by,
+        });
+    }
+    Ok(())
+}
+
+/// Whether an LLVM IR text defines function `symbol` (`define ... @symbol(`).
+fn ir_defines(ir: &str, symbol: &str) -> bool {
+    let at = format!("@{symbol}(");
+    let quoted = format!("@\"{symbol}\"(");
+    ir.lines()
+        .filter(|l| l.starts_with("define "))
+        .any(|l| l.contains(&at) || l.contains(&quoted))
+}
+
+/// Why `symbol` cannot name a function of the user's foreign code, if it cannot (the same
+/// rule as `declare_device!`'s, which refuses these names at compile time): a PTX system
+/// call, a C library or compiler-builtins function, a libdevice function, a CUDA runtime
+/// function or a symbol gpukernel generates.
+pub fn reserved_symbol(symbol: &str) -> Option<&'static str> {
+    const SYSTEM_CALLS: [&str; 6] = [
+        "vprintf",
+        "malloc",
+        "free",
+        "__assertfail",
+        "__nvvm_reflect",
+        "__assert_fail",
+    ];
+    const C_LIBRARY: [&str; 14] = [
+        "memset", "memcpy", "memmove", "memcmp", "bcmp", "strlen", "strcmp", "strcpy", "printf",
+        "calloc", "realloc", "abort", "exit", "assert",
+    ];
+    if SYSTEM_CALLS.contains(&symbol) {
+        Some("a PTX system call that the CUDA driver provides")
+    } else if C_LIBRARY.contains(&symbol) {
+        Some("a C library function (the Rust compiler's builtins define the memory functions)")
+    } else if symbol.starts_with("__nv_") {
+        Some("a libdevice function")
+    } else if ["__nvvm_", "__cuda", "__nvptx"]
+        .iter()
+        .any(|p| symbol.starts_with(p))
+    {
+        Some("a name reserved by the CUDA compilers")
+    } else if symbol.starts_with("cuda")
+        && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
+    {
+        Some("a function of the CUDA runtime or device runtime")
+    } else if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
+        Some("a symbol that gpukernel itself generates")
+    } else if symbol.strip_prefix("__").is_some_and(|rest| {
+        rest.strip_suffix(|c: char| c.is_ascii_digit())
+            .is_some_and(|stem| !stem.is_empty() && stem.chars().all(|c| c.is_ascii_lowercase()))
+    }) {
+        Some("a helper of the compiler's builtins (libgcc / compiler-rt naming)")
+    } else {
+        None
+    }
+}
+
 /// The bytes of an LLVM IR string constant's body (`\XX` hex escapes, `\\`).
 fn unescape_ir_string(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
@@ -184,6 +260,30 @@ mod tests {
         );
         assert!(decls[0].host_prototype());
         assert_eq!(decls[0].declared_at, "src/a.rs:3");
+    }
+
+    #[test]
+    fn declared_symbols_must_be_foreign() {
+        let record = |symbol: &str| {
+            format!(
+                "@__gpukernel_foreign_{symbol}_aa = constant [1 x i8] c\"gpukernel-foreign-v1\\0Asymbol={symbol}\\0Aabi=c\\0Aat=src/lib.rs:7\\0Aret=void\\0Aarg=uint64_t\\0A\", align 1\n"
+            )
+        };
+        let ok = format!("{}declare void @mine(i64)\n", record("mine"));
+        assert!(check_declared_symbols(&ok).is_ok());
+        let ir = format!("{}define void @memset(ptr %0) {{\n}}\n", record("memset"));
+        let e = check_declared_symbols(&ir).unwrap_err().to_string();
+        assert!(e.contains("`memset` declared at src/lib.rs:7"), "{e}");
+        assert!(e.contains("C library"), "{e}");
+        let ir = format!(
+            "{}define internal void @helper(i64 %0) {{\n}}\n",
+            record("helper")
+        );
+        let e = check_declared_symbols(&ir).unwrap_err().to_string();
+        assert!(e.contains("kernels' own code defines"), "{e}");
+        assert!(reserved_symbol("free").is_some() && reserved_symbol("__nv_expf").is_some());
+        assert!(reserved_symbol("__udivti3").is_some() && reserved_symbol("__my_fn2").is_none());
+        assert!(reserved_symbol("cuda_scale").is_none() && reserved_symbol("cudaFree").is_some());
     }
 
     #[test]

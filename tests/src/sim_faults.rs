@@ -6,13 +6,15 @@ use gpukernel_device::prelude::*;
 use gpukernel_device::thread;
 
 declare_device! {
-    /// Waits at `__syncthreads()`, then returns `v + 1`.
-    pub "barrier_then_add_one", fn(v: u32) -> u32;
-    /// `__shfl_sync` with a mask that leaves out the calling lane.
-    pub "shuffle_without_self", fn(v: u32) -> u32;
-    /// How many of the foreign code's tracked objects are alive (a frame discarded without
-    /// unwinding leaves its object counted).
-    pub "tracked_live", fn() -> i32;
+    unsafe extern {
+        /// Waits at `__syncthreads()`, then returns `v + 1`.
+        pub "barrier_then_add_one", safe fn(v: u32) -> u32;
+        /// `__shfl_sync` with a mask that leaves out the calling lane.
+        pub "shuffle_without_self", safe fn(v: u32) -> u32;
+        /// How many of the foreign code's tracked objects are alive (a frame discarded without
+        /// unwinding leaves its object counted).
+        pub "tracked_live", safe fn() -> i32;
+    }
 }
 
 /// Counts its drops, so that a test can tell whether a kernel frame was unwound.

@@ -23,7 +23,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 50] = signatures![
+const KERNELS: [(&str, u64); 51] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -36,6 +36,7 @@ const KERNELS: [(&str, u64); 50] = signatures![
     warp_reduce_sum,
     warp_reduce_sum_unchecked,
     atomic_sum,
+    shared_40k_static,
     multiply_vectors,
     sum_rows,
     divide_checked,

@@ -175,11 +175,13 @@ fn sim_entry_without_parameters() {
 }
 
 declare_device! {
-    /// Multiplies.
-    mul = "gk_test_mul_f32_f32", fn(f32, f32) -> f32;
-    "gk_test_fails", fn(code: i32) -> i32;
-    pub(crate) "gk_test_swap", fn(Pair) -> Pair;
-    "gk_test_touch", fn(p: *mut u32);
+    unsafe extern {
+        /// Multiplies.
+        mul = "gk_test_mul_f32_f32", safe fn(f32, f32) -> f32;
+        "gk_test_fails", safe fn(code: i32) -> i32;
+        pub(crate) "gk_test_swap", safe fn(Pair) -> Pair;
+        "gk_test_touch", fn(p: *mut u32);
+    }
 }
 
 /// Rust stand-ins for the CUDA C side (on the host, the symbols come from the `.cu` file

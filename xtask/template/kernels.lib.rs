@@ -13,13 +13,15 @@ use gpukernel_device::{prelude::*, thread};
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
 // Defined in cuda/functions.cu: `extern "C" __device__ int scale_f32(float* ret, float x, float factor)`.
-declare_device!(pub "scale_f32", fn(x: f32, factor: f32) -> f32);
+// `unsafe extern`: we vouch that the foreign code defines it so; `safe fn`: it is sound for
+// any arguments (it takes no pointer), so safe kernels may call it.
+declare_device!(unsafe extern { pub "scale_f32", safe fn(x: f32, factor: f32) -> f32 });
 
 /// `out[i] = x[i] * factor`, computed by the CUDA C function `scale_f32`.
 #[kernel]
 pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = scale_f32(x[i.get()], factor);
     }
 }
@@ -28,7 +30,7 @@ pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(yi) = y.get_mut(i) {
+    if let Some(yi) = y.get_mut(&i) {
         *yi += a * x[i.get()];
     }
 }

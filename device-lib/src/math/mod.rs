@@ -333,7 +333,7 @@ pub fn fma(a: f64, b: f64, c: f64) -> f64 {
 /// pub fn norms(xy: &[[f32; 2]], mut out: DisjointSlice<f32>) {
 ///     let i = thread::index();
 ///     let [x, y] = xy[i.get()];
-///     out.set(i, math::sqrtf(math::fmaf(x, x, y * y)));
+///     out.set(&i, math::sqrtf(math::fmaf(x, x, y * y)));
 /// }
 /// ```
 #[inline(always)]

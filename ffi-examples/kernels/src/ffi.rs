@@ -28,35 +28,37 @@ pub struct Float2 {
 unsafe impl DeviceCopy for Float2 {}
 
 declare_device! {
-    /// `a * b`.
-    pub "mul_f32_f32", fn(a: f32, b: f32) -> f32;
-    /// The sum of `n` floats at `array`.
-    pub "sum_reduce", fn(array: *const f32, n: i32) -> f32;
-    /// `a / b`; fails with status 22 when `b == 0`.
-    pub "checked_div", fn(a: f32, b: f32) -> f32;
-    /// `a.x * b.x + a.y * b.y`: structs by value.
-    pub "dot2", fn(a: Float2, b: Float2) -> f32;
-    /// `(a.y * s, a.x * s)`: a struct returned.
-    pub "swap_scale", fn(a: Float2, s: f32) -> Float2;
-    /// `*x += delta`: no result, an effect through a pointer.
-    pub "add_in_place", fn(x: *mut f32, delta: f32);
-    /// `x + 1`, from a precompiled cubin.
-    pub "cubin_add_one", fn(x: f32) -> f32;
-    /// `x * scale + bias`, from a precompiled fatbin.
-    pub "fatbin_affine", fn(x: f32, scale: f32, bias: f32) -> f32;
-    /// `x * x`, from a static library.
-    pub "archive_square", fn(x: f32) -> f32;
-    /// `x - 1`, from an object file.
-    pub "object_sub_one", fn(x: f32) -> f32;
-    /// `a * x + y`: a plain C function (C ABI: no status, the value returned).
-    pub "axpy_c", extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+    unsafe extern {
+        /// `a * b`.
+        pub "mul_f32_f32", safe fn(a: f32, b: f32) -> f32;
+        /// The sum of `n` floats at `array`.
+        pub "sum_reduce", fn(array: *const f32, n: i32) -> f32;
+        /// `a / b`; fails with status 22 when `b == 0`.
+        pub "checked_div", safe fn(a: f32, b: f32) -> f32;
+        /// `a.x * b.x + a.y * b.y`: structs by value.
+        pub "dot2", safe fn(a: Float2, b: Float2) -> f32;
+        /// `(a.y * s, a.x * s)`: a struct returned.
+        pub "swap_scale", safe fn(a: Float2, s: f32) -> Float2;
+        /// `*x += delta`: no result, an effect through a pointer.
+        pub "add_in_place", fn(x: *mut f32, delta: f32);
+        /// `x + 1`, from a precompiled cubin.
+        pub "cubin_add_one", safe fn(x: f32) -> f32;
+        /// `x * scale + bias`, from a precompiled fatbin.
+        pub "fatbin_affine", safe fn(x: f32, scale: f32, bias: f32) -> f32;
+        /// `x * x`, from a static library.
+        pub "archive_square", safe fn(x: f32) -> f32;
+        /// `x - 1`, from an object file.
+        pub "object_sub_one", safe fn(x: f32) -> f32;
+        /// `a * x + y`: a plain C function (C ABI: no status, the value returned).
+        pub "axpy_c", safe extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+    }
 }
 
 /// `out[i] = a * x[i] + y[i]`, through the plain C function `axpy_c`.
 #[kernel]
 pub fn axpy_with_c_abi(a: f32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = axpy_c(a, x[i.get()], y[i.get()]);
     }
 }
@@ -65,7 +67,7 @@ pub fn axpy_with_c_abi(a: f32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>
 #[kernel]
 pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = mul_f32_f32(a[i.get()], b[i.get()]);
     }
 }
@@ -77,7 +79,7 @@ pub fn sum_rows(x: &[f32], width: u32, mut out: DisjointSlice<f32>) {
     let r = thread::index();
     let w = width as usize;
     let start = r.get() * w;
-    if let (Some(o), Some(row)) = (out.get_mut(r), x.get(start..start + w)) {
+    if let (Some(o), Some(row)) = (out.get_mut(&r), x.get(start..start + w)) {
         // SAFETY: `row` is a live slice of `w` floats that `sum_reduce` only reads.
         *o = unsafe { sum_reduce(row.as_ptr(), w as i32) };
     }
@@ -88,7 +90,7 @@ pub fn sum_rows(x: &[f32], width: u32, mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn divide_checked(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = checked_div(a[i.get()], b[i.get()]);
     }
 }
@@ -97,7 +99,7 @@ pub fn divide_checked(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn dot_with(a: &[Float2], w: Float2, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = dot2(a[i.get()], w);
     }
 }
@@ -106,7 +108,7 @@ pub fn dot_with(a: &[Float2], w: Float2, mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn swap_and_scale(a: &[Float2], s: f32, mut out: DisjointSlice<Float2>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = swap_scale(a[i.get()], s);
     }
 }
@@ -115,7 +117,7 @@ pub fn swap_and_scale(a: &[Float2], s: f32, mut out: DisjointSlice<Float2>) {
 #[kernel]
 pub fn add_through_pointer(x: &[f32], delta: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         let mut v = x[i.get()];
         // SAFETY: `v` is a live local that `add_in_place` reads and writes once.
         unsafe { add_in_place(&raw mut v, delta) };
@@ -127,7 +129,7 @@ pub fn add_through_pointer(x: &[f32], delta: f32, mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn add_one_cubin(x: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = cubin_add_one(x[i.get()]);
     }
 }
@@ -136,7 +138,7 @@ pub fn add_one_cubin(x: &[f32], mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn affine_fatbin(x: &[f32], scale: f32, bias: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = fatbin_affine(x[i.get()], scale, bias);
     }
 }
@@ -145,7 +147,7 @@ pub fn affine_fatbin(x: &[f32], scale: f32, bias: f32, mut out: DisjointSlice<f3
 #[kernel]
 pub fn square_archive(x: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = archive_square(x[i.get()]);
     }
 }
@@ -154,7 +156,7 @@ pub fn square_archive(x: &[f32], mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn sub_one_object(x: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = object_sub_one(x[i.get()]);
     }
 }

@@ -9,7 +9,7 @@ use gpukernel_device::{math, prelude::*, thread};
 #[kernel]
 pub fn transpose_2d(m: &[f32], cols: u32, mut out: DisjointSlice2D<f32>) {
     let i = thread::index_2d();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = m[i.x() * cols as usize + i.y()];
     }
 }
@@ -21,7 +21,7 @@ pub fn add_2d_grid_stride(a: &[f32], b: &[f32], mut out: DisjointSlice2D<f32>) {
     let cols = out.cols();
     for i in thread::grid_stride_2d(out.cols(), out.rows()) {
         let k = i.y() * cols + i.x();
-        out.set(i, a[k] + b[k]);
+        out.set(&i, a[k] + b[k]);
     }
 }
 
@@ -29,7 +29,7 @@ pub fn add_2d_grid_stride(a: &[f32], b: &[f32], mut out: DisjointSlice2D<f32>) {
 #[kernel]
 pub fn coordinates_3d(mut out: DisjointSlice3D<u32>) {
     for i in thread::grid_stride_3d(out.cols(), out.rows(), out.depth()) {
-        out.set(i, (i.x() + 1000 * i.y() + 1_000_000 * i.z()) as u32);
+        out.set(&i, (i.x() + 1000 * i.y() + 1_000_000 * i.z()) as u32);
     }
 }
 
@@ -38,7 +38,7 @@ pub fn coordinates_3d(mut out: DisjointSlice3D<u32>) {
 #[kernel]
 pub fn saxpy_grid_stride(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     for i in thread::grid_stride(y.len()) {
-        if let Some(yi) = y.get_mut(i) {
+        if let Some(yi) = y.get_mut(&i) {
             *yi = math::fmaf(a, x[i.get()], *yi);
         }
     }

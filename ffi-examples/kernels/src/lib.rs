@@ -33,7 +33,7 @@ pub fn empty_kernel() {}
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(yi) = y.get_mut(i) {
+    if let Some(yi) = y.get_mut(&i) {
         *yi = math::fmaf(a, x[i.get()], *yi);
     }
 }
@@ -76,7 +76,7 @@ unsafe impl DeviceCopy for Affine {}
 #[kernel]
 pub fn affine(p: Affine, x: &[f32], mut y: DisjointSlice<f64>) {
     let i = thread::index();
-    if let Some(yi) = y.get_mut(i) {
+    if let Some(yi) = y.get_mut(&i) {
         *yi = (p.scale * x[i.get()] + p.offset) as f64 + p.bias;
     }
 }

@@ -128,7 +128,7 @@ function_table! {
 #[kernel]
 pub fn math_f32(func: u32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = eval_f32(func, x[i.get()], y[i.get()]);
     }
 }
@@ -137,7 +137,7 @@ pub fn math_f32(func: u32, x: &[f32], y: &[f32], mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn math_f64(func: u32, x: &[f64], y: &[f64], mut out: DisjointSlice<f64>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = eval_f64(func, x[i.get()], y[i.get()]);
     }
 }
@@ -207,8 +207,8 @@ pub fn black_scholes(
     let k = i.get();
     if k < spot.len() {
         let (c, p) = black_scholes_one(spot[k], strike[k], years[k], market);
-        call.set(i, c);
-        put.set(i, p);
+        call.set(&i, c);
+        put.set(&i, p);
     }
 }
 

@@ -17,7 +17,7 @@ macro_rules! order {
 #[kernel]
 pub fn f16_ops(a: &[f16], b: &[f16], c: &[f16], mut out: DisjointSlice<[u16; 8]>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         let (a, b, c) = (a[i.get()], b[i.get()], c[i.get()]);
         *o = [
             (a + b).to_bits(),
@@ -36,7 +36,7 @@ pub fn f16_ops(a: &[f16], b: &[f16], c: &[f16], mut out: DisjointSlice<[u16; 8]>
 #[kernel]
 pub fn bf16_ops(a: &[bf16], b: &[bf16], c: &[bf16], mut out: DisjointSlice<[u16; 8]>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         let (a, b, c) = (a[i.get()], b[i.get()], c[i.get()]);
         *o = [
             (a + b).to_bits(),
@@ -56,7 +56,7 @@ pub fn bf16_ops(a: &[bf16], b: &[bf16], c: &[bf16], mut out: DisjointSlice<[u16;
 #[kernel]
 pub fn to_half(x: &[f32], mut out: DisjointSlice<[u16; 4]>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         let v = x[i.get()];
         let w = v as f64 * (1.0 - 1.0 / 3.0 * f64::EPSILON);
         *o = [
@@ -79,7 +79,7 @@ pub fn half2_ops(
     mut out: DisjointSlice<[u32; 4]>,
 ) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         let (x, y, u, v) = (x[i.get()], y[i.get()], u[i.get()], v[i.get()]);
         *o = [
             x.mul_add(y, x).to_bits(),
@@ -94,7 +94,7 @@ pub fn half2_ops(
 #[kernel]
 pub fn saxpy4(a: f32, x: &[f32x4], y: &[f32x4], mut out: DisjointSlice<f32x4>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         let (x, y) = (x[i.get()].0, y[i.get()].0);
         *o = f32x4([
             a * x[0] + y[0],
@@ -115,29 +115,29 @@ pub fn double_split(x: &[f32], out: DisjointSlice<f32>) {
     let (xh, xb, _) = split_aligned::<f32x4>(&x[..n]);
     let i = thread::index();
     if xh.len() == head.len() {
-        if let Some(o) = body.get_mut(i) {
+        if let Some(o) = body.get_mut(&i) {
             let v = xb[i.get()].0;
             *o = f32x4([2.0 * v[0], 2.0 * v[1], 2.0 * v[2], 2.0 * v[3]]);
         }
         let t0 = head.len() + 4 * body.len();
-        if let Some(o) = head.get_mut(i) {
+        if let Some(o) = head.get_mut(&i) {
             *o = 2.0 * x[i.get()];
         }
-        if let Some(o) = tail.get_mut(i) {
+        if let Some(o) = tail.get_mut(&i) {
             *o = 2.0 * x[t0 + i.get()];
         }
     } else {
         // Different alignments: no vector lines up with both; every element as a scalar,
         // through the pieces of `out` (thread `i` owns element `i` of each).
         let (h, b) = (head.len(), body.len());
-        if let Some(o) = head.get_mut(i) {
+        if let Some(o) = head.get_mut(&i) {
             *o = 2.0 * x[i.get()];
         }
-        if let Some(o) = body.get_mut(i) {
+        if let Some(o) = body.get_mut(&i) {
             let k = h + 4 * i.get();
             *o = f32x4([2.0 * x[k], 2.0 * x[k + 1], 2.0 * x[k + 2], 2.0 * x[k + 3]]);
         }
-        if let Some(o) = tail.get_mut(i) {
+        if let Some(o) = tail.get_mut(&i) {
             *o = 2.0 * x[h + 4 * b + i.get()];
         }
     }

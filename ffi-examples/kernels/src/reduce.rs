@@ -218,3 +218,46 @@ pub unsafe fn atomic_sum(input: &[f32], out: *mut f32) {
         unsafe { atomic::add(out, total) };
     }
 }
+
+/// The elements of [`shared_40k_static`]'s static shared array: 40 KiB of `u32`.
+pub const STATIC_40K_ELEMENTS: usize = 10 * 1024;
+
+/// Uses 40 KiB of static shared memory and every byte of the launch's dynamic shared memory:
+/// with more than 8 KiB of dynamic shared memory a block needs more than the 48 KiB a kernel
+/// gets without opting in (`Function::set_max_dynamic_shared_bytes`), and the launch is
+/// refused, on the GPU and in the simulator alike.
+///
+/// `out[i]` = `STATIC_40K_ELEMENTS - 1 - t` (read back from the static array, `t` the thread
+/// in its block) plus the number of `u32`s of dynamic shared memory (each set to 1 and summed
+/// by thread 0 of the block, which adds it to its own element only).
+#[kernel]
+pub fn shared_40k_static(mut out: DisjointSlice<u32>) {
+    let tile = shared_array!(u32, STATIC_40K_ELEMENTS);
+    let dynamic = dynamic_shared::<u32>();
+    let (t, n) = (
+        thread::thread_idx_x() as usize,
+        thread::block_dim_x() as usize,
+    );
+    let mut i = t;
+    while i < tile.len() {
+        // SAFETY: slot `i` is this thread's (strided by the block size); read after the barrier.
+        unsafe { tile.write(i, i as u32) };
+        i += n;
+    }
+    let mut j = t;
+    while j < dynamic.len() {
+        // SAFETY: as above.
+        unsafe { dynamic.write(j, 1) };
+        j += n;
+    }
+    sync::sync_threads();
+    // SAFETY: no writes after the barrier; every slot was written before it.
+    let mut v = unsafe { tile.read(tile.len() - 1 - t % tile.len()) };
+    if t == 0 {
+        // SAFETY: as above.
+        v += (0..dynamic.len())
+            .map(|k| unsafe { dynamic.read(k) })
+            .sum::<u32>();
+    }
+    out.set(thread::index(), v);
+}

@@ -30,14 +30,16 @@ pub const FUNCTIONS_CU: &str = include_str!("../cuda/functions.cu");
 // Named unlike `ffi-examples-kernels`' functions: on the host, where the simulator runs foreign
 // code, both crates link into one test program, and C symbols are global.
 declare_device! {
-    /// `a * b`.
-    pub "mul_f32", fn(a: f32, b: f32) -> f32;
-    /// A degree-8 polynomial by Horner's rule (8 fused multiply-adds), bounded on [0, 1].
-    pub "horner8", fn(x: f32) -> f32;
-    /// `sqrt(x)`; fails with status 33 when `x < 0`.
-    pub "checked_sqrt", fn(x: f32) -> f32;
-    /// `a + t * (b - a)`: a plain C function.
-    pub "lerp_c", extern "C" fn(a: f32, b: f32, t: f32) -> f32;
+    unsafe extern {
+        /// `a * b`.
+        pub "mul_f32", safe fn(a: f32, b: f32) -> f32;
+        /// A degree-8 polynomial by Horner's rule (8 fused multiply-adds), bounded on [0, 1].
+        pub "horner8", safe fn(x: f32) -> f32;
+        /// `sqrt(x)`; fails with status 33 when `x < 0`.
+        pub "checked_sqrt", safe fn(x: f32) -> f32;
+        /// `a + t * (b - a)`: a plain C function.
+        pub "lerp_c", safe extern "C" fn(a: f32, b: f32, t: f32) -> f32;
+    }
 }
 
 /// The coefficients of `horner8` in `cuda/functions.cu`, highest power first.
@@ -69,7 +71,7 @@ pub fn horner8_rust(x: f32) -> f32 {
 #[kernel]
 pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = mul_f32(a[i.get()], b[i.get()]);
     }
 }
@@ -150,7 +152,7 @@ pub unsafe fn poly_inline(x: &[f32], iters: u32, out: &mut [f32]) {
 #[kernel]
 pub fn sqrt_checked(x: &[f32], mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = checked_sqrt(x[i.get()]);
     }
 }
@@ -159,7 +161,7 @@ pub fn sqrt_checked(x: &[f32], mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn lerp(a: &[f32], b: &[f32], t: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = lerp_c(a[i.get()], b[i.get()], t);
     }
 }

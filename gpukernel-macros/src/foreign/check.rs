@@ -63,6 +63,32 @@ fn check_entry(entry: &Entry, errors: &mut Errors) {
             )),
         ));
     }
+    if let Some(why) = reserved_symbol(&symbol) {
+        errors.push(error(
+            &entry.symbol,
+            format!("`{symbol}` cannot be declared: it is {why}, not a function of your foreign code"),
+            Some("declare only functions that your own `.cu` sources (or the objects, archives and PTX you link) define, with the signature given here"),
+        ));
+    }
+    if let (Some(safe), Some(unsafety)) = (&entry.safe, &entry.unsafety) {
+        let tokens = quote::quote!(#safe #unsafety);
+        errors.push(error(
+            tokens,
+            "an entry is `safe fn` or `unsafe fn`, not both",
+            Some("`safe fn` for a wrapper that safe code may call; `fn` or `unsafe fn` for an `unsafe` one"),
+        ));
+    }
+    if entry.safe.is_some() {
+        for arg in &entry.args {
+            if matches!(classify(&arg.ty), TypeKind::Ptr { .. }) {
+                errors.push(error(
+                    &arg.ty,
+                    "a foreign function that takes a pointer cannot be declared `safe fn`: no safe caller can promise what it reads and writes through it",
+                    Some("remove `safe`: the wrapper is then an `unsafe fn` whose caller promises the pointers' validity"),
+                ));
+            }
+        }
+    }
     if let Some(abi) = &entry.abi
         && !entry.is_c_abi()
     {
@@ -106,6 +132,60 @@ fn check_entry(entry: &Entry, errors: &mut Errors) {
     {
         errors.push(error(ret, message, Some(hint)));
     }
+}
+
+/// Why `symbol` cannot name a foreign function of the user's code, if it cannot: a name that
+/// the PTX JIT, libdevice, the C library or the compiler's builtins already give a meaning,
+/// which a declaration would bind instead of the user's definition (a `memset` declared with
+/// `u64` arguments and called from safe code writes wherever the arguments say).
+///
+/// The build (`nvptx-builder`) and the run-time linker check the same at their stage: a
+/// declared symbol must be defined by a foreign input.
+pub(super) fn reserved_symbol(symbol: &str) -> Option<&'static str> {
+    const SYSTEM_CALLS: [&str; 6] = [
+        "vprintf",
+        "malloc",
+        "free",
+        "__assertfail",
+        "__nvvm_reflect",
+        "__assert_fail",
+    ];
+    const C_LIBRARY: [&str; 14] = [
+        "memset", "memcpy", "memmove", "memcmp", "bcmp", "strlen", "strcmp", "strcpy", "printf",
+        "calloc", "realloc", "abort", "exit", "assert",
+    ];
+    if SYSTEM_CALLS.contains(&symbol) {
+        return Some("a PTX system call that the CUDA driver provides");
+    }
+    if C_LIBRARY.contains(&symbol) {
+        return Some(
+            "a C library function (the Rust compiler's builtins define the memory functions for nvptx64)",
+        );
+    }
+    if symbol.starts_with("__nv_") {
+        return Some("a libdevice function (CUDA's math library, which the build links in)");
+    }
+    if symbol.starts_with("__nvvm_")
+        || symbol.starts_with("__cuda")
+        || symbol.starts_with("__nvptx")
+    {
+        return Some("a name reserved by the CUDA compilers");
+    }
+    if symbol.starts_with("cuda") && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase()) {
+        return Some("a function of the CUDA runtime or device runtime");
+    }
+    if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
+        return Some("a symbol that gpukernel itself generates");
+    }
+    // The compiler builtins' (libgcc's) helpers: `__udivti3`, `__muloti4`, `__floattidf`.
+    if let Some(rest) = symbol.strip_prefix("__")
+        && let Some(stem) = rest.strip_suffix(|c: char| c.is_ascii_digit())
+        && !stem.is_empty()
+        && stem.chars().all(|c| c.is_ascii_lowercase())
+    {
+        return Some("a helper of the compiler's builtins (libgcc / compiler-rt naming)");
+    }
+    None
 }
 
 /// Whether `s` is a C identifier: `[A-Za-z_][A-Za-z0-9_]*`.
@@ -209,7 +289,8 @@ mod tests {
 
     fn messages(tokens: TokenStream) -> (Vec<bool>, Vec<String>) {
         let mut errors = Errors::default();
-        let (_, entries) = super::super::parse::parse(tokens, &mut errors);
+        let (_, entries) =
+            super::super::parse::parse(quote!(unsafe extern { #tokens }), &mut errors);
         assert!(errors.is_empty(), "{:?}", errors.messages());
         let valid = check(&entries, &mut errors);
         (valid, errors.messages())
@@ -260,6 +341,38 @@ mod tests {
         assert!(errors[2].starts_with("tuples cannot be passed"));
         assert!(errors[3].starts_with("this type cannot be returned"));
         assert!(errors[4].ends_with(POINTER_AND_LENGTH));
+    }
+
+    #[test]
+    fn refuses_reserved_symbols_and_safe_pointers() {
+        let (valid, errors) = messages(quote! {
+            "memset", fn(u64, u32, u64);
+            "free", safe fn(u64);
+            "__nv_expf", safe extern "C" fn(f32) -> f32;
+            "__udivti3", fn(u64) -> u64;
+            "cudaMalloc", fn(u64, u64) -> i32;
+            "__gpukernel_sig_k", fn();
+            "p", safe fn(*mut u32);
+            "both", safe unsafe fn();
+            "my_free2", safe fn(u64);
+            "__my_helper2", safe fn(u64);
+        });
+        assert_eq!(
+            valid,
+            [
+                false, false, false, false, false, false, false, false, true, true
+            ],
+            "{errors:#?}"
+        );
+        assert!(errors[0].contains("`memset` cannot be declared: it is a C library function"));
+        assert!(errors[1].contains("`free` cannot be declared: it is a PTX system call"));
+        assert!(errors[2].contains("libdevice"));
+        assert!(errors[3].contains("compiler's builtins"));
+        assert!(errors[4].contains("CUDA runtime"));
+        assert!(errors[5].contains("gpukernel itself"));
+        assert!(errors[6].contains("cannot be declared `safe fn`"));
+        assert!(errors[7].contains("not both"));
+        assert_eq!(errors.len(), 8);
     }
 
     #[test]

@@ -31,11 +31,9 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     );
     let params = param_names(entry);
     let tys: Vec<_> = entry.args.iter().map(|a| &a.ty).collect();
-    let has_pointer = entry
-        .args
-        .iter()
-        .any(|a| matches!(classify(&a.ty), TypeKind::Ptr { .. }));
-    let unsafety = (entry.unsafety.is_some() || has_pointer).then(|| quote!(unsafe));
+    // Only an entry declared `safe fn` is a safe wrapper (`check` refuses one that takes a
+    // pointer): the block's `unsafe` vouches for it.
+    let unsafety = entry.safe.is_none().then(|| quote!(unsafe));
 
     let asserts: TokenStream = entry
         .args
@@ -204,7 +202,8 @@ fn docs(entry: &Entry, symbol: &str, is_unsafe: bool) -> TokenStream {
     let safety = is_unsafe.then(|| {
         let text = format!(
             " The arguments must satisfy `{symbol}`'s own contract: each pointer valid for the \
-             reads and writes it does through it during the call."
+             reads and writes it does through it during the call, and every other value one \
+             for which the call is sound (the declaration did not say `safe fn`)."
         );
         quote! {
             #[doc = ""]
@@ -250,7 +249,9 @@ mod tests {
 
     #[test]
     fn safe_wrapper_for_scalars() {
-        let out = expand_str(quote::quote!(pub mul = "mul_f32_f32", fn(f32, f32) -> f32));
+        let out = expand_str(
+            quote::quote!(unsafe extern { pub mul = "mul_f32_f32", safe fn(f32, f32) -> f32 }),
+        );
         assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
         assert!(
             out.contains(&format!(
@@ -275,7 +276,7 @@ mod tests {
 
     #[test]
     fn unsafe_wrapper_for_pointers_and_unit_return() {
-        let out = expand_str(quote::quote!("touch", fn(p: *mut u32)));
+        let out = expand_str(quote::quote!(unsafe extern { "touch", fn(p: *mut u32) }));
         assert!(out.contains("unsafe fn touch (p : * mut u32)"), "{out}");
         assert!(
             out.contains(&format!(
@@ -289,9 +290,23 @@ mod tests {
     }
 
     #[test]
+    fn only_safe_fn_entries_are_safe_wrappers() {
+        let out = expand_str(
+            quote::quote!(unsafe extern { "plain", fn(u64, u64); "c", extern "C" fn(u32) -> u32 }),
+        );
+        assert!(
+            out.contains("unsafe fn plain (a0 : u64 , a1 : u64)"),
+            "{out}"
+        );
+        assert!(out.contains("unsafe fn c (a0 : u32) -> u32"), "{out}");
+        assert!(out.contains("# Safety"), "{out}");
+    }
+
+    #[test]
     fn a_renamed_crate_is_reached_through_its_private_module_only() {
-        let out =
-            expand_str(quote::quote!(crate = "gkd"; "f", fn(Pair, *mut u8) -> Pair; "g", fn()));
+        let out = expand_str(
+            quote::quote!(crate = "gkd"; unsafe extern { "f", fn(Pair, *mut u8) -> Pair; "g", safe fn() }),
+        );
         assert!(!out.contains("gpukernel_device"), "{out}");
         for (i, _) in out.match_indices(":: core ::") {
             assert!(out[..i].ends_with("gkd :: __private "), "{out}");
@@ -308,14 +323,15 @@ mod tests {
 
     #[test]
     fn the_foreign_declaration_is_inside_the_wrapper() {
-        let out = expand_str(quote::quote!("f", fn(f32)));
+        let out = expand_str(quote::quote!(unsafe extern { "f", safe fn(f32) }));
         let wrapper = out.find("fn f (a0 : f32)").unwrap();
         assert!(out.find("unsafe extern \"C\"").unwrap() > wrapper, "{out}");
     }
 
     #[test]
     fn generated_argument_names_differ_from_the_users() {
-        let out = expand_str(quote::quote!("f", fn(a1: f32, f32, a1_: f32, u8)));
+        let out =
+            expand_str(quote::quote!(unsafe extern { "f", safe fn(a1: f32, f32, a1_: f32, u8) }));
         assert!(
             out.contains("fn f (a1 : f32 , a1__ : f32 , a1_ : f32 , a3 : u8)"),
             "{out}"
@@ -324,7 +340,9 @@ mod tests {
 
     #[test]
     fn c_abi_calls_directly_and_returns_the_value() {
-        let out = expand_str(quote::quote!("fma_c", extern "C" fn(f32, f32, f32) -> f32));
+        let out = expand_str(
+            quote::quote!(unsafe extern { "fma_c", safe extern "C" fn(f32, f32, f32) -> f32 }),
+        );
         assert!(
             out.contains("fn __gk_ffi (a0 : f32 , a1 : f32 , a2 : f32) -> f32 ;"),
             "{out}"
@@ -339,7 +357,7 @@ mod tests {
 
     #[test]
     fn structs_are_checked_for_device_copy() {
-        let out = expand_str(quote::quote!("f", fn(Pair) -> Pair));
+        let out = expand_str(quote::quote!(unsafe extern { "f", safe fn(Pair) -> Pair }));
         assert_eq!(
             out.matches("assert_device_copy :: < Pair >").count(),
             1,

@@ -178,7 +178,7 @@ mod tests {
     fn the_record_names_symbol_abi_and_types() {
         let mut errors = crate::diag::Errors::default();
         let (support, entries) = super::super::parse::parse(
-            quote!("mul_f32_f32", fn(f32, *const f64) -> f32; "c_add", extern "C" fn(i32) -> i32),
+            quote!(unsafe extern { "mul_f32_f32", fn(f32, *const f64) -> f32; "c_add", extern "C" fn(i32) -> i32 }),
             &mut errors,
         );
         assert!(errors.is_empty());

@@ -29,7 +29,10 @@ pub(crate) struct Entry {
     pub alias: Option<Ident>,
     /// The foreign symbol.
     pub symbol: LitStr,
-    /// `unsafe fn(..)`: the wrapper is `unsafe` even without pointer arguments.
+    /// `safe fn(..)`: the wrapper is a safe function (the only way to get one; refused with
+    /// pointer arguments).
+    pub safe: Option<Ident>,
+    /// `unsafe fn(..)`: the wrapper is `unsafe`, as it is without `safe`.
     pub unsafety: Option<syn::Token![unsafe]>,
     /// An explicit ABI: `extern "C"` declares a plain C function (no status, no return
     /// slot); any other ABI is an error.

@@ -15,25 +15,92 @@ const CRATE_HINT: &str =
 
 const SIGNATURE_HINT: &str = "give the signature without the return slot: `\"mul_f32_f32\", fn(f32, f32) -> f32` for `int mul_f32_f32(float* ret, float a, float b)`";
 
+const BLOCK_HINT: &str = "write `declare_device! { unsafe extern { \"f\", safe fn(f32) -> f32; \"g\", fn(*mut u32); } }`: `unsafe` vouches for the foreign code, `safe fn` makes a wrapper that safe code may call";
+
 /// The declarations, and where the generated code finds `gpukernel_device` (a first
 /// declaration `crate = "path";`, for a renamed dependency).
+///
+/// The input is `(crate = "path";)? unsafe extern { entries }...`: a foreign function is
+/// trusted code, so its author writes `unsafe` once, on the block, as for Rust's
+/// `unsafe extern` blocks. Entries outside such a block (the form before blocks existed) are
+/// reported once, and still parsed and expanded, so that the rest of the crate keeps
+/// type-checking.
 pub(super) fn parse(input: TokenStream, errors: &mut Errors) -> (Support, Vec<Entry>) {
     let mut support = None;
     let mut entries = Vec::new();
-    for (i, tokens) in split_at_semicolons(input).into_iter().enumerate() {
-        if let Some(at) = crate_keyword(&tokens) {
-            if i > 0 {
+    let mut trees: Vec<TokenTree> = input.into_iter().collect();
+    let mut at = 0;
+    let mut blocks = 0;
+    while at < trees.len() {
+        // `crate = "path";`
+        if let TokenTree::Ident(i) = &trees[at]
+            && i == "crate"
+        {
+            let end = trees[at..]
+                .iter()
+                .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ';'))
+                .map_or(trees.len(), |e| at + e);
+            let tokens: TokenStream = trees[at..end].iter().cloned().collect();
+            if blocks > 0 {
                 errors.push(error_at(
-                    at,
+                    i.span(),
                     "`crate = \"path\"` must come first in `declare_device!`",
                     Some("move it before the first declaration: `declare_device!(crate = \"path\"; ...)`"),
                 ));
-                continue;
+            } else {
+                match crate_option.parse2(tokens) {
+                    Ok(s) => support = Some(s),
+                    Err(e) => errors.push(e),
+                }
             }
-            match crate_option.parse2(tokens) {
-                Ok(s) => support = Some(s),
-                Err(e) => errors.push(e),
+            at = end + 1;
+            continue;
+        }
+        // `unsafe extern { .. }` or `extern { .. }` (an error: `unsafe` is missing).
+        let unsafe_at = matches!(&trees[at], TokenTree::Ident(i) if i == "unsafe");
+        let extern_at = at + usize::from(unsafe_at);
+        let is_extern = matches!(trees.get(extern_at), Some(TokenTree::Ident(i)) if i == "extern");
+        if let (true, Some(TokenTree::Group(g))) = (is_extern, trees.get(extern_at + 1))
+            && g.delimiter() == Delimiter::Brace
+        {
+            if !unsafe_at {
+                errors.push(error(
+                    &trees[extern_at],
+                    "foreign declarations go in an `unsafe extern` block: the foreign code is trusted, and `unsafe` says that you vouch for it",
+                    Some("write `unsafe extern { .. }`"),
+                ));
             }
+            entries.extend(parse_entries(g.stream(), errors));
+            blocks += 1;
+            at = extern_at + 2;
+            // A `;` after the block is allowed.
+            if matches!(trees.get(at), Some(TokenTree::Punct(p)) if p.as_char() == ';') {
+                at += 1;
+            }
+            continue;
+        }
+        // Anything else: entries written outside a block.
+        let rest: Vec<TokenTree> = trees.drain(at..).collect();
+        errors.push(error(
+            &rest[0],
+            "foreign declarations go in an `unsafe extern { .. }` block inside `declare_device!`: a foreign function is trusted code, whose author vouches for it with `unsafe`",
+            Some(BLOCK_HINT),
+        ));
+        entries.extend(parse_entries(rest.into_iter().collect(), errors));
+    }
+    (support.unwrap_or_default(), entries)
+}
+
+/// The entries of one block, split at top-level `;`.
+fn parse_entries(input: TokenStream, errors: &mut Errors) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for tokens in split_at_semicolons(input) {
+        if let Some(at) = crate_keyword(&tokens) {
+            errors.push(error_at(
+                at,
+                "`crate = \"path\"` must come first in `declare_device!`, before the `unsafe extern` block",
+                Some("write `declare_device! { crate = \"path\"; unsafe extern { .. } }`"),
+            ));
             continue;
         }
         match entry.parse2(tokens) {
@@ -41,7 +108,7 @@ pub(super) fn parse(input: TokenStream, errors: &mut Errors) -> (Support, Vec<En
             Err(e) => errors.push(e),
         }
     }
-    (support.unwrap_or_default(), entries)
+    entries
 }
 
 /// The span of a leading `crate` keyword (the `crate = "path"` option).
@@ -136,6 +203,11 @@ fn entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         ));
     }
 
+    let safe: Option<Ident> = if input.peek(Ident) && input.fork().parse::<Ident>()? == "safe" {
+        Some(input.parse()?)
+    } else {
+        None
+    };
     let unsafety: Option<Token![unsafe]> = input.parse()?;
     let abi: Option<syn::Abi> = if input.peek(Token![extern]) {
         Some(input.parse()?)
@@ -151,7 +223,8 @@ fn entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         let last = match (&generics, &abi) {
             (Some(generics), _) => generics.clone(),
             (None, Some(abi)) => abi.to_token_stream(),
-            (None, None) => unsafety.to_token_stream(),
+            (None, None) if unsafety.is_some() => unsafety.to_token_stream(),
+            (None, None) => safe.to_token_stream(),
         };
         return Err(error(
             last,
@@ -209,6 +282,7 @@ fn entry(input: ParseStream<'_>) -> syn::Result<Entry> {
         vis,
         alias,
         symbol,
+        safe,
         unsafety,
         abi,
         generics,
@@ -284,14 +358,14 @@ mod tests {
 
     fn parse_ok(tokens: TokenStream) -> Vec<Entry> {
         let mut errors = Errors::default();
-        let (_, entries) = parse(tokens, &mut errors);
+        let (_, entries) = parse(quote!(unsafe extern { #tokens }), &mut errors);
         assert!(errors.is_empty(), "{:?}", errors.messages());
         entries
     }
 
     fn parse_err(tokens: TokenStream) -> (Vec<Entry>, Vec<String>) {
         let mut errors = Errors::default();
-        let (_, entries) = parse(tokens, &mut errors);
+        let (_, entries) = parse(quote!(unsafe extern { #tokens }), &mut errors);
         (entries, errors.messages())
     }
 
@@ -305,8 +379,9 @@ mod tests {
             pub(crate) sum = "sum_reduce", fn(*const f32, i32) -> f32;
             pub "touch", fn(*mut u32);
             "unit", unsafe fn() -> ();
+            "safe", safe fn(f32);
         });
-        assert_eq!(entries.len(), 5);
+        assert_eq!(entries.len(), 6);
         let e = &entries[0];
         assert_eq!(e.symbol.value(), "mul_f32_f32");
         assert!(matches!(e.vis, Visibility::Inherited));
@@ -322,16 +397,22 @@ mod tests {
         assert!(entries[3].ret.is_none());
         assert!(entries[4].ret.is_none());
         assert!(entries[4].unsafety.is_some());
+        assert!(entries[4].safe.is_none() && entries[0].safe.is_none());
+        assert!(entries[5].safe.is_some());
     }
 
     #[test]
     fn the_crate_path_comes_first() {
         let mut errors = Errors::default();
-        let (support, entries) = parse(quote!(crate = "gkd"; "f", fn(f32)), &mut errors);
+        let (support, entries) = parse(
+            quote!(crate = "gkd"; unsafe extern { "f", fn(f32) }),
+            &mut errors,
+        );
         assert!(errors.is_empty(), "{:?}", errors.messages());
         assert_eq!(support.private().to_string(), "gkd :: __private");
         assert_eq!(entries.len(), 1);
-        let (support, _) = parse(quote!("f", fn(f32)), &mut errors);
+        let (support, _) = parse(quote!(unsafe extern { "f", fn(f32) }), &mut errors);
+        assert!(errors.is_empty(), "{:?}", errors.messages());
         assert_eq!(
             support.private().to_string(),
             ":: gpukernel_device :: __private"
@@ -344,10 +425,49 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(errors.len(), 1);
         assert!(errors[0].contains("must come first"), "{errors:?}");
-        let (_, errors) = parse_err(quote!(crate = gkd; "f", fn()));
-        assert!(errors[0].contains("as a string literal"), "{errors:?}");
-        let (_, errors) = parse_err(quote!(crate = "gkd" x; "f", fn()));
-        assert!(errors[0].contains("unexpected tokens after"), "{errors:?}");
+        let mut errors = Errors::default();
+        parse(
+            quote!(unsafe extern { "f", fn(f32) } crate = "gkd";),
+            &mut errors,
+        );
+        assert!(errors.messages()[0].contains("must come first"));
+        let mut errors = Errors::default();
+        parse(
+            quote!(crate = gkd; unsafe extern { "f", fn() }),
+            &mut errors,
+        );
+        assert!(errors.messages()[0].contains("as a string literal"));
+        let mut errors = Errors::default();
+        parse(
+            quote!(crate = "gkd" x; unsafe extern { "f", fn() }),
+            &mut errors,
+        );
+        assert!(errors.messages()[0].contains("unexpected tokens after"));
+    }
+
+    #[test]
+    fn declarations_need_an_unsafe_extern_block() {
+        let mut errors = Errors::default();
+        let (_, entries) = parse(quote!("f", fn(f32); "g", fn()), &mut errors);
+        // Reported once, and still parsed (the wrappers are expanded, `unsafe`).
+        assert_eq!(entries.len(), 2);
+        let messages = errors.messages();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].contains("`unsafe extern { .. }` block"),
+            "{messages:?}"
+        );
+        let mut errors = Errors::default();
+        let (_, entries) = parse(quote!(extern { "f", fn(f32); }), &mut errors);
+        assert_eq!(entries.len(), 1);
+        assert!(errors.messages()[0].contains("`unsafe extern` block"));
+        let mut errors = Errors::default();
+        let (_, entries) = parse(
+            quote!(unsafe extern { "f", fn(f32); } unsafe extern { "g", safe fn(); };),
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{:?}", errors.messages());
+        assert_eq!(entries.len(), 2);
     }
 
     #[test]

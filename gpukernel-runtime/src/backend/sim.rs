@@ -63,7 +63,14 @@ pub(crate) fn device_total_memory() -> usize {
 #[derive(Debug)]
 struct SimModule {
     signatures: Vec<(String, u64)>,
+    /// Each kernel's static shared memory, from the PTX's `.shared` declarations it reaches
+    /// (the `shared_array!` statics), as `ptxas` would count it.
+    static_shared: Vec<(String, u32)>,
 }
+
+/// The shared memory a block may use without opting in (`cuFuncSetAttribute`), static and
+/// dynamic together: 48 KiB on every architecture.
+const SHARED_WITHOUT_OPT_IN: u32 = 48 * 1024;
 
 /// The environment variable that sets how many devices the simulator offers.
 pub(crate) const SIM_DEVICES_ENV: &str = "GPUKERNEL_SIM_DEVICES";
@@ -622,7 +629,20 @@ impl Backend for SimBackend {
                 Some((k.clone(), v))
             })
             .collect();
-        let handle = ModuleHandle(Box::into_raw(Box::new(SimModule { signatures })).cast());
+        let static_shared = names
+            .iter()
+            .map(|k| {
+                let bytes = ptx.static_shared_bytes(k).unwrap_or(0);
+                (k.clone(), u32::try_from(bytes).unwrap_or(u32::MAX))
+            })
+            .collect();
+        let handle = ModuleHandle(
+            Box::into_raw(Box::new(SimModule {
+                signatures,
+                static_shared,
+            }))
+            .cast(),
+        );
         names.sort();
         names.dedup();
         Ok(LoadedModule {
@@ -650,15 +670,24 @@ impl Backend for SimBackend {
 
     fn function(
         &self,
-        _m: ModuleHandle,
+        m: ModuleHandle,
         names: &[String],
         name: &str,
     ) -> Result<Option<FunctionInfo>> {
+        // SAFETY: the module's owner holds it loaded.
+        let module = unsafe { &*m.0.cast::<SimModule>() };
+        let static_shared_bytes = module
+            .static_shared
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(0, |&(_, bytes)| bytes);
         Ok(names.iter().any(|n| n == name).then_some(FunctionInfo {
             handle: FunctionHandle::NULL,
             max_threads_per_block: LIMITS.max_threads_per_block,
-            static_shared_bytes: 0,
-            max_dynamic_shared_bytes: 48 * 1024,
+            static_shared_bytes,
+            // As the driver's default `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: what
+            // is left of 48 KiB after the static arrays, until the kernel opts in to more.
+            max_dynamic_shared_bytes: SHARED_WITHOUT_OPT_IN.saturating_sub(static_shared_bytes),
             num_registers: 0,
         }))
     }

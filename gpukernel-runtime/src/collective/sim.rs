@@ -16,15 +16,29 @@ use crate::error::{Error, Result};
 
 /// How long a rank waits for the others before its collective is reported incomplete (the
 /// other ranks were never called: a missing group, or a rank that failed): 30 s, or
-/// `GPUKERNEL_SIM_PATIENCE_MS` milliseconds.
-fn patience() -> Duration {
-    static P: OnceLock<Duration> = OnceLock::new();
-    *P.get_or_init(|| {
-        std::env::var("GPUKERNEL_SIM_PATIENCE_MS")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map_or(Duration::from_secs(30), Duration::from_millis)
-    })
+/// `GPUKERNEL_SIM_PATIENCE_MS` milliseconds (1 to a day; anything else is an error naming the
+/// variable, where a huge value used to overflow the deadline into a panic).
+fn patience() -> Result<Duration> {
+    static P: OnceLock<std::result::Result<Duration, String>> = OnceLock::new();
+    P.get_or_init(|| parse_patience(std::env::var("GPUKERNEL_SIM_PATIENCE_MS").ok().as_deref()))
+        .clone()
+        .map_err(|value| Error::InvalidEnvVar {
+            variable: "GPUKERNEL_SIM_PATIENCE_MS",
+            value,
+            accepted: "a number of milliseconds from 1 to 86400000 (a day)",
+        })
+}
+
+/// The patience a `GPUKERNEL_SIM_PATIENCE_MS` value gives (`None`: unset), or the value.
+fn parse_patience(value: Option<&str>) -> std::result::Result<Duration, String> {
+    const MAX_MS: u64 = 24 * 60 * 60 * 1000;
+    match value {
+        None => Ok(Duration::from_secs(30)),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(ms) if (1..=MAX_MS).contains(&ms) => Ok(Duration::from_millis(ms)),
+            _ => Err(v.to_owned()),
+        },
+    }
 }
 
 /// The state of one communicator shared by its ranks.
@@ -112,7 +126,7 @@ impl Clique {
     /// Waits until collective `seq` is complete and returns `rank`'s outcome; after
     /// [`patience`] withdraws the rank's part and reports the collective incomplete.
     fn wait(&self, rank: usize, seq: u64, operation: &'static str) -> Result<()> {
-        let patience = patience();
+        let patience = patience()?;
         let deadline = Instant::now() + patience;
         let mut st = self.lock();
         loop {
@@ -479,4 +493,21 @@ fn replay(clique: Arc<Clique>, rank: usize, op: Op, failures: Failures) -> HostC
             failures.lock().unwrap_or_else(|p| p.into_inner()).push(e);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patience_values_are_checked() {
+        assert_eq!(parse_patience(None), Ok(Duration::from_secs(30)));
+        assert_eq!(
+            parse_patience(Some(" 250 ")),
+            Ok(Duration::from_millis(250))
+        );
+        for bad in ["18446744073709551615", "0", "-5", "1s", "86400001"] {
+            assert_eq!(parse_patience(Some(bad)), Err(bad.to_owned()));
+        }
+    }
 }

@@ -93,6 +93,44 @@ enum Item {
     Other,
 }
 
+/// The size of a `.shared` variable declaration (`.shared .align 4 .b8 name[40960];`,
+/// `.shared .u32 x;`, `.shared .align 16 .f32 m[4][8];`) rounded up to its alignment; `None`
+/// for an unsized array (`name[]`) or a type this reader does not know.
+fn shared_variable_bytes(clean: &str) -> Option<u64> {
+    let declaration = clean.split(['=', ';']).next()?;
+    let mut align = 1u64;
+    let mut element = None;
+    let mut lanes = 1u64;
+    let mut words = declaration.split_whitespace();
+    while let Some(word) = words.next() {
+        if word == ".align" {
+            align = parse_integer(words.next()?)?;
+        } else if let Some(ty) = word.strip_prefix('.') {
+            let bits = ty
+                .trim_start_matches(['b', 'u', 's', 'f'])
+                .parse::<u64>()
+                .ok()
+                .filter(|_| ty.starts_with(['b', 'u', 's', 'f']));
+            if let Some(bits) = bits {
+                element = Some(bits.div_ceil(8));
+            } else if ty == "pred" {
+                element = Some(1);
+            } else if let Some(n) = ty.strip_prefix('v').and_then(|n| n.parse::<u64>().ok()) {
+                lanes = n;
+            }
+        }
+    }
+    let mut bytes = element?.checked_mul(lanes)?;
+    let mut rest = declaration;
+    while let Some(open) = rest.find('[') {
+        let close = open + rest[open..].find(']')?;
+        let count = parse_integer(rest[open + 1..close].trim())?;
+        bytes = bytes.checked_mul(count)?;
+        rest = &rest[close + 1..];
+    }
+    bytes.div_ceil(align.max(1)).checked_mul(align.max(1))
+}
+
 /// One top-level statement.
 #[derive(Debug, Clone)]
 struct Statement {
@@ -421,6 +459,67 @@ impl<'a> Ptx<'a> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The bytes of `.shared` variables that kernel `entry` reaches (its body names them, or
+    /// a function it calls does, transitively), each rounded up to its alignment, as `ptxas`
+    /// counts a kernel's static shared memory; `None` when `entry` is no kernel of the module.
+    /// `.extern .shared` arrays (the launch-sized dynamic shared memory) count nothing.
+    pub(crate) fn static_shared_bytes(&self, entry: &str) -> Option<u64> {
+        let start = self
+            .statements
+            .iter()
+            .position(|s| s.is_entry() && s.function() == Some(entry))?;
+        let mut shared: HashMap<&str, u64> = HashMap::new();
+        let mut functions: HashMap<&str, usize> = HashMap::new();
+        for (i, s) in self.statements.iter().enumerate() {
+            match &s.item {
+                Item::Function {
+                    name, body: true, ..
+                } => {
+                    functions.insert(name, i);
+                }
+                Item::Variable {
+                    name,
+                    linkage,
+                    global_or_const: false,
+                } if *linkage != Linkage::Extern => {
+                    if let Some(bytes) = shared_variable_bytes(&s.clean) {
+                        shared.insert(name, bytes);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut seen_functions = HashSet::from([start]);
+        let mut seen_shared: HashSet<&str> = HashSet::new();
+        let mut queue = vec![start];
+        let mut total = 0u64;
+        while let Some(i) = queue.pop() {
+            let s = &self.statements[i];
+            // LLVM moves a `.shared` variable that one function uses into that function's
+            // body ("demoted variable"); it counts for every kernel reaching the function.
+            if let Some(open) = s.clean.find('{') {
+                total = s.clean[open + 1..]
+                    .lines()
+                    .map(str::trim_start)
+                    .filter(|l| l.starts_with(".shared"))
+                    .filter_map(shared_variable_bytes)
+                    .fold(total, u64::saturating_add);
+            }
+            for token in s.clean.split(|c: char| !c.is_ascii() || !is_ident(c as u8)) {
+                if let Some(&bytes) = shared.get(token) {
+                    if seen_shared.insert(token) {
+                        total = total.saturating_add(bytes);
+                    }
+                } else if let Some(&f) = functions.get(token)
+                    && seen_functions.insert(f)
+                {
+                    queue.push(f);
+                }
+            }
+        }
+        Some(total)
     }
 
     /// The module with only the kernels named in `keep`: the other kernels, their `// .globl`
@@ -893,6 +992,58 @@ pub(crate) mod tests {
         assert_eq!(m.foreign_records(), ["a=b"]);
         assert_eq!(m.defined_functions(), ["mul"]);
         assert_eq!(m.function_params("absent"), None);
+    }
+
+    #[test]
+    fn static_shared_bytes_count_what_each_kernel_reaches() {
+        let text = "\
+.version 8.0
+.target sm_90
+.address_size 64
+.shared .align 4 .b8 _ZN1k6TILE_A17h0E[40960];
+.shared .align 16 .f32 tile_b[4][8];
+.shared .u32 flag;
+.extern .shared .align 16 .b8 dynamic_smem[];
+.func helper()
+{
+\tst.shared.u32 [flag], 1;
+\tret;
+}
+.visible .entry big()
+{
+\tmov.u64 %rd1, _ZN1k6TILE_A17h0E;
+\tmov.u64 %rd2, dynamic_smem;
+\tcall.uni helper, ();
+\tcall.uni helper, ();
+\tret;
+}
+.visible .entry small()
+{
+\tmov.u64 %rd1, tile_b;
+\tret;
+}
+.visible .entry demoted()
+{
+\t.reg .b64 %rd<2>;
+\t.shared .align 4 .b8 local_tile[1000];
+\tmov.b64 %rd1, local_tile;
+\tst.shared.u32 [%rd1], 1;
+\tcall.uni helper, ();
+\tret;
+}
+.visible .entry none()
+{
+\tret;
+}
+";
+        let ptx = Ptx::parse(text);
+        assert_eq!(ptx.static_shared_bytes("big"), Some(40960 + 4));
+        assert_eq!(ptx.static_shared_bytes("small"), Some(128));
+        assert_eq!(ptx.static_shared_bytes("demoted"), Some(1000 + 4));
+        assert_eq!(ptx.static_shared_bytes("none"), Some(0));
+        assert_eq!(ptx.static_shared_bytes("helper"), None);
+        assert_eq!(shared_variable_bytes(".shared .align 8 .b8 x[3]"), Some(8));
+        assert_eq!(shared_variable_bytes(".shared .align 8 .b8 x[]"), None);
     }
 
     #[test]

@@ -58,7 +58,7 @@ unsafe fn saxpy_entry(p: *const *mut c_void) {
             arg::<u64>(p, 4) as usize,
         );
         let i = thread::index();
-        if let Some(yi) = y.get_mut(i) {
+        if let Some(yi) = y.get_mut(&i) {
             *yi += a * x[i.get()];
         }
     }
@@ -94,7 +94,7 @@ unsafe fn affine_entry(p: *const *mut c_void) {
             arg::<u64>(p, 2) as usize,
         );
         let i = thread::index();
-        y.set(i, (a.scale * i.get() as f32 + a.offset) as f64 + a.bias);
+        y.set(&i, (a.scale * i.get() as f32 + a.offset) as f64 + a.bias);
     }
 }
 

@@ -459,6 +459,77 @@ pub(crate) fn check_unchecked_inputs(inputs: &[Input], used: &[UsedDecl]) -> Res
     }
 }
 
+/// Refuses used declarations whose symbol is not the user's foreign code: a PTX system call
+/// or device-runtime function (the link exempts those from needing a definition, so the
+/// driver's `free` or `vprintf` would be called with the declaration's arguments), or a
+/// libdevice, C library or compiler-builtins name ([`reserved_symbol`]). `declare_device!`
+/// and the build refuse these names too; this holds for records made by any means.
+pub(crate) fn check_declared_symbols_are_foreign(used: &[UsedDecl]) -> Result<()> {
+    for u in used {
+        let symbol = u.decl.symbol.as_str();
+        let provider = if format::ptx::is_system_call(symbol) {
+            Some("a PTX system call or device-runtime function that the CUDA driver provides")
+        } else {
+            reserved_symbol(symbol)
+        };
+        if let Some(provider) = provider {
+            return Err(Error::ForeignSymbolNotForeign {
+                symbol: symbol.to_owned(),
+                declared_at: u.decl.declared_at.clone(),
+                provider,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why `symbol` names no function of the user's foreign code (the rule of `declare_device!`
+/// and the build): a C library or compiler-builtins function, a libdevice function, a name
+/// of the CUDA compilers or runtime, or a symbol gpukernel generates.
+pub(crate) fn reserved_symbol(symbol: &str) -> Option<&'static str> {
+    const C_LIBRARY: [&str; 16] = [
+        "memset",
+        "memcpy",
+        "memmove",
+        "memcmp",
+        "bcmp",
+        "strlen",
+        "strcmp",
+        "strcpy",
+        "printf",
+        "calloc",
+        "realloc",
+        "abort",
+        "exit",
+        "assert",
+        "__assert_fail",
+        "__nvvm_reflect",
+    ];
+    if C_LIBRARY.contains(&symbol) {
+        Some("a C library function or compiler intrinsic")
+    } else if symbol.starts_with("__nv_") {
+        Some("a libdevice function")
+    } else if ["__nvvm_", "__cuda", "__nvptx"]
+        .iter()
+        .any(|p| symbol.starts_with(p))
+    {
+        Some("a name reserved by the CUDA compilers")
+    } else if symbol.starts_with("cuda")
+        && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
+    {
+        Some("a function of the CUDA runtime or device runtime")
+    } else if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
+        Some("a symbol that gpukernel itself generates")
+    } else if symbol.strip_prefix("__").is_some_and(|rest| {
+        rest.strip_suffix(|c: char| c.is_ascii_digit())
+            .is_some_and(|stem| !stem.is_empty() && stem.chars().all(|c| c.is_ascii_lowercase()))
+    }) {
+        Some("a helper of the compiler's builtins (libgcc / compiler-rt naming)")
+    } else {
+        None
+    }
+}
+
 /// Whether `text` mentions `name(` as a whole identifier.
 pub(crate) fn mentions(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
@@ -489,6 +560,32 @@ mod tests {
         );
         assert!(ForeignDecl::parse("other\nsymbol=x").is_none());
         assert!(ForeignDecl::parse(&RECORD.replace("at=src/ffi.rs:32\n", "")).is_none());
+    }
+
+    #[test]
+    fn declared_system_calls_and_reserved_names_are_refused() {
+        let used = |symbol: &str| UsedDecl {
+            decl: ForeignDecl::parse(&RECORD.replace("mul_f32_f32", symbol)).unwrap(),
+            params: None,
+        };
+        assert!(check_declared_symbols_are_foreign(&[used("mul_f32_f32")]).is_ok());
+        for (symbol, provider) in [
+            ("free", "PTX system call"),
+            ("vprintf", "PTX system call"),
+            ("cudaGraphSetConditional", "PTX system call"),
+            ("memset", "C library"),
+            ("__nv_expf", "libdevice"),
+            ("__udivti3", "compiler's builtins"),
+        ] {
+            let e = check_declared_symbols_are_foreign(&[used("mul_f32_f32"), used(symbol)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&format!("`{symbol}` declared at src/ffi.rs:32")),
+                "{e}"
+            );
+            assert!(e.contains(provider), "{e}");
+        }
     }
 
     #[test]

@@ -861,6 +861,7 @@ impl Linker {
         let prelinked = prelinked::records(&inputs);
         prelinked::check_sources(&inputs, &prelinked)?;
         let used = foreign::used_declarations(&inputs);
+        foreign::check_declared_symbols_are_foreign(&used)?;
         for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
             foreign::check_ptx_definitions(
                 &String::from_utf8_lossy(&input.bytes),

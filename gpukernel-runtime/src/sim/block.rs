@@ -13,7 +13,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use gpukernel_device::SimEntry;
 use gpukernel_device::host::{
-    self, Barrier, ForeignFailure, SimHooks, ThreadContext, WarpExchange,
+    self, Barrier, ForeignFailure, SimHooks, ThreadContext, WarpExchange, WarpOp,
 };
 use gpukernel_device::thread::Dim3;
 
@@ -23,6 +23,7 @@ use super::{SimError, SimLaunch};
 enum Suspend {
     Barrier(Barrier),
     Warp {
+        op: WarpOp,
         mask: u32,
         value: u64,
     },
@@ -60,7 +61,7 @@ enum State {
     NotStarted,
     Ready,
     AtBarrier(Barrier),
-    AtWarp { mask: u32, value: u64 },
+    AtWarp { op: WarpOp, mask: u32, value: u64 },
     Done,
 }
 
@@ -103,7 +104,7 @@ impl SimHooks for SimThread {
         }
     }
 
-    fn warp_exchange(&self, mask: u32, value: u64) -> WarpExchange {
+    fn warp_exchange(&self, op: WarpOp, mask: u32, value: u64) -> WarpExchange {
         let own = 1u32 << self.lane;
         if mask & own == 0 {
             panic!(
@@ -120,7 +121,7 @@ impl SimHooks for SimThread {
                 participants,
             };
         }
-        match self.suspend(Suspend::Warp { mask, value }) {
+        match self.suspend(Suspend::Warp { op, mask, value }) {
             // SAFETY: the runner keeps the exchange in place until every lane of the group has
             // been resumed (it reuses the slot only in a later release, after a full pass).
             Resume::Warp(ex) => unsafe { *ex },
@@ -280,16 +281,20 @@ impl BlockRunner {
                 let warp_start = t / 32 * 32;
                 let lanes = (n - warp_start).min(32);
                 SimThread {
-                    ctx: ThreadContext {
-                        thread_idx: Dim3::new(
-                            t % block_dim.x,
-                            t / block_dim.x % block_dim.y,
-                            t / (block_dim.x * block_dim.y),
-                        ),
-                        block_idx: Dim3::default(),
-                        block_dim,
-                        grid_dim,
-                        hooks: dangling,
+                    // SAFETY: the dangling hooks are replaced by the thread record's below,
+                    // before the context is ever made current or asked for its hooks.
+                    ctx: unsafe {
+                        ThreadContext::new(
+                            Dim3::new(
+                                t % block_dim.x,
+                                t / block_dim.x % block_dim.y,
+                                t / (block_dim.x * block_dim.y),
+                            ),
+                            Dim3::default(),
+                            block_dim,
+                            grid_dim,
+                            dangling,
+                        )
                     },
                     lane: t % 32,
                     warp_lanes: if lanes == 32 {
@@ -305,7 +310,9 @@ impl BlockRunner {
             .collect();
         for t in threads.iter_mut() {
             let hooks: NonNull<dyn SimHooks> = NonNull::from(&*t);
-            t.ctx.hooks = hooks;
+            // SAFETY: the thread record lives at a stable address (a boxed slice) for the
+            // runner's lifetime, longer than any time its context is current.
+            unsafe { t.ctx.set_hooks(hooks) };
         }
         let mut stacks = Vec::new();
         {
@@ -355,14 +362,14 @@ impl BlockRunner {
         let cx = &self.threads[t].ctx;
         SimError {
             kernel: self.kernel,
-            block: [cx.block_idx.x, cx.block_idx.y, cx.block_idx.z],
-            thread: [cx.thread_idx.x, cx.thread_idx.y, cx.thread_idx.z],
+            block: [cx.block_idx().x, cx.block_idx().y, cx.block_idx().z],
+            thread: [cx.thread_idx().x, cx.thread_idx().y, cx.thread_idx().z],
             message,
         }
     }
 
     fn thread_name(&self, t: usize) -> String {
-        let i = self.threads[t].ctx.thread_idx;
+        let i = self.threads[t].ctx.thread_idx();
         format!("({}, {}, {})", i.x, i.y, i.z)
     }
 
@@ -371,7 +378,7 @@ impl BlockRunner {
         self.mem.next_block();
         let b = Dim3::new(block_idx[0], block_idx[1], block_idx[2]);
         for t in self.threads.iter_mut() {
-            t.ctx.block_idx = b;
+            t.ctx.set_block_idx(b);
         }
         self.states.fill(State::NotStarted);
         let result = self.schedule();
@@ -424,8 +431,8 @@ impl BlockRunner {
         unsafe { host::set_current(core::ptr::null()) };
         match r {
             CoroutineResult::Yield(Suspend::Barrier(b)) => self.states[t] = State::AtBarrier(b),
-            CoroutineResult::Yield(Suspend::Warp { mask, value }) => {
-                self.states[t] = State::AtWarp { mask, value }
+            CoroutineResult::Yield(Suspend::Warp { op, mask, value }) => {
+                self.states[t] = State::AtWarp { op, mask, value }
             }
             CoroutineResult::Yield(Suspend::Fault(payload)) => {
                 self.states[t] = State::Done;
@@ -465,7 +472,7 @@ impl BlockRunner {
                 self.resume(t, input)?;
             }
             // Every thread now waits or is done.
-            if self.release_warps(&mut inputs) {
+            if self.release_warps(&mut inputs)? {
                 continue;
             }
             let mut done = 0;
@@ -492,12 +499,14 @@ impl BlockRunner {
     }
 
     /// Completes every warp exchange whose lanes have all arrived; returns whether any did.
-    fn release_warps(&mut self, inputs: &mut [Option<Resume>]) -> bool {
+    /// Lanes of one mask that wait at operations that do not meet (a shuffle and a vote) are
+    /// an error: on the GPU that warp never completes.
+    fn release_warps(&mut self, inputs: &mut [Option<Resume>]) -> Result<bool, SimError> {
         let n = self.threads.len();
         let mut any = false;
         for base in (0..n).step_by(32) {
             for lane in 0..(n - base).min(32) {
-                let State::AtWarp { mask, .. } = self.states[base + lane] else {
+                let State::AtWarp { op, mask, .. } = self.states[base + lane] else {
                     continue;
                 };
                 let participants = mask & self.threads[base + lane].warp_lanes;
@@ -506,6 +515,27 @@ impl BlockRunner {
                 );
                 if !ready {
                     continue;
+                }
+                let other =
+                    (0..32)
+                        .filter(|l| participants & (1 << l) != 0)
+                        .find_map(|l| match self.states[base + l] {
+                            State::AtWarp { op: o, .. } if !o.meets(&op) => Some((l, o)),
+                            _ => None,
+                        });
+                if let Some((l, o)) = other {
+                    return Err(self.error(
+                        base + lane,
+                        format!(
+                            "mixed warp operations under mask {mask:#010x}: lane {lane} (thread {}) calls {} ({:?}) while lane {l} (thread {}) calls {} ({:?}); every lane of a mask must execute the same kind of warp operation (on the GPU this warp never completes)",
+                            self.thread_name(base + lane),
+                            op.name,
+                            op.kind,
+                            self.thread_name(base + l),
+                            o.name,
+                            o.kind,
+                        ),
+                    ));
                 }
                 let mut values = [0u64; 32];
                 for (l, v) in values.iter_mut().enumerate() {
@@ -530,7 +560,7 @@ impl BlockRunner {
                 any = true;
             }
         }
-        any
+        Ok(any)
     }
 
     /// Checks the barrier that every thread of the block waits at, and returns how many

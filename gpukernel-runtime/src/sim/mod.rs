@@ -25,9 +25,10 @@
 //! Device memory in the simulator is host memory, so the pointers in the parameter array are
 //! host addresses.
 //!
-//! Environment: `GPUKERNEL_SIM_THREADS` (worker threads; default: the available cores) and
-//! `GPUKERNEL_SIM_STACK_KIB` (coroutine stack per simulated thread, default 128 KiB; a kernel
-//! body that overflows it crashes the process, as a stack overflow does on any thread).
+//! Environment: `GPUKERNEL_SIM_THREADS` (worker threads, 1 to 4096; default: the available
+//! cores) and `GPUKERNEL_SIM_STACK_KIB` (coroutine stack per simulated thread, 1 KiB to 1 GiB,
+//! default 128 KiB; a kernel body that overflows it crashes the process, as a stack overflow
+//! does on any thread). Any other value fails the launch with an error naming the variable.
 //! Kernel crates run on the simulator need `panic = "unwind"` on the host (the default) for
 //! panics to become errors.
 
@@ -234,31 +235,55 @@ struct SimConfig {
 /// touched).
 const DEFAULT_STACK_KIB: usize = 128;
 
+/// The largest coroutine stack `GPUKERNEL_SIM_STACK_KIB` may ask for: 1 GiB per simulated
+/// thread (the GPU's own per-thread stack limit is far below).
+const MAX_STACK_KIB: usize = 1 << 20;
+
+/// The most worker threads `GPUKERNEL_SIM_THREADS` may ask for.
+const MAX_WORKERS: usize = 4096;
+
 impl SimConfig {
     fn from_env() -> Result<SimConfig, String> {
-        let workers = match env_positive("GPUKERNEL_SIM_THREADS")? {
+        let var = |name: &str| std::env::var_os(name);
+        Self::from_values(
+            var("GPUKERNEL_SIM_THREADS").as_deref(),
+            var("GPUKERNEL_SIM_STACK_KIB").as_deref(),
+        )
+    }
+
+    /// The settings from the variables' values (`None`: unset).
+    fn from_values(
+        threads: Option<&std::ffi::OsStr>,
+        stack_kib: Option<&std::ffi::OsStr>,
+    ) -> Result<SimConfig, String> {
+        let workers = match env_in_range("GPUKERNEL_SIM_THREADS", threads, MAX_WORKERS)? {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
-        let stack_kib = env_positive("GPUKERNEL_SIM_STACK_KIB")?.unwrap_or(DEFAULT_STACK_KIB);
+        let stack_kib = env_in_range("GPUKERNEL_SIM_STACK_KIB", stack_kib, MAX_STACK_KIB)?
+            .unwrap_or(DEFAULT_STACK_KIB);
         Ok(SimConfig {
             workers,
-            stack_bytes: stack_kib.saturating_mul(1024),
+            // At most 1 GiB: no overflow.
+            stack_bytes: stack_kib * 1024,
         })
     }
 }
 
-fn env_positive(name: &str) -> Result<Option<usize>, String> {
-    match std::env::var(name) {
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok(Some(n)),
-            _ => Err(format!(
-                "environment variable {name}={v:?} must be a positive integer"
-            )),
-        },
-        Err(std::env::VarError::NotUnicode(v)) => Err(format!(
-            "environment variable {name}={v:?} must be a positive integer"
+/// The value of environment variable `name` as an integer from 1 to `max` (`None` when
+/// unset); anything else is an error naming the variable, its value and the range.
+fn env_in_range(
+    name: &str,
+    value: Option<&std::ffi::OsStr>,
+    max: usize,
+) -> Result<Option<usize>, String> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match value.to_str().map(|v| v.trim().parse::<usize>()) {
+        Some(Ok(n)) if (1..=max).contains(&n) => Ok(Some(n)),
+        _ => Err(format!(
+            "invalid simulator setting: environment variable {name}={value:?} must be an integer from 1 to {max}; unset it for the default"
         )),
     }
 }

@@ -808,3 +808,112 @@ fn performance_sanity() {
     assert_eq!(total, expect);
     println!("simulator: saxpy 2^20 in {saxpy:?}, block reduction 2^20 in {reduce:?}");
 }
+
+// -- environment ---------------------------------------------------------------------------
+
+#[test]
+fn bad_environment_values_are_errors_naming_the_variable() {
+    use super::SimConfig;
+    use std::ffi::OsStr;
+    let ok = SimConfig::from_values(Some(OsStr::new("3")), Some(OsStr::new(" 256 "))).unwrap();
+    assert_eq!((ok.workers, ok.stack_bytes), (3, 256 * 1024));
+    let ok = SimConfig::from_values(None, None).unwrap();
+    assert_eq!(ok.stack_bytes, super::DEFAULT_STACK_KIB * 1024);
+    // `usize::MAX` KiB used to overflow into a panic when the stack was allocated.
+    for (threads, stack, name) in [
+        (
+            None,
+            Some("18446744073709551615"),
+            "GPUKERNEL_SIM_STACK_KIB",
+        ),
+        (None, Some("1048577"), "GPUKERNEL_SIM_STACK_KIB"),
+        (None, Some("0"), "GPUKERNEL_SIM_STACK_KIB"),
+        (None, Some("-1"), "GPUKERNEL_SIM_STACK_KIB"),
+        (None, Some("128k"), "GPUKERNEL_SIM_STACK_KIB"),
+        (Some("18446744073709551615"), None, "GPUKERNEL_SIM_THREADS"),
+        (Some("0"), None, "GPUKERNEL_SIM_THREADS"),
+    ] {
+        let e = SimConfig::from_values(threads.map(OsStr::new), stack.map(OsStr::new))
+            .err()
+            .unwrap_or_else(|| panic!("{threads:?} {stack:?} accepted"));
+        assert!(e.contains(name), "{e}");
+        assert!(e.contains("must be an integer from 1 to"), "{e}");
+    }
+}
+
+// -- mixed warp operations ------------------------------------------------------------------
+
+unsafe fn mixed_warp_entry(p: *const *mut c_void) {
+    // SAFETY: the test passes one `u32` slot per thread.
+    let out = unsafe { arg::<*mut u32>(p, 0) };
+    let lane = lane_id();
+    // Lanes 0..16 shuffle and lanes 16..32 vote, all under the full mask: on the GPU neither
+    // instruction ever completes.
+    let v = if lane < 16 {
+        warp::shfl_sync(FULL_MASK, lane, 0)
+    } else {
+        warp::ballot_sync(FULL_MASK, true)
+    };
+    // SAFETY: one slot per thread.
+    unsafe { out.add(lane as usize).write(v) };
+}
+
+#[test]
+fn mixed_warp_operations_under_one_mask_are_an_error() {
+    let mut out = vec![0u32; 32];
+    let e = run(
+        "mixed_warp",
+        mixed_warp_entry,
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &mut [ptr_arg(&mut out)],
+    )
+    .unwrap_err();
+    assert!(e.message.contains("mixed warp operations"), "{e}");
+    assert!(e.message.contains("warp::shfl_sync"), "{e}");
+    assert!(e.message.contains("warp::ballot_sync"), "{e}");
+    assert!(
+        e.message.contains("lane 0") && e.message.contains("lane 16"),
+        "{e}"
+    );
+}
+
+unsafe fn same_kind_warp_entry(p: *const *mut c_void) {
+    // SAFETY: the test passes one `u32` slot per thread.
+    let out = unsafe { arg::<*mut u32>(p, 0) };
+    let lane = lane_id();
+    // Two shuffle call sites, and two votes, under one mask each: one instruction kind.
+    let v = if lane < 16 {
+        warp::shfl_sync(FULL_MASK, lane, 3)
+    } else {
+        warp::shfl_down_sync(FULL_MASK, lane, 1)
+    };
+    let w = if lane.is_multiple_of(2) {
+        warp::ballot_sync(FULL_MASK, lane < 4)
+    } else {
+        warp::ballot_sync(FULL_MASK, false)
+    };
+    // SAFETY: one slot per thread.
+    unsafe { out.add(lane as usize).write(v + w) };
+}
+
+#[test]
+fn warp_operations_of_one_kind_from_several_call_sites_complete() {
+    let mut out = vec![0u32; 32];
+    run(
+        "same_kind",
+        same_kind_warp_entry,
+        [1, 1, 1],
+        [32, 1, 1],
+        0,
+        &mut [ptr_arg(&mut out)],
+    )
+    .unwrap();
+    // Lane 0..16 read lane 3; lanes 16..31 their next lane; lane 31 keeps its own. The
+    // ballot has the even lanes below 4.
+    assert_eq!(out[0], 3 + 0b101);
+    assert_eq!(out[1], 3 + 0b101);
+    assert_eq!(out[16], 17 + 0b101);
+    assert_eq!(out[31], 31 + 0b101);
+}

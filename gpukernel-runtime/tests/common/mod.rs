@@ -66,7 +66,7 @@ unsafe fn saxpy_entry(p: *const *mut c_void) {
             arg::<u64>(p, 4) as usize,
         );
         let i = thread::index();
-        if let Some(yi) = y.get_mut(i) {
+        if let Some(yi) = y.get_mut(&i) {
             *yi += a * x[i.get()];
         }
     }

@@ -39,9 +39,11 @@ pub unsafe fn add_in_place(k: u32, data: &mut [u32], last: *mut u32) {
 
 declare_device! {
     crate = "gkd";
-    /// Adds two floats (a Rust stand-in below plays the CUDA C function).
-    pub "renamed_add", fn(f32, f32) -> f32;
-    pub "renamed_touch", fn(*mut u32);
+    unsafe extern {
+        /// Adds two floats (a Rust stand-in below plays the CUDA C function).
+        pub "renamed_add", safe fn(f32, f32) -> f32;
+        pub "renamed_touch", fn(*mut u32);
+    }
 }
 
 mod cuda_side {

@@ -1,8 +1,10 @@
 use gpukernel_device::prelude::*;
 
 declare_device! {
-    pub mul = "mul_f32_f32", fn(f32, f32) -> f32;
-    pub mul = "mul_f64_f64", fn(f64, f64) -> f64;
+    unsafe extern {
+        pub mul = "mul_f32_f32", safe fn(f32, f32) -> f32;
+        pub mul = "mul_f64_f64", safe fn(f64, f64) -> f64;
+    }
 }
 
 fn main() {

@@ -1,8 +1,10 @@
 use gpukernel_device::prelude::*;
 
 declare_device! {
-    "mul", fn<T>(T, T) -> T;
-    "scale", for<'a> fn(&'a f32);
+    unsafe extern {
+        "mul", fn<T>(T, T) -> T;
+        "scale", for<'a> fn(&'a f32);
+    }
 }
 
 fn main() {}

@@ -1,8 +1,10 @@
 use gpukernel_device::prelude::*;
 
 declare_device! {
-    "mul_f32_f32";
-    "add_f32", (f32, f32) -> f32;
+    unsafe extern {
+        "mul_f32_f32";
+        "add_f32", (f32, f32) -> f32;
+    }
 }
 
 fn main() {}

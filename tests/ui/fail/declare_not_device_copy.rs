@@ -7,6 +7,6 @@ pub struct Complex {
     pub im: f32,
 }
 
-declare_device!(pub "cmul", fn(Complex, Complex) -> Complex);
+declare_device!(unsafe extern { pub "cmul", safe fn(Complex, Complex) -> Complex });
 
 fn main() {}

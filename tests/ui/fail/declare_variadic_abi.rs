@@ -1,8 +1,10 @@
 use gpukernel_device::prelude::*;
 
 declare_device! {
-    "log", fn(*const u8, ...);
-    "add", extern "system" fn(f32, f32) -> f32;
+    unsafe extern {
+        "log", fn(*const u8, ...);
+        "add", extern "system" fn(f32, f32) -> f32;
+    }
 }
 
 fn main() {}

@@ -5,8 +5,8 @@ use gpukernel_device::thread;
 #[kernel]
 pub fn twice(mut out: DisjointSlice2D<f32>) {
     let i = thread::index_2d();
-    let first = out.get_mut(i);
-    let second = out.get_mut(i);
+    let first = out.get_mut(&i);
+    let second = out.get_mut(&i);
     if let (Some(a), Some(b)) = (first, second) {
         *a = *b;
     }

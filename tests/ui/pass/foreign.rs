@@ -14,18 +14,20 @@ pub struct Complex {
 // SAFETY: `#[repr(C)]` struct of two `f32`s.
 unsafe impl DeviceCopy for Complex {}
 
-declare_device!("mul_f32_f32", fn(f32, f32) -> f32);
-declare_device!(pub "add_f32_f32", fn(f32, f32) -> f32,);
+declare_device!(unsafe extern { "mul_f32_f32", safe fn(f32, f32) -> f32 });
+declare_device!(unsafe extern { pub "add_f32_f32", safe fn(f32, f32) -> f32, });
 
 declare_device! {
-    /// Multiplies two complex numbers.
-    pub cmul = "complex_mul", fn(a: Complex, b: Complex) -> Complex;
-    pub(crate) sum = "sum_reduce", fn(data: *const f32, n: i32) -> f32;
-    pub "touch", fn(*mut u32);
-    "nothing", fn() -> ();
-    "checked", unsafe fn(u64) -> u64;
-    #[cfg(any())]
-    "never_declared", fn(UndefinedType);
+    unsafe extern {
+        /// Multiplies two complex numbers.
+        pub cmul = "complex_mul", safe fn(a: Complex, b: Complex) -> Complex;
+        pub(crate) sum = "sum_reduce", fn(data: *const f32, n: i32) -> f32;
+        pub "touch", fn(*mut u32);
+        "nothing", safe fn() -> ();
+        "checked", unsafe fn(u64) -> u64;
+        #[cfg(any())]
+        "never_declared", safe fn(UndefinedType);
+    }
 }
 
 mod cuda_side {
@@ -88,7 +90,7 @@ mod cuda_side {
 }
 
 fn main() {
-    declare_device!("mul_f32_f32", fn(f32, f32) -> f32);
+    declare_device!(unsafe extern { "mul_f32_f32", safe fn(f32, f32) -> f32 });
     assert_eq!(mul_f32_f32(2.0, 3.0), 6.0);
     assert_eq!(add_f32_f32(2.0, 3.0), 5.0);
     let i = Complex { re: 0.0, im: 1.0 };

@@ -9,9 +9,11 @@ use gpukernel_device::Kernel;
 use gpukernel_device::prelude::*;
 
 declare_device! {
-    pub "hygiene_out", fn(__gk_ret_ptr: *mut f32, v: f32) -> f32;
-    pub "hygiene_named", fn(ret: f32, __gk_status: i32, __gk_ret: f32) -> f32;
-    pub "hygiene_unnamed", fn(a1: f32, f32) -> f32;
+    unsafe extern {
+        pub "hygiene_out", fn(__gk_ret_ptr: *mut f32, v: f32) -> f32;
+        pub "hygiene_named", safe fn(ret: f32, __gk_status: i32, __gk_ret: f32) -> f32;
+        pub "hygiene_unnamed", safe fn(a1: f32, f32) -> f32;
+    }
 }
 
 mod cuda_side {

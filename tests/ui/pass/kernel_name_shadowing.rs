@@ -11,7 +11,7 @@ use gpukernel_runtime::{Device, LaunchConfig, Result, TypedKernel};
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = gpukernel_device::thread::index();
-    if let (Some(xi), Some(yi)) = (x.get(i.get()), y.get_mut(i)) {
+    if let (Some(xi), Some(yi)) = (x.get(i.get()), y.get_mut(&i)) {
         *yi += a * xi;
     }
 }

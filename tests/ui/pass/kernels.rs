@@ -19,7 +19,7 @@ unsafe impl DeviceCopy for Affine {}
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = gpukernel_device::thread::index();
-    if let (Some(xi), Some(yi)) = (x.get(i.get()), y.get_mut(i)) {
+    if let (Some(xi), Some(yi)) = (x.get(i.get()), y.get_mut(&i)) {
         *yi += a * xi;
     }
 }
@@ -74,7 +74,7 @@ fn r#match(x: &[i8]) {
 pub fn paired(x: &[f32], mut y: DisjointSlice<f32>) {
     let i = gpukernel_device::thread::index();
     if i.get() < x.len() {
-        y.set(i, x[i.get()]);
+        y.set(&i, x[i.get()]);
     }
 }
 

@@ -347,7 +347,7 @@ pub fn stencil5(u: &[f32], nx: u32, ny: u32, c0: f32, c1: f32, mut out: Disjoint
             let s = (at(ty, tx + 1) + at(ty + 2, tx + 1)) + (at(ty + 1, tx) + at(ty + 1, tx + 2));
             math::fmaf(c0, centre, c1 * s)
         };
-        out.set(i, v);
+        out.set(&i, v);
     }
 }
 
@@ -391,7 +391,7 @@ pub fn nbody(pos: &[F4], eps2: f32, mut acc: DisjointSlice<F4>) {
         sync::sync_threads();
         start += BLOCK as usize;
     }
-    if let Some(a) = acc.get_mut(i) {
+    if let Some(a) = acc.get_mut(&i) {
         *a = F4([ax, ay, az, 0.0]);
     }
 }
