@@ -17,10 +17,10 @@ use gpukernel_tests::{devices, plain_kernels};
 #[kernel(same_len(x, out))]
 pub fn copy_seen(x: &[u32], mut out: DisjointSlice<u32>, mut seen: DisjointSlice<u32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = x[i.get()] + 1;
     }
-    if let Some(s) = seen.get_mut(i) {
+    if let Some(s) = seen.get_mut(&i) {
         *s = x[i.get()];
     }
 }
@@ -30,10 +30,10 @@ pub fn copy_seen(x: &[u32], mut out: DisjointSlice<u32>, mut seen: DisjointSlice
 #[kernel]
 pub fn two_outputs(mut a: DisjointSlice<u32>, mut b: DisjointSlice<u32>) {
     let i = thread::index();
-    if let Some(v) = a.get_mut(i) {
+    if let Some(v) = a.get_mut(&i) {
         *v = 1;
     }
-    if let Some(v) = b.get_mut(i) {
+    if let Some(v) = b.get_mut(&i) {
         *v = 2;
     }
 }
@@ -42,7 +42,7 @@ pub fn two_outputs(mut a: DisjointSlice<u32>, mut b: DisjointSlice<u32>) {
 #[kernel]
 pub fn add_inputs(a: &[u32], b: &[u32], mut out: DisjointSlice<u32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = a[i.get()] + b[i.get()];
     }
 }
