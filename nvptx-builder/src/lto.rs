@@ -107,6 +107,56 @@ pub(crate) struct CudaBitcode {
     pub(crate) bitcode: PathBuf,
     /// FNV-1a of the source's bytes, for the run-time Linker to recognise it.
     pub(crate) hash: u64,
+    /// The clang and architecture it was compiled with, for the declarations' check
+    /// ([`CudaBitcode::check_definitions`]); `None` in unit tests of the IR checks.
+    pub(crate) checker: Option<(Clang, String)>,
+}
+
+impl CudaBitcode {
+    /// Checks the source's definitions against the kernels' declarations at the C level, as
+    /// the run-time Linker and the host compile do ([`crate::foreign::check_definitions`]): a
+    /// file that includes the source and then the checks, compiled by the same clang with
+    /// `-fsyntax-only`. Catches what the LLVM types cannot show (signedness; the pointee of a
+    /// pointer, such as a `uint32_t*` return slot for a declared `-> u64`).
+    pub(crate) fn check_definitions(
+        &self,
+        declarations: &[ForeignDeclaration],
+    ) -> Result<(), Error> {
+        let Some((clang, arch)) = &self.checker else {
+            return Ok(());
+        };
+        let wrapper = self.bitcode.with_extension("check.cu");
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let outcome = crate::foreign::check_definitions(&self.path, declarations, |text| {
+            std::fs::write(&wrapper, text).map_err(io_err(&wrapper))?;
+            let output = Command::new(&clang.clang)
+                .args(clang.base_args(arch))
+                .arg("-fsyntax-only")
+                .arg(&wrapper)
+                .current_dir(dir)
+                .output()
+                .map_err(io_err(&clang.clang))?;
+            if output.status.success() {
+                return Ok(None);
+            }
+            let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
+            log.push_str(&String::from_utf8_lossy(&output.stdout));
+            Ok(Some(log))
+        })?;
+        match outcome {
+            None => Ok(()),
+            // The source compiled on its own, so this is about the checks' text: say so.
+            Some(log) => Err(Error::ForeignDeviceCompileFailed {
+                source_file: self.path.clone(),
+                compiler: clang.clang.clone(),
+                command: None,
+                log: format!(
+                    "{log}\nnote: the source compiled alone; this error comes from the declarations' check compiled \
+                     after it (gpukernel_ffi_check.h)"
+                ),
+            }),
+        }
+    }
 }
 
 /// clang for the foreign sources of one build.
@@ -241,6 +291,7 @@ impl Clang {
             path,
             bitcode,
             hash,
+            checker: Some((self.clone(), arch.to_owned())),
         })
     }
 }
@@ -639,6 +690,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: cu,
             bitcode: dir.join("f.bc"),
             hash: 1,
+            checker: None,
         };
         let decl = ForeignDeclaration::parse(
             "gpukernel-foreign-v1\nsymbol=dot2\nabi=numba\nat=src/ffi.rs:9\nret=float\narg=struct Float2\narg=struct Float2\n",
@@ -667,6 +719,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: format!("/k/{name}").into(),
             bitcode: "/o/x.bc".into(),
             hash: 3,
+            checker: None,
         };
         let ir = CLANG_IR.replace("@dot2", "@dot3");
         let e = check_signatures(
@@ -689,6 +742,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: "/nonexistent/g.cu".into(),
             bitcode: "/nonexistent/g.bc".into(),
             hash: 2,
+            checker: None,
         };
         let e = check_signatures(RUST_IR, &[(src, clang.into())], &[])
             .unwrap_err()
@@ -704,6 +758,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: "/k/cuda/f.cu".into(),
             bitcode: "/o/f.bc".into(),
             hash: 0xab,
+            checker: None,
         };
         let r = record_globals(&[src], &[vec!["mul_f32_f32".into()]]);
         let (name, global) = &r[0];
