@@ -7,7 +7,7 @@ namespace __gpukernel_ffi {
 struct k_none {};       // void; a missing parameter
 struct k_other {};      // a type the ABI of declare_device! has no counterpart for
 struct k_any_class {};  // a declared struct, whose C name and size the record does not give
-struct k_half {};       // f16 / bf16: a 2-byte class (__half, __nv_bfloat16) or unsigned short
+struct k_half {};       // f16 / bf16: by value their bits (unsigned short); pointed to, also __half
 template <int Kind, unsigned long Size> struct k_scalar {};  // 1 bool, 2 signed, 3 unsigned, 4 float
 template <unsigned long Size> struct k_class {};
 template <class P> struct k_ptr {};
@@ -42,7 +42,9 @@ template <> struct k_of<char32_t, false> : k_int<char32_t> {};
 template <class A, class B> struct k_same { enum { value = 0 }; };
 template <class A> struct k_same<A, A> { enum { value = 1 }; };
 // Whether a definition's type (described) fits the declared one: the same description; a
-// pointer to void on either side fits any pointer; any class fits a declared struct.
+// pointer to void on either side fits any pointer; any class fits a declared struct; f16 and
+// bf16 by value are their bits (Rust passes them as a 16-bit integer, CUDA's __half is a
+// class passed as an aggregate), pointed to they may be any 2-byte class.
 template <class Declared, class Defined> struct k_fits {
   enum { value = k_same<Declared, Defined>::value };
 };
@@ -53,8 +55,8 @@ template <class E> struct k_fits<k_ptr<k_none>, k_ptr<E> > { enum { value = 1 };
 template <class D> struct k_fits<k_ptr<D>, k_ptr<k_none> > { enum { value = 1 }; };
 template <> struct k_fits<k_ptr<k_none>, k_ptr<k_none> > { enum { value = 1 }; };
 template <unsigned long N> struct k_fits<k_any_class, k_class<N> > { enum { value = 1 }; };
-template <> struct k_fits<k_half, k_class<2> > { enum { value = 1 }; };
 template <> struct k_fits<k_half, k_scalar<3, 2> > { enum { value = 1 }; };
+template <> struct k_fits<k_ptr<k_half>, k_ptr<k_class<2> > > { enum { value = 1 }; };
 template <unsigned I, class... A> struct k_at { typedef void type; };
 template <class H, class... A> struct k_at<0, H, A...> { typedef H type; };
 template <unsigned I, class H, class... A> struct k_at<I, H, A...> : k_at<I - 1, A...> {};

@@ -94,7 +94,7 @@ impl ForeignDeclaration {
             (
                 descriptor(&self.ret)?,
                 format!(
-                    "the definition must return `{}` ({})",
+                    "the definition must return '{}' ({})",
                     self.ret,
                     meaning(&self.ret)
                 ),
@@ -104,13 +104,13 @@ impl ForeignDeclaration {
             params.push((
                 descriptor(&slot)?,
                 format!(
-                    "parameter 1, the return slot, must be `{slot}` ({})",
+                    "parameter 1, the return slot, must be '{slot}' ({})",
                     meaning(&slot)
                 ),
             ));
             (
                 descriptor("int")?,
-                "the definition must return `int` (the status, 0 for success)".to_owned(),
+                "the definition must return 'int' (the status, 0 for success)".to_owned(),
             )
         };
         let first = params.len();
@@ -118,7 +118,7 @@ impl ForeignDeclaration {
             params.push((
                 descriptor(ty)?,
                 format!(
-                    "parameter {} must be `{ty}` ({}), as the argument {} of the declaration",
+                    "parameter {} must be '{ty}' ({}), as the argument {} of the declaration",
                     first + i + 1,
                     meaning(ty),
                     i + 1
@@ -242,8 +242,16 @@ pub(crate) fn meaning(ty: &str) -> String {
         "unsigned long long" | "uint64_t" | "size_t" => int(false, 64),
         "float" => "a 32-bit float".to_owned(),
         "double" => "a 64-bit float".to_owned(),
-        "struct f16" => "a 16-bit float: `__half` or `unsigned short`".to_owned(),
-        "struct bf16" => "a bfloat16: `__nv_bfloat16` or `unsigned short`".to_owned(),
+        "struct f16" => {
+            "a 16-bit float, by value its bits: 'unsigned short' ('__half_as_ushort'); \
+                          pointed to, '__half'"
+                .to_owned()
+        }
+        "struct bf16" => {
+            "a bfloat16, by value its bits: 'unsigned short' ('__bfloat16_as_ushort'); \
+                           pointed to, '__nv_bfloat16'"
+                .to_owned()
+        }
         _ => "a struct passed by value".to_owned(),
     }
 }
@@ -320,7 +328,14 @@ pub(crate) fn check_definitions(
         let Some(log) = syntax_log(&text)? else {
             return Ok(None);
         };
-        if let Some((decl, failed)) = failed_check(&log, &decls) {
+        // A symbol the source does not declare fails its assertions too: not a mismatch.
+        let undeclared = undeclared_in_log(&log, &decls);
+        let declared: Vec<&ForeignDeclaration> = decls
+            .iter()
+            .copied()
+            .filter(|d| !undeclared.contains(&d.symbol))
+            .collect();
+        if let Some((decl, failed)) = failed_check(&log, &declared) {
             let text = std::fs::read_to_string(src).unwrap_or_default();
             let line = definition_line(&text, &decl.symbol);
             let defined_at = match line {
@@ -339,7 +354,6 @@ pub(crate) fn check_definitions(
                 detail,
             });
         }
-        let undeclared = undeclared_in_log(&log, &decls);
         if undeclared.is_empty() {
             return Ok(Some(log));
         }

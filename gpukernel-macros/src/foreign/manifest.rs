@@ -13,9 +13,10 @@
 //! arg=float            (one line per argument, in order)
 //! ```
 //!
-//! A type the macro cannot spell in C (a `DeviceCopy` struct, or a pointer to one) is written
-//! `struct Name` (`struct Name*`): its C name may differ, so the linker checks it only by
-//! size, never through a C prototype. The global's name carries a hash of the crate, the
+//! C types are spelled with builtin types only (`int`, `unsigned long long`: see [`c_type`]). A
+//! type the macro cannot spell in C (a `DeviceCopy` struct, or a pointer to one) is written
+//! `struct Name` (`struct Name*`): its C name may differ, so the checks accept any class
+//! there, and the linker compares its size in the PTX. The global's name carries a hash of the crate, the
 //! symbol and the position, so that two declarations of one symbol never collide.
 
 use proc_macro2::TokenStream;
