@@ -32,9 +32,12 @@
 //!   ([`Error::ForeignSignatureMismatch`]), never a miscompiled call. Pass a pointer, or link
 //!   that source at run time.
 //! * clang's CUDA mode accepts an `extern "C"` redeclaration with other parameter types, so a
-//!   C prototype compiled with the source would not catch a mismatch: the check compares the
-//!   functions' LLVM types instead (exact, and what the call needs), and the host compile of the
-//!   same sources still checks the C prototypes ([`crate::host_cc::HostCc::declarations`]).
+//!   C prototype compiled with the source would not catch a mismatch, and LLVM types cannot
+//!   show signedness or what a pointer points to (a `uint32_t*` return slot for a declared
+//!   `-> u64` is a `ptr` like any other). Two checks run: first the C-level one, compiled by
+//!   the same clang after the source ([`CudaBitcode::check_definitions`], the text the run-time
+//!   Linker and the host compile use: [`crate::foreign::CHECK_HEADER`]), which compares what
+//!   each type is; then the functions' LLVM types (exact, and what the call needs).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -855,6 +858,90 @@ define dso_local { float, float } @pair(float %0) {\n";
             .to_string();
         assert!(
             e.contains("`dot2`") && e.contains("f.cu:4") && e.contains("byval"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn clang_checks_the_definitions_at_the_c_level() {
+        // Issue 28 C6: a declared `-> u64` whose definition writes a `uint32_t*` has the same
+        // LLVM type (`ptr`); the C-level check compiled after the source by the same clang
+        // refuses it, naming the return slot and the definition's line. Integer spellings that
+        // fit (`std::int32_t`, `long`, `unsigned`) pass, with and without `<cstdint>`.
+        let dir = scratch("c_check");
+        let decl = |symbol: &str, abi: &str, line: u32, ret: &str, args: &[&str]| {
+            let mut record = format!(
+                "gpukernel-foreign-v1\nsymbol={symbol}\nabi={abi}\nat=src/ffi.rs:{line}\nret={ret}\n"
+            );
+            for a in args {
+                record.push_str(&format!("arg={a}\n"));
+            }
+            ForeignDeclaration::parse(&record).unwrap()
+        };
+        let decls = [
+            decl(
+                "wide",
+                "numba",
+                7,
+                "unsigned long long",
+                &["int", "long long"],
+            ),
+            decl("cplain", "c", 8, "unsigned int", &["const float*", "bool"]),
+        ];
+        let clang = Clang::locate(&dir.join("work")).unwrap_or_else(|e| panic!("{e}"));
+        let check = |name: &str, text: &str| {
+            std::fs::write(dir.join(name), text).unwrap();
+            let bc = clang
+                .compile(&dir, Path::new(name), "sm_90", &dir.join("work"), false)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            bc.check_definitions(&decls)
+        };
+        check(
+            "fits.cu",
+            "#include <cstdint>\n\
+             extern \"C\" __device__ int wide(std::uint64_t* r, std::int32_t a, long b) { *r = a + b; return 0; }\n\
+             extern \"C\" __device__ unsigned cplain(float* p, bool f) { return f ? (unsigned)*p : 0u; }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        check(
+            "builtin.cu",
+            "extern \"C\" __device__ int wide(unsigned long long* r, int a, long long b) { *r = a + b; return 0; }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let e = check(
+            "slot.cu",
+            "#include <cstdint>\n// 4 bytes written into an 8-byte slot\n\
+             extern \"C\" __device__ int wide(uint32_t* r, int a, long long b) { *r = a + b; return 0; }\n",
+        )
+        .unwrap_err();
+        let Error::ForeignSignatureMismatch {
+            symbol,
+            declared_at,
+            defined_at,
+            detail,
+            ..
+        } = &e
+        else {
+            panic!("{e}")
+        };
+        assert_eq!(
+            (symbol.as_str(), declared_at.as_str()),
+            ("wide", "src/ffi.rs:7")
+        );
+        assert!(defined_at.ends_with("slot.cu:3"), "{e}");
+        assert!(
+            detail.contains("the return slot, must be 'unsigned long long*'"),
+            "{e}"
+        );
+        let e = check(
+            "sign.cu",
+            "extern \"C\" __device__ int cplain(const float* p, bool f) { return 0; }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`cplain`") && e.contains("must return 'unsigned int'"),
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);

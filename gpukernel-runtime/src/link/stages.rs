@@ -292,9 +292,10 @@ impl Linker {
         key.field("arch", arch.to_string().as_bytes());
         key.field("linker", linker.to_string().as_bytes());
         key.field("lto", &[u8::from(self.lto), u8::from(uses_ltoir)]);
-        // `.cu` sources are compiled with the foreign declarations' prototypes (which derive
-        // from the PTX inputs' bytes, in the key below); the version of that check is here.
-        key.field("foreign-check", b"1");
+        // `.cu` sources are compiled with the foreign declarations' checks (which derive from
+        // the PTX inputs' bytes, in the key below); the version of that check is here (2: the
+        // C-level checks of `ffi_check.h`, which refuse what the prototypes let through).
+        key.field("foreign-check", b"2");
         let plan = Plan {
             arch,
             linker,
