@@ -134,7 +134,8 @@ impl CudaBitcode {
             std::fs::write(&wrapper, text).map_err(io_err(&wrapper))?;
             let output = Command::new(&clang.clang)
                 .args(clang.base_args(arch))
-                .arg("-fsyntax-only")
+                // Every undeclared symbol in one pass (each is left out of the next one).
+                .args(["-fsyntax-only", "-ferror-limit=0"])
                 .arg(&wrapper)
                 .current_dir(dir)
                 .output()

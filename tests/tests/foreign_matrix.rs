@@ -689,6 +689,23 @@ fn the_simulators_linker_checks_cu_definitions_as_a_gpu_link_does() {
         m.detail.contains("the return slot, must be 'double*'"),
         "{e}"
     );
+    // The build-script half of the same reproduction: the host compile of that source for the
+    // simulator's library (`compile_foreign_for_host`, which now takes the declarations, is
+    // this `HostCc` with them) refuses it as well, naming the same places.
+    let dir = temp_dir("matrix-sim-host");
+    let e = host_check(&dir, &src, &builder_declarations(&[f64_decl])).unwrap_err();
+    let nvptx_builder::Error::ForeignSignatureMismatch {
+        declared_at,
+        defined_at,
+        detail,
+        ..
+    } = &e
+    else {
+        panic!("{e}")
+    };
+    assert_eq!(declared_at, &format!("src/matrix.rs:{}", f64_decl.line));
+    assert!(defined_at.ends_with("defs.cu:2"), "{e}");
+    assert!(detail.contains("the return slot, must be 'double*'"), "{e}");
     // The whole matrix through the simulator's Linker: fitting spellings link, a sample of
     // mismatches (one per type and ABI) is refused.
     let all: Vec<&Decl> = decls.iter().collect();
