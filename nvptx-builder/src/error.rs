@@ -96,8 +96,8 @@ pub enum Error {
         log: String,
     },
     /// A foreign `.cu` source defines a function differently from its `declare_device!`
-    /// declaration (found by the host compile, which compiles the declarations' C prototypes
-    /// with the source).
+    /// declaration (found by the checks compiled after the source: `foreign::CHECK_HEADER`,
+    /// by clang for `foreign_cuda` and by the host compiler; or by the LLVM types of LTO).
     ForeignSignatureMismatch {
         /// The foreign symbol.
         symbol: String,

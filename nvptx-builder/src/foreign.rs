@@ -3,6 +3,10 @@
 //! `foreign/manifest.rs`), read back so that the host compile of the foreign `.cu` files can
 //! check the definitions against them (see [`crate::host_cc::HostCc::declarations`]).
 
+use std::path::Path;
+
+use crate::Error;
+
 /// The prefix of the record globals.
 pub const RECORD_PREFIX: &str = "__gpukernel_foreign_";
 
@@ -65,19 +69,337 @@ impl ForeignDeclaration {
         )
     }
 
-    /// Whether the C prototype is compiled with the host sources: every type has a known C
-    /// spelling, and none that a definition may spell differently for the same ABI (64- and
-    /// 8-bit integers, pointers), which only the GPU link's PTX check can judge.
-    pub(crate) fn host_prototype(&self) -> bool {
-        std::iter::once(&self.ret).chain(&self.args).all(|t| {
-            !t.contains("struct ")
-                && !t.contains('*')
-                && !matches!(
-                    t.as_str(),
-                    "int64_t" | "uint64_t" | "size_t" | "ptrdiff_t" | "int8_t" | "uint8_t"
-                )
-        })
+    /// The C++ check of a definition of this declaration, compiled after the source (see
+    /// [`CHECK_HEADER`]): one `static_assert` per property, under a `#line` at the Rust
+    /// declaration; `None` when a type has no description (a record from another version of
+    /// the macro). The run-time Linker (`gpukernel-runtime`'s `link/foreign.rs`) generates the
+    /// same text for NVRTC.
+    pub fn c_check(&self) -> Option<String> {
+        let ns = "::__gpukernel_ffi";
+        let sym = &self.symbol;
+        let fn_ty = format!("{ns}::k_fn<decltype({sym})>");
+        let (file, line) = self
+            .declared_at
+            .rsplit_once(':')
+            .unwrap_or((self.declared_at.as_str(), "1"));
+        let mut out = format!("#line {line} \"{}\"\n", escape(file));
+        let mut assert = |cond: String, message: String| {
+            out.push_str(&format!(
+                "static_assert({cond}, \"[gpukernel] {sym}: {}\");\n",
+                escape(&message)
+            ));
+        };
+        let mut params: Vec<(String, String)> = Vec::new();
+        let ret = if self.c_abi {
+            (
+                descriptor(&self.ret)?,
+                format!(
+                    "the definition must return '{}' ({})",
+                    self.ret,
+                    meaning(&self.ret)
+                ),
+            )
+        } else {
+            let slot = format!("{}*", self.ret);
+            params.push((
+                descriptor(&slot)?,
+                format!(
+                    "parameter 1, the return slot, must be '{slot}' ({})",
+                    meaning(&slot)
+                ),
+            ));
+            (
+                descriptor("int")?,
+                "the definition must return 'int' (the status, 0 for success)".to_owned(),
+            )
+        };
+        let first = params.len();
+        for (i, ty) in self.args.iter().enumerate() {
+            params.push((
+                descriptor(ty)?,
+                format!(
+                    "parameter {} must be '{ty}' ({}), as the argument {} of the declaration",
+                    first + i + 1,
+                    meaning(ty),
+                    i + 1
+                ),
+            ));
+        }
+        assert(
+            format!("{fn_ty}::function"),
+            "the name is declared, but not as a function".to_owned(),
+        );
+        assert(
+            format!("{fn_ty}::params == {}", params.len()),
+            format!(
+                "the definition must take {} parameter(s): {}",
+                params.len(),
+                self.c_declaration()
+            ),
+        );
+        assert(
+            format!("{ns}::k_fits<{}, {fn_ty}::ret>::value", ret.0),
+            ret.1,
+        );
+        for (i, (desc, message)) in params.into_iter().enumerate() {
+            assert(
+                format!("{ns}::k_fits<{desc}, {fn_ty}::param<{i}>::type>::value"),
+                message,
+            );
+        }
+        Some(out)
     }
+}
+
+/// The C++ text that checks definitions against declarations, compiled after a foreign
+/// source (by clang for [`crate::Builder::foreign_cuda`], by the host compiler for the
+/// simulator; the run-time Linker compiles the same file with NVRTC). It needs no header: each
+/// type is reduced to what the ABI sees (bool, a signed or unsigned integer or a float of N
+/// bytes, a pointer to such a type, a class), so `int`, `int32_t` and `std::int32_t`, or `long`
+/// and `long long` (LP64), all fit a declared `i32` or `i64`.
+pub const CHECK_HEADER: &str = include_str!("../include/gpukernel_ffi_check.h");
+
+/// The name the check's own lines carry in compiler messages.
+pub const CHECK_HEADER_NAME: &str = "gpukernel_ffi_check.h";
+
+/// The checks of `decls` that can be made (see [`ForeignDeclaration::c_check`]), after the
+/// header; empty when there are none.
+pub(crate) fn checks_text(decls: &[&ForeignDeclaration]) -> String {
+    let checks: Vec<String> = decls.iter().filter_map(|d| d.c_check()).collect();
+    if checks.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n#line 1 \"{CHECK_HEADER_NAME}\"\n{CHECK_HEADER}");
+    for check in checks {
+        out.push_str(&check);
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The description of a declared C type for the check (the header's `k_*` types), from the
+/// record's spelling (this version's builtin types, or an earlier one's `int32_t` & co.).
+pub(crate) fn descriptor(ty: &str) -> Option<String> {
+    let ty = ty.trim();
+    if let Some(pointee) = ty.strip_suffix('*') {
+        return Some(format!(
+            "::__gpukernel_ffi::k_ptr<{} >",
+            descriptor(pointee)?
+        ));
+    }
+    let ty = ty.strip_prefix("const ").unwrap_or(ty).trim();
+    let scalar = |kind: u8, size: u8| Some(format!("::__gpukernel_ffi::k_scalar<{kind}, {size}>"));
+    match ty {
+        "void" => Some("::__gpukernel_ffi::k_none".to_owned()),
+        "bool" => scalar(1, 1),
+        "signed char" | "int8_t" => scalar(2, 1),
+        "short" | "int16_t" => scalar(2, 2),
+        "int" | "int32_t" => scalar(2, 4),
+        "long long" | "int64_t" | "ptrdiff_t" => scalar(2, 8),
+        "unsigned char" | "uint8_t" => scalar(3, 1),
+        "unsigned short" | "uint16_t" => scalar(3, 2),
+        "unsigned int" | "uint32_t" => scalar(3, 4),
+        "unsigned long long" | "uint64_t" | "size_t" => scalar(3, 8),
+        "float" => scalar(4, 4),
+        "double" => scalar(4, 8),
+        "struct f16" | "struct bf16" => Some("::__gpukernel_ffi::k_half".to_owned()),
+        _ if ty.starts_with("struct ") => Some("::__gpukernel_ffi::k_any_class".to_owned()),
+        _ => None,
+    }
+}
+
+/// What a declared C type is, in words, for messages.
+pub(crate) fn meaning(ty: &str) -> String {
+    let ty = ty.trim();
+    if let Some(pointee) = ty.strip_suffix('*') {
+        let pointee = pointee.trim();
+        return if pointee == "void" || pointee == "const void" {
+            "a pointer to anything".to_owned()
+        } else {
+            format!("a pointer to {}", meaning(pointee))
+        };
+    }
+    let ty = ty.strip_prefix("const ").unwrap_or(ty).trim();
+    let int = |signed: bool, bits: u8| {
+        format!(
+            "{} {bits}-bit integer",
+            if signed { "a signed" } else { "an unsigned" }
+        )
+    };
+    match ty {
+        "void" => "nothing".to_owned(),
+        "bool" => "a C++ bool".to_owned(),
+        "signed char" | "int8_t" => int(true, 8),
+        "short" | "int16_t" => int(true, 16),
+        "int" | "int32_t" => int(true, 32),
+        "long long" | "int64_t" | "ptrdiff_t" => int(true, 64),
+        "unsigned char" | "uint8_t" => int(false, 8),
+        "unsigned short" | "uint16_t" => int(false, 16),
+        "unsigned int" | "uint32_t" => int(false, 32),
+        "unsigned long long" | "uint64_t" | "size_t" => int(false, 64),
+        "float" => "a 32-bit float".to_owned(),
+        "double" => "a 64-bit float".to_owned(),
+        "struct f16" => {
+            "a 16-bit float, by value its bits: 'unsigned short' ('__half_as_ushort'); \
+                          pointed to, '__half'"
+                .to_owned()
+        }
+        "struct bf16" => {
+            "a bfloat16, by value its bits: 'unsigned short' ('__bfloat16_as_ushort'); \
+                           pointed to, '__nv_bfloat16'"
+                .to_owned()
+        }
+        _ => "a struct passed by value".to_owned(),
+    }
+}
+
+/// A failed check in a compiler log (clang's or gcc's, `file:line:col: error: ...
+/// [gpukernel] <symbol>: <what>`): the declaration and what failed, in order of the log.
+pub(crate) fn failed_check<'a>(
+    log: &str,
+    decls: &[&'a ForeignDeclaration],
+) -> Option<(&'a ForeignDeclaration, Vec<String>)> {
+    for &decl in decls {
+        let marker = format!("[gpukernel] {}: ", decl.symbol);
+        let mut failed: Vec<String> = Vec::new();
+        for line in log.lines().filter(|l| l.contains("error")) {
+            if let Some(at) = line.find(&marker) {
+                let message = line[at + marker.len()..].trim_end_matches('"').trim();
+                if !failed.iter().any(|f| f == message) {
+                    failed.push(message.to_owned());
+                }
+            }
+        }
+        if !failed.is_empty() {
+            return Some((decl, failed));
+        }
+    }
+    None
+}
+
+/// The symbols whose check failed for another reason than a mismatch: an error on the check's
+/// line (`file:line:`) that names the symbol (the source does not declare it).
+pub(crate) fn undeclared_in_log(log: &str, decls: &[&ForeignDeclaration]) -> Vec<String> {
+    let mut out = Vec::new();
+    for decl in decls {
+        let at = format!("{}:", decl.declared_at);
+        let named = |line: &str| {
+            line.match_indices(decl.symbol.as_str()).any(|(i, _)| {
+                let before = line[..i].chars().next_back();
+                let after = line[i + decl.symbol.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        };
+        if log.lines().any(|l| {
+            l.starts_with(&at) && l.contains("error") && !l.contains("[gpukernel]") && named(l)
+        }) {
+            out.push(decl.symbol.clone());
+        }
+    }
+    out
+}
+
+/// Checks the definitions in the source `src` against `declarations`: `syntax_log` compiles
+/// (syntax only) the text it is given, a file that includes the source and then the checks,
+/// and returns the compiler's log if it failed. A declaration that the source does not
+/// declare (another source defines it) is left out and the rest compiled again. `Ok(None)`:
+/// every definition fits; `Ok(Some(log))`: the compile failed for another reason (the
+/// source's own error: the caller reports it as it reports a compile of the source).
+pub(crate) fn check_definitions(
+    src: &Path,
+    declarations: &[ForeignDeclaration],
+    mut syntax_log: impl FnMut(&str) -> Result<Option<String>, Error>,
+) -> Result<Option<String>, Error> {
+    let mut decls: Vec<&ForeignDeclaration> = declarations
+        .iter()
+        .filter(|d| d.c_check().is_some())
+        .collect();
+    let included = src
+        .display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    while !decls.is_empty() {
+        let text = format!("#include \"{included}\"\n{}", checks_text(&decls));
+        let Some(log) = syntax_log(&text)? else {
+            return Ok(None);
+        };
+        // A symbol the source does not declare fails its assertions too: not a mismatch.
+        let undeclared = undeclared_in_log(&log, &decls);
+        let declared: Vec<&ForeignDeclaration> = decls
+            .iter()
+            .copied()
+            .filter(|d| !undeclared.contains(&d.symbol))
+            .collect();
+        if let Some((decl, failed)) = failed_check(&log, &declared) {
+            let text = std::fs::read_to_string(src).unwrap_or_default();
+            let line = definition_line(&text, &decl.symbol);
+            let defined_at = match line {
+                Some(l) => format!("{}:{l}", src.display()),
+                None => src.display().to_string(),
+            };
+            let mut detail = failed.join("; ");
+            if let Some(def) = line.and_then(|l| text.lines().nth(l - 1)) {
+                detail.push_str(&format!("\n  the definition: {}", def.trim()));
+            }
+            return Err(Error::ForeignSignatureMismatch {
+                symbol: decl.symbol.clone(),
+                declared_at: decl.declared_at.clone(),
+                expected: decl.c_declaration(),
+                defined_at,
+                detail,
+            });
+        }
+        if undeclared.is_empty() {
+            return Ok(Some(log));
+        }
+        decls.retain(|d| !undeclared.contains(&d.symbol));
+    }
+    Ok(None)
+}
+
+/// The first line of `text` (1-based) where `name(` starts something that is followed by a
+/// `{` before the next `;` (the definition, roughly), else the first that is followed by a
+/// `;` and is not a call (a declaration); for messages only.
+pub(crate) fn definition_line(text: &str, name: &str) -> Option<usize> {
+    let mut declaration = None;
+    let mut offset = 0;
+    while let Some(found) = text[offset..].find(name) {
+        let at = offset + found;
+        offset = at + name.len();
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if text[line_start..at].contains("//") {
+            continue;
+        }
+        let after = &text[at + name.len()..];
+        if !after.trim_start().starts_with('(') {
+            continue;
+        }
+        let line = text[..at].matches('\n').count() + 1;
+        let brace = after.find('{');
+        let semi = after.find(';');
+        if matches!((brace, semi), (Some(b), Some(s)) if b < s)
+            || (brace.is_some() && semi.is_none())
+        {
+            return Some(line);
+        }
+        let prefix = text[line_start..at].trim_end();
+        let call = prefix.is_empty()
+            || prefix.ends_with(['=', '(', ',', '+', '-', '!', '&', '|', '?', ':'])
+            || prefix.ends_with("return");
+        if !call && declaration.is_none() {
+            declaration = Some(line);
+        }
+    }
+    declaration
 }
 
 /// The declarations recorded in a PTX text (in order; records that do not parse are skipped).
@@ -258,7 +580,7 @@ mod tests {
             decls[0].c_declaration(),
             "extern \"C\" __device__ int f(float*, int32_t)"
         );
-        assert!(decls[0].host_prototype());
+        assert!(decls[0].c_check().is_some());
         assert_eq!(decls[0].declared_at, "src/a.rs:3");
     }
 

@@ -43,16 +43,29 @@ pub const COMPAT_HEADER_NAME: &str = "gpukernel_sim.h";
 
 /// From a build script: compiles `sources` (paths relative to the package, or absolute) for
 /// the host into the static library `lib_name` in `OUT_DIR`, and tells cargo to link it and to
-/// rerun when a source changes. Checks nothing against the declarations: prefer
-/// [`compile_foreign_for_host_checked`].
-pub fn compile_foreign_for_host(sources: &[impl AsRef<Path>], lib_name: &str) -> Result<(), Error> {
-    compile_foreign_for_host_checked(sources, lib_name, &[])
+/// rerun when a source changes. Each definition of a declared foreign function is checked
+/// against its `declare_device!` declaration: pass [`crate::PtxOutput::foreign`] (see
+/// [`HostCc::declarations`]); the simulator's run-time Linker checks `.cu` inputs again.
+pub fn compile_foreign_for_host(
+    sources: &[impl AsRef<Path>],
+    lib_name: &str,
+    declarations: &[ForeignDeclaration],
+) -> Result<(), Error> {
+    compile_for_host(sources, lib_name, declarations)
 }
 
-/// As [`compile_foreign_for_host`], checking each definition of a declared foreign function
-/// against its `declare_device!` declaration (pass [`crate::PtxOutput::foreign`]; see
-/// [`HostCc::declarations`]).
+/// The earlier name of [`compile_foreign_for_host`], which now takes the declarations too.
+#[doc(hidden)]
+#[deprecated(note = "use `compile_foreign_for_host`, which takes the declarations")]
 pub fn compile_foreign_for_host_checked(
+    sources: &[impl AsRef<Path>],
+    lib_name: &str,
+    declarations: &[ForeignDeclaration],
+) -> Result<(), Error> {
+    compile_for_host(sources, lib_name, declarations)
+}
+
+fn compile_for_host(
     sources: &[impl AsRef<Path>],
     lib_name: &str,
     declarations: &[ForeignDeclaration],
@@ -95,45 +108,63 @@ impl HostCc {
     }
 
     /// The `declare_device!` declarations to check the sources' definitions against
-    /// ([`crate::PtxOutput::foreign`]): their C prototypes are compiled with each source (each
-    /// under a `#line` naming its Rust declaration), so a conflicting definition stops the
-    /// build with [`Error::ForeignSignatureMismatch`]. Declarations whose C spelling is not
-    /// unique (structs, pointers, 8- and 64-bit integers) are left to the GPU link's checks.
+    /// ([`crate::PtxOutput::foreign`]): each source is compiled once more with the checks
+    /// after it ([`crate::foreign::CHECK_HEADER`], one `static_assert` per parameter under a
+    /// `#line` naming its Rust declaration), which compare what each type is (signedness,
+    /// width, float, pointee), whatever its spelling; a definition that differs stops the
+    /// build with [`Error::ForeignSignatureMismatch`] naming the declaration, the definition's
+    /// line and the parameter.
     pub fn declarations(mut self, declarations: &[ForeignDeclaration]) -> Self {
         self.declarations = declarations.to_vec();
         self
     }
 
-    /// Writes the prototypes of the checked declarations next to the compat header and
-    /// returns the file's path (`None` when there are none).
-    fn write_prototypes(&self) -> Result<Option<PathBuf>, Error> {
-        let mut text =
-            String::from("// The declare_device! declarations, checked against the definitions.\n");
-        let mut any = false;
-        for decl in self.declarations.iter().filter(|d| d.host_prototype()) {
-            let (file, line) = decl
-                .declared_at
-                .rsplit_once(':')
-                .unwrap_or((decl.declared_at.as_str(), "1"));
-            text.push_str(&format!(
-                "#line {line} \"{}\"\n{};\n",
-                file.replace('\\', "\\\\").replace('"', "\\\""),
-                decl.c_declaration()
-            ));
-            any = true;
+    /// Checks the definitions in `src` against the declarations
+    /// ([`crate::foreign::check_definitions`]: a file that includes the source, then the checks,
+    /// compiled syntax only).
+    fn check_declarations(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
+        let abs = std::env::current_dir()
+            .map(|cwd| cwd.join(src))
+            .unwrap_or_else(|_| src.to_path_buf());
+        let stem = src
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "source".into());
+        let wrapper = self.out_dir.join("gpukernel-sim-include").join(format!(
+            "check-{stem}-{:016x}.cpp",
+            crate::lto::fnv1a(abs.to_string_lossy().as_bytes())
+        ));
+        let outcome = crate::foreign::check_definitions(&abs, &self.declarations, |text| {
+            std::fs::write(&wrapper, text).map_err(|source| Error::Io {
+                path: wrapper.clone(),
+                source,
+            })?;
+            self.syntax_log(build, &wrapper)
+        });
+        match outcome {
+            Ok(None) => Ok(()),
+            // Not about the checks: the source's own error, as its own compile reports it.
+            Ok(Some(_)) => self.check(build, src),
+            Err(Error::ForeignSignatureMismatch {
+                symbol,
+                declared_at,
+                expected,
+                detail,
+                defined_at,
+            }) => Err(Error::ForeignSignatureMismatch {
+                symbol,
+                declared_at,
+                expected,
+                // As the build script named the source.
+                defined_at: defined_at.replacen(
+                    &abs.display().to_string(),
+                    &src.display().to_string(),
+                    1,
+                ),
+                detail,
+            }),
+            Err(e) => Err(e),
         }
-        if !any {
-            return Ok(None);
-        }
-        let path = self
-            .out_dir
-            .join("gpukernel-sim-include")
-            .join("gpukernel_declarations.h");
-        std::fs::write(&path, text).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        Ok(Some(path))
     }
 
     /// Whether to print `cargo:` directives (link the library, rerun on change); on by
@@ -184,7 +215,6 @@ impl HostCc {
     /// which names the file and line.
     pub fn compile(&self, sources: &[impl AsRef<Path>], lib_name: &str) -> Result<PathBuf, Error> {
         let mut build = self.configured()?;
-        let prototypes = self.write_prototypes()?;
         build.out_dir(&self.out_dir);
         for src in sources {
             let src = src.as_ref();
@@ -194,7 +224,7 @@ impl HostCc {
             if self.cargo_metadata {
                 directives::emit(format!("cargo:rerun-if-changed={}", src.display()));
             }
-            self.check(&build, src, prototypes.as_deref())?;
+            self.check_source(&build, src)?;
             build.file(src);
         }
         let compiler = build.get_compiler();
@@ -222,20 +252,19 @@ impl HostCc {
     /// that a mistake in a `.cu` is reported before the slower device build.
     pub fn check_all(&self, sources: &[impl AsRef<Path>]) -> Result<(), Error> {
         let build = self.configured()?;
-        let prototypes = self.write_prototypes()?;
         for src in sources {
             let src = src.as_ref();
             if !src.is_file() {
                 return Err(missing_source(src));
             }
-            self.check(&build, src, prototypes.as_deref())?;
+            self.check_source(&build, src)?;
         }
         Ok(())
     }
 
     /// Runs the compiler on `src` with `-fsyntax-only` and returns its log on failure (cc
     /// itself would only print it as cargo warnings).
-    fn check(&self, build: &cc::Build, src: &Path, prototypes: Option<&Path>) -> Result<(), Error> {
+    fn check(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
         let compiler = build.try_get_compiler().map_err(|e| Error::ToolFailed {
             tool: PathBuf::from("c++"),
             args: Vec::new(),
@@ -245,9 +274,6 @@ impl HostCc {
             ),
         })?;
         let mut cmd: Command = compiler.to_command();
-        if let Some(prototypes) = prototypes {
-            cmd.arg("-include").arg(prototypes);
-        }
         cmd.arg("-fsyntax-only").arg(src);
         let args: Vec<String> = cmd
             .get_args()
@@ -262,9 +288,6 @@ impl HostCc {
         }
         let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
         log.push_str(&String::from_utf8_lossy(&output.stdout));
-        if let Some(e) = self.mismatch_in_log(&log) {
-            return Err(e);
-        }
         Err(Error::ForeignCompileFailed {
             source_file: src.to_path_buf(),
             compiler: compiler.path().to_path_buf(),
@@ -276,44 +299,37 @@ impl HostCc {
 }
 
 impl HostCc {
-    /// A gcc or clang error about a conflicting declaration of a checked symbol: `file:12:5:
-    /// error: conflicting declaration of C function 'int f(double*)'`.
-    fn mismatch_in_log(&self, log: &str) -> Option<Error> {
-        for line in log.lines() {
-            let Some((place, message)) = line.split_once(": error: ") else {
-                continue;
-            };
-            if ![
-                "conflicting",
-                "linkage",
-                "overload",
-                "previous declaration",
-                "redeclar",
-            ]
-            .iter()
-            .any(|w| message.contains(w))
-            {
-                continue;
-            }
-            let decl = self.declarations.iter().find(|d| {
-                d.host_prototype()
-                    && (message.contains(&format!(" {}(", d.symbol))
-                        || message.contains(&format!("'{}'", d.symbol)))
-            })?;
-            let mut parts = place.splitn(3, ':');
-            let defined_at = match (parts.next(), parts.next()) {
-                (Some(file), Some(line)) => format!("{file}:{line}"),
-                _ => place.to_owned(),
-            };
-            return Some(Error::ForeignSignatureMismatch {
-                symbol: decl.symbol.clone(),
-                declared_at: decl.declared_at.clone(),
-                expected: decl.c_declaration(),
-                defined_at,
-                detail: message.to_owned(),
-            });
+    /// The syntax check of `src`, with the declarations' checks when there are any.
+    fn check_source(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
+        if self.declarations.iter().any(|d| d.c_check().is_some()) {
+            self.check_declarations(build, src)
+        } else {
+            self.check(build, src)
         }
-        None
+    }
+
+    /// Runs the compiler on `file` with `-fsyntax-only`; its log if it failed.
+    fn syntax_log(&self, build: &cc::Build, file: &Path) -> Result<Option<String>, Error> {
+        let compiler = build.try_get_compiler().map_err(|e| Error::ToolFailed {
+            tool: PathBuf::from("c++"),
+            args: Vec::new(),
+            output: format!(
+                "no host C++ compiler found (needed to compile {} for the simulator): {e}",
+                file.display()
+            ),
+        })?;
+        let mut cmd: Command = compiler.to_command();
+        cmd.arg("-fsyntax-only").arg(file);
+        let output = cmd.output().map_err(|source| Error::Io {
+            path: compiler.path().to_path_buf(),
+            source,
+        })?;
+        if output.status.success() {
+            return Ok(None);
+        }
+        let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&output.stdout));
+        Ok(Some(log))
     }
 }
 

@@ -32,9 +32,12 @@
 //!   ([`Error::ForeignSignatureMismatch`]), never a miscompiled call. Pass a pointer, or link
 //!   that source at run time.
 //! * clang's CUDA mode accepts an `extern "C"` redeclaration with other parameter types, so a
-//!   C prototype compiled with the source would not catch a mismatch: the check compares the
-//!   functions' LLVM types instead (exact, and what the call needs), and the host compile of the
-//!   same sources still checks the C prototypes ([`crate::host_cc::HostCc::declarations`]).
+//!   C prototype compiled with the source would not catch a mismatch, and LLVM types cannot
+//!   show signedness or what a pointer points to (a `uint32_t*` return slot for a declared
+//!   `-> u64` is a `ptr` like any other). Two checks run: first the C-level one, compiled by
+//!   the same clang after the source ([`CudaBitcode::check_definitions`], the text the run-time
+//!   Linker and the host compile use: [`crate::foreign::CHECK_HEADER`]), which compares what
+//!   each type is; then the functions' LLVM types (exact, and what the call needs).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -107,6 +110,57 @@ pub(crate) struct CudaBitcode {
     pub(crate) bitcode: PathBuf,
     /// FNV-1a of the source's bytes, for the run-time Linker to recognise it.
     pub(crate) hash: u64,
+    /// The clang and architecture it was compiled with, for the declarations' check
+    /// ([`CudaBitcode::check_definitions`]); `None` in unit tests of the IR checks.
+    pub(crate) checker: Option<(Clang, String)>,
+}
+
+impl CudaBitcode {
+    /// Checks the source's definitions against the kernels' declarations at the C level, as
+    /// the run-time Linker and the host compile do ([`crate::foreign::check_definitions`]): a
+    /// file that includes the source and then the checks, compiled by the same clang with
+    /// `-fsyntax-only`. Catches what the LLVM types cannot show (signedness; the pointee of a
+    /// pointer, such as a `uint32_t*` return slot for a declared `-> u64`).
+    pub(crate) fn check_definitions(
+        &self,
+        declarations: &[ForeignDeclaration],
+    ) -> Result<(), Error> {
+        let Some((clang, arch)) = &self.checker else {
+            return Ok(());
+        };
+        let wrapper = self.bitcode.with_extension("check.cu");
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        let outcome = crate::foreign::check_definitions(&self.path, declarations, |text| {
+            std::fs::write(&wrapper, text).map_err(io_err(&wrapper))?;
+            let output = Command::new(&clang.clang)
+                .args(clang.base_args(arch))
+                // Every undeclared symbol in one pass (each is left out of the next one).
+                .args(["-fsyntax-only", "-ferror-limit=0"])
+                .arg(&wrapper)
+                .current_dir(dir)
+                .output()
+                .map_err(io_err(&clang.clang))?;
+            if output.status.success() {
+                return Ok(None);
+            }
+            let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
+            log.push_str(&String::from_utf8_lossy(&output.stdout));
+            Ok(Some(log))
+        })?;
+        match outcome {
+            None => Ok(()),
+            // The source compiled on its own, so this is about the checks' text: say so.
+            Some(log) => Err(Error::ForeignDeviceCompileFailed {
+                source_file: self.path.clone(),
+                compiler: clang.clang.clone(),
+                command: None,
+                log: format!(
+                    "{log}\nnote: the source compiled alone; this error comes from the declarations' check compiled \
+                     after it (gpukernel_ffi_check.h)"
+                ),
+            }),
+        }
+    }
 }
 
 /// clang for the foreign sources of one build.
@@ -241,6 +295,7 @@ impl Clang {
             path,
             bitcode,
             hash,
+            checker: Some((self.clone(), arch.to_owned())),
         })
     }
 }
@@ -639,6 +694,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: cu,
             bitcode: dir.join("f.bc"),
             hash: 1,
+            checker: None,
         };
         let decl = ForeignDeclaration::parse(
             "gpukernel-foreign-v1\nsymbol=dot2\nabi=numba\nat=src/ffi.rs:9\nret=float\narg=struct Float2\narg=struct Float2\n",
@@ -667,6 +723,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: format!("/k/{name}").into(),
             bitcode: "/o/x.bc".into(),
             hash: 3,
+            checker: None,
         };
         let ir = CLANG_IR.replace("@dot2", "@dot3");
         let e = check_signatures(
@@ -689,6 +746,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: "/nonexistent/g.cu".into(),
             bitcode: "/nonexistent/g.bc".into(),
             hash: 2,
+            checker: None,
         };
         let e = check_signatures(RUST_IR, &[(src, clang.into())], &[])
             .unwrap_err()
@@ -704,6 +762,7 @@ define dso_local { float, float } @pair(float %0) {\n";
             path: "/k/cuda/f.cu".into(),
             bitcode: "/o/f.bc".into(),
             hash: 0xab,
+            checker: None,
         };
         let r = record_globals(&[src], &[vec!["mul_f32_f32".into()]]);
         let (name, global) = &r[0];
@@ -800,6 +859,90 @@ define dso_local { float, float } @pair(float %0) {\n";
             .to_string();
         assert!(
             e.contains("`dot2`") && e.contains("f.cu:4") && e.contains("byval"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn clang_checks_the_definitions_at_the_c_level() {
+        // Issue 28 C6: a declared `-> u64` whose definition writes a `uint32_t*` has the same
+        // LLVM type (`ptr`); the C-level check compiled after the source by the same clang
+        // refuses it, naming the return slot and the definition's line. Integer spellings that
+        // fit (`std::int32_t`, `long`, `unsigned`) pass, with and without `<cstdint>`.
+        let dir = scratch("c_check");
+        let decl = |symbol: &str, abi: &str, line: u32, ret: &str, args: &[&str]| {
+            let mut record = format!(
+                "gpukernel-foreign-v1\nsymbol={symbol}\nabi={abi}\nat=src/ffi.rs:{line}\nret={ret}\n"
+            );
+            for a in args {
+                record.push_str(&format!("arg={a}\n"));
+            }
+            ForeignDeclaration::parse(&record).unwrap()
+        };
+        let decls = [
+            decl(
+                "wide",
+                "numba",
+                7,
+                "unsigned long long",
+                &["int", "long long"],
+            ),
+            decl("cplain", "c", 8, "unsigned int", &["const float*", "bool"]),
+        ];
+        let clang = Clang::locate(&dir.join("work")).unwrap_or_else(|e| panic!("{e}"));
+        let check = |name: &str, text: &str| {
+            std::fs::write(dir.join(name), text).unwrap();
+            let bc = clang
+                .compile(&dir, Path::new(name), "sm_90", &dir.join("work"), false)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            bc.check_definitions(&decls)
+        };
+        check(
+            "fits.cu",
+            "#include <cstdint>\n\
+             extern \"C\" __device__ int wide(std::uint64_t* r, std::int32_t a, long b) { *r = a + b; return 0; }\n\
+             extern \"C\" __device__ unsigned cplain(float* p, bool f) { return f ? (unsigned)*p : 0u; }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        check(
+            "builtin.cu",
+            "extern \"C\" __device__ int wide(unsigned long long* r, int a, long long b) { *r = a + b; return 0; }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let e = check(
+            "slot.cu",
+            "#include <cstdint>\n// 4 bytes written into an 8-byte slot\n\
+             extern \"C\" __device__ int wide(uint32_t* r, int a, long long b) { *r = a + b; return 0; }\n",
+        )
+        .unwrap_err();
+        let Error::ForeignSignatureMismatch {
+            symbol,
+            declared_at,
+            defined_at,
+            detail,
+            ..
+        } = &e
+        else {
+            panic!("{e}")
+        };
+        assert_eq!(
+            (symbol.as_str(), declared_at.as_str()),
+            ("wide", "src/ffi.rs:7")
+        );
+        assert!(defined_at.ends_with("slot.cu:3"), "{e}");
+        assert!(
+            detail.contains("the return slot, must be 'unsigned long long*'"),
+            "{e}"
+        );
+        let e = check(
+            "sign.cu",
+            "extern \"C\" __device__ int cplain(const float* p, bool f) { return 0; }\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`cplain`") && e.contains("must return 'unsigned int'"),
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);

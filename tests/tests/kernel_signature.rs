@@ -4,6 +4,7 @@
 //! (the runtime compares the two before it hands out a typed kernel).
 
 use ffi_examples_kernels::ffi::*;
+use ffi_examples_kernels::ffi_int::integer_signatures;
 use ffi_examples_kernels::grid::*;
 use ffi_examples_kernels::math_kernels::*;
 use ffi_examples_kernels::numeric::*;
@@ -48,6 +49,7 @@ const KERNELS: [(&str, u64); 51] = signatures![
     square_archive,
     sub_one_object,
     axpy_with_c_abi,
+    integer_signatures,
     saxpy_grid_stride,
     sum_f32,
     histogram256,

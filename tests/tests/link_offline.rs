@@ -541,9 +541,20 @@ fn simulator_checks_inputs_and_compiles_nothing() {
     let image = ok(Linker::for_simulator()
         .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
         .add_file(source("functions.cu"))
-        .add_file(source("errors/syntax_error.cu")) // not compiled on the simulator
         .link());
     assert!(image.is_simulator() && image.cubin().is_empty());
+    // Nothing is linked, but `.cu` inputs are compiled (NVRTC) to check the definitions of
+    // the declarations the kernels use, as on a GPU: a source that does not compile is
+    // refused there too.
+    let e = err(Linker::for_simulator()
+        .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
+        .add_file(source("functions.cu"))
+        .add_file(source("errors/syntax_error.cu"))
+        .link());
+    assert!(
+        matches!(&e, Error::NvrtcCompile { file, .. } if file.ends_with("syntax_error.cu")),
+        "{e}"
+    );
     assert!(String::from_utf8_lossy(image.module_image()).contains(".entry multiply_vectors"));
     let e = err(Linker::for_simulator()
         .add_file("/no/such/file.cubin")

@@ -57,3 +57,46 @@ extern "C" __device__ int add_in_place(void* ret, float* x, float delta) {
 extern "C" __device__ float axpy_c(float a, float x, float y) {
     return a * x + y;
 }
+
+// Integer signatures, spelled as C programmers spell them (no <cstdint>: NVRTC has none), for
+// the declarations in ffi-examples/kernels/src/ffi_int.rs. The checks compare what each type
+// is (signedness, width), so `long` fits a declared `i64` and `unsigned` a `u32`.
+typedef unsigned int my_u32;
+
+// Numba's own example shape: ret = a + 1.
+extern "C" __device__ int int_bar(int* r, int a) {
+    *r = a + 1;
+    return 0;
+}
+
+// ret = x * by, in 64 bits.
+extern "C" __device__ int scale_u64(unsigned long long* ret, unsigned long long x, my_u32 by) {
+    *ret = x * by;
+    return 0;
+}
+
+// 8- and 16-bit arguments, widened: ret = a + b + c + d.
+extern "C" __device__ int narrow_sum(long* ret, signed char a, unsigned char b, short c,
+                                     unsigned short d) {
+    *ret = (long)a + (long)b + (long)c + (long)d;
+    return 0;
+}
+
+// A pointer, a size and a signed offset: ret = p[n - 1] + off; fails with status 33 for n == 0.
+extern "C" __device__ int last_plus(long long* ret, const long long* p, unsigned long n,
+                                    long long off) {
+    if (n == 0) {
+        return 33;
+    }
+    *ret = p[n - 1] + off;
+    return 0;
+}
+
+// Plain C functions: flag ? a : b, and (hi << 32) | lo.
+extern "C" __device__ double pick_c(bool flag, double a, double b) {
+    return flag ? a : b;
+}
+
+extern "C" __device__ unsigned long long join_c(unsigned hi, unsigned int lo) {
+    return ((unsigned long long)hi << 32) | lo;
+}

@@ -13,6 +13,7 @@
 use gpukernel_device::{math, prelude::*, thread};
 
 pub mod ffi;
+pub mod ffi_int;
 pub mod graph;
 pub mod grid;
 pub mod math_kernels;

@@ -241,10 +241,10 @@ mod tests {
     fn c_types_for_the_docs() {
         let c = |s: &str| c_type(&syn::parse_str(s).unwrap());
         assert_eq!(c("*const f32"), "const float*");
-        assert_eq!(c("*mut *mut u8"), "uint8_t**");
+        assert_eq!(c("*mut *mut u8"), "unsigned char**");
         assert_eq!(c("Pair"), "struct Pair");
         assert_eq!(c("crate::Pair"), "struct Pair");
-        assert_eq!(c("usize"), "size_t");
+        assert_eq!(c("usize"), "unsigned long long");
     }
 
     #[test]
@@ -285,7 +285,7 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("# Safety"), "{out}");
-        assert!(out.contains("int touch(void* ret, uint32_t*)"), "{out}");
+        assert!(out.contains("int touch(void* ret, unsigned int*)"), "{out}");
         assert!(!out.contains("assume_init"), "{out}");
     }
 

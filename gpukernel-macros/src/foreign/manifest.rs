@@ -13,9 +13,10 @@
 //! arg=float            (one line per argument, in order)
 //! ```
 //!
-//! A type the macro cannot spell in C (a `DeviceCopy` struct, or a pointer to one) is written
-//! `struct Name` (`struct Name*`): its C name may differ, so the linker checks it only by
-//! size, never through a C prototype. The global's name carries a hash of the crate, the
+//! C types are spelled with builtin types only (`int`, `unsigned long long`: see [`c_type`]). A
+//! type the macro cannot spell in C (a `DeviceCopy` struct, or a pointer to one) is written
+//! `struct Name` (`struct Name*`): its C name may differ, so the checks accept any class
+//! there, and the linker compares its size in the PTX. The global's name carries a hash of the crate, the
 //! symbol and the position, so that two declarations of one symbol never collide.
 
 use proc_macro2::TokenStream;
@@ -113,8 +114,17 @@ fn position_hash(symbol: &str, line: Option<usize>, entry: &Entry) -> u64 {
     hash
 }
 
-/// The C spelling of a (valid) argument or return type: `float`, `const float*`, `int32_t`,
-/// or `struct Name` for a type whose C name the macro cannot know.
+/// The C spelling of a (valid) argument or return type: `float`, `const float*`, `int`,
+/// `unsigned long long`, or `struct Name` for a type whose C name the macro cannot know.
+///
+/// Only types every C++ compiler knows without a header (NVRTC defines no `int32_t` or
+/// `size_t` unless the source includes `<cstdint>`), so that the text compiles anywhere; the
+/// checks compare what a type is (signed or unsigned integer, float, bool, of how many bytes),
+/// not its spelling, so a definition may write `int32_t`, `int` or `std::int32_t`. `isize` and
+/// `usize` are 64-bit on nvptx64 and on the 64-bit hosts the simulator runs on; `f16` and
+/// `bf16` stay `struct f16` / `struct bf16` (CUDA's `__half` / `__nv_bfloat16` are classes
+/// that need `<cuda_fp16.h>`), which the checks match against a 2-byte class or
+/// `unsigned short`.
 pub(super) fn c_type(ty: &Type) -> String {
     match strip(ty) {
         Type::Ptr(p) => {
@@ -139,16 +149,14 @@ pub(super) fn c_type(ty: &Type) -> String {
             match last.as_str() {
                 "f32" => "float",
                 "f64" => "double",
-                "i8" => "int8_t",
-                "i16" => "int16_t",
-                "i32" => "int32_t",
-                "i64" => "int64_t",
-                "u8" => "uint8_t",
-                "u16" => "uint16_t",
-                "u32" => "uint32_t",
-                "u64" => "uint64_t",
-                "usize" => "size_t",
-                "isize" => "ptrdiff_t",
+                "i8" => "signed char",
+                "i16" => "short",
+                "i32" => "int",
+                "i64" | "isize" => "long long",
+                "u8" => "unsigned char",
+                "u16" => "unsigned short",
+                "u32" => "unsigned int",
+                "u64" | "usize" => "unsigned long long",
                 "bool" => "bool",
                 "c_void" => "void",
                 other => return format!("struct {other}"),
@@ -167,11 +175,37 @@ mod tests {
     fn c_spellings() {
         let c = |s: &str| c_type(&syn::parse_str(s).unwrap());
         assert_eq!(c("*const f32"), "const float*");
-        assert_eq!(c("*mut *mut u8"), "uint8_t**");
+        assert_eq!(c("*mut *mut u8"), "unsigned char**");
         assert_eq!(c("*mut ()"), "void*");
         assert_eq!(c("Pair"), "struct Pair");
         assert_eq!(c("*mut crate::Pair"), "struct Pair*");
-        assert_eq!(c("usize"), "size_t");
+        // Builtin types only: no `<cstdint>` needed wherever the text is compiled.
+        for (rust, c_name) in [
+            ("i8", "signed char"),
+            ("i16", "short"),
+            ("i32", "int"),
+            ("i64", "long long"),
+            ("isize", "long long"),
+            ("u8", "unsigned char"),
+            ("u16", "unsigned short"),
+            ("u32", "unsigned int"),
+            ("u64", "unsigned long long"),
+            ("usize", "unsigned long long"),
+            ("f32", "float"),
+            ("f64", "double"),
+            ("bool", "bool"),
+            ("f16", "struct f16"),
+            ("gpukernel_device::half::bf16", "struct bf16"),
+        ] {
+            assert_eq!(c(rust), c_name);
+        }
+        for scalar in crate::ty::SCALARS {
+            let spelled = c(scalar);
+            assert!(
+                !spelled.contains("_t") && !spelled.starts_with("struct"),
+                "{scalar}: {spelled}"
+            );
+        }
     }
 
     #[test]

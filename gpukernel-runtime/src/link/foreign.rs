@@ -4,12 +4,19 @@
 //! `__gpukernel_foreign_*`, see [`ForeignDecl`]). A link checks the declarations that the
 //! selected kernels use (those whose symbol the selected PTX still declares `.extern .func`):
 //!
-//! * `.cu` sources: each declaration's C prototype is compiled together with the source (put
-//!   first, under a `#line` naming the Rust declaration), so NVRTC itself rejects a
-//!   conflicting definition; its message becomes [`Error::ForeignSignatureMismatch`]. Where
-//!   the C spellings may differ for one ABI type (`unsigned long long` for `uint64_t`,
-//!   `float*` for `const float*`), a conflict is compiled again without that prototype and
-//!   judged by the PTX check below.
+//! * `.cu` sources: a C++ check is compiled *after* the source (`ffi_check.h`, then one
+//!   `static_assert` per parameter under a `#line` naming the Rust declaration): it takes the
+//!   definition's type with `decltype` and compares what each parameter and the return value
+//!   are (bool, signed or unsigned integer, float, of how many bytes; pointers by their
+//!   pointee; structs as classes), never their spelling. So `int`, `int32_t` and
+//!   `std::int32_t`, `long` and `long long` (LP64), `float*` and `const float*` all fit their
+//!   declaration, with or without `<cstdint>`, while `unsigned` for `i32`, `uint32_t*` for the
+//!   return slot of `-> u64` or `float` for `f64` fail, as
+//!   [`Error::ForeignSignatureMismatch`] naming the Rust declaration, the definition's line
+//!   and the parameter. A source that does not declare a used symbol is compiled again
+//!   without its check (another input defines it). The same check text is compiled by the
+//!   build-time paths (`nvptx-builder`: clang for `foreign_cuda`, the host compiler for the
+//!   simulator), and on the simulator the Linker compiles each `.cu` input with NVRTC for it.
 //! * PTX (given, or compiled from `.cu`): the definition's `.func` parameter list (return
 //!   value, count, widths) must equal the declaration's, as the kernels' PTX declares it.
 //! * cubins, fatbins, objects, archives, LTO-IR: the types are gone. Such an input that may
@@ -20,6 +27,7 @@ use crate::error::{Error, Result, SignatureMismatch};
 use crate::format::ptx::{FuncParams, ParamSlot, Ptx};
 use crate::format::{self, InputKind};
 use crate::link::input::Input;
+use crate::link::nvrtc;
 
 /// The ABI of a foreign function.
 ///
@@ -169,23 +177,84 @@ impl ForeignDecl {
         )
     }
 
-    /// Whether every type has a known C spelling (no `struct Name`), so that the C
-    /// prototype can be compiled with a source.
-    fn has_prototype(&self) -> bool {
-        !std::iter::once(&self.ret)
-            .chain(&self.args)
-            .any(|t| t.contains("struct "))
-    }
-
-    /// Whether a C definition may spell one of the types differently for the same ABI.
-    fn spelling_may_differ(&self) -> bool {
-        std::iter::once(&self.ret).chain(&self.args).any(|t| {
-            t.contains('*')
-                || matches!(
-                    t.as_str(),
-                    "int64_t" | "uint64_t" | "size_t" | "ptrdiff_t" | "int8_t" | "uint8_t"
-                )
-        })
+    /// The C++ check of a definition of this declaration (see the module's documentation):
+    /// one `static_assert` per property, under a `#line` at the Rust declaration; `None` when
+    /// a type has no description (a record from another version of the macro).
+    pub(crate) fn c_check(&self) -> Option<String> {
+        let ns = "::__gpukernel_ffi";
+        let sym = &self.symbol;
+        let fn_ty = format!("{ns}::k_fn<decltype({sym})>");
+        let (file, line) = self.file_and_line();
+        let mut out = format!("#line {line} \"{}\"\n", escape(file));
+        let mut assert = |cond: String, message: String| {
+            out.push_str(&format!(
+                "static_assert({cond}, \"[gpukernel] {sym}: {}\");\n",
+                escape(&message)
+            ));
+        };
+        // (declared C type, what it is) for the return value and each parameter.
+        let mut params: Vec<(String, String)> = Vec::new();
+        let ret = match self.abi {
+            ForeignAbi::Numba => {
+                let slot = format!("{}*", self.ret);
+                params.push((
+                    descriptor(&slot)?,
+                    format!(
+                        "parameter 1, the return slot, must be '{slot}' ({})",
+                        meaning(&slot)
+                    ),
+                ));
+                descriptor("int").map(|d| {
+                    (
+                        d,
+                        "the definition must return 'int' (the status, 0 for success)".to_owned(),
+                    )
+                })?
+            }
+            ForeignAbi::C => (
+                descriptor(&self.ret)?,
+                format!(
+                    "the definition must return '{}' ({})",
+                    self.ret,
+                    meaning(&self.ret)
+                ),
+            ),
+        };
+        let first = params.len();
+        for (i, ty) in self.args.iter().enumerate() {
+            params.push((
+                descriptor(ty)?,
+                format!(
+                    "parameter {} must be '{ty}' ({}), as the argument {} of the declaration",
+                    first + i + 1,
+                    meaning(ty),
+                    i + 1
+                ),
+            ));
+        }
+        assert(
+            format!("{fn_ty}::function"),
+            "the name is declared, but not as a function".to_owned(),
+        );
+        assert(
+            format!("{fn_ty}::params == {}", params.len()),
+            format!(
+                "the definition must take {} parameter(s): {}",
+                params.len(),
+                self.c_declaration()
+            ),
+        );
+        assert(
+            format!("{ns}::k_fits<{}, {fn_ty}::ret>::value", ret.0),
+            ret.1,
+        );
+        for (i, (desc, message)) in params.into_iter().enumerate() {
+            assert(
+                format!("{ns}::k_fits<{desc}, {fn_ty}::param<{i}>::type>::value"),
+                message,
+            );
+        }
+        Some(out)
     }
 
     /// The Rust declaration's file and line, for a `#line` directive.
@@ -226,23 +295,101 @@ pub(crate) fn used_declarations(inputs: &[Input]) -> Vec<UsedDecl> {
     used
 }
 
-/// The source handed to NVRTC: the prototypes of `decls` (each under a `#line` naming its Rust
-/// declaration), then the source itself, from its line 1 under its own name.
-pub(crate) fn with_prototypes(source: &str, name: &str, decls: &[&ForeignDecl]) -> String {
-    if decls.is_empty() {
-        return source.to_owned();
-    }
-    let mut out = String::new();
-    for decl in decls {
-        let (file, line) = decl.file_and_line();
-        out.push_str(&format!(
-            "#line {line} \"{}\"\n{};\n",
-            escape(file),
-            decl.c_declaration()
+/// The C++ text that checks definitions of declared functions (see the module's
+/// documentation); `nvptx-builder` compiles the same file on the build-time paths.
+pub(crate) const CHECK_HEADER: &str = include_str!("ffi_check.h");
+
+/// The name the check's own lines carry in compiler messages.
+const CHECK_HEADER_NAME: &str = "gpukernel_ffi_check.h";
+
+/// The description of a declared C type for the check (`ffi_check.h`'s `k_*` types), from the
+/// record's spelling (this version's builtin types, or an earlier one's `int32_t` & co.).
+pub(crate) fn descriptor(ty: &str) -> Option<String> {
+    let ty = ty.trim();
+    if let Some(pointee) = ty.strip_suffix('*') {
+        return Some(format!(
+            "::__gpukernel_ffi::k_ptr<{} >",
+            descriptor(pointee)?
         ));
     }
-    out.push_str(&format!("#line 1 \"{}\"\n", escape(name)));
-    out.push_str(source);
+    let ty = ty.strip_prefix("const ").unwrap_or(ty).trim();
+    let scalar = |kind: u8, size: u8| Some(format!("::__gpukernel_ffi::k_scalar<{kind}, {size}>"));
+    match ty {
+        "void" => Some("::__gpukernel_ffi::k_none".to_owned()),
+        "bool" => scalar(1, 1),
+        "signed char" | "int8_t" => scalar(2, 1),
+        "short" | "int16_t" => scalar(2, 2),
+        "int" | "int32_t" => scalar(2, 4),
+        "long long" | "int64_t" | "ptrdiff_t" => scalar(2, 8),
+        "unsigned char" | "uint8_t" => scalar(3, 1),
+        "unsigned short" | "uint16_t" => scalar(3, 2),
+        "unsigned int" | "uint32_t" => scalar(3, 4),
+        "unsigned long long" | "uint64_t" | "size_t" => scalar(3, 8),
+        "float" => scalar(4, 4),
+        "double" => scalar(4, 8),
+        "struct f16" | "struct bf16" => Some("::__gpukernel_ffi::k_half".to_owned()),
+        _ if ty.starts_with("struct ") => Some("::__gpukernel_ffi::k_any_class".to_owned()),
+        _ => None,
+    }
+}
+
+/// What a declared C type is, in words, for messages.
+pub(crate) fn meaning(ty: &str) -> String {
+    let ty = ty.trim();
+    if let Some(pointee) = ty.strip_suffix('*') {
+        let pointee = pointee.trim();
+        return if pointee == "void" || pointee == "const void" {
+            "a pointer to anything".to_owned()
+        } else {
+            format!("a pointer to {}", meaning(pointee))
+        };
+    }
+    let ty = ty.strip_prefix("const ").unwrap_or(ty).trim();
+    let int = |signed: bool, bits: u8| {
+        format!(
+            "{} {bits}-bit integer",
+            if signed { "a signed" } else { "an unsigned" }
+        )
+    };
+    match ty {
+        "void" => "nothing".to_owned(),
+        "bool" => "a C++ bool".to_owned(),
+        "signed char" | "int8_t" => int(true, 8),
+        "short" | "int16_t" => int(true, 16),
+        "int" | "int32_t" => int(true, 32),
+        "long long" | "int64_t" | "ptrdiff_t" => int(true, 64),
+        "unsigned char" | "uint8_t" => int(false, 8),
+        "unsigned short" | "uint16_t" => int(false, 16),
+        "unsigned int" | "uint32_t" => int(false, 32),
+        "unsigned long long" | "uint64_t" | "size_t" => int(false, 64),
+        "float" => "a 32-bit float".to_owned(),
+        "double" => "a 64-bit float".to_owned(),
+        "struct f16" => {
+            "a 16-bit float, by value its bits: 'unsigned short' ('__half_as_ushort'); \
+                          pointed to, '__half'"
+                .to_owned()
+        }
+        "struct bf16" => {
+            "a bfloat16, by value its bits: 'unsigned short' ('__bfloat16_as_ushort'); \
+                           pointed to, '__nv_bfloat16'"
+                .to_owned()
+        }
+        _ => "a struct passed by value".to_owned(),
+    }
+}
+
+/// The source handed to the compiler: the source itself (its own lines under its own name),
+/// then the check of each of `decls` (see the module's documentation).
+pub(crate) fn with_checks(source: &str, decls: &[&ForeignDecl]) -> String {
+    let checks: Vec<String> = decls.iter().filter_map(|d| d.c_check()).collect();
+    if checks.is_empty() {
+        return source.to_owned();
+    }
+    let mut out = format!("{source}\n");
+    out.push_str(&format!("#line 1 \"{CHECK_HEADER_NAME}\"\n{CHECK_HEADER}"));
+    for check in checks {
+        out.push_str(&check);
+    }
     out
 }
 
@@ -250,80 +397,175 @@ fn escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-/// The prototypes compiled with a `.cu` source: of the used declarations whose types all
-/// have a C spelling.
-pub(crate) fn prototyped(used: &[UsedDecl]) -> Vec<&ForeignDecl> {
+/// The declarations checked with a `.cu` source: those whose types all have a description.
+pub(crate) fn checkable(used: &[UsedDecl]) -> Vec<&ForeignDecl> {
     used.iter()
         .map(|u| &u.decl)
-        .filter(|d| d.has_prototype())
+        .filter(|d| d.c_check().is_some())
         .collect()
 }
 
-/// What a failed compilation of a source with prototypes says about them.
+/// What a failed compilation of a source with checks says about them.
 pub(crate) enum Conflict {
-    /// The compiler rejected the definition of a declared symbol: retry without its
-    /// prototype (the C spelling may differ for one ABI type) and let the PTX check judge.
-    Retry(String),
+    /// The source does not declare these symbols (another input defines them, or it
+    /// declares an overload set): compile again without their checks, and let the PTX
+    /// check judge.
+    Retry(Vec<String>),
     /// A mismatch.
     Mismatch(Error),
 }
 
-/// Reads a compiler log for an error about one of the prototyped symbols: an error whose
-/// message or quoted source line names it.
-pub(crate) fn conflict_in_log(log: &str, decls: &[&ForeignDecl]) -> Option<Conflict> {
-    let lines: Vec<&str> = log.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        if !line.contains("error") || location(line).is_none() || !is_conflict(line) {
+/// Reads a compiler log (NVRTC's, clang's or gcc's) for the checks' verdict: a failed
+/// `[gpukernel]` assertion is a mismatch; another error on a check's line that names its
+/// symbol means that the source does not declare it.
+pub(crate) fn conflict_in_log(
+    log: &str,
+    decls: &[&ForeignDecl],
+    source: &str,
+    source_name: &str,
+) -> Option<Conflict> {
+    let mut retry: Vec<String> = Vec::new();
+    for decl in decls {
+        let marker = format!("[gpukernel] {}: ", decl.symbol);
+        let mut failed: Vec<String> = Vec::new();
+        for line in log.lines().filter(|l| l.contains("error")) {
+            if let Some(at) = line.find(&marker) {
+                let message = line[at + marker.len()..].trim_end_matches('"').trim();
+                if !failed.iter().any(|f| f == message) {
+                    failed.push(message.to_owned());
+                }
+            } else if location(line).as_deref() == Some(decl.declared_at.as_str())
+                && mentions_name(line, &decl.symbol)
+                && !retry.contains(&decl.symbol)
+            {
+                retry.push(decl.symbol.clone());
+            }
+        }
+        // A symbol the source does not declare fails its assertions too: not a mismatch.
+        if failed.is_empty() || retry.contains(&decl.symbol) {
             continue;
         }
-        // The message and the source excerpt after it, up to the next located line.
-        let block: Vec<&str> = std::iter::once(*line)
-            .chain(
-                lines[i + 1..]
-                    .iter()
-                    .copied()
-                    .take_while(|l| location(l).is_none()),
-            )
-            .collect();
-        let text = block.join("\n");
-        for decl in decls {
-            let named = text.contains(&format!("\"{}\"", decl.symbol))
-                || text.contains(&format!("'{}'", decl.symbol))
-                || mentions(&text, &decl.symbol);
-            if !named {
-                continue;
-            }
-            if decl.spelling_may_differ() {
-                return Some(Conflict::Retry(decl.symbol.clone()));
-            }
-            let defined_at = location(line).unwrap_or_else(|| "a `.cu` source".to_owned());
-            return Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(
-                Box::new(SignatureMismatch {
-                    symbol: decl.symbol.clone(),
-                    declared_at: decl.declared_at.clone(),
-                    expected: decl.c_declaration(),
-                    defined_at,
-                    detail: text.trim().to_owned(),
-                }),
-            )));
+        let line = definition_line(source, &decl.symbol);
+        let defined_at = match line {
+            Some(l) => format!("{source_name}:{l}"),
+            None => source_name.to_owned(),
+        };
+        let mut detail = failed.join("; ");
+        if let Some(text) = line.and_then(|l| source.lines().nth(l - 1)) {
+            detail.push_str(&format!("\n  the definition: {}", text.trim()));
         }
+        return Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(
+            Box::new(SignatureMismatch {
+                symbol: decl.symbol.clone(),
+                declared_at: decl.declared_at.clone(),
+                expected: decl.c_declaration(),
+                defined_at,
+                detail,
+            }),
+        )));
     }
-    None
+    (!retry.is_empty()).then_some(Conflict::Retry(retry))
 }
 
-/// Whether a compiler's error message is about two declarations of one function (NVRTC's,
-/// gcc's and clang's wordings).
-fn is_conflict(message: &str) -> bool {
-    [
-        "linkage",
-        "incompatible",
-        "overload",
-        "conflicting",
-        "previous declaration",
-        "redeclar",
-    ]
-    .iter()
-    .any(|w| message.contains(w))
+/// Compiles `source` (named `name`) with the checks of the used declarations, through
+/// `compile` (NVRTC, on the GPU path and the simulator's); a failed check becomes
+/// [`Error::ForeignSignatureMismatch`], any other error is the compiler's.
+pub(crate) fn compile_checked<T>(
+    source: &str,
+    name: &str,
+    used: &[UsedDecl],
+    mut compile: impl FnMut(&str) -> Result<T>,
+) -> Result<T> {
+    let mut checked = checkable(used);
+    loop {
+        let text = with_checks(source, &checked);
+        match compile(&text) {
+            Err(Error::NvrtcCompile { file, options, log }) => {
+                match conflict_in_log(&log, &checked, source, name) {
+                    Some(Conflict::Mismatch(e)) => return Err(e),
+                    Some(Conflict::Retry(symbols)) => {
+                        checked.retain(|d| !symbols.contains(&d.symbol));
+                    }
+                    None => return Err(Error::NvrtcCompile { file, options, log }),
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The simulator's check of `.cu` inputs: nothing is compiled for the device there (the
+/// foreign code it runs was compiled into the program), but each `.cu` input that may define a
+/// used declaration is compiled by NVRTC with the checks, and the PTX it produced is checked
+/// as on a GPU, so that a link refuses the same definitions on every backend.
+pub(crate) fn check_sources_on_simulator(
+    inputs: &[Input],
+    used: &[UsedDecl],
+    headers: &[(String, String)],
+    mut options: impl FnMut(&Input) -> Vec<String>,
+) -> Result<()> {
+    if checkable(used).is_empty() {
+        return Ok(());
+    }
+    for input in inputs.iter().filter(|i| i.kind == InputKind::Cuda) {
+        let source = std::str::from_utf8(&input.bytes).unwrap_or_default();
+        let options = options(input);
+        let (ptx, _) = compile_checked(source, &input.name, used, |text| {
+            nvrtc::compile(text, &input.name, headers, &options, false)
+        })?;
+        check_ptx_definitions(&String::from_utf8_lossy(&ptx), &input.name, used)?;
+    }
+    Ok(())
+}
+
+/// Whether `text` names `name` as a whole identifier.
+fn mentions_name(text: &str, name: &str) -> bool {
+    text.match_indices(name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// The first line of `text` (1-based) where `name(` starts something that is followed by a
+/// `{` before the next `;` (the definition, roughly), else the first that is followed by a
+/// `;` and is not a call (a declaration); for messages only.
+pub(crate) fn definition_line(text: &str, name: &str) -> Option<usize> {
+    let mut declaration = None;
+    let mut offset = 0;
+    while let Some(found) = text[offset..].find(name) {
+        let at = offset + found;
+        offset = at + name.len();
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        if text[line_start..at].contains("//") {
+            continue;
+        }
+        let after = &text[at + name.len()..];
+        if !after.trim_start().starts_with('(') {
+            continue;
+        }
+        let line = text[..at].matches('\n').count() + 1;
+        let brace = after.find('{');
+        let semi = after.find(';');
+        if matches!((brace, semi), (Some(b), Some(s)) if b < s)
+            || (brace.is_some() && semi.is_none())
+        {
+            return Some(line);
+        }
+        let prefix = text[line_start..at].trim_end();
+        let call = prefix.is_empty()
+            || prefix.ends_with(['=', '(', ',', '+', '-', '!', '&', '|', '?', ':'])
+            || prefix.ends_with("return");
+        if !call && declaration.is_none() {
+            declaration = Some(line);
+        }
+    }
+    declaration
 }
 
 /// `file(12): error: ...` (NVRTC) or `file:12:5: error: ...` (gcc, clang) → `file:12`.
@@ -589,35 +831,94 @@ mod tests {
     }
 
     #[test]
-    fn prototypes_come_first_under_line_directives() {
+    fn checks_come_after_the_source_under_line_directives() {
         let d = ForeignDecl::parse(RECORD).unwrap();
-        let src = with_prototypes("int x;\n", "cuda/f.cu", &[&d]);
+        let src = with_checks("int x;\n", &[&d]);
+        assert!(
+            src.starts_with("int x;\n\n#line 1 \"gpukernel_ffi_check.h\"\n"),
+            "{src}"
+        );
+        assert!(src.contains("namespace __gpukernel_ffi"), "{src}");
+        assert!(src.contains("#line 32 \"src/ffi.rs\"\nstatic_assert(::__gpukernel_ffi::k_fn<decltype(mul_f32_f32)>::function"), "{src}");
+        assert!(
+            src.contains("k_fn<decltype(mul_f32_f32)>::params == 3"),
+            "{src}"
+        );
+        assert!(src.contains("k_fits<::__gpukernel_ffi::k_ptr<::__gpukernel_ffi::k_scalar<4, 4> >, ::__gpukernel_ffi::k_fn<decltype(mul_f32_f32)>::param<0>::type>::value, \"[gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*'"), "{src}");
+        assert_eq!(with_checks("int x;\n", &[]), "int x;\n");
+    }
+
+    #[test]
+    fn types_are_described_by_what_they_are() {
+        for (old, new) in [
+            ("int32_t", "int"),
+            ("uint64_t", "unsigned long long"),
+            ("size_t", "unsigned long long"),
+            ("int8_t", "signed char"),
+            ("const uint8_t*", "const unsigned char*"),
+        ] {
+            assert_eq!(descriptor(old), descriptor(new), "{old}");
+            assert_eq!(meaning(old), meaning(new), "{old}");
+        }
+        assert_ne!(descriptor("int"), descriptor("unsigned int"));
+        assert_ne!(descriptor("float*"), descriptor("int*"));
+        assert_eq!(descriptor("const float*"), descriptor("float*"));
         assert_eq!(
-            src,
-            "#line 32 \"src/ffi.rs\"\nextern \"C\" __device__ int mul_f32_f32(float*, float, float);\n#line 1 \"cuda/f.cu\"\nint x;\n"
+            descriptor("struct Pair"),
+            Some("::__gpukernel_ffi::k_any_class".to_owned())
+        );
+        assert_eq!(descriptor("long double"), None);
+        assert_eq!(
+            meaning("unsigned int*"),
+            "a pointer to an unsigned 32-bit integer"
         );
     }
 
     #[test]
     fn compiler_messages_name_the_definition() {
         let d = ForeignDecl::parse(RECORD).unwrap();
-        let log = "cuda/f.cu(9): error: more than one instance of overloaded function \"mul_f32_f32\" has \"C\" linkage\n";
-        let Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(m))) =
-            conflict_in_log(log, &[&d])
-        else {
-            panic!("no mismatch found");
-        };
-        assert_eq!(m.defined_at, "cuda/f.cu:9");
+        let source = "// f\nextern \"C\" __device__ int mul_f32_f32(double* r, float a, float b) { return 0; }\n";
+        for log in [
+            "src/ffi.rs(32): error: static assertion failed with \"[gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*' (a pointer to a 32-bit float)\"\n",
+            "src/ffi.rs:32:1: error: static assertion failed due to requirement 'x': [gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*' (a pointer to a 32-bit float)\n",
+        ] {
+            let Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(m))) =
+                conflict_in_log(log, &[&d], source, "cuda/f.cu")
+            else {
+                panic!("no mismatch found in {log}");
+            };
+            assert_eq!(m.defined_at, "cuda/f.cu:2");
+            assert_eq!(m.declared_at, "src/ffi.rs:32");
+            assert!(
+                m.detail
+                    .starts_with("parameter 1, the return slot, must be 'float*'"),
+                "{}",
+                m.detail
+            );
+            assert!(m.detail.contains("the definition: extern"), "{}", m.detail);
+        }
         assert_eq!(location("f.cu:3:5: error: x"), Some("f.cu:3".into()));
-        let u64_decl =
-            ForeignDecl::parse(&RECORD.replace("arg=float\narg", "arg=uint64_t\narg")).unwrap();
+        // The source does not declare the symbol: compiled again without its check.
+        let undeclared = "src/ffi.rs(32): error: identifier \"mul_f32_f32\" is undefined\n";
         assert!(matches!(
-            conflict_in_log(log, &[&u64_decl]),
-            Some(Conflict::Retry(_))
+            conflict_in_log(undeclared, &[&d], "", "f.cu"),
+            Some(Conflict::Retry(s)) if s == ["mul_f32_f32"]
         ));
-        assert!(conflict_in_log("f.cu(1): error: other\n", &[&d]).is_none());
-        // An unrelated error on a line that calls the function is not a mismatch.
+        // Errors of the source itself are the compiler's.
+        assert!(conflict_in_log("f.cu(1): error: other\n", &[&d], "", "f.cu").is_none());
         let unrelated = "f.cu(4): error: identifier \"y\" is undefined\n  float r = mul_f32_f32(&r, y, 1.0f);\n";
-        assert!(conflict_in_log(unrelated, &[&d]).is_none());
+        assert!(conflict_in_log(unrelated, &[&d], "", "f.cu").is_none());
+    }
+
+    #[test]
+    fn definition_lines_prefer_bodies_then_declarations() {
+        let text =
+            "int f(int);\n// f(x) {\nint g() { return f(1); }\nint f(int x) {\n return x; }\n";
+        assert_eq!(definition_line(text, "f"), Some(4));
+        assert_eq!(
+            definition_line("int f(int);\nint g() { return f(1); }\n", "f"),
+            Some(1)
+        );
+        assert_eq!(definition_line("int g() { return f(1); }\n", "f"), None);
     }
 }

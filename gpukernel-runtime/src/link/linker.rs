@@ -779,6 +779,23 @@ impl Linker {
             Target::Simulator { .. } => {
                 foreign::check_unchecked_inputs(&inputs, &used)?;
                 prelinked::check_inputs(&inputs, &prelinked)?;
+                // The `.cu` definitions are checked as on a GPU (NVRTC compiles the checks).
+                let user: Vec<String> = self
+                    .options
+                    .nvrtc()
+                    .into_iter()
+                    .chain(self.nvrtc_options.iter().cloned())
+                    .collect();
+                foreign::check_sources_on_simulator(&inputs, &used, &self.headers, |input| {
+                    let arch = Arch::from_compute_capability(9, 0);
+                    crate::link::nvrtc::options(
+                        input.path.as_deref(),
+                        arch,
+                        &self.include_dirs,
+                        &user,
+                        false,
+                    )
+                })?;
                 return simulator::link(&inputs, &self.headers, &used, infos, start);
             }
             Target::Offline(arch) | Target::Cuda { arch, .. } => *arch,

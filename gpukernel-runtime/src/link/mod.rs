@@ -25,10 +25,12 @@
 //! * A linker for a CUDA context ([`Linker::new`]) links with the driver (`cuLink*`); an
 //!   offline linker ([`Linker::for_arch`]) and any link with LTO-IR use nvJitLink.
 //! * Foreign functions the selected kernels declare with `declare_device!` are checked
-//!   against their definitions: `.cu` sources are compiled with the declarations' C
-//!   prototypes (a conflicting definition is [`Error::ForeignSignatureMismatch`](crate::Error),
-//!   naming the Rust declaration's file:line and the definition's), PTX definitions' parameter
-//!   lists are compared with the declarations'. Cubins, fatbins, objects, archives and LTO-IR
+//!   against their definitions: `.cu` sources are compiled with a C-level check after them
+//!   that compares what each parameter's type is (signedness, width, float, pointee), not its
+//!   spelling (a conflicting definition is [`Error::ForeignSignatureMismatch`](crate::Error),
+//!   naming the Rust declaration's file:line, the definition's and the parameter), PTX
+//!   definitions' parameter lists are compared with the declarations'. On the simulator too:
+//!   its link compiles each `.cu` input with NVRTC for the check (nothing else is compiled). Cubins, fatbins, objects, archives and LTO-IR
 //!   keep no C types: one that may define a declared function must be added with
 //!   [`Linker::add_file_unchecked`] / [`Linker::add_data_unchecked`] (`unsafe`), else the
 //!   link fails with `Error::UncheckedForeignDefinitions`.

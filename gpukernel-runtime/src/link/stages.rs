@@ -420,9 +420,8 @@ impl Linker {
             key.field("bytes", &input.bytes);
             if input.kind == InputKind::Cuda {
                 let source = String::from_utf8_lossy(&input.bytes);
-                // What NVRTC compiles: the source with the foreign declarations' prototypes.
-                let compiled =
-                    foreign::with_prototypes(&source, &input.name, &foreign::prototyped(used));
+                // What NVRTC compiles: the source with the foreign declarations' checks.
+                let compiled = foreign::with_checks(&source, &foreign::checkable(used));
                 key.field("nvrtc-source", compiled.as_bytes());
                 let scan = nvrtc::scan_headers(
                     input.path.as_deref(),
@@ -445,9 +444,9 @@ impl Linker {
     }
 }
 
-/// Compiles a `.cu` source with the prototypes of the used foreign declarations, turning a
-/// conflict into [`Error::ForeignSignatureMismatch`]; then checks the definitions in the
-/// PTX it produced (LTO-IR keeps no parameter lists: there the prototypes alone check).
+/// Compiles a `.cu` source with the checks of the used foreign declarations
+/// ([`foreign::compile_checked`]); then checks the definitions in the PTX it produced (LTO-IR
+/// keeps no parameter lists: there the C-level checks alone judge).
 fn compile_checked(
     source: &str,
     name: &str,
@@ -456,29 +455,13 @@ fn compile_checked(
     ltoir: bool,
     used: &[foreign::UsedDecl],
 ) -> Result<(Vec<u8>, String)> {
-    let mut prototyped = foreign::prototyped(used);
-    loop {
-        let text = foreign::with_prototypes(source, name, &prototyped);
-        match nvrtc::compile(&text, name, headers, options, ltoir) {
-            Ok((code, log)) => {
-                if !ltoir {
-                    foreign::check_ptx_definitions(&String::from_utf8_lossy(&code), name, used)?;
-                }
-                return Ok((code, log));
-            }
-            Err(Error::NvrtcCompile { file, options, log }) => {
-                match foreign::conflict_in_log(&log, &prototyped) {
-                    Some(foreign::Conflict::Mismatch(e)) => return Err(e),
-                    Some(foreign::Conflict::Retry(symbol)) => {
-                        prototyped.retain(|d| d.symbol != symbol);
-                    }
-                    // Not about a declaration (the `#line` keeps the source's own lines).
-                    None => return Err(Error::NvrtcCompile { file, options, log }),
-                }
-            }
-            Err(e) => return Err(e),
-        }
+    let (code, log) = foreign::compile_checked(source, name, used, |text| {
+        nvrtc::compile(text, name, headers, options, ltoir)
+    })?;
+    if !ltoir {
+        foreign::check_ptx_definitions(&String::from_utf8_lossy(&code), name, used)?;
     }
+    Ok((code, log))
 }
 
 /// Where the Rust declarations of `symbol` are (`file:line`, from their `declare_device!`

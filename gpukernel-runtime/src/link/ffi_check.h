@@ -1,0 +1,78 @@
+// gpukernel: the definitions of declare_device! functions checked against the declarations.
+// Compiled after a foreign source; needs no header (no <cstdint>, no <type_traits>). Each
+// type is reduced to what the ABI sees: bool, a signed or unsigned integer or a float of N
+// bytes, a pointer to such a description, a class of N bytes; so `int` and `int32_t`,
+// `long` and `long long` on LP64, `const float*` and `float*` describe alike.
+namespace __gpukernel_ffi {
+struct k_none {};       // void; a missing parameter
+struct k_other {};      // a type the ABI of declare_device! has no counterpart for
+struct k_any_class {};  // a declared struct, whose C name and size the record does not give
+struct k_half {};       // f16 / bf16: by value their bits (unsigned short); pointed to, also __half
+template <int Kind, unsigned long Size> struct k_scalar {};  // 1 bool, 2 signed, 3 unsigned, 4 float
+template <unsigned long Size> struct k_class {};
+template <class P> struct k_ptr {};
+template <class T> struct k_bare { typedef T type; };
+template <class T> struct k_bare<const T> { typedef T type; };
+template <class T> struct k_bare<volatile T> { typedef T type; };
+template <class T> struct k_bare<const volatile T> { typedef T type; };
+template <class T> struct k_int { typedef k_scalar<(T(0) < T(-1)) ? 3 : 2, sizeof(T)> type; };
+template <class T, bool IsClass = __is_class(T)> struct k_of { typedef k_other type; };
+template <class T> struct k_of<T, true> { typedef k_class<sizeof(T)> type; };
+template <class T> struct k_of<T*, false> {
+  typedef k_ptr<typename k_of<typename k_bare<T>::type>::type> type;
+};
+template <> struct k_of<void, false> { typedef k_none type; };
+template <> struct k_of<bool, false> { typedef k_scalar<1, 1> type; };
+template <> struct k_of<float, false> { typedef k_scalar<4, 4> type; };
+template <> struct k_of<double, false> { typedef k_scalar<4, 8> type; };
+template <> struct k_of<char, false> : k_int<char> {};
+template <> struct k_of<signed char, false> : k_int<signed char> {};
+template <> struct k_of<unsigned char, false> : k_int<unsigned char> {};
+template <> struct k_of<short, false> : k_int<short> {};
+template <> struct k_of<unsigned short, false> : k_int<unsigned short> {};
+template <> struct k_of<int, false> : k_int<int> {};
+template <> struct k_of<unsigned int, false> : k_int<unsigned int> {};
+template <> struct k_of<long, false> : k_int<long> {};
+template <> struct k_of<unsigned long, false> : k_int<unsigned long> {};
+template <> struct k_of<long long, false> : k_int<long long> {};
+template <> struct k_of<unsigned long long, false> : k_int<unsigned long long> {};
+template <> struct k_of<wchar_t, false> : k_int<wchar_t> {};
+template <> struct k_of<char16_t, false> : k_int<char16_t> {};
+template <> struct k_of<char32_t, false> : k_int<char32_t> {};
+template <class A, class B> struct k_same { enum { value = 0 }; };
+template <class A> struct k_same<A, A> { enum { value = 1 }; };
+// Whether a definition's type (described) fits the declared one: the same description; a
+// pointer to void on either side fits any pointer; any class fits a declared struct; f16 and
+// bf16 by value are their bits (Rust passes them as a 16-bit integer, CUDA's __half is a
+// class passed as an aggregate), pointed to they may be any 2-byte class.
+template <class Declared, class Defined> struct k_fits {
+  enum { value = k_same<Declared, Defined>::value };
+};
+template <class D, class E> struct k_fits<k_ptr<D>, k_ptr<E> > {
+  enum { value = k_fits<D, E>::value };
+};
+template <class E> struct k_fits<k_ptr<k_none>, k_ptr<E> > { enum { value = 1 }; };
+template <class D> struct k_fits<k_ptr<D>, k_ptr<k_none> > { enum { value = 1 }; };
+template <> struct k_fits<k_ptr<k_none>, k_ptr<k_none> > { enum { value = 1 }; };
+template <unsigned long N> struct k_fits<k_any_class, k_class<N> > { enum { value = 1 }; };
+template <> struct k_fits<k_half, k_scalar<3, 2> > { enum { value = 1 }; };
+template <> struct k_fits<k_ptr<k_half>, k_ptr<k_class<2> > > { enum { value = 1 }; };
+template <unsigned I, class... A> struct k_at { typedef void type; };
+template <class H, class... A> struct k_at<0, H, A...> { typedef H type; };
+template <unsigned I, class H, class... A> struct k_at<I, H, A...> : k_at<I - 1, A...> {};
+template <class F> struct k_fn {
+  enum { function = 0, params = -1 };
+  typedef k_other ret;
+  template <unsigned I> struct param { typedef k_other type; };
+};
+template <class R, class... A> struct k_fn<R(A...)> {
+  enum { function = 1, params = sizeof...(A) };
+  typedef typename k_of<typename k_bare<R>::type>::type ret;
+  template <unsigned I> struct param {
+    typedef typename k_of<typename k_bare<typename k_at<I, A...>::type>::type>::type type;
+  };
+};
+#if __cplusplus >= 201703L
+template <class R, class... A> struct k_fn<R(A...) noexcept> : k_fn<R(A...)> {};
+#endif
+}  // namespace __gpukernel_ffi
