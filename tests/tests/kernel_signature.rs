@@ -24,7 +24,7 @@ macro_rules! signatures {
     };
 }
 
-const KERNELS: [(&str, u64); 51] = signatures![
+const KERNELS: [(&str, u64); 52] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
