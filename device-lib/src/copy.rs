@@ -1,5 +1,7 @@
 //! Values that may cross the host/device boundary by bit copy.
 
+use crate::signature::{TypeLayout, kind};
+
 /// A type whose values may be copied bit for bit between host and device and passed by value
 /// to a kernel or a foreign device function.
 ///
@@ -37,35 +39,35 @@
     label = "not `DeviceCopy`",
     note = "for a `#[repr(C)]` struct of `DeviceCopy` fields, implement it: `unsafe impl DeviceCopy for {Self} {{}}`"
 )]
-pub unsafe trait DeviceCopy: Copy + 'static {}
+pub unsafe trait DeviceCopy: Copy + 'static {
+    /// The type's layout as kernel signature fingerprints see it (see
+    /// [`signature`](crate::signature)): for a hand-written impl its size and alignment
+    /// ([`TypeLayout::opaque`]); `#[derive(DeviceCopy)]` describes each field, so that a field
+    /// whose type differs between the host and the device build (a `cfg`'d type alias) is
+    /// caught even where the sizes agree.
+    const LAYOUT: TypeLayout = TypeLayout::opaque::<Self>();
+}
 
 macro_rules! impl_device_copy {
-    ($($t:ty),* $(,)?) => { $(
+    ($($kind:ident: $($t:ty),*;)*) => { $($(
         // SAFETY: primitive with the same layout on every target; all values plain data.
-        unsafe impl DeviceCopy for $t {}
-    )* };
+        unsafe impl DeviceCopy for $t {
+            const LAYOUT: TypeLayout = TypeLayout::scalar::<$t>(kind::$kind);
+        }
+    )*)* };
 }
 impl_device_copy!(
-    u8,
-    i8,
-    u16,
-    i16,
-    u32,
-    i32,
-    u64,
-    i64,
-    u128,
-    i128,
-    usize,
-    isize,
-    f32,
-    f64,
-    bool,
-    ()
+    UNSIGNED: u8, u16, u32, u64, u128, usize;
+    SIGNED: i8, i16, i32, i64, i128, isize;
+    FLOAT: f32, f64;
+    BOOL: bool;
+    UNIT: ();
 );
 
 // SAFETY: an array of DeviceCopy has the element's layout repeated.
-unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
+    const LAYOUT: TypeLayout = TypeLayout::array::<[T; N]>(T::LAYOUT, N);
+}
 
 /// A [`DeviceCopy`] type for which every bit pattern is a valid value: the integers, the
 /// floats, and arrays of them. Byte fills with any value (`memset_d8`) need it; `bool` and

@@ -51,6 +51,7 @@ pub mod math;
 pub mod mma;
 pub mod print;
 pub mod shared;
+pub mod signature;
 pub mod slice;
 pub mod sync;
 pub mod thread;
@@ -133,6 +134,7 @@ pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::print::{self as printf, PrintArg};
+    pub use crate::signature::{ParamSignature, kernel_fingerprint, signature_words};
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.
