@@ -7,7 +7,9 @@ use crate::signature::{TypeLayout, kind};
 ///
 /// Implemented for the primitive numeric types, `bool`, `()` and arrays of such types (not
 /// tuples: their layout is unspecified).
-/// Implement it for your own `#[repr(C)]` structs of `DeviceCopy` fields.
+/// Derive it for your own `#[repr(C)]` structs of `DeviceCopy` fields (`#[derive(DeviceCopy)]`,
+/// which checks the `repr` and lets kernel signature fingerprints see each field), or
+/// implement it by hand.
 ///
 /// # Safety
 /// The type must be `Copy`, have a layout that is the same on the host and on nvptx64
@@ -27,6 +29,11 @@ use crate::signature::{TypeLayout, kind};
 /// pub struct Affine { pub scale: f32, pub offset: f32 }
 /// // SAFETY: #[repr(C)] of two f32s: no padding, no pointers, all-zero is a valid value.
 /// unsafe impl DeviceCopy for Affine {}
+///
+/// /// The same, derived: the fields' types are part of every kernel signature that takes it.
+/// #[repr(C)]
+/// #[derive(Clone, Copy, DeviceCopy)]
+/// pub struct Shift { pub by: f32, pub wrap: bool }
 ///
 /// #[kernel]
 /// pub fn apply(t: Affine, x: &[f32], mut y: DisjointSlice<f32>) {

@@ -29,7 +29,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
-pub use gpukernel_macros::{declare_device, gpu_print, gpu_println, kernel};
+pub use gpukernel_macros::{DeviceCopy, declare_device, gpu_print, gpu_println, kernel};
 
 pub mod atomic;
 mod copy;
@@ -134,7 +134,8 @@ pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::print::{self as printf, PrintArg};
-    pub use crate::signature::{ParamSignature, kernel_fingerprint, signature_words};
+    pub use crate::DeviceCopy;
+    pub use crate::signature::{ParamSignature, TypeLayout, kernel_fingerprint, signature_words};
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.

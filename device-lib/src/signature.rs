@@ -467,6 +467,46 @@ mod tests {
     }
 
     #[test]
+    fn derived_structs_are_seen_field_by_field() {
+        use crate::DeviceCopy;
+        #[repr(C)]
+        #[derive(Clone, Copy, DeviceCopy)]
+        #[device_copy(crate = "crate")]
+        struct WithByte {
+            scale: f32,
+            flag: u8,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy, DeviceCopy)]
+        #[device_copy(crate = "crate")]
+        struct WithBool {
+            scale: f32,
+            flag: bool,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy, DeviceCopy)]
+        #[device_copy(crate = "crate")]
+        struct Swapped {
+            flag: u8,
+            scale: f32,
+        }
+        let (a, b, c) = (WithByte::LAYOUT, WithBool::LAYOUT, Swapped::LAYOUT);
+        assert_eq!((a.kind, a.size, a.align), (kind::STRUCT, 8, 4));
+        assert_eq!((a.size, a.align), (b.size, b.align));
+        assert_ne!(a.digest, b.digest);
+        assert_ne!(a.digest, c.digest);
+        // A hand-written impl is seen by its size and alignment only.
+        #[derive(Clone, Copy)]
+        struct ByHand(u64);
+        // SAFETY: a plain `u64`.
+        unsafe impl DeviceCopy for ByHand {}
+        assert_eq!(ByHand::LAYOUT, TypeLayout::opaque::<u64>());
+        let _ = (WithByte { scale: 0.0, flag: 0 }.scale, WithBool { scale: 0.0, flag: false }.flag);
+        let _ = Swapped { flag: 0, scale: 0.0 }.flag;
+        let _ = ByHand(0).0;
+    }
+
+    #[test]
     fn lowering_and_same_len_are_part_of_each_parameter() {
         let p = |s| ParamSignature::new::<&'static [f32]>("x", "", s).fingerprint(0);
         assert_ne!(p(0), p(1));
