@@ -16,7 +16,9 @@ use crate::signature::{TypeLayout, kind};
 /// (`#[repr(C)]` or `#[repr(transparent)]`, or a primitive), hold no references or host
 /// pointers, every bit pattern the device may write into it must be a valid value when the
 /// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1), and the
-/// all-zero bit pattern must be a valid value (zeroed allocations hand it out).
+/// all-zero bit pattern must be a valid value (zeroed allocations hand it out). A
+/// [`LAYOUT`](DeviceCopy::LAYOUT) given by hand must describe the type as the target being
+/// compiled lays it out (the default, its size and alignment, always does).
 ///
 /// # Example
 ///

@@ -129,12 +129,12 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 /// Support code for what the macros expand to. Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::DeviceCopy;
     pub use crate::ffi::{FfiErrorRecord, report_foreign_failure};
     pub use crate::graph::conditional_handle_from_raw;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::print::{self as printf, PrintArg};
-    pub use crate::DeviceCopy;
     pub use crate::signature::{ParamSignature, TypeLayout, kernel_fingerprint, signature_words};
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,

@@ -56,6 +56,12 @@ pub mod kind {
     pub const OPAQUE: u8 = 9;
 
     /// The kind's name, for messages.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::kind;
+    /// assert_eq!(kind::name(kind::FLOAT), "float");
+    /// assert_eq!(kind::name(200), "unknown");
+    /// ```
     pub const fn name(kind: u8) -> &'static str {
         match kind {
             UNSIGNED => "unsigned integer",
@@ -94,6 +100,11 @@ pub mod lowering {
     pub const CONDITIONAL: u8 = 9;
 
     /// The lowering's name, for messages.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::lowering;
+    /// assert_eq!(lowering::name(lowering::SLICE), "`&[T]`");
+    /// ```
     pub const fn name(lowering: u8) -> &'static str {
         match lowering {
             BY_VALUE => "by value",
@@ -121,11 +132,21 @@ pub struct Fnv64(u64);
 
 impl Fnv64 {
     /// The empty hash.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::Fnv64;
+    /// assert_eq!(Fnv64::new().finish(), 0xcbf2_9ce4_8422_2325);
+    /// ```
     pub const fn new() -> Self {
         Fnv64(0xcbf2_9ce4_8422_2325)
     }
 
     /// Hashes `bytes`.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::Fnv64;
+    /// assert_eq!(Fnv64::new().bytes(b"foobar").finish(), 0x8594_4171_f739_67e8);
+    /// ```
     pub const fn bytes(self, bytes: &[u8]) -> Self {
         let mut h = self.0;
         let mut i = 0;
@@ -138,22 +159,43 @@ impl Fnv64 {
     }
 
     /// Hashes `v` as 8 little-endian bytes.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::Fnv64;
+    /// assert_eq!(Fnv64::new().u64(1), Fnv64::new().bytes(&[1, 0, 0, 0, 0, 0, 0, 0]));
+    /// ```
     pub const fn u64(self, v: u64) -> Self {
         self.bytes(&v.to_le_bytes())
     }
 
     /// Hashes `s` preceded by its length (so that two strings never run into each other).
+    ///
+    /// ```
+    /// use gpukernel_device::signature::Fnv64;
+    /// assert_ne!(Fnv64::new().str("ab").str("c"), Fnv64::new().str("a").str("bc"));
+    /// ```
     pub const fn str(self, s: &str) -> Self {
         self.u64(s.len() as u64).bytes(s.as_bytes())
     }
 
     /// The hash value.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::Fnv64;
+    /// assert_eq!(Fnv64::new().bytes(b"a").finish(), 0xaf63_dc4c_8601_ec8c);
+    /// ```
     pub const fn finish(self) -> u64 {
         self.0
     }
 }
 
 impl Default for Fnv64 {
+    /// The empty hash, as [`Fnv64::new`].
+    ///
+    /// ```
+    /// use gpukernel_device::signature::Fnv64;
+    /// assert_eq!(Fnv64::default(), Fnv64::new());
+    /// ```
     fn default() -> Self {
         Fnv64::new()
     }
@@ -192,6 +234,13 @@ impl TypeLayout {
     }
 
     /// A primitive of `kind` ([`kind::UNSIGNED`], ...): `T`'s size and alignment.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::{TypeLayout, kind};
+    /// let b = TypeLayout::scalar::<bool>(kind::BOOL);
+    /// assert_eq!((b.kind, b.size, b.align), (kind::BOOL, 1, 1));
+    /// assert_ne!(b.digest, TypeLayout::scalar::<u8>(kind::UNSIGNED).digest);
+    /// ```
     pub const fn scalar<T>(kind: u8) -> Self {
         let (size, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
         TypeLayout {
@@ -203,11 +252,24 @@ impl TypeLayout {
     }
 
     /// A type known by its size and alignment only ([`kind::OPAQUE`]).
+    ///
+    /// ```
+    /// use gpukernel_device::signature::TypeLayout;
+    /// assert_eq!(TypeLayout::opaque::<u64>().size, 8);
+    /// // One size, another alignment.
+    /// assert_ne!(TypeLayout::opaque::<u64>(), TypeLayout::opaque::<[u32; 2]>());
+    /// ```
     pub const fn opaque<T>() -> Self {
         Self::scalar::<T>(kind::OPAQUE)
     }
 
     /// `T` = `[E; n]`, where `elem` is `E`'s layout.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::{TypeLayout, kind};
+    /// let f = TypeLayout::scalar::<f32>(kind::FLOAT);
+    /// assert_ne!(TypeLayout::array::<[f32; 2]>(f, 2).digest, TypeLayout::array::<[f32; 3]>(f, 3).digest);
+    /// ```
     pub const fn array<T>(elem: TypeLayout, n: usize) -> Self {
         let (size, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
         TypeLayout {
@@ -223,6 +285,16 @@ impl TypeLayout {
 
     /// A struct `T` of the given fields, each `(offset, layout)` in declaration order (what
     /// `#[derive(DeviceCopy)]` writes).
+    ///
+    /// ```
+    /// use gpukernel_device::signature::{TypeLayout, kind};
+    /// #[repr(C)]
+    /// struct Pair { a: f32, b: u32 }
+    /// let (f, u) = (TypeLayout::scalar::<f32>(kind::FLOAT), TypeLayout::scalar::<u32>(kind::UNSIGNED));
+    /// let pair = TypeLayout::record::<Pair>(&[(0, f), (4, u)]);
+    /// assert_eq!((pair.kind, pair.size), (kind::STRUCT, 8));
+    /// assert_ne!(pair.digest, TypeLayout::record::<Pair>(&[(0, u), (4, f)]).digest);
+    /// ```
     pub const fn record<T>(fields: &[(usize, TypeLayout)]) -> Self {
         let (size, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
         let mut h = Self::head(kind::STRUCT, size, align).u64(fields.len() as u64);
@@ -258,6 +330,11 @@ impl TypeLayout {
 /// assert_eq!(<DisjointSlice<'static, f32> as ParamSig>::LOWERING, lowering::DISJOINT);
 /// assert_eq!(<DisjointSlice<'static, f32> as ParamSig>::VALUE.size, 4);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no kernel signature: it (or its element type) does not implement `DeviceCopy`",
+    label = "cannot be fingerprinted",
+    note = "kernel parameters are scalars and `DeviceCopy` structs by value, `&[T]`, `&mut [T]` and `DisjointSlice<T>` of `DeviceCopy` elements, and raw pointers"
+)]
 pub unsafe trait ParamSig {
     /// One of [`lowering`]'s constants.
     const LOWERING: u8;
@@ -336,6 +413,12 @@ pub struct ParamSignature {
 
 impl ParamSignature {
     /// Parameter `name` of type `T` (spelled `ty`), in `same_len` group `same_len` (0: none).
+    ///
+    /// ```
+    /// use gpukernel_device::signature::{ParamSignature, lowering};
+    /// let p = ParamSignature::new::<*mut u32>("out", "*mut u32", 0);
+    /// assert_eq!((p.lowering, p.value.size), (lowering::PTR_MUT, 4));
+    /// ```
     pub const fn new<T: ParamSig>(name: &'static str, ty: &'static str, same_len: u8) -> Self {
         ParamSignature {
             name,
@@ -347,6 +430,14 @@ impl ParamSignature {
     }
 
     /// The parameter's fingerprint at position `index`.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::ParamSignature;
+    /// let p = ParamSignature::new::<f32>("a", "f32", 0);
+    /// // Names are not part of it; the type is.
+    /// assert_eq!(p.fingerprint(0), ParamSignature::new::<f32>("b", "Real", 0).fingerprint(0));
+    /// assert_ne!(p.fingerprint(0), ParamSignature::new::<f64>("a", "f32", 0).fingerprint(0));
+    /// ```
     pub const fn fingerprint(&self, index: usize) -> u64 {
         Fnv64::new()
             .u64(FORMAT_VERSION)
@@ -360,6 +451,15 @@ impl ParamSignature {
     /// What a message can say about the parameter without its name: the lowering, the kind,
     /// size and alignment of the value and the `same_len` group, packed in one word (bits
     /// 0-31 size, 32-39 log2 of the alignment, 40-47 kind, 48-55 lowering, 56-63 `same_len`).
+    ///
+    /// ```
+    /// use gpukernel_device::signature::{ParamSignature, kind, lowering};
+    /// let s = ParamSignature::new::<&'static [u16]>("x", "&[u16]", 1).summary();
+    /// assert_eq!(s & 0xffff_ffff, 2); // size
+    /// assert_eq!((s >> 40) & 0xff, kind::UNSIGNED as u64);
+    /// assert_eq!((s >> 48) & 0xff, lowering::SLICE as u64);
+    /// assert_eq!(s >> 56, 1); // same_len group
+    /// ```
     pub const fn summary(&self) -> u64 {
         let size = if self.value.size > u32::MAX as usize {
             u32::MAX as u64
@@ -440,7 +540,10 @@ mod tests {
     fn fnv1a_matches_the_reference_values() {
         assert_eq!(Fnv64::new().finish(), 0xcbf2_9ce4_8422_2325);
         assert_eq!(Fnv64::new().bytes(b"a").finish(), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(Fnv64::new().bytes(b"foobar").finish(), 0x8594_4171_f739_67e8);
+        assert_eq!(
+            Fnv64::new().bytes(b"foobar").finish(),
+            0x8594_4171_f739_67e8
+        );
     }
 
     #[test]
@@ -501,8 +604,23 @@ mod tests {
         // SAFETY: a plain `u64`.
         unsafe impl DeviceCopy for ByHand {}
         assert_eq!(ByHand::LAYOUT, TypeLayout::opaque::<u64>());
-        let _ = (WithByte { scale: 0.0, flag: 0 }.scale, WithBool { scale: 0.0, flag: false }.flag);
-        let _ = Swapped { flag: 0, scale: 0.0 }.flag;
+        let _ = (
+            WithByte {
+                scale: 0.0,
+                flag: 0,
+            }
+            .scale,
+            WithBool {
+                scale: 0.0,
+                flag: false,
+            }
+            .flag,
+        );
+        let _ = Swapped {
+            flag: 0,
+            scale: 0.0,
+        }
+        .flag;
         let _ = ByHand(0).0;
     }
 

@@ -47,7 +47,7 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
             Some("derive it for each concrete struct, or write the `unsafe impl` by hand"),
         ));
     }
-    if !has_fixed_layout(&input) {
+    if matches!(input.data, Data::Struct(_)) && !has_fixed_layout(&input) {
         errors.push(error(
             &input.ident,
             format!(
@@ -117,7 +117,11 @@ fn has_fixed_layout(input: &DeriveInput) -> bool {
 /// `#[device_copy(crate = "path")]`, for a renamed `gpukernel-device` dependency.
 fn support(input: &DeriveInput, errors: &mut Errors) -> Support {
     let mut support = Support::default();
-    for attr in input.attrs.iter().filter(|a| a.path().is_ident("device_copy")) {
+    for attr in input
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("device_copy"))
+    {
         let r = attr.parse_nested_meta(|m| {
             if m.path.is_ident("crate") {
                 let lit: syn::LitStr = m.value()?.parse()?;
@@ -161,28 +165,67 @@ mod tests {
             out.contains("(:: gpukernel_device :: __private :: core :: mem :: offset_of ! (Setting , scale) , < f32 as :: gpukernel_device :: __private :: DeviceCopy > :: LAYOUT ,)"),
             "{out}"
         );
-        assert!(out.contains("offset_of ! (Setting , flag) , < Flag as"), "{out}");
+        assert!(
+            out.contains("offset_of ! (Setting , flag) , < Flag as"),
+            "{out}"
+        );
         let out = expand(quote! {
             #[repr(transparent)]
             #[device_copy(crate = "gkd")]
             struct Meters(f64);
         });
         assert!(out.contains("offset_of ! (Meters , 0)"), "{out}");
-        assert!(out.contains("gkd :: __private :: TypeLayout :: record :: < Meters >"), "{out}");
+        assert!(
+            out.contains("gkd :: __private :: TypeLayout :: record :: < Meters >"),
+            "{out}"
+        );
     }
 
     #[test]
     fn refuses_what_has_no_fixed_layout() {
-        let out = expand(quote!(struct S { a: u32 }));
+        let out = expand(quote!(
+            struct S {
+                a: u32,
+            }
+        ));
         assert!(out.contains("needs `#[repr(C)]`"), "{out}");
-        let out = expand(quote!(#[repr(align(8))] struct S { a: u32 }));
+        let out = expand(quote!(
+            #[repr(align(8))]
+            struct S {
+                a: u32,
+            }
+        ));
         assert!(out.contains("needs `#[repr(C)]`"), "{out}");
-        assert!(!expand(quote!(#[repr(C, align(8))] struct S { a: u32 })).contains("compile_error"));
-        let out = expand(quote!(#[repr(C)] enum E { A }));
+        assert!(
+            !expand(quote!(
+                #[repr(C, align(8))]
+                struct S {
+                    a: u32,
+                }
+            ))
+            .contains("compile_error")
+        );
+        let out = expand(quote!(
+            #[repr(C)]
+            enum E {
+                A,
+            }
+        ));
         assert!(out.contains("applies to structs only"), "{out}");
-        let out = expand(quote!(#[repr(C)] struct G<T> { a: T }));
+        let out = expand(quote!(
+            #[repr(C)]
+            struct G<T> {
+                a: T,
+            }
+        ));
         assert!(out.contains("does not take generic structs"), "{out}");
-        let out = expand(quote!(#[repr(C)] #[device_copy(krate = "x")] struct S { a: u32 }));
+        let out = expand(quote!(
+            #[repr(C)]
+            #[device_copy(krate = "x")]
+            struct S {
+                a: u32,
+            }
+        ));
         assert!(out.contains("takes `crate = \\\"path\\\"` only"), "{out}");
     }
 }

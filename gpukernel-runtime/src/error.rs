@@ -1186,11 +1186,11 @@ pub enum Error {
         /// The kernel.
         kernel: String,
         /// The parameter's name.
-        param: String,
+        param: &'static str,
         /// Its position among the kernel's parameters.
         position: usize,
         /// Its type as written.
-        ty: String,
+        ty: &'static str,
         /// What this build's declaration has: lowering, kind, size, alignment, `same_len`.
         expected: String,
         /// What the module's code was compiled for.

@@ -706,7 +706,7 @@ pub(crate) fn verify_signature(
         symbol: gpukernel_device::signature_symbol(kernel),
         problem,
     };
-    if found.is_empty() || found.len() % 8 != 0 {
+    if found.is_empty() || !found.len().is_multiple_of(8) {
         return Err(format_error(format!(
             "{} bytes, not a whole number of 64-bit words",
             found.len()
@@ -762,13 +762,15 @@ pub(crate) fn verify_signature(
             if fingerprint != p.fingerprint(i) {
                 let (expected, mut found) = (describe(p.summary()), describe(summary));
                 if found == expected {
-                    found.push_str(" with other contents (a struct's fields or an array's elements)");
+                    found.push_str(
+                        " with other contents (a struct's fields or an array's elements)",
+                    );
                 }
                 return Err(Error::KernelParamMismatch {
                     kernel: kernel.to_owned(),
-                    param: p.name.to_owned(),
+                    param: p.name,
                     position: i,
-                    ty: p.ty.to_owned(),
+                    ty: p.ty,
                     expected,
                     found,
                 });
@@ -782,7 +784,9 @@ pub(crate) fn verify_signature(
 fn describe(summary: u64) -> String {
     use gpukernel_device::signature::{kind, lowering};
     let size = summary & 0xffff_ffff;
-    let align = 1u64.checked_shl(((summary >> 32) & 0xff) as u32).unwrap_or(0);
+    let align = 1u64
+        .checked_shl(((summary >> 32) & 0xff) as u32)
+        .unwrap_or(0);
     let kind = kind::name(((summary >> 40) & 0xff) as u8);
     let lowering = ((summary >> 48) & 0xff) as u8;
     let group = summary >> 56;
@@ -844,7 +848,12 @@ mod tests {
         }
 
         fn check(host: &[ParamSignature; 2], device: &[u8]) -> Result<()> {
-            verify_signature("add", kernel_fingerprint("kc", "add", false, host), host, device)
+            verify_signature(
+                "add",
+                kernel_fingerprint("kc", "add", false, host),
+                host,
+                device,
+            )
         }
 
         #[test]
@@ -858,10 +867,17 @@ mod tests {
         #[test]
         fn a_parameter_of_another_type_is_named() {
             let e = check(&params::<f32>(true), &bytes(&params::<f64>(true))).unwrap_err();
-            let Error::KernelParamMismatch { param, position, expected, found, .. } = &e else {
+            let Error::KernelParamMismatch {
+                param,
+                position,
+                expected,
+                found,
+                ..
+            } = &e
+            else {
                 panic!("{e}");
             };
-            assert_eq!((param.as_str(), *position), ("x", 0));
+            assert_eq!((*param, *position), ("x", 0));
             assert_eq!(
                 expected,
                 "`&[T]` of float elements of 4 bytes (align 4), in `same_len` group 1"
@@ -870,7 +886,10 @@ mod tests {
                 found,
                 "`&[T]` of float elements of 8 bytes (align 8), in `same_len` group 1"
             );
-            assert!(e.to_string().contains("parameter `x` (#0, `&[Real]`)"), "{e}");
+            assert!(
+                e.to_string().contains("parameter `x` (#0, `&[Real]`)"),
+                "{e}"
+            );
             // One size, another kind.
             let e = check(&params::<bool>(false), &bytes(&params::<u8>(false))).unwrap_err();
             assert!(
@@ -899,13 +918,18 @@ mod tests {
             assert!(matches!(e, Error::KernelFingerprintMismatch { .. }), "{e}");
             // An older format's one word never matches.
             let e = check(&host, &0x1234u64.to_le_bytes()).unwrap_err();
-            assert!(matches!(e, Error::KernelFingerprintMismatch { found: 0x1234, .. }), "{e}");
+            assert!(
+                matches!(e, Error::KernelFingerprintMismatch { found: 0x1234, .. }),
+                "{e}"
+            );
             // Another version's magic.
             let mut old = bytes(&host);
             old[..8].copy_from_slice(&((SIGNATURE_MAGIC & !0xff) | 1).to_le_bytes());
             let e = check(&host, &old).unwrap_err();
             assert!(
-                e.to_string().contains(&format!("signature format 1, this version writes format {FORMAT_VERSION}")),
+                e.to_string().contains(&format!(
+                    "signature format 1, this version writes format {FORMAT_VERSION}"
+                )),
                 "{e}"
             );
             // Truncated, misshapen.

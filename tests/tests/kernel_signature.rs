@@ -220,7 +220,7 @@ mod device_and_host_differ {
 
     /// `(parameter, what this build has, what the PTX was compiled for)` of the refusal.
     #[track_caller]
-    fn refused(r: gpukernel_runtime::Result<impl Sized>) -> (String, String, String) {
+    fn refused(r: gpukernel_runtime::Result<impl Sized>) -> (&'static str, String, String) {
         match r.map(drop).unwrap_err() {
             Error::KernelParamMismatch {
                 param,
@@ -247,7 +247,10 @@ mod device_and_host_differ {
         // `Flag` is `u8` on the device and `bool` on the host: one size.
         let (param, expected, found) = refused(m.kernel(mk::raise_flags));
         assert_eq!(param, "out");
-        assert!(expected.starts_with("`DisjointSlice<T>` of bool elements of 1 bytes"), "{expected}");
+        assert!(
+            expected.starts_with("`DisjointSlice<T>` of bool elements of 1 bytes"),
+            "{expected}"
+        );
         assert!(
             found.starts_with("`DisjointSlice<T>` of unsigned integer elements of 1 bytes"),
             "{found}"

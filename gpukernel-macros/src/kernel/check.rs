@@ -88,11 +88,7 @@ pub(super) fn check(kernel: &Kernel, errors: &mut Errors) {
     }
 
     entry_name(kernel, errors);
-    let declared: Vec<&syn::Lifetime> = sig
-        .generics
-        .lifetimes()
-        .map(|l| &l.lifetime)
-        .collect();
+    let declared: Vec<&syn::Lifetime> = sig.generics.lifetimes().map(|l| &l.lifetime).collect();
     for param in &kernel.params {
         explicit_lifetimes(&param.arg.ty, &declared, errors);
         for attr in &param.arg.attrs {
@@ -136,17 +132,8 @@ pub(super) fn check(kernel: &Kernel, errors: &mut Errors) {
 /// besides the ones reserved by prefix (see [`reserved_name`]): PTX system calls and the C
 /// library functions LLVM and CUDA C call by name.
 const RESERVED_NAMES: &[&str] = &[
-    "vprintf",
-    "printf",
-    "malloc",
-    "free",
-    "memset",
-    "memcpy",
-    "memmove",
-    "memcmp",
-    "bcmp",
-    "abort",
-    "exit",
+    "vprintf", "printf", "malloc", "free", "memset", "memcpy", "memmove", "memcmp", "bcmp",
+    "abort", "exit",
 ];
 
 /// Why a kernel may not be named `name`, or `None`. A kernel's name is its entry's unmangled
@@ -161,9 +148,13 @@ fn reserved_name(name: &str) -> Option<&'static str> {
              `__assertfail` and gpukernel's own symbols (`__gpukernel_*`)",
         )
     } else if name.starts_with("_Z") {
-        Some("names that begin with `_Z` are C++ mangled names, which foreign CUDA C++ code defines")
+        Some(
+            "names that begin with `_Z` are C++ mangled names, which foreign CUDA C++ code defines",
+        )
     } else if name.starts_with("cuda") && name[4..].starts_with(|c: char| c.is_ascii_uppercase()) {
-        Some("`cuda*` names belong to the CUDA device runtime (`cudaGraphSetConditional`, `cudaLaunchDevice`, ..)")
+        Some(
+            "`cuda*` names belong to the CUDA device runtime (`cudaGraphSetConditional`, `cudaLaunchDevice`, ..)",
+        )
     } else if RESERVED_NAMES.contains(&name) {
         Some("it is a PTX system call or a C library function that device code calls by name")
     } else {
@@ -430,7 +421,13 @@ mod tests {
     #[test]
     fn named_lifetimes_in_parameter_types_are_refused() {
         let errors = messages(quote!(
-            fn k(x: &'static [u32], y: DisjointSlice<'static, f32>, z: &'_ [u8], p: *const &'static u8) {}
+            fn k(
+                x: &'static [u32],
+                y: DisjointSlice<'static, f32>,
+                z: &'_ [u8],
+                p: *const &'static u8,
+            ) {
+            }
         ));
         assert_eq!(errors.len(), 3, "{errors:#?}");
         for e in &errors {
@@ -476,7 +473,15 @@ mod tests {
                 "{errors:?}"
             );
         }
-        for name in ["saxpy", "expf", "cuda_style", "free_list", "r#match", "_private", "cu"] {
+        for name in [
+            "saxpy",
+            "expf",
+            "cuda_style",
+            "free_list",
+            "r#match",
+            "_private",
+            "cu",
+        ] {
             let item: syn::ItemFn = syn::parse_str(&format!("fn {name}() {{}}")).unwrap();
             let mut errors = Errors::default();
             check(&super::super::parse::parse(item), &mut errors);

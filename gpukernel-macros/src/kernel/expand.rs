@@ -153,8 +153,8 @@ fn marker(kernel: &Kernel) -> TokenStream {
     let block = body_block(kernel);
     let params = body_params(kernel);
     // On the GPU the body is inlined into the entry unless the kernel says otherwise.
-    let inline = (!has_inline(kernel))
-        .then(|| quote!(#[cfg_attr(target_arch = "nvptx64", inline(always))]));
+    let inline =
+        (!has_inline(kernel)).then(|| quote!(#[cfg_attr(target_arch = "nvptx64", inline(always))]));
     let body_fn = local("__gk_body");
     quote! {
         #(#cfgs)*
@@ -451,7 +451,10 @@ mod tests {
             ),
         );
         assert!(out.contains("static __gpukernel_sig_match :"), "{out}");
-        assert!(out.contains("< 3 > (:: gpukernel_device :: __private :: kernel_fingerprint (\""), "{out}");
+        assert!(
+            out.contains("< 3 > (:: gpukernel_device :: __private :: kernel_fingerprint (\""),
+            "{out}"
+        );
     }
 
     #[test]
@@ -586,7 +589,12 @@ mod tests {
             out.contains("const SIM_ENTRY : :: gpukernel_device :: __private :: SimEntry = { unsafe fn __gk_sim_entry"),
             "{out}"
         );
-        assert_eq!(out.matches("saxpy :: __gk_body (__gk_0_a , __gk_1_x , __gk_2_y) ;").count(), 2, "{out}");
+        assert_eq!(
+            out.matches("saxpy :: __gk_body (__gk_0_a , __gk_1_x , __gk_2_y) ;")
+                .count(),
+            2,
+            "{out}"
+        );
         assert!(!out.contains("__gk_body_"), "{out}");
         for (k, ty) in [
             (0, "f32"),
@@ -646,7 +654,11 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("slice_from_raw_mut :: < u32 >"), "{out}");
-        assert_eq!(out.matches("unsafe { k :: __gk_body (__gk_0_x) }").count(), 2, "{out}");
+        assert_eq!(
+            out.matches("unsafe { k :: __gk_body (__gk_0_x) }").count(),
+            2,
+            "{out}"
+        );
     }
 
     /// Every `::core` and support-code path of `out` goes through `private`.

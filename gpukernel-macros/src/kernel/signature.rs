@@ -200,7 +200,8 @@ mod tests {
 
     #[test]
     fn the_expression_names_each_type_and_same_len_group() {
-        let mut k = kernel("unsafe fn add(x: &[Real], y: &'a [Real], out: DisjointSlice<Flag>, n: u32) {}");
+        let mut k =
+            kernel("unsafe fn add(x: &[Real], y: &'a [Real], out: DisjointSlice<Flag>, n: u32) {}");
         k.same_len = vec![vec![
             syn::parse_str("x").unwrap(),
             syn::parse_str("out").unwrap(),
@@ -217,7 +218,10 @@ mod tests {
         }
         let private = quote!(p);
         let whole = sig.whole(&private, &quote!(P)).to_string();
-        assert_eq!(whole, "p :: kernel_fingerprint (\"kc\" , \"add\" , true , P)");
+        assert_eq!(
+            whole,
+            "p :: kernel_fingerprint (\"kc\" , \"add\" , true , P)"
+        );
         let global = sig.device_global(&private, &k.item.sig.ident).to_string();
         assert!(
             global.contains("static __gpukernel_sig_add : [p :: core :: primitive :: u64 ; 11] = p :: signature_words :: < 11 >"),

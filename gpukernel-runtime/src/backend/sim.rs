@@ -613,9 +613,9 @@ impl Backend for SimBackend {
             .filter_map(|k| {
                 let symbol = gpukernel_device::signature_symbol(k);
                 // A global that does not parse is kept as no bytes: the lookup refuses it.
-                let bytes = ptx.global_bytes(&symbol).or_else(|| {
-                    ptx.has_global(&symbol).then(Vec::new)
-                })?;
+                let bytes = ptx
+                    .global_bytes(&symbol)
+                    .or_else(|| ptx.has_global(&symbol).then(Vec::new))?;
                 Some((k.clone(), bytes))
             })
             .collect();

@@ -279,9 +279,17 @@ impl<'a> Ptx<'a> {
         let mut bytes = vec![0u8; len];
         if let Some(init) = init {
             let list = init.trim_start_matches('{').trim_end_matches('}');
-            for (i, v) in list.split(',').map(str::trim).filter(|v| !v.is_empty()).enumerate() {
+            for (i, v) in list
+                .split(',')
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .enumerate()
+            {
                 let v = parse_integer(v)?;
-                if element < 8 && v >> (8 * element) != 0 && v.wrapping_neg() >> (8 * element - 1) != 0 {
+                if element < 8
+                    && v >> (8 * element) != 0
+                    && v.wrapping_neg() >> (8 * element - 1) != 0
+                {
                     return None;
                 }
                 let at = i.checked_mul(element)?;
@@ -1022,7 +1030,10 @@ pub(crate) mod tests {
             p.global_bytes("__gpukernel_sig_k"),
             Some(words(&[1, u64::MAX, 16]))
         );
-        assert_eq!(p.global_bytes("bytes"), Some(vec![32, 21, 168, 0, 0, 0, 0, 0]));
+        assert_eq!(
+            p.global_bytes("bytes"),
+            Some(vec![32, 21, 168, 0, 0, 0, 0, 0])
+        );
         assert_eq!(p.global_bytes("one"), Some(1234u64.to_le_bytes().to_vec()));
         assert_eq!(p.global_bytes("words"), Some(vec![7, 0, 0, 0, 0, 0, 0, 0]));
         assert_eq!(p.global_bytes("zero"), Some(vec![0; 8]));
