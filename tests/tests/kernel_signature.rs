@@ -125,7 +125,7 @@ fn global_words(ptx: &str, symbol: &str) -> Option<Vec<u64>> {
         for (b, v) in bytes.iter_mut().zip(&values) {
             *b = u8::try_from(*v).ok()?;
         }
-        (count % 8 == 0).then(|| {
+        count.is_multiple_of(8).then(|| {
             bytes
                 .chunks_exact(8)
                 .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
