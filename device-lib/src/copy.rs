@@ -1,18 +1,24 @@
 //! Values that may cross the host/device boundary by bit copy.
 
+use crate::signature::{TypeLayout, kind};
+
 /// A type whose values may be copied bit for bit between host and device and passed by value
 /// to a kernel or a foreign device function.
 ///
 /// Implemented for the primitive numeric types, `bool`, `()` and arrays of such types (not
 /// tuples: their layout is unspecified).
-/// Implement it for your own `#[repr(C)]` structs of `DeviceCopy` fields.
+/// Derive it for your own `#[repr(C)]` structs of `DeviceCopy` fields (`#[derive(DeviceCopy)]`,
+/// which checks the `repr` and lets kernel signature fingerprints see each field), or
+/// implement it by hand.
 ///
 /// # Safety
 /// The type must be `Copy`, have a layout that is the same on the host and on nvptx64
 /// (`#[repr(C)]` or `#[repr(transparent)]`, or a primitive), hold no references or host
 /// pointers, every bit pattern the device may write into it must be a valid value when the
 /// host reads it back (so `bool` buffers that a kernel writes must hold only 0 or 1), and the
-/// all-zero bit pattern must be a valid value (zeroed allocations hand it out).
+/// all-zero bit pattern must be a valid value (zeroed allocations hand it out). A
+/// [`LAYOUT`](DeviceCopy::LAYOUT) given by hand must describe the type as the target being
+/// compiled lays it out (the default, its size and alignment, always does).
 ///
 /// # Example
 ///
@@ -26,6 +32,11 @@
 /// // SAFETY: #[repr(C)] of two f32s: no padding, no pointers, all-zero is a valid value.
 /// unsafe impl DeviceCopy for Affine {}
 ///
+/// /// The same, derived: the fields' types are part of every kernel signature that takes it.
+/// #[repr(C)]
+/// #[derive(Clone, Copy, DeviceCopy)]
+/// pub struct Shift { pub by: f32, pub wrap: bool }
+///
 /// #[kernel]
 /// pub fn apply(t: Affine, x: &[f32], mut y: DisjointSlice<f32>) {
 ///     let i = thread::index();
@@ -37,35 +48,35 @@
     label = "not `DeviceCopy`",
     note = "for a `#[repr(C)]` struct of `DeviceCopy` fields, implement it: `unsafe impl DeviceCopy for {Self} {{}}`"
 )]
-pub unsafe trait DeviceCopy: Copy + 'static {}
+pub unsafe trait DeviceCopy: Copy + 'static {
+    /// The type's layout as kernel signature fingerprints see it (see
+    /// [`signature`](crate::signature)): for a hand-written impl its size and alignment
+    /// ([`TypeLayout::opaque`]); `#[derive(DeviceCopy)]` describes each field, so that a field
+    /// whose type differs between the host and the device build (a `cfg`'d type alias) is
+    /// caught even where the sizes agree.
+    const LAYOUT: TypeLayout = TypeLayout::opaque::<Self>();
+}
 
 macro_rules! impl_device_copy {
-    ($($t:ty),* $(,)?) => { $(
+    ($($kind:ident: $($t:ty),*;)*) => { $($(
         // SAFETY: primitive with the same layout on every target; all values plain data.
-        unsafe impl DeviceCopy for $t {}
-    )* };
+        unsafe impl DeviceCopy for $t {
+            const LAYOUT: TypeLayout = TypeLayout::scalar::<$t>(kind::$kind);
+        }
+    )*)* };
 }
 impl_device_copy!(
-    u8,
-    i8,
-    u16,
-    i16,
-    u32,
-    i32,
-    u64,
-    i64,
-    u128,
-    i128,
-    usize,
-    isize,
-    f32,
-    f64,
-    bool,
-    ()
+    UNSIGNED: u8, u16, u32, u64, u128, usize;
+    SIGNED: i8, i16, i32, i64, i128, isize;
+    FLOAT: f32, f64;
+    BOOL: bool;
+    UNIT: ();
 );
 
 // SAFETY: an array of DeviceCopy has the element's layout repeated.
-unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
+    const LAYOUT: TypeLayout = TypeLayout::array::<[T; N]>(T::LAYOUT, N);
+}
 
 /// A [`DeviceCopy`] type for which every bit pattern is a valid value: the integers, the
 /// floats, and arrays of them. Byte fills with any value (`memset_d8`) and the views of a

@@ -87,19 +87,35 @@ pub struct bf16x2(pub [bf16; 2]);
 
 // SAFETY: plain 16-bit data (or two of them, no padding); the same layout on every target;
 // every bit pattern is a value (NaN payloads included).
-unsafe impl crate::DeviceCopy for f16 {}
+unsafe impl crate::DeviceCopy for f16 {
+    const LAYOUT: crate::signature::TypeLayout =
+        crate::signature::TypeLayout::scalar::<f16>(crate::signature::kind::FLOAT);
+}
 // SAFETY: as above.
 unsafe impl crate::AnyBitPattern for f16 {}
 // SAFETY: as above.
-unsafe impl crate::DeviceCopy for bf16 {}
+unsafe impl crate::DeviceCopy for bf16 {
+    const LAYOUT: crate::signature::TypeLayout =
+        crate::signature::TypeLayout::scalar::<bf16>(crate::signature::kind::BFLOAT);
+}
 // SAFETY: as above.
 unsafe impl crate::AnyBitPattern for bf16 {}
 // SAFETY: as above.
-unsafe impl crate::DeviceCopy for f16x2 {}
+unsafe impl crate::DeviceCopy for f16x2 {
+    const LAYOUT: crate::signature::TypeLayout = crate::signature::TypeLayout::array::<Self>(
+        crate::signature::TypeLayout::scalar::<f16>(crate::signature::kind::FLOAT),
+        2,
+    );
+}
 // SAFETY: as above.
 unsafe impl crate::AnyBitPattern for f16x2 {}
 // SAFETY: as above.
-unsafe impl crate::DeviceCopy for bf16x2 {}
+unsafe impl crate::DeviceCopy for bf16x2 {
+    const LAYOUT: crate::signature::TypeLayout = crate::signature::TypeLayout::array::<Self>(
+        crate::signature::TypeLayout::scalar::<bf16>(crate::signature::kind::BFLOAT),
+        2,
+    );
+}
 // SAFETY: as above.
 unsafe impl crate::AnyBitPattern for bf16x2 {}
 

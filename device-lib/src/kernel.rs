@@ -67,12 +67,21 @@ pub unsafe trait Kernel: Copy + Send + Sync + 'static {
     type Params;
     /// Runs the body for one simulated thread.
     const SIM_ENTRY: SimEntry;
-    /// The kernel's signature fingerprint: a hash of the crate's name, the kernel's name,
-    /// whether it is an `unsafe fn`, and its parameter types as written. The device build
-    /// exports the same value as the global [`signature_symbol`]`(NAME)`, a `u64`, so that the
-    /// runtime can tell the entry `#[kernel]` compiled from this signature from a same-named
-    /// entry with other parameter types.
+    /// The kernel's signature fingerprint ([`kernel_fingerprint`](crate::signature::kernel_fingerprint)
+    /// of [`PARAM_SIGNATURES`](Kernel::PARAM_SIGNATURES)): a hash that the compiler computes
+    /// from the crate's name, the kernel's name, whether it is an `unsafe fn`, and each
+    /// parameter's lowering, resolved type layout (size, alignment and kind of every scalar,
+    /// recursively) and `same_len` group. The device build evaluates the same expression with
+    /// the device's types and exports it in the global [`signature_symbol`]`(NAME)`, so that
+    /// the runtime can tell the entry `#[kernel]` compiled from this very signature from a
+    /// same-named entry compiled from other types (another crate's kernel, a type alias that
+    /// resolves differently on the device, PTX from another version of gpukernel).
     const SIGNATURE: u64;
+    /// Each parameter as the fingerprint sees it (name, type as written, lowering, layout,
+    /// `same_len` group), in order: when [`SIGNATURE`](Kernel::SIGNATURE) differs from the
+    /// module's, the runtime compares them with the per-parameter words of the global to name
+    /// the parameter at fault. Empty for a hand-written implementation.
+    const PARAM_SIGNATURES: &'static [crate::signature::ParamSignature] = &[];
     /// Groups of parameters that `#[kernel(same_len(a, b, ..))]` declares to have one length
     /// (each `(name, position)`; slices and one-dimensional `DisjointSlice`s). Every typed
     /// launch checks them on the host and refuses the launch otherwise, so the body may
@@ -88,9 +97,10 @@ pub const SIGNATURE_SYMBOL_PREFIX: &str = "__gpukernel_sig_";
 /// The name of the global holding the signature fingerprint of the kernel whose entry is
 /// `kernel_name`: `__gpukernel_sig_<kernel_name>`.
 ///
-/// In the module it is an exported (`.visible .global`) `u64` initialised to
-/// [`Kernel::SIGNATURE`]: `cuModuleGetGlobal` finds it (8 bytes), and the PTX text reads
-/// `.visible .global .align 8 .u64 __gpukernel_sig_saxpy = 1234;` (the value in decimal).
+/// In the module it is an exported (`.visible .global`) array of `u64`s,
+/// [`signature_words`](crate::signature::signature_words): the format's magic word,
+/// [`Kernel::SIGNATURE`], the parameter count, then each parameter's fingerprint and summary.
+/// A global of one `u64` holding [`Kernel::SIGNATURE`] is also accepted (hand-written PTX).
 /// Kernels not compiled by `#[kernel]` (CUDA C `__global__` functions) have none.
 ///
 /// ```

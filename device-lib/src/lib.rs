@@ -29,7 +29,7 @@
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
-pub use gpukernel_macros::{declare_device, gpu_print, gpu_println, kernel};
+pub use gpukernel_macros::{DeviceCopy, declare_device, gpu_print, gpu_println, kernel};
 
 pub mod atomic;
 mod copy;
@@ -51,6 +51,7 @@ pub mod math;
 pub mod mma;
 pub mod print;
 pub mod shared;
+pub mod signature;
 pub mod slice;
 pub mod sync;
 pub mod thread;
@@ -128,11 +129,13 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
 /// Support code for what the macros expand to. Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::DeviceCopy;
     pub use crate::ffi::{FfiErrorRecord, enter_kernel, report_foreign_failure};
     pub use crate::graph::conditional_handle_from_raw;
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::print::{self as printf, PrintArg};
+    pub use crate::signature::{ParamSignature, TypeLayout, kernel_fingerprint, signature_words};
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.

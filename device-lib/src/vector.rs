@@ -38,7 +38,12 @@ macro_rules! vectors {
 
         // SAFETY: `#[repr(C)]` array of plain numbers, no padding (size == align); every bit
         // pattern is a value.
-        unsafe impl crate::DeviceCopy for $name {}
+        unsafe impl crate::DeviceCopy for $name {
+            const LAYOUT: crate::signature::TypeLayout = crate::signature::TypeLayout::array::<Self>(
+                <$elem as crate::DeviceCopy>::LAYOUT,
+                $n,
+            );
+        }
         // SAFETY: as above.
         unsafe impl crate::AnyBitPattern for $name {}
         impl sealed::Sealed for $name {}

@@ -2,6 +2,14 @@
 //! `gpukernel_device::__private` (at the path `crate = "..."` gives, for a renamed
 //! dependency), and every name it introduces for its own locals and parameters has a
 //! mixed-site span, so that it can neither capture nor shadow a name the user wrote.
+//!
+//! Mixed-site spans do not separate items, and an item is in scope throughout the block that
+//! holds it, its own body included. So no generated item is ever declared where the user's
+//! code can see it: the function holding a kernel's body is an associated function of the
+//! kernel's marker type (which names no scope: the body's `__gk_body` is the user's), the
+//! simulator's entry function and the signature global live inside `const` blocks that the
+//! body is not in, and the only generated names in the user's module are the kernel's own
+//! (the marker type and, on the host, its function).
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
@@ -52,7 +60,8 @@ pub(crate) fn crate_path(lit: &LitStr) -> syn::Result<Path> {
 
 /// A name for a generated local, parameter or helper: its span is mixed-site, so the user's
 /// code cannot refer to it and it cannot shadow or capture the user's names (items, which
-/// mixed-site hygiene does not separate, are kept inside blocks or named `__gk_*`).
+/// mixed-site hygiene does not separate, are kept where the user's code cannot see them:
+/// see the module's documentation).
 pub(crate) fn local(name: &str) -> Ident {
     Ident::new(name, Span::mixed_site())
 }

@@ -13,6 +13,7 @@
 //! module (`kernel`, `foreign`), unit-tested on `proc_macro2` token streams.
 #![warn(missing_docs)]
 
+mod device_copy;
 mod diag;
 mod foreign;
 mod hygiene;
@@ -44,13 +45,21 @@ use proc_macro::TokenStream;
 /// * `&mut [T]`: a mutable slice, only in an `unsafe fn` kernel;
 /// * `*const T` / `*mut T`: one raw pointer.
 ///
-/// The function must return `()`, and may not be generic, `async`, `const` or `extern`.
+/// The function must return `()`, and may not be generic, `async`, `const` or `extern`; its
+/// parameter types may not name a lifetime (`&'static [T]` would let the body keep the data
+/// past the launch; `'_` is fine). Its name may not be one that device code calls by symbol:
+/// names beginning with `__` or `_Z`, `cuda*` device-runtime names, and `vprintf`, `printf`,
+/// `malloc`, `free`, `memset`, `memcpy`, `memmove`, `memcmp`, `bcmp`, `abort`, `exit` (the
+/// build also refuses a kernel named like a `declare_device!` symbol).
 ///
 /// On nvptx64 it becomes `#[unsafe(no_mangle)] pub unsafe extern "gpu-kernel" fn name(..)`
 /// (the crate needs `#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]`) and
-/// the exported `u64` global `__gpukernel_sig_name`, the kernel's signature fingerprint. On
-/// the host it becomes a marker struct `name {}` implementing `Kernel` (with the same
-/// fingerprint as `Kernel::SIGNATURE`), and `SafeKernel` unless the kernel is an `unsafe fn`,
+/// the exported global `__gpukernel_sig_name`, the kernel's signature fingerprint, which the
+/// compiler computes from the device build's resolved parameter types
+/// (`gpukernel_device::signature`). On the host it becomes a marker struct `name {}`
+/// implementing `Kernel` (with the fingerprint of the host build's types as
+/// `Kernel::SIGNATURE`: `module.kernel(name)` refuses a kernel whose two builds differ, naming
+/// the parameter), and `SafeKernel` unless the kernel is an `unsafe fn`,
 /// plus a function `name()` returning it: `let name = module.kernel(name)?;` looks the kernel
 /// up, and the runtime launches it on a GPU or in the simulator. A kernel declared
 /// `unsafe fn` launches only through `unsafe { stream.launch_unchecked(..) }`.
@@ -79,6 +88,26 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::kernel(attr.into(), item.into()).into()
+}
+
+/// Implements `gpukernel_device::DeviceCopy` for a `#[repr(C)]` (or `#[repr(transparent)]`)
+/// struct whose fields are all `DeviceCopy`, describing each field's offset and layout to
+/// kernel signature fingerprints (`gpukernel_device::signature`): a field whose type differs
+/// between the device and the host build (a `cfg`'d type alias) then refuses every kernel that
+/// takes the struct, where a hand-written impl is seen by its size and alignment only.
+///
+/// ```ignore
+/// use gpukernel_device::prelude::*;
+/// #[derive(Clone, Copy, DeviceCopy)]
+/// #[repr(C)]
+/// pub struct Affine { pub scale: f32, pub offset: f32 }
+/// ```
+///
+/// Generic structs, enums and unions are refused. `#[device_copy(crate = "gkd")]` names a
+/// renamed `gpukernel-device` dependency.
+#[proc_macro_derive(DeviceCopy, attributes(device_copy))]
+pub fn derive_device_copy(input: TokenStream) -> TokenStream {
+    device_copy::derive(input.into()).into()
 }
 
 /// Declares foreign CUDA C device functions as typed Rust functions.

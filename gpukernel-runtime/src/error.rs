@@ -1310,6 +1310,47 @@ pub enum Error {
         /// What provides the name instead.
         provider: &'static str,
     },
+
+    /// A kernel's parameter was compiled into the module from another type, lowering or
+    /// `same_len` than the Rust declaration has in this build (a type alias or `cfg_attr` that
+    /// differs between the device and the host build, or an out-of-date PTX).
+    #[error(
+        "kernel `{kernel}`: parameter `{param}` (#{position}, `{ty}`) is {expected} in this \
+         build, but the module's code was compiled for {found}\nhint: give the parameter the \
+         same type (and `same_len`) on the device and the host (look for a `cfg`'d type alias \
+         or a `cfg_attr` on the kernel), rebuild the kernels crate and load the PTX it emits now"
+    )]
+    KernelParamMismatch {
+        /// The kernel.
+        kernel: String,
+        /// The parameter's name.
+        param: &'static str,
+        /// Its position among the kernel's parameters.
+        position: usize,
+        /// Its type as written.
+        ty: &'static str,
+        /// What this build's declaration has: lowering, kind, size, alignment, `same_len`.
+        expected: String,
+        /// What the module's code was compiled for.
+        found: String,
+    },
+
+    /// A kernel's signature global in the module is not in the format this version of
+    /// gpukernel writes (PTX from another version, or a global of that name not written by
+    /// `#[kernel]`).
+    #[error(
+        "kernel `{kernel}`: its signature global `{symbol}` is not in the format of this version \
+         of gpukernel ({problem})\nhint: rebuild the kernels crate with this version and load \
+         the PTX it emits now"
+    )]
+    KernelSignatureFormat {
+        /// The kernel.
+        kernel: String,
+        /// The global.
+        symbol: String,
+        /// What is wrong with it.
+        problem: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

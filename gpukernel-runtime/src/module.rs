@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use gpukernel_device::signature::ParamSignature;
 use gpukernel_device::{IntoKernel, Kernel};
 use gpukernel_device::{LaunchDims, ParamList};
 
@@ -263,9 +264,14 @@ impl Module {
     /// looked up once, here.
     ///
     /// The entry must be the code of this very Rust declaration: its signature fingerprint
-    /// (which `#[kernel]` exports beside every kernel) must equal `K::SIGNATURE`, else
-    /// [`Error::KernelFingerprintMismatch`] (another crate's kernel of the same name, an
-    /// out-of-date PTX); an entry without one ([`Error::KernelNotVerified`]: a CUDA C
+    /// (which `#[kernel]` exports beside every kernel, computed by the compiler from the
+    /// device build's resolved types; see `gpukernel_device::signature`) must equal
+    /// `K::SIGNATURE`, computed the same way from the host build's types. Else
+    /// [`Error::KernelParamMismatch`] names the parameter whose type, lowering or `same_len`
+    /// differs (a type alias that resolves otherwise on the device, a `cfg_attr` given to one
+    /// target), [`Error::KernelFingerprintMismatch`] covers the rest (another crate's kernel of
+    /// the same name, a kernel `unsafe` on one side only) and [`Error::KernelSignatureFormat`]
+    /// a PTX from another version of gpukernel; an entry without one ([`Error::KernelNotVerified`]: a CUDA C
     /// `__global__`, PTX from elsewhere) needs [`kernel_unverified`](Self::kernel_unverified).
     /// Its parameter sizes must also match (`cuFuncGetParamInfo`): [`Error::KernelSignatureMismatch`].
     ///
@@ -285,27 +291,18 @@ impl Module {
     {
         let _marker: K = kernel.into_kernel();
         let function = self.function(K::NAME)?;
-        match self
+        let Some(found) = self
             .inner
             .ctx
             .backend
             .kernel_signature(self.inner.handle, K::NAME)?
-        {
-            Some(found) if found == K::SIGNATURE => {}
-            Some(found) => {
-                return Err(Error::KernelFingerprintMismatch {
-                    kernel: K::NAME.to_owned(),
-                    expected: K::SIGNATURE,
-                    found,
-                });
-            }
-            None => {
-                return Err(Error::KernelNotVerified {
-                    kernel: K::NAME.to_owned(),
-                    symbol: gpukernel_device::signature_symbol(K::NAME),
-                });
-            }
-        }
+        else {
+            return Err(Error::KernelNotVerified {
+                kernel: K::NAME.to_owned(),
+                symbol: gpukernel_device::signature_symbol(K::NAME),
+            });
+        };
+        verify_signature(K::NAME, K::SIGNATURE, K::PARAM_SIGNATURES, &found)?;
         self.typed(function)
     }
 
@@ -694,6 +691,124 @@ impl<K: Kernel> core::ops::Deref for TypedKernel<K> {
     }
 }
 
+/// Compares a kernel's signature global (`found`, its bytes in the module) with the Rust
+/// declaration's fingerprint (`expected`, `K::SIGNATURE`) and parameters
+/// (`K::PARAM_SIGNATURES`). The global is either the words of
+/// `gpukernel_device::signature::signature_words` or, as hand-written PTX may have it, one
+/// `u64` holding the whole fingerprint. On a mismatch the first parameter whose fingerprint
+/// differs is named.
+pub(crate) fn verify_signature(
+    kernel: &str,
+    expected: u64,
+    params: &[ParamSignature],
+    found: &[u8],
+) -> Result<()> {
+    use gpukernel_device::signature::SIGNATURE_MAGIC;
+    let format_error = |problem: String| Error::KernelSignatureFormat {
+        kernel: kernel.to_owned(),
+        symbol: gpukernel_device::signature_symbol(kernel),
+        problem,
+    };
+    if found.is_empty() || !found.len().is_multiple_of(8) {
+        return Err(format_error(format!(
+            "{} bytes, not a whole number of 64-bit words",
+            found.len()
+        )));
+    }
+    let words: Vec<u64> = found
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect();
+    let mismatch = |found: u64| Error::KernelFingerprintMismatch {
+        kernel: kernel.to_owned(),
+        expected,
+        found,
+    };
+    if let [whole] = words[..] {
+        // One word: a hand-written record (or an older format, whose value never matches).
+        return if whole == expected {
+            Ok(())
+        } else {
+            Err(mismatch(whole))
+        };
+    }
+    if words[0] != SIGNATURE_MAGIC {
+        let version = if words[0] >> 8 == SIGNATURE_MAGIC >> 8 {
+            format!("signature format {}", words[0] & 0xff)
+        } else {
+            format!("first word {:#018x}", words[0])
+        };
+        return Err(format_error(format!(
+            "{version}, this version writes format {}",
+            gpukernel_device::signature::FORMAT_VERSION
+        )));
+    }
+    let count = words.get(2).copied().unwrap_or(u64::MAX);
+    if usize::try_from(count)
+        .ok()
+        .and_then(|n| n.checked_mul(2))
+        .and_then(|n| n.checked_add(3))
+        != Some(words.len())
+    {
+        return Err(format_error(format!(
+            "{} words for {count} parameters",
+            words.len()
+        )));
+    }
+    let whole = words[1];
+    if whole == expected {
+        return Ok(());
+    }
+    if params.len() == words.len().saturating_sub(3) / 2 {
+        for (i, p) in params.iter().enumerate() {
+            let (fingerprint, summary) = (words[3 + 2 * i], words[4 + 2 * i]);
+            if fingerprint != p.fingerprint(i) {
+                let (expected, mut found) = (describe(p.summary()), describe(summary));
+                if found == expected {
+                    found.push_str(
+                        " with other contents (a struct's fields or an array's elements)",
+                    );
+                }
+                return Err(Error::KernelParamMismatch {
+                    kernel: kernel.to_owned(),
+                    param: p.name,
+                    position: i,
+                    ty: p.ty,
+                    expected,
+                    found,
+                });
+            }
+        }
+    }
+    Err(mismatch(whole))
+}
+
+/// A parameter's summary word (`ParamSignature::summary`) in words.
+fn describe(summary: u64) -> String {
+    use gpukernel_device::signature::{kind, lowering};
+    let size = summary & 0xffff_ffff;
+    let align = 1u64
+        .checked_shl(((summary >> 32) & 0xff) as u32)
+        .unwrap_or(0);
+    let kind = kind::name(((summary >> 40) & 0xff) as u8);
+    let lowering = ((summary >> 48) & 0xff) as u8;
+    let group = summary >> 56;
+    let what = match lowering {
+        lowering::BY_VALUE => format!("a {kind} value"),
+        lowering::PTR_CONST | lowering::PTR_MUT => {
+            format!("{} to a {kind}", lowering::name(lowering))
+        }
+        lowering::CONDITIONAL => lowering::name(lowering).to_owned(),
+        l => format!("{} of {kind} elements", lowering::name(l)),
+    };
+    let same_len = if group == 0 {
+        "in no `same_len` group".to_owned()
+    } else {
+        format!("in `same_len` group {group}")
+    };
+    format!("{what} of {size} bytes (align {align}), {same_len}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -711,5 +826,120 @@ mod tests {
         // Other images are still checked the same way as on CUDA.
         let e = ctx.load_module(b"\x7fELF\x02\x01").unwrap_err();
         assert!(matches!(e, Error::InvalidModuleImage { .. }), "{e}");
+    }
+
+    mod signatures {
+        use super::*;
+        use gpukernel_device::DisjointSlice;
+        use gpukernel_device::signature::{
+            FORMAT_VERSION, SIGNATURE_MAGIC, kernel_fingerprint, signature_words,
+        };
+
+        /// `add(x: &[Real], out: DisjointSlice<Real>)` with `Real` = `R`, `same_len(x, out)`
+        /// when `same_len`.
+        fn params<R: gpukernel_device::DeviceCopy>(same_len: bool) -> [ParamSignature; 2] {
+            let g = u8::from(same_len);
+            [
+                ParamSignature::new::<&'static [R]>("x", "&[Real]", g),
+                ParamSignature::new::<DisjointSlice<'static, R>>("out", "DisjointSlice<Real>", g),
+            ]
+        }
+
+        fn bytes(p: &[ParamSignature; 2]) -> Vec<u8> {
+            let w: [u64; 7] = signature_words(kernel_fingerprint("kc", "add", false, p), p);
+            w.iter().flat_map(|w| w.to_le_bytes()).collect()
+        }
+
+        fn check(host: &[ParamSignature; 2], device: &[u8]) -> Result<()> {
+            verify_signature(
+                "add",
+                kernel_fingerprint("kc", "add", false, host),
+                host,
+                device,
+            )
+        }
+
+        #[test]
+        fn equal_signatures_pass_in_both_forms() {
+            let host = params::<f32>(true);
+            check(&host, &bytes(&host)).unwrap();
+            let whole = kernel_fingerprint("kc", "add", false, &host);
+            check(&host, &whole.to_le_bytes()).unwrap();
+        }
+
+        #[test]
+        fn a_parameter_of_another_type_is_named() {
+            let e = check(&params::<f32>(true), &bytes(&params::<f64>(true))).unwrap_err();
+            let Error::KernelParamMismatch {
+                param,
+                position,
+                expected,
+                found,
+                ..
+            } = &e
+            else {
+                panic!("{e}");
+            };
+            assert_eq!((*param, *position), ("x", 0));
+            assert_eq!(
+                expected,
+                "`&[T]` of float elements of 4 bytes (align 4), in `same_len` group 1"
+            );
+            assert_eq!(
+                found,
+                "`&[T]` of float elements of 8 bytes (align 8), in `same_len` group 1"
+            );
+            assert!(
+                e.to_string().contains("parameter `x` (#0, `&[Real]`)"),
+                "{e}"
+            );
+            // One size, another kind.
+            let e = check(&params::<bool>(false), &bytes(&params::<u8>(false))).unwrap_err();
+            assert!(
+                e.to_string().contains("`&[T]` of bool elements of 1 bytes (align 1), in no `same_len` group in this build, but the module's code was compiled for `&[T]` of unsigned integer elements"),
+                "{e}"
+            );
+        }
+
+        #[test]
+        fn same_len_on_one_side_only_is_named() {
+            let e = check(&params::<f32>(false), &bytes(&params::<f32>(true))).unwrap_err();
+            assert!(
+                e.to_string().contains("in no `same_len` group in this build, but the module's code was compiled for `&[T]` of float elements of 4 bytes (align 4), in `same_len` group 1"),
+                "{e}"
+            );
+        }
+
+        #[test]
+        fn other_formats_and_names_are_refused() {
+            let host = params::<f32>(true);
+            // Another crate or kernel name: the parameters agree, the whole does not.
+            let p = &host;
+            let w: [u64; 7] = signature_words(kernel_fingerprint("other", "add", false, p), p);
+            let other: Vec<u8> = w.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let e = check(&host, &other).unwrap_err();
+            assert!(matches!(e, Error::KernelFingerprintMismatch { .. }), "{e}");
+            // An older format's one word never matches.
+            let e = check(&host, &0x1234u64.to_le_bytes()).unwrap_err();
+            assert!(
+                matches!(e, Error::KernelFingerprintMismatch { found: 0x1234, .. }),
+                "{e}"
+            );
+            // Another version's magic.
+            let mut old = bytes(&host);
+            old[..8].copy_from_slice(&((SIGNATURE_MAGIC & !0xff) | 1).to_le_bytes());
+            let e = check(&host, &old).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!(
+                    "signature format 1, this version writes format {FORMAT_VERSION}"
+                )),
+                "{e}"
+            );
+            // Truncated, misshapen.
+            for bad in [&bytes(&host)[..40], &bytes(&host)[..5], &[][..]] {
+                let e = check(&host, bad).unwrap_err();
+                assert!(matches!(e, Error::KernelSignatureFormat { .. }), "{e}");
+            }
+        }
     }
 }

@@ -235,6 +235,10 @@ impl Builder {
             ],
         )?;
 
+        let text = std::fs::read_to_string(&ptx).map_err(io_err(&ptx))?;
+        let foreign = foreign::declarations_in_ptx(&text);
+        check_entry_names(&text, &foreign)?;
+
         if self.validate {
             if let Some(ptxas) = find_cuda_tool("ptxas") {
                 validate_ptx(&ptxas, &ptx, &arch)?;
@@ -246,8 +250,6 @@ impl Builder {
             }
         }
 
-        let text = std::fs::read_to_string(&ptx).map_err(io_err(&ptx))?;
-        let foreign = foreign::declarations_in_ptx(&text);
         Ok(PtxOutput {
             ptx,
             bitcode,
@@ -355,6 +357,25 @@ impl Builder {
         }
         Ok(rlibs)
     }
+}
+
+/// Refuses a kernel whose entry has the name of a declared foreign function (of this crate
+/// or a dependency: their records are in the one PTX). The macro cannot see it (each
+/// declaration expands alone), so it is checked here, where both meet.
+fn check_entry_names(ptx: &str, foreign: &[foreign::ForeignDeclaration]) -> Result<(), Error> {
+    for line in ptx.lines() {
+        let Some(rest) = line.trim_start().strip_prefix(".visible .entry ") else {
+            continue;
+        };
+        let name = rest.split(['(', ' ']).next().unwrap_or_default();
+        if let Some(d) = foreign.iter().find(|d| d.symbol == name) {
+            return Err(Error::KernelNamedLikeForeign {
+                kernel: name.to_owned(),
+                declared_at: d.declared_at.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The name of the global that records failed foreign calls (see gpukernel-device's `ffi`).
@@ -570,6 +591,31 @@ pub fn validate_ptx(ptxas: &Path, ptx: &Path, arch: &str) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_named_like_a_declared_foreign_function_is_refused() {
+        let record = "gpukernel-foreign-v1\nsymbol=scale\nabi=numba\nat=src/ffi.rs:7\nret=float\narg=float\n";
+        let bytes: Vec<String> = record.bytes().map(|b| b.to_string()).collect();
+        let ptx = |entry: &str| {
+            format!(
+                ".visible .global .align 1 .b8 __gpukernel_foreign_scale_1[{}] = {{{}}};\n\
+                 .visible .entry {entry}(\n\t.param .u64 a\n)\n{{\n\tret;\n}}\n",
+                bytes.len(),
+                bytes.join(", ")
+            )
+        };
+        let text = ptx("scale");
+        let foreign = foreign::declarations_in_ptx(&text);
+        assert_eq!(foreign.len(), 1);
+        let e = check_entry_names(&text, &foreign).unwrap_err().to_string();
+        assert!(
+            e.starts_with("kernel `scale` has the name of the foreign function `scale` declared at src/ffi.rs:7"),
+            "{e}"
+        );
+        assert!(e.contains("hint: rename the kernel"), "{e}");
+        let text = ptx("scale_all");
+        check_entry_names(&text, &foreign::declarations_in_ptx(&text)).unwrap();
+    }
 
     #[test]
     fn reflect_answers_the_architecture_and_precise_square_roots() {

@@ -154,6 +154,14 @@ pub enum Error {
         /// The sources that define it.
         sources: [PathBuf; 2],
     },
+    /// A kernel has the name of a foreign function that `declare_device!` declares: the
+    /// kernel's entry would take the place of the function, and its callers would be deleted.
+    KernelNamedLikeForeign {
+        /// The kernel (and the foreign symbol).
+        kernel: String,
+        /// Where the foreign function is declared, `file:line`.
+        declared_at: String,
+    },
     /// A file could not be read or written.
     Io {
         /// The path.
@@ -345,6 +353,15 @@ impl fmt::Display for Error {
                  definition (a shared helper goes in a header, `static` or `inline`)",
                 sources[0].display(),
                 sources[1].display()
+            ),
+            Error::KernelNamedLikeForeign {
+                kernel,
+                declared_at,
+            } => write!(
+                f,
+                "kernel `{kernel}` has the name of the foreign function `{kernel}` declared at {declared_at}: a kernel's \
+                 name is its entry's symbol, which would take the place of the function, and the calls to it would be \
+                 deleted.\nhint: rename the kernel"
             ),
             Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
             Error::ForeignSymbolNotForeign {

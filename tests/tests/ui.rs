@@ -8,5 +8,6 @@ fn ui() {
     cases.compile_fail("ui/fail/kernel_*.rs");
     cases.compile_fail("ui/fail/declare_*.rs");
     cases.compile_fail("ui/fail/print_*.rs");
+    cases.compile_fail("ui/fail/derive_*.rs");
     cases.pass("ui/pass/*.rs");
 }

@@ -87,7 +87,10 @@ pub(super) fn check(kernel: &Kernel, errors: &mut Errors) {
         ));
     }
 
+    entry_name(kernel, errors);
+    let declared: Vec<&syn::Lifetime> = sig.generics.lifetimes().map(|l| &l.lifetime).collect();
     for param in &kernel.params {
+        explicit_lifetimes(&param.arg.ty, &declared, errors);
         for attr in &param.arg.attrs {
             if attr.path().is_ident("cfg") || attr.path().is_ident("cfg_attr") {
                 errors.push(error(
@@ -123,6 +126,84 @@ pub(super) fn check(kernel: &Kernel, errors: &mut Errors) {
         }
     }
     same_len(kernel, errors);
+}
+
+/// The symbol names that device code, libdevice, the CUDA device runtime and foreign code use
+/// besides the ones reserved by prefix (see [`reserved_name`]): PTX system calls and the C
+/// library functions LLVM and CUDA C call by name.
+const RESERVED_NAMES: &[&str] = &[
+    "vprintf", "printf", "malloc", "free", "memset", "memcpy", "memmove", "memcmp", "bcmp",
+    "abort", "exit",
+];
+
+/// Why a kernel may not be named `name`, or `None`. A kernel's name is its entry's unmangled
+/// symbol, in the one symbol namespace of the linked device code: a kernel named like a
+/// function that other code calls (libdevice's `__nv_expf`, PTX's `vprintf`) captures those
+/// calls, and LLVM deletes the callers, whose call now has the wrong signature.
+fn reserved_name(name: &str) -> Option<&'static str> {
+    if name.starts_with("__") {
+        Some(
+            "names that begin with `__` belong to the toolchain: libdevice (`__nv_*`), NVVM \
+             (`__nvvm_*`), the compiler's runtime functions (`__udivti3`, ..), CUDA's \
+             `__assertfail` and gpukernel's own symbols (`__gpukernel_*`)",
+        )
+    } else if name.starts_with("_Z") {
+        Some(
+            "names that begin with `_Z` are C++ mangled names, which foreign CUDA C++ code defines",
+        )
+    } else if name.starts_with("cuda") && name[4..].starts_with(|c: char| c.is_ascii_uppercase()) {
+        Some(
+            "`cuda*` names belong to the CUDA device runtime (`cudaGraphSetConditional`, `cudaLaunchDevice`, ..)",
+        )
+    } else if RESERVED_NAMES.contains(&name) {
+        Some("it is a PTX system call or a C library function that device code calls by name")
+    } else {
+        None
+    }
+}
+
+/// The kernel's name must not be a symbol that device code uses for something else.
+fn entry_name(kernel: &Kernel, errors: &mut Errors) {
+    let ident = &kernel.item.sig.ident;
+    let name = syn::ext::IdentExt::unraw(ident).to_string();
+    if let Some(why) = reserved_name(&name) {
+        errors.push(error(
+            ident,
+            format!(
+                "a kernel cannot be named `{name}`: its entry point's symbol would take the place of the function of that name that device code calls ({why})"
+            ),
+            Some("rename the kernel"),
+        ));
+    }
+}
+
+/// Every lifetime written in a parameter's type, except `'_` and those declared as the
+/// kernel's own generic parameters (already refused), is refused: a kernel's slices live for
+/// one launch, and a named lifetime (`&'static [u32]`) would let the body keep them longer.
+fn explicit_lifetimes(ty: &syn::Type, declared: &[&syn::Lifetime], errors: &mut Errors) {
+    struct Finder<'a> {
+        declared: &'a [&'a syn::Lifetime],
+        found: Vec<syn::Lifetime>,
+    }
+    impl<'ast> syn::visit::Visit<'ast> for Finder<'_> {
+        fn visit_lifetime(&mut self, lifetime: &'ast syn::Lifetime) {
+            if lifetime.ident != "_" && !self.declared.contains(&lifetime) {
+                self.found.push(lifetime.clone());
+            }
+        }
+    }
+    let mut finder = Finder {
+        declared,
+        found: Vec::new(),
+    };
+    syn::visit::Visit::visit_type(&mut finder, ty);
+    for lifetime in finder.found {
+        errors.push(error(
+            &lifetime,
+            format!("a kernel parameter cannot name a lifetime (`{lifetime}`): its data lives for one launch only"),
+            Some("leave the lifetime out (`&[T]`, `DisjointSlice<T>`) or write `'_`: the body then cannot keep the data past the launch"),
+        ));
+    }
 }
 
 /// `same_len(a, b, ..)`: two or more names, each a one-dimensional slice parameter of the
@@ -335,6 +416,77 @@ mod tests {
         assert!(errors[0].starts_with("a kernel cannot have lifetime parameters"));
         assert!(errors[1].starts_with("a kernel cannot take `self`"));
         assert!(errors[2].starts_with("a kernel cannot be variadic"));
+    }
+
+    #[test]
+    fn named_lifetimes_in_parameter_types_are_refused() {
+        let errors = messages(quote!(
+            fn k(
+                x: &'static [u32],
+                y: DisjointSlice<'static, f32>,
+                z: &'_ [u8],
+                p: *const &'static u8,
+            ) {
+            }
+        ));
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        for e in &errors {
+            assert!(
+                e.starts_with("a kernel parameter cannot name a lifetime (`'static`)"),
+                "{e}"
+            );
+            assert!(e.contains("hint: leave the lifetime out"), "{e}");
+        }
+        // A declared lifetime parameter is reported once, as such.
+        let errors = messages(quote!(
+            fn k<'a>(x: &'a [f32], y: &'b [f32]) {}
+        ));
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(errors[0].starts_with("a kernel cannot have lifetime parameters"));
+        assert!(errors[1].starts_with("a kernel parameter cannot name a lifetime (`'b`)"));
+    }
+
+    #[test]
+    fn names_the_device_code_uses_are_refused() {
+        for name in [
+            "__nv_expf",
+            "__nvvm_reflect",
+            "__gpukernel_sig_x",
+            "__assertfail",
+            "__udivti3",
+            "vprintf",
+            "malloc",
+            "free",
+            "memset",
+            "memcpy",
+            "cudaGraphSetConditional",
+            "_Z3addPfS_",
+        ] {
+            let item: syn::ItemFn = syn::parse_str(&format!("fn {name}() {{}}")).unwrap();
+            let kernel = super::super::parse::parse(item);
+            let mut errors = Errors::default();
+            check(&kernel, &mut errors);
+            let errors = errors.messages();
+            assert_eq!(errors.len(), 1, "{name}: {errors:?}");
+            assert!(
+                errors[0].starts_with(&format!("a kernel cannot be named `{name}`")),
+                "{errors:?}"
+            );
+        }
+        for name in [
+            "saxpy",
+            "expf",
+            "cuda_style",
+            "free_list",
+            "r#match",
+            "_private",
+            "cu",
+        ] {
+            let item: syn::ItemFn = syn::parse_str(&format!("fn {name}() {{}}")).unwrap();
+            let mut errors = Errors::default();
+            check(&super::super::parse::parse(item), &mut errors);
+            assert!(errors.is_empty(), "{name}: {:?}", errors.messages());
+        }
     }
 
     #[test]

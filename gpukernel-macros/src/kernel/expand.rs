@@ -7,7 +7,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Type};
 
-use super::{Binding, Kernel, Param, ParamKind, signature};
+use super::signature::Signature;
+use super::{Binding, Kernel, Param, ParamKind};
 use crate::hygiene::local;
 use crate::ty::{all_static, explicit_disjoint_lifetime};
 
@@ -127,24 +128,61 @@ fn device_copy_asserts(kernel: &Kernel, private: &TokenStream) -> TokenStream {
         .collect()
 }
 
-pub(super) fn expand(kernel: &Kernel, signature: u64) -> TokenStream {
+pub(super) fn expand(kernel: &Kernel, signature: &Signature) -> TokenStream {
     let private = kernel.support.private();
     let lowered: Vec<Lowered> = kernel.params.iter().map(|p| lower(p, &private)).collect();
     let asserts = device_copy_asserts(kernel, &private);
+    let marker = marker(kernel);
     let device = device(kernel, &lowered, signature);
     let host = host(kernel, &lowered, signature);
-    quote! { #asserts #device #host }
+    quote! { #asserts #marker #device #host }
 }
 
-fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
+/// On both targets: the marker type named after the kernel (a braced struct: the type
+/// namespace only) and, as its associated function, the function holding the body. An
+/// associated function is no name in any scope, so a user's item named like it (`__gk_body`)
+/// stays what the body calls; the entry and the simulator reach it as `<kernel>::__gk_body`.
+fn marker(kernel: &Kernel) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
+    let vis = &kernel.item.vis;
+    let private = kernel.support.private();
     let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
     let unsafety = &sig.unsafety;
     let output = &sig.output;
     let block = body_block(kernel);
     let params = body_params(kernel);
-    let inline = (!has_inline(kernel)).then(|| quote!(#[inline(always)]));
+    // On the GPU the body is inlined into the entry unless the kernel says otherwise.
+    let inline =
+        (!has_inline(kernel)).then(|| quote!(#[cfg_attr(target_arch = "nvptx64", inline(always))]));
+    let body_fn = local("__gk_body");
+    quote! {
+        #(#cfgs)*
+        #(#docs)*
+        #[allow(non_camel_case_types, dead_code)]
+        #[derive(
+            #private::core::clone::Clone,
+            #private::core::marker::Copy,
+            #private::core::fmt::Debug
+        )]
+        #vis struct #name {}
+
+        #(#cfgs)*
+        impl #name {
+            #inline
+            // The parameter list is the kernel's launch interface, taken by value by design.
+            #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
+            #(#body_attrs)*
+            #unsafety fn #body_fn(#(#params),*) #output #block
+        }
+    }
+}
+
+fn device(kernel: &Kernel, lowered: &[Lowered], signature: &Signature) -> TokenStream {
+    let sig = &kernel.item.sig;
+    let name = &sig.ident;
+    let (cfgs, docs) = (&kernel.cfgs, &kernel.docs);
+    let unsafety = &sig.unsafety;
     let abi = lowered
         .iter()
         .flat_map(|l| &l.abi)
@@ -166,7 +204,7 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
             }
         });
     let body_fn = local("__gk_body");
-    let call = quote!(#body_fn(#(#values),*));
+    let call = quote!(#name::#body_fn(#(#values),*));
     let call = match unsafety {
         Some(_) => quote! {
             // SAFETY: the kernel's author states the conditions in its `# Safety` docs; the
@@ -175,21 +213,13 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
         },
         None => call,
     };
-    // The fingerprint global, inside an anonymous const so that its Rust name is no item of
-    // the user's module; `no_mangle` exports it (and nvptx-builder keeps unmangled symbols).
     let private = kernel.support.private();
     let entry_name = name.unraw().to_string();
-    let symbol = local(&format!("{}{}", signature::SYMBOL_PREFIX, name.unraw()));
-    let value = Literal::u64_suffixed(signature);
+    let global = signature.device_global(&private, name);
     quote! {
         #[cfg(target_arch = "nvptx64")]
         #(#cfgs)*
-        const _: () = {
-            /// The signature fingerprint of the kernel (see `gpukernel_device::Kernel::SIGNATURE`).
-            #[unsafe(no_mangle)]
-            #[allow(non_upper_case_globals)]
-            static #symbol: #private::core::primitive::u64 = #value;
-        };
+        #global
 
         #[cfg(target_arch = "nvptx64")]
         #(#cfgs)*
@@ -201,11 +231,6 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
         #[unsafe(no_mangle)]
         #allow_structs
         pub unsafe extern "gpu-kernel" fn #name(#(#abi),*) {
-            #inline
-            #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
-            #(#body_attrs)*
-            #unsafety fn #body_fn(#(#params),*) #output #block
-
             #(#rebuild)*
             // The kernel a failing foreign call names (see `gpukernel_device::ffi`).
             #private::enter_kernel(#entry_name);
@@ -214,19 +239,16 @@ fn device(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     }
 }
 
-fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
+fn host(kernel: &Kernel, lowered: &[Lowered], signature: &Signature) -> TokenStream {
     let sig = &kernel.item.sig;
     let name = &sig.ident;
     let name_str = name.unraw().to_string();
     let vis = &kernel.item.vis;
-    let (cfgs, docs, body_attrs) = (&kernel.cfgs, &kernel.docs, &kernel.body_attrs);
+    let (cfgs, docs) = (&kernel.cfgs, &kernel.docs);
     let unsafety = &sig.unsafety;
-    let output = &sig.output;
-    let block = body_block(kernel);
-    let params = body_params(kernel);
     let param_tys = kernel.params.iter().map(|p| all_static(&p.arg.ty));
     let private = kernel.support.private();
-    let signature_lit = Literal::u64_suffixed(signature);
+    let signature_consts = signature.host_consts(&private);
     let same_len_const = same_len_const(kernel);
     let (body_fn, entry_fn, params_ident) = (
         local("__gk_body"),
@@ -248,7 +270,7 @@ fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
     }
     let rebuild = lowered.iter().filter_map(|l| l.rebuild.as_ref());
     let values = lowered.iter().map(|l| &l.value);
-    let call = quote!(#body_fn(#(#values),*));
+    let call = quote!(#name::#body_fn(#(#values),*));
     let call = match unsafety {
         Some(_) => quote! {
             // SAFETY: as on the GPU, the launch is `unsafe` or checked the kernel's contract.
@@ -275,17 +297,6 @@ fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
         #[cfg(not(target_arch = "nvptx64"))]
         #(#cfgs)*
         #(#docs)*
-        #[allow(non_camel_case_types, dead_code)]
-        #[derive(
-            #private::core::clone::Clone,
-            #private::core::marker::Copy,
-            #private::core::fmt::Debug
-        )]
-        #vis struct #name {}
-
-        #[cfg(not(target_arch = "nvptx64"))]
-        #(#cfgs)*
-        #(#docs)*
         #[doc = ""]
         #[doc = " On the host, the kernel's marker value: `module.kernel(this_function)` looks it up."]
         #[allow(non_snake_case, dead_code)]
@@ -301,14 +312,9 @@ fn host(kernel: &Kernel, lowered: &[Lowered], signature: u64) -> TokenStream {
         unsafe impl #private::Kernel for #name {
             const NAME: &'static #private::core::primitive::str = #name_str;
             type Params = (#(#param_tys,)*);
-            const SIGNATURE: #private::core::primitive::u64 = #signature_lit;
+            #signature_consts
             #same_len_const
             const SIM_ENTRY: #private::SimEntry = {
-                // The parameter list is the kernel's launch interface, taken by value by design.
-                #[allow(clippy::too_many_arguments, clippy::needless_pass_by_value)]
-                #(#body_attrs)*
-                #unsafety fn #body_fn(#(#params),*) #output #block
-
                 unsafe fn #entry_fn(#params_ident: *const *mut #private::core::ffi::c_void) {
                     #(#reads)*
                     #(#rebuild)*
@@ -399,29 +405,47 @@ mod tests {
 
     #[test]
     fn the_signature_reaches_both_builds() {
-        let item = quote!(
-            pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+        let out = expand(
+            quote!(same_len(x, y)),
+            quote!(
+                pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {}
+            ),
         );
-        let kernel = super::super::parse::parse(syn::parse2(item.clone()).unwrap());
-        let out = super::expand(&kernel, 0x1234_5678_9abc_def0).to_string();
-        let value = 0x1234_5678_9abc_def0u64;
-        // Device: an exported `u64` global named after the kernel, inside an anonymous const.
+        let krate = super::super::signature::crate_name();
+        // Device: an exported array global named after the kernel, inside an anonymous const,
+        // evaluated by the compiler from the device's types.
+        assert!(
+            out.contains(
+                "const __GK_PARAMS : [:: gpukernel_device :: __private :: ParamSignature ; 3] = \
+                 [:: gpukernel_device :: __private :: ParamSignature :: new :: < f32 > (\"a\" , \"f32\" , 0u8) , \
+                 :: gpukernel_device :: __private :: ParamSignature :: new :: < & 'static [f32] > (\"x\" , \"&[f32]\" , 1u8) , \
+                 :: gpukernel_device :: __private :: ParamSignature :: new :: < DisjointSlice < 'static , f32 > > (\"y\" , \"DisjointSlice<f32>\" , 1u8)] ;"
+            ),
+            "{out}"
+        );
         assert!(
             out.contains(&format!(
-                "# [unsafe (no_mangle)] # [allow (non_upper_case_globals)] static __gpukernel_sig_saxpy : :: gpukernel_device :: __private :: core :: primitive :: u64 = {value}u64 ; }} ;"
+                "# [unsafe (no_mangle)] # [allow (non_upper_case_globals)] static __gpukernel_sig_saxpy : \
+                 [:: gpukernel_device :: __private :: core :: primitive :: u64 ; 9] = \
+                 :: gpukernel_device :: __private :: signature_words :: < 9 > \
+                 (:: gpukernel_device :: __private :: kernel_fingerprint (\"{krate}\" , \"saxpy\" , false , & __GK_PARAMS) , & __GK_PARAMS) ; }} ;"
             )),
             "{out}"
         );
-        // Host: the same value as `Kernel::SIGNATURE`.
+        // Host: the same expressions, with the host's types.
+        assert!(
+            out.contains(
+                "const PARAM_SIGNATURES : & 'static [:: gpukernel_device :: __private :: ParamSignature] = & [:: gpukernel_device :: __private :: ParamSignature :: new :: < f32 >"
+            ),
+            "{out}"
+        );
         assert!(
             out.contains(&format!(
-                "const SIGNATURE : :: gpukernel_device :: __private :: core :: primitive :: u64 = {value}u64 ;"
+                "const SIGNATURE : :: gpukernel_device :: __private :: core :: primitive :: u64 = \
+                 :: gpukernel_device :: __private :: kernel_fingerprint (\"{krate}\" , \"saxpy\" , false , Self :: PARAM_SIGNATURES) ;"
             )),
             "{out}"
         );
-        // The macro computes it from the crate the macro expands in.
-        let expected = super::signature::fingerprint(&super::signature::crate_name(), &kernel);
-        assert!(expand(quote!(), item).contains(&format!("= {expected}u64 ;")));
         // A raw name is the entry's name.
         let out = expand(
             quote!(),
@@ -430,6 +454,10 @@ mod tests {
             ),
         );
         assert!(out.contains("static __gpukernel_sig_match :"), "{out}");
+        assert!(
+            out.contains("< 3 > (:: gpukernel_device :: __private :: kernel_fingerprint (\""),
+            "{out}"
+        );
     }
 
     #[test]
@@ -554,9 +582,20 @@ mod tests {
             ),
             "{out}"
         );
-        // The body is a function inside `SIM_ENTRY`: no item next to the user's.
+        // The body is an associated function of the marker (a name in no scope: no item next
+        // to the user's), which the simulator's entry inside `SIM_ENTRY` calls by path.
         assert!(
-            out.contains("const SIM_ENTRY : :: gpukernel_device :: __private :: SimEntry = { # [allow (clippy :: too_many_arguments , clippy :: needless_pass_by_value)] fn __gk_body (a : f32 ,"),
+            out.contains("pub struct saxpy { } impl saxpy { # [cfg_attr (target_arch = \"nvptx64\" , inline (always))] # [allow (clippy :: too_many_arguments , clippy :: needless_pass_by_value)] fn __gk_body (a : f32 ,"),
+            "{out}"
+        );
+        assert!(
+            out.contains("const SIM_ENTRY : :: gpukernel_device :: __private :: SimEntry = { unsafe fn __gk_sim_entry"),
+            "{out}"
+        );
+        assert_eq!(
+            out.matches("saxpy :: __gk_body (__gk_0_a , __gk_1_x , __gk_2_y) ;")
+                .count(),
+            2,
             "{out}"
         );
         assert!(!out.contains("__gk_body_"), "{out}");
@@ -614,11 +653,15 @@ mod tests {
         );
         assert_eq!(
             out.matches("unsafe fn __gk_body (x : & mut [u32])").count(),
-            2,
+            1,
             "{out}"
         );
         assert!(out.contains("slice_from_raw_mut :: < u32 >"), "{out}");
-        assert!(out.contains("unsafe { __gk_body (__gk_0_x) }"), "{out}");
+        assert_eq!(
+            out.matches("unsafe { k :: __gk_body (__gk_0_x) }").count(),
+            2,
+            "{out}"
+        );
     }
 
     /// Every `::core` and support-code path of `out` goes through `private`.
@@ -702,9 +745,10 @@ mod tests {
                 fn k(s: Pair) {}
             ),
         );
-        // the DeviceCopy check, the signature global, the device entry, the marker type, its
-        // function, the `Kernel` impl and the `SafeKernel` impl
-        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 7, "{out}");
+        // the DeviceCopy check, the marker type, its impl holding the body, the signature
+        // global, the device entry, the marker's function, the `Kernel` impl and the
+        // `SafeKernel` impl
+        assert_eq!(out.matches("# [cfg (feature = \"k\")]").count(), 8, "{out}");
         assert!(
             out.contains("# [doc = \" Hi.\"] # [allow (non_camel_case_types , dead_code)]"),
             "{out}"

@@ -100,8 +100,8 @@ pub(crate) fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel.same_len = args.same_len;
     check::check(&kernel, &mut errors);
     if errors.is_empty() {
-        let signature = signature::fingerprint(&signature::crate_name(), &kernel);
-        expand::expand(&kernel, signature)
+        let signature = signature::Signature::new(&signature::crate_name(), &kernel);
+        expand::expand(&kernel, &signature)
     } else {
         with_errors(expand::fallback(&kernel), &errors)
     }

@@ -1,33 +1,29 @@
 //! The signature fingerprint that binds a kernel's Rust signature to its compiled code.
 //!
 //! A typed launch trusts that the loaded entry point is the one `#[kernel]` compiled from this
-//! signature; the entry's name and parameter sizes alone do not say so (another crate's PTX or
-//! a CUDA C `__global__` may reuse the name with other parameter types). Each `#[kernel]`
-//! therefore computes one `u64` from what makes its ABI and its safety contract: the crate's
-//! name (`CARGO_CRATE_NAME`, read when the macro expands, the same for the device and the host
-//! build of one crate), the kernel's name, whether it is an `unsafe fn`, and each parameter
-//! type as written (lifetimes normalised to `'static`). The device build exports it as the
-//! global `__gpukernel_sig_<kernel>`; the host build carries the same value as
-//! `Kernel::SIGNATURE`. It is a consistency check, not a secret: FNV-1a, like the runtime's
-//! cache keys, stable across processes, compilers and platforms.
-//!
-//! The type spelling is hashed from the token trees themselves (identifiers, punctuation and
-//! literals joined by single spaces), never from the compiler's pretty printer, which differs
-//! between the stable (host) and nightly (device) compilers.
+//! signature; the entry's name and parameter sizes alone do not say so (another crate's PTX, a
+//! CUDA C `__global__`, or the same source compiled with a type alias that resolves otherwise
+//! on the device may reuse the name with other parameter types). The macro cannot resolve
+//! types, so it hashes none: it emits, on both targets, one constant expression that the
+//! compiler evaluates with that target's types (`gpukernel_device::signature`): each
+//! parameter's `ParamSig` (lowering and resolved layout), its `same_len` group as this
+//! expansion saw it, the kernel's unsafety, the crate's name (`CARGO_CRATE_NAME`) and the
+//! kernel's name. The device build exports the result as the global `__gpukernel_sig_<kernel>`
+//! (the whole fingerprint and one fingerprint and summary per parameter); the host build
+//! carries the same expression as `Kernel::SIGNATURE` and `Kernel::PARAM_SIGNATURES`.
 
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
-use quote::ToTokens;
+use proc_macro2::{Ident, Literal, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
+use syn::spanned::Spanned;
 
-use super::Kernel;
+use super::{Binding, Kernel};
+use crate::hygiene::local;
 use crate::ty::all_static;
 
 /// The prefix of the exported global: `__gpukernel_sig_<kernel name>` (the name unmangled,
 /// without `r#`). `gpukernel_device::SIGNATURE_SYMBOL_PREFIX` is the same string.
 pub(super) const SYMBOL_PREFIX: &str = "__gpukernel_sig_";
-
-/// The version of the fingerprint's input format, hashed first.
-const FORMAT: &str = "gpukernel-kernel-signature-v1";
 
 /// The name of the crate being compiled, as cargo tells the compiler (empty outside cargo).
 pub(super) fn crate_name() -> String {
@@ -36,94 +32,149 @@ pub(super) fn crate_name() -> String {
         .unwrap_or_default()
 }
 
-/// The fingerprint of `kernel` in crate `crate_name`.
-pub(super) fn fingerprint(crate_name: &str, kernel: &Kernel) -> u64 {
-    let sig = &kernel.item.sig;
-    let mut parts = vec![
-        FORMAT.to_owned(),
-        crate_name.to_owned(),
-        sig.ident.unraw().to_string(),
-        if sig.unsafety.is_some() {
-            "unsafe"
-        } else {
-            "safe"
-        }
-        .to_owned(),
-    ];
-    parts.extend(
-        kernel
-            .params
-            .iter()
-            .map(|p| canonical(all_static(&p.arg.ty).into_token_stream())),
-    );
-    let mut hash = Fnv1a64::default();
-    for part in &parts {
-        hash.write(part.as_bytes());
-        hash.write(&[0]);
-    }
-    hash.finish()
+/// The signature as constant expressions, for one target's expansion.
+pub(super) struct Signature {
+    /// `[ParamSignature; n]` as an array expression.
+    pub params: TokenStream,
+    /// The number of parameters.
+    pub count: usize,
+    /// The crate's name, the kernel's name and its unsafety, as literals.
+    krate: String,
+    name: String,
+    is_unsafe: bool,
 }
 
-/// The tokens as text, independent of the compiler's spacing.
-fn canonical(tokens: TokenStream) -> String {
+impl Signature {
+    pub(super) fn new(crate_name: &str, kernel: &Kernel) -> Self {
+        let private = kernel.support.private();
+        let entries = kernel.params.iter().map(|p| {
+            let ty = all_static(&p.arg.ty);
+            let name = match &p.binding {
+                Binding::Ident(id) => id.unraw().to_string(),
+                _ => "_".to_owned(),
+            };
+            let spelling = spelling(&p.arg.ty);
+            let group = same_len_group(kernel, p);
+            let group = Literal::u8_suffixed(group);
+            // Spanned on the user's type: a type that cannot cross reports there.
+            quote_spanned! {p.arg.ty.span()=>
+                #private::ParamSignature::new::<#ty>(#name, #spelling, #group)
+            }
+        });
+        Signature {
+            params: quote!([#(#entries),*]),
+            count: kernel.params.len(),
+            krate: crate_name.to_owned(),
+            name: kernel.item.sig.ident.unraw().to_string(),
+            is_unsafe: kernel.item.sig.unsafety.is_some(),
+        }
+    }
+
+    /// `kernel_fingerprint(crate, name, unsafe, params)` for the array `params` (a path to a
+    /// constant of the array's type or a slice).
+    pub(super) fn whole(&self, private: &TokenStream, params: &TokenStream) -> TokenStream {
+        let (krate, name, is_unsafe) = (&self.krate, &self.name, self.is_unsafe);
+        quote!(#private::kernel_fingerprint(#krate, #name, #is_unsafe, #params))
+    }
+
+    /// The device build's exported global, inside an anonymous const so that neither it nor
+    /// the parameters' constant is an item of the user's module.
+    pub(super) fn device_global(&self, private: &TokenStream, kernel_name: &Ident) -> TokenStream {
+        let symbol = local(&format!("{SYMBOL_PREFIX}{}", kernel_name.unraw()));
+        let params_const = local("__GK_PARAMS");
+        let n = Literal::usize_unsuffixed(self.count);
+        let words = Literal::usize_unsuffixed(3 + 2 * self.count);
+        let params = &self.params;
+        let whole = self.whole(private, &quote!(&#params_const));
+        quote! {
+            const _: () = {
+                const #params_const: [#private::ParamSignature; #n] = #params;
+                /// The signature of the kernel (see `gpukernel_device::signature`).
+                #[unsafe(no_mangle)]
+                #[allow(non_upper_case_globals)]
+                static #symbol: [#private::core::primitive::u64; #words] =
+                    #private::signature_words::<#words>(#whole, &#params_const);
+            };
+        }
+    }
+
+    /// `PARAM_SIGNATURES` and `SIGNATURE` of the host's `Kernel` impl.
+    pub(super) fn host_consts(&self, private: &TokenStream) -> TokenStream {
+        let params = &self.params;
+        let whole = self.whole(private, &quote!(Self::PARAM_SIGNATURES));
+        quote! {
+            const PARAM_SIGNATURES: &'static [#private::ParamSignature] = &#params;
+            const SIGNATURE: #private::core::primitive::u64 = #whole;
+        }
+    }
+}
+
+/// 0, or 1 + the index of the `same_len` group that names `param`.
+fn same_len_group(kernel: &Kernel, param: &super::Param) -> u8 {
+    let Binding::Ident(id) = &param.binding else {
+        return 0;
+    };
+    kernel
+        .same_len
+        .iter()
+        .position(|g| g.iter().any(|n| n == id))
+        .map_or(0, |g| u8::try_from(g + 1).unwrap_or(u8::MAX))
+}
+
+/// The type as written, for messages: a space between two words (and after `,` and `;`),
+/// none around other punctuation, as rustfmt would write a type.
+fn spelling(ty: &syn::Type) -> String {
     let mut out = String::new();
-    write_canonical(tokens, &mut out);
+    write_spelling(ty.to_token_stream(), &mut out, &mut false);
     out
 }
 
-fn write_canonical(tokens: TokenStream, out: &mut String) {
+fn write_spelling(tokens: TokenStream, out: &mut String, after_word: &mut bool) {
+    use proc_macro2::{Delimiter, TokenTree};
     for tt in tokens {
-        let (open, close) = match &tt {
-            TokenTree::Group(g) => match g.delimiter() {
-                Delimiter::Parenthesis => ("(", ")"),
-                Delimiter::Brace => ("{", "}"),
-                Delimiter::Bracket => ("[", "]"),
-                Delimiter::None => ("", ""),
-            },
-            _ => ("", ""),
-        };
         match tt {
-            TokenTree::Group(g) => {
-                push_word(out, open);
-                write_canonical(g.stream(), out);
-                push_word(out, close);
+            TokenTree::Ident(i) => {
+                if *after_word {
+                    out.push(' ');
+                }
+                out.push_str(&i.to_string());
+                *after_word = true;
             }
-            TokenTree::Ident(i) => push_word(out, &i.to_string()),
-            TokenTree::Punct(p) => push_word(out, &p.as_char().to_string()),
-            TokenTree::Literal(l) => push_word(out, &l.to_string()),
+            TokenTree::Literal(l) => {
+                if *after_word {
+                    out.push(' ');
+                }
+                out.push_str(&l.to_string());
+                *after_word = true;
+            }
+            TokenTree::Punct(p) => {
+                out.push(p.as_char());
+                *after_word = false;
+                if matches!(p.as_char(), ',' | ';') {
+                    out.push(' ');
+                }
+            }
+            TokenTree::Group(g) => {
+                let (open, close) = match g.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::None => ("", ""),
+                };
+                if *after_word && !open.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(open);
+                if !open.is_empty() {
+                    *after_word = false;
+                }
+                write_spelling(g.stream(), out, after_word);
+                out.push_str(close);
+                if !close.is_empty() {
+                    *after_word = true;
+                }
+            }
         }
-    }
-}
-
-fn push_word(out: &mut String, word: &str) {
-    if word.is_empty() {
-        return;
-    }
-    if !out.is_empty() {
-        out.push(' ');
-    }
-    out.push_str(word);
-}
-
-/// 64-bit FNV-1a.
-struct Fnv1a64(u64);
-
-impl Default for Fnv1a64 {
-    fn default() -> Self {
-        Fnv1a64(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv1a64 {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 
@@ -131,70 +182,54 @@ impl Fnv1a64 {
 mod tests {
     use super::*;
 
-    fn sig(crate_name: &str, item: &str) -> u64 {
-        fingerprint(
-            crate_name,
-            &super::super::parse::parse(syn::parse_str(item).unwrap()),
-        )
+    fn kernel(item: &str) -> Kernel {
+        super::super::parse::parse(syn::parse_str(item).unwrap())
     }
 
     #[test]
-    fn fnv1a_matches_the_reference_values() {
-        let h = |s: &str| {
-            let mut h = Fnv1a64::default();
-            h.write(s.as_bytes());
-            h.finish()
-        };
-        assert_eq!(h(""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(h("a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(h("foobar"), 0x8594_4171_f739_67e8);
+    fn spellings_read_as_written() {
+        let ty = |s: &str| spelling(&syn::parse_str(s).unwrap());
+        assert_eq!(ty("&'static [f32]"), "&'static [f32]");
+        assert_eq!(ty("& [ Real ]"), "&[Real]");
+        assert_eq!(ty("DisjointSlice<'_, Pair>"), "DisjointSlice<'_, Pair>");
+        assert_eq!(ty("*const crate::a::B"), "*const crate::a::B");
+        assert_eq!(ty("[u8; 4]"), "[u8; 4]");
+        assert_eq!(ty("&mut [u32]"), "&mut [u32]");
+        assert_eq!(ty("*mut  core::ffi::c_void"), "*mut core::ffi::c_void");
     }
 
     #[test]
-    fn canonical_text_ignores_spacing() {
-        let a: TokenStream = syn::parse_str("&'static [f32]").unwrap();
-        let b: TokenStream = syn::parse_str("& 'static[ f32 ]").unwrap();
-        assert_eq!(canonical(a.clone()), canonical(b));
-        assert_eq!(canonical(a), "& ' static [ f32 ]");
-        let c: TokenStream = syn::parse_str("DisjointSlice<'static, Pair>").unwrap();
-        assert_eq!(canonical(c), "DisjointSlice < ' static , Pair >");
-    }
-
-    #[test]
-    fn what_the_fingerprint_depends_on() {
-        let base = sig("k", "fn saxpy(a: f32, x: &[f32], y: DisjointSlice<f32>) {}");
-        // Not on parameter names, lifetimes as written, mutability of bindings or the body.
-        assert_eq!(
-            base,
-            sig(
-                "k",
-                "pub fn saxpy(b: f32, z: &'a [f32], mut w: DisjointSlice<'_, f32>) { work(); }"
-            )
-        );
-        // On the crate, the name, the unsafety and every parameter type.
-        for other in [
-            sig(
-                "other_crate",
-                "fn saxpy(a: f32, x: &[f32], y: DisjointSlice<f32>) {}",
-            ),
-            sig(
-                "k",
-                "fn saxpy2(a: f32, x: &[f32], y: DisjointSlice<f32>) {}",
-            ),
-            sig(
-                "k",
-                "unsafe fn saxpy(a: f32, x: &[f32], y: DisjointSlice<f32>) {}",
-            ),
-            sig("k", "fn saxpy(a: f64, x: &[f32], y: DisjointSlice<f32>) {}"),
-            sig("k", "fn saxpy(a: f32, x: &[u32], y: DisjointSlice<f32>) {}"),
-            sig("k", "unsafe fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {}"),
-            sig("k", "fn saxpy(a: f32, x: &[f32]) {}"),
-            sig(
-                "k",
-                "fn saxpy(a: f32, x: *const f32, n: usize, y: DisjointSlice<f32>) {}",
-            ),
+    fn the_expression_names_each_type_and_same_len_group() {
+        let mut k =
+            kernel("unsafe fn add(x: &[Real], y: &'a [Real], out: DisjointSlice<Flag>, n: u32) {}");
+        k.same_len = vec![vec![
+            syn::parse_str("x").unwrap(),
+            syn::parse_str("out").unwrap(),
+        ]];
+        let sig = Signature::new("kc", &k);
+        let params = sig.params.to_string();
+        for want in [
+            "ParamSignature :: new :: < & 'static [Real] > (\"x\" , \"&[Real]\" , 1u8)",
+            "ParamSignature :: new :: < & 'static [Real] > (\"y\" , \"&'a [Real]\" , 0u8)",
+            "ParamSignature :: new :: < DisjointSlice < 'static , Flag > > (\"out\" , \"DisjointSlice<Flag>\" , 1u8)",
+            "ParamSignature :: new :: < u32 > (\"n\" , \"u32\" , 0u8)",
         ] {
-            assert_ne!(base, other);
+            assert!(params.contains(want), "{want}\n{params}");
         }
+        let private = quote!(p);
+        let whole = sig.whole(&private, &quote!(P)).to_string();
+        assert_eq!(
+            whole,
+            "p :: kernel_fingerprint (\"kc\" , \"add\" , true , P)"
+        );
+        let global = sig.device_global(&private, &k.item.sig.ident).to_string();
+        assert!(
+            global.contains("static __gpukernel_sig_add : [p :: core :: primitive :: u64 ; 11] = p :: signature_words :: < 11 >"),
+            "{global}"
+        );
+        assert!(
+            global.contains("const __GK_PARAMS : [p :: ParamSignature ; 4] ="),
+            "{global}"
+        );
     }
 }

@@ -650,23 +650,27 @@ impl Backend for CudaBackend {
         self.call(|| unsafe { driver::function_param_sizes(function(f)) }.map(Some))
     }
 
-    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<u64>> {
+    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<Vec<u8>>> {
         let symbol = gpukernel_device::signature_symbol(kernel);
-        let Some((addr, 8)) = self.module_global(m, &symbol)? else {
+        let Some((addr, size)) = self.module_global(m, &symbol)? else {
             return Ok(None);
         };
-        let mut value = [0u8; 8];
+        if size == 0 || size > crate::format::ptx::MAX_GLOBAL_BYTES {
+            // Not a signature `#[kernel]` wrote: the lookup reports a malformed one.
+            return Ok(Some(Vec::new()));
+        }
+        let mut value = vec![0u8; size];
         self.call(|| {
             let s = stream(self.default_stream);
-            // SAFETY: `addr` is the module's 8-byte global (the module is held by the
-            // caller); `value` is a local we wait for below.
-            unsafe { driver::memcpy_dtoh_async(value.as_mut_ptr().cast(), addr, 8, s) }?;
+            // SAFETY: `addr` is the module's global of `size` bytes (the module is held by
+            // the caller); `value` is a buffer of that size we wait for below.
+            unsafe { driver::memcpy_dtoh_async(value.as_mut_ptr().cast(), addr, size, s) }?;
             // SAFETY: the default stream lives as long as the context.
             driver::sync_result("cuStreamSynchronize", unsafe {
                 driver::stream_synchronize(s)
             })
         })?;
-        Ok(Some(u64::from_le_bytes(value)))
+        Ok(Some(value))
     }
 
     fn module_global(&self, m: ModuleHandle, name: &str) -> Result<Option<(u64, usize)>> {

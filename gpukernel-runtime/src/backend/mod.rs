@@ -371,9 +371,10 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     /// The byte sizes of a kernel's parameters: `Ok(None)` when the backend cannot tell (the
     /// simulator), an error when the query failed.
     fn function_param_sizes(&self, f: FunctionHandle) -> Result<Option<Vec<usize>>>;
-    /// The signature fingerprint `#[kernel]` exported beside `kernel` (the 8-byte global
-    /// `gpukernel_device::signature_symbol(kernel)`), `Ok(None)` when the module has none.
-    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<u64>>;
+    /// The bytes of the signature global `#[kernel]` exported beside `kernel`
+    /// (`gpukernel_device::signature_symbol(kernel)`, see `gpukernel_device::signature`),
+    /// `Ok(None)` when the module has none.
+    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<Vec<u8>>>;
     /// The address and size of a module global, `Ok(None)` when it has none.
     fn module_global(&self, m: ModuleHandle, name: &str) -> Result<Option<(u64, usize)>>;
     /// The block size that maximises occupancy.

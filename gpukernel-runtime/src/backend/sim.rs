@@ -62,7 +62,7 @@ pub(crate) fn device_total_memory() -> usize {
 /// module's handle points at it).
 #[derive(Debug)]
 struct SimModule {
-    signatures: Vec<(String, u64)>,
+    signatures: Vec<(String, Vec<u8>)>,
     /// Each kernel's static shared memory, from the PTX's `.shared` declarations it reaches
     /// (the `shared_array!` statics), as `ptxas` would count it.
     static_shared: Vec<(String, u32)>,
@@ -625,8 +625,12 @@ impl Backend for SimBackend {
         let signatures = names
             .iter()
             .filter_map(|k| {
-                let v = ptx.global_u64(&gpukernel_device::signature_symbol(k))?;
-                Some((k.clone(), v))
+                let symbol = gpukernel_device::signature_symbol(k);
+                // A global that does not parse is kept as no bytes: the lookup refuses it.
+                let bytes = ptx
+                    .global_bytes(&symbol)
+                    .or_else(|| ptx.has_global(&symbol).then(Vec::new))?;
+                Some((k.clone(), bytes))
             })
             .collect();
         let static_shared = names
@@ -658,14 +662,14 @@ impl Backend for SimBackend {
         drop(unsafe { Box::from_raw(m.0.cast::<SimModule>()) });
     }
 
-    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<u64>> {
+    fn kernel_signature(&self, m: ModuleHandle, kernel: &str) -> Result<Option<Vec<u8>>> {
         // SAFETY: the module's owner holds it loaded.
         let module = unsafe { &*m.0.cast::<SimModule>() };
         Ok(module
             .signatures
             .iter()
             .find(|(k, _)| k == kernel)
-            .map(|&(_, v)| v))
+            .map(|(_, v)| v.clone()))
     }
 
     fn function(

@@ -45,6 +45,10 @@ fn parse_integer(s: &str) -> Option<u64> {
     }
 }
 
+/// The largest global [`Ptx::global_bytes`] reads (a kernel's signature global is 24 bytes
+/// and 16 per parameter).
+pub(crate) const MAX_GLOBAL_BYTES: usize = 1 << 16;
+
 /// The names of the kernels (`.entry` functions with a body) of a PTX text, in order.
 pub(crate) fn entries(text: &str) -> Vec<String> {
     Ptx::parse(text).entries()
@@ -274,11 +278,19 @@ impl<'a> Ptx<'a> {
         }
     }
 
-    /// The value of the 8-byte global variable `symbol`, in either form LLVM prints one:
-    /// `.global .align 8 .b8 NAME[8] = {b0, b1, ..};` (little-endian bytes; those not listed
-    /// are zero, and no initializer is zero) or `.global .align 8 .u64 NAME = value;`.
-    /// `None` when there is no such variable or it is not 8 bytes.
-    pub(crate) fn global_u64(&self, symbol: &str) -> Option<u64> {
+    /// Whether the PTX declares a global (or `.const`) variable `symbol`.
+    pub(crate) fn has_global(&self, symbol: &str) -> bool {
+        self.statements.iter().any(|s| {
+            matches!(&s.item, Item::Variable { name, global_or_const: true, .. } if name == symbol)
+        })
+    }
+
+    /// The bytes of the initialized global (or `.const`) variable `symbol`, as the device
+    /// holds them: a scalar or an array of `.b8`/`.u8`/`.s8`, 16-, 32- or 64-bit elements
+    /// (`.b64 NAME[3] = {1, 2, 3};`, `.b8 NAME[8] = {..};`, `.u64 NAME = 5;`), little-endian,
+    /// the elements not listed zero. `None` when there is no such variable, its type is
+    /// another, the initializer does not parse, or it is larger than [`MAX_GLOBAL_BYTES`].
+    pub(crate) fn global_bytes(&self, symbol: &str) -> Option<Vec<u8>> {
         let s = self.statements.iter().find(|s| {
             matches!(&s.item, Item::Variable { name, global_or_const: true, .. } if name == symbol)
         })?;
@@ -287,27 +299,44 @@ impl<'a> Ptx<'a> {
             Some((d, i)) => (d, Some(i.trim())),
             None => (t, None),
         };
-        let words: Vec<&str> = decl.split_whitespace().collect();
-        if words.contains(&".b8") || words.contains(&".u8") {
-            let array = decl.split_once('[')?.1.split_once(']')?.0.trim();
-            if array != "8" {
-                return None;
-            }
-            let mut bytes = [0u8; 8];
-            if let Some(list) = init {
-                let list = list.strip_prefix('{')?.strip_suffix('}')?;
-                for (i, b) in list.split(',').enumerate() {
-                    *bytes.get_mut(i)? = u8::try_from(parse_integer(b.trim())?).ok()?;
-                }
-            }
-            Some(u64::from_le_bytes(bytes))
-        } else if words.iter().any(|w| matches!(*w, ".u64" | ".b64" | ".s64"))
-            && !decl.contains('[')
-        {
-            init.map_or(Some(0), parse_integer)
-        } else {
-            None
+        let element = decl.split_whitespace().find_map(|w| match w {
+            ".b8" | ".u8" | ".s8" => Some(1usize),
+            ".b16" | ".u16" | ".s16" => Some(2),
+            ".b32" | ".u32" | ".s32" => Some(4),
+            ".b64" | ".u64" | ".s64" => Some(8),
+            _ => None,
+        })?;
+        let count = match decl.split_once('[') {
+            Some((_, rest)) => parse_integer(rest.split_once(']')?.0.trim())?,
+            None => 1,
+        };
+        let len = usize::try_from(count).ok()?.checked_mul(element)?;
+        if len > MAX_GLOBAL_BYTES {
+            return None;
         }
+        let mut bytes = vec![0u8; len];
+        if let Some(init) = init {
+            let list = init.trim_start_matches('{').trim_end_matches('}');
+            for (i, v) in list
+                .split(',')
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .enumerate()
+            {
+                let v = parse_integer(v)?;
+                if element < 8
+                    && v >> (8 * element) != 0
+                    && v.wrapping_neg() >> (8 * element - 1) != 0
+                {
+                    return None;
+                }
+                let at = i.checked_mul(element)?;
+                bytes
+                    .get_mut(at..at + element)?
+                    .copy_from_slice(&v.to_le_bytes()[..element]);
+            }
+        }
+        Some(bytes)
     }
 
     /// The kernels: `.entry` functions with a body, in order.
@@ -1131,6 +1160,51 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn globals_are_read_as_bytes() {
+        let text = "
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .global .align 8 .b64 __gpukernel_sig_k[3] = {1, 18446744073709551615, 0x10};
+.visible .global .align 8 .b8 bytes[8] = {32, 21, 168};
+.visible .global .align 8 .u64 one = 1234;
+.visible .global .align 4 .u32 words[2] = {7};
+.visible .global .align 4 .u32 zero[2];
+.visible .global .align 1 .b8 too_wide[1] = {256};
+.visible .global .align 1 .b8 huge[99999999999];
+.visible .global .align 8 .f64 float = 0d3FF0000000000000;
+.visible .entry k() { ret; }
+";
+        let p = Ptx::parse(text);
+        let words = |v: &[u64]| v.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>();
+        assert_eq!(
+            p.global_bytes("__gpukernel_sig_k"),
+            Some(words(&[1, u64::MAX, 16]))
+        );
+        assert_eq!(
+            p.global_bytes("bytes"),
+            Some(vec![32, 21, 168, 0, 0, 0, 0, 0])
+        );
+        assert_eq!(p.global_bytes("one"), Some(1234u64.to_le_bytes().to_vec()));
+        assert_eq!(p.global_bytes("words"), Some(vec![7, 0, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(p.global_bytes("zero"), Some(vec![0; 8]));
+        assert_eq!(p.global_bytes("too_wide"), None);
+        assert_eq!(p.global_bytes("huge"), None);
+        assert_eq!(p.global_bytes("float"), None);
+        assert_eq!(p.global_bytes("k"), None);
+        assert_eq!(p.global_bytes("missing"), None);
+    }
+
+    /// The 8-byte globals of a PTX as `u64`s.
+    struct U64<'a>(Ptx<'a>);
+    impl U64<'_> {
+        fn global_u64(&self, symbol: &str) -> Option<u64> {
+            let b: [u8; 8] = self.0.global_bytes(symbol)?.try_into().ok()?;
+            Some(u64::from_le_bytes(b))
+        }
+    }
+
+    #[test]
     fn eight_byte_globals_are_read_in_both_forms() {
         let text = "
 .version 8.0
@@ -1145,6 +1219,7 @@ pub(crate) mod tests {
 .visible .entry saxpy() { ret; }
 ";
         let p = Ptx::parse(text);
+        let p = U64(p);
         assert_eq!(
             p.global_u64("__gpukernel_sig_saxpy"),
             Some(u64::from_le_bytes([32, 21, 168, 89, 107, 103, 94, 22]))

@@ -24,7 +24,8 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     }
 }
 
-/// Every parameter kind at once, with an explicit lifetime, `-> ()`, `_` and `mut` bindings.
+/// Every parameter kind at once, with the anonymous lifetime `'_`, `-> ()`, `_` and `mut`
+/// bindings.
 ///
 /// # Safety
 /// `data` and `raw` must not be accessed by other threads during the launch.
@@ -34,7 +35,7 @@ pub unsafe fn everything(
     flag: bool,
     n: usize,
     t: Affine,
-    x: &'static [f64],
+    x: &'_ [f64],
     out: DisjointSlice<'_, i64>,
     mut data: &mut [u8],
     raw: *mut u32,
