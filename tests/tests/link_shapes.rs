@@ -386,7 +386,7 @@ fn undefined_symbol_names_the_rust_declaration() {
     let ffi = include_str!("../../ffi-examples/kernels/src/ffi.rs");
     let line = ffi
         .lines()
-        .position(|l| l.contains("\"cubin_add_one\", fn("))
+        .position(|l| l.contains("\"cubin_add_one\", safe fn("))
         .expect("the declaration of cubin_add_one")
         + 1;
     let at = format!("ffi.rs:{line}");
