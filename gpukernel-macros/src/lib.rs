@@ -94,14 +94,45 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// Each entry is `attributes visibility (rust_name =)? "symbol", fn(args) -> ret`. A first
-/// entry `crate = "gkd";` names the device library when `gpukernel-device` is a dependency
-/// renamed to `gkd`. The symbol
-/// must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`, returning 0
-/// on success. The wrapper allocates the return slot, calls the symbol and reports a non-zero
-/// status to the runtime (an error wherever the host next observes the work: a synchronization or a copy to the host). Arguments are scalars, raw
-/// pointers (the wrapper is then `unsafe fn`) and `DeviceCopy` structs; the return type is a
-/// scalar, a raw pointer, a `DeviceCopy` struct or `()`.
+/// Each entry is `attributes visibility (rust_name =)? "symbol", fn(args) -> ret` or
+/// `... "symbol", extern "C" fn(args) -> ret`. A first entry `crate = "gkd";` names the device
+/// library when `gpukernel-device` is a dependency renamed to `gkd`.
+///
+/// The two ABIs, and the C definition each entry expects:
+///
+/// | Rust entry | C definition |
+/// |---|---|
+/// | `"f", fn(a: f32, n: i32) -> f32` | `extern "C" __device__ int f(float* ret, float a, int n)` |
+/// | `"g", fn(x: *mut f32, d: f32)` (returns `()`) | `extern "C" __device__ int g(void* ret, float* x, float d)` |
+/// | `"h", extern "C" fn(a: f32, x: f32) -> f32` | `extern "C" __device__ float h(float a, float x)` |
+/// | `"k", extern "C" fn(x: *mut f32)` (returns `()`) | `extern "C" __device__ void k(float* x)` |
+///
+/// * `fn` is Numba's ABI (`cuda.declare_device`): the function writes its result through the
+///   first parameter and returns a status, 0 on success. The wrapper allocates the return
+///   slot, calls the symbol and reports a non-zero status to the runtime (an error wherever the
+///   host next observes the work: a synchronization or a copy to the host). For a `()` return
+///   the slot is still passed, as `void*`, and the function must not write through it.
+/// * `extern "C" fn` is a plain C call: the C function returns its value (`void` for `()`),
+///   and no status is checked.
+///
+/// ```ignore
+/// declare_device! {
+///     /// Numba's ABI: `extern "C" __device__ int mul_f32_f32(float* ret, float a, float b)`.
+///     pub "mul_f32_f32", fn(a: f32, b: f32) -> f32;
+///     /// A plain C function: `extern "C" __device__ float axpy_c(float a, float x, float y)`.
+///     pub "axpy_c", extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+/// }
+/// ```
+///
+/// Arguments are scalars, raw pointers (the wrapper is then `unsafe fn`) and `DeviceCopy`
+/// structs; the return type is a scalar, a raw pointer, a `DeviceCopy` struct or `()`. The C
+/// types: `f32` `float`, `f64` `double`, `i8`..`i64` and `u8`..`u64` the integers of those
+/// widths (`int`, `unsigned`, `long long`, `unsigned char`, or `int32_t` & co.), `usize`
+/// `size_t`, `isize` `ptrdiff_t`, `bool` `bool`, `*const T` `const T*`, `*mut T` `T*`, a
+/// `#[repr(C)]` struct the C struct of the same layout. The vector types of
+/// `gpukernel_device::vector` are such structs: `f32x4` is CUDA's `float4`, `u32x4` `uint4`,
+/// `i32x4` `int4`, `f64x2` `double2` (each aligned to its size, as CUDA's are); host code
+/// names them as `gpukernel_runtime::vector::u32x4` & co.
 #[proc_macro]
 pub fn declare_device(input: TokenStream) -> TokenStream {
     foreign::declare_device(input.into()).into()

@@ -321,7 +321,7 @@ impl Builder {
         if is_device_build() {
             return None;
         }
-        let (result, lines) = directives::capture(|| self.build_with_foreign());
+        let (result, lines) = directives::capture(|| self.build_all());
         match result {
             Ok(out) => {
                 for line in lines {
@@ -341,9 +341,21 @@ impl Builder {
         }
     }
 
-    /// The build-time LTO sources' device compile (clang's errors first), the host syntax
-    /// check of every foreign source, the device build, then their host compile.
-    fn build_with_foreign(&self) -> Result<PtxOutput, Error> {
+    /// What [`build_or_exit`](Builder::build_or_exit) runs, returning the error instead of
+    /// exiting: the build-time LTO sources' device compile (clang's errors first), the host
+    /// syntax check of every foreign source, the device build, their host compile, and the
+    /// check that the host library defines every foreign function the kernels crate declares
+    /// ([`Error::ForeignDefinitionMissing`]).
+    ///
+    /// ```no_run
+    /// let out = nvptx_builder::Builder::new("kernels", "target/out")
+    ///     .package_name("kernels")
+    ///     .foreign_sources(&["cuda/functions.cu"])
+    ///     .build_all()
+    ///     .unwrap_or_else(|e| panic!("{e}"));
+    /// println!("{}", out.ptx.display());
+    /// ```
+    pub fn build_all(&self) -> Result<PtxOutput, Error> {
         let arch = self.resolve_arch()?;
         let cuda = self.compile_cuda(base_arch(&arch))?;
         // One list drives both builds: a `foreign_cuda` source is compiled for the host too.
