@@ -128,20 +128,52 @@ pub fn derive_device_copy(input: TokenStream) -> TokenStream {
 /// The entries go in `unsafe extern { .. }` blocks: a foreign function is trusted code, and
 /// the `unsafe` is its author's promise that each symbol is defined by their own foreign code
 /// with the signature given, as for Rust's `unsafe extern` blocks. Each entry is
-/// `attributes visibility (rust_name =)? "symbol", (safe | unsafe)? fn(args) -> ret`. Only a
-/// `safe fn` entry is a safe wrapper (a promise that any argument values are sound, so it may
-/// take no pointer); the others are `unsafe fn`s whose callers promise what the foreign
+/// `attributes visibility (rust_name =)? "symbol", (safe | unsafe)? (extern "C")? fn(args) -> ret`.
+/// Only a `safe fn` entry is a safe wrapper (a promise that any argument values are sound, so it
+/// may take no pointer); the others are `unsafe fn`s whose callers promise what the foreign
 /// function needs. A first `crate = "gkd";`, before the block, names the device library when
 /// `gpukernel-device` is a dependency renamed to `gkd`. Symbols that the CUDA driver (`vprintf`,
 /// `malloc`, `free`, ...), libdevice (`__nv_*`), the C library (`memset`, `memcpy`, ...) or
 /// the compiler's builtins define are refused: they are not the user's foreign code.
 ///
-/// The symbol must follow Numba's ABI: `extern "C" __device__ int symbol(Ret* ret, Args...)`,
-/// returning 0 on success (or, with `extern "C" fn`, be a plain C function). The wrapper
-/// allocates the return slot, calls the symbol and reports a non-zero status to the runtime
-/// (an error wherever the host next observes the work: a synchronization or a copy to the
-/// host). Arguments are scalars, raw pointers and `DeviceCopy` structs; the return type is a
-/// scalar, a raw pointer, a `DeviceCopy` struct or `()`.
+/// The two ABIs, and the C definition each entry expects:
+///
+/// | Rust entry | C definition |
+/// |---|---|
+/// | `"f", safe fn(a: f32, n: i32) -> f32` | `extern "C" __device__ int f(float* ret, float a, int n)` |
+/// | `"g", fn(x: *mut f32, d: f32)` (returns `()`) | `extern "C" __device__ int g(void* ret, float* x, float d)` |
+/// | `"h", safe extern "C" fn(a: f32, x: f32) -> f32` | `extern "C" __device__ float h(float a, float x)` |
+/// | `"k", extern "C" fn(x: *mut f32)` (returns `()`) | `extern "C" __device__ void k(float* x)` |
+///
+/// * `fn` is Numba's ABI (`cuda.declare_device`): the function writes its result through the
+///   first parameter and returns a status, 0 on success. The wrapper allocates the return
+///   slot, calls the symbol and reports a non-zero status to the runtime (an error wherever the
+///   host next observes the work: a synchronization or a copy to the host). For a `()` return
+///   the slot is still passed, as `void*`, and the function must not write through it.
+/// * `extern "C" fn` is a plain C call: the C function returns its value (`void` for `()`),
+///   and no status is checked.
+///
+/// ```ignore
+/// declare_device! {
+///     unsafe extern {
+///         /// Numba's ABI: `extern "C" __device__ int mul_f32_f32(float* ret, float a, float b)`.
+///         pub "mul_f32_f32", safe fn(a: f32, b: f32) -> f32;
+///         /// A plain C function: `extern "C" __device__ float axpy_c(float a, float x, float y)`.
+///         pub "axpy_c", safe extern "C" fn(a: f32, x: f32, y: f32) -> f32;
+///     }
+/// }
+/// ```
+///
+/// Arguments are scalars, raw pointers (the entry cannot be `safe`) and `DeviceCopy` structs;
+/// the return type is a scalar, a raw pointer, a `DeviceCopy` struct or `()`. The C types:
+/// `f32` `float`, `f64` `double`, `i8`..`i64` and `u8`..`u64` the integers of those widths
+/// (`int`, `unsigned`, `long long`, `unsigned char`, or `int32_t` & co.: the check compares what
+/// each type is, not its spelling), `usize` `size_t`, `isize` `ptrdiff_t`, `bool` `bool`,
+/// `f16`/`bf16` by value `unsigned short` (their bits), `*const T` `const T*`, `*mut T` `T*`, a
+/// `#[repr(C)]` struct the C struct of the same layout. The vector types of
+/// `gpukernel_device::vector` are such structs: `f32x4` is CUDA's `float4`, `u32x4` `uint4`,
+/// `i32x4` `int4`, `f64x2` `double2` (each aligned to its size, as CUDA's are); host code
+/// names them as `gpukernel_runtime::vector::u32x4` & co.
 #[proc_macro]
 pub fn declare_device(input: TokenStream) -> TokenStream {
     foreign::declare_device(input.into()).into()

@@ -438,9 +438,11 @@ pub enum Error {
     /// configuration has: a kernel taking a `DisjointSlice` is written at the one-dimensional
     /// `ThreadIndex` (unique only when `grid.y`, `grid.z`, `block.y`, `block.z` are 1), one
     /// taking a `DisjointSlice2D` at `(x, y)` (unique only when `grid.z` and `block.z` are 1).
-    /// Refused on the host, so that the device tests nothing.
+    /// Refused on the host, so that the device tests nothing. The message says what to write
+    /// instead: the output type of the launch's dimensions, or a raw pointer in an `unsafe fn`.
     #[error(
-        "`{kernel}` takes a `{output}`, so its launch must be {allowed}: {dimension} = {value} would give two threads one element"
+        "`{kernel}` takes a `{output}`, so its launch must be {allowed}: {dimension} = {value} would give two threads one element\nhint: {}",
+        dims_hint(.output)
     )]
     LaunchDimensionsNotAllowed {
         /// The kernel.
@@ -1522,6 +1524,20 @@ impl Error {
 }
 
 /// A length for [`Error::SameLenViolated`]'s message.
+/// What a kernel refused by `LaunchDimensionsNotAllowed` writes instead, for its output type.
+fn dims_hint(output: &str) -> &'static str {
+    if output == "DisjointSlice" {
+        "a kernel launched on a 2D grid takes `DisjointSlice2D<T>` and writes at `thread::index_2d()` (the host \
+         passes `buffer.view_2d_mut(cols, rows, pitch)?`; in 3D, `DisjointSlice3D<T>` at `thread::index_3d()`); a \
+         kernel that computes its own indices (a tiled transpose, say) is an `unsafe fn` taking `*mut T`, launched \
+         with `launch_unchecked`"
+    } else {
+        "a kernel launched on a 3D grid takes `DisjointSlice3D<T>` and writes at `thread::index_3d()` (the host \
+         passes `buffer.view_3d_mut(cols, rows, depth, pitch)?`); a kernel that computes its own indices is an \
+         `unsafe fn` taking `*mut T`, launched with `launch_unchecked`"
+    }
+}
+
 fn fmt_len(n: &Option<u64>) -> String {
     n.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string())
 }

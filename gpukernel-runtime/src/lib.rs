@@ -109,6 +109,15 @@ pub use gpukernel_device::{
     LaunchDims, SafeKernel,
 };
 
+/// The vector types of kernel and foreign-function parameters (`f32x4`, `u32x4`, … CUDA's
+/// `float4`, `uint4`, …), for the host code that fills their buffers: the same types as
+/// `gpukernel_device::vector`'s.
+pub use gpukernel_device::vector;
+
+/// The half-precision types of kernel and foreign-function parameters (`f16`, `bf16`,
+/// `f16x2`, `bf16x2`), for host code: the same types as `gpukernel_device::half`'s.
+pub use gpukernel_device::half;
+
 /// The parsers of untrusted bytes, for the fuzz targets in `fuzz/`. Not public API: hidden,
 /// unstable, and may change in any release.
 #[doc(hidden)]

@@ -7,7 +7,8 @@
 // unsigned long long, float, double), __shfl*_sync, __ballot/__all/__any_sync, __activemask,
 // the CUDA vector types, and the common math functions and intrinsics.
 // What is refused with a compile error at the offending line: __global__ kernels, __shared__
-// memory, inline PTX (asm), textures and surfaces.
+// memory, textures and surfaces; inline PTX (asm) in the user's files (not in system headers)
+// is refused by nvptx_builder::host_cc, which reads the preprocessed source.
 #ifndef GPUKERNEL_SIM_H
 #define GPUKERNEL_SIM_H
 
@@ -300,10 +301,8 @@ using std::sqrt;
     _Pragma("GCC error \"gpukernel: __global__ kernels in foreign code are not supported; write the kernel in Rust with #[kernel] and call __device__ functions\"")
 #define __shared__                                                                             \
     _Pragma("GCC error \"gpukernel: __shared__ memory in foreign code is not supported by the simulator; declare it in the Rust kernel (shared_array!) and pass a pointer\"")
-#define asm                                                                                    \
-    _Pragma("GCC error \"gpukernel: inline PTX (asm) in foreign code cannot run in the simulator\"")
-#define __asm__                                                                                \
-    _Pragma("GCC error \"gpukernel: inline PTX (__asm__) in foreign code cannot run in the simulator\"")
+// Inline PTX (`asm`) is refused too, but not here: system headers use `asm` for the host, so
+// nvptx_builder::host_cc finds it in the preprocessed text of the user's own files instead.
 #define __ldg(p) (*(p))
 
 template <class T, int D = 1, int M = 0> struct texture {

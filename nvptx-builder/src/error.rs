@@ -92,8 +92,12 @@ pub enum Error {
         compiler: PathBuf,
         /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
         command: Option<String>,
-        /// The compiler's log (file:line, caret).
+        /// The compiler's whole log (file:line, caret). The message shows its errors first
+        /// and counts the warnings, unless `GPUKERNEL_BUILD_VERBOSE=1` asked for everything.
         log: String,
+        /// Whether clang also compiles the source for the GPU (`Builder::foreign_cuda`); else
+        /// the GPU gets it through the run-time Linker.
+        build_time_lto: bool,
     },
     /// A foreign `.cu` source defines a function differently from its `declare_device!`
     /// declaration (found by the checks compiled after the source: `foreign::CHECK_HEADER`,
@@ -144,7 +148,8 @@ pub enum Error {
         compiler: PathBuf,
         /// Its full command line, shown with `GPUKERNEL_BUILD_VERBOSE=1`.
         command: Option<String>,
-        /// clang's log (file:line, caret).
+        /// clang's whole log (file:line, caret). The message shows its errors first and
+        /// counts the warnings, unless `GPUKERNEL_BUILD_VERBOSE=1` asked for everything.
         log: String,
     },
     /// Two sources of [`Builder::foreign_cuda`] define the same function.
@@ -180,6 +185,30 @@ pub enum Error {
         /// What defines it instead.
         defined_by: String,
     },
+    /// Foreign functions the kernels crate declares that no source of its host library
+    /// defines (a `.cu` missing from build.rs, or a misspelt symbol): found before the host
+    /// link, which would fail with `undefined symbol`.
+    ForeignDefinitionMissing {
+        /// The declarations without a definition.
+        missing: Vec<MissingDefinition>,
+        /// The sources compiled for the host, as the build script named them.
+        sources: Vec<PathBuf>,
+    },
+}
+
+/// A declared foreign function without a definition on the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MissingDefinition {
+    /// The foreign symbol.
+    pub symbol: String,
+    /// Its Rust declaration, `file:line`.
+    pub declared_at: String,
+    /// Defined names close to it, `name (file:line)`.
+    pub similar: Vec<String>,
+    /// The same name defined as a C++ function (mangled, `extern "C"` missing), `name
+    /// (file:line)`.
+    pub cxx: Option<String>,
 }
 
 impl fmt::Display for Error {
@@ -266,22 +295,21 @@ impl fmt::Display for Error {
                 compiler,
                 command,
                 log,
+                build_time_lto,
             } => {
                 write!(
                     f,
-                    "{}\nthe foreign CUDA source {} does not compile for the simulator (with the host's {}; \
-                     the same file goes to NVRTC for the GPU)",
-                    log.trim_end(),
+                    "{}\nthe foreign CUDA source {} does not compile for the simulator (with the host's {}; {})",
+                    shown_log(log, command),
                     source_file.display(),
-                    compiler.display()
+                    compiler.display(),
+                    if *build_time_lto {
+                        "for the GPU, clang compiles the same file at build time (`foreign_cuda`)"
+                    } else {
+                        "the GPU gets it through the run-time Linker, which compiles a `.cu` with NVRTC"
+                    }
                 )?;
-                match command {
-                    Some(c) => write!(f, "\ncommand: {c}"),
-                    None => write!(
-                        f,
-                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
-                    ),
-                }
+                verbose_note(f, command)
             }
             Error::ForeignSignatureMismatch {
                 symbol,
@@ -335,17 +363,11 @@ impl fmt::Display for Error {
                 write!(
                     f,
                     "{}\nthe foreign CUDA source {} does not compile for the GPU (with {}, for build-time LTO)",
-                    log.trim_end(),
+                    shown_log(log, command),
                     source_file.display(),
                     compiler.display()
                 )?;
-                match command {
-                    Some(c) => write!(f, "\ncommand: {c}"),
-                    None => write!(
-                        f,
-                        "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
-                    ),
-                }
+                verbose_note(f, command)
             }
             Error::ForeignDuplicateDefinition { symbol, sources } => write!(
                 f,
@@ -370,9 +392,54 @@ impl fmt::Display for Error {
                 defined_by,
             } => write!(
                 f,
-                "the foreign function `{symbol}` declared at {declared_at} is not defined by your foreign code: it is {defined_by}
-                 hint: declare only functions that your own `.cu` sources (or the objects, archives and PTX you link) define;                  give yours another name"
+                "the foreign function `{symbol}` declared at {declared_at} is not defined by your foreign code: it is {defined_by}\n\
+                 hint: declare only functions that your own `.cu` sources (or the objects, archives and PTX you link) define; \
+                 give yours another name"
             ),
+            Error::ForeignDefinitionMissing { missing, sources } => {
+                let names: Vec<String> =
+                    missing.iter().map(|m| format!("`{}`", m.symbol)).collect();
+                write!(
+                    f,
+                    "no foreign source compiled for the host defines {}: the kernels that call {} could not be \
+                     linked for the simulator (`undefined symbol` at the host link)",
+                    names.join(", "),
+                    if missing.len() == 1 { "it" } else { "them" }
+                )?;
+                for m in missing {
+                    write!(
+                        f,
+                        "\n  `{}`, declared by `declare_device!` at {}",
+                        m.symbol, m.declared_at
+                    )?;
+                    if let Some(cxx) = &m.cxx {
+                        write!(
+                            f,
+                            "\n    hint: it is defined as a C++ function, {cxx}: write `extern \"C\"` before its definition"
+                        )?;
+                    } else if !m.similar.is_empty() {
+                        write!(
+                            f,
+                            "\n    hint: check the spelling; defined: {}",
+                            m.similar.join(", ")
+                        )?;
+                    }
+                }
+                write!(
+                    f,
+                    "\nthe sources compiled for the host: {}\nhint: add the `.cu` that defines each function to \
+                     `foreign_sources` (or `foreign_cuda`, for build-time LTO) in build.rs",
+                    if sources.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        sources
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                )
+            }
         }
     }
 }
@@ -380,6 +447,29 @@ impl fmt::Display for Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
+    }
+}
+
+/// A compiler's log as the message shows it: its errors first and the warnings counted, or
+/// all of it when `GPUKERNEL_BUILD_VERBOSE=1` asked for the command (`command` is set).
+fn shown_log(log: &str, command: &Option<String>) -> String {
+    match command {
+        Some(_) => log.trim_end().to_owned(),
+        None => crate::diagnostics::errors_first(
+            log,
+            "GPUKERNEL_BUILD_VERBOSE=1 prints the compiler's whole log",
+        ),
+    }
+}
+
+/// The command line (verbose), or how to see it.
+fn verbose_note(f: &mut fmt::Formatter<'_>, command: &Option<String>) -> fmt::Result {
+    match command {
+        Some(c) => write!(f, "\ncommand: {c}"),
+        None => write!(
+            f,
+            "\nnote: GPUKERNEL_BUILD_VERBOSE=1 shows the command and the build's cargo directives"
+        ),
     }
 }
 

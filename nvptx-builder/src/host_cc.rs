@@ -8,7 +8,10 @@
 //! unwind into the foreign code: a fault ends the simulated thread without unwinding its
 //! stack), `atomic*` map to GCC atomics, and the CUDA math intrinsics to `<cmath>`. Features the simulator cannot
 //! run (`__global__` kernels, `__shared__` memory, inline PTX, textures, surfaces) stop the
-//! compile with an error that names the feature at the offending file:line.
+//! compile with an error that names the feature at the offending file:line. Inline assembly is
+//! looked for in the preprocessed source, in the user's files only: system headers (`<iostream>`,
+//! glibc's `wchar.h`, `x86intrin.h`) use `asm` for the host and compile as they are, and so do
+//! the headers of [`HostCc::include_dir`] libraries.
 //!
 //! The objects go into one static library that the kernels crate links on the host; the
 //! foreign functions keep their names (`extern "C" __device__ int mul_f32_f32(float*, ...)`
@@ -32,8 +35,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::Error;
-use crate::directives;
 use crate::foreign::ForeignDeclaration;
+use crate::{directives, preprocessed};
 
 /// The compat header's text.
 pub const COMPAT_HEADER: &str = include_str!("../include/gpukernel_sim.h");
@@ -93,6 +96,8 @@ pub struct HostCc {
     out_dir: PathBuf,
     cargo_metadata: bool,
     declarations: Vec<ForeignDeclaration>,
+    include_dirs: Vec<PathBuf>,
+    build_time_lto: Vec<PathBuf>,
 }
 
 impl HostCc {
@@ -104,7 +109,25 @@ impl HostCc {
             out_dir: out_dir.into(),
             cargo_metadata: true,
             declarations: Vec::new(),
+            include_dirs: Vec::new(),
+            build_time_lto: Vec::new(),
         }
+    }
+
+    /// A library include directory (`-I`): `#include <Lib/x.h>` resolves in it. Its headers
+    /// are the library's, written to compile for the host: inline assembly in them is not
+    /// refused as PTX (the user's own files are checked; see the module's documentation).
+    pub fn include_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.include_dirs.push(dir.into());
+        self
+    }
+
+    /// The sources that clang also compiles for the GPU (`Builder::foreign_cuda`), so that an
+    /// error names the compiler the GPU build of each source really goes through.
+    pub fn build_time_lto(mut self, sources: &[impl AsRef<Path>]) -> Self {
+        self.build_time_lto
+            .extend(sources.iter().map(|s| s.as_ref().to_path_buf()));
+        self
     }
 
     /// The `declare_device!` declarations to check the sources' definitions against
@@ -143,8 +166,17 @@ impl HostCc {
         });
         match outcome {
             Ok(None) => Ok(()),
-            // Not about the checks: the source's own error, as its own compile reports it.
-            Ok(Some(_)) => self.check(build, src),
+            // Not about the checks (the source alone compiled): the checked compile's log.
+            Ok(Some(log)) => Err(Error::ForeignCompileFailed {
+                source_file: src.to_path_buf(),
+                compiler: build
+                    .try_get_compiler()
+                    .map(|c| c.path().to_path_buf())
+                    .unwrap_or_else(|_| PathBuf::from("c++")),
+                command: None,
+                log,
+                build_time_lto: self.build_time_lto.iter().any(|s| s == src),
+            }),
             Err(Error::ForeignSignatureMismatch {
                 symbol,
                 declared_at,
@@ -205,6 +237,7 @@ impl HostCc {
             .flag("-include")
             .flag(header.as_os_str())
             .define("GPUKERNEL_SIM", "1")
+            .includes(&self.include_dirs)
             .cargo_metadata(false)
             .cargo_warnings(false);
         Ok(build)
@@ -263,7 +296,8 @@ impl HostCc {
     }
 
     /// Runs the compiler on `src` with `-fsyntax-only` and returns its log on failure (cc
-    /// itself would only print it as cargo warnings).
+    /// itself would only print it as cargo warnings); then looks for inline assembly in the
+    /// preprocessed text of the user's files ([`Self::scan_preprocessed`]).
     fn check(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
         let compiler = build.try_get_compiler().map_err(|e| Error::ToolFailed {
             tool: PathBuf::from("c++"),
@@ -274,6 +308,8 @@ impl HostCc {
             ),
         })?;
         let mut cmd: Command = compiler.to_command();
+        let mut preprocess = compiler.to_command();
+        preprocess.arg("-E").arg(src);
         cmd.arg("-fsyntax-only").arg(src);
         let args: Vec<String> = cmd
             .get_args()
@@ -283,28 +319,106 @@ impl HostCc {
             path: compiler.path().to_path_buf(),
             source,
         })?;
-        if output.status.success() {
-            return Ok(());
-        }
-        let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
-        log.push_str(&String::from_utf8_lossy(&output.stdout));
-        Err(Error::ForeignCompileFailed {
+        let failed = |log: String| Error::ForeignCompileFailed {
             source_file: src.to_path_buf(),
             compiler: compiler.path().to_path_buf(),
             command: directives::verbose()
                 .then(|| format!("{} {}", compiler.path().display(), args.join(" "))),
             log,
-        })
+            build_time_lto: self.build_time_lto.iter().any(|s| s == src),
+        };
+        if !output.status.success() {
+            let mut log = String::from_utf8_lossy(&output.stderr).into_owned();
+            log.push_str(&String::from_utf8_lossy(&output.stdout));
+            return Err(failed(log));
+        }
+        self.scan_preprocessed(preprocess, src)
+            .map_err(|e| match e {
+                Scanned::Io(e) => e,
+                Scanned::InlineAsm(log) => failed(log),
+            })
     }
+
+    /// Preprocesses `src` (`cmd` is the compiler with `-E`) and refuses inline assembly in
+    /// the user's files; emits `rerun-if-changed` for the local headers it includes.
+    fn scan_preprocessed(&self, mut cmd: Command, src: &Path) -> Result<(), Scanned> {
+        let output = cmd.output().map_err(|source| {
+            Scanned::Io(Error::Io {
+                path: PathBuf::from(cmd.get_program()),
+                source,
+            })
+        })?;
+        if !output.status.success() {
+            // The syntax check passed, so this does not happen; if it does, the full compile
+            // reports it.
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        let scan = preprocessed::scan(&text, &self.include_dirs);
+        if self.cargo_metadata {
+            for file in &scan.local_files {
+                let path = Path::new(file);
+                if path != src
+                    && path.is_file()
+                    && path.extension().is_none_or(|e| e != "rs")
+                    && !path.starts_with(&self.out_dir)
+                {
+                    directives::emit(format!("cargo:rerun-if-changed={file}"));
+                }
+            }
+        }
+        match scan.inline_asm {
+            Some(found) => Err(Scanned::InlineAsm(inline_asm_log(&found))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why [`HostCc::scan_preprocessed`] refused a source.
+enum Scanned {
+    Io(Error),
+    /// The compiler-style log of the inline assembly found.
+    InlineAsm(String),
+}
+
+/// A gcc-style error for inline assembly at `found`, with the source line and a caret.
+fn inline_asm_log(found: &preprocessed::InlineAsm) -> String {
+    let source_line = std::fs::read_to_string(&found.file).ok().and_then(|t| {
+        t.lines()
+            .nth(found.line.saturating_sub(1))
+            .map(str::to_owned)
+    });
+    let column = source_line
+        .as_deref()
+        .and_then(|l| l.find(&found.keyword))
+        .map_or(1, |c| c + 1);
+    let mut log = format!(
+        "{}:{}:{column}: error: gpukernel: inline PTX ({}) in foreign code cannot run in the simulator",
+        found.file, found.line, found.keyword
+    );
+    if let Some(l) = source_line {
+        log.push_str(&format!(
+            "\n{:>5} | {l}\n      | {}^",
+            found.line,
+            " ".repeat(column - 1)
+        ));
+    }
+    log.push_str(
+        "\n  hint: guard it with `#ifdef __CUDA_ARCH__` (defined when NVRTC or clang compile for the GPU) and give \
+         the simulator the same computation in portable C++ under `#else`",
+    );
+    log
 }
 
 impl HostCc {
     /// The syntax check of `src`, with the declarations' checks when there are any.
+    /// (the source alone first: its own errors, and inline assembly in the user's files).
     fn check_source(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
+        self.check(build, src)?;
         if self.declarations.iter().any(|d| d.c_check().is_some()) {
             self.check_declarations(build, src)
         } else {
-            self.check(build, src)
+            Ok(())
         }
     }
 
@@ -573,6 +687,190 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
                 "{name}: the compiler's log comes first, no command line: {e}"
             );
         }
+    }
+
+    /// A `.cu` as users write it: standard and system headers (which use `asm` for the host)
+    /// compile; PTX guarded by `__CUDA_ARCH__` is not there for the host.
+    const WITH_SYSTEM_HEADERS: &str = r#"#include <iostream>
+#include <stdexcept>
+#include <cstdint>
+#include <cmath>
+#include <pthread.h>
+#include <wchar.h>
+#if __has_include(<x86intrin.h>)
+#include <x86intrin.h>
+#endif
+extern "C" __device__ int lanes(std::uint32_t* ret, float x) {
+#ifdef __CUDA_ARCH__
+    asm("mov.u32 %0, %laneid;" : "=r"(*ret));
+#else
+    *ret = threadIdx.x % 32;
+#endif
+    if (std::isnan(x)) throw std::runtime_error("nan");
+    return 0;
+}
+"#;
+
+    #[test]
+    fn system_headers_compile_and_only_the_users_inline_asm_is_refused() {
+        let dir = scratch("system_headers");
+        let src = dir.join("headers.cu");
+        std::fs::write(&src, WITH_SYSTEM_HEADERS).unwrap();
+        let lib = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[&src], "headers")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(lib.is_file());
+        // The same file with the user's own PTX, directly, through a macro of the user's, and
+        // in a local header: each refused at the user's line.
+        let own = WITH_SYSTEM_HEADERS.replace("#ifdef __CUDA_ARCH__", "#if 1");
+        std::fs::write(dir.join("ptx.h"), "// local\n#define LANE(r) __asm__ volatile(\"mov.u32 %0, %laneid;\" : \"=r\"(r))\ninline unsigned lane() { unsigned r; asm(\"mov.u32 %0, %laneid;\" : \"=r\"(r)); return r; }\n").unwrap();
+        for (name, text, at, keyword) in [
+            ("own", own.clone(), "own.cu:12:5", "asm"),
+            (
+                "macro",
+                WITH_SYSTEM_HEADERS
+                    .replace("    *ret = threadIdx.x % 32;", "    LANE(*ret);")
+                    .replace(
+                        "#include <iostream>",
+                        "#define LANE(r) __asm__(\"mov.u32 %0, %laneid;\" : \"=r\"(r))",
+                    ),
+                "macro.cu:14:",
+                "__asm__",
+            ),
+            (
+                "header",
+                format!("#include \"ptx.h\"\n{WITH_SYSTEM_HEADERS}"),
+                "ptx.h:3:",
+                "asm",
+            ),
+        ] {
+            let src = dir.join(format!("{name}.cu"));
+            std::fs::write(&src, text).unwrap();
+            let e = HostCc::new(test_build(), &dir)
+                .cargo_metadata(false)
+                .compile(&[&src], name)
+                .unwrap_err()
+                .to_string();
+            let first = e.lines().next().unwrap_or_default();
+            assert!(
+                first.contains(at)
+                    && first.contains(&format!("inline PTX ({keyword})"))
+                    && e.contains("#ifdef __CUDA_ARCH__"),
+                "{name}: {e}"
+            );
+            assert!(
+                !e.contains("/usr/include"),
+                "{name}: no system header is blamed: {e}"
+            );
+            assert_eq!(e.matches("error:").count(), 1, "{name}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn include_dirs_resolve_library_headers_whose_host_code_may_use_asm() {
+        let dir = scratch("include_dir");
+        let lib = dir.join("third_party/include/Rng");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(
+            lib.join("rng.h"),
+            "#pragma once\n#include <cstdint>\n\
+             inline std::uint32_t rng_next(std::uint32_t x) {\n\
+             #ifndef __CUDA_ARCH__\n    __asm__ __volatile__(\"\" ::: \"memory\");\n#endif\n\
+             return x * 1664525u + 1013904223u; }\n",
+        )
+        .unwrap();
+        let src = dir.join("random.cu");
+        std::fs::write(
+            &src,
+            "#include <Rng/rng.h>\nextern \"C\" __device__ int next(unsigned* r, unsigned x) { *r = rng_next(x); return 0; }\n",
+        )
+        .unwrap();
+        let e = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[&src], "no_include")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Rng/rng.h"), "without the directory: {e}");
+        let lib = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .include_dir(dir.join("third_party/include"))
+            .compile(&[&src], "with_include")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let defined = crate::host_symbols::defined_in_archive(&lib)
+            .unwrap()
+            .unwrap();
+        assert!(defined.iter().any(|s| s == "next"), "{defined:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn errors_come_before_a_librarys_warnings_and_name_the_gpu_compiler() {
+        let dir = scratch("errors_first");
+        let inc = dir.join("include/Noisy");
+        std::fs::create_dir_all(&inc).unwrap();
+        let mut header = String::from("#pragma once\n");
+        for i in 0..60 {
+            header.push_str(&format!(
+                "inline int noisy{i}(int a) {{ int unused{i}; return 0; }}\n"
+            ));
+        }
+        std::fs::write(inc.join("noisy.h"), header).unwrap();
+        let src = dir.join("broken.cu");
+        std::fs::write(
+            &src,
+            "#include <Noisy/noisy.h>\nextern \"C\" __device__ int f(float* r, float x) {\n    *r = x +;\n    return 0;\n}\n",
+        )
+        .unwrap();
+        let host = |lto: bool| {
+            let h = HostCc::new(test_build(), &dir)
+                .cargo_metadata(false)
+                .include_dir(dir.join("include"));
+            if lto { h.build_time_lto(&[&src]) } else { h }
+        };
+        let e = host(false).compile(&[&src], "broken").unwrap_err();
+        let Error::ForeignCompileFailed { log, .. } = &e else {
+            panic!("{e}")
+        };
+        assert!(
+            log.matches("warning:").count() >= 60,
+            "the whole log is kept: {log}"
+        );
+        let text = e.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with("In function 'int f(float*, float)':")
+                || lines[0].ends_with("In function \u{2018}int f(float*, float)\u{2019}:")
+                || lines[0].contains("error:"),
+            "the error's context comes first: {text}"
+        );
+        assert!(
+            lines[..2]
+                .iter()
+                .any(|l| l.starts_with(&format!("{}:3:", src.display())) && l.contains("error:")),
+            "then the error: {text}"
+        );
+        assert!(!text.contains("unused0"), "{text}");
+        assert!(
+            text.contains("note: 120 warnings not shown (in ")
+                && text.contains("noisy.h")
+                && text.contains("GPUKERNEL_BUILD_VERBOSE=1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("run-time Linker") && !text.contains("clang"),
+            "{text}"
+        );
+        let text = host(true)
+            .compile(&[&src], "broken")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("clang compiles the same file") && !text.contains("NVRTC"),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -42,20 +42,23 @@
 #![warn(missing_docs)]
 
 mod device;
+mod diagnostics;
 mod directives;
 mod error;
 pub mod foreign;
 pub mod host_cc;
+mod host_symbols;
 pub mod libdevice;
 pub mod lto;
+mod preprocessed;
 pub mod shared_rewrite;
 mod tools;
 
 use std::path::{Path, PathBuf};
 
 pub use device::validate_ptx;
-pub use error::Error;
 use error::io_err;
+pub use error::{Error, MissingDefinition};
 pub use tools::{
     CUDA_TOOLS_VERSION, cuda_tools_dir, cuda_tools_search_path, find_cuda_tool, user_tools_dir,
     user_tools_install_dir,
@@ -114,6 +117,7 @@ pub struct Builder {
     emit_cargo_directives: bool,
     foreign_sources: Vec<PathBuf>,
     foreign_cuda: Vec<PathBuf>,
+    include_dirs: Vec<PathBuf>,
 }
 
 impl Builder {
@@ -148,6 +152,7 @@ impl Builder {
             emit_cargo_directives: false,
             foreign_sources: Vec::new(),
             foreign_cuda: Vec::new(),
+            include_dirs: Vec::new(),
         }
     }
 
@@ -263,6 +268,50 @@ impl Builder {
         self
     }
 
+    /// An include directory (relative to the kernels crate, or absolute) for the foreign
+    /// sources, searched by both of their compiles: clang's for the GPU
+    /// ([`foreign_cuda`](Builder::foreign_cuda)) and the host compiler's for the simulator
+    /// ([`foreign_sources`](Builder::foreign_sources) and `foreign_cuda`), so that a
+    /// header-only library resolves as `#include <Lib/x.h>`. Its headers are the library's:
+    /// the simulator's check for inline PTX reads only the user's own files (a library's host
+    /// code may use host assembly). The run-time `Linker` has its own `include_dir`.
+    ///
+    /// ```no_run
+    /// // build.rs of a kernels crate
+    /// nvptx_builder::Builder::from_build_script()
+    ///     .include_dir("third_party/rng/include")
+    ///     .foreign_cuda(["cuda/random.cu"])
+    ///     .build_or_exit();
+    /// ```
+    pub fn include_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.include_dirs.push(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// The include directories, resolved against the kernels crate.
+    fn resolved_include_dirs(&self) -> Vec<PathBuf> {
+        self.include_dirs
+            .iter()
+            .map(|d| self.manifest_dir.join(d))
+            .collect()
+    }
+
+    /// The host compile of `sources` with this build's include directories, knowing which of
+    /// them clang compiles for the GPU.
+    fn host_cc(&self) -> host_cc::HostCc {
+        let lto: Vec<PathBuf> = self
+            .foreign_cuda
+            .iter()
+            .map(|s| self.manifest_dir.join(s))
+            .collect();
+        self.resolved_include_dirs().into_iter().fold(
+            host_cc::HostCc::new(cc::Build::new(), &self.out_dir)
+                .cargo_metadata(self.emit_cargo_directives)
+                .build_time_lto(&lto),
+            host_cc::HostCc::include_dir,
+        )
+    }
+
     /// Runs the build (the foreign sources' host compile too), or prints the error and exits
     /// the build script with status 1. On failure the error is all the build script prints
     /// (the compiler's log first, with file:line); its `cargo:` directives are held back, and
@@ -272,7 +321,7 @@ impl Builder {
         if is_device_build() {
             return None;
         }
-        let (result, lines) = directives::capture(|| self.build_with_foreign());
+        let (result, lines) = directives::capture(|| self.build_all());
         match result {
             Ok(out) => {
                 for line in lines {
@@ -292,32 +341,83 @@ impl Builder {
         }
     }
 
-    /// The build-time LTO sources' device compile (clang's errors first), the host syntax
-    /// check of every foreign source, the device build, then their host compile.
-    fn build_with_foreign(&self) -> Result<PtxOutput, Error> {
+    /// What [`build_or_exit`](Builder::build_or_exit) runs, returning the error instead of
+    /// exiting: the build-time LTO sources' device compile (clang's errors first), the host
+    /// syntax check of every foreign source, the device build, their host compile, and the
+    /// check that the host library defines every foreign function the kernels crate declares
+    /// ([`Error::ForeignDefinitionMissing`]).
+    ///
+    /// ```no_run
+    /// let out = nvptx_builder::Builder::new("kernels", "target/out")
+    ///     .package_name("kernels")
+    ///     .foreign_sources(&["cuda/functions.cu"])
+    ///     .build_all()
+    ///     .unwrap_or_else(|e| panic!("{e}"));
+    /// println!("{}", out.ptx.display());
+    /// ```
+    pub fn build_all(&self) -> Result<PtxOutput, Error> {
         let arch = self.resolve_arch()?;
         let cuda = self.compile_cuda(base_arch(&arch))?;
         // One list drives both builds: a `foreign_cuda` source is compiled for the host too.
+        let mut named: Vec<&PathBuf> = Vec::new();
         let mut sources: Vec<PathBuf> = Vec::new();
         for s in self.foreign_sources.iter().chain(&self.foreign_cuda) {
             let p = self.manifest_dir.join(s);
             if !sources.contains(&p) {
                 sources.push(p);
+                named.push(s);
             }
         }
         if sources.is_empty() {
-            return self.build_device(&arch, cuda);
+            let out = self.build_device(&arch, cuda)?;
+            self.warn_undefined_on_host(&out);
+            return Ok(out);
         }
-        let host = host_cc::HostCc::new(cc::Build::new(), &self.out_dir)
-            .cargo_metadata(self.emit_cargo_directives);
+        let host = self.host_cc();
         host.check_all(&sources)?;
         let out = self.build_device(&arch, cuda)?;
         // Named after the package: two kernels crates in one program link two libraries.
         let package = self.package_name.as_deref().unwrap_or(&self.output_name);
         // Each definition is checked against the declaration the PTX records for it.
-        host.declarations(&out.foreign)
+        let lib = host
+            .declarations(&out.foreign)
             .compile(&sources, &format!("{}_foreign", package.replace('-', "_")))?;
+        // Every function this crate declares is defined there, else the host link would fail.
+        if let Some(defined) = host_symbols::defined_in_archive(&lib)? {
+            let declared = self.declared_here(&out);
+            let missing = host_symbols::missing_definitions(&declared, &defined, &sources);
+            if !missing.is_empty() {
+                return Err(Error::ForeignDefinitionMissing {
+                    missing,
+                    sources: named.into_iter().cloned().collect(),
+                });
+            }
+        }
         Ok(out)
+    }
+
+    /// The declarations of this kernels crate itself (a dependency's foreign sources are
+    /// compiled by its own build script).
+    fn declared_here<'a>(&self, out: &'a PtxOutput) -> Vec<&'a foreign::ForeignDeclaration> {
+        out.foreign
+            .iter()
+            .filter(|d| host_symbols::declared_in(&self.manifest_dir, &d.declared_at))
+            .collect()
+    }
+
+    /// Without foreign sources, a warning for each function this crate declares: nothing
+    /// defines it on the host, so the simulator cannot run the kernels that call it.
+    fn warn_undefined_on_host(&self, out: &PtxOutput) {
+        if !self.emit_cargo_directives {
+            return;
+        }
+        for d in self.declared_here(out) {
+            directives::emit(format!(
+                "cargo:warning=`{}` (declare_device! at {}) has no host definition: no foreign source is compiled for \
+                 the simulator; name its `.cu` in `foreign_sources` (or `foreign_cuda`) in build.rs",
+                d.symbol, d.declared_at
+            ));
+        }
     }
 
     /// Runs the device build (with the [`foreign_cuda`](Builder::foreign_cuda) sources linked
@@ -334,7 +434,7 @@ impl Builder {
             return Ok(Vec::new());
         }
         let dir = self.out_dir.join(format!("{}-cuda", self.output_name));
-        let clang = lto::Clang::locate(&dir)?;
+        let clang = lto::Clang::locate(&dir)?.include_dirs(self.resolved_include_dirs());
         if self.emit_cargo_directives {
             for var in ["GPUKERNEL_CLANG", "GPUKERNEL_CUDA_TOOLS"] {
                 directives::emit(format!("cargo:rerun-if-env-changed={var}"));

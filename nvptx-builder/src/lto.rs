@@ -169,6 +169,7 @@ pub(crate) struct Clang {
     clang: PathBuf,
     cuda: PathBuf,
     stubs: PathBuf,
+    include_dirs: Vec<PathBuf>,
 }
 
 impl Clang {
@@ -188,7 +189,18 @@ impl Clang {
                 .map_err(io_err(&p))?;
             }
         }
-        Ok(Clang { clang, cuda, stubs })
+        Ok(Clang {
+            clang,
+            cuda,
+            stubs,
+            include_dirs: Vec::new(),
+        })
+    }
+
+    /// Include directories (`-I`, searched before the CUDA headers; [`crate::Builder::include_dir`]).
+    pub(crate) fn include_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.include_dirs = dirs;
+        self
     }
 
     /// The arguments common to every compile for `arch`.
@@ -208,6 +220,10 @@ impl Clang {
         let mut path = OsString::from("--cuda-path=");
         path.push(&self.cuda);
         args.push(path);
+        for dir in &self.include_dirs {
+            args.push("-I".into());
+            args.push(dir.clone().into_os_string());
+        }
         args.push("-idirafter".into());
         args.push(self.stubs.clone().into_os_string());
         args
@@ -571,7 +587,7 @@ fn mismatch(
 
 /// The first line of `text` (1-based) where `name(` starts something that is followed by a
 /// `{` before the next `;`: the definition, roughly (for messages only).
-fn definition_line(text: &str, name: &str) -> Option<usize> {
+pub(crate) fn definition_line(text: &str, name: &str) -> Option<usize> {
     let mut offset = 0;
     while let Some(found) = text[offset..].find(name) {
         let at = offset + found;
@@ -815,6 +831,59 @@ define dso_local { float, float } @pair(float %0) {\n";
             "clang's error is the first line: {text}"
         );
         assert!(text.contains("does not compile for the GPU"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Needs clang-19 and the CUDA headers (`cargo xtask doctor`).
+    #[test]
+    fn include_dirs_resolve_library_headers_and_errors_come_before_their_warnings() {
+        let dir = scratch("include");
+        let inc = dir.join("third_party/include/Noisy");
+        std::fs::create_dir_all(&inc).unwrap();
+        let mut header = String::from("#pragma once\n");
+        for i in 0..40 {
+            header.push_str(&format!(
+                "__device__ inline int noisy{i}(int a) {{ a == {i}; return a; }}\n"
+            ));
+        }
+        std::fs::write(inc.join("noisy.h"), header).unwrap();
+        let good = "#include <Noisy/noisy.h>\nextern \"C\" __device__ int f(int* r, int x) { *r = noisy3(x); return 0; }\n";
+        std::fs::write(dir.join("good.cu"), good).unwrap();
+        std::fs::write(
+            dir.join("bad.cu"),
+            good.replace("noisy3(x);", "noisy3(x) +;"),
+        )
+        .unwrap();
+        let work = dir.join("work");
+        let plain = Clang::locate(&work).unwrap_or_else(|e| panic!("{e}"));
+        let e = plain
+            .compile(&dir, Path::new("good.cu"), "sm_90", &work, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'Noisy/noisy.h' file not found"), "{e}");
+        let clang = plain.include_dirs(vec![dir.join("third_party/include")]);
+        clang
+            .compile(&dir, Path::new("good.cu"), "sm_90", &work, false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let e = clang
+            .compile(&dir, Path::new("bad.cu"), "sm_90", &work, false)
+            .unwrap_err();
+        let Error::ForeignDeviceCompileFailed { log, .. } = &e else {
+            panic!("{e}")
+        };
+        assert!(log.matches("warning:").count() >= 40, "{log}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("{}:2:", dir.join("bad.cu").display()))
+                && text.lines().next().unwrap_or_default().contains("error:"),
+            "clang's error is the first line: {text}"
+        );
+        assert!(
+            !text.contains("noisy1")
+                && text.contains("note: 40 warnings not shown (in ")
+                && text.contains("noisy.h"),
+            "{text}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -204,6 +204,30 @@ fn rewrite_definition(
     ))
 }
 
+/// `before` when it ends with `ptr` and parameter attributes (`noundef`, `nonnull`, `align 16`,
+/// `dereferenceable(64)`, `captures(none)`, ...), each followed by a space.
+fn ptr_with_attributes(before: &str) -> Option<&str> {
+    let mut end = before.strip_suffix(' ')?;
+    loop {
+        let start = end.rfind(' ').map_or(0, |i| i + 1);
+        let word = &end[start..];
+        // `ptr` alone, or opening the argument list: `@f(ptr`.
+        if word == "ptr" || word.ends_with("(ptr") {
+            return Some(before);
+        }
+        let balanced = word.matches('(').count() == word.matches(')').count();
+        let attribute = !word.is_empty()
+            && balanced
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '(' | ')'));
+        if !attribute || start == 0 {
+            return None;
+        }
+        end = &end[..start - 1];
+    }
+}
+
 /// Replaces every `ptr @name` in `line` by its generic-address cast; any other mention of
 /// `@name` is an error (it would not type-check after the move).
 fn rewrite_uses(line: &str, name: &str) -> Result<String, SharedRewriteError> {
@@ -223,14 +247,20 @@ fn rewrite_uses(line: &str, name: &str) -> Result<String, SharedRewriteError> {
             continue;
         }
         let before = &rest[..pos];
-        let Some(head) = before.strip_suffix("ptr ") else {
+        // `ptr @g`, or a call argument with attributes: `ptr noundef nonnull align 16 @g`
+        // (the storage passed to a function, a foreign one included).
+        let Some(head) = before
+            .strip_suffix("ptr ")
+            .map(|h| format!("{h}ptr "))
+            .or_else(|| ptr_with_attributes(before).map(str::to_owned))
+        else {
             return Err(SharedRewriteError {
                 global: name.to_owned(),
                 reason: format!("a use that is not a `ptr` operand: `{line}`"),
             });
         };
-        out.push_str(head);
-        out.push_str("ptr addrspacecast (ptr addrspace(3) ");
+        out.push_str(&head);
+        out.push_str("addrspacecast (ptr addrspace(3) ");
         out.push_str(&at);
         out.push_str(" to ptr)");
         rest = after;
@@ -310,6 +340,22 @@ define void @k(i64 %i) {
         assert_eq!(
             rewrite_shared_statics(ir).unwrap(),
             "@s = external addrspace(3) global [16 x i8], align 4\n"
+        );
+    }
+
+    #[test]
+    fn storage_passed_to_a_function_is_cast_with_its_attributes() {
+        let ir = "@s = internal global [16 x float] undef, section \".gpukernel.shared\", align 16\n  %r = call i32 @vendor_block_sum(ptr noundef nonnull %5, float %x, ptr noundef nonnull align 16 dereferenceable(64) @s) #16\n";
+        let out = rewrite_shared_statics(ir).unwrap();
+        assert!(
+            out.contains("float %x, ptr noundef nonnull align 16 dereferenceable(64) addrspacecast (ptr addrspace(3) @s to ptr)) #16"),
+            "{out}"
+        );
+        assert_eq!(ptr_with_attributes("f(i32 0, "), None);
+        assert_eq!(ptr_with_attributes("f(i32 noundef "), None);
+        assert_eq!(
+            ptr_with_attributes("(ptr captures(none) "),
+            Some("(ptr captures(none) ")
         );
     }
 

@@ -145,6 +145,15 @@ fn every_typed_launch_path_refuses_shared_indices() {
             "{name}"
         );
         assert!(msg.contains("must be one-dimensional"), "{msg}");
+        // The message says what to write instead (a project written for a release that did
+        // not refuse this meets it first).
+        assert!(
+            msg.contains("hint: a kernel launched on a 2D grid takes `DisjointSlice2D<T>`")
+                && msg.contains("`thread::index_2d()`")
+                && msg.contains("view_2d_mut")
+                && msg.contains("`unsafe fn` taking `*mut T`"),
+            "{msg}"
+        );
         let e = stream
             .launch(&saxpy, LaunchConfig::new(1, (8, 8)), (2.0f32, &x, &mut y))
             .unwrap_err();
@@ -170,6 +179,11 @@ fn every_typed_launch_path_refuses_shared_indices() {
         let e = stream
             .launch(&t, LaunchConfig::new(1, (8, 8, 2)), (&m, 8u32, view))
             .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("`DisjointSlice3D<T>` and writes at `thread::index_3d()`"),
+            "{msg}"
+        );
         assert_eq!(
             refused(e),
             ("transpose_2d".into(), "DisjointSlice2D", "block.z", 2)

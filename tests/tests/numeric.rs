@@ -450,3 +450,25 @@ fn print_child() {
     s.launch(&k, LaunchConfig::new(1, 32), (&dx, &df)).unwrap();
     s.synchronize().unwrap();
 }
+
+/// Host code names the vector and half types of kernel and foreign-function parameters through
+/// the runtime, as the same types the kernels crate uses.
+#[test]
+fn parameter_types_are_reexported_for_host_code() {
+    use std::any::TypeId;
+    assert_eq!(
+        TypeId::of::<gpukernel_runtime::vector::u32x4>(),
+        TypeId::of::<gpukernel_device::vector::u32x4>()
+    );
+    assert_eq!(
+        TypeId::of::<gpukernel_runtime::vector::f32x4>(),
+        TypeId::of::<f32x4>()
+    );
+    assert_eq!(
+        TypeId::of::<gpukernel_runtime::half::bf16x2>(),
+        TypeId::of::<bf16x2>()
+    );
+    let v = gpukernel_runtime::vector::u32x4([1, 2, 3, 4]);
+    assert_eq!(<[u32; 4]>::from(v), [1, 2, 3, 4]);
+    assert_eq!(std::mem::align_of::<gpukernel_runtime::vector::u32x4>(), 16);
+}
