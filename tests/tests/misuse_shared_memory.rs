@@ -23,11 +23,14 @@ fn static_shared_memory_counts_against_the_block_limit() {
             })
             .unwrap();
         let k = module.kernel(shared_40k_static).unwrap();
-        assert_eq!(
-            k.static_shared_bytes(),
-            40 * KIB,
-            "{name}: the static shared memory of `shared_40k_static`"
+        // 40 KiB of `shared_array!`, plus the 16 bytes in which a kernel of a crate with
+        // foreign calls records its name for foreign-failure reports.
+        let stat = k.static_shared_bytes();
+        assert!(
+            (40 * KIB..=40 * KIB + 64).contains(&stat),
+            "{name}: the static shared memory of `shared_40k_static` is {stat} bytes"
         );
+        let room = 48 * KIB - stat;
         let stream = ctx.default_stream();
         let mut out = ctx.alloc_zeros::<u32>(n).unwrap();
         let want = |dynamic_bytes: u32| -> Vec<u32> {
@@ -40,10 +43,10 @@ fn static_shared_memory_counts_against_the_block_limit() {
                 .collect()
         };
 
-        // 40 + 8 KiB: exactly the limit without opting in.
-        let fits = LaunchConfig::new(blocks, threads).with_shared_mem_bytes(8 * KIB);
+        // Static + dynamic exactly at the limit without opting in (48 KiB).
+        let fits = LaunchConfig::new(blocks, threads).with_shared_mem_bytes(room);
         stream.launch(&k, fits, (&mut out,)).unwrap();
-        assert_eq!(out.to_host_vec().unwrap(), want(8 * KIB), "{name}");
+        assert_eq!(out.to_host_vec().unwrap(), want(room), "{name}");
 
         // 40 + 48 KiB: refused before it runs.
         let over = LaunchConfig::new(blocks, threads).with_shared_mem_bytes(48 * KIB);
@@ -54,7 +57,7 @@ fn static_shared_memory_counts_against_the_block_limit() {
             other => panic!("{name}: 40 KiB static + 48 KiB dynamic was not refused: {other:?}"),
         }
         let e = stream
-            .launch(&k, over.with_shared_mem_bytes(8 * KIB + 1), (&mut out,))
+            .launch(&k, over.with_shared_mem_bytes(room + 1), (&mut out,))
             .unwrap_err();
         assert!(
             matches!(e, Error::InvalidLaunchConfig { .. }),
@@ -71,7 +74,7 @@ fn static_shared_memory_counts_against_the_block_limit() {
             .unwrap()
             .max_shared_memory_per_block_optin;
         assert!(
-            k.set_max_dynamic_shared_bytes(optin - 40 * KIB + 1)
+            k.set_max_dynamic_shared_bytes(optin - stat + 1)
                 .is_err(),
             "{name}: more than the opt-in limit minus the static arrays was accepted"
         );
