@@ -74,8 +74,7 @@ fn static_shared_memory_counts_against_the_block_limit() {
             .unwrap()
             .max_shared_memory_per_block_optin;
         assert!(
-            k.set_max_dynamic_shared_bytes(optin - stat + 1)
-                .is_err(),
+            k.set_max_dynamic_shared_bytes(optin - stat + 1).is_err(),
             "{name}: more than the opt-in limit minus the static arrays was accepted"
         );
     }

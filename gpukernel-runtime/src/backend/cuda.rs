@@ -573,6 +573,22 @@ impl Backend for CudaBackend {
         // SAFETY: `raw` is live.
         let ffi_record = match unsafe { driver::module_get_global(raw, &symbol) } {
             Ok(Some((addr, bytes))) if bytes >= size_of::<FfiErrorRecord>() => Some(addr),
+            // A record of an earlier layout: its failures could not be read, so it is not
+            // loaded at all (a failure must never pass unseen).
+            Ok(Some((_, bytes))) => {
+                // SAFETY: just loaded, not handed out.
+                let _ = unsafe { driver::module_unload(raw) };
+                return Err(Error::InvalidModuleImage {
+                    reason: format!(
+                        "its foreign-call record `{FFI_ERROR_SYMBOL}` is {bytes} bytes, the layout \
+                         of an earlier gpukernel (this runtime's is {} bytes): its foreign-call \
+                         failures could not be reported; rebuild the kernels crate with this \
+                         version",
+                        size_of::<FfiErrorRecord>()
+                    ),
+                    origin: None,
+                });
+            }
             _ => None,
         };
         if let Some(addr) = ffi_record {

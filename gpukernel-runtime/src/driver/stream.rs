@@ -178,6 +178,7 @@ pub(crate) unsafe fn stream_begin_capture(s: CUstream) -> Result<()> {
 /// `cuCtxEnablePeerAccess`) are then allowed from this thread. For libraries that set up
 /// resources lazily inside an operation that may be captured (NCCL connects its peers at a
 /// communicator's first collective of each algorithm, also inside a capture).
+#[cfg(feature = "nccl")]
 pub(crate) fn with_relaxed_capture_mode<R>(f: impl FnOnce() -> R) -> Result<R> {
     let mut mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
     // SAFETY: a valid in/out pointer; the mode is this thread's alone.
