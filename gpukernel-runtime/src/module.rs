@@ -111,7 +111,8 @@ impl Drop for ModuleInner {
                 && self.ctx.backend.failure_word().is_set()
             {
                 let via = self.ctx.backend.default_stream();
-                if let Ok(Some(f)) = self.ctx.backend.take_foreign_failure(&t.record, via) {
+                // Every failure the record holds (the simulator keeps one per stream).
+                while let Ok(Some(f)) = self.ctx.backend.take_foreign_failure(&t.record, via) {
                     crate::foreign::orphan(&self.ctx, self, f, t);
                 }
             }
