@@ -311,6 +311,7 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn new_event(&self) -> Result<Event> {
+        crate::graph::not_in_host_node("Context::new_event")?;
         Event::create(self.inner.clone(), true, false)
     }
 
@@ -328,6 +329,7 @@ impl Context {
     /// # Ok(()) }
     /// ```
     pub fn new_event_with_flags(&self, timing: bool, blocking_sync: bool) -> Result<Event> {
+        crate::graph::not_in_host_node("Context::new_event_with_flags")?;
         Event::create(self.inner.clone(), timing, blocking_sync)
     }
 

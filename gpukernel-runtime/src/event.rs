@@ -218,7 +218,11 @@ impl Event {
 }
 
 impl Drop for Event {
+    /// Dropped inside a graph host node the event is leaked: no backend call is allowed there.
     fn drop(&mut self) {
+        if crate::graph::in_host_node() {
+            return;
+        }
         // SAFETY: the event is not used after this; destroying a pending event is allowed.
         unsafe { self.ctx.backend.event_destroy(self.handle) };
     }

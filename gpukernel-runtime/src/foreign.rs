@@ -16,8 +16,11 @@
 //! and, the first time, a compare-and-swap). Only a set word reads the records (driver
 //! copies), under a lock.
 //!
-//! Limits: a module's record holds its first failure until a check reads it; later failures of
-//! that module's kernels before then are not kept (the first failing thread wins). On a GPU
+//! Limits: on a GPU a module's record holds its first failure until a check reads it; later
+//! failures of that module's kernels before then are not kept (the first failing thread
+//! wins). The simulator keeps the first failure of each stream, so a failure of one stream
+//! does not hide another's; two failing launches on one stream before a check are reported
+//! once. On a GPU
 //! the record does not say which stream the launch ran on: a failure is attributed to the
 //! streams the module's kernels were launched on since the last context synchronization, and
 //! concerns every check if that was several. A record still being written by a kernel that runs concurrently with the check
@@ -255,6 +258,9 @@ pub(crate) fn check_context(ctx: &Arc<ContextInner>, before: &After) -> Result<(
     read_records(&Stream::default_of(ctx.clone()), before)
 }
 
+/// How many failures one check reads from one module's record at most.
+const MAX_READS_PER_MODULE: usize = 64;
+
 #[cold]
 #[inline(never)]
 fn read_records(via: &Stream, before: &After) -> Result<()> {
@@ -271,18 +277,31 @@ fn read_records(via: &Stream, before: &After) -> Result<()> {
             list.iter().filter_map(Weak::upgrade).collect()
         };
         let mut found = Vec::new();
+        let mut left = false;
         for m in &modules {
             let Some(t) = &m.ffi else { continue };
-            match ctx.backend.take_foreign_failure(&t.record, via.handle()) {
-                Ok(None) => {}
-                Ok(Some(f)) => found.push(t.pending(m, f)),
-                Err(e) => {
-                    failed_read.get_or_insert(e);
+            // A record may hold several failures (the simulator keeps one per stream): read
+            // until it is empty, a bounded number of times (what is left stays for the next
+            // check).
+            let mut reads = 0;
+            loop {
+                if reads == MAX_READS_PER_MODULE {
+                    left = true;
+                    break;
+                }
+                reads += 1;
+                match ctx.backend.take_foreign_failure(&t.record, via.handle()) {
+                    Ok(None) => break,
+                    Ok(Some(f)) => found.push(t.pending(m, f)),
+                    Err(e) => {
+                        failed_read.get_or_insert(e);
+                        break;
+                    }
                 }
             }
         }
         keep(ctx, found);
-        if failed_read.is_some() {
+        if failed_read.is_some() || left {
             word.set();
         }
     }

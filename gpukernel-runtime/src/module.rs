@@ -87,13 +87,23 @@ impl Drop for ModuleInner {
     /// was launched, the context is synchronized first (a launch does not record its stream
     /// for this, to keep launches free), and the module's foreign-call record is read and a
     /// failure kept for the context's next check. If the wait fails (a faulted context), the
-    /// module stays loaded rather than unloaded under running work.
+    /// module stays loaded rather than unloaded under running work. Dropped inside a graph
+    /// host node, it also stays loaded (leaked): no backend call is allowed there, and
+    /// synchronizing the context would wait for the host node itself.
     fn drop(&mut self) {
         let teardowns =
             core::mem::take(self.teardowns.get_mut().unwrap_or_else(|p| p.into_inner()));
+        if crate::graph::in_host_node() {
+            crate::module_hooks::run_teardowns(
+                self,
+                teardowns,
+                Some("the module was dropped inside a graph host node"),
+            );
+            return;
+        }
         if self.launched.load(Ordering::Acquire) {
             if self.ctx.backend.synchronize().is_err() {
-                crate::module_hooks::run_teardowns(self, teardowns, false);
+                crate::module_hooks::run_teardowns(self, teardowns, Some("the context faulted"));
                 return;
             }
             // A failure of its work is visible now: kept for the context's next check.
@@ -101,12 +111,13 @@ impl Drop for ModuleInner {
                 && self.ctx.backend.failure_word().is_set()
             {
                 let via = self.ctx.backend.default_stream();
-                if let Ok(Some(f)) = self.ctx.backend.take_foreign_failure(&t.record, via) {
+                // Every failure the record holds (the simulator keeps one per stream).
+                while let Ok(Some(f)) = self.ctx.backend.take_foreign_failure(&t.record, via) {
                     crate::foreign::orphan(&self.ctx, self, f, t);
                 }
             }
         }
-        crate::module_hooks::run_teardowns(self, teardowns, true);
+        crate::module_hooks::run_teardowns(self, teardowns, None);
         // SAFETY: every `Function` of the module holds an Arc to this, so none is left, and
         // the work that used it is complete (above; teardown hooks synchronize what they do).
         unsafe { self.ctx.backend.module_unload(self.handle) };
@@ -290,6 +301,7 @@ impl Module {
         K::Params: ParamList,
     {
         let _marker: K = kernel.into_kernel();
+        crate::graph::not_in_host_node("Module::kernel")?;
         let function = self.function(K::NAME)?;
         let Some(found) = self
             .inner
@@ -398,6 +410,7 @@ impl Module {
     /// # Ok(()) }
     /// ```
     pub fn function(&self, name: &str) -> Result<Function> {
+        crate::graph::not_in_host_node("Module::function")?;
         let not_found = || Error::KernelNotFound {
             name: name.to_owned(),
             available: self.inner.names.clone(),
@@ -575,6 +588,7 @@ impl Function {
     /// # Ok(()) }
     /// ```
     pub fn optimal_block_size(&self, dynamic_shared_bytes: u32) -> Result<u32> {
+        crate::graph::not_in_host_node("Function::optimal_block_size")?;
         let block = self
             .module
             .ctx
@@ -596,6 +610,7 @@ impl Function {
     /// # Ok(()) }
     /// ```
     pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<()> {
+        crate::graph::not_in_host_node("Function::set_max_dynamic_shared_bytes")?;
         let limit = self
             .module
             .ctx

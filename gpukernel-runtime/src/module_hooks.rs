@@ -302,15 +302,20 @@ impl Context {
 }
 
 /// Runs a module's teardowns (newest input first), recording failures in its context.
-pub(crate) fn run_teardowns(m: &ModuleInner, hooks: Vec<(String, TeardownHook)>, ran: bool) {
+/// `not_run`: why the hooks are skipped (the module stays loaded), or `None` to run them.
+pub(crate) fn run_teardowns(
+    m: &ModuleInner,
+    hooks: Vec<(String, TeardownHook)>,
+    not_run: Option<&str>,
+) {
     let ctx: &ContextInner = &m.ctx;
     let mut failures = Vec::new();
     for (input, hook) in hooks.into_iter().rev() {
-        let error = if !ran {
+        let error = if let Some(why) = not_run {
             Some(Error::ModuleHook {
                 hook: "teardown",
                 input: input.clone(),
-                message: "not run: the context faulted, so the module stays loaded".to_owned(),
+                message: format!("not run: {why}, so the module stays loaded"),
                 source: None,
             })
         } else {

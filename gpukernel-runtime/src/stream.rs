@@ -92,7 +92,11 @@ struct OwnedStream {
 }
 
 impl Drop for OwnedStream {
+    /// Dropped inside a graph host node the stream is leaked: no backend call is allowed there.
     fn drop(&mut self) {
+        if crate::graph::in_host_node() {
+            return;
+        }
         // SAFETY: this is the last handle to the stream (buffers that used it hold a clone of
         // it, so they are gone too).
         unsafe { self.ctx.backend.stream_destroy(self.state.handle) };
@@ -379,6 +383,7 @@ impl Stream {
     /// # Ok(()) }
     /// ```
     pub fn wait_event(&self, event: &Event) -> Result<()> {
+        crate::graph::not_in_host_node("Stream::wait_event")?;
         crate::context::check_same("Stream::wait_event", "the event", self.ctx(), event.ctx())?;
         self.note_after_set(&event.happened_before());
         self.ctx()
@@ -413,6 +418,7 @@ impl Stream {
     /// # Ok(()) }
     /// ```
     pub fn priority(&self) -> Result<i32> {
+        crate::graph::not_in_host_node("Stream::priority")?;
         self.ctx().backend.stream_priority(self.handle())
     }
 
@@ -449,6 +455,7 @@ impl Stream {
     /// # Ok(()) }
     /// ```
     pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        crate::graph::not_in_host_node("Stream::wait_stream")?;
         crate::context::check_same(
             "Stream::wait_stream",
             "the other stream",

@@ -214,8 +214,9 @@ pub(crate) struct ForeignFailure {
 pub(crate) struct FfiRecord {
     /// The record's device address (CUDA); 0 on the simulator.
     pub device_addr: u64,
-    /// The first failure of a simulated launch not yet reported.
-    pub host: std::sync::Mutex<Option<ForeignFailure>>,
+    /// The failures of simulated launches not yet reported: the first of each stream, so a
+    /// failure on one stream does not hide another stream's (bounded by the streams used).
+    pub host: std::sync::Mutex<Vec<ForeignFailure>>,
 }
 
 /// One launch, as the backend sees it.

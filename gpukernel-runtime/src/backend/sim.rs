@@ -747,19 +747,21 @@ impl Backend for SimBackend {
         };
         let result = crate::sim::launch(&launch);
         // The launch ran to completion on this thread, which holds its first foreign-call
-        // failure now: it goes to the module's record, naming this launch's kernel, and sets
+        // failure now: it goes to the module's record (unless one of this stream's is pending
+        // there already), naming this launch's kernel and stream, and sets
         // the context's failure word, which every later observation point reads.
         if let Some((function, status, thread)) = crate::sim::take_foreign_failure()
             && let Some(record) = desc.ffi
         {
             let mut slot = record.host.lock().unwrap_or_else(|p| p.into_inner());
-            if slot.is_none() {
-                *slot = Some(ForeignFailure {
+            let stream = Some(desc.stream.0.addr());
+            if !slot.iter().any(|f| f.stream == stream) {
+                slot.push(ForeignFailure {
                     function,
                     status,
                     thread,
                     kernel: Some((*desc.name).to_owned()),
-                    stream: Some(desc.stream.0.addr()),
+                    stream,
                 });
             }
             drop(slot);
@@ -805,7 +807,8 @@ impl Backend for SimBackend {
         record: &FfiRecord,
         _s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
-        Ok(record.host.lock().unwrap_or_else(|p| p.into_inner()).take())
+        let mut slot = record.host.lock().unwrap_or_else(|p| p.into_inner());
+        Ok((!slot.is_empty()).then(|| slot.remove(0)))
     }
 
     fn stream_begin_capture(&self, s: StreamHandle) -> Result<()> {

@@ -246,6 +246,14 @@ pub(crate) fn not_in_host_node(operation: &'static str) -> Result<()> {
     }
 }
 
+/// Whether this thread is inside a graph host node (see [`not_in_host_node`]): drops, which
+/// cannot return the error, check this to leak what they would free rather than call the
+/// backend (or wait for the work that runs the host node) from there.
+#[inline(always)]
+pub(crate) fn in_host_node() -> bool {
+    IN_HOST_NODE.with(core::cell::Cell::get)
+}
+
 /// The `extern "C"` function host nodes call: runs the closure with the thread marked as
 /// inside a host node (see [`not_in_host_node`]), never unwinding into the driver.
 pub(super) unsafe extern "C" fn call_host(data: *mut c_void) {

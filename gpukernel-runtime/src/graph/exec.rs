@@ -549,12 +549,36 @@ fn unordered_conflict(
 }
 
 impl Drop for GraphExec<'_> {
+    /// What the launches use is borrowed for `'a` or kept by the graph: the drop waits for
+    /// them before the borrows end. A stream being captured cannot be waited for from the
+    /// thread capturing it (its capture mode is thread-local, and the stream's own
+    /// synchronization is refused during a capture), so then the context is synchronized from
+    /// another thread, which the capture does not restrict. Where no wait is possible or one
+    /// fails — inside a graph host node (no backend call is allowed there, and the launch
+    /// running the host node may be one of this exec's), or a faulted context — the exec
+    /// and everything it keeps (the graph: its host closures, kept buffers, staging memory)
+    /// are leaked rather than destroyed or freed under a launch that may still use them.
     fn drop(&mut self) {
-        // What the launches use is borrowed for `'a` or kept by the graph: wait for them
-        // before the borrows end. A failed wait (a faulted context) runs nothing more.
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        for s in &st.launched_on {
-            let _ = s.wait_idle();
+        let launched = core::mem::take(&mut st.launched_on);
+        let waited = !crate::graph::in_host_node()
+            && launched.iter().all(|s| {
+                if s.is_capturing() {
+                    let backend = &self.graph.ctx.backend;
+                    std::thread::scope(|scope| {
+                        scope
+                            .spawn(|| backend.synchronize())
+                            .join()
+                            .is_ok_and(|r| r.is_ok())
+                    })
+                } else {
+                    s.wait_idle().is_ok()
+                }
+            });
+        if !waited {
+            core::mem::forget(launched);
+            core::mem::forget(self.graph.clone());
+            return;
         }
         // SAFETY: the last use of the handle; its launches are done.
         unsafe { self.graph.ctx.backend.graph_exec_destroy(self.handle) };

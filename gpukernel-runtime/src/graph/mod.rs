@@ -91,9 +91,9 @@ use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};
 use crate::module::{ModuleInner, TypedKernel};
 use crate::stream::Stream;
 
-pub(crate) use build::not_in_host_node;
 use build::*;
 pub use build::{Graph, Node};
+pub(crate) use build::{in_host_node, not_in_host_node};
 pub use capture::Capture;
 pub use conditional::ConditionalHandle;
 pub use exec::GraphExec;
