@@ -180,8 +180,10 @@ unsafe fn launch_c(
 }
 
 /// The PTX module header of `ptx`, its entry `name` alone (whose body must call nothing else
-/// in the module) and the entry's signature record (`__gpukernel_sig_<name>`, which
-/// `Module::kernel` checks), to be JIT-compiled as a whole program.
+/// in the module), the module-scope variables its body names (the kernel-name record a
+/// `#[kernel]` entry writes to shared memory, string constants) and the entry's signature
+/// record (`__gpukernel_sig_<name>`, which `Module::kernel` checks), to be JIT-compiled as a
+/// whole program.
 fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
     let header_end = ptx.find(".address_size")?;
     let header_end = header_end + ptx[header_end..].find('\n')? + 1;
@@ -190,10 +192,38 @@ fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
         .find(|l| l.contains(&format!(" __gpukernel_sig_{name}[")))?;
     let start = ptx.find(&format!(".visible .entry {name}("))?;
     let end = start + ptx[start..].find("\n}")? + 2;
+    let body = &ptx[start..end];
+    // One-line declarations of module-scope variables (`.global`, `.shared`, `.const`) whose
+    // name the entry's body uses.
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let vars: Vec<&str> = ptx[header_end..start]
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            (t.contains(".global ") || t.contains(".shared ") || t.contains(".const "))
+                && !t.starts_with("//")
+                && t.ends_with(';')
+                && !t.contains("__gpukernel_sig_")
+        })
+        .filter(|l| {
+            let decl = l.split('=').next().unwrap_or(l);
+            let name = decl
+                .split(|c: char| !is_ident(c))
+                .filter(|w| !w.is_empty())
+                .next_back();
+            name.is_some_and(|n| {
+                body.match_indices(n).any(|(i, _)| {
+                    let before = body[..i].chars().next_back().is_none_or(|c| !is_ident(c));
+                    let after = body[i + n.len()..].chars().next().is_none_or(|c| !is_ident(c));
+                    before && after
+                })
+            })
+        })
+        .collect();
     Some(format!(
-        "{}\n{sig}\n\n{}\n",
+        "{}\n{sig}\n{}\n\n{body}\n",
         &ptx[..header_end],
-        &ptx[start..end]
+        vars.join("\n")
     ))
 }
 
