@@ -3,6 +3,22 @@
 // type is reduced to what the ABI sees: bool, a signed or unsigned integer or a float of N
 // bytes, a pointer to such a description, a class of N bytes; so `int` and `int32_t`,
 // `long` and `long long` on LP64, `const float*` and `float*` describe alike.
+// The check's own words are the language's, whatever macros the source defined.
+#ifdef static_assert
+#undef static_assert
+#endif
+#ifdef decltype
+#undef decltype
+#endif
+#ifdef sizeof
+#undef sizeof
+#endif
+#ifdef __is_class
+#undef __is_class
+#endif
+#ifdef __gpukernel_ffi
+#undef __gpukernel_ffi
+#endif
 namespace __gpukernel_ffi {
 struct k_none {};       // void; a missing parameter
 struct k_other {};      // a type the ABI of declare_device! has no counterpart for
