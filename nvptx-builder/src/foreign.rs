@@ -107,7 +107,9 @@ impl ForeignDeclaration {
         } else {
             let slot = format!("{}*", self.ret);
             params.push((
-                descriptor(&slot)?,
+                // The slot is written by the definition: a `void*` there would accept any
+                // pointee, so only a `()` return (declared `void*`) keeps it.
+                format!("{ns}::k_slot<{} >", descriptor(&slot)?),
                 format!(
                     "parameter 1, the return slot, must be '{slot}' ({})",
                     meaning(&slot)

@@ -670,6 +670,34 @@ fn definitions_the_check_cannot_see_or_that_macros_hide_are_refused() {
 }
 
 #[test]
+fn a_void_pointer_return_slot_is_refused_unless_the_return_is_unit() {
+    // The definition writes the result through its return slot: `void*` there fitted any
+    // declared return type, so a definition could write 8 bytes into a 4-byte `f32` slot.
+    let decls = declarations();
+    let d = decls
+        .iter()
+        .find(|d| d.abi == Abi::Numba && d.ty.rust == "f32")
+        .unwrap();
+    let src = definition(d, "void", "float");
+    let e = err(offline()
+        .add_ptx(&kernels_ptx(&[d]), "kernels.ptx")
+        .add_cuda_source(&src, "slot.cu")
+        .link());
+    let Error::ForeignSignatureMismatch(m) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        m.detail
+            .contains("parameter 1, the return slot, must be 'float*'"),
+        "{e}"
+    );
+    ok(offline()
+        .add_ptx(&kernels_ptx(&[d]), "kernels.ptx")
+        .add_cuda_source(&definition(d, "float", "float"), "slot.cu")
+        .link());
+}
+
+#[test]
 fn ptx_definitions_are_checked_by_their_widths() {
     // A PTX definition keeps widths, not C types: `f64` against `float` and a struct against a
     // scalar are refused; signedness is invisible there (documented).

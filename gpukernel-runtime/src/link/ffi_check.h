@@ -73,6 +73,12 @@ template <> struct k_fits<k_ptr<k_none>, k_ptr<k_none> > { enum { value = 1 }; }
 template <unsigned long N> struct k_fits<k_any_class, k_class<N> > { enum { value = 1 }; };
 template <> struct k_fits<k_half, k_scalar<3, 2> > { enum { value = 1 }; };
 template <> struct k_fits<k_ptr<k_half>, k_ptr<k_class<2> > > { enum { value = 1 }; };
+// The Numba return slot: written through, so a definition's `void*` fits only a declared
+// `void*` (a `()` return); otherwise as any pointer.
+template <class P> struct k_slot {};
+template <class D, class E> struct k_fits<k_slot<k_ptr<D> >, k_ptr<E> > : k_fits<k_ptr<D>, k_ptr<E> > {};
+template <class D> struct k_fits<k_slot<k_ptr<D> >, k_ptr<k_none> > { enum { value = 0 }; };
+template <> struct k_fits<k_slot<k_ptr<k_none> >, k_ptr<k_none> > { enum { value = 1 }; };
 template <unsigned I, class... A> struct k_at { typedef void type; };
 template <class H, class... A> struct k_at<0, H, A...> { typedef H type; };
 template <unsigned I, class H, class... A> struct k_at<I, H, A...> : k_at<I - 1, A...> {};

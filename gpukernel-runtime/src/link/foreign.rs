@@ -203,7 +203,9 @@ impl ForeignDecl {
             ForeignAbi::Numba => {
                 let slot = format!("{}*", self.ret);
                 params.push((
-                    descriptor(&slot)?,
+                    // The slot is written by the definition: a `void*` there would accept any
+                    // pointee, so only a `()` return (declared `void*`) keeps it.
+                    format!("{ns}::k_slot<{} >", descriptor(&slot)?),
                     format!(
                         "parameter 1, the return slot, must be '{slot}' ({})",
                         meaning(&slot)
@@ -905,7 +907,7 @@ mod tests {
             src.contains("k_fn<decltype(mul_f32_f32)>::params == 3"),
             "{src}"
         );
-        assert!(src.contains("k_fits<::__gpukernel_ffi::k_ptr<::__gpukernel_ffi::k_scalar<4, 4> >, ::__gpukernel_ffi::k_fn<decltype(mul_f32_f32)>::param<0>::type>::value, \"[gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*'"), "{src}");
+        assert!(src.contains("k_fits<::__gpukernel_ffi::k_slot<::__gpukernel_ffi::k_ptr<::__gpukernel_ffi::k_scalar<4, 4> > >, ::__gpukernel_ffi::k_fn<decltype(mul_f32_f32)>::param<0>::type>::value, \"[gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*'"), "{src}");
         assert_eq!(with_checks("int x;\n", &[]), "int x;\n");
     }
 
