@@ -82,7 +82,12 @@ impl ForeignDeclaration {
             .declared_at
             .rsplit_once(':')
             .unwrap_or((self.declared_at.as_str(), "1"));
-        let mut out = format!("#line {line} \"{}\"\n", escape(file));
+        // A macro of the symbol's name (defined after the definition) would make the check
+        // judge another function: the check names the function the source defined.
+        let mut out = format!(
+            "#ifdef {sym}\n#undef {sym}\n#endif\n#line {line} \"{}\"\n",
+            escape(file)
+        );
         let mut assert = |cond: String, message: String| {
             out.push_str(&format!(
                 "static_assert({cond}, \"[gpukernel] {sym}: {}\");\n",
@@ -102,7 +107,9 @@ impl ForeignDeclaration {
         } else {
             let slot = format!("{}*", self.ret);
             params.push((
-                descriptor(&slot)?,
+                // The slot is written by the definition: a `void*` there would accept any
+                // pointee, so only a `()` return (declared `void*`) keeps it.
+                format!("{ns}::k_slot<{} >", descriptor(&slot)?),
                 format!(
                     "parameter 1, the return slot, must be '{slot}' ({})",
                     meaning(&slot)

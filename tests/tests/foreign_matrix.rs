@@ -606,6 +606,98 @@ fn the_return_slot_of_a_u64_written_as_uint32_is_refused() {
 }
 
 #[test]
+fn definitions_the_check_cannot_see_or_that_macros_hide_are_refused() {
+    // A definition inside a namespace, or an `extern "C"` function beside C++ overloads of its
+    // name, is not visible to the check at global scope; it used to be left to the PTX check,
+    // which compares widths only (`int` for `float` linked). Macros of the check's words or of
+    // the symbol defined after the source used to blind it too.
+    let decls = declarations();
+    let d = decls
+        .iter()
+        .find(|d| d.abi == Abi::C && d.ty.rust == "f32")
+        .unwrap();
+    let int_def = definition(d, "int", "int");
+    let float_def = definition(d, "float", "float");
+    let sym = &d.symbol;
+    let cases = [
+        ("namespaced", format!("namespace n {{ {int_def} }}\n")),
+        (
+            "overloaded",
+            format!("{int_def}__device__ int {sym}(int a) {{ return a; }}\n"),
+        ),
+        (
+            "renamed by a macro after the definition",
+            format!(
+                "{int_def}{}#define {sym} good\n",
+                float_def.replace(sym.as_str(), "good")
+            ),
+        ),
+        (
+            "static_assert a macro",
+            format!("{int_def}#define static_assert(...)\n"),
+        ),
+        (
+            "decltype a macro",
+            format!("{int_def}#define decltype(x) float(float, int)\n"),
+        ),
+    ];
+    let dir = temp_dir("matrix-unseen");
+    for (what, src) in &cases {
+        for input in [Input::Memory, Input::File] {
+            let e = link(&mut offline(), &kernels_ptx(&[d]), src, input, &dir)
+                .expect_err(&format!("{what} ({input:?}) linked:\n{src}"));
+            let Error::ForeignSignatureMismatch(m) = &e else {
+                panic!("{what}: {e}")
+            };
+            assert_eq!(m.symbol, *sym, "{what}: {e}");
+            if what.starts_with("namespaced") || what.starts_with("overloaded") {
+                assert!(
+                    m.detail.contains("not visible at global scope")
+                        && m.detail.contains("define it at global scope"),
+                    "{what}: {e}"
+                );
+            }
+        }
+    }
+    // A fitting definition at global scope links.
+    ok(link(
+        &mut offline(),
+        &kernels_ptx(&[d]),
+        &float_def,
+        Input::Memory,
+        &dir,
+    ));
+}
+
+#[test]
+fn a_void_pointer_return_slot_is_refused_unless_the_return_is_unit() {
+    // The definition writes the result through its return slot: `void*` there fitted any
+    // declared return type, so a definition could write 8 bytes into a 4-byte `f32` slot.
+    let decls = declarations();
+    let d = decls
+        .iter()
+        .find(|d| d.abi == Abi::Numba && d.ty.rust == "f32")
+        .unwrap();
+    let src = definition(d, "void", "float");
+    let e = err(offline()
+        .add_ptx(&kernels_ptx(&[d]), "kernels.ptx")
+        .add_cuda_source(&src, "slot.cu")
+        .link());
+    let Error::ForeignSignatureMismatch(m) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        m.detail
+            .contains("parameter 1, the return slot, must be 'float*'"),
+        "{e}"
+    );
+    ok(offline()
+        .add_ptx(&kernels_ptx(&[d]), "kernels.ptx")
+        .add_cuda_source(&definition(d, "float", "float"), "slot.cu")
+        .link());
+}
+
+#[test]
 fn ptx_definitions_are_checked_by_their_widths() {
     // A PTX definition keeps widths, not C types: `f64` against `float` and a struct against a
     // scalar are refused; signedness is invisible there (documented).

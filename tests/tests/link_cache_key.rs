@@ -93,6 +93,63 @@ fn pre_included_headers_are_keyed() {
     assert_ne!(first.cubin(), edited.cubin());
 }
 
+/// Spellings of `#include "value.h"` that the preprocessor reads as one (a comment after the
+/// `#`, the `%:` digraph, a backslash-newline splice inside the directive) are keyed like it:
+/// an edit of the header is compiled, not answered from the cache.
+#[test]
+fn every_spelling_of_an_include_is_keyed() {
+    let body = "extern \"C\" __global__ void value_of(float* out) { *out = VALUE; }\n";
+    for (what, include) in [
+        ("a comment after '#'", "#/**/include \"value.h\"\n"),
+        ("the digraph '%:'", "%:include \"value.h\"\n"),
+        ("a splice", "#inc\\\nlude \"value.h\"\n"),
+        ("a spliced name", "#include \"val\\\nue.h\"\n"),
+        (
+            "a comment before '#'",
+            "/* x\n */ # /* y */ include /* z */ \"value.h\"\n",
+        ),
+    ] {
+        let root = temp_dir("cache-key-spelling");
+        let (cache, include_dir) = (root.join("cache"), root.join("include"));
+        std::fs::create_dir_all(&include_dir).unwrap();
+        write_value(&include_dir, 2.0);
+        let options = vec![format!("-I{}", include_dir.display())];
+        let source = format!("{include}{body}");
+        let first = link(&cache, &source, &options);
+        write_value(&include_dir, 101.0);
+        let edited = link(&cache, &source, &options);
+        assert!(!is_hit(&edited), "{what}: {:?}", edited.cache_status());
+        assert_ne!(first.cubin(), edited.cubin(), "{what}");
+    }
+}
+
+/// `__has_include` makes the compile depend on a file: one that is there is keyed; one that
+/// is not (it may appear later) makes the link uncacheable.
+#[test]
+fn files_tested_by_has_include_are_keyed() {
+    let source = "#if __has_include(\"flag.h\")\n#include \"flag.h\"\n#endif\n\
+                  #ifndef FLAG\n#define FLAG 2.0f\n#endif\n\
+                  extern \"C\" __global__ void value_of(float* out) { *out = FLAG; }\n";
+    let root = temp_dir("cache-key-has-include");
+    let (cache, include_dir) = (root.join("cache"), root.join("include"));
+    std::fs::create_dir_all(&include_dir).unwrap();
+    let options = vec![format!("-I{}", include_dir.display())];
+    let absent = link(&cache, source, &options);
+    std::fs::write(include_dir.join("flag.h"), "#define FLAG 101.0f\n").unwrap();
+    let present = link(&cache, source, &options);
+    assert!(!is_hit(&present), "{:?}", present.cache_status());
+    assert_ne!(absent.cubin(), present.cubin());
+    // Only tested for, never included: the header's edit is seen too.
+    let probe_only = "#if __has_include(\"flag.h\")\n#define FLAG 101.0f\n#else\n\
+                      #define FLAG 2.0f\n#endif\n\
+                      extern \"C\" __global__ void value_of(float* out) { *out = FLAG; }\n";
+    let with = link(&cache, probe_only, &options);
+    std::fs::remove_file(include_dir.join("flag.h")).unwrap();
+    let without = link(&cache, probe_only, &options);
+    assert!(!is_hit(&without), "{:?}", without.cache_status());
+    assert_ne!(with.cubin(), without.cubin());
+}
+
 /// A header named through a macro cannot be known before NVRTC runs: the link is compiled
 /// every time, says why, and sees each edit.
 #[test]

@@ -3,6 +3,22 @@
 // type is reduced to what the ABI sees: bool, a signed or unsigned integer or a float of N
 // bytes, a pointer to such a description, a class of N bytes; so `int` and `int32_t`,
 // `long` and `long long` on LP64, `const float*` and `float*` describe alike.
+// The check's own words are the language's, whatever macros the source defined.
+#ifdef static_assert
+#undef static_assert
+#endif
+#ifdef decltype
+#undef decltype
+#endif
+#ifdef sizeof
+#undef sizeof
+#endif
+#ifdef __is_class
+#undef __is_class
+#endif
+#ifdef __gpukernel_ffi
+#undef __gpukernel_ffi
+#endif
 namespace __gpukernel_ffi {
 struct k_none {};       // void; a missing parameter
 struct k_other {};      // a type the ABI of declare_device! has no counterpart for
@@ -57,6 +73,12 @@ template <> struct k_fits<k_ptr<k_none>, k_ptr<k_none> > { enum { value = 1 }; }
 template <unsigned long N> struct k_fits<k_any_class, k_class<N> > { enum { value = 1 }; };
 template <> struct k_fits<k_half, k_scalar<3, 2> > { enum { value = 1 }; };
 template <> struct k_fits<k_ptr<k_half>, k_ptr<k_class<2> > > { enum { value = 1 }; };
+// The Numba return slot: written through, so a definition's `void*` fits only a declared
+// `void*` (a `()` return); otherwise as any pointer.
+template <class P> struct k_slot {};
+template <class D, class E> struct k_fits<k_slot<k_ptr<D> >, k_ptr<E> > : k_fits<k_ptr<D>, k_ptr<E> > {};
+template <class D> struct k_fits<k_slot<k_ptr<D> >, k_ptr<k_none> > { enum { value = 0 }; };
+template <> struct k_fits<k_slot<k_ptr<k_none> >, k_ptr<k_none> > { enum { value = 1 }; };
 template <unsigned I, class... A> struct k_at { typedef void type; };
 template <class H, class... A> struct k_at<0, H, A...> { typedef H type; };
 template <unsigned I, class H, class... A> struct k_at<I, H, A...> : k_at<I - 1, A...> {};

@@ -185,7 +185,12 @@ impl ForeignDecl {
         let sym = &self.symbol;
         let fn_ty = format!("{ns}::k_fn<decltype({sym})>");
         let (file, line) = self.file_and_line();
-        let mut out = format!("#line {line} \"{}\"\n", escape(file));
+        // A macro of the symbol's name (defined after the definition) would make the check
+        // judge another function: the check names the function the source defined.
+        let mut out = format!(
+            "#ifdef {sym}\n#undef {sym}\n#endif\n#line {line} \"{}\"\n",
+            escape(file)
+        );
         let mut assert = |cond: String, message: String| {
             out.push_str(&format!(
                 "static_assert({cond}, \"[gpukernel] {sym}: {}\");\n",
@@ -198,7 +203,9 @@ impl ForeignDecl {
             ForeignAbi::Numba => {
                 let slot = format!("{}*", self.ret);
                 params.push((
-                    descriptor(&slot)?,
+                    // The slot is written by the definition: a `void*` there would accept any
+                    // pointee, so only a `()` return (declared `void*`) keeps it.
+                    format!("{ns}::k_slot<{} >", descriptor(&slot)?),
                     format!(
                         "parameter 1, the return slot, must be '{slot}' ({})",
                         meaning(&slot)
@@ -469,14 +476,18 @@ pub(crate) fn conflict_in_log(
 
 /// Compiles `source` (named `name`) with the checks of the used declarations, through
 /// `compile` (NVRTC, on the GPU path and the simulator's); a failed check becomes
-/// [`Error::ForeignSignatureMismatch`], any other error is the compiler's.
+/// [`Error::ForeignSignatureMismatch`], any other error is the compiler's. Also returns the
+/// symbols whose check was left out because the source does not name them at global scope:
+/// the caller must make sure that the output does not define them
+/// ([`refuse_unchecked_definitions`]).
 pub(crate) fn compile_checked<T>(
     source: &str,
     name: &str,
     used: &[UsedDecl],
     mut compile: impl FnMut(&str) -> Result<T>,
-) -> Result<T> {
+) -> Result<(T, Vec<String>)> {
     let mut checked = checkable(used);
+    let mut unchecked: Vec<String> = Vec::new();
     loop {
         let text = with_checks(source, &checked);
         match compile(&text) {
@@ -485,13 +496,63 @@ pub(crate) fn compile_checked<T>(
                     Some(Conflict::Mismatch(e)) => return Err(e),
                     Some(Conflict::Retry(symbols)) => {
                         checked.retain(|d| !symbols.contains(&d.symbol));
+                        unchecked.extend(symbols);
                     }
                     None => return Err(Error::NvrtcCompile { file, options, log }),
                 }
             }
-            other => return other,
+            Err(e) => return Err(e),
+            Ok(out) => return Ok((out, unchecked)),
         }
     }
+}
+
+/// Refuses a definition, in the PTX compiled from the `.cu` source `input_name`, of one of
+/// `unchecked`: symbols whose C-level check could not see them at global scope (a definition
+/// inside a namespace, or an `extern "C"` function that shares its name with C++ overloads).
+/// Retrying without a symbol's check is right only when another input defines it; the PTX
+/// check alone compares sizes, not kinds (`int` for `float` would pass).
+pub(crate) fn refuse_unchecked_definitions(
+    ptx_text: &str,
+    input_name: &str,
+    source: &str,
+    used: &[UsedDecl],
+    unchecked: &[String],
+) -> Result<()> {
+    if unchecked.is_empty() {
+        return Ok(());
+    }
+    let defined = Ptx::parse(ptx_text).defined_functions();
+    for u in used {
+        let symbol = &u.decl.symbol;
+        if !unchecked.contains(symbol) || !defined.contains(symbol) {
+            continue;
+        }
+        let line = definition_line(source, symbol);
+        let defined_at = match line {
+            Some(l) => format!("{input_name}:{l}"),
+            None => input_name.to_owned(),
+        };
+        let mut detail = format!(
+            "the definition could not be checked: '{symbol}' is not visible at global scope \
+             after the source (it is defined inside a namespace, or shares its name with C++ \
+             overloads); define it at global scope as one `extern \"C\"` function, with no \
+             overload of the same name"
+        );
+        if let Some(text) = line.and_then(|l| source.lines().nth(l - 1)) {
+            detail.push_str(&format!("\n  the definition: {}", text.trim()));
+        }
+        return Err(Error::ForeignSignatureMismatch(Box::new(
+            SignatureMismatch {
+                symbol: symbol.clone(),
+                declared_at: u.decl.declared_at.clone(),
+                expected: u.decl.c_declaration(),
+                defined_at,
+                detail,
+            },
+        )));
+    }
+    Ok(())
 }
 
 /// The simulator's check of `.cu` inputs: nothing is compiled for the device there (the
@@ -510,10 +571,12 @@ pub(crate) fn check_sources_on_simulator(
     for input in inputs.iter().filter(|i| i.kind == InputKind::Cuda) {
         let source = std::str::from_utf8(&input.bytes).unwrap_or_default();
         let options = options(input);
-        let (ptx, _) = compile_checked(source, &input.name, used, |text| {
+        let ((ptx, _), unchecked) = compile_checked(source, &input.name, used, |text| {
             nvrtc::compile(text, &input.name, headers, &options, false)
         })?;
-        check_ptx_definitions(&String::from_utf8_lossy(&ptx), &input.name, used)?;
+        let ptx = String::from_utf8_lossy(&ptx);
+        refuse_unchecked_definitions(&ptx, &input.name, source, used, &unchecked)?;
+        check_ptx_definitions(&ptx, &input.name, used)?;
     }
     Ok(())
 }
@@ -844,7 +907,7 @@ mod tests {
             src.contains("k_fn<decltype(mul_f32_f32)>::params == 3"),
             "{src}"
         );
-        assert!(src.contains("k_fits<::__gpukernel_ffi::k_ptr<::__gpukernel_ffi::k_scalar<4, 4> >, ::__gpukernel_ffi::k_fn<decltype(mul_f32_f32)>::param<0>::type>::value, \"[gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*'"), "{src}");
+        assert!(src.contains("k_fits<::__gpukernel_ffi::k_slot<::__gpukernel_ffi::k_ptr<::__gpukernel_ffi::k_scalar<4, 4> > >, ::__gpukernel_ffi::k_fn<decltype(mul_f32_f32)>::param<0>::type>::value, \"[gpukernel] mul_f32_f32: parameter 1, the return slot, must be 'float*'"), "{src}");
         assert_eq!(with_checks("int x;\n", &[]), "int x;\n");
     }
 

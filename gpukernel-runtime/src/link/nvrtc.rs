@@ -183,13 +183,18 @@ pub(crate) fn scan_headers(
     // A source in memory has no folder: NVRTC resolves its quoted includes from the current
     // directory.
     let current = PathBuf::new();
+    // The names `__has_include` tests for.
+    let mut probes: Vec<String> = Vec::new();
     loop {
         for (dir, name) in names.drain(..) {
             let folders = dir.iter().chain(&dirs).chain(std::iter::once(&current));
+            let probe = probes.contains(&name);
+            let mut found = false;
             for candidate in folders.map(|d| d.join(&name)) {
                 let Ok(canonical) = std::fs::canonicalize(&candidate) else {
                     continue;
                 };
+                found = true;
                 if scan.files.iter().any(|(p, _)| *p == canonical) {
                     continue;
                 }
@@ -200,10 +205,19 @@ pub(crate) fn scan_headers(
                     scan.files.push((canonical, bytes));
                 }
             }
+            // A file whose absence the source tests: creating it later changes the
+            // compile, and an absence is not in the key.
+            if probe && !found && scan.unknowable.is_none() {
+                scan.unknowable = Some(format!(
+                    "`__has_include` tests for \"{name}\", which is not there: the compile \
+                     depends on a file that may appear later"
+                ));
+            }
         }
         let Some((dir, file, text)) = stack.pop() else {
             break;
         };
+        let text = preprocessed_lines(&text);
         for (number, line) in text.lines().enumerate() {
             match include_target(line) {
                 Some(Include::File(name)) => names.push((dir.clone(), name.to_owned())),
@@ -215,6 +229,23 @@ pub(crate) fn scan_headers(
                     ));
                 }
                 _ => {}
+            }
+            for probe in has_include_targets(line) {
+                match probe {
+                    Include::File(name) => {
+                        probes.push(name.to_owned());
+                        names.push((dir.clone(), name.to_owned()));
+                    }
+                    Include::Computed(spelled) if scan.unknowable.is_none() => {
+                        scan.unknowable = Some(format!(
+                            "{file}:{}: `__has_include({spelled})` names its header through a \
+                             macro, so the files the compiler looks for are not known before it \
+                             runs",
+                            number + 1
+                        ));
+                    }
+                    Include::Computed(_) => {}
+                }
             }
         }
     }
@@ -296,10 +327,105 @@ enum Include<'a> {
     Computed(&'a str),
 }
 
-/// What an `#include` (or `#include_next`) line names, if the line is one.
+/// `text` as the preprocessor reads its directives: backslash-newline splices joined (the
+/// lines they join become one) and comments replaced by a space (a block comment's newlines
+/// kept), string and character literals left as they are.
+fn preprocessed_lines(text: &str) -> String {
+    let text = text.replace("\\\r\n", "").replace("\\\n", "");
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '/' if chars.peek() == Some(&'/') => {
+                while chars.peek().is_some_and(|&c| c != '\n') {
+                    chars.next();
+                }
+                out.push(' ');
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut last = ' ';
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        out.push('\n');
+                    }
+                    if last == '*' && c == '/' {
+                        break;
+                    }
+                    last = c;
+                }
+                out.push(' ');
+            }
+            '"' | '\'' => {
+                out.push(c);
+                while let Some(d) = chars.next() {
+                    out.push(d);
+                    if d == '\\' {
+                        if let Some(e) = chars.next() {
+                            out.push(e);
+                        }
+                    } else if d == c || d == '\n' {
+                        break;
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// What the `__has_include(...)` / `__has_include_next(...)` of a line name: a file, or
+/// what a macro spells.
+fn has_include_targets(line: &str) -> Vec<Include<'_>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    while let Some(found) = line[offset..].find("__has_include") {
+        let at = offset + found;
+        offset = at + "__has_include".len();
+        let before = line[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let rest = &line[offset..];
+        let rest = rest.strip_prefix("_next").unwrap_or(rest);
+        if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let Some(inner) = rest.trim_start().strip_prefix('(') else {
+            // `#ifdef __has_include`, `defined(__has_include)`: no file.
+            continue;
+        };
+        let inner = inner.trim_start();
+        let (open, close) = match inner.chars().next() {
+            Some('"') => ('"', '"'),
+            Some('<') => ('<', '>'),
+            _ => {
+                let end = inner.find(')').unwrap_or(inner.len());
+                out.push(Include::Computed(inner[..end].trim()));
+                continue;
+            }
+        };
+        let name = &inner[open.len_utf8()..];
+        out.push(match name.find(close) {
+            Some(end) => Include::File(&name[..end]),
+            None => Include::Computed(inner.trim()),
+        });
+    }
+    out
+}
+
+/// What an `#include` (or `#include_next`) line names, if the line is one (`#` or its
+/// digraph `%:`; comments and splices already removed, [`preprocessed_lines`]).
 fn include_target(line: &str) -> Option<Include<'_>> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start();
-    let rest = rest.strip_prefix("include")?;
+    let line = line.trim_start();
+    let rest = line
+        .strip_prefix('#')
+        .or_else(|| line.strip_prefix("%:"))?
+        .trim_start();
+    let rest = rest
+        .strip_prefix("include")
+        .or_else(|| rest.strip_prefix("import"))?;
     let rest = rest.strip_prefix("_next").unwrap_or(rest);
     // `#includes`, `#include_foo`: not an include directive.
     if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_') {
@@ -349,6 +475,25 @@ mod tests {
             Some(Include::Computed("HEADER"))
         );
         assert_eq!(include_target("#includes"), None);
+        assert_eq!(
+            include_target("%:include \"d.h\""),
+            Some(Include::File("d.h"))
+        );
+        let text = preprocessed_lines(
+            "#/**/include \"c.h\"\n#inc\\\nlude \"s.h\"\n/* a\nb */ x // \"y\"\n",
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(include_target(lines[0]), Some(Include::File("c.h")));
+        assert_eq!(include_target(lines[1]), Some(Include::File("s.h")));
+        assert_eq!(lines[3].trim(), "x");
+        assert_eq!(
+            has_include_targets("#if __has_include(<a.h>) && __has_include_next( \"b.h\")"),
+            [Include::File("a.h"), Include::File("b.h")]
+        );
+        assert_eq!(
+            has_include_targets("#if defined(__has_include) && __has_include(H)"),
+            [Include::Computed("H")]
+        );
     }
 
     #[test]

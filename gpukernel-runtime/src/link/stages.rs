@@ -455,9 +455,21 @@ fn compile_checked(
     ltoir: bool,
     used: &[foreign::UsedDecl],
 ) -> Result<(Vec<u8>, String)> {
-    let (code, log) = foreign::compile_checked(source, name, used, |text| {
+    let ((code, log), unchecked) = foreign::compile_checked(source, name, used, |text| {
         nvrtc::compile(text, name, headers, options, ltoir)
     })?;
+    if !unchecked.is_empty() {
+        // Whether the source defines a symbol its check could not see: from its PTX (LTO-IR
+        // keeps no symbol table this code reads: compile the source once more, to PTX).
+        let ptx = if ltoir {
+            let options: Vec<String> = options.iter().filter(|o| *o != "-dlto").cloned().collect();
+            nvrtc::compile(source, name, headers, &options, false)?.0
+        } else {
+            code.clone()
+        };
+        let ptx = String::from_utf8_lossy(&ptx);
+        foreign::refuse_unchecked_definitions(&ptx, name, source, used, &unchecked)?;
+    }
     if !ltoir {
         foreign::check_ptx_definitions(&String::from_utf8_lossy(&code), name, used)?;
     }
