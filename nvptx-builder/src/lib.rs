@@ -59,6 +59,7 @@ use std::path::{Path, PathBuf};
 pub use device::validate_ptx;
 use error::io_err;
 pub use error::{Error, MissingDefinition};
+pub use host_symbols::HOST_SYMBOL_PREFIX;
 pub use tools::{
     CUDA_TOOLS_VERSION, cuda_tools_dir, cuda_tools_search_path, find_cuda_tool, user_tools_dir,
     user_tools_install_dir,
