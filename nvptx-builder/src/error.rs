@@ -187,7 +187,9 @@ pub enum Error {
     },
     /// Foreign functions the kernels crate declares that no source of its host library
     /// defines (a `.cu` missing from build.rs, or a misspelt symbol): found before the host
-    /// link, which would fail with `undefined symbol`.
+    /// link, which would fail with `undefined symbol`. A crate that names no foreign source
+    /// defines none: its declarations are all missing (on the simulator they would otherwise
+    /// bind to whatever the host process defines under that name, libc's included).
     ForeignDefinitionMissing {
         /// The declarations without a definition.
         missing: Vec<MissingDefinition>,

@@ -266,6 +266,9 @@ impl HostCc {
             args: vec![format!("(cc crate building lib{lib_name}.a)")],
             output: e.to_string(),
         })?;
+        let lib = self.out_dir.join(format!("lib{lib_name}.a"));
+        // The simulator's copy lives in a namespace of its own (see `HOST_SYMBOL_PREFIX`).
+        crate::host_symbols::privatize(&lib)?;
         if self.cargo_metadata {
             for line in [
                 format!("cargo:rustc-link-search=native={}", self.out_dir.display()),
@@ -278,7 +281,7 @@ impl HostCc {
                 directives::emit(line);
             }
         }
-        Ok(self.out_dir.join(format!("lib{lib_name}.a")))
+        Ok(lib)
     }
 
     /// Checks the syntax of every source (the fast part of [`compile`](HostCc::compile)), so
@@ -554,6 +557,65 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
                 .join(COMPAT_HEADER_NAME)
                 .is_file()
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn definitions_are_renamed_into_the_host_namespace() {
+        // `write` and `getpid` are C library names; `helper` is called from another member.
+        let dir = scratch("host-names");
+        let (a, b) = (dir.join("a.cu"), dir.join("b.cu"));
+        std::fs::write(
+            &a,
+            "extern \"C\" __device__ int helper(int x) { return x * 2; }\n\
+             extern \"C\" __device__ int write(int* ret, int x) { *ret = helper(x); return 0; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &b,
+            "extern \"C\" int helper(int x);\n\
+             extern \"C\" __device__ int getpid(int* ret) { *ret = helper(21); return 0; }\n",
+        )
+        .unwrap();
+        let lib = HostCc::new(test_build(), &dir)
+            .cargo_metadata(false)
+            .compile(&[&a, &b], "host_names")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut raw = crate::host_symbols::defined_raw(&lib).unwrap().unwrap();
+        raw.sort();
+        assert_eq!(
+            raw,
+            [
+                "__gpukernel_host_getpid",
+                "__gpukernel_host_helper",
+                "__gpukernel_host_write"
+            ],
+            "every definition is renamed, none keeps a host process's name"
+        );
+        // The reference from the other member follows the rename; the check sees the names
+        // the sources spell.
+        let data = std::fs::read(&lib).unwrap();
+        let archive = object::read::archive::ArchiveFile::parse(&*data).unwrap();
+        let mut undefined = Vec::new();
+        for member in archive.members() {
+            let member = member.unwrap();
+            let file = object::File::parse(member.data(&*data).unwrap()).unwrap();
+            for sym in object::Object::symbols(&file) {
+                if object::ObjectSymbol::is_undefined(&sym) {
+                    undefined.push(object::ObjectSymbol::name(&sym).unwrap().to_owned());
+                }
+            }
+        }
+        assert!(
+            undefined.iter().any(|u| u == "__gpukernel_host_helper")
+                && !undefined.iter().any(|u| u == "helper"),
+            "{undefined:?}"
+        );
+        let mut seen = crate::host_symbols::defined_in_archive(&lib)
+            .unwrap()
+            .unwrap();
+        seen.sort();
+        assert_eq!(seen, ["getpid", "helper", "write"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

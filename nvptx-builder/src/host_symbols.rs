@@ -13,9 +13,78 @@ use crate::error::MissingDefinition;
 use crate::foreign::ForeignDeclaration;
 use crate::{Error, io_err};
 
-/// The global symbols the static library at `lib` defines; `None` when it is not an archive
-/// of objects this reader knows (then nothing is checked).
+/// The prefix of every definition of a foreign library compiled for the host (the simulator):
+/// `declare_device!`'s host-side wrapper links to `__gpukernel_host_f` (gpukernel-macros
+/// spells the same prefix), so that a declaration can neither bind to a symbol of the host
+/// process (libc's `getpid`, `__libc_free`) nor a foreign definition replace one (`write`).
+pub const HOST_SYMBOL_PREFIX: &str = "__gpukernel_host_";
+
+/// The global symbols the static library at `lib` defines, as the source spells them (the
+/// host prefix removed); `None` when it is not an archive of objects this reader knows (then
+/// nothing is checked).
 pub(crate) fn defined_in_archive(lib: &Path) -> Result<Option<Vec<String>>, Error> {
+    Ok(defined_raw(lib)?.map(|names| {
+        names
+            .into_iter()
+            .map(|n| {
+                n.strip_prefix(HOST_SYMBOL_PREFIX)
+                    .map_or(n.clone(), str::to_owned)
+            })
+            .collect()
+    }))
+}
+
+/// Renames every global symbol that the static library at `lib` defines, `f`, to
+/// `__gpukernel_host_f`, in every member (references between members follow), with binutils'
+/// `objcopy` (`$OBJCOPY` if set). Undefined references (to libc, to the simulator's entry
+/// points) keep their names.
+pub(crate) fn privatize(lib: &Path) -> Result<(), Error> {
+    let Some(mut defined) = defined_raw(lib)? else {
+        return Ok(());
+    };
+    defined.retain(|n| !n.starts_with(HOST_SYMBOL_PREFIX));
+    defined.sort_unstable();
+    defined.dedup();
+    if defined.is_empty() {
+        return Ok(());
+    }
+    let list = lib.with_extension("host-names");
+    let text: String = defined
+        .iter()
+        .map(|n| format!("{n} {HOST_SYMBOL_PREFIX}{n}\n"))
+        .collect();
+    std::fs::write(&list, text).map_err(io_err(&list))?;
+    let objcopy =
+        std::env::var_os("OBJCOPY").map_or_else(|| PathBuf::from("objcopy"), PathBuf::from);
+    let args = vec![
+        format!("--redefine-syms={}", list.display()),
+        lib.display().to_string(),
+    ];
+    let failed = |output: String| Error::ToolFailed {
+        tool: objcopy.clone(),
+        args: args.clone(),
+        output,
+    };
+    let out = std::process::Command::new(&objcopy)
+        .args(&args)
+        .output()
+        .map_err(|e| {
+            failed(format!(
+                "{e}\nhint: the simulator's copy of the foreign code is renamed with binutils' objcopy: \
+                 install binutils (it comes with gcc), or set OBJCOPY to its path"
+            ))
+        })?;
+    if !out.status.success() {
+        return Err(failed(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn defined_raw(lib: &Path) -> Result<Option<Vec<String>>, Error> {
     let data = std::fs::read(lib).map_err(io_err(lib))?;
     let Ok(archive) = ArchiveFile::parse(&*data) else {
         return Ok(None);

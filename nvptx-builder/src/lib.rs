@@ -59,6 +59,7 @@ use std::path::{Path, PathBuf};
 pub use device::validate_ptx;
 use error::io_err;
 pub use error::{Error, MissingDefinition};
+pub use host_symbols::HOST_SYMBOL_PREFIX;
 pub use tools::{
     CUDA_TOOLS_VERSION, cuda_tools_dir, cuda_tools_search_path, find_cuda_tool, user_tools_dir,
     user_tools_install_dir,
@@ -345,7 +346,8 @@ impl Builder {
     /// exiting: the build-time LTO sources' device compile (clang's errors first), the host
     /// syntax check of every foreign source, the device build, their host compile, and the
     /// check that the host library defines every foreign function the kernels crate declares
-    /// ([`Error::ForeignDefinitionMissing`]).
+    /// ([`Error::ForeignDefinitionMissing`]; without foreign sources, every declaration of the
+    /// crate is missing: nothing else may define it on the host).
     ///
     /// ```no_run
     /// let out = nvptx_builder::Builder::new("kernels", "target/out")
@@ -370,7 +372,16 @@ impl Builder {
         }
         if sources.is_empty() {
             let out = self.build_device(&arch, cuda)?;
-            self.warn_undefined_on_host(&out);
+            // Nothing is compiled for the host, so nothing defines what this crate declares:
+            // the simulator's link would otherwise bind the name to whatever the host process
+            // has (libc's `getpid`, `__libc_free`, ...), and safe kernel code would call it.
+            let missing = host_symbols::missing_definitions(&self.declared_here(&out), &[], &[]);
+            if !missing.is_empty() {
+                return Err(Error::ForeignDefinitionMissing {
+                    missing,
+                    sources: Vec::new(),
+                });
+            }
             return Ok(out);
         }
         let host = self.host_cc();
@@ -403,21 +414,6 @@ impl Builder {
             .iter()
             .filter(|d| host_symbols::declared_in(&self.manifest_dir, &d.declared_at))
             .collect()
-    }
-
-    /// Without foreign sources, a warning for each function this crate declares: nothing
-    /// defines it on the host, so the simulator cannot run the kernels that call it.
-    fn warn_undefined_on_host(&self, out: &PtxOutput) {
-        if !self.emit_cargo_directives {
-            return;
-        }
-        for d in self.declared_here(out) {
-            directives::emit(format!(
-                "cargo:warning=`{}` (declare_device! at {}) has no host definition: no foreign source is compiled for \
-                 the simulator; name its `.cu` in `foreign_sources` (or `foreign_cuda`) in build.rs",
-                d.symbol, d.declared_at
-            ));
-        }
     }
 
     /// Runs the device build (with the [`foreign_cuda`](Builder::foreign_cuda) sources linked

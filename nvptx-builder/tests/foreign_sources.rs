@@ -28,13 +28,15 @@ const LIB: &str = r#"#![no_std]
 
 use gpukernel_device::{prelude::*, thread};
 
-declare_device!(pub "scale_f32", fn(x: f32, factor: f32) -> f32);
-declare_device!(pub "rng_next", fn(x: u32) -> u32);
+declare_device!(unsafe extern {
+    pub "scale_f32", safe fn(x: f32, factor: f32) -> f32;
+    pub "rng_next", safe fn(x: u32) -> u32;
+});
 
 #[kernel]
 pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = scale_f32(x[i.get()], factor);
     }
 }
@@ -42,7 +44,7 @@ pub fn scale(x: &[f32], factor: f32, mut out: DisjointSlice<f32>) {
 #[kernel]
 pub fn next(x: &[u32], mut out: DisjointSlice<u32>) {
     let i = thread::index();
-    if let Some(o) = out.get_mut(i) {
+    if let Some(o) = out.get_mut(&i) {
         *o = rng_next(x[i.get()]);
     }
 }
@@ -83,10 +85,37 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A crate that declares libc functions and names no foreign source: on the simulator the
+/// declarations bound to the host process's own `getpid` and `__libc_free` (safe kernel code
+/// could free host memory), so the build refuses them.
+const LIBC_LIB: &str = r#"#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
+
+use gpukernel_device::{prelude::*, thread};
+
+declare_device!(unsafe extern {
+    pub "getpid", safe extern "C" fn() -> i32;
+    pub "__libc_free", safe extern "C" fn(p: u64);
+});
+
+#[kernel]
+pub fn pid(mut out: DisjointSlice<i32>) {
+    let i = thread::index();
+    if let Some(o) = out.get_mut(&i) {
+        *o = getpid();
+        __libc_free(0);
+    }
+}
+"#;
+
 /// The fixture crate, with the workspace's lock file so that nothing is fetched.
 fn fixture() -> PathBuf {
+    fixture_with("foreign-sources", LIB)
+}
+
+fn fixture_with(name: &str, lib: &str) -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let dir = tmp.join(format!("foreign-sources-{}", std::process::id()));
+    let dir = tmp.join(format!("{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     write(
@@ -94,7 +123,7 @@ fn fixture() -> PathBuf {
         &MANIFEST.replace("DEVICE", &root.join("device-lib").display().to_string()),
     );
     std::fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    write(&dir.join("src/lib.rs"), LIB);
+    write(&dir.join("src/lib.rs"), lib);
     write(&dir.join("cuda/scale.cu"), SCALE_CU);
     write(&dir.join("cuda/random.cu"), RANDOM_CU);
     write(&dir.join("cuda/typo.cu"), TYPO_CU);
@@ -114,9 +143,11 @@ fn builder(dir: &Path, out: &str) -> Builder {
         .target_dir(target)
 }
 
-#[test]
-fn include_dirs_standard_headers_and_missing_definitions_on_the_build_paths() {
-    // The host compile reads cc's settings from the variables cargo gives build scripts.
+/// Held by each test for its whole run: the tests set the environment and build in one folder.
+static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The host compile reads cc's settings from the variables cargo gives build scripts.
+fn set_build_script_env() {
     let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
     for (k, v) in [
         ("TARGET", triple.as_str()),
@@ -125,11 +156,19 @@ fn include_dirs_standard_headers_and_missing_definitions_on_the_build_paths() {
         ("DEBUG", "false"),
     ] {
         if std::env::var_os(k).is_none() {
-            // SAFETY: the only test of this binary sets these before it starts any thread or
-            // process; nothing else reads the environment concurrently.
+            // SAFETY: each test sets the same values before it starts any process; the tests
+            // of this binary run one at a time (`ENV` is held for the whole test).
             unsafe { std::env::set_var(k, v) };
         }
     }
+}
+
+#[test]
+fn include_dirs_standard_headers_and_missing_definitions_on_the_build_paths() {
+    let _env = ENV
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    set_build_script_env();
     let dir = fixture();
 
     // `rng_next` is declared, and the only close definition is misspelt: named before the
@@ -143,11 +182,11 @@ fn include_dirs_standard_headers_and_missing_definitions_on_the_build_paths() {
     };
     assert_eq!(missing.len(), 1, "{e}");
     assert_eq!(missing[0].symbol, "rng_next");
-    assert_eq!(missing[0].declared_at, "src/lib.rs:7", "{e}");
+    assert_eq!(missing[0].declared_at, "src/lib.rs:8", "{e}");
     assert_eq!(sources.len(), 2);
     let text = e.to_string();
     assert!(
-        text.contains("`rng_next`, declared by `declare_device!` at src/lib.rs:7")
+        text.contains("`rng_next`, declared by `declare_device!` at src/lib.rs:8")
             && text.contains(&format!(
                 "rng_nxet ({}:2)",
                 dir.join("cuda/typo.cu").display()
@@ -190,6 +229,38 @@ fn include_dirs_standard_headers_and_missing_definitions_on_the_build_paths() {
         bytes.windows(8).any(|w| w == b"rng_next") && bytes.windows(9).any(|w| w == b"scale_f32"),
         "{} defines both functions",
         lib.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn declarations_without_any_foreign_source_are_refused() {
+    let _env = ENV
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    set_build_script_env();
+    let dir = fixture_with("no-foreign-sources", LIBC_LIB);
+    let e = builder(&dir, "out").build_all().unwrap_err();
+    let Error::ForeignDefinitionMissing { missing, sources } = &e else {
+        panic!("expected ForeignDefinitionMissing, got: {e}")
+    };
+    let mut symbols: Vec<(&str, &str)> = missing
+        .iter()
+        .map(|m| (m.symbol.as_str(), m.declared_at.as_str()))
+        .collect();
+    symbols.sort_unstable();
+    assert_eq!(
+        symbols,
+        [("__libc_free", "src/lib.rs:8"), ("getpid", "src/lib.rs:7")],
+        "{e}"
+    );
+    assert!(sources.is_empty(), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("`getpid`, declared by `declare_device!` at src/lib.rs:7")
+            && text.contains("the sources compiled for the host: none")
+            && text.contains("`foreign_sources` (or `foreign_cuda`"),
+        "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

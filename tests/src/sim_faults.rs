@@ -14,6 +14,8 @@ declare_device! {
         /// How many of the foreign code's tracked objects are alive (a frame discarded without
         /// unwinding leaves its object counted).
         pub "tracked_live", safe fn() -> i32;
+        /// `x + 1`, from a device function named `write` (a C library name).
+        pub foreign_write = "write", safe fn(x: i32) -> i32;
     }
 }
 

@@ -189,28 +189,32 @@ declare_device! {
 mod cuda_side {
     use super::Pair;
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_gk_test_mul_f32_f32")]
     extern "C" fn gk_test_mul_f32_f32(ret: *mut f32, a: f32, b: f32) -> i32 {
         // SAFETY: the wrapper passes its return slot.
         unsafe { ret.write(a * b) };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_gk_test_fails")]
     extern "C" fn gk_test_fails(ret: *mut i32, code: i32) -> i32 {
         // SAFETY: as above. A failing callee may leave anything in the slot.
         unsafe { ret.write(99) };
         code
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_gk_test_swap")]
     extern "C" fn gk_test_swap(ret: *mut Pair, p: Pair) -> i32 {
         // SAFETY: as above.
         unsafe { ret.write(Pair { a: p.b, b: p.a }) };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_gk_test_touch")]
     extern "C" fn gk_test_touch(ret: *mut u8, p: *mut u32) -> i32 {
         // The `()` return slot is a valid byte the callee may ignore or write.
         // SAFETY: the wrapper passes its return slot; the test passes a valid `p`.

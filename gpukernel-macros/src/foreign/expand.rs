@@ -11,6 +11,10 @@ use super::manifest::c_type;
 use crate::hygiene::{Support, local};
 use crate::ty::{TypeKind, classify};
 
+/// The prefix of a foreign definition's name on the host: nvptx-builder's host compile renames
+/// every definition `f` of a foreign library to `__gpukernel_host_f` (the two must agree).
+const HOST_SYMBOL_PREFIX: &str = "__gpukernel_host_";
+
 pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     let private = support.private();
     let Some(name) = entry.rust_name() else {
@@ -19,6 +23,14 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
     };
     let symbol = &entry.symbol;
     let symbol_str = symbol.value();
+    // On the host (the simulator), the foreign library's definitions are renamed into a
+    // namespace of their own (nvptx-builder's host compile), so that a declaration can neither
+    // bind to nor replace a symbol of the host process (libc's `write`, `getpid`, ...).
+    let host_symbol = format!("{HOST_SYMBOL_PREFIX}{symbol_str}");
+    let link_name = quote! {
+        #[cfg_attr(target_arch = "nvptx64", link_name = #symbol_str)]
+        #[cfg_attr(not(target_arch = "nvptx64"), link_name = #host_symbol)]
+    };
     let (cfgs, attrs, vis) = (&entry.cfgs, &entry.attrs, &entry.vis);
     // Generated names are mixed-site (see `hygiene`): an argument the user named `ret` or
     // `__gk_ret_ptr` stays theirs. The foreign declaration lives inside the wrapper.
@@ -67,7 +79,7 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
             #[allow(clippy::too_many_arguments)]
             #vis #unsafety fn #name(#(#params: #tys),*) #arrow {
                 unsafe extern "C" {
-                    #[link_name = #symbol_str]
+                    #link_name
                     fn #ffi_name(#(#params: #tys),*) #arrow;
                 }
                 // SAFETY: the arguments' validity is the caller's promise where they are
@@ -130,7 +142,7 @@ pub(super) fn expand(entry: &Entry, support: &Support) -> TokenStream {
         #[allow(clippy::too_many_arguments)]
         #vis #unsafety fn #name(#(#params: #tys),*) #arrow {
             unsafe extern "C" {
-                #[link_name = #symbol_str]
+                #link_name
                 fn #ffi_name(
                     #slot_param: *mut #slot,
                     #(#params: #tys),*
@@ -252,7 +264,13 @@ mod tests {
         let out = expand_str(
             quote::quote!(unsafe extern { pub mul = "mul_f32_f32", safe fn(f32, f32) -> f32 }),
         );
-        assert!(out.contains("# [link_name = \"mul_f32_f32\"]"), "{out}");
+        assert!(
+            out.contains("target_arch = \"nvptx64\" , link_name = \"mul_f32_f32\"")
+                && out.contains(
+                    "not (target_arch = \"nvptx64\") , link_name = \"__gpukernel_host_mul_f32_f32\""
+                ),
+            "{out}"
+        );
         assert!(
             out.contains(&format!(
                 "fn __gk_ffi (ret : * mut f32 , a0 : f32 , a1 : f32) -> {CORE} i32"

@@ -47,14 +47,16 @@ declare_device! {
 }
 
 mod cuda_side {
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_renamed_add")]
     extern "C" fn renamed_add(ret: *mut f32, a: f32, b: f32) -> i32 {
         // SAFETY: the wrapper passes its return slot.
         unsafe { ret.write(a + b) };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_renamed_touch")]
     extern "C" fn renamed_touch(_ret: *mut u8, p: *mut u32) -> i32 {
         // SAFETY: the caller passes a valid pointer.
         unsafe { *p += 1 };

@@ -33,21 +33,24 @@ declare_device! {
 mod cuda_side {
     use super::Complex;
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_mul_f32_f32")]
     extern "C" fn mul_f32_f32(ret: *mut f32, a: f32, b: f32) -> i32 {
         // SAFETY: the wrapper passes its return slot.
         unsafe { ret.write(a * b) };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_add_f32_f32")]
     extern "C" fn add_f32_f32(ret: *mut f32, a: f32, b: f32) -> i32 {
         // SAFETY: as above.
         unsafe { ret.write(a + b) };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_complex_mul")]
     extern "C" fn complex_mul(ret: *mut Complex, a: Complex, b: Complex) -> i32 {
         let c = Complex {
             re: a.re * b.re - a.im * b.im,
@@ -58,7 +61,8 @@ mod cuda_side {
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_sum_reduce")]
     extern "C" fn sum_reduce(ret: *mut f32, data: *const f32, n: i32) -> i32 {
         // SAFETY: the caller passes `n` valid elements.
         let s: f32 = unsafe { core::slice::from_raw_parts(data, n as usize) }
@@ -69,19 +73,22 @@ mod cuda_side {
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_touch")]
     extern "C" fn touch(_ret: *mut u8, p: *mut u32) -> i32 {
         // SAFETY: the caller passes a valid pointer.
         unsafe { *p += 1 };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_nothing")]
     extern "C" fn nothing(_ret: *mut u8) -> i32 {
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_checked")]
     extern "C" fn checked(ret: *mut u64, x: u64) -> i32 {
         // SAFETY: as above.
         unsafe { ret.write(x + 1) };

@@ -17,7 +17,8 @@ declare_device! {
 }
 
 mod cuda_side {
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_hygiene_out")]
     extern "C" fn hygiene_out(ret: *mut f32, out: *mut f32, v: f32) -> i32 {
         // SAFETY: the wrapper passes its return slot; the caller a valid `out`.
         unsafe {
@@ -27,14 +28,16 @@ mod cuda_side {
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_hygiene_named")]
     extern "C" fn hygiene_named(ret: *mut f32, a: f32, b: i32, c: f32) -> i32 {
         // SAFETY: the wrapper passes its return slot.
         unsafe { ret.write(a + 10.0 * b as f32 + 100.0 * c) };
         0
     }
 
-    #[unsafe(no_mangle)]
+    // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_hygiene_unnamed")]
     extern "C" fn hygiene_unnamed(ret: *mut f32, a: f32, b: f32) -> i32 {
         // SAFETY: as above.
         unsafe { ret.write(a - b) };
