@@ -214,7 +214,10 @@ fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
             name.is_some_and(|n| {
                 body.match_indices(n).any(|(i, _)| {
                     let before = body[..i].chars().next_back().is_none_or(|c| !is_ident(c));
-                    let after = body[i + n.len()..].chars().next().is_none_or(|c| !is_ident(c));
+                    let after = body[i + n.len()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !is_ident(c));
                     before && after
                 })
             })
