@@ -209,8 +209,7 @@ fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
             let decl = l.split('=').next().unwrap_or(l);
             let name = decl
                 .split(|c: char| !is_ident(c))
-                .filter(|w| !w.is_empty())
-                .next_back();
+                .rfind(|w| !w.is_empty());
             name.is_some_and(|n| {
                 body.match_indices(n).any(|(i, _)| {
                     let before = body[..i].chars().next_back().is_none_or(|c| !is_ident(c));
