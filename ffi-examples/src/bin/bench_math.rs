@@ -207,9 +207,7 @@ fn single_entry_ptx(ptx: &str, name: &str) -> Option<String> {
         })
         .filter(|l| {
             let decl = l.split('=').next().unwrap_or(l);
-            let name = decl
-                .split(|c: char| !is_ident(c))
-                .rfind(|w| !w.is_empty());
+            let name = decl.split(|c: char| !is_ident(c)).rfind(|w| !w.is_empty());
             name.is_some_and(|n| {
                 body.match_indices(n).any(|(i, _)| {
                     let before = body[..i].chars().next_back().is_none_or(|c| !is_ident(c));
