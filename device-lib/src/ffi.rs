@@ -75,30 +75,43 @@ pub static mut __gpukernel_ffi_error: FfiErrorRecord = FfiErrorRecord {
     sink: 0,
 };
 
-/// The running kernel's name (address, length), one per block in shared memory: every thread
-/// of a `#[kernel]` entry stores the same two words before the body runs, so a failing call
-/// can name its kernel. Removed from the PTX with its stores where nothing reads it (no
-/// foreign call in the module).
+/// The running kernel's name (address, length), one per block in shared memory, for a failing
+/// foreign call to name its kernel. Written only by the entries that can reach a foreign-call
+/// failure (see [`enter_kernel`]); read only by [`report_foreign_failure`].
 #[cfg(target_arch = "nvptx64")]
+#[allow(non_upper_case_globals)]
+#[unsafe(no_mangle)]
 #[unsafe(link_section = ".gpukernel.shared")]
-static mut CURRENT_KERNEL: core::mem::MaybeUninit<[u64; 2]> = core::mem::MaybeUninit::uninit();
+static mut __gpukernel_current_kernel: core::mem::MaybeUninit<[u64; 2]> =
+    core::mem::MaybeUninit::uninit();
+
+#[cfg(target_arch = "nvptx64")]
+unsafe extern "C" {
+    /// Stores `name` in [`__gpukernel_current_kernel`] (`slot`) for the calling thread's
+    /// block. Never defined by Rust: nvptx-builder's kernel-name pass defines it (two
+    /// block-scope relaxed stores to the shared slot) where the calling entry can reach
+    /// [`report_foreign_failure`] once optimized, and deletes the call from every other entry,
+    /// so a kernel that cannot fail a foreign call pays nothing. `slot` is passed so that the
+    /// optimizer, which sees the call as opaque, keeps the slot as written.
+    fn __gpukernel_enter_kernel(slot: *mut u64, name: *const u8, len: usize);
+}
 
 /// Notes the kernel the calling thread runs, for [`report_foreign_failure`]. Called by the
-/// entry point `#[kernel]` generates, before the body; a no-op on the host (the simulator
-/// knows the launch).
+/// entry point `#[kernel]` generates, before the body; it costs nothing in a kernel that
+/// cannot reach a foreign-call failure (see `__gpukernel_enter_kernel`). A no-op on the host
+/// (the simulator knows the launch).
 #[doc(hidden)]
 #[inline(always)]
 pub fn enter_kernel(name: &'static str) {
     #[cfg(target_arch = "nvptx64")]
-    {
-        use core::sync::atomic::{AtomicU64, Ordering};
-        let slot = (&raw mut CURRENT_KERNEL).cast::<u64>();
-        // SAFETY: the block's own two words of shared memory, accessed only atomically; every
-        // thread of the block stores the same values (the block runs one kernel).
-        unsafe {
-            AtomicU64::from_ptr(slot).store(name.as_ptr() as u64, Ordering::Relaxed);
-            AtomicU64::from_ptr(slot.add(1)).store(name.len() as u64, Ordering::Relaxed);
-        }
+    // SAFETY: the definition nvptx-builder gives it stores the two words of the block's own
+    // slot (every thread of the block the same values: the block runs one kernel).
+    unsafe {
+        __gpukernel_enter_kernel(
+            (&raw mut __gpukernel_current_kernel).cast::<u64>(),
+            name.as_ptr(),
+            name.len(),
+        );
     }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = name;
@@ -136,7 +149,7 @@ pub fn report_foreign_failure(name: &'static str, status: i32) {
                 .compare_exchange(FREE, WRITING, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                let current = (&raw mut CURRENT_KERNEL).cast::<u64>();
+                let current = (&raw mut __gpukernel_current_kernel).cast::<u64>();
                 (*rec).status = status;
                 (*rec).name_ptr = name.as_ptr() as u64;
                 (*rec).name_len = name.len() as u64;

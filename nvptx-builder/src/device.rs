@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use crate::error::io_err;
 use crate::{
     Builder, Error, LinkedCuda, NVPTX_TARGET, PtxOutput, base_arch, directives, find_cuda_tool,
-    foreign, libdevice, lto, shared_rewrite, tools,
+    foreign, kernel_names, libdevice, lto, shared_rewrite, tools,
 };
 
 /// The answers to libdevice's `__nvvm_reflect` queries, for every `opt` and `llc` run:
@@ -215,6 +215,28 @@ impl Builder {
                     reflect[1].clone(),
                     format!("--internalize-public-api-list={}", public.join(",")).into(),
                     lto_bc.into_os_string(),
+                    "-o".into(),
+                    bitcode.clone().into_os_string(),
+                ],
+            )?;
+        }
+
+        // The kernel-name record only in the entries that can fail a foreign call (see
+        // `kernel_names`), on the optimized module.
+        let optimized = run_tool(
+            &toolchain.llvm_dis,
+            &[bitcode.clone().into_os_string(), "-o".into(), "-".into()],
+        )?;
+        if let Some(resolved) =
+            kernel_names::resolve(&optimized).map_err(|e| Error::KernelNames(e.to_string()))?
+        {
+            let names_ll = work.join("kernel-names.ll");
+            std::fs::write(&names_ll, &resolved.ir).map_err(io_err(&names_ll))?;
+            run_tool(
+                &toolchain.opt,
+                &[
+                    "-passes=always-inline,globaldce".into(),
+                    names_ll.into_os_string(),
                     "-o".into(),
                     bitcode.clone().into_os_string(),
                 ],

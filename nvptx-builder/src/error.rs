@@ -196,6 +196,9 @@ pub enum Error {
         /// The sources compiled for the host, as the build script named them.
         sources: Vec<PathBuf>,
     },
+    /// The pass that keeps the kernel-name record only in entries that can fail a foreign
+    /// call could not resolve the optimized IR (see `kernel_names`).
+    KernelNames(String),
 }
 
 /// A declared foreign function without a definition on the host.
@@ -442,6 +445,10 @@ impl fmt::Display for Error {
                     }
                 )
             }
+            Error::KernelNames(e) => write!(
+                f,
+                "resolving the kernel-name record of the optimized kernels failed (a bug in gpukernel; please report it): {e}"
+            ),
         }
     }
 }

@@ -48,6 +48,7 @@ mod error;
 pub mod foreign;
 pub mod host_cc;
 mod host_symbols;
+pub mod kernel_names;
 pub mod libdevice;
 pub mod lto;
 mod preprocessed;
