@@ -398,10 +398,18 @@ pub enum Error {
         message: String,
     },
 
-    /// A foreign device function (declared with `declare_device!`) returned a non-zero status.
+    /// A foreign device function (declared with `declare_device!`) returned a non-zero status:
+    /// the first failure of the work the observation covers, and how many more failed there
+    /// (every failing call is counted on the device; a module's record keeps the first in
+    /// full).
     #[error(
-        "foreign device function `{function}` returned status {status} (thread {thread}){}",
-        match .kernel { Some(k) => format!(" in a launch of `{k}`"), None => String::new() }
+        "foreign device function `{function}` returned status {status} (thread {thread}){}{}",
+        match .kernel { Some(k) => format!(" in a launch of `{k}`"), None => String::new() },
+        match .more {
+            0 => String::new(),
+            1 => format!("; 1 more foreign call failed: {}", .others.join("; ")),
+            n => format!("; {n} more foreign calls failed: {}", .others.join("; ")),
+        }
     )]
     ForeignCallFailed {
         /// The foreign symbol.
@@ -414,6 +422,13 @@ pub enum Error {
         /// the record does not name it (code not entered through `#[kernel]`), the module's
         /// last launched kernel.
         kernel: Option<String>,
+        /// How many more foreign calls failed in the work the observation covers (other
+        /// threads, launches, streams or modules); 0 when this was the only one.
+        more: u64,
+        /// Those others, as far as known: another module's or stream's first failure in full
+        /// (`` `f` returned 7 (thread 3) in a launch of `k` ``), and counts of the failures
+        /// whose details were not kept (`2 more in launches of `k``).
+        others: Vec<String>,
     },
 
     /// A launch configuration the device cannot run, caught before the driver sees it.
@@ -1353,6 +1368,21 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+
+    /// Foreign device functions failed, counted on the device, but their details were not
+    /// kept: their module's record held an earlier failure (reported already by a check that
+    /// ran while their kernel was still running).
+    #[error(
+        "{count} foreign device function call(s) returned a non-zero status in launches of {} \
+         (counted; the record that keeps one in full held an earlier failure, reported before)",
+        .kernels.join(", ")
+    )]
+    ForeignCallsFailed {
+        /// How many failed.
+        count: u64,
+        /// The kernels they may have run in (each module's, as far as known).
+        kernels: Vec<String>,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {
@@ -1646,6 +1676,8 @@ mod tests {
             status: 3,
             thread: 17,
             kernel: Some("saxpy_ffi".into()),
+            more: 0,
+            others: Vec::new(),
         };
         assert_eq!(
             e.to_string(),

@@ -189,28 +189,72 @@ impl CudaBackend {
         f().map_err(|e| self.attribute(e, suspect))
     }
 
-    /// Reads one foreign-call record; if published, reads the names and zeroes the record (a
-    /// record still being written is left for a later check).
-    fn read_and_clear(&self, addr: u64, s: driver::CUstream) -> Result<Option<ForeignFailure>> {
+    /// Reads one foreign-call record (see `gpukernel_device::ffi::FfiErrorRecord`): the
+    /// failures counted since the last read, with the first in full if the record holds it
+    /// (then re-armed); `None` when nothing new was counted, or when a claimant is still
+    /// writing (it sets the failure word again once it has published, for a later check).
+    /// Called under the context's check lock (`record.seen`).
+    fn read_and_clear(
+        &self,
+        record: &FfiRecord,
+        s: driver::CUstream,
+    ) -> Result<Option<ForeignFailure>> {
+        use gpukernel_device::ffi::{FREE, PUBLISHED};
+        use std::sync::atomic::Ordering::Relaxed;
         const MAX_NAME: u64 = 4096;
-        // SAFETY: `FfiErrorRecord` is plain integers, valid when zeroed.
-        let mut rec: FfiErrorRecord = unsafe { core::mem::zeroed() };
-        // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes (checked
-        // at load; the module is held by the caller); `rec` is a local we wait for below, and
-        // `FfiErrorRecord` is plain integers, valid for any bits.
-        unsafe {
-            driver::memcpy_dtoh_async((&raw mut rec).cast(), addr, size_of::<FfiErrorRecord>(), s)
-        }?;
-        // SAFETY: `s` is live (the caller's stream).
-        driver::sync_result("cuStreamSynchronize", unsafe {
-            driver::stream_synchronize(s)
-        })?;
-        if rec.claimed != gpukernel_device::ffi::PUBLISHED {
+        let addr = record.device_addr;
+        let seen = record.seen.load(Relaxed);
+        // Copies `bytes` bytes at `offset` of the record into `dst` and waits.
+        let read = |dst: *mut u8, offset: usize, bytes: usize| -> Result<()> {
+            // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes
+            // (checked at load; the module is held by the caller) and `offset + bytes` lies in
+            // it; `dst` has `bytes` bytes we wait for below.
+            unsafe { driver::memcpy_dtoh_async(dst.cast(), addr + offset as u64, bytes, s) }?;
+            // SAFETY: `s` is live (the caller's stream).
+            driver::sync_result("cuStreamSynchronize", unsafe {
+                driver::stream_synchronize(s)
+            })
+        };
+        // The count first, then the claim: a count read while the claim was FREE holds no
+        // claimant (a claimant counts itself only after claiming; only this reader re-arms).
+        let mut counted = 0u64;
+        read(
+            (&raw mut counted).cast(),
+            core::mem::offset_of!(FfiErrorRecord, failures),
+            8,
+        )?;
+        let mut claimed = 0u32;
+        read((&raw mut claimed).cast(), 0, 4)?;
+        if claimed == FREE {
+            let new = counted.wrapping_sub(seen);
+            if new == 0 {
+                return Ok(None);
+            }
+            record.seen.store(counted, Relaxed);
+            return Ok(Some(ForeignFailure {
+                function: String::new(),
+                status: 0,
+                thread: 0,
+                kernel: None,
+                stream: None,
+                count: new,
+                detailed: false,
+            }));
+        }
+        if claimed != PUBLISHED {
             return Ok(None);
         }
+        // Published: the fields are complete and stay so until we re-arm it; read them now.
+        // SAFETY: `FfiErrorRecord` is plain integers, valid when zeroed.
+        let mut rec: FfiErrorRecord = unsafe { core::mem::zeroed() };
+        read(
+            (&raw mut rec).cast(),
+            0,
+            size_of::<FfiErrorRecord>(),
+        )?;
         // Reads a string the device named by address and length in the module's global
         // memory; `None` for an address the driver refuses.
-        let read = |ptr: u64, len: u64| -> Option<String> {
+        let text = |ptr: u64, len: u64| -> Option<String> {
             let len = len.min(MAX_NAME) as usize;
             if len == 0 || ptr == 0 {
                 return None;
@@ -226,21 +270,25 @@ impl CudaBackend {
             .ok()?;
             Some(String::from_utf8_lossy(&bytes).into_owned())
         };
-        let function = read(rec.name_ptr, rec.name_len).unwrap_or_default();
-        let kernel = read(rec.kernel_ptr, rec.kernel_len);
-        // Zeroes what the device writes (the fields before `sink`), which re-arms the record.
+        let function = text(rec.name_ptr, rec.name_len).unwrap_or_default();
+        let kernel = text(rec.kernel_ptr, rec.kernel_len);
+        // Re-armed by the claim alone (one aligned word; the count is never reset).
         // SAFETY: a live module global of at least this size.
-        unsafe { driver::memset_d8_async(addr, 0, gpukernel_device::ffi::SINK_OFFSET, s) }?;
+        unsafe { driver::memset_d8_async(addr, 0, 4, s) }?;
         // SAFETY: as above.
         driver::sync_result("cuStreamSynchronize", unsafe {
             driver::stream_synchronize(s)
         })?;
+        // The claimant counted itself before publishing: `rec.failures` includes it.
+        record.seen.store(rec.failures, Relaxed);
         Ok(Some(ForeignFailure {
             function,
             status: rec.status,
             thread: rec.thread,
             kernel,
             stream: None,
+            count: rec.failures.wrapping_sub(seen).max(1),
+            detailed: true,
         }))
     }
 }
@@ -817,7 +865,7 @@ impl Backend for CudaBackend {
         record: &FfiRecord,
         s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
-        self.call(|| self.read_and_clear(record.device_addr, stream(s)))
+        self.call(|| self.read_and_clear(record, stream(s)))
     }
 
     fn stream_begin_capture(&self, s: StreamHandle) -> Result<()> {

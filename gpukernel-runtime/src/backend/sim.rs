@@ -747,22 +747,26 @@ impl Backend for SimBackend {
         };
         let result = crate::sim::launch(&launch);
         // The launch ran to completion on this thread, which holds its first foreign-call
-        // failure now: it goes to the module's record (unless one of this stream's is pending
-        // there already), naming this launch's kernel and stream, and sets
+        // failure and their count now: it goes to the module's record (counted into this
+        // stream's pending one, if any), naming this launch's kernel and stream, and sets
         // the context's failure word, which every later observation point reads.
-        if let Some((function, status, thread)) = crate::sim::take_foreign_failure()
+        if let Some((function, status, thread, count)) = crate::sim::take_foreign_failure()
             && let Some(record) = desc.ffi
         {
             let mut slot = record.host.lock().unwrap_or_else(|p| p.into_inner());
             let stream = Some(desc.stream.0.addr());
-            if !slot.iter().any(|f| f.stream == stream) {
-                slot.push(ForeignFailure {
+            match slot.iter_mut().find(|f| f.stream == stream) {
+                // Counted into this stream's pending first failure.
+                Some(first) => first.count = first.count.saturating_add(count),
+                None => slot.push(ForeignFailure {
                     function,
                     status,
                     thread,
                     kernel: Some((*desc.name).to_owned()),
                     stream,
-                });
+                    count,
+                    detailed: true,
+                }),
             }
             drop(slot);
             self.failure_word.set();

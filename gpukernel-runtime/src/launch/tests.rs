@@ -476,6 +476,7 @@ fn foreign_failures_surface_at_synchronize() {
             status,
             thread,
             kernel,
+            ..
         } => {
             assert_eq!(function, "mul_f32_f32");
             assert_eq!(*status, 7);
@@ -506,6 +507,7 @@ fn assert_foreign_failure(r: Result<impl core::fmt::Debug>) {
             status: 7,
             thread: 5,
             kernel,
+            ..
         }) => {
             assert_eq!(function, "mul_f32_f32");
             assert_eq!(kernel.as_deref(), Some("fails_foreign"));
