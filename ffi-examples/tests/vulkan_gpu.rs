@@ -98,7 +98,10 @@ fn external_bad_input_is_named() {
     for (off, len) in [(4usize, 1usize), (12, 3), (1000, 6)] {
         bytes[off..off + len].fill(off as u8);
     }
-    assert_eq!(got, want, "the disjoint buffers' writes, read through the whole import");
+    assert_eq!(
+        got, want,
+        "the disjoint buffers' writes, read through the whole import"
+    );
     drop(whole);
     let whole = mem.map::<f32>(0, n).unwrap();
     // Windows handles on this platform.

@@ -223,7 +223,11 @@ impl Drop for MemInner {
     fn drop(&mut self) {
         // Every mapped buffer holds an `Arc` of this: they are all dropped, their work done
         // (the buffers' drop policy), by now.
-        let whole = self.whole.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let whole = self
+            .whole
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(ptr) = whole {
             // SAFETY: mapped by `whole`, no buffer of it is left.
             let _ = unsafe { self.ctx.backend.external_memory_unmap(ptr) };

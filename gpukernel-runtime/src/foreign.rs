@@ -197,7 +197,7 @@ impl FfiTracking {
             ),
         };
         Pending {
-            first: f.detailed.then(|| Details {
+            first: f.detailed.then_some(Details {
                 function: f.function,
                 status: f.status,
                 thread: f.thread,

@@ -359,7 +359,10 @@ declare i32 @foreign(ptr)
 
     #[test]
     fn a_module_without_entries_is_untouched() {
-        assert_eq!(resolve("define void @f() {\n  ret void\n}\n").unwrap(), None);
+        assert_eq!(
+            resolve("define void @f() {\n  ret void\n}\n").unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -54,6 +54,9 @@ fn kernels_with_foreign_calls_record_their_name() {
             .lines()
             .filter(|l| l.contains("st.") && l.contains(SLOT))
             .count();
-        assert_eq!(stores, 2, "`{k}` calls foreign functions: its name is stored");
+        assert_eq!(
+            stores, 2,
+            "`{k}` calls foreign functions: its name is stored"
+        );
     }
 }

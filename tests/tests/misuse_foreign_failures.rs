@@ -226,11 +226,16 @@ fn failures_of_two_modules_are_reported_together_once() {
                 ..
             }) => {
                 assert_eq!(kernel.as_deref(), Some("divide_checked"), "on {device}");
-                assert!([3, FAILING].contains(&thread), "on {device}: thread {thread}");
+                assert!(
+                    [3, FAILING].contains(&thread),
+                    "on {device}: thread {thread}"
+                );
                 let other = if thread == 3 { FAILING } else { 3 };
                 assert_eq!(more, 1, "on {device}: {others:?}");
                 assert!(
-                    others.iter().any(|o| o.contains(&format!("(thread {other})"))),
+                    others
+                        .iter()
+                        .any(|o| o.contains(&format!("(thread {other})"))),
                     "on {device}: the other module's failure is named: {others:?}"
                 );
             }

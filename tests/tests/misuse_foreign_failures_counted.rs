@@ -112,7 +112,10 @@ fn every_failing_thread_of_a_launch_is_counted() {
         s.launch(&k, cfg(), (&x, &d, &mut out)).unwrap();
         let what = format!("{} failing threads in one launch, on {device}", zeros.len());
         let (thread, more) = failure(s.synchronize(), &what);
-        assert!(zeros.contains(&(thread as usize)), "{what}: thread {thread}");
+        assert!(
+            zeros.contains(&(thread as usize)),
+            "{what}: thread {thread}"
+        );
         assert_eq!(more, zeros.len() as u64 - 1, "{what}");
         ctx.synchronize()
             .unwrap_or_else(|e| panic!("{what}: reported twice: {e}"));
@@ -181,7 +184,11 @@ fn failures_of_two_modules_are_reported_by_one_observation() {
         let (thread, more) = failure(r, &what);
         assert!([97, 3].contains(&thread), "{what}: thread {thread}");
         assert_eq!(more, 1, "{what}");
-        let other = if thread == 97 { "thread 3" } else { "thread 97" };
+        let other = if thread == 97 {
+            "thread 3"
+        } else {
+            "thread 97"
+        };
         assert!(
             described.contains(other) && described.contains("checked_div"),
             "{what}: the other module's failure is named: {described}"

@@ -247,11 +247,7 @@ impl CudaBackend {
         // Published: the fields are complete and stay so until we re-arm it; read them now.
         // SAFETY: `FfiErrorRecord` is plain integers, valid when zeroed.
         let mut rec: FfiErrorRecord = unsafe { core::mem::zeroed() };
-        read(
-            (&raw mut rec).cast(),
-            0,
-            size_of::<FfiErrorRecord>(),
-        )?;
+        read((&raw mut rec).cast(), 0, size_of::<FfiErrorRecord>())?;
         // Reads a string the device named by address and length in the module's global
         // memory; `None` for an address the driver refuses.
         let text = |ptr: u64, len: u64| -> Option<String> {
