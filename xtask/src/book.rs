@@ -78,11 +78,13 @@ pub(crate) fn check(root: &Path) -> Result<usize, String> {
             .display()
             .to_string();
         checked += check_page(root, page, &text, &shown, &mut problems);
+        check_links(page, &text, &shown, &mut problems);
     }
     let readme = root.join("README.md");
     let text = std::fs::read_to_string(&readme)
         .map_err(|e| format!("reading {}: {e}", readme.display()))?;
     checked += check_readme(root, &text, &mut problems);
+    check_links(&readme, &text, "README.md", &mut problems);
     if problems.is_empty() {
         Ok(checked)
     } else {
@@ -442,6 +444,86 @@ fn check_page(
     blocks.len()
 }
 
+/// A heading's id as mdBook makes it: lower case, spaces as `-`, other punctuation dropped.
+pub(crate) fn heading_id(heading: &str) -> String {
+    heading
+        .trim()
+        .chars()
+        .filter_map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                Some(c.to_ascii_lowercase())
+            } else if c.is_whitespace() {
+                Some('-')
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The ids of a Markdown text's headings (outside code blocks).
+fn heading_ids(text: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut fence: Option<char> = None;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(c) = fence {
+            if t.starts_with(&c.to_string().repeat(3)) {
+                fence = None;
+            }
+            continue;
+        }
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fence = t.chars().next();
+        } else if let Some(h) = t.strip_prefix('#') {
+            ids.push(heading_id(h.trim_start_matches('#')));
+        }
+    }
+    ids
+}
+
+/// Every relative link `](path)` or `](path#id)` of a page names a file that exists, and a
+/// heading of that page when it has an `#id`.
+fn check_links(page: &Path, text: &str, shown: &str, problems: &mut Vec<String>) {
+    let base = page.parent().unwrap_or(Path::new("."));
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            let target = &after[..end];
+            rest = &after[end..];
+            if target.contains("://") || target.starts_with("mailto:") || target.is_empty() {
+                continue;
+            }
+            let (path, id) = target.split_once('#').unwrap_or((target, ""));
+            let file = if path.is_empty() {
+                page.to_path_buf()
+            } else {
+                base.join(path)
+            };
+            if !file.exists() {
+                problems.push(format!(
+                    "{shown}:{}: link to `{target}`: no such file",
+                    n + 1
+                ));
+                continue;
+            }
+            if !id.is_empty() && file.extension().is_some_and(|x| x == "md") {
+                let ids = std::fs::read_to_string(&file)
+                    .map(|t| heading_ids(&t))
+                    .unwrap_or_default();
+                if !ids.iter().any(|h| h == id) {
+                    problems.push(format!(
+                        "{shown}:{}: link to `{target}`: no heading with the id `{id}` there",
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+}
+
 /// Every `cargo xtask <command>` in a shell line names a command that exists.
 pub(crate) fn check_command(root: &Path, line: &str) -> Result<(), String> {
     let code = line.split('#').next().unwrap_or("");
@@ -623,6 +705,23 @@ mod tests {
         assert_eq!(b.len(), 1);
         assert_eq!(b[0].body.len(), 3);
         assert_eq!(b[0].before, "intro");
+    }
+
+    #[test]
+    fn links_name_files_and_headings_that_exist() {
+        let root = crate::root();
+        let page = root.join("book/src/test-page.md");
+        let mut p = Vec::new();
+        let text = "See [a](graphs.md#building-a-graph), [b](graphs.md#no-such), [c](nothing.md), \
+                    [d](https://example.org/x.md).";
+        check_links(&page, text, "page.md", &mut p);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p[0].contains("no heading with the id `no-such`"), "{p:?}");
+        assert!(p[1].contains("no such file"), "{p:?}");
+        assert_eq!(
+            heading_id(" What is checked, on each path"),
+            "what-is-checked-on-each-path"
+        );
     }
 
     #[test]
