@@ -12,7 +12,7 @@
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
 //!   the simulator, a project from `new` built and tested in a temporary folder, then
-//!   `doc-check` and `ptx-check`.
+//!   `doc-check` and `ptx-check`. xtask's own tests include the guide's check (`book --check`).
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `doc-check` — every public item of `gpukernel-device` and `gpukernel-runtime` (functions,
