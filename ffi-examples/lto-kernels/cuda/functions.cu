@@ -38,6 +38,8 @@ extern "C" __device__ int checked_sqrt(float* ret, float x) {
 }
 
 // A plain C function (declared `extern "C" fn` in Rust): a + t * (b - a).
+// ANCHOR: lerp_c
 extern "C" __device__ float lerp_c(float a, float b, float t) {
     return fmaf(t, b - a, a);
 }
+// ANCHOR_END: lerp_c
