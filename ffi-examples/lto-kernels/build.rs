@@ -2,9 +2,11 @@
 //! (clang → LLVM bitcode → linked with the kernels before optimisation), and `functions.cu`
 //! for the host, for the simulator: the source is named once.
 fn main() {
+    // ANCHOR: build
     nvptx_builder::Builder::from_build_script()
         .foreign_cuda(["cuda/functions.cu"])
         .build_or_exit();
+    // ANCHOR_END: build
 
     // For the benchmark and the tests only: the same kernels with their foreign calls left to
     // the run-time Linker (`kernels_runtime_link.ptx`), to compare the two links.

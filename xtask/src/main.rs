@@ -12,7 +12,7 @@
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
 //!   the simulator, a project from `new` built and tested in a temporary folder, then
-//!   `doc-check` and `ptx-check`.
+//!   `doc-check` and `ptx-check`. xtask's own tests include the guide's check (`book --check`).
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `doc-check` — every public item of `gpukernel-device` and `gpukernel-runtime` (functions,
@@ -21,9 +21,13 @@
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
 //! * `fuzz [--seconds N] [TARGET...]` — runs each fuzz target of `fuzz/` (default: all, 60 s
 //!   each) with cargo-fuzz on the nightly toolchain, installing cargo-fuzz when missing.
+//! * `book [--check]` — checks that every code block of the user guide (`book/src`) and of
+//!   README.md is code the tests compile (includes of anchored regions), then builds the guide
+//!   with `mdbook` into `target/book` (`--check`: the check only, no mdbook needed).
 //! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
 
+mod book;
 mod doccheck;
 mod fuzz;
 mod new;
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Some("new") => new::new_command(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
+        Some("book") => book::book(&args[1..]),
         Some(other) => Err(format!("unknown command `{other}`\n{USAGE}")),
         None => Err(USAGE.to_string()),
     };
@@ -69,7 +74,21 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR] | book [--check]>";
+
+/// The commands `main` dispatches (the guide's check refuses a `cargo xtask` line naming
+/// another).
+pub(crate) const COMMANDS: &[&str] = &[
+    "doctor",
+    "test",
+    "example",
+    "ptx-check",
+    "doc-check",
+    "new",
+    "fuzz",
+    "gpu-bundle",
+    "book",
+];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -956,5 +975,15 @@ mod tests {
         );
         assert_eq!(json_str(l, "name").as_deref(), Some("x"));
         assert_eq!(json_str(l, "missing"), None);
+    }
+
+    #[test]
+    fn usage_names_every_command() {
+        for c in COMMANDS {
+            let named = USAGE
+                .split(|x: char| !(x.is_ascii_alphanumeric() || x == '-'))
+                .any(|w| w == *c);
+            assert!(named, "USAGE lacks `{c}`");
+        }
     }
 }

@@ -31,6 +31,7 @@ pub fn empty_kernel() {}
 
 /// `y[i] = a * x[i] + y[i]` for every `i < y.len()`, one thread per element, with one
 /// rounding (a fused multiply-add, as nvcc compiles the same line of CUDA C).
+// ANCHOR: saxpy
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
@@ -38,6 +39,7 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
         *yi = math::fmaf(a, x[i.get()], *yi);
     }
 }
+// ANCHOR_END: saxpy
 
 /// saxpy written as the CUDA C version is: the one-dimensional index, one bounds test, no
 /// bounds check on `x`. The benchmark runs it beside [`saxpy`] to separate what the compiler

@@ -29,10 +29,24 @@ pub const FUNCTIONS_CU: &str = include_str!("../cuda/functions.cu");
 
 // Named unlike `ffi-examples-kernels`' functions: on the host, where the simulator runs foreign
 // code, both crates link into one test program, and C symbols are global.
+// ANCHOR: kernel
+declare_device! {
+    // you vouch (`unsafe`) that cuda/functions.cu defines it with this signature
+    unsafe extern { pub "mul_f32", safe fn(a: f32, b: f32) -> f32; }
+}
+
+/// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32`.
+#[kernel]
+pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(o) = out.get_mut(&i) {
+        *o = mul_f32(a[i.get()], b[i.get()]);
+    }
+}
+// ANCHOR_END: kernel
+
 declare_device! {
     unsafe extern {
-        /// `a * b`.
-        pub "mul_f32", safe fn(a: f32, b: f32) -> f32;
         /// A degree-8 polynomial by Horner's rule (8 fused multiply-adds), bounded on [0, 1].
         pub "horner8", safe fn(x: f32) -> f32;
         /// `sqrt(x)`; fails with status 33 when `x < 0`.
@@ -65,15 +79,6 @@ pub fn horner8_rust(x: f32) -> f32 {
         k += 1;
     }
     acc
-}
-
-/// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32`.
-#[kernel]
-pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
-    let i = thread::index();
-    if let Some(o) = out.get_mut(&i) {
-        *o = mul_f32(a[i.get()], b[i.get()]);
-    }
 }
 
 /// `y[i] = a * x[i] + y[i]` with the multiply written in Rust (a multiply, then an add).
