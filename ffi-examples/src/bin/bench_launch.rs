@@ -1,0 +1,221 @@
+//! The launch-shape benchmark: what a typed launch costs next to raw `cuLaunchKernel` with the
+//! same arguments and a CUDA C kernel of the same parameters launched as `<<<>>>` launches it
+//! (NVRTC in this process, raw `cuLaunchKernel`; `bench/launch_shapes.cu`, built by nvcc where
+//! the GPU machine has it, times the real `<<<>>>`), for the shapes other GPU compilers publish:
+//! no argument, one array, 16 scalars, 16 arrays, 256 scalars.
+//!
+//! Each launch runs an empty body on one thread; 2000 back-to-back launches per trial,
+//! event-timed, the three methods interleaved within each trial (their order rotating), median
+//! of 31 trials; the host time of the call is measured beside. Never asserts on time; exits
+//! non-zero only when the GPU cannot be used.
+//!
+//! `bench_launch perf <shape> <typed|raw> <launches>` launches one shape in a loop and nothing
+//! else (for `perf record`, `perf stat`).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use core::ffi::c_void;
+
+use ffi_examples::bench::{BoxError, median, raw_launch, timed};
+use ffi_examples_kernels::empty_kernel;
+use ffi_examples_kernels::launch_shapes::*;
+use gpukernel_runtime::link::{self, Arch, CudaOutput};
+use gpukernel_runtime::{Context, DeviceBuffer, Device, Function, LaunchConfig, Stream, TypedKernel};
+
+const CUDA_C: &str = include_str!("../../bench/launch_shapes_kernels.cu");
+const LAUNCHES_PER_TRIAL: usize = 2000;
+const TRIALS: usize = 31;
+const SHAPES: [&str; 6] = ["empty", "one array", "16 scalars", "16 arrays", "256 scalars", "256 scalars, CUDA C as 256 parameters"];
+
+struct Kernels {
+    empty: TypedKernel<empty_kernel>,
+    one: TypedKernel<shape_one_array>,
+    s16: TypedKernel<shape_16_scalars>,
+    a16: TypedKernel<shape_16_arrays>,
+    s256: TypedKernel<shape_256_scalars>,
+    c: Vec<Function>,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench_launch: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The arguments every launch passes: one buffer (lent to every array parameter) and the
+/// scalars.
+struct Args {
+    x: DeviceBuffer<f32>,
+    s256: Scalars256,
+}
+
+fn run() -> Result<(), BoxError> {
+    let device = Device::get(0)?;
+    let ctx: Context = device.primary_context()?;
+    let (major, minor) = device.compute_capability()?;
+    println!("# launch shapes: {} (sm_{major}{minor})", device.name()?);
+    let module = ctx.load_module(ffi_examples_kernels::FATBIN)?;
+    let c_ptx = link::compile_cuda(
+        CUDA_C,
+        "launch_shapes_kernels.cu",
+        &[],
+        Arch::from_compute_capability(major, minor),
+        &[],
+        CudaOutput::Ptx,
+    )?;
+    let c_module = ctx.load_module(&c_ptx)?;
+    let k = Kernels {
+        empty: module.kernel(empty_kernel)?,
+        one: module.kernel(shape_one_array)?,
+        s16: module.kernel(shape_16_scalars)?,
+        a16: module.kernel(shape_16_arrays)?,
+        s256: module.kernel(shape_256_scalars)?,
+        c: [
+            "shape_empty",
+            "shape_one_array",
+            "shape_16_scalars",
+            "shape_16_arrays",
+            "shape_256_scalars",
+            "shape_256_separate",
+        ]
+        .iter()
+        .map(|n| c_module.function(n))
+        .collect::<Result<_, _>>()?,
+    };
+    let stream = ctx.new_stream()?;
+    let args = Args {
+        x: stream.htod_copy(&[1.0f32; 256])?,
+        s256: Scalars256 {
+            v: core::array::from_fn(|i| i as f32),
+        },
+    };
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("perf") {
+        let shape: usize = argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let method = argv.get(3).map(String::as_str).unwrap_or("typed");
+        let n: usize = argv.get(4).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+        let m = if method == "raw" { 1 } else { 0 };
+        let t = Instant::now();
+        for i in 0..n {
+            launch(&k, &args, &stream, shape, m)?;
+            if i % 10_000 == 9_999 {
+                stream.synchronize()?;
+            }
+        }
+        stream.synchronize()?;
+        println!(
+            "# {n} {method} launches of shape {:?}: {:.3} µs each (host, with a sync every 10000)",
+            SHAPES[shape],
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
+        return Ok(());
+    }
+    let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    println!("| shape | typed launch, µs | raw `cuLaunchKernel`, µs | CUDA C (NVRTC, raw launch), µs | typed / raw | typed / CUDA C | host time of the call: typed / raw, µs |");
+    println!("|---|---|---|---|---|---|---|");
+    for shape in 0..SHAPES.len() {
+        // The Rust side has no 256-parameter form: its row repeats the struct.
+        let rust_shape = shape.min(4);
+        let methods: [(usize, usize); 3] = [(rust_shape, 0), (rust_shape, 1), (shape, 2)];
+        for &(s, m) in &methods {
+            for _ in 0..200 {
+                launch(&k, &args, &stream, s, m)?;
+            }
+        }
+        stream.synchronize()?;
+        let mut gpu = [Vec::new(), Vec::new(), Vec::new()];
+        let mut host = [Vec::new(), Vec::new(), Vec::new()];
+        for trial in 0..TRIALS {
+            for j in 0..3 {
+                let (s, m) = methods[(j + trial) % 3];
+                let mut h = 0.0;
+                let ms = timed(&stream, &start, &end, || {
+                    let t = Instant::now();
+                    for _ in 0..LAUNCHES_PER_TRIAL {
+                        launch(&k, &args, &stream, s, m)?;
+                    }
+                    h = t.elapsed().as_secs_f64();
+                    Ok(())
+                })?;
+                gpu[m].push(ms * 1e3 / LAUNCHES_PER_TRIAL as f64);
+                host[m].push(h * 1e6 / LAUNCHES_PER_TRIAL as f64);
+            }
+        }
+        stream.synchronize()?;
+        let g = gpu.map(median);
+        let h = host.map(median);
+        println!(
+            "| {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} / {:.3} |",
+            SHAPES[shape],
+            g[0],
+            g[1],
+            g[2],
+            g[0] / g[1],
+            g[0] / g[2],
+            h[0],
+            h[1]
+        );
+    }
+    Ok(())
+}
+
+/// One launch of `shape` by `method`: 0 typed, 1 raw `cuLaunchKernel` of the Rust kernel with
+/// the typed launch's ABI values, 2 the CUDA C kernel by raw `cuLaunchKernel`.
+fn launch(k: &Kernels, a: &Args, stream: &Stream, shape: usize, method: usize) -> Result<(), BoxError> {
+    let one = LaunchConfig::new(1, 1);
+    let x = &a.x;
+    if method == 0 {
+        match shape {
+            0 => stream.launch(&k.empty, one, ())?,
+            1 => stream.launch(&k.one, one, (x,))?,
+            2 => stream.launch(&k.s16, one, (0.5f32 + 0.0, 0.5f32 + 1.0, 0.5f32 + 2.0, 0.5f32 + 3.0, 0.5f32 + 4.0, 0.5f32 + 5.0, 0.5f32 + 6.0, 0.5f32 + 7.0, 0.5f32 + 8.0, 0.5f32 + 9.0, 0.5f32 + 10.0, 0.5f32 + 11.0, 0.5f32 + 12.0, 0.5f32 + 13.0, 0.5f32 + 14.0, 0.5f32 + 15.0))?,
+            3 => stream.launch(&k.a16, one, (x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x))?,
+            _ => stream.launch(&k.s256, one, (a.s256,))?,
+        }
+        return Ok(());
+    }
+    // The ABI values: a slice is (pointer, length) as two u64; scalars by value.
+    let mut ptr_len: [u64; 32] = core::array::from_fn(|i| if i % 2 == 0 { x.as_raw() } else { 256 });
+    let mut scalars: [f32; 256] = core::array::from_fn(|i| 0.5 + i as f32);
+    let mut s256 = a.s256;
+    let mut params = [core::ptr::null_mut::<c_void>(); 256];
+    let count = match shape {
+        0 => 0,
+        1 => 2,
+        2 | 5 => {
+            let n = if shape == 2 { 16 } else { 256 };
+            for (p, v) in params.iter_mut().zip(scalars.iter_mut()).take(n) {
+                *p = (v as *mut f32).cast();
+            }
+            n
+        }
+        3 => 32,
+        _ => {
+            params[0] = (&raw mut s256).cast();
+            1
+        }
+    };
+    if matches!(shape, 1 | 3) {
+        for (p, v) in params.iter_mut().zip(ptr_len.iter_mut()).take(count) {
+            *p = (v as *mut u64).cast();
+        }
+    }
+    let f: &Function = match (method, shape) {
+        (2, s) => &k.c[s],
+        (_, 0) => &k.empty,
+        (_, 1) => &k.one,
+        (_, 2) => &k.s16,
+        (_, 3) => &k.a16,
+        _ => &k.s256,
+    };
+    let params = if count == 0 { core::ptr::null_mut() } else { params.as_mut_ptr() };
+    // SAFETY: `params` holds one pointer per parameter of `f`, in order, with the types it
+    // declares (the Rust kernels' lowering: a slice is a pointer and a length; the CUDA C
+    // twins declare the same); `x` is a live buffer synchronized before it drops.
+    unsafe { raw_launch(f, stream, one, params) }
+}
