@@ -23,6 +23,32 @@ use ffi_examples_kernels::launch_shapes::*;
 use gpukernel_runtime::link::{self, Arch, CudaOutput};
 use gpukernel_runtime::{Context, DeviceBuffer, Device, Function, LaunchConfig, Stream, TypedKernel};
 
+/// Counts the heap allocations the process makes, so that `perf` mode can report them per launch.
+struct Counting;
+
+static ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator; the counter is a relaxed atomic.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: forwarded.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: forwarded.
+        unsafe { std::alloc::System.realloc(ptr, layout, new) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
 const CUDA_C: &str = include_str!("../../bench/launch_shapes_kernels.cu");
 const LAUNCHES_PER_TRIAL: usize = 2000;
 const TRIALS: usize = 31;
@@ -100,6 +126,10 @@ fn run() -> Result<(), BoxError> {
         let method = argv.get(3).map(String::as_str).unwrap_or("typed");
         let n: usize = argv.get(4).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
         let m = if method == "raw" { 1 } else { 0 };
+        if shape == 6 {
+            return perf_cross_stream(&ctx, &module, &stream, m == 0, n);
+        }
+        let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
         let t = Instant::now();
         for i in 0..n {
             launch(&k, &args, &stream, shape, m)?;
@@ -108,10 +138,13 @@ fn run() -> Result<(), BoxError> {
             }
         }
         stream.synchronize()?;
+        let elapsed = t.elapsed().as_secs_f64();
+        let allocated = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations;
         println!(
-            "# {n} {method} launches of shape {:?}: {:.3} µs each (host, with a sync every 10000)",
+            "# {n} {method} launches of shape {:?}: {:.3} µs each (host, with a sync every 10000); heap allocations: {:.4} per launch",
             SHAPES[shape],
-            t.elapsed().as_secs_f64() * 1e6 / n as f64
+            elapsed * 1e6 / n as f64,
+            allocated as f64 / n as f64
         );
         return Ok(());
     }
@@ -218,4 +251,59 @@ fn launch(k: &Kernels, a: &Args, stream: &Stream, shape: usize, method: usize) -
     // declares (the Rust kernels' lowering: a slice is a pointer and a length; the CUDA C
     // twins declare the same); `x` is a live buffer synchronized before it drops.
     unsafe { raw_launch(f, stream, one, params) }
+}
+
+/// `perf` mode's shape 6: bench_runtime's small saxpy whose inputs were written on another
+/// stream (and read on a third), launched typed or raw in a loop.
+fn perf_cross_stream(
+    ctx: &Context,
+    module: &gpukernel_runtime::Module,
+    stream: &Stream,
+    typed: bool,
+    n: usize,
+) -> Result<(), BoxError> {
+    use ffi_examples_kernels::saxpy;
+    const N: usize = 256;
+    let k = module.kernel(saxpy)?;
+    let writer = ctx.new_stream()?;
+    let xs: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let x = writer.htod_copy(&xs)?;
+    let mut y = writer.htod_copy(&vec![1.0f32; N])?;
+    let cfg = LaunchConfig::for_elements(N)?;
+    stream.launch(&k, cfg, (0.5f32, &x, &mut y))?;
+    let other = ctx.new_stream()?;
+    other.launch(&k, cfg, (0.5f32, &x, &mut writer.alloc_zeros::<f32>(N)?))?;
+    other.synchronize()?;
+    let (xp, yp) = (x.as_raw(), y.as_raw());
+    let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
+    let t = Instant::now();
+    for i in 0..n {
+        if typed {
+            stream.launch(&k, cfg, (0.5f32, &x, &mut y))?;
+        } else {
+            let (mut a, mut xp, mut xn, mut yp, mut yn) = (0.5f32, xp, N as u64, yp, N as u64);
+            let mut params: [*mut c_void; 5] = [
+                (&raw mut a).cast(),
+                (&raw mut xp).cast(),
+                (&raw mut xn).cast(),
+                (&raw mut yp).cast(),
+                (&raw mut yn).cast(),
+            ];
+            // SAFETY: saxpy's lowering; x and y are live and synchronized before they drop.
+            unsafe { raw_launch(&k, stream, cfg, params.as_mut_ptr())? };
+        }
+        if i % 10_000 == 9_999 {
+            stream.synchronize()?;
+        }
+    }
+    stream.synchronize()?;
+    let elapsed = t.elapsed().as_secs_f64();
+    let allocated = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - allocations;
+    println!(
+        "# {n} {} launches of the cross-stream saxpy: {:.3} µs each (host); heap allocations: {:.4} per launch",
+        if typed { "typed" } else { "raw" },
+        elapsed * 1e6 / n as f64,
+        allocated as f64 / n as f64
+    );
+    Ok(())
 }
