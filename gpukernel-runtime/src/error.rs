@@ -1383,6 +1383,27 @@ pub enum Error {
         /// The driver's error, when it refused the load (222).
         error: Option<CudaError>,
     },
+
+    /// LTO-IR would be linked by an nvJitLink older than the compiler that produced it
+    /// (nvJitLink reads LTO-IR of its own release and older).
+    #[error(
+        "`{input}` is compiled to LTO-IR by {producer} {}.{}, but the nvJitLink that would link it \
+         is {}.{}: nvJitLink must be at least as new as the LTO-IR's producer\nhint: install \
+         nvJitLink {}.{} or newer beside NVRTC (the `nvidia-nvjitlink` wheel of the same release, \
+         or the CUDA toolkit's), or link without LTO (`Linker::lto(false)`)",
+        producer_version.0, producer_version.1, nvjitlink.0, nvjitlink.1,
+        producer_version.0, producer_version.1
+    )]
+    NvJitLinkTooOld {
+        /// The input compiled to LTO-IR.
+        input: String,
+        /// What produced the LTO-IR (`NVRTC`).
+        producer: &'static str,
+        /// Its version, `(major, minor)`.
+        producer_version: (u32, u32),
+        /// nvJitLink's version.
+        nvjitlink: (u32, u32),
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {
