@@ -23,6 +23,10 @@
 //! ```ignore
 //! #[cfg(not(target_arch = "nvptx64"))]
 //! pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+//! // Machine code (SASS) for sm_80 and sm_90 plus the PTX: `ctx.load_module(FATBIN)` compiles
+//! // nothing on those GPUs (see `sass` and `Builder::sass_archs`).
+//! #[cfg(not(target_arch = "nvptx64"))]
+//! pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
 //! ```
 //!
 //! The nightly that compiles the kernels: [`Builder::toolchain`], else `GPUKERNEL_NIGHTLY`, else
@@ -37,7 +41,9 @@
 //! Environment variables: `GPUKERNEL_ARCH` (default `sm_90`), `GPUKERNEL_NIGHTLY` (the
 //! toolchain name, see above), `GPUKERNEL_NVPTX_TARGET_DIR` (where the device build
 //! goes; default `<target dir>/nvptx-kernels`, shared by every kernels crate of a workspace so
-//! that `core` is built once), `GPUKERNEL_CUDA_TOOLS` (where `bin/ptxas` is, for validation).
+//! that `core` is built once), `GPUKERNEL_CUDA_TOOLS` (where `bin/ptxas` and `bin/fatbinary`
+//! are, for validation and the embedded SASS), `GPUKERNEL_SASS_ARCHS` (the architectures whose
+//! SASS `<name>.fatbin` embeds, comma-separated, or `none`).
 
 #![warn(missing_docs)]
 
