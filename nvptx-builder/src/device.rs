@@ -10,9 +10,8 @@ use std::process::{Command, Stdio};
 
 use crate::error::io_err;
 use crate::{
-    sass,
     Builder, Error, LinkedCuda, NVPTX_TARGET, PtxOutput, base_arch, directives, find_cuda_tool,
-    foreign, libdevice, lto, shared_rewrite, tools,
+    foreign, libdevice, lto, sass, shared_rewrite, tools,
 };
 
 /// The answers to libdevice's `__nvvm_reflect` queries, for every `opt` and `llc` run:
@@ -254,9 +253,10 @@ impl Builder {
         let (sass_archs, named) = self.resolve_sass_archs(&arch)?;
         let tools = (find_cuda_tool("ptxas"), find_cuda_tool("fatbinary"));
         let (fatbin, sass) = match tools {
-            _ if sass_archs.is_empty() => {
-                (sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?, None)
-            }
+            _ if sass_archs.is_empty() => (
+                sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
+                None,
+            ),
             (Some(ptxas), Some(fatbinary)) => {
                 let embedded = sass::embed(
                     &sass::SassTools {
@@ -284,7 +284,11 @@ impl Builder {
                 }
             }
             (ptxas, _) => {
-                let tool = if ptxas.is_none() { "ptxas" } else { "fatbinary" };
+                let tool = if ptxas.is_none() {
+                    "ptxas"
+                } else {
+                    "fatbinary"
+                };
                 if named {
                     return Err(Error::SassToolMissing {
                         tool,
@@ -297,7 +301,10 @@ impl Builder {
                         self.output_name
                     ));
                 }
-                (sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?, None)
+                (
+                    sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
+                    None,
+                )
             }
         };
         if self.emit_cargo_directives {

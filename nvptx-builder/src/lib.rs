@@ -283,7 +283,10 @@ impl Builder {
 
     /// The SASS architectures and whether they were named (by the builder or the environment),
     /// which makes the CUDA tools required.
-    pub(crate) fn resolve_sass_archs(&self, build_arch: &str) -> Result<(Vec<String>, bool), Error> {
+    pub(crate) fn resolve_sass_archs(
+        &self,
+        build_arch: &str,
+    ) -> Result<(Vec<String>, bool), Error> {
         if !self.embed_sass {
             return Ok((Vec::new(), false));
         }

@@ -150,7 +150,11 @@ pub fn self_contained_entries(ptx: &str) -> (Vec<String>, Vec<String>) {
     // Names a function's body or a global initializer mentions outside a direct call's target.
     let mut address_taken: BTreeSet<String> = BTreeSet::new();
     for line in &outside {
-        address_taken.extend(identifiers(line).filter(|w| known.contains(*w)).map(String::from));
+        address_taken.extend(
+            identifiers(line)
+                .filter(|w| known.contains(*w))
+                .map(String::from),
+        );
     }
     for (name, body) in &bodies {
         let mut names = BTreeSet::new();
@@ -401,7 +405,10 @@ pub(crate) fn embed(
         .into(),
     );
     let fatbin = out_dir.join(format!("{name}.fatbin"));
-    let mut args: Vec<OsString> = vec![format!("--create={}", fatbin.display()).into(), "-64".into()];
+    let mut args: Vec<OsString> = vec![
+        format!("--create={}", fatbin.display()).into(),
+        "-64".into(),
+    ];
     args.extend(images);
     crate::device::run_tool(tools.fatbinary, &args)?;
     Ok(Some(Embedded {
@@ -492,7 +499,13 @@ mod tests {
         let (all, contained) = self_contained_entries(PTX);
         assert_eq!(
             all,
-            ["calls_foreign", "prints", "reads_table", "indirect", "plain"]
+            [
+                "calls_foreign",
+                "prints",
+                "reads_table",
+                "indirect",
+                "plain"
+            ]
         );
         // `indirect` may reach `helper_ptr` only (the one address taken), which is plain.
         assert_eq!(contained, ["prints", "indirect", "plain"]);

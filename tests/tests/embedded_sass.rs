@@ -31,10 +31,20 @@ fn the_fatbin_holds_sass_for_sm_80_and_sm_90_and_the_ptx() {
         ("ffi-examples-kernels", FATBIN),
         ("ffi-examples-lto-kernels", ffi_examples_lto_kernels::FATBIN),
     ] {
-        assert_eq!(ImageKind::detect(fatbin).unwrap(), ImageKind::Fatbin, "{name}");
+        assert_eq!(
+            ImageKind::detect(fatbin).unwrap(),
+            ImageKind::Fatbin,
+            "{name}"
+        );
         let e = entries(fatbin);
-        assert!(e.contains(&(2, 80)) && e.contains(&(2, 90)), "{name}: {e:?}");
-        assert!(e.iter().any(|&(kind, _)| kind == 1), "{name}: no PTX entry: {e:?}");
+        assert!(
+            e.contains(&(2, 80)) && e.contains(&(2, 90)),
+            "{name}: {e:?}"
+        );
+        assert!(
+            e.iter().any(|&(kind, _)| kind == 1),
+            "{name}: no PTX entry: {e:?}"
+        );
     }
     // An architecture-specific build gets SASS for that architecture alone.
     let e = entries(ffi_examples_hopper_kernels::FATBIN);
@@ -44,10 +54,15 @@ fn the_fatbin_holds_sass_for_sm_80_and_sm_90_and_the_ptx() {
 #[test]
 fn the_fatbin_loads_and_runs_on_every_device() {
     for (device, ctx) in devices() {
-        let module = ctx.load_module(FATBIN).unwrap_or_else(|e| panic!("{device}: {e}"));
+        let module = ctx
+            .load_module(FATBIN)
+            .unwrap_or_else(|e| panic!("{device}: {e}"));
         let names = module.kernel_names();
         for k in [saxpy::NAME, "empty_kernel", "sum_f32", "sgemm"] {
-            assert!(names.iter().any(|n| n == k), "{device}: {k} missing: {names:?}");
+            assert!(
+                names.iter().any(|n| n == k),
+                "{device}: {k} missing: {names:?}"
+            );
         }
         // Calls a foreign function only the run-time Linker resolves: no SASS without that link.
         assert!(
@@ -60,7 +75,11 @@ fn the_fatbin_loads_and_runs_on_every_device() {
         let mut y = ctx.htod_copy(&vec![1.0f32; n]).unwrap();
         let k = module.kernel(saxpy).unwrap();
         ctx.default_stream()
-            .launch(&k, LaunchConfig::for_elements(n).unwrap(), (2.0f32, &x, &mut y))
+            .launch(
+                &k,
+                LaunchConfig::for_elements(n).unwrap(),
+                (2.0f32, &x, &mut y),
+            )
             .unwrap();
         let got = y.to_host_vec().unwrap();
         for i in 0..n {
@@ -83,7 +102,11 @@ fn foreign_code_linked_at_build_time_is_in_the_fatbin() {
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
         let mut out = ctx.alloc_zeros::<f32>(n).unwrap();
         ctx.default_stream()
-            .launch(&k, LaunchConfig::for_elements(n).unwrap(), (&da, &db, &mut out))
+            .launch(
+                &k,
+                LaunchConfig::for_elements(n).unwrap(),
+                (&da, &db, &mut out),
+            )
             .unwrap();
         let got = out.to_host_vec().unwrap();
         for i in 0..n {

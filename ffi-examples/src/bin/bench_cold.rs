@@ -82,7 +82,8 @@ fn spawn(workload: &str, image: &str, cache: &Cache) -> Result<Figures, BoxError
             cmd.env("CUDA_CACHE_DISABLE", "1");
         }
         Cache::Dir(dir) => {
-            cmd.env("CUDA_CACHE_DISABLE", "0").env("CUDA_CACHE_PATH", dir);
+            cmd.env("CUDA_CACHE_DISABLE", "0")
+                .env("CUDA_CACHE_PATH", dir);
         }
     }
     cmd.env(SPAWN_VAR, now_ns().to_string());
@@ -200,8 +201,11 @@ fn child(workload: &str, image: &str) -> Result<(), BoxError> {
             let b_host: Vec<f32> = (0..n).map(|i| 0.5 + (i % 7) as f32).collect();
             let (a, b) = (ctx.htod_copy(&a_host)?, ctx.htod_copy(&b_host)?);
             let mut out = ctx.alloc_zeros::<f32>(n)?;
-            ctx.default_stream()
-                .launch(&kernel, LaunchConfig::for_elements(n)?, (&a, &b, &mut out))?;
+            ctx.default_stream().launch(
+                &kernel,
+                LaunchConfig::for_elements(n)?,
+                (&a, &b, &mut out),
+            )?;
             let result = out.to_host_vec()?;
             if let Some(i) = (0..n).find(|&i| result[i] != a_host[i] * b_host[i]) {
                 return Err(format!("multiply_vectors is wrong at {i}: {}", result[i]).into());
@@ -218,8 +222,11 @@ fn child(workload: &str, image: &str) -> Result<(), BoxError> {
             let xs: Vec<f32> = (0..n).map(|i| (i % 1021) as f32).collect();
             let x = ctx.htod_copy(&xs)?;
             let mut y = ctx.htod_copy(&vec![1.0f32; n])?;
-            ctx.default_stream()
-                .launch(&saxpy, LaunchConfig::for_elements(n)?, (2.0f32, &x, &mut y))?;
+            ctx.default_stream().launch(
+                &saxpy,
+                LaunchConfig::for_elements(n)?,
+                (2.0f32, &x, &mut y),
+            )?;
             let result = y.to_host_vec()?;
             if let Some(i) = (0..n).find(|&i| result[i] != 2.0f32.mul_add(xs[i], 1.0)) {
                 return Err(format!("saxpy is wrong at {i}: {}", result[i]).into());

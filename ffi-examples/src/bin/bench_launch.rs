@@ -21,7 +21,9 @@ use ffi_examples::bench::{BoxError, median, raw_launch, timed};
 use ffi_examples_kernels::empty_kernel;
 use ffi_examples_kernels::launch_shapes::*;
 use gpukernel_runtime::link::{self, Arch, CudaOutput};
-use gpukernel_runtime::{Context, DeviceBuffer, Device, Function, LaunchConfig, Stream, TypedKernel};
+use gpukernel_runtime::{
+    Context, Device, DeviceBuffer, Function, LaunchConfig, Stream, TypedKernel,
+};
 
 /// Counts the heap allocations the process makes, so that `perf` mode can report them per launch.
 struct Counting;
@@ -52,7 +54,14 @@ static GLOBAL: Counting = Counting;
 const CUDA_C: &str = include_str!("../../bench/launch_shapes_kernels.cu");
 const LAUNCHES_PER_TRIAL: usize = 2000;
 const TRIALS: usize = 31;
-const SHAPES: [&str; 6] = ["empty", "one array", "16 scalars", "16 arrays", "256 scalars", "256 scalars, CUDA C as 256 parameters"];
+const SHAPES: [&str; 6] = [
+    "empty",
+    "one array",
+    "16 scalars",
+    "16 arrays",
+    "256 scalars",
+    "256 scalars, CUDA C as 256 parameters",
+];
 
 struct Kernels {
     empty: TypedKernel<empty_kernel>,
@@ -124,7 +133,10 @@ fn run() -> Result<(), BoxError> {
     if argv.get(1).map(String::as_str) == Some("perf") {
         let shape: usize = argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
         let method = argv.get(3).map(String::as_str).unwrap_or("typed");
-        let n: usize = argv.get(4).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+        let n: usize = argv
+            .get(4)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000_000);
         let m = if method == "raw" { 1 } else { 0 };
         if shape == 6 {
             return perf_cross_stream(&ctx, &module, &stream, m == 0, n);
@@ -149,7 +161,9 @@ fn run() -> Result<(), BoxError> {
         return Ok(());
     }
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
-    println!("| shape | typed launch, µs | raw `cuLaunchKernel`, µs | CUDA C (NVRTC, raw launch), µs | typed / raw | typed / CUDA C | host time of the call: typed / raw, µs |");
+    println!(
+        "| shape | typed launch, µs | raw `cuLaunchKernel`, µs | CUDA C (NVRTC, raw launch), µs | typed / raw | typed / CUDA C | host time of the call: typed / raw, µs |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for shape in 0..SHAPES.len() {
         // The Rust side has no 256-parameter form: its row repeats the struct.
@@ -199,21 +213,53 @@ fn run() -> Result<(), BoxError> {
 
 /// One launch of `shape` by `method`: 0 typed, 1 raw `cuLaunchKernel` of the Rust kernel with
 /// the typed launch's ABI values, 2 the CUDA C kernel by raw `cuLaunchKernel`.
-fn launch(k: &Kernels, a: &Args, stream: &Stream, shape: usize, method: usize) -> Result<(), BoxError> {
+fn launch(
+    k: &Kernels,
+    a: &Args,
+    stream: &Stream,
+    shape: usize,
+    method: usize,
+) -> Result<(), BoxError> {
     let one = LaunchConfig::new(1, 1);
     let x = &a.x;
     if method == 0 {
         match shape {
             0 => stream.launch(&k.empty, one, ())?,
             1 => stream.launch(&k.one, one, (x,))?,
-            2 => stream.launch(&k.s16, one, (0.5f32 + 0.0, 0.5f32 + 1.0, 0.5f32 + 2.0, 0.5f32 + 3.0, 0.5f32 + 4.0, 0.5f32 + 5.0, 0.5f32 + 6.0, 0.5f32 + 7.0, 0.5f32 + 8.0, 0.5f32 + 9.0, 0.5f32 + 10.0, 0.5f32 + 11.0, 0.5f32 + 12.0, 0.5f32 + 13.0, 0.5f32 + 14.0, 0.5f32 + 15.0))?,
-            3 => stream.launch(&k.a16, one, (x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x))?,
+            2 => stream.launch(
+                &k.s16,
+                one,
+                (
+                    0.5f32 + 0.0,
+                    0.5f32 + 1.0,
+                    0.5f32 + 2.0,
+                    0.5f32 + 3.0,
+                    0.5f32 + 4.0,
+                    0.5f32 + 5.0,
+                    0.5f32 + 6.0,
+                    0.5f32 + 7.0,
+                    0.5f32 + 8.0,
+                    0.5f32 + 9.0,
+                    0.5f32 + 10.0,
+                    0.5f32 + 11.0,
+                    0.5f32 + 12.0,
+                    0.5f32 + 13.0,
+                    0.5f32 + 14.0,
+                    0.5f32 + 15.0,
+                ),
+            )?,
+            3 => stream.launch(
+                &k.a16,
+                one,
+                (x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x),
+            )?,
             _ => stream.launch(&k.s256, one, (a.s256,))?,
         }
         return Ok(());
     }
     // The ABI values: a slice is (pointer, length) as two u64; scalars by value.
-    let mut ptr_len: [u64; 32] = core::array::from_fn(|i| if i % 2 == 0 { x.as_raw() } else { 256 });
+    let mut ptr_len: [u64; 32] =
+        core::array::from_fn(|i| if i % 2 == 0 { x.as_raw() } else { 256 });
     let mut scalars: [f32; 256] = core::array::from_fn(|i| 0.5 + i as f32);
     let mut s256 = a.s256;
     let mut params = [core::ptr::null_mut::<c_void>(); 256];
@@ -246,7 +292,11 @@ fn launch(k: &Kernels, a: &Args, stream: &Stream, shape: usize, method: usize) -
         (_, 3) => &k.a16,
         _ => &k.s256,
     };
-    let params = if count == 0 { core::ptr::null_mut() } else { params.as_mut_ptr() };
+    let params = if count == 0 {
+        core::ptr::null_mut()
+    } else {
+        params.as_mut_ptr()
+    };
     // SAFETY: `params` holds one pointer per parameter of `f`, in order, with the types it
     // declares (the Rust kernels' lowering: a slice is a pointer and a length; the CUDA C
     // twins declare the same); `x` is a live buffer synchronized before it drops.

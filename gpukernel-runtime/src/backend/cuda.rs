@@ -1093,7 +1093,9 @@ mod tests {
     }
 
     fn ptx_of_isa(isa: &str) -> String {
-        format!(".version {isa}\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n\tret;\n}}\n")
+        format!(
+            ".version {isa}\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n\tret;\n}}\n"
+        )
     }
 
     #[test]
@@ -1106,14 +1108,26 @@ mod tests {
             jit: JitOptions::default(),
         };
         // A CUDA 12.8 driver (r570) reads up to ISA 8.7: NVRTC 13.0's PTX needs CUDA 13.0.
-        let e = ptx_too_new(image, 12080, None).expect("too new").to_string();
+        let e = ptx_too_new(image, 12080, None)
+            .expect("too new")
+            .to_string();
         assert!(e.contains("`suite.ptx` is PTX ISA 9.0"), "{e}");
         assert!(e.contains("CUDA 13.0 introduced"), "{e}");
         assert!(e.contains("supports CUDA 12.8 (PTX ISA up to 8.7)"), "{e}");
         assert!(e.contains("Builder::sass_archs"), "{e}");
         // The same driver reads the Rust kernels' ISA 7.8; a CUDA 13.0 driver reads 9.0.
         let ok = ptx_of_isa("7.8");
-        assert!(ptx_too_new(Image { bytes: ok.as_bytes(), ..image }, 12080, None).is_none());
+        assert!(
+            ptx_too_new(
+                Image {
+                    bytes: ok.as_bytes(),
+                    ..image
+                },
+                12080,
+                None
+            )
+            .is_none()
+        );
         assert!(ptx_too_new(image, 13000, None).is_none());
     }
 
@@ -1134,12 +1148,23 @@ mod tests {
         let e = ptx_too_new(image, 13000, Some(error)).expect("too new");
         let text = e.to_string();
         assert!(
-            matches!(e, Error::PtxTooNew { isa: (9, 9), needs_cuda: None, driver_cuda: 13000, .. }),
+            matches!(
+                e,
+                Error::PtxTooNew {
+                    isa: (9, 9),
+                    needs_cuda: None,
+                    driver_cuda: 13000,
+                    ..
+                }
+            ),
             "{e:?}"
         );
         assert!(text.contains("the module image is PTX ISA 9.9"), "{text}");
         assert!(text.contains("newer than this runtime knows"), "{text}");
-        assert!(text.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"), "{text}");
+        assert!(
+            text.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -465,9 +465,10 @@ impl Linker {
 /// [`Error::NvJitLinkTooOld`] when NVRTC, about to compile `name` to LTO-IR, is newer than the
 /// nvJitLink that will link it (a failed version query is left to the compile and the link).
 fn check_ltoir_consumer(name: &str) -> Result<()> {
-    let (Ok((major, minor)), Ok(nvjitlink)) =
-        (crate::link::sys::nvrtc_version(), crate::link::sys::nvjitlink_version())
-    else {
+    let (Ok((major, minor)), Ok(nvjitlink)) = (
+        crate::link::sys::nvrtc_version(),
+        crate::link::sys::nvjitlink_version(),
+    ) else {
         return Ok(());
     };
     let producer_version = (major.max(0) as u32, minor.max(0) as u32);
@@ -776,8 +777,14 @@ mod ltoir_version_tests {
             nvjitlink: (13, 0),
         }
         .to_string();
-        assert!(e.contains("`functions.cu` is compiled to LTO-IR by NVRTC 13.1"), "{e}");
+        assert!(
+            e.contains("`functions.cu` is compiled to LTO-IR by NVRTC 13.1"),
+            "{e}"
+        );
         assert!(e.contains("nvJitLink that would link it is 13.0"), "{e}");
-        assert!(e.contains("nvJitLink 13.1 or newer") && e.contains("Linker::lto(false)"), "{e}");
+        assert!(
+            e.contains("nvJitLink 13.1 or newer") && e.contains("Linker::lto(false)"),
+            "{e}"
+        );
     }
 }

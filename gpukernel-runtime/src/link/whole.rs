@@ -380,14 +380,15 @@ mod tests {
         // Relocatable code, another architecture's, or more to link: the link, as before.
         assert!(reason(decide(true, device(), None, &[fatbin(1, 90)])).contains("fatbin"));
         assert!(reason(decide(true, device(), None, &[fatbin(2, 80)])).contains("fatbin"));
-        assert!(reason(decide(true, device(), None, &[fatbin(2, 90), ptx(KERNEL)])).contains("2 inputs"));
+        assert!(
+            reason(decide(true, device(), None, &[fatbin(2, 90), ptx(KERNEL)]))
+                .contains("2 inputs")
+        );
         assert!(matches!(
             decide(true, device(), Some("lto"), &[fatbin(2, 90)]),
             LoadPath::Linked { .. }
         ));
-        assert!(
-            reason(decide(false, device(), None, &[fatbin(2, 90)])).contains("fatbin")
-        );
+        assert!(reason(decide(false, device(), None, &[fatbin(2, 90)])).contains("fatbin"));
     }
 
     #[test]
