@@ -356,10 +356,11 @@ pub(crate) fn embed(
         p
     };
     let build_sm = parse_arch(build_arch).unwrap_or(0);
-    let mut images: Vec<OsString> = Vec::new();
+    // The PTX of each architecture first (one llc per architecture below the build's), then
+    // every ptxas at once: they are independent processes.
+    let mut jobs = Vec::new();
     for arch in archs {
         let sm = parse_arch(arch).unwrap_or(0);
-        // The PTX of an architecture below the build's comes from llc for that architecture.
         let source = if sm < build_sm {
             let p = work.join(format!("{name}.{arch}.ptx"));
             llc(base_arch(arch), &p)?;
@@ -368,14 +369,21 @@ pub(crate) fn embed(
             ptx_for_build.clone()
         };
         let cubin = work.join(format!("{name}.{arch}.cubin"));
-        let output = Command::new(tools.ptxas)
+        let child = Command::new(tools.ptxas)
             .arg(format!("-arch={arch}"))
             .arg("-O3")
             .arg(&source)
             .arg("-o")
             .arg(&cubin)
-            .output()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .map_err(io_err(tools.ptxas))?;
+        jobs.push((arch, source, cubin, child));
+    }
+    let mut images: Vec<OsString> = Vec::new();
+    for (arch, source, cubin, child) in jobs {
+        let output = child.wait_with_output().map_err(io_err(tools.ptxas))?;
         if !output.status.success() {
             return Err(Error::SassFailed {
                 arch: arch.clone(),
@@ -549,6 +557,58 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("compute_90") && e.contains("sm_XX"), "{e}");
+    }
+
+    /// ptxas and fatbinary on a small PTX: one fatbin with SASS for sm_90 and sm_100 and the
+    /// PTX; a PTX ptxas rejects is `SassFailed`, naming the architecture. Needs the CUDA tools
+    /// (`cargo xtask doctor`), as the builder itself does.
+    #[test]
+    fn embed_runs_ptxas_per_architecture_and_fatbinary() {
+        let (Some(ptxas), Some(fatbinary)) = (
+            crate::find_cuda_tool("ptxas"),
+            crate::find_cuda_tool("fatbinary"),
+        ) else {
+            panic!("ptxas and fatbinary are needed: run `cargo xtask doctor`");
+        };
+        let dir = std::env::temp_dir().join(format!("nvptx-builder-sass-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptx = dir.join("k.ptx");
+        std::fs::write(
+            &ptx,
+            ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry plain()\n{\n\tret;\n}\n",
+        )
+        .unwrap();
+        // Never run: every kernel is self-contained and no architecture is below sm_90.
+        let missing = Path::new("/nonexistent/llvm-tool");
+        let tools = SassTools {
+            ptxas: &ptxas,
+            fatbinary: &fatbinary,
+            llc: missing,
+            opt: missing,
+        };
+        let archs = vec!["sm_90".to_string(), "sm_100".to_string()];
+        let e = embed(&tools, &dir, "k", &ptx, missing, &[], "sm_90", &archs, &[])
+            .unwrap()
+            .expect("one self-contained kernel");
+        assert_eq!(e.kernels, ["plain"]);
+        assert!(e.left_out.is_empty());
+        let bytes = std::fs::read(&e.fatbin).unwrap();
+        assert_eq!(&bytes[..4], &0xBA55_ED50u32.to_le_bytes());
+        assert!(dir.join("k-sass/k.sm_100.cubin").is_file());
+
+        std::fs::write(
+            &ptx,
+            ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry bad()\n{\n\tno.such.instruction;\n}\n",
+        )
+        .unwrap();
+        let err = embed(&tools, &dir, "k", &ptx, missing, &[], "sm_90", &archs, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("to SASS for sm_90") && err.contains("sass_archs"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
