@@ -10,7 +10,9 @@
 //! non-zero only when the GPU cannot be used.
 //!
 //! `bench_launch perf <shape> <typed|raw> <launches>` launches one shape in a loop and nothing
-//! else (for `perf record`, `perf stat`).
+//! else (for `perf record`, `perf stat`), and counts the heap allocations per launch; shape 6 is
+//! `bench_runtime`'s saxpy whose inputs were written on another stream, 7 times
+//! `cuCtxGetCurrent` alone (what binding the context costs each launch).
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -85,8 +87,57 @@ fn main() -> ExitCode {
 /// The arguments every launch passes: one buffer (lent to every array parameter) and the
 /// scalars.
 struct Args {
-    x: DeviceBuffer<f32>,
+    /// One buffer per array parameter, as a real call passes them.
+    xs: Vec<DeviceBuffer<f32>>,
     s256: Scalars256,
+}
+
+/// The raw launches' parameters, made once (what a caller of raw `cuLaunchKernel` keeps between
+/// launches): per shape, one pointer per parameter, pointing into `values`.
+struct RawParams {
+    /// Slices as (pointer, length) pairs, the 256 scalars, the struct.
+    ptr_len: [u64; 32],
+    scalars: [f32; 256],
+    s256: Scalars256,
+    params: Vec<Vec<*mut c_void>>,
+}
+
+impl RawParams {
+    /// Boxed, so that the pointers into it stay valid.
+    fn new(a: &Args) -> Box<RawParams> {
+        let mut r = Box::new(RawParams {
+            ptr_len: core::array::from_fn(|i| {
+                if i % 2 == 0 {
+                    a.xs[i / 2].as_raw()
+                } else {
+                    256
+                }
+            }),
+            scalars: core::array::from_fn(|i| 0.5 + i as f32),
+            s256: a.s256,
+            params: Vec::new(),
+        });
+        let pl: Vec<*mut c_void> = r
+            .ptr_len
+            .iter_mut()
+            .map(|v| (v as *mut u64).cast())
+            .collect();
+        let sc: Vec<*mut c_void> = r
+            .scalars
+            .iter_mut()
+            .map(|v| (v as *mut f32).cast())
+            .collect();
+        let st: *mut c_void = (&raw mut r.s256).cast();
+        r.params = vec![
+            Vec::new(),
+            pl[..2].to_vec(),
+            sc[..16].to_vec(),
+            pl.clone(),
+            vec![st],
+            sc,
+        ];
+        r
+    }
 }
 
 fn run() -> Result<(), BoxError> {
@@ -124,11 +175,14 @@ fn run() -> Result<(), BoxError> {
     };
     let stream = ctx.new_stream()?;
     let args = Args {
-        x: stream.htod_copy(&[1.0f32; 256])?,
+        xs: (0..16)
+            .map(|_| stream.htod_copy(&[1.0f32; 256]))
+            .collect::<Result<_, _>>()?,
         s256: Scalars256 {
             v: core::array::from_fn(|i| i as f32),
         },
     };
+    let mut raw = RawParams::new(&args);
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("perf") {
         let shape: usize = argv.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -141,10 +195,28 @@ fn run() -> Result<(), BoxError> {
         if shape == 6 {
             return perf_cross_stream(&ctx, &module, &stream, m == 0, n);
         }
+        if shape == 7 {
+            // What binding the context costs a launch: the runtime asks the driver which
+            // context is current before each call (`cuCtxGetCurrent`).
+            let mut cur = core::ptr::null_mut();
+            let t = Instant::now();
+            for _ in 0..n {
+                // SAFETY: a valid out-pointer.
+                let r = unsafe { cudarc::driver::sys::cuCtxGetCurrent(&mut cur) };
+                if r != cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+                    return Err(format!("cuCtxGetCurrent: {r:?}").into());
+                }
+            }
+            println!(
+                "# cuCtxGetCurrent: {:.1} ns each ({n} calls)",
+                t.elapsed().as_secs_f64() * 1e9 / n as f64
+            );
+            return Ok(());
+        }
         let allocations = ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
         let t = Instant::now();
         for i in 0..n {
-            launch(&k, &args, &stream, shape, m)?;
+            launch(&k, &args, &mut raw, &stream, shape, m)?;
             if i % 10_000 == 9_999 {
                 stream.synchronize()?;
             }
@@ -171,7 +243,7 @@ fn run() -> Result<(), BoxError> {
         let methods: [(usize, usize); 3] = [(rust_shape, 0), (rust_shape, 1), (shape, 2)];
         for &(s, m) in &methods {
             for _ in 0..200 {
-                launch(&k, &args, &stream, s, m)?;
+                launch(&k, &args, &mut raw, &stream, s, m)?;
             }
         }
         stream.synchronize()?;
@@ -184,7 +256,7 @@ fn run() -> Result<(), BoxError> {
                 let ms = timed(&stream, &start, &end, || {
                     let t = Instant::now();
                     for _ in 0..LAUNCHES_PER_TRIAL {
-                        launch(&k, &args, &stream, s, m)?;
+                        launch(&k, &args, &mut raw, &stream, s, m)?;
                     }
                     h = t.elapsed().as_secs_f64();
                     Ok(())
@@ -216,73 +288,36 @@ fn run() -> Result<(), BoxError> {
 fn launch(
     k: &Kernels,
     a: &Args,
+    raw: &mut RawParams,
     stream: &Stream,
     shape: usize,
     method: usize,
 ) -> Result<(), BoxError> {
     let one = LaunchConfig::new(1, 1);
-    let x = &a.x;
+    let x = &a.xs;
     if method == 0 {
         match shape {
             0 => stream.launch(&k.empty, one, ())?,
-            1 => stream.launch(&k.one, one, (x,))?,
+            1 => stream.launch(&k.one, one, (&x[0],))?,
             2 => stream.launch(
                 &k.s16,
                 one,
                 (
-                    0.5f32 + 0.0,
-                    0.5f32 + 1.0,
-                    0.5f32 + 2.0,
-                    0.5f32 + 3.0,
-                    0.5f32 + 4.0,
-                    0.5f32 + 5.0,
-                    0.5f32 + 6.0,
-                    0.5f32 + 7.0,
-                    0.5f32 + 8.0,
-                    0.5f32 + 9.0,
-                    0.5f32 + 10.0,
-                    0.5f32 + 11.0,
-                    0.5f32 + 12.0,
-                    0.5f32 + 13.0,
-                    0.5f32 + 14.0,
-                    0.5f32 + 15.0,
+                    0.5f32, 1.5f32, 2.5f32, 3.5f32, 4.5f32, 5.5f32, 6.5f32, 7.5f32, 8.5f32, 9.5f32,
+                    10.5f32, 11.5f32, 12.5f32, 13.5f32, 14.5f32, 15.5f32,
                 ),
             )?,
             3 => stream.launch(
                 &k.a16,
                 one,
-                (x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x),
+                (
+                    &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &x[6], &x[7], &x[8], &x[9], &x[10],
+                    &x[11], &x[12], &x[13], &x[14], &x[15],
+                ),
             )?,
             _ => stream.launch(&k.s256, one, (a.s256,))?,
         }
         return Ok(());
-    }
-    // The ABI values: a slice is (pointer, length) as two u64; scalars by value.
-    let mut ptr_len: [u64; 32] =
-        core::array::from_fn(|i| if i % 2 == 0 { x.as_raw() } else { 256 });
-    let mut scalars: [f32; 256] = core::array::from_fn(|i| 0.5 + i as f32);
-    let mut s256 = a.s256;
-    let mut params = [core::ptr::null_mut::<c_void>(); 256];
-    let count = match shape {
-        0 => 0,
-        1 => 2,
-        2 | 5 => {
-            let n = if shape == 2 { 16 } else { 256 };
-            for (p, v) in params.iter_mut().zip(scalars.iter_mut()).take(n) {
-                *p = (v as *mut f32).cast();
-            }
-            n
-        }
-        3 => 32,
-        _ => {
-            params[0] = (&raw mut s256).cast();
-            1
-        }
-    };
-    if matches!(shape, 1 | 3) {
-        for (p, v) in params.iter_mut().zip(ptr_len.iter_mut()).take(count) {
-            *p = (v as *mut u64).cast();
-        }
     }
     let f: &Function = match (method, shape) {
         (2, s) => &k.c[s],
@@ -292,14 +327,16 @@ fn launch(
         (_, 3) => &k.a16,
         _ => &k.s256,
     };
-    let params = if count == 0 {
+    let params = &mut raw.params[shape];
+    let params = if params.is_empty() {
         core::ptr::null_mut()
     } else {
         params.as_mut_ptr()
     };
     // SAFETY: `params` holds one pointer per parameter of `f`, in order, with the types it
     // declares (the Rust kernels' lowering: a slice is a pointer and a length; the CUDA C
-    // twins declare the same); `x` is a live buffer synchronized before it drops.
+    // twins declare the same), pointing into `raw`, which outlives the launch's enqueue; the
+    // buffers are live and synchronized before they drop.
     unsafe { raw_launch(f, stream, one, params) }
 }
 

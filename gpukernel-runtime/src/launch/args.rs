@@ -246,6 +246,8 @@ pub struct Lent {
     /// The position of the argument being lowered.
     pub(crate) arg: usize,
     n: usize,
+    /// Whether one of `spans[..n]` may be written.
+    writes: bool,
     /// `spans[..n]` are initialised.
     spans: [MaybeUninit<LentSpan>; MAX_KERNEL_ARGS],
 }
@@ -269,6 +271,7 @@ impl Lent {
             same_len: K::SAME_LEN,
             arg: 0,
             n: 0,
+            writes: false,
             spans: [const { MaybeUninit::uninit() }; MAX_KERNEL_ARGS],
         }
     }
@@ -290,17 +293,21 @@ impl Lent {
             arg: self.arg,
             param,
         };
-        for o in &self.spans[..self.n] {
-            // SAFETY: `spans[..n]` are initialised.
-            let o = unsafe { o.assume_init_ref() };
-            if core::ptr::eq(o.alloc, span.alloc)
-                && o.start < span.end
-                && span.start < o.end
-                && (o.writes || span.writes)
-            {
-                return Err(self.aliased(o, &span));
+        // Two reads never conflict: a read after reads alone compares nothing.
+        if span.writes || self.writes {
+            for o in &self.spans[..self.n] {
+                // SAFETY: `spans[..n]` are initialised.
+                let o = unsafe { o.assume_init_ref() };
+                if (o.writes || span.writes)
+                    && core::ptr::eq(o.alloc, span.alloc)
+                    && o.start < span.end
+                    && span.start < o.end
+                {
+                    return Err(self.aliased(o, &span));
+                }
             }
         }
+        self.writes |= span.writes;
         // A tuple has at most `MAX_KERNEL_ARGS` elements, each lending at most once.
         if let Some(slot) = self.spans.get_mut(self.n) {
             slot.write(span);
