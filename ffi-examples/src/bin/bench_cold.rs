@@ -1,8 +1,8 @@
 //! The cold path: process start → first checked result, in fresh processes (this binary runs
 //! itself), split into the process's start (exec and dynamic loading, until `main`), context
 //! creation (`cuInit`, the primary context), module load (the image loaded and every kernel
-//! looked up) and the first launch (inputs copied, the launch, the result read back and
-//! checked).
+//! looked up), the inputs (allocated and copied: 2 × 256 KiB) and the first launch to its
+//! checked result (the launch, the result read back and compared with the host's).
 //!
 //! Two workloads: the README's headline example (`multiply_vectors` of
 //! `ffi-examples-lto-kernels`, its foreign code linked at build time) and the whole kernel
@@ -24,6 +24,8 @@ use ffi_examples::bench::{BoxError, median};
 use gpukernel_runtime::link::Linker;
 use gpukernel_runtime::{Context, Device, LaunchConfig, Module};
 
+/// Elements of each array of the first launch (256 KiB of `f32`).
+const N: usize = 1 << 16;
 /// Measured processes per configuration.
 const RUNS: usize = 5;
 /// The variable that carries the parent's clock at the spawn to the child.
@@ -70,8 +72,9 @@ fn now_ns() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-/// One child's figures, in ms: start until `main`, context, load, first launch, total.
-type Figures = [f64; 5];
+/// One child's figures, in ms: start until `main`, context, load, inputs (allocation and copy),
+/// launch to checked result, total.
+type Figures = [f64; 6];
 
 fn spawn(workload: &str, image: &str, cache: &Cache) -> Result<Figures, BoxError> {
     let exe = std::env::current_exe()?;
@@ -122,9 +125,9 @@ fn parent() -> Result<(), BoxError> {
         device.name()?
     );
     println!(
-        "| workload | image | JIT cache | start → main | context | module load | first launch + check | start → first result | − context |"
+        "| workload | image | JIT cache | start → main | context | module load | inputs: alloc + copy | launch → checked result | start → first result | − context |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let tmp = std::env::temp_dir().join(format!("gpukernel-bench-cold-{}", std::process::id()));
     let mut summary = Vec::new();
     for workload in ["example", "suite"] {
@@ -136,7 +139,7 @@ fn parent() -> Result<(), BoxError> {
                     Cache::Dir(tmp.join(format!("{workload}-{image}")))
                 };
                 let runs = if cache_name == "filling" { 1 } else { RUNS };
-                let mut cols: [Vec<f64>; 5] = Default::default();
+                let mut cols: [Vec<f64>; 6] = Default::default();
                 for _ in 0..runs {
                     let f = spawn(workload, image, &cache)?;
                     for (c, v) in cols.iter_mut().zip(f) {
@@ -145,13 +148,14 @@ fn parent() -> Result<(), BoxError> {
                 }
                 let m = cols.map(median);
                 println!(
-                    "| {workload} | {image} | {cache_name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                    "| {workload} | {image} | {cache_name} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
                     m[0],
                     m[1],
                     m[2],
                     m[3],
                     m[4],
-                    m[4] - m[1]
+                    m[5],
+                    m[5] - m[1]
                 );
                 summary.push((workload, image, cache_name, m));
             }
@@ -168,7 +172,7 @@ fn parent() -> Result<(), BoxError> {
                 } else {
                     ""
                 },
-                m[4] - m[1]
+                m[5] - m[1]
             );
         }
     }
@@ -195,12 +199,14 @@ fn child(workload: &str, image: &str) -> Result<(), BoxError> {
             };
             let kernel = module.kernel(ffi_examples_lto_kernels::multiply_vectors)?;
             let load_ms = ms(t);
+            let a_host: Vec<f32> = (0..N).map(|i| (i % 1000) as f32).collect();
+            let b_host: Vec<f32> = (0..N).map(|i| 0.5 + (i % 7) as f32).collect();
             let t = Instant::now();
-            let n = 1 << 20;
-            let a_host: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
-            let b_host: Vec<f32> = (0..n).map(|i| 0.5 + (i % 7) as f32).collect();
             let (a, b) = (ctx.htod_copy(&a_host)?, ctx.htod_copy(&b_host)?);
-            let mut out = ctx.alloc_zeros::<f32>(n)?;
+            let mut out = ctx.alloc_zeros::<f32>(N)?;
+            let inputs_ms = ms(t);
+            let t = Instant::now();
+            let n = N;
             ctx.default_stream().launch(
                 &kernel,
                 LaunchConfig::for_elements(n)?,
@@ -210,18 +216,21 @@ fn child(workload: &str, image: &str) -> Result<(), BoxError> {
             if let Some(i) = (0..n).find(|&i| result[i] != a_host[i] * b_host[i]) {
                 return Err(format!("multiply_vectors is wrong at {i}: {}", result[i]).into());
             }
-            (load_ms, ms(t))
+            (load_ms, inputs_ms, ms(t))
         }
         _ => {
             let (major, minor) = ctx.compute_capability()?;
             let modules = load_suite(&ctx, image == "fatbin", (major, minor) == (9, 0))?;
-            let load_ms = ms(t);
-            let t = Instant::now();
             let saxpy = modules[0].kernel(ffi_examples_kernels::saxpy)?;
-            let n = 1 << 20;
+            let load_ms = ms(t);
+            let n = N;
             let xs: Vec<f32> = (0..n).map(|i| (i % 1021) as f32).collect();
+            let ones = vec![1.0f32; n];
+            let t = Instant::now();
             let x = ctx.htod_copy(&xs)?;
-            let mut y = ctx.htod_copy(&vec![1.0f32; n])?;
+            let mut y = ctx.htod_copy(&ones)?;
+            let inputs_ms = ms(t);
+            let t = Instant::now();
             ctx.default_stream().launch(
                 &saxpy,
                 LaunchConfig::for_elements(n)?,
@@ -231,14 +240,14 @@ fn child(workload: &str, image: &str) -> Result<(), BoxError> {
             if let Some(i) = (0..n).find(|&i| result[i] != 2.0f32.mul_add(xs[i], 1.0)) {
                 return Err(format!("saxpy is wrong at {i}: {}", result[i]).into());
             }
-            (load_ms, ms(t))
+            (load_ms, inputs_ms, ms(t))
         }
     };
     let total_ms = (now_ns() - spawned) as f64 / 1e6;
     let start_ms = (main_ns - spawned) as f64 / 1e6;
     println!(
-        "COLD {start_ms:.3} {ctx_ms:.3} {:.3} {:.3} {total_ms:.3}",
-        check.0, check.1
+        "COLD {start_ms:.3} {ctx_ms:.3} {:.3} {:.3} {:.3} {total_ms:.3}",
+        check.0, check.1, check.2
     );
     Ok(())
 }
