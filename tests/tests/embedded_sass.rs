@@ -114,3 +114,31 @@ fn foreign_code_linked_at_build_time_is_in_the_fatbin() {
         }
     }
 }
+
+/// On a GPU the Linker loads the fatbin as it is: machine code for the device, nothing linked
+/// or compiled (`LoadPath::MachineCode`).
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn the_linker_loads_the_fatbin_s_machine_code_as_it_is() {
+    use gpukernel_runtime::Device;
+    use gpukernel_runtime::link::{InputKind, Linker, LoadPath};
+    let ctx = Device::get(0).unwrap().primary_context().unwrap();
+    let mut linker = Linker::new(&ctx).unwrap();
+    linker.add_data(InputKind::Fatbin, FATBIN, "kernels.fatbin");
+    match linker.load_path().unwrap() {
+        LoadPath::MachineCode { input, arch } => {
+            assert_eq!(input, "kernels.fatbin");
+            let (major, minor) = ctx.compute_capability().unwrap();
+            assert_eq!(arch.sm(), major * 10 + minor);
+        }
+        other => panic!("expected the machine code to load as it is, got {other:?}"),
+    }
+    let module = linker.link_and_load().unwrap();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32, 2.0, 3.0]).unwrap();
+    let mut y = ctx.htod_copy(&[1.0f32; 3]).unwrap();
+    ctx.default_stream()
+        .launch(&k, LaunchConfig::for_elements(3).unwrap(), (2.0f32, &x, &mut y))
+        .unwrap();
+    assert_eq!(y.to_host_vec().unwrap(), [3.0, 5.0, 7.0]);
+}
