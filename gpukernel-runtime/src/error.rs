@@ -1367,7 +1367,7 @@ pub enum Error {
         crate::format::version::cuda_string(*driver_cuda),
         crate::format::version::newest_isa_for(*driver_cuda).map_or("none known".to_owned(), |(a, b)| format!("{a}.{b}")),
         error.map_or(String::new(), |e| format!(" ({e})")),
-        needs_cuda.map_or("newer".to_owned(), |c| crate::format::version::cuda_string(c)),
+        needs_cuda.map_or("newer".to_owned(), crate::format::version::cuda_string),
         crate::format::version::cuda_string(*driver_cuda)
     )]
     PtxTooNew {

@@ -138,7 +138,11 @@ fn the_linker_loads_the_fatbin_s_machine_code_as_it_is() {
     let x = ctx.htod_copy(&[1.0f32, 2.0, 3.0]).unwrap();
     let mut y = ctx.htod_copy(&[1.0f32; 3]).unwrap();
     ctx.default_stream()
-        .launch(&k, LaunchConfig::for_elements(3).unwrap(), (2.0f32, &x, &mut y))
+        .launch(
+            &k,
+            LaunchConfig::for_elements(3).unwrap(),
+            (2.0f32, &x, &mut y),
+        )
         .unwrap();
     assert_eq!(y.to_host_vec().unwrap(), [3.0, 5.0, 7.0]);
 }

@@ -237,7 +237,7 @@ fn run() -> Result<(), BoxError> {
         "| shape | typed launch, µs | raw `cuLaunchKernel`, µs | CUDA C (NVRTC, raw launch), µs | typed / raw | typed / CUDA C | host time of the call: typed / raw, µs |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for shape in 0..SHAPES.len() {
+    for (shape, shape_name) in SHAPES.iter().enumerate() {
         // The Rust side has no 256-parameter form: its row repeats the struct.
         let rust_shape = shape.min(4);
         let methods: [(usize, usize); 3] = [(rust_shape, 0), (rust_shape, 1), (shape, 2)];
@@ -270,7 +270,7 @@ fn run() -> Result<(), BoxError> {
         let h = host.map(median);
         println!(
             "| {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} / {:.3} |",
-            SHAPES[shape],
+            shape_name,
             g[0],
             g[1],
             g[2],

@@ -1225,6 +1225,18 @@ unsafe impl Send for SimExec {}
 // SAFETY: as above.
 unsafe impl Sync for SimExec {}
 
+/// The text of a fatbin's PTX entry (the last one, when there are several).
+fn fatbin_ptx(bytes: &[u8]) -> Option<String> {
+    let fatbin = crate::format::fatbin::Fatbin::read(bytes).ok()?;
+    fatbin
+        .images()
+        .filter_map(|i| match i {
+            Some(crate::format::fatbin::Image::Ptx(text)) => Some(text),
+            _ => None,
+        })
+        .last()
+}
+
 #[cfg(test)]
 mod tests {
     use super::topological_order;
@@ -1255,16 +1267,4 @@ mod tests {
         assert_eq!(topological_order(&[vec![1], vec![0]]), None);
         assert_eq!(topological_order(&[]), Some(vec![]));
     }
-}
-
-/// The text of a fatbin's PTX entry (the last one, when there are several).
-fn fatbin_ptx(bytes: &[u8]) -> Option<String> {
-    let fatbin = crate::format::fatbin::Fatbin::read(bytes).ok()?;
-    fatbin
-        .images()
-        .filter_map(|i| match i {
-            Some(crate::format::fatbin::Image::Ptx(text)) => Some(text),
-            _ => None,
-        })
-        .last()
 }
