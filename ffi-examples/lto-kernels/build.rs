@@ -13,6 +13,7 @@ fn main() {
     if !nvptx_builder::is_device_build()
         && let Err(e) = nvptx_builder::Builder::from_build_script()
             .output_name("kernels_runtime_link")
+            .embed_sass(false)
             .build()
     {
         eprintln!("error: {e}");

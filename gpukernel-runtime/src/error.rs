@@ -1383,6 +1383,57 @@ pub enum Error {
         /// The kernels they may have run in (each module's, as far as known).
         kernels: Vec<String>,
     },
+
+    /// A PTX (an image, a fatbin's PTX entry the driver had to JIT-compile, or a link input) is
+    /// of a PTX ISA newer than the installed driver reads: a newer toolkit made it (the driver
+    /// fails such a load with `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, 222).
+    #[error(
+        "{what} is PTX ISA {}.{}, which {}, but the installed driver supports CUDA {} (PTX ISA up to {}): \
+         it cannot JIT-compile it{}\nhint: update the NVIDIA driver to one for CUDA {} or newer, or produce \
+         the PTX with a toolkit no newer than CUDA {} (NVRTC, nvcc); for a kernels crate, embed SASS for \
+         this GPU's architecture (nvptx-builder's `Builder::sass_archs`) so that the driver JIT-compiles nothing",
+        isa.0, isa.1,
+        needs_cuda.map_or("a CUDA release newer than this runtime knows introduced".to_owned(), |c| format!("CUDA {} introduced", crate::format::version::cuda_string(c))),
+        crate::format::version::cuda_string(*driver_cuda),
+        crate::format::version::newest_isa_for(*driver_cuda).map_or("none known".to_owned(), |(a, b)| format!("{a}.{b}")),
+        error.map_or(String::new(), |e| format!(" ({e})")),
+        needs_cuda.map_or("newer".to_owned(), crate::format::version::cuda_string),
+        crate::format::version::cuda_string(*driver_cuda)
+    )]
+    PtxTooNew {
+        /// What was loaded or linked (the input's name, or "the module image").
+        what: String,
+        /// Its `.version`, `(major, minor)`.
+        isa: (u32, u32),
+        /// The first CUDA release that reads it (`1000 * major + 10 * minor`); `None` when
+        /// newer than this runtime knows.
+        needs_cuda: Option<u32>,
+        /// The driver's CUDA version (`cuDriverGetVersion`).
+        driver_cuda: u32,
+        /// The driver's error, when it refused the load (222).
+        error: Option<CudaError>,
+    },
+
+    /// LTO-IR would be linked by an nvJitLink older than the compiler that produced it
+    /// (nvJitLink reads LTO-IR of its own release and older).
+    #[error(
+        "`{input}` is compiled to LTO-IR by {producer} {}.{}, but the nvJitLink that would link it \
+         is {}.{}: nvJitLink must be at least as new as the LTO-IR's producer\nhint: install \
+         nvJitLink {}.{} or newer beside NVRTC (the `nvidia-nvjitlink` wheel of the same release, \
+         or the CUDA toolkit's), or link without LTO (`Linker::lto(false)`)",
+        producer_version.0, producer_version.1, nvjitlink.0, nvjitlink.1,
+        producer_version.0, producer_version.1
+    )]
+    NvJitLinkTooOld {
+        /// The input compiled to LTO-IR.
+        input: String,
+        /// What produced the LTO-IR (`NVRTC`).
+        producer: &'static str,
+        /// Its version, `(major, minor)`.
+        producer_version: (u32, u32),
+        /// nvJitLink's version.
+        nvjitlink: (u32, u32),
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

@@ -137,7 +137,8 @@ impl FfiTracking {
     }
 
     /// Notes a launch of `kernel` on `stream` (the launch hot path: a relaxed store and a
-    /// compare-and-swap that fails at once after the first launch).
+    /// relaxed load; a compare-and-swap only on the first launch since the last reset, a
+    /// read-modify-write being a locked instruction even when it fails).
     #[inline(always)]
     pub(crate) fn note_launch(
         &self,
@@ -146,6 +147,16 @@ impl FfiTracking {
         stream: StreamHandle,
     ) {
         self.last_kernel.set(kernel);
+        let seen = self.stream.load(Ordering::Relaxed);
+        if seen == stream.0 {
+            return;
+        }
+        if !seen.is_null() {
+            if !self.mixed.load(Ordering::Relaxed) {
+                self.mixed.store(true, Ordering::Relaxed);
+            }
+            return;
+        }
         if let Err(first) = self.stream.compare_exchange(
             core::ptr::null_mut(),
             stream.0,

@@ -199,6 +199,31 @@ pub enum Error {
     /// The pass that keeps the kernel-name record only in entries that can fail a foreign
     /// call could not resolve the optimized IR (see `kernel_names`).
     KernelNames(String),
+    /// An architecture of [`Builder::sass_archs`](crate::Builder::sass_archs) cannot get SASS.
+    BadSassArch {
+        /// The architecture named.
+        arch: String,
+        /// Why.
+        reason: String,
+    },
+    /// ptxas could not compile the kernels' PTX to SASS for one of the embedded architectures
+    /// (typically inline assembly of a newer architecture).
+    SassFailed {
+        /// The architecture.
+        arch: String,
+        /// The PTX compiled.
+        ptx: PathBuf,
+        /// ptxas's log.
+        log: String,
+    },
+    /// SASS was asked for ([`Builder::sass_archs`](crate::Builder::sass_archs)) but a CUDA tool
+    /// that makes it is missing.
+    SassToolMissing {
+        /// `ptxas` or `fatbinary`.
+        tool: &'static str,
+        /// The directories searched.
+        searched: Vec<PathBuf>,
+    },
 }
 
 /// A declared foreign function without a definition on the host.
@@ -448,6 +473,30 @@ impl fmt::Display for Error {
             Error::KernelNames(e) => write!(
                 f,
                 "resolving the kernel-name record of the optimized kernels failed (a bug in gpukernel; please report it): {e}"
+            ),
+            Error::BadSassArch { arch, reason } => write!(
+                f,
+                "cannot embed SASS for `{arch}`: {reason}\n\
+                 hint: fix the list given to `Builder::sass_archs` in build.rs (or GPUKERNEL_SASS_ARCHS)"
+            ),
+            Error::SassFailed { arch, ptx, log } => write!(
+                f,
+                "ptxas could not compile {} to SASS for {arch}:\n{log}\n\
+                 hint: leave {arch} out of `Builder::sass_archs` in build.rs (or GPUKERNEL_SASS_ARCHS): \
+                 the kernels use instructions it lacks",
+                ptx.display()
+            ),
+            Error::SassToolMissing { tool, searched } => write!(
+                f,
+                "`{tool}` was not found, and build.rs asks for embedded SASS (`Builder::sass_archs`)\n\
+                 searched: {}\n\
+                 hint: run `cargo xtask doctor` in the gpukernel checkout (it installs the CUDA compiler tools), \
+                 set GPUKERNEL_CUDA_TOOLS to a CUDA toolkit, or call `Builder::embed_sass(false)`",
+                searched
+                    .iter()
+                    .map(|p| p.join("bin").display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }

@@ -19,6 +19,13 @@ use gpukernel_device::{sync, thread, unroll};
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// Machine code of every kernel, embedded at build time: SASS for `sm_90a` (an
+/// architecture-specific build gets that architecture's alone) plus the PTX, in one fatbin.
+/// `ctx.load_module(FATBIN)` JIT-compiles nothing on an H100 or H200; the simulator runs the PTX
+/// it holds.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+
 /// Rows of C per block of [`gemm_bf16_wgmma`].
 pub const WG_BM: u32 = 128;
 /// Columns of C per block.

@@ -16,6 +16,7 @@ pub mod ffi;
 pub mod ffi_int;
 pub mod graph;
 pub mod grid;
+pub mod launch_shapes;
 pub mod math_kernels;
 pub mod numeric;
 pub mod reduce;
@@ -24,6 +25,13 @@ pub mod suite;
 /// The PTX of every kernel in this crate (for the architecture `GPUKERNEL_ARCH`, default sm_90).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// Machine code of the kernels that call no run-time-linked foreign function, embedded at build time: SASS for each architecture nvptx-builder
+/// names (`Builder::sass_archs`, default sm_80 and the build architecture) plus their PTX, in
+/// one fatbin. `ctx.load_module(FATBIN)` JIT-compiles nothing on those GPUs; the simulator
+/// runs the PTX it holds.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
 
 /// Does nothing: the launch-cost benchmark's kernel.
 #[kernel]

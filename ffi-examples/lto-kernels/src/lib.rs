@@ -18,6 +18,13 @@ use gpukernel_device::{math, prelude::*, thread};
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// Machine code of every kernel, embedded at build time: SASS for each architecture nvptx-builder
+/// names (`Builder::sass_archs`, default sm_80 and the build architecture) plus their PTX, in
+/// one fatbin. `ctx.load_module(FATBIN)` JIT-compiles nothing on those GPUs; the simulator
+/// runs the PTX it holds.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+
 /// The same kernels with the foreign calls unresolved, for the run-time Linker (benchmark and
 /// tests only).
 #[cfg(not(target_arch = "nvptx64"))]

@@ -17,7 +17,7 @@ use super::{
     LaunchDesc, Limits, LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use crate::format::ImageKind;
 
 /// A CUDA device's primary context (retained for the life of the process) and what the
@@ -293,6 +293,39 @@ impl CudaBackend {
 /// reported, [`Error::UnresolvedForeignSymbols`] if the JIT log names unresolved foreign
 /// functions of a PTX, else [`Error::ModuleLoad`] with the logs.
 #[cold]
+/// [`Error::PtxTooNew`] when the PTX of `image` (a PTX image, or a fatbin's PTX entry) is of an
+/// ISA newer than a driver of CUDA `driver` reads.
+fn ptx_too_new(image: Image<'_>, driver: u32, error: Option<CudaError>) -> Option<Error> {
+    use crate::format::version;
+    let isa = match image.kind {
+        ImageKind::Ptx => {
+            version::isa_version(std::str::from_utf8(crate::format::trim_nul(image.bytes)).ok()?)?
+        }
+        ImageKind::Fatbin => crate::format::fatbin::Fatbin::read(image.bytes)
+            .ok()?
+            .images()
+            .filter_map(|i| match i {
+                Some(crate::format::fatbin::Image::Ptx(text)) => version::isa_version(&text),
+                _ => None,
+            })
+            .max()?,
+        _ => return None,
+    };
+    let needs_cuda = version::too_new_for(isa, driver)?;
+    Some(Error::PtxTooNew {
+        what: image
+            .origin
+            .map_or_else(|| "the module image".to_owned(), |o| format!("`{o}`")),
+        isa,
+        needs_cuda,
+        driver_cuda: driver,
+        error,
+    })
+}
+
+/// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
+const UNSUPPORTED_PTX_VERSION: u32 = 222;
+
 fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
     let driver::ModuleLoadFailure {
         error,
@@ -301,6 +334,11 @@ fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
     } = failure;
     if error.is_kernel_fault() {
         return driver::error_of("cuModuleLoadDataEx", error, None);
+    }
+    if error.code == UNSUPPORTED_PTX_VERSION
+        && let Some(e) = ptx_too_new(image, driver::version(), Some(error))
+    {
+        return e;
     }
     if image.kind == ImageKind::Ptx {
         let symbols = crate::format::log::unresolved_functions(&error_log);
@@ -591,6 +629,12 @@ impl Backend for CudaBackend {
 
     fn module_load(&self, image: Image<'_>) -> Result<LoadedModule> {
         self.bind_raw()?;
+        // A PTX the driver cannot read is named before the driver refuses it.
+        if image.kind == ImageKind::Ptx
+            && let Some(e) = ptx_too_new(image, driver::version(), None)
+        {
+            return Err(e);
+        }
         let owned;
         let bytes: &[u8] = if image.kind == ImageKind::Ptx && image.bytes.last() != Some(&0) {
             let mut v = Vec::with_capacity(image.bytes.len() + 1);
@@ -1090,6 +1134,81 @@ mod tests {
             name: "CUDA_ERROR_INVALID_PTX",
             description: "a PTX JIT compilation failed",
         }
+    }
+
+    fn ptx_of_isa(isa: &str) -> String {
+        format!(
+            ".version {isa}\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n\tret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn ptx_newer_than_the_driver_names_the_cuda_release_it_needs() {
+        let text = ptx_of_isa("9.0");
+        let image = Image {
+            bytes: text.as_bytes(),
+            kind: ImageKind::Ptx,
+            origin: Some("suite.ptx"),
+            jit: JitOptions::default(),
+        };
+        // A CUDA 12.8 driver (r570) reads up to ISA 8.7: NVRTC 13.0's PTX needs CUDA 13.0.
+        let e = ptx_too_new(image, 12080, None)
+            .expect("too new")
+            .to_string();
+        assert!(e.contains("`suite.ptx` is PTX ISA 9.0"), "{e}");
+        assert!(e.contains("CUDA 13.0 introduced"), "{e}");
+        assert!(e.contains("supports CUDA 12.8 (PTX ISA up to 8.7)"), "{e}");
+        assert!(e.contains("Builder::sass_archs"), "{e}");
+        // The same driver reads the Rust kernels' ISA 7.8; a CUDA 13.0 driver reads 9.0.
+        let ok = ptx_of_isa("7.8");
+        assert!(
+            ptx_too_new(
+                Image {
+                    bytes: ok.as_bytes(),
+                    ..image
+                },
+                12080,
+                None
+            )
+            .is_none()
+        );
+        assert!(ptx_too_new(image, 13000, None).is_none());
+    }
+
+    #[test]
+    fn unsupported_ptx_version_from_the_driver_becomes_ptx_too_new() {
+        let text = ptx_of_isa("9.9");
+        let image = Image {
+            bytes: text.as_bytes(),
+            kind: ImageKind::Ptx,
+            origin: None,
+            jit: JitOptions::default(),
+        };
+        let error = CudaError {
+            code: UNSUPPORTED_PTX_VERSION,
+            name: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+            description: "the PTX was compiled with an unsupported toolchain",
+        };
+        let e = ptx_too_new(image, 13000, Some(error)).expect("too new");
+        let text = e.to_string();
+        assert!(
+            matches!(
+                e,
+                Error::PtxTooNew {
+                    isa: (9, 9),
+                    needs_cuda: None,
+                    driver_cuda: 13000,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(text.contains("the module image is PTX ISA 9.9"), "{text}");
+        assert!(text.contains("newer than this runtime knows"), "{text}");
+        assert!(
+            text.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
+            "{text}"
+        );
     }
 
     #[test]

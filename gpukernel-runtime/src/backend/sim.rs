@@ -610,16 +610,28 @@ impl Backend for SimBackend {
     }
 
     fn module_load(&self, image: Image<'_>) -> Result<LoadedModule> {
-        if image.kind != ImageKind::Ptx {
-            return Err(Error::Unsupported {
-                operation: "loading a cubin or fatbin",
+        // A fatbin (a kernels crate's `FATBIN`: SASS plus PTX) is read through its PTX entry,
+        // which names the kernels and holds their signatures.
+        let text = match image.kind {
+            ImageKind::Ptx => String::from_utf8_lossy(image.bytes).into_owned(),
+            ImageKind::Fatbin => fatbin_ptx(image.bytes).ok_or(Error::Unsupported {
+                operation: "loading a fatbin without a readable PTX entry",
                 backend: "simulator",
-                hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
-            });
-        }
+                hint: Some(
+                    "load the kernels' PTX (or a kernels crate's FATBIN, which holds it): the \
+                     simulator runs their Rust bodies",
+                ),
+            })?,
+            _ => {
+                return Err(Error::Unsupported {
+                    operation: "loading a cubin",
+                    backend: "simulator",
+                    hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
+                });
+            }
+        };
         // `.extern .func` declarations are no error here: the simulator runs the kernels'
         // Rust bodies, whose foreign calls were resolved when the host crate was built.
-        let text = String::from_utf8_lossy(image.bytes);
         let ptx = crate::format::ptx::Ptx::parse(&text);
         let mut names = ptx.entries();
         let signatures = names
@@ -1216,6 +1228,18 @@ unsafe impl Sync for SimGraph {}
 unsafe impl Send for SimExec {}
 // SAFETY: as above.
 unsafe impl Sync for SimExec {}
+
+/// The text of a fatbin's PTX entry (the last one, when there are several).
+fn fatbin_ptx(bytes: &[u8]) -> Option<String> {
+    let fatbin = crate::format::fatbin::Fatbin::read(bytes).ok()?;
+    fatbin
+        .images()
+        .filter_map(|i| match i {
+            Some(crate::format::fatbin::Image::Ptx(text)) => Some(text),
+            _ => None,
+        })
+        .last()
+}
 
 #[cfg(test)]
 mod tests {

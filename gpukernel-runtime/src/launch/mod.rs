@@ -25,9 +25,9 @@ use crate::stream::Stream;
 pub use args::{KernelArg, LaunchArgs, RequiresLaunchUnchecked, Safe, SafetyLevel};
 pub use config::{DEFAULT_BLOCK, Dim3, LaunchConfig};
 
-/// The most ABI parameters a typed launch passes (12 arguments of up to five parameters each:
+/// The most ABI parameters a typed launch passes (16 arguments of up to five parameters each:
 /// a `DisjointSlice3D` lowers to five).
-pub const MAX_KERNEL_PARAMS: usize = 60;
+pub const MAX_KERNEL_PARAMS: usize = 80;
 
 // --- launching -------------------------------------------------------------------------------
 

@@ -760,3 +760,27 @@ fn the_aliasing_check_refuses_overlap_and_names_both_arguments() {
         "{s}"
     );
 }
+
+#[test]
+fn a_read_after_a_write_of_the_same_bytes_is_refused() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let y = ctx.alloc_zeros::<f32>(256).unwrap();
+    let other = ctx.alloc_zeros::<f32>(256).unwrap();
+    let pr = y.raw_parts();
+    let pw = crate::memory::RawParts {
+        access: crate::memory::tracker::Access::Write,
+        ..pr
+    };
+    let mut lent = args::Lent::new::<saxpy>();
+    lent.arg = 1;
+    lent.add(&pw, "DisjointSlice<f32>").unwrap();
+    // Reads of other memory pass; a read of the written bytes does not, however many reads
+    // came between.
+    for arg in 2..5 {
+        lent.arg = arg;
+        lent.add(&other.raw_parts(), "&[f32]").unwrap();
+    }
+    lent.arg = 5;
+    let e = lent.add(&pr, "&[f32]").unwrap_err().to_string();
+    assert!(e.contains("argument 1") && e.contains("argument 5"), "{e}");
+}
