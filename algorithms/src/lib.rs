@@ -80,6 +80,7 @@ macro_rules! reduce_ops {
             $($field: OnceLock<Pair<k::$partial, k::$final>>,)*
             sum_f32_v8: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v8>>,
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
+            scan: ScanKernels,
         }
         $(
             impl DeviceReduceOp<$t> for $op {
@@ -117,10 +118,65 @@ reduce_ops! {
     max_u64: u64, Max, reduce_partial_max_u64, reduce_final_max_u64;
 }
 
+impl std::fmt::Debug for ScanKernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScanKernels { .. }")
+    }
+}
+
 impl std::fmt::Debug for Kernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Kernels { .. }")
     }
+}
+
+/// An operator the device-wide scans have kernels for: [`Sum`] of `f32`, `i32`, `u32`.
+///
+/// ```
+/// use gpukernel_algorithms::{DeviceScanOp, Sum};
+/// fn takes<Op: DeviceScanOp<u32>>(_op: Op) {}
+/// takes(Sum);
+/// ```
+pub trait DeviceScanOp<T: Item>: Identity<T> + sealed::Sealed {
+    #[doc(hidden)]
+    type Inclusive: SafeKernel<Params = ScanParams<T>>;
+    #[doc(hidden)]
+    type Exclusive: SafeKernel<Params = ScanParams<T>>;
+    #[doc(hidden)]
+    fn __cell(kernels: &Kernels) -> &OnceLock<Pair<Self::Inclusive, Self::Exclusive>>;
+    #[doc(hidden)]
+    fn __load(module: &Module) -> Result<Pair<Self::Inclusive, Self::Exclusive>>;
+}
+
+type ScanParams<T> = (&'static [T], DisjointSlice<'static, T>, DisjointSlice<'static, u64>);
+
+macro_rules! scan_ops {
+    ($($field:ident: $t:ty, $incl:ident, $excl:ident;)*) => {
+        /// The scan kernels, looked up in the module on first use.
+        #[doc(hidden)]
+        #[derive(Default)]
+        pub struct ScanKernels {
+            $($field: OnceLock<Pair<k::$incl, k::$excl>>,)*
+        }
+        $(
+            impl DeviceScanOp<$t> for Sum {
+                type Inclusive = k::$incl;
+                type Exclusive = k::$excl;
+                fn __cell(kernels: &Kernels) -> &OnceLock<Pair<k::$incl, k::$excl>> {
+                    &kernels.scan.$field
+                }
+                fn __load(module: &Module) -> Result<Pair<k::$incl, k::$excl>> {
+                    Ok((module.kernel(k::$incl)?, module.kernel(k::$excl)?))
+                }
+            }
+        )*
+    };
+}
+
+scan_ops! {
+    sum_f32: f32, scan_inclusive_sum_f32, scan_exclusive_sum_f32;
+    sum_i32: i32, scan_inclusive_sum_i32, scan_exclusive_sum_i32;
+    sum_u32: u32, scan_inclusive_sum_u32, scan_exclusive_sum_u32;
 }
 
 /// What a device-wide algorithm reads: `&DeviceBuffer<T>`, `&DeviceView<T>`, `DeviceView<T>`.
@@ -205,6 +261,73 @@ impl<T: DeviceCopy> Output<T> for &mut DeviceViewMut<'_, T> {
             return Err(empty_output());
         }
         f(self.slice_mut(..1)?)
+    }
+}
+
+/// Where a scan writes: `&mut DeviceBuffer<T>`, `DeviceViewMut<T>`, `&mut DeviceViewMut<T>`,
+/// exactly as long as the input.
+///
+/// ```
+/// use gpukernel_algorithms::{Algorithms, Sum};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+/// let x = stream.htod_copy(&[1.0f32, 1.0, 1.0])?;
+/// let mut y = stream.alloc_zeros::<f32>(5)?;
+/// algs.inclusive_scan(&stream, &x, Sum, y.slice_mut(1..4)?)?;
+/// assert_eq!(y.to_host_vec()?, [0.0, 1.0, 2.0, 3.0, 0.0]);
+/// assert!(algs.inclusive_scan(&stream, &x, Sum, &mut y).is_err()); // 5 ≠ 3
+/// # Ok(()) }
+/// ```
+pub trait OutputAll<T: DeviceCopy> {
+    /// Runs `f` on the whole output after checking that it has `len` elements
+    /// ([`Error::LengthMismatch`] otherwise).
+    fn with_all(
+        self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()>;
+}
+
+fn scan_length(destination: usize, source_len: usize) -> Error {
+    Error::LengthMismatch {
+        operation: "Algorithms::inclusive_scan / exclusive_scan (the output must have the input's length)",
+        destination,
+        source_len,
+    }
+}
+
+impl<T: DeviceCopy> OutputAll<T> for &mut DeviceBuffer<T> {
+    fn with_all(
+        self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        if self.len() != len {
+            return Err(scan_length(self.len(), len));
+        }
+        f(self.slice_mut(..)?)
+    }
+}
+impl<T: DeviceCopy> OutputAll<T> for &mut DeviceViewMut<'_, T> {
+    fn with_all(
+        self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        if self.len() != len {
+            return Err(scan_length(self.len(), len));
+        }
+        f(self.slice_mut(..)?)
+    }
+}
+impl<T: DeviceCopy> OutputAll<T> for DeviceViewMut<'_, T> {
+    fn with_all(
+        mut self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        (&mut self).with_all(len, f)
     }
 }
 
@@ -296,6 +419,88 @@ impl Algorithms {
         let mut out = stream.alloc_zeros::<T>(1)?;
         self.reduce(stream, input, op, &mut out)?;
         Ok(out.to_host_vec()?[0])
+    }
+
+    /// The inclusive scan of `input` with `op` into `output` (CUB's
+    /// `DeviceScan::InclusiveSum`): `output[i] = input[0] ⊕ … ⊕ input[i]`, in one pass over
+    /// the data (decoupled look-back). `output` must have `input`'s length
+    /// ([`Error::LengthMismatch`] otherwise). The status words (8 bytes per 4096 elements)
+    /// come from the stream-ordered allocator.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Sum};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let x = stream.htod_copy(&[1u32, 2, 3, 4])?;
+    /// let mut y = stream.alloc_zeros::<u32>(4)?;
+    /// algs.inclusive_scan(&stream, &x, Sum, &mut y)?;
+    /// assert_eq!(y.to_host_vec()?, [1, 3, 6, 10]);
+    /// # Ok(()) }
+    /// ```
+    pub fn inclusive_scan<'i, T: Item, Op: DeviceScanOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        op: Op,
+        output: impl OutputAll<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let (ki, _) = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
+        self.scan(stream, ki, input.into_view()?, output)
+    }
+
+    /// The exclusive scan of `input` with `op` into `output` (CUB's
+    /// `DeviceScan::ExclusiveSum`): `output[0]` is the identity, `output[i] = input[0] ⊕ … ⊕
+    /// input[i-1]`. As [`inclusive_scan`](Self::inclusive_scan) otherwise.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Sum};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let counts = stream.htod_copy(&[3i32, 0, 2, 5])?;
+    /// let mut offsets = stream.alloc_zeros::<i32>(4)?;
+    /// algs.exclusive_scan(&stream, &counts, Sum, &mut offsets)?;
+    /// assert_eq!(offsets.to_host_vec()?, [0, 3, 3, 5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn exclusive_scan<'i, T: Item, Op: DeviceScanOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        op: Op,
+        output: impl OutputAll<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let (_, ke) = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
+        self.scan(stream, ke, input.into_view()?, output)
+    }
+
+    fn scan<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
+        &self,
+        stream: &Stream,
+        kernel: &TypedKernel<K>,
+        input: DeviceView<'_, T>,
+        output: impl OutputAll<T>,
+    ) -> Result<()> {
+        let n = input.len();
+        if n == 0 {
+            return output.with_all(0, &mut |_| Ok(()));
+        }
+        let tiles = n.div_ceil(k::SCAN_TILE);
+        let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
+            kernel: K::NAME.to_string(),
+            dimension: "elements",
+            value: n as u64,
+            min: 0,
+            max: u32::MAX as u64 * k::SCAN_TILE as u64,
+        })?;
+        // One status word per tile, then the tile counter; zeroed, stream-ordered.
+        let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
+        output.with_all(n, &mut |o| {
+            stream.launch(kernel, LaunchConfig::new(grid, BLOCK), (input, o, &mut status))
+        })
     }
 
     fn kernels_for<T: Item, Op: DeviceReduceOp<T>>(

@@ -243,3 +243,278 @@ pub fn reduce_partial_sum_f32_v8(input: &[f32], partials: DisjointSlice<f32>) {
 pub fn reduce_partial_sum_f32_v2(input: &[f32], partials: DisjointSlice<f32>) {
     partial::<f32, Sum, 2>(input, partials, Sum);
 }
+
+// --- scan: one pass, decoupled look-back ----------------------------------------------------
+
+/// 16-byte vectors per thread per scan tile (`4 × SCAN_VECS` elements per thread).
+pub const SCAN_VECS: usize = 4;
+/// Elements per scan tile: `BLOCK × 4 × SCAN_VECS`.
+pub const SCAN_TILE: usize = BLOCK as usize * 4 * SCAN_VECS;
+
+/// A tile's status word: `flag << 32 | value bits`, written and read whole (one 64-bit
+/// atomic), so a reader never sees a flag without its value.
+const FLAG_AGGREGATE: u64 = 1;
+const FLAG_INCLUSIVE: u64 = 2;
+
+/// The 32-bit element types of the scan: `u32`, `i32`, `f32`.
+pub trait Item32: Item {
+    /// The value's bits.
+    fn to_bits32(self) -> u32;
+    /// The value of these bits.
+    fn from_bits32(bits: u32) -> Self;
+}
+
+macro_rules! item32_bits {
+    ($($t:ty),*) => { $(
+        impl Item32 for $t {
+            #[inline(always)]
+            fn to_bits32(self) -> u32 { u32::from_ne_bytes(self.to_ne_bytes()) }
+            #[inline(always)]
+            fn from_bits32(bits: u32) -> Self { <$t>::from_ne_bytes(bits.to_ne_bytes()) }
+        }
+    )* };
+}
+item32_bits!(u32, i32, f32);
+
+/// Writes 16 bytes: `st.global.v4.u32`.
+///
+/// # Safety
+/// `p` is a 16-byte aligned global address valid for 16 bytes that no other thread accesses
+/// during the kernel.
+#[inline(always)]
+unsafe fn st16(p: *mut [u32; 4], w: [u32; 4]) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's promise.
+    unsafe {
+        core::arch::asm!(
+            "st.global.v4.u32 [{0}], {{{1}, {2}, {3}, {4}}};",
+            in(reg64) p, in(reg32) w[0], in(reg32) w[1], in(reg32) w[2], in(reg32) w[3],
+            options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        p.write(w)
+    }
+}
+
+#[inline(always)]
+fn status_cell<'s>(
+    status: &'s DisjointSlice<'_, u64>,
+    i: usize,
+) -> &'s core::sync::atomic::AtomicU64 {
+    if i >= status.len() {
+        gpukernel_device::__trap_out_of_bounds(i, status.len());
+    }
+    // SAFETY: in bounds, 8-byte aligned (a `u64` element); every access of the status words
+    // during the launch is atomic (this kernel's only), and the launch borrows them.
+    unsafe { core::sync::atomic::AtomicU64::from_ptr(status.as_mut_ptr().add(i)) }
+}
+
+/// The exclusive prefix of tile `tile` (> 0), by warp 0 of its block: the tiles before it,
+/// read back 32 at a time until one has published its inclusive prefix. Returns it in every
+/// lane.
+#[inline(always)]
+fn look_back<T: Item32, Op: Identity<T>>(status: &DisjointSlice<'_, u64>, tile: usize, op: Op) -> T {
+    let lane = thread::lane_id() as usize;
+    let mut prefix = op.identity();
+    let mut end = tile;
+    loop {
+        let word = if end > lane {
+            let cell = status_cell(status, end - 1 - lane);
+            loop {
+                let w = cell.load(core::sync::atomic::Ordering::Relaxed);
+                if w >> 32 != 0 {
+                    break w;
+                }
+            }
+        } else {
+            // Before tile 0: nothing, as an inclusive identity (tile 0 always publishes its
+            // inclusive prefix, so this is never reached while tile 0's word is in view).
+            FLAG_INCLUSIVE << 32 | op.identity().to_bits32() as u64
+        };
+        let value = T::from_bits32(word as u32);
+        let inclusive = gpukernel_device::warp::ballot_sync(
+            gpukernel_device::warp::FULL_MASK,
+            word >> 32 == FLAG_INCLUSIVE,
+        );
+        if inclusive != 0 {
+            // Lane `first` is the closest tile with an inclusive prefix: it and the aggregates
+            // of the tiles after it make this tile's prefix.
+            let first = inclusive.trailing_zeros() as usize;
+            let part = if lane <= first { value } else { op.identity() };
+            return op.combine(gpukernel_device::warp::reduce(part, op), prefix);
+        }
+        prefix = op.combine(gpukernel_device::warp::reduce(value, op), prefix);
+        end -= 32;
+    }
+}
+
+/// One tile of the scan: `out[i] = x_0 ⊕ … ⊕ x_i` (`INCLUSIVE`) or `x_0 ⊕ … ⊕ x_{i-1}` with
+/// `out[0]` the identity.
+///
+/// Tiles are numbered in the order blocks start (an atomic counter, the status array's last
+/// word), so every tile a block waits for belongs to a block that already runs. Within a tile
+/// each warp owns `32 × 4 × SCAN_VECS` consecutive elements; step `j` of lane `l` holds the
+/// four at `j × 128 + 4l`: coalesced 16-byte loads and stores, a scan of four in registers,
+/// a warp scan of the four-element totals per step.
+#[inline(always)]
+fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool>(
+    input: &[T],
+    output: DisjointSlice<'_, T>,
+    status: DisjointSlice<'_, u64>,
+    op: Op,
+) {
+    let n = input.len();
+    let tiles = n.div_ceil(SCAN_TILE);
+    assert!(
+        thread::block_dim_x() == BLOCK
+            && thread::block_dim_y() == 1
+            && thread::block_dim_z() == 1
+            && output.len() == n
+            && status.len() == tiles + 1
+            && thread::grid_dim_x() as usize == tiles
+    );
+    let (t, lane, w) = (
+        thread::thread_idx_x(),
+        thread::lane_id() as usize,
+        thread::warp_id() as usize,
+    );
+    let claimed = if t == 0 {
+        // SAFETY: the status array's last word is the tile counter, touched only atomically.
+        unsafe { gpukernel_device::atomic::add(status.as_mut_ptr().add(tiles), 1u64) }
+    } else {
+        0
+    };
+    let tile = block::broadcast(claimed, 0) as usize;
+    let base = tile * SCAN_TILE;
+    let seg = base + w * 32 * 4 * SCAN_VECS;
+    let in_ptr = input.as_ptr();
+    let out_ptr = output.as_mut_ptr();
+    let vector = base + SCAN_TILE <= n && (in_ptr as usize | out_ptr as usize) % 16 == 0;
+
+    let mut v = [[op.identity(); 4]; SCAN_VECS];
+    for (j, vj) in v.iter_mut().enumerate() {
+        let at = seg + j * 128 + 4 * lane;
+        if vector {
+            // SAFETY: `at + 4 <= base + SCAN_TILE <= n`, 16-byte aligned (`at` is a multiple of
+            // 4 elements of 4 bytes from an aligned start); the input is a `&[T]`.
+            let words = unsafe { ld16(in_ptr.add(at).cast()) };
+            for e in 0..4 {
+                vj[e] = T::from_bits32(words[e]);
+            }
+        } else {
+            for (e, x) in vj.iter_mut().enumerate() {
+                if let Some(&y) = input.get(at + e) {
+                    *x = y;
+                }
+            }
+        }
+    }
+
+    // Scan within the warp, step by step, carrying the warp's running total.
+    let mut carry = op.identity();
+    for vj in v.iter_mut() {
+        let raw = *vj;
+        let mut p = raw;
+        for e in 1..4 {
+            p[e] = op.combine(p[e - 1], raw[e]);
+        }
+        let incl = gpukernel_device::warp::inclusive_scan(p[3], op);
+        // SAFETY: the block has 256 threads: every warp is whole, so the mask holds the caller.
+        let before = unsafe {
+            gpukernel_device::warp::shfl_up_sync_unchecked(gpukernel_device::warp::FULL_MASK, incl, 1)
+        };
+        let pre = if lane == 0 { carry } else { op.combine(carry, before) };
+        for e in 0..4 {
+            vj[e] = if INCLUSIVE {
+                op.combine(pre, p[e])
+            } else if e == 0 {
+                pre
+            } else {
+                op.combine(pre, p[e - 1])
+            };
+        }
+        carry = op.combine(carry, gpukernel_device::warp::broadcast(incl, 31));
+    }
+
+    // The warps before this one, and the tile's total (lane 31 carries its warp's total).
+    let mine = if lane == 31 { carry } else { op.identity() };
+    let (warps_before, tile_total) = block::exclusive_scan(mine, op.identity(), op);
+
+    let tile_prefix = if tile == 0 {
+        if t == 0 {
+            status_cell(&status, 0).store(
+                FLAG_INCLUSIVE << 32 | tile_total.to_bits32() as u64,
+                core::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        op.identity()
+    } else {
+        if t == 0 {
+            status_cell(&status, tile).store(
+                FLAG_AGGREGATE << 32 | tile_total.to_bits32() as u64,
+                core::sync::atomic::Ordering::Relaxed,
+            );
+        }
+        let mut prefix = op.identity();
+        if w == 0 {
+            prefix = look_back(&status, tile, op);
+            if lane == 0 {
+                status_cell(&status, tile).store(
+                    FLAG_INCLUSIVE << 32 | op.combine(prefix, tile_total).to_bits32() as u64,
+                    core::sync::atomic::Ordering::Relaxed,
+                );
+            }
+        }
+        block::broadcast(prefix, 0)
+    };
+    let pre = op.combine(tile_prefix, warps_before);
+
+    for (j, vj) in v.iter().enumerate() {
+        let at = seg + j * 128 + 4 * lane;
+        let out = [
+            op.combine(pre, vj[0]),
+            op.combine(pre, vj[1]),
+            op.combine(pre, vj[2]),
+            op.combine(pre, vj[3]),
+        ];
+        if vector {
+            // SAFETY: as for the load; element `at..at + 4` of the output is this thread's
+            // alone (the tiles, warps, steps and lanes partition the elements).
+            unsafe { st16(out_ptr.add(at).cast(), out.map(T::to_bits32)) };
+        } else {
+            for (e, &o) in out.iter().enumerate() {
+                if at + e < n {
+                    // SAFETY: as above; in bounds.
+                    unsafe { output.write(at + e, o) };
+                }
+            }
+        }
+    }
+}
+
+macro_rules! scan_kernels {
+    ($($incl:ident, $excl:ident: $t:ty;)*) => { $(
+        #[doc = concat!("Inclusive sum of `", stringify!($t), "` in one pass (decoupled \
+            look-back). `status`: `tiles + 1` zeroed words; blocks of [`BLOCK`] threads, one \
+            per tile of [`SCAN_TILE`] elements.")]
+        #[kernel]
+        pub fn $incl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
+            scan_tile::<$t, Sum, true>(input, output, status, Sum);
+        }
+        #[doc = concat!("Exclusive sum of `", stringify!($t), "` (`output[0] = 0`), as the \
+            inclusive one.")]
+        #[kernel]
+        pub fn $excl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
+            scan_tile::<$t, Sum, false>(input, output, status, Sum);
+        }
+    )* };
+}
+
+scan_kernels! {
+    scan_inclusive_sum_f32, scan_exclusive_sum_f32: f32;
+    scan_inclusive_sum_i32, scan_exclusive_sum_i32: i32;
+    scan_inclusive_sum_u32, scan_exclusive_sum_u32: u32;
+}
