@@ -38,4 +38,20 @@ REDUCE(cub_sum_f32, float)
 REDUCE(cub_sum_f64, double)
 REDUCE(cub_sum_i32, int)
 
+#define SCAN(NAME, T)                                                                      \
+    extern "C" int NAME##_prepare(int n) {                                                 \
+        size_t bytes = 0;                                                                  \
+        cudaError_t e = cub::DeviceScan::InclusiveSum(nullptr, bytes, (const T*)nullptr,   \
+                                                      (T*)nullptr, n);                     \
+        if (e != cudaSuccess) return (int)e;                                               \
+        return ensure_temp(bytes);                                                         \
+    }                                                                                      \
+    extern "C" int NAME(const T* in, T* out, int n, void* stream) {                        \
+        size_t bytes = g_temp_bytes;                                                       \
+        return (int)cub::DeviceScan::InclusiveSum(g_temp, bytes, in, out, n,               \
+                                                  (cudaStream_t)stream);                   \
+    }
+
+SCAN(cub_scan_f32, float)
+
 extern "C" int cub_sync() { return (int)cudaDeviceSynchronize(); }

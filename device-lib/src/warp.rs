@@ -727,7 +727,10 @@ pub fn reduce<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(value: T, op: Op) ->
     if mask == FULL_MASK {
         let lane = crate::thread::lane_id();
         let mut v = value;
-        for offset in [1u32, 2, 4, 8, 16] {
+        // A `while` over the offsets, not a loop over an array: LLVM unrolls it into
+        // registers (an array iterator is kept in local memory).
+        let mut offset = 1u32;
+        while offset < 32 {
             // SAFETY: the calling lane exists in its warp, so it is in `mask`.
             let other = unsafe { v.__shfl((Mode::Xor as u8, mask, offset)) };
             // The lane with the bit set holds the later half: keep lane order.
@@ -736,6 +739,7 @@ pub fn reduce<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(value: T, op: Op) ->
             } else {
                 op.combine(other, v)
             };
+            offset *= 2;
         }
         v
     } else {
@@ -756,12 +760,14 @@ fn inclusive_scan_masked<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(
 ) -> T {
     let lane = crate::thread::lane_id();
     let mut v = value;
-    for delta in [1u32, 2, 4, 8, 16] {
+    let mut delta = 1u32;
+    while delta < 32 {
         // SAFETY: `mask` is the warp's existing lanes, which contain the caller.
         let up = unsafe { v.__shfl((Mode::Up as u8, mask, delta)) };
         if lane >= delta {
             v = op.combine(up, v);
         }
+        delta *= 2;
     }
     v
 }

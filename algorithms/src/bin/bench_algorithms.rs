@@ -54,7 +54,7 @@ impl Cub {
     }
 
     /// `name_prepare(n)` then a closure that runs `name(in, out, n, stream)`.
-    fn sum<T>(&self, name: &str, n: usize) -> Result<CubRun<T>, BoxError> {
+    fn func<T>(&self, name: &str, n: usize) -> Result<CubRun<T>, BoxError> {
         // SAFETY: the symbols have these C signatures in cub_ref.cu.
         unsafe {
             let prepare: libloading::Symbol<'_, CubPrepare> =
@@ -157,6 +157,8 @@ fn check(what: &str, got: f64, want: f64, scale: f64) -> Result<(), BoxError> {
 fn numba(sizes: &[usize]) -> Result<Vec<(usize, f64)>, String> {
     let script = r#"
 import sys, numpy as np
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack  # numba-cuda's cuda.reduce still calls it; NumPy 2.x removed it
 from numba import cuda
 sizes = [int(s) for s in sys.argv[1:]]
 red = cuda.reduce(lambda a, b: a + b)
@@ -239,7 +241,7 @@ fn main() -> Result<(), BoxError> {
         let x = x_all.slice(..n)?;
         let want: f64 = all[..n].iter().map(|&v| v as f64).sum();
         let scale: f64 = all[..n].iter().map(|&v| v.abs() as f64).sum();
-        let cub_sum = cub.sum::<f32>("cub_sum_f32", n)?;
+        let cub_sum = cub.func::<f32>("cub_sum_f32", n)?;
         let run_cub = |out: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
             // SAFETY: live buffers of `n` and 1 f32s of this context; the stream is ours.
             let r = unsafe {
@@ -291,7 +293,7 @@ fn main() -> Result<(), BoxError> {
 
     // Tuning at 2^28: the first pass's grid and loads in flight.
     let n = x_all.len();
-    let cub_sum = cub.sum::<f32>("cub_sum_f32", n)?;
+    let cub_sum = cub.func::<f32>("cub_sum_f32", n)?;
     let cubm = per_call_ms(&ctx, &stream, || {
         // SAFETY: as above.
         let r = unsafe {
@@ -334,6 +336,8 @@ fn main() -> Result<(), BoxError> {
         }
     }
 
+    scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+
     // Other element types at 2^28 against CUB.
     println!();
     let xi: Vec<i32> = all.iter().map(|&v| (v * 1000.0) as i32).collect();
@@ -366,7 +370,7 @@ where
     let n = x.len();
     let mut out = stream.alloc_zeros::<T>(1)?;
     let mut out_cub = stream.alloc_zeros::<T>(1)?;
-    let run = cub.sum::<T>(sym, n)?;
+    let run = cub.func::<T>(sym, n)?;
     let run_cub = |out: &mut DeviceBuffer<T>| -> Result<(), BoxError> {
         // SAFETY: live buffers of `n` and 1 elements of this context.
         let r = unsafe {
@@ -399,5 +403,82 @@ where
         gbs(bytes, cubm),
         cubm / ours
     );
+    Ok(())
+}
+
+/// The inclusive f32 sum against `cub::DeviceScan::InclusiveSum`, element for element.
+fn scan_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    println!(
+        "\n{:>10} | {:>9} {:>8} | {:>9} {:>8} | {:>6}",
+        "f32 scan n", "ours ms", "GB/s", "CUB ms", "GB/s", "/CUB"
+    );
+    let max = *sizes.last().expect("sizes");
+    // Small integers: every prefix is exact in f32, in any order of addition.
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let xs: Vec<f32> = (0..max)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 21) as f32 - 10.0
+        })
+        .collect();
+    let x_all = stream.htod_copy(&xs)?;
+    let mut y = stream.alloc_zeros::<f32>(max)?;
+    let mut y_cub = stream.alloc_zeros::<f32>(max)?;
+    for &n in sizes {
+        let x = x_all.slice(..n)?;
+        let run_cub = cub.func::<f32>("cub_scan_f32", n)?;
+        let cub_call = |y: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
+            // SAFETY: live buffers of at least `n` f32s of this context, on our stream.
+            let r = unsafe {
+                run_cub(
+                    x_all.as_raw() as *const f32,
+                    y.as_raw() as *mut f32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            };
+            if r != 0 {
+                return Err(format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into());
+            }
+            Ok(())
+        };
+        algs.inclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?;
+        cub_call(&mut y_cub)?;
+        stream.synchronize()?;
+        let (ours, theirs) = (y.slice(..n)?.to_host_vec()?, y_cub.slice(..n)?.to_host_vec()?);
+        let mut acc = 0.0f32;
+        for i in 0..n {
+            acc += xs[i];
+            if ours[i] != acc || theirs[i] != acc {
+                return Err(format!(
+                    "scan of {n}: element {i}: ours {}, CUB {}, want {acc}",
+                    ours[i], theirs[i]
+                )
+                .into());
+            }
+        }
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.inclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?)
+        })?;
+        let cubm = per_call_ms(ctx, stream, || cub_call(&mut y_cub))?;
+        let bytes = 8.0 * n as f64;
+        println!(
+            "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3}",
+            format!("2^{}", n.trailing_zeros()),
+            ms,
+            gbs(bytes, ms),
+            cubm,
+            gbs(bytes, cubm),
+            cubm / ms
+        );
+    }
     Ok(())
 }
