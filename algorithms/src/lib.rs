@@ -81,6 +81,7 @@ macro_rules! reduce_ops {
             sum_f32_v8: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v8>>,
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
             scan: ScanKernels,
+            histogram256: OnceLock<TypedKernel<k::histogram256_u8>>,
         }
         $(
             impl DeviceReduceOp<$t> for $op {
@@ -500,6 +501,54 @@ impl Algorithms {
         let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
         output.with_all(n, &mut |o| {
             stream.launch(kernel, LaunchConfig::new(grid, BLOCK), (input, o, &mut status))
+        })
+    }
+
+    /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
+    /// 257 levels over `u8` samples): `bins[v]` = the number of bytes equal to `v`. `bins`
+    /// must hold 256 counters ([`Error::LengthMismatch`] otherwise); it is zeroed first (on
+    /// `stream`), so a call counts `data` alone.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::Algorithms;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let data = stream.htod_copy(b"abracadabra")?;
+    /// let mut bins = stream.alloc_zeros::<u32>(256)?;
+    /// algs.histogram256(&stream, &data, &mut bins)?;
+    /// let bins = bins.to_host_vec()?;
+    /// assert_eq!((bins[b'a' as usize], bins[b'b' as usize], bins[b'z' as usize]), (5, 2, 0));
+    /// # Ok(()) }
+    /// ```
+    pub fn histogram256<'i>(
+        &self,
+        stream: &Stream,
+        data: impl Input<'i, u8>,
+        bins: impl OutputAll<u32>,
+    ) -> Result<()> {
+        let kernel = get(&self.kernels.histogram256, || {
+            self.module.kernel(k::histogram256_u8)
+        })?;
+        let data = data.into_view()?;
+        let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
+            .min(data.len().div_ceil(16 * BLOCK as usize))
+            .max(1) as u32;
+        bins.with_all(256, &mut |mut b| {
+            b.memset_d8(0)?;
+            stream.launch(kernel, LaunchConfig::new(blocks, BLOCK), (data, b))
+        })
+        .map_err(|e| match e {
+            Error::LengthMismatch {
+                destination,
+                source_len,
+                ..
+            } => Error::LengthMismatch {
+                operation: "Algorithms::histogram256 (the bins must be 256 counters)",
+                destination,
+                source_len,
+            },
+            e => e,
         })
     }
 

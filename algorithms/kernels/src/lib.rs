@@ -518,3 +518,64 @@ scan_kernels! {
     scan_inclusive_sum_i32, scan_exclusive_sum_i32: i32;
     scan_inclusive_sum_u32, scan_exclusive_sum_u32: u32;
 }
+
+// --- 256-bin histogram of bytes ---------------------------------------------------------------
+
+/// Adds the count of each byte value of `data` to `bins[value]` (256 bins, zeroed by the
+/// host). Each block counts into its own shared-memory bins (shared atomics), reading 16-byte
+/// vectors grid-stride, then adds its non-zero bins to `bins` with one global atomic each.
+/// Blocks of [`BLOCK`] threads, any grid.
+#[kernel]
+pub fn histogram256_u8(data: &[u8], bins: DisjointSlice<u32>) {
+    assert!(
+        thread::block_dim_x() == BLOCK
+            && thread::block_dim_y() == 1
+            && thread::block_dim_z() == 1
+            && bins.len() == 256
+    );
+    let local = gpukernel_device::shared::shared_array!(u32, 256);
+    let t = thread::thread_idx_x() as usize;
+    // SAFETY: thread `t` (< 256) alone writes slot `t`; the barrier orders it before the
+    // atomics.
+    unsafe { local.write(t, 0) };
+    gpukernel_device::sync::sync_threads();
+    let count = |v: u32| {
+        // SAFETY: a shared address of this block (`v < 256`), updated only atomically
+        // between the two barriers.
+        unsafe { gpukernel_device::atomic::add(local.as_mut_ptr().add((v & 255) as usize), 1u32) };
+    };
+    let n = data.len();
+    let base = data.as_ptr();
+    let head = ((16 - base as usize % 16) % 16).min(n);
+    let nvec = (n - head) / 16;
+    let gid = thread::global_index_x();
+    let stride = thread::grid_stride_x();
+    // SAFETY: `head <= n` brings the pointer to a 16-byte boundary.
+    let vp = unsafe { base.add(head) }.cast::<[u32; 4]>();
+    let mut v = gid;
+    while v < nvec {
+        // SAFETY: vector `v < nvec` lies inside `data` (a `&[u8]`), 16-byte aligned.
+        let w = unsafe { ld16(vp.add(v)) };
+        for word in w {
+            count(word);
+            count(word >> 8);
+            count(word >> 16);
+            count(word >> 24);
+        }
+        v += stride;
+    }
+    if gid < head {
+        count(data[gid] as u32);
+    }
+    let tail = head + nvec * 16 + gid;
+    if tail < n {
+        count(data[tail] as u32);
+    }
+    gpukernel_device::sync::sync_threads();
+    // SAFETY: no atomic on the shared bins runs after the barrier.
+    let c = unsafe { local.read(t) };
+    if c != 0 {
+        // SAFETY: `t < 256 == bins.len()`; `bins` is updated only atomically in this launch.
+        unsafe { gpukernel_device::atomic::add(bins.as_mut_ptr().add(t), c) };
+    }
+}
