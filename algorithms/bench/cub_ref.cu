@@ -54,4 +54,17 @@ REDUCE(cub_sum_i32, int)
 
 SCAN(cub_scan_f32, float)
 
+extern "C" int cub_hist256_prepare(int n) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceHistogram::HistogramEven(
+        nullptr, bytes, (const unsigned char*)nullptr, (unsigned int*)nullptr, 257, 0, 256, n);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_hist256(const unsigned char* in, unsigned int* bins, int n, void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceHistogram::HistogramEven(g_temp, bytes, in, bins, 257, 0, 256, n,
+                                                    (cudaStream_t)stream);
+}
+
 extern "C" int cub_sync() { return (int)cudaDeviceSynchronize(); }

@@ -149,7 +149,11 @@ pub trait DeviceScanOp<T: Item>: Identity<T> + sealed::Sealed {
     fn __load(module: &Module) -> Result<Pair<Self::Inclusive, Self::Exclusive>>;
 }
 
-type ScanParams<T> = (&'static [T], DisjointSlice<'static, T>, DisjointSlice<'static, u64>);
+type ScanParams<T> = (
+    &'static [T],
+    DisjointSlice<'static, T>,
+    DisjointSlice<'static, u64>,
+);
 
 macro_rules! scan_ops {
     ($($field:ident: $t:ty, $incl:ident, $excl:ident;)*) => {
@@ -249,10 +253,7 @@ impl<T: DeviceCopy> Output<T> for &mut DeviceBuffer<T> {
     }
 }
 impl<T: DeviceCopy> Output<T> for DeviceViewMut<'_, T> {
-    fn with_first(
-        mut self,
-        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
-    ) -> Result<()> {
+    fn with_first(mut self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
         (&mut self).with_first(f)
     }
 }
@@ -500,7 +501,11 @@ impl Algorithms {
         // One status word per tile, then the tile counter; zeroed, stream-ordered.
         let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
         output.with_all(n, &mut |o| {
-            stream.launch(kernel, LaunchConfig::new(grid, BLOCK), (input, o, &mut status))
+            stream.launch(
+                kernel,
+                LaunchConfig::new(grid, BLOCK),
+                (input, o, &mut status),
+            )
         })
     }
 
@@ -552,9 +557,7 @@ impl Algorithms {
         })
     }
 
-    fn kernels_for<T: Item, Op: DeviceReduceOp<T>>(
-        &self,
-    ) -> Result<&Pair<Op::Partial, Op::Final>> {
+    fn kernels_for<T: Item, Op: DeviceReduceOp<T>>(&self) -> Result<&Pair<Op::Partial, Op::Final>> {
         get(Op::__cell(&self.kernels), || Op::__load(&self.module))
     }
 

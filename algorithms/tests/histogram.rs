@@ -7,7 +7,9 @@ use gpukernel_runtime::{Context, Device, Error};
 fn devices() -> Vec<(String, Context)> {
     let mut out = vec![(
         "simulator".to_string(),
-        Device::simulator().primary_context().expect("simulator context"),
+        Device::simulator()
+            .primary_context()
+            .expect("simulator context"),
     )];
     if cfg!(feature = "gpu") {
         let dev = Device::get(0).unwrap_or_else(|e| {
@@ -15,7 +17,8 @@ fn devices() -> Vec<(String, Context)> {
         });
         out.push((
             dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
-            dev.primary_context().expect("primary context of CUDA device 0"),
+            dev.primary_context()
+                .expect("primary context of CUDA device 0"),
         ));
     }
     out
@@ -70,13 +73,19 @@ fn histogram256_matches_the_host() {
 
 #[test]
 fn histogram256_refuses_bins_of_another_length() {
-    let ctx = Device::simulator().primary_context().expect("simulator context");
+    let ctx = Device::simulator()
+        .primary_context()
+        .expect("simulator context");
     let algs = Algorithms::new(&ctx).expect("load the algorithms");
     let stream = ctx.default_stream();
     let d = stream.htod_copy(&[1u8, 2, 3]).expect("copy in");
     let mut bins = stream.alloc_zeros::<u32>(255).expect("alloc");
     match algs.histogram256(&stream, &d, &mut bins) {
-        Err(Error::LengthMismatch { destination: 255, source_len: 256, operation }) => {
+        Err(Error::LengthMismatch {
+            destination: 255,
+            source_len: 256,
+            operation,
+        }) => {
             assert!(operation.contains("histogram256"), "{operation}")
         }
         other => panic!("expected LengthMismatch, got {other:?}"),

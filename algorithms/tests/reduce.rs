@@ -2,19 +2,23 @@
 //! sizes and misaligned views, on the simulator (and CUDA device 0 with the `gpu` feature).
 
 use gpukernel_algorithms::{Algorithms, DeviceReduceOp, Item, Max, Min, Sum};
-use gpukernel_runtime::{Context, DeviceCopy, Device, Error};
+use gpukernel_runtime::{Context, Device, DeviceCopy, Error};
 
 fn devices() -> Vec<(String, Context)> {
     let mut out = vec![(
         "simulator".to_string(),
-        Device::simulator().primary_context().expect("simulator context"),
+        Device::simulator()
+            .primary_context()
+            .expect("simulator context"),
     )];
     if cfg!(feature = "gpu") {
-        let dev = Device::get(0)
-            .unwrap_or_else(|e| panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}"));
+        let dev = Device::get(0).unwrap_or_else(|e| {
+            panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
+        });
         out.push((
             dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
-            dev.primary_context().expect("primary context of CUDA device 0"),
+            dev.primary_context()
+                .expect("primary context of CUDA device 0"),
         ));
     }
     out
@@ -46,7 +50,9 @@ where
         let want = if skip == 0 {
             want
         } else {
-            xs[skip..].iter().fold(op.identity(), |a, &b| op.combine(a, b))
+            xs[skip..]
+                .iter()
+                .fold(op.identity(), |a, &b| op.combine(a, b))
         };
         let got = algs.reduce_to_host(&stream, view, op).expect("reduce");
         assert_eq!(
@@ -67,9 +73,18 @@ where
     Max: DeviceReduceOp<T>,
 {
     for (op_name, want) in [
-        ("sum", xs.iter().fold(Sum.identity(), |a, &b| Sum.combine(a, b))),
-        ("min", xs.iter().fold(Min.identity(), |a, &b| Min.combine(a, b))),
-        ("max", xs.iter().fold(Max.identity(), |a, &b| Max.combine(a, b))),
+        (
+            "sum",
+            xs.iter().fold(Sum.identity(), |a, &b| Sum.combine(a, b)),
+        ),
+        (
+            "min",
+            xs.iter().fold(Min.identity(), |a, &b| Min.combine(a, b)),
+        ),
+        (
+            "max",
+            xs.iter().fold(Max.identity(), |a, &b| Max.combine(a, b)),
+        ),
     ] {
         match op_name {
             "sum" => check(ctx, algs, dev, xs, Sum, want),
@@ -95,9 +110,21 @@ fn reduce_every_type_and_operator_matches_the_host() {
             all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v as f32));
             all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v as f64 * 0.5));
             all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v as i32));
-            all_ops(&ctx, &algs, &dev, &values(n, seed, |v| ((v + 1000) as u32).wrapping_mul(4_000_000)));
+            all_ops(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, |v| ((v + 1000) as u32).wrapping_mul(4_000_000)),
+            );
             all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v * 1_000_000_007));
-            all_ops(&ctx, &algs, &dev, &values(n, seed, |v| ((v + 1000) as u64).wrapping_mul(3_000_000_000_000_000)));
+            all_ops(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, |v| {
+                    ((v + 1000) as u64).wrapping_mul(3_000_000_000_000_000)
+                }),
+            );
         }
     }
 }
@@ -117,7 +144,9 @@ fn reduce_writes_only_the_first_element_of_the_output() {
 
 #[test]
 fn reduce_refuses_an_empty_output() {
-    let ctx = Device::simulator().primary_context().expect("simulator context");
+    let ctx = Device::simulator()
+        .primary_context()
+        .expect("simulator context");
     let algs = Algorithms::new(&ctx).expect("load the algorithms");
     let stream = ctx.default_stream();
     let x = stream.htod_copy(&[1.0f32]).expect("copy in");
@@ -129,4 +158,3 @@ fn reduce_refuses_an_empty_output() {
         other => panic!("expected LengthMismatch, got {other:?}"),
     }
 }
-

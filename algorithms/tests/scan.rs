@@ -8,7 +8,9 @@ use gpukernel_runtime::{Context, Device, DeviceCopy, Error};
 fn devices() -> Vec<(String, Context)> {
     let mut out = vec![(
         "simulator".to_string(),
-        Device::simulator().primary_context().expect("simulator context"),
+        Device::simulator()
+            .primary_context()
+            .expect("simulator context"),
     )];
     if cfg!(feature = "gpu") {
         let dev = Device::get(0).unwrap_or_else(|e| {
@@ -16,7 +18,8 @@ fn devices() -> Vec<(String, Context)> {
         });
         out.push((
             dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
-            dev.primary_context().expect("primary context of CUDA device 0"),
+            dev.primary_context()
+                .expect("primary context of CUDA device 0"),
         ));
     }
     out
@@ -62,15 +65,27 @@ where
         algs.inclusive_scan(&stream, view, Sum, out.slice_mut(1..).expect("view"))
             .expect("inclusive scan");
         let got = out.to_host_vec().expect("copy out");
-        let what = format!("{dev}: scan of {} {} from {skip}", src.len(), std::any::type_name::<T>());
+        let what = format!(
+            "{dev}: scan of {} {} from {skip}",
+            src.len(),
+            std::any::type_name::<T>()
+        );
         if let Some(i) = (0..src.len()).find(|&i| got[i + 1] != incl[i]) {
-            panic!("{what}: inclusive element {i}: got {:?}, want {:?}", got[i + 1], incl[i]);
+            panic!(
+                "{what}: inclusive element {i}: got {:?}, want {:?}",
+                got[i + 1],
+                incl[i]
+            );
         }
         let mut out = stream.alloc_zeros::<T>(src.len()).expect("alloc");
-        algs.exclusive_scan(&stream, view, Sum, &mut out).expect("exclusive scan");
+        algs.exclusive_scan(&stream, view, Sum, &mut out)
+            .expect("exclusive scan");
         let got = out.to_host_vec().expect("copy out");
         if let Some(i) = (0..src.len()).find(|&i| got[i] != excl[i]) {
-            panic!("{what}: exclusive element {i}: got {:?}, want {:?}", got[i], excl[i]);
+            panic!(
+                "{what}: exclusive element {i}: got {:?}, want {:?}",
+                got[i], excl[i]
+            );
         }
     }
 }
@@ -85,20 +100,31 @@ fn scans_match_the_host() {
             let seed = 11 + i as u64;
             check(&ctx, &algs, &dev, &values(n, seed, |v| v as f32));
             check(&ctx, &algs, &dev, &values(n, seed, |v| v as i32 * 100_003));
-            check(&ctx, &algs, &dev, &values(n, seed, |v| ((v + 10) as u32).wrapping_mul(300_000_007)));
+            check(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, |v| ((v + 10) as u32).wrapping_mul(300_000_007)),
+            );
         }
     }
 }
 
 #[test]
 fn scan_refuses_an_output_of_another_length() {
-    let ctx = Device::simulator().primary_context().expect("simulator context");
+    let ctx = Device::simulator()
+        .primary_context()
+        .expect("simulator context");
     let algs = Algorithms::new(&ctx).expect("load the algorithms");
     let stream = ctx.default_stream();
     let x = stream.htod_copy(&[1u32, 2, 3]).expect("copy in");
     let mut out = stream.alloc_zeros::<u32>(2).expect("alloc");
     match algs.inclusive_scan(&stream, &x, Sum, &mut out) {
-        Err(Error::LengthMismatch { destination: 2, source_len: 3, operation }) => {
+        Err(Error::LengthMismatch {
+            destination: 2,
+            source_len: 3,
+            operation,
+        }) => {
             assert!(operation.contains("scan"), "{operation}")
         }
         other => panic!("expected LengthMismatch, got {other:?}"),

@@ -23,7 +23,10 @@ fn module(ctx: &Context) -> Module {
         c::collectives_user_op::NAME,
     ];
     Linker::new(ctx)
-        .and_then(|mut l| l.add_ptx_kernels(PTX, "kernels.ptx", &names).link_and_load())
+        .and_then(|mut l| {
+            l.add_ptx_kernels(PTX, "kernels.ptx", &names)
+                .link_and_load()
+        })
         .unwrap_or_else(|e| panic!("linking the collective kernels failed: {e}"))
 }
 
@@ -89,7 +92,10 @@ macro_rules! typed_test {
         fn $name() {
             for (dev, ctx) in devices() {
                 let m = module(&ctx);
-                let (wk, bk) = (m.kernel(c::$warp_k).unwrap(), m.kernel(c::$block_k).unwrap());
+                let (wk, bk) = (
+                    m.kernel(c::$warp_k).unwrap(),
+                    m.kernel(c::$block_k).unwrap(),
+                );
                 let s = ctx.default_stream();
                 for &block in BLOCKS {
                     let total = (GRID * block) as usize;
@@ -99,26 +105,44 @@ macro_rules! typed_test {
                     let xd = s.htod_copy(&x).unwrap();
                     x.resize(total, <$t as Number>::ZERO);
                     let cfg = LaunchConfig::new(GRID, block);
-                    let mut o: Vec<_> = (0..5).map(|_| s.alloc_zeros::<$t>(total).unwrap()).collect();
-                    let [o0, o1, o2, o3, o4] = &mut o[..] else { unreachable!() };
-                    s.launch(&wk, cfg, (&xd, &mut *o0, &mut *o1, &mut *o2, &mut *o3)).unwrap();
+                    let mut o: Vec<_> = (0..5)
+                        .map(|_| s.alloc_zeros::<$t>(total).unwrap())
+                        .collect();
+                    let [o0, o1, o2, o3, o4] = &mut o[..] else {
+                        unreachable!()
+                    };
+                    s.launch(&wk, cfg, (&xd, &mut *o0, &mut *o1, &mut *o2, &mut *o3))
+                        .unwrap();
                     let three = 3 as $t;
                     let wg = groups(total, block as usize, true);
                     let (sum, incl, excl) = reference(&x, &wg, Sum, three);
                     let (max, _, _) = reference(&x, &wg, Max, three);
-                    let what = format!("{dev}: warp collectives of {} with blocks of {block}", stringify!($t));
+                    let what = format!(
+                        "{dev}: warp collectives of {} with blocks of {block}",
+                        stringify!($t)
+                    );
                     assert_eq!(o0.to_host_vec().unwrap(), sum, "{what}: reduce(Sum)");
                     assert_eq!(o1.to_host_vec().unwrap(), max, "{what}: reduce(Max)");
                     assert_eq!(o2.to_host_vec().unwrap(), incl, "{what}: inclusive_scan");
                     // The exclusive scan from 3: `reference` seeds every group with 3.
                     assert_eq!(o3.to_host_vec().unwrap(), excl, "{what}: exclusive_scan");
 
-                    s.launch(&bk, cfg, (&xd, &mut *o0, &mut *o1, &mut *o2, &mut *o3, &mut *o4)).unwrap();
+                    s.launch(
+                        &bk,
+                        cfg,
+                        (&xd, &mut *o0, &mut *o1, &mut *o2, &mut *o3, &mut *o4),
+                    )
+                    .unwrap();
                     let bg = groups(total, block as usize, false);
                     let (sum, incl, excl) = reference(&x, &bg, Sum, three);
                     let (min, _, _) = reference(&x, &bg, Min, three);
-                    let last: Vec<$t> = (0..total).map(|i| x[(i / block as usize + 1) * block as usize - 1]).collect();
-                    let what = format!("{dev}: block collectives of {} with blocks of {block}", stringify!($t));
+                    let last: Vec<$t> = (0..total)
+                        .map(|i| x[(i / block as usize + 1) * block as usize - 1])
+                        .collect();
+                    let what = format!(
+                        "{dev}: block collectives of {} with blocks of {block}",
+                        stringify!($t)
+                    );
                     assert_eq!(o0.to_host_vec().unwrap(), sum, "{what}: reduce(Sum)");
                     assert_eq!(o1.to_host_vec().unwrap(), min, "{what}: reduce(Min)");
                     assert_eq!(o2.to_host_vec().unwrap(), incl, "{what}: inclusive_scan");
@@ -130,10 +154,34 @@ macro_rules! typed_test {
     };
 }
 
-typed_test!(collectives_f32, f32, warp_collectives_f32, block_collectives_f32, |v| v as f32);
-typed_test!(collectives_f64, f64, warp_collectives_f64, block_collectives_f64, |v| v as f64 * 0.25);
-typed_test!(collectives_i32, i32, warp_collectives_i32, block_collectives_i32, |v| v as i32 * 1_000_003);
-typed_test!(collectives_u32, u32, warp_collectives_u32, block_collectives_u32, |v| ((v + 100) as u32).wrapping_mul(40_000_000));
+typed_test!(
+    collectives_f32,
+    f32,
+    warp_collectives_f32,
+    block_collectives_f32,
+    |v| v as f32
+);
+typed_test!(
+    collectives_f64,
+    f64,
+    warp_collectives_f64,
+    block_collectives_f64,
+    |v| v as f64 * 0.25
+);
+typed_test!(
+    collectives_i32,
+    i32,
+    warp_collectives_i32,
+    block_collectives_i32,
+    |v| v as i32 * 1_000_003
+);
+typed_test!(
+    collectives_u32,
+    u32,
+    warp_collectives_u32,
+    block_collectives_u32,
+    |v| ((v + 100) as u32).wrapping_mul(40_000_000)
+);
 
 #[test]
 fn collectives_keep_the_order_of_a_non_commutative_operator() {
@@ -153,18 +201,40 @@ fn collectives_keep_the_order_of_a_non_commutative_operator() {
             });
             let xd = s.htod_copy(&x).unwrap();
             x.resize(total, identity);
-            let mut o: Vec<_> = (0..5).map(|_| s.alloc_zeros::<u64>(total).unwrap()).collect();
-            let [o0, o1, o2, o3, o4] = &mut o[..] else { unreachable!() };
-            s.launch(&k, LaunchConfig::new(GRID, block), (&xd, &mut *o0, &mut *o1, &mut *o2, &mut *o3, &mut *o4))
-                .unwrap();
-            let (wred, wincl, _) = reference(&x, &groups(total, block as usize, true), op, identity);
-            let (bred, bincl, bexcl) = reference(&x, &groups(total, block as usize, false), op, identity);
+            let mut o: Vec<_> = (0..5)
+                .map(|_| s.alloc_zeros::<u64>(total).unwrap())
+                .collect();
+            let [o0, o1, o2, o3, o4] = &mut o[..] else {
+                unreachable!()
+            };
+            s.launch(
+                &k,
+                LaunchConfig::new(GRID, block),
+                (&xd, &mut *o0, &mut *o1, &mut *o2, &mut *o3, &mut *o4),
+            )
+            .unwrap();
+            let (wred, wincl, _) =
+                reference(&x, &groups(total, block as usize, true), op, identity);
+            let (bred, bincl, bexcl) =
+                reference(&x, &groups(total, block as usize, false), op, identity);
             let what = format!("{dev}: affine composition with blocks of {block}");
             assert_eq!(o0.to_host_vec().unwrap(), wred, "{what}: warp::reduce");
-            assert_eq!(o1.to_host_vec().unwrap(), wincl, "{what}: warp::inclusive_scan");
+            assert_eq!(
+                o1.to_host_vec().unwrap(),
+                wincl,
+                "{what}: warp::inclusive_scan"
+            );
             assert_eq!(o2.to_host_vec().unwrap(), bred, "{what}: block::reduce");
-            assert_eq!(o3.to_host_vec().unwrap(), bincl, "{what}: block::inclusive_scan");
-            assert_eq!(o4.to_host_vec().unwrap(), bexcl, "{what}: block::exclusive_scan");
+            assert_eq!(
+                o3.to_host_vec().unwrap(),
+                bincl,
+                "{what}: block::inclusive_scan"
+            );
+            assert_eq!(
+                o4.to_host_vec().unwrap(),
+                bexcl,
+                "{what}: block::exclusive_scan"
+            );
         }
     }
 }

@@ -113,7 +113,11 @@ fn partial<T: Item, Op: Identity<T>, const V: usize>(
     let n = input.len();
     let base = input.as_ptr();
     let mis = base as usize % 16;
-    let head = if mis == 0 { 0 } else { ((16 - mis) / size).min(n) };
+    let head = if mis == 0 {
+        0
+    } else {
+        ((16 - mis) / size).min(n)
+    };
     let nvec = (n - head) / per;
     let (t, b, g) = (
         thread::thread_idx_x() as usize,
@@ -316,7 +320,11 @@ fn status_cell<'s>(
 /// read back 32 at a time until one has published its inclusive prefix. Returns it in every
 /// lane.
 #[inline(always)]
-fn look_back<T: Item32, Op: Identity<T>>(status: &DisjointSlice<'_, u64>, tile: usize, op: Op) -> T {
+fn look_back<T: Item32, Op: Identity<T>>(
+    status: &DisjointSlice<'_, u64>,
+    tile: usize,
+    op: Op,
+) -> T {
     let lane = thread::lane_id() as usize;
     let mut prefix = op.identity();
     let mut end = tile;
@@ -392,7 +400,7 @@ fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool>(
     let seg = base + w * 32 * 4 * SCAN_VECS;
     let in_ptr = input.as_ptr();
     let out_ptr = output.as_mut_ptr();
-    let vector = base + SCAN_TILE <= n && (in_ptr as usize | out_ptr as usize) % 16 == 0;
+    let vector = base + SCAN_TILE <= n && (in_ptr as usize | out_ptr as usize).is_multiple_of(16);
 
     let mut v = [[op.identity(); 4]; SCAN_VECS];
     for (j, vj) in v.iter_mut().enumerate() {
@@ -424,9 +432,17 @@ fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool>(
         let incl = gpukernel_device::warp::inclusive_scan(p[3], op);
         // SAFETY: the block has 256 threads: every warp is whole, so the mask holds the caller.
         let before = unsafe {
-            gpukernel_device::warp::shfl_up_sync_unchecked(gpukernel_device::warp::FULL_MASK, incl, 1)
+            gpukernel_device::warp::shfl_up_sync_unchecked(
+                gpukernel_device::warp::FULL_MASK,
+                incl,
+                1,
+            )
         };
-        let pre = if lane == 0 { carry } else { op.combine(carry, before) };
+        let pre = if lane == 0 {
+            carry
+        } else {
+            op.combine(carry, before)
+        };
         for e in 0..4 {
             vj[e] = if INCLUSIVE {
                 op.combine(pre, p[e])

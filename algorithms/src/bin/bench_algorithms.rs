@@ -262,7 +262,11 @@ fn main() -> Result<(), BoxError> {
         run_cub(&mut out_cub)?;
         stream.synchronize()?;
         check("CUB", out_cub.to_host_vec()?[0] as f64, want, scale)?;
-        let ours = per_call_ms(&ctx, &stream, || Ok(algs.reduce(&stream, x, Sum, &mut out)?))?;
+        let ours = per_call_ms(
+            &ctx,
+            &stream,
+            || Ok(algs.reduce(&stream, x, Sum, &mut out)?),
+        )?;
         let cubm = per_call_ms(&ctx, &stream, || run_cub(&mut out_cub))?;
         let bytes = 4.0 * n as f64;
         let nb = numba_rows
@@ -337,6 +341,7 @@ fn main() -> Result<(), BoxError> {
     }
 
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;
 
     // Other element types at 2^28 against CUB.
     println!();
@@ -446,14 +451,19 @@ fn scan_rows(
                 )
             };
             if r != 0 {
-                return Err(format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into());
+                return Err(
+                    format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into(),
+                );
             }
             Ok(())
         };
         algs.inclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?;
         cub_call(&mut y_cub)?;
         stream.synchronize()?;
-        let (ours, theirs) = (y.slice(..n)?.to_host_vec()?, y_cub.slice(..n)?.to_host_vec()?);
+        let (ours, theirs) = (
+            y.slice(..n)?.to_host_vec()?,
+            y_cub.slice(..n)?.to_host_vec()?,
+        );
         let mut acc = 0.0f32;
         for i in 0..n {
             acc += xs[i];
@@ -470,6 +480,96 @@ fn scan_rows(
         })?;
         let cubm = per_call_ms(ctx, stream, || cub_call(&mut y_cub))?;
         let bytes = 8.0 * n as f64;
+        println!(
+            "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3}",
+            format!("2^{}", n.trailing_zeros()),
+            ms,
+            gbs(bytes, ms),
+            cubm,
+            gbs(bytes, cubm),
+            cubm / ms
+        );
+    }
+    Ok(())
+}
+
+type CubHist = unsafe extern "C" fn(*const u8, *mut u32, i32, *mut c_void) -> i32;
+
+/// The 256-bin byte histogram against `cub::DeviceHistogram::HistogramEven`, bin for bin.
+fn histogram_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    println!(
+        "\n{:>10} | {:>9} {:>8} | {:>9} {:>8} | {:>6}",
+        "bytes n", "ours ms", "GB/s", "CUB ms", "GB/s", "/CUB"
+    );
+    let max = *sizes.last().expect("sizes");
+    let mut s = 0x1234_5678_9abc_def1u64;
+    let data: Vec<u8> = (0..max)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 24) as u8
+        })
+        .collect();
+    let d_all = stream.htod_copy(&data)?;
+    let mut bins = stream.alloc_zeros::<u32>(256)?;
+    let mut bins_cub = stream.alloc_zeros::<u32>(256)?;
+    for &n in sizes {
+        let d = d_all.slice(..n)?;
+        // SAFETY: the symbols have these C signatures in cub_ref.cu.
+        let run: CubHist = unsafe {
+            let prepare: libloading::Symbol<'_, CubPrepare> =
+                cub.lib.get(b"cub_hist256_prepare\0")?;
+            let r = prepare(n as i32);
+            if r != 0 {
+                return Err(format!("cub_hist256_prepare({n}) returned CUDA error {r}").into());
+            }
+            *cub.lib.get::<CubHist>(b"cub_hist256\0")?
+        };
+        let cub_call = |bins: &mut DeviceBuffer<u32>| -> Result<(), BoxError> {
+            // CUB adds to the bins: zero them first, as ours does.
+            bins.memset_d8(0)?;
+            // SAFETY: live buffers of `n` bytes and 256 counters of this context.
+            let r = unsafe {
+                run(
+                    d_all.as_raw() as *const u8,
+                    bins.as_raw() as *mut u32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            };
+            if r != 0 {
+                return Err(
+                    format!("cub::DeviceHistogram::HistogramEven returned CUDA error {r}").into(),
+                );
+            }
+            Ok(())
+        };
+        algs.histogram256(stream, d, &mut bins)?;
+        cub_call(&mut bins_cub)?;
+        stream.synchronize()?;
+        let mut want = vec![0u32; 256];
+        for &b in &data[..n] {
+            want[b as usize] += 1;
+        }
+        let (ours, theirs) = (bins.to_host_vec()?, bins_cub.to_host_vec()?);
+        if ours != want || theirs != want {
+            return Err(format!(
+                "histogram of {n} bytes differs from the host's (ours ok: {}, CUB ok: {})",
+                ours == want,
+                theirs == want
+            )
+            .into());
+        }
+        let ms = per_call_ms(ctx, stream, || Ok(algs.histogram256(stream, d, &mut bins)?))?;
+        let cubm = per_call_ms(ctx, stream, || cub_call(&mut bins_cub))?;
+        let bytes = n as f64;
         println!(
             "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3}",
             format!("2^{}", n.trailing_zeros()),

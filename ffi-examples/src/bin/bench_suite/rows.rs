@@ -198,7 +198,10 @@ pub(crate) fn sum(b: &mut Bench) -> Result<(), BoxError> {
     let got = total.to_host_vec()?[0];
     let err_a = rel_err(&[got], &[want]);
     if err_a > 1e-3 || !got.is_finite() {
-        b.fail("sum (Algorithms::reduce)", format!("got {got}, want {want}"));
+        b.fail(
+            "sum (Algorithms::reduce)",
+            format!("got {got}, want {want}"),
+        );
     }
     let ms_a = b.time(|| Ok(algs.reduce(s, &x, sum_op, &mut total)?))?;
     let ms_r = b.time(|| run(true, &mut total))?;
