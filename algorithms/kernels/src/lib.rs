@@ -303,17 +303,56 @@ unsafe fn st16(p: *mut [u32; 4], w: [u32; 4]) {
     }
 }
 
+/// The address of status word `i` (bounds-checked: a trap, a panic in the simulator).
 #[inline(always)]
-fn status_cell<'s>(
-    status: &'s DisjointSlice<'_, u64>,
-    i: usize,
-) -> &'s core::sync::atomic::AtomicU64 {
+fn status_ptr(status: &DisjointSlice<'_, u64>, i: usize) -> *mut u64 {
     if i >= status.len() {
         gpukernel_device::__trap_out_of_bounds(i, status.len());
     }
-    // SAFETY: in bounds, 8-byte aligned (a `u64` element); every access of the status words
-    // during the launch is atomic (this kernel's only), and the launch borrows them.
-    unsafe { core::sync::atomic::AtomicU64::from_ptr(status.as_mut_ptr().add(i)) }
+    // SAFETY: in bounds.
+    unsafe { status.as_mut_ptr().add(i) }
+}
+
+/// A relaxed load of status word `i` at device scope (`ld.relaxed.gpu`: the L2, where every
+/// block's stores meet; LLVM's atomics would say `.sys`).
+#[inline(always)]
+fn status_load(status: &DisjointSlice<'_, u64>, i: usize) -> u64 {
+    let p = status_ptr(status, i);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let w: u64;
+        // SAFETY: `p` is an aligned status word of global memory; every access of the status
+        // words during the launch is a relaxed atomic (this kernel's only).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b64 g; cvta.to.global.u64 g, {1}; ld.relaxed.gpu.global.b64 {0}, [g]; }}",
+                out(reg64) w, in(reg64) p, options(nostack, readonly),
+            );
+        }
+        w
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: as above; the simulator's blocks are host threads.
+    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }
+        .load(core::sync::atomic::Ordering::Relaxed)
+}
+
+/// A relaxed store of status word `i` at device scope (`st.relaxed.gpu`).
+#[inline(always)]
+fn status_store(status: &DisjointSlice<'_, u64>, i: usize, word: u64) {
+    let p = status_ptr(status, i);
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as in `status_load`.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .b64 g; cvta.to.global.u64 g, {0}; st.relaxed.gpu.global.b64 [g], {1}; }}",
+            in(reg64) p, in(reg64) word, options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: as in `status_load`.
+    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }
+        .store(word, core::sync::atomic::Ordering::Relaxed)
 }
 
 /// The exclusive prefix of tile `tile` (> 0), by warp 0 of its block: the tiles before it,
@@ -330,9 +369,8 @@ fn look_back<T: Item32, Op: Identity<T>>(
     let mut end = tile;
     loop {
         let word = if end > lane {
-            let cell = status_cell(status, end - 1 - lane);
             loop {
-                let w = cell.load(core::sync::atomic::Ordering::Relaxed);
+                let w = status_load(status, end - 1 - lane);
                 if w >> 32 != 0 {
                     break w;
                 }
@@ -368,14 +406,21 @@ fn look_back<T: Item32, Op: Identity<T>>(
 /// four at `j × 128 + 4l`: coalesced 16-byte loads and stores, a scan of four in registers,
 /// a warp scan of the four-element totals per step.
 #[inline(always)]
-fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool>(
+fn scan_tile<
+    T: Item32,
+    Op: Identity<T>,
+    const INCLUSIVE: bool,
+    const V: usize,
+    const ORDERED: bool,
+>(
     input: &[T],
     output: DisjointSlice<'_, T>,
     status: DisjointSlice<'_, u64>,
     op: Op,
 ) {
     let n = input.len();
-    let tiles = n.div_ceil(SCAN_TILE);
+    let tile_len = BLOCK as usize * 4 * V;
+    let tiles = n.div_ceil(tile_len);
     assert!(
         thread::block_dim_x() == BLOCK
             && thread::block_dim_y() == 1
@@ -389,24 +434,32 @@ fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool>(
         thread::lane_id() as usize,
         thread::warp_id() as usize,
     );
-    let claimed = if t == 0 {
+    let claimed = if ORDERED {
+        // The block's index as its tile (CUB's order): relies on blocks starting in index
+        // order, which the hardware does but does not promise.
+        thread::block_idx_x() as u64
+    } else if t == 0 {
         // SAFETY: the status array's last word is the tile counter, touched only atomically.
         unsafe { gpukernel_device::atomic::add(status.as_mut_ptr().add(tiles), 1u64) }
     } else {
         0
     };
-    let tile = block::broadcast(claimed, 0) as usize;
-    let base = tile * SCAN_TILE;
-    let seg = base + w * 32 * 4 * SCAN_VECS;
+    let tile = if ORDERED {
+        claimed as usize
+    } else {
+        block::broadcast(claimed, 0) as usize
+    };
+    let base = tile * tile_len;
+    let seg = base + w * 32 * 4 * V;
     let in_ptr = input.as_ptr();
     let out_ptr = output.as_mut_ptr();
-    let vector = base + SCAN_TILE <= n && (in_ptr as usize | out_ptr as usize).is_multiple_of(16);
+    let vector = base + tile_len <= n && (in_ptr as usize | out_ptr as usize).is_multiple_of(16);
 
-    let mut v = [[op.identity(); 4]; SCAN_VECS];
+    let mut v = [[op.identity(); 4]; V];
     for (j, vj) in v.iter_mut().enumerate() {
         let at = seg + j * 128 + 4 * lane;
         if vector {
-            // SAFETY: `at + 4 <= base + SCAN_TILE <= n`, 16-byte aligned (`at` is a multiple of
+            // SAFETY: `at + 4 <= base + tile_len <= n`, 16-byte aligned (`at` is a multiple of
             // 4 elements of 4 bytes from an aligned start); the input is a `&[T]`.
             let words = unsafe { ld16(in_ptr.add(at).cast()) };
             for e in 0..4 {
@@ -461,26 +514,29 @@ fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool>(
 
     let tile_prefix = if tile == 0 {
         if t == 0 {
-            status_cell(&status, 0).store(
+            status_store(
+                &status,
+                0,
                 FLAG_INCLUSIVE << 32 | tile_total.to_bits32() as u64,
-                core::sync::atomic::Ordering::Relaxed,
             );
         }
         op.identity()
     } else {
         if t == 0 {
-            status_cell(&status, tile).store(
+            status_store(
+                &status,
+                tile,
                 FLAG_AGGREGATE << 32 | tile_total.to_bits32() as u64,
-                core::sync::atomic::Ordering::Relaxed,
             );
         }
         let mut prefix = op.identity();
         if w == 0 {
             prefix = look_back(&status, tile, op);
             if lane == 0 {
-                status_cell(&status, tile).store(
+                status_store(
+                    &status,
+                    tile,
                     FLAG_INCLUSIVE << 32 | op.combine(prefix, tile_total).to_bits32() as u64,
-                    core::sync::atomic::Ordering::Relaxed,
                 );
             }
         }
@@ -518,13 +574,13 @@ macro_rules! scan_kernels {
             per tile of [`SCAN_TILE`] elements.")]
         #[kernel]
         pub fn $incl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
-            scan_tile::<$t, Sum, true>(input, output, status, Sum);
+            scan_tile::<$t, Sum, true, SCAN_VECS, false>(input, output, status, Sum);
         }
         #[doc = concat!("Exclusive sum of `", stringify!($t), "` (`output[0] = 0`), as the \
             inclusive one.")]
         #[kernel]
         pub fn $excl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
-            scan_tile::<$t, Sum, false>(input, output, status, Sum);
+            scan_tile::<$t, Sum, false, SCAN_VECS, false>(input, output, status, Sum);
         }
     )* };
 }
@@ -594,4 +650,25 @@ pub fn histogram256_u8(data: &[u8], bins: DisjointSlice<u32>) {
         // SAFETY: `t < 256 == bins.len()`; `bins` is updated only atomically in this launch.
         unsafe { gpukernel_device::atomic::add(bins.as_mut_ptr().add(t), c) };
     }
+}
+
+/// The scan's tuning variants (f32 inclusive sum), for the benchmark's rows only: `V` vectors
+/// per thread, the tile from the block index (`o`) instead of the counter.
+macro_rules! scan_variants {
+    ($($name:ident: $v:literal, $ordered:literal;)*) => { $(
+        #[doc = concat!("Tuning variant of [`scan_inclusive_sum_f32`]: ", stringify!($v),
+            " vectors per thread, tile from the block index: ", stringify!($ordered), ".")]
+        #[kernel]
+        pub fn $name(input: &[f32], output: DisjointSlice<f32>, status: DisjointSlice<u64>) {
+            scan_tile::<f32, Sum, true, $v, $ordered>(input, output, status, Sum);
+        }
+    )* };
+}
+
+scan_variants! {
+    scan_f32_v4_ordered: 4, true;
+    scan_f32_v6: 6, false;
+    scan_f32_v6_ordered: 6, true;
+    scan_f32_v8: 8, false;
+    scan_f32_v8_ordered: 8, true;
 }
