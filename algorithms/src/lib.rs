@@ -82,11 +82,6 @@ macro_rules! reduce_ops {
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
             scan: ScanKernels,
             histogram256: OnceLock<TypedKernel<k::histogram256_u8>>,
-            scan_v4_ordered: OnceLock<TypedKernel<k::scan_f32_v4_ordered>>,
-            scan_v6: OnceLock<TypedKernel<k::scan_f32_v6>>,
-            scan_v6_ordered: OnceLock<TypedKernel<k::scan_f32_v6_ordered>>,
-            scan_v8: OnceLock<TypedKernel<k::scan_f32_v8>>,
-            scan_v8_ordered: OnceLock<TypedKernel<k::scan_f32_v8_ordered>>,
         }
         $(
             impl DeviceReduceOp<$t> for $op {
@@ -484,36 +479,6 @@ impl Algorithms {
         self.scan(stream, ke, input.into_view()?, output)
     }
 
-    /// The inclusive f32 sum with a tuning variant of the scan kernel: `vecs` 16-byte vectors
-    /// per thread (4, what [`inclusive_scan`](Self::inclusive_scan) runs, 6 or 8), the tile
-    /// from the block index (`ordered`) or from the counter. The benchmark's rows only.
-    #[doc(hidden)]
-    pub fn scan_f32_tuned(
-        &self,
-        stream: &Stream,
-        input: &DeviceBuffer<f32>,
-        output: &mut DeviceBuffer<f32>,
-        vecs: usize,
-        ordered: bool,
-    ) -> Result<()> {
-        let x = input.slice(..)?;
-        let t = 4 * BLOCK as usize;
-        macro_rules! run {
-            ($cell:ident, $k:ident, $v:expr) => {{
-                let kv = get(&self.kernels.$cell, || self.module.kernel(k::$k))?;
-                self.scan_tiled(stream, kv, x, &mut *output, t * $v)
-            }};
-        }
-        match (vecs, ordered) {
-            (4, false) => self.inclusive_scan(stream, x, Sum, output),
-            (4, true) => run!(scan_v4_ordered, scan_f32_v4_ordered, 4),
-            (6, false) => run!(scan_v6, scan_f32_v6, 6),
-            (6, true) => run!(scan_v6_ordered, scan_f32_v6_ordered, 6),
-            (8, false) => run!(scan_v8, scan_f32_v8, 8),
-            _ => run!(scan_v8_ordered, scan_f32_v8_ordered, 8),
-        }
-    }
-
     fn scan<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
         &self,
         stream: &Stream,
@@ -521,28 +486,17 @@ impl Algorithms {
         input: DeviceView<'_, T>,
         output: impl OutputAll<T>,
     ) -> Result<()> {
-        self.scan_tiled(stream, kernel, input, output, k::SCAN_TILE)
-    }
-
-    fn scan_tiled<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
-        &self,
-        stream: &Stream,
-        kernel: &TypedKernel<K>,
-        input: DeviceView<'_, T>,
-        output: impl OutputAll<T>,
-        tile: usize,
-    ) -> Result<()> {
         let n = input.len();
         if n == 0 {
             return output.with_all(0, &mut |_| Ok(()));
         }
-        let tiles = n.div_ceil(tile);
+        let tiles = n.div_ceil(k::SCAN_TILE);
         let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
             kernel: K::NAME.to_string(),
             dimension: "elements",
             value: n as u64,
             min: 0,
-            max: u32::MAX as u64 * tile as u64,
+            max: u32::MAX as u64 * k::SCAN_TILE as u64,
         })?;
         // One status word per tile, then the tile counter; zeroed, stream-ordered.
         let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;

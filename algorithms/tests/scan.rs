@@ -130,35 +130,3 @@ fn scan_refuses_an_output_of_another_length() {
         other => panic!("expected LengthMismatch, got {other:?}"),
     }
 }
-
-#[test]
-fn scan_tuning_variants_match_the_host() {
-    for (dev, ctx) in devices() {
-        let algs = Algorithms::new(&ctx).expect("load the algorithms");
-        let stream = ctx.default_stream();
-        for n in [1usize, 4096 * 6 + 7, 8192 * 9 + 100] {
-            let xs: Vec<f32> = values(n, n as u64, |v| v as f32);
-            let x = stream.htod_copy(&xs).expect("copy in");
-            let mut acc = 0.0f32;
-            let want: Vec<f32> = xs
-                .iter()
-                .map(|&v| {
-                    acc += v;
-                    acc
-                })
-                .collect();
-            for vecs in [4usize, 6, 8] {
-                for ordered in [false, true] {
-                    let mut y = stream.alloc_zeros::<f32>(n).expect("alloc");
-                    algs.scan_f32_tuned(&stream, &x, &mut y, vecs, ordered)
-                        .expect("scan");
-                    assert_eq!(
-                        y.to_host_vec().expect("copy out"),
-                        want,
-                        "{dev}: {n} elements, {vecs} vectors per thread, ordered {ordered}"
-                    );
-                }
-            }
-        }
-    }
-}

@@ -406,13 +406,7 @@ fn look_back<T: Item32, Op: Identity<T>>(
 /// four at `j × 128 + 4l`: coalesced 16-byte loads and stores, a scan of four in registers,
 /// a warp scan of the four-element totals per step.
 #[inline(always)]
-fn scan_tile<
-    T: Item32,
-    Op: Identity<T>,
-    const INCLUSIVE: bool,
-    const V: usize,
-    const ORDERED: bool,
->(
+fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool, const V: usize>(
     input: &[T],
     output: DisjointSlice<'_, T>,
     status: DisjointSlice<'_, u64>,
@@ -434,21 +428,13 @@ fn scan_tile<
         thread::lane_id() as usize,
         thread::warp_id() as usize,
     );
-    let claimed = if ORDERED {
-        // The block's index as its tile (CUB's order): relies on blocks starting in index
-        // order, which the hardware does but does not promise.
-        thread::block_idx_x() as u64
-    } else if t == 0 {
+    let claimed = if t == 0 {
         // SAFETY: the status array's last word is the tile counter, touched only atomically.
         unsafe { gpukernel_device::atomic::add(status.as_mut_ptr().add(tiles), 1u64) }
     } else {
         0
     };
-    let tile = if ORDERED {
-        claimed as usize
-    } else {
-        block::broadcast(claimed, 0) as usize
-    };
+    let tile = block::broadcast(claimed, 0) as usize;
     let base = tile * tile_len;
     let seg = base + w * 32 * 4 * V;
     let in_ptr = input.as_ptr();
@@ -574,13 +560,13 @@ macro_rules! scan_kernels {
             per tile of [`SCAN_TILE`] elements.")]
         #[kernel]
         pub fn $incl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
-            scan_tile::<$t, Sum, true, SCAN_VECS, false>(input, output, status, Sum);
+            scan_tile::<$t, Sum, true, SCAN_VECS>(input, output, status, Sum);
         }
         #[doc = concat!("Exclusive sum of `", stringify!($t), "` (`output[0] = 0`), as the \
             inclusive one.")]
         #[kernel]
         pub fn $excl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
-            scan_tile::<$t, Sum, false, SCAN_VECS, false>(input, output, status, Sum);
+            scan_tile::<$t, Sum, false, SCAN_VECS>(input, output, status, Sum);
         }
     )* };
 }
@@ -650,25 +636,4 @@ pub fn histogram256_u8(data: &[u8], bins: DisjointSlice<u32>) {
         // SAFETY: `t < 256 == bins.len()`; `bins` is updated only atomically in this launch.
         unsafe { gpukernel_device::atomic::add(bins.as_mut_ptr().add(t), c) };
     }
-}
-
-/// The scan's tuning variants (f32 inclusive sum), for the benchmark's rows only: `V` vectors
-/// per thread, the tile from the block index (`o`) instead of the counter.
-macro_rules! scan_variants {
-    ($($name:ident: $v:literal, $ordered:literal;)*) => { $(
-        #[doc = concat!("Tuning variant of [`scan_inclusive_sum_f32`]: ", stringify!($v),
-            " vectors per thread, tile from the block index: ", stringify!($ordered), ".")]
-        #[kernel]
-        pub fn $name(input: &[f32], output: DisjointSlice<f32>, status: DisjointSlice<u64>) {
-            scan_tile::<f32, Sum, true, $v, $ordered>(input, output, status, Sum);
-        }
-    )* };
-}
-
-scan_variants! {
-    scan_f32_v4_ordered: 4, true;
-    scan_f32_v6: 6, false;
-    scan_f32_v6_ordered: 6, true;
-    scan_f32_v8: 8, false;
-    scan_f32_v8_ordered: 8, true;
 }

@@ -341,7 +341,6 @@ fn main() -> Result<(), BoxError> {
     }
 
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
-    scan_variants(&ctx, &stream, &algs, &cub)?;
     histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;
 
     // Other element types at 2^28 against CUB.
@@ -580,72 +579,6 @@ fn histogram_rows(
             gbs(bytes, cubm),
             cubm / ms
         );
-    }
-    Ok(())
-}
-
-/// The scan's tuning variants at 2^28 (vectors per thread, tile from the counter or the block
-/// index), each checked against the host first.
-fn scan_variants(
-    ctx: &Context,
-    stream: &Stream,
-    algs: &Algorithms,
-    cub: &Cub,
-) -> Result<(), BoxError> {
-    let n = 1usize << 28;
-    let mut s = 0x2545_f491_4f6c_dd1du64;
-    let xs: Vec<f32> = (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s % 21) as f32 - 10.0
-        })
-        .collect();
-    let x = stream.htod_copy(&xs)?;
-    let mut y = stream.alloc_zeros::<f32>(n)?;
-    let run_cub = cub.func::<f32>("cub_scan_f32", n)?;
-    let cubm = per_call_ms(ctx, stream, || {
-        // SAFETY: live buffers of `n` f32s of this context, on our stream.
-        let r = unsafe {
-            run_cub(
-                x.as_raw() as *const f32,
-                y.as_raw() as *mut f32,
-                n as i32,
-                stream.raw() as *mut c_void,
-            )
-        };
-        if r != 0 {
-            return Err(format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into());
-        }
-        Ok(())
-    })?;
-    println!(
-        "\n2^28 f32 scan variants (CUB {cubm:.4} ms, {:.0} GB/s):",
-        gbs(8.0 * n as f64, cubm)
-    );
-    for vecs in [4usize, 6, 8] {
-        for ordered in [false, true] {
-            y.memset_d8(0)?;
-            algs.scan_f32_tuned(stream, &x, &mut y, vecs, ordered)?;
-            let got = y.to_host_vec()?;
-            let mut acc = 0.0f32;
-            for i in 0..n {
-                acc += xs[i];
-                if got[i] != acc {
-                    return Err(format!("scan variant vecs {vecs} ordered {ordered}: element {i}: got {}, want {acc}", got[i]).into());
-                }
-            }
-            let ms = per_call_ms(ctx, stream, || {
-                Ok(algs.scan_f32_tuned(stream, &x, &mut y, vecs, ordered)?)
-            })?;
-            println!(
-                "  vecs {vecs} tile from {:>11}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
-                if ordered { "block index" } else { "counter" },
-                gbs(8.0 * n as f64, ms),
-                cubm / ms
-            );
-        }
     }
     Ok(())
 }
