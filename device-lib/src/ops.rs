@@ -42,6 +42,11 @@ mod sealed {
 /// ```
 pub trait ReduceOp<T>: Copy {
     /// `a ⊕ b`, `a` the earlier operand.
+    ///
+    /// ```
+    /// use gpukernel_device::ops::{Min, ReduceOp};
+    /// assert_eq!(Min.combine(4u32, 2), 2);
+    /// ```
     fn combine(&self, a: T, b: T) -> T;
 }
 
@@ -57,6 +62,11 @@ pub trait ReduceOp<T>: Copy {
 /// ```
 pub trait Identity<T>: ReduceOp<T> {
     /// The identity element.
+    ///
+    /// ```
+    /// use gpukernel_device::ops::{Identity, Max};
+    /// assert_eq!(Identity::<i64>::identity(&Max), i64::MIN);
+    /// ```
     fn identity(&self) -> T;
 }
 
@@ -87,10 +97,25 @@ pub trait Number: Copy + PartialOrd + sealed::Sealed {
     /// The greatest value (`+inf` for floats).
     const HIGHEST: Self;
     /// `self + other`, wrapping for integers.
+    ///
+    /// ```
+    /// use gpukernel_device::ops::Number;
+    /// assert_eq!(Number::add(i32::MAX, 1), i32::MIN);
+    /// ```
     fn add(self, other: Self) -> Self;
     /// The smaller of the two (the other one when one is a NaN).
+    ///
+    /// ```
+    /// use gpukernel_device::ops::Number;
+    /// assert_eq!(Number::min(f32::NAN, 1.0), 1.0);
+    /// ```
     fn min(self, other: Self) -> Self;
     /// The larger of the two (the other one when one is a NaN).
+    ///
+    /// ```
+    /// use gpukernel_device::ops::Number;
+    /// assert_eq!(Number::max(2u64, 7), 7);
+    /// ```
     fn max(self, other: Self) -> Self;
 }
 
