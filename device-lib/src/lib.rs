@@ -32,6 +32,7 @@ extern crate std;
 pub use gpukernel_macros::{DeviceCopy, declare_device, gpu_print, gpu_println, kernel};
 
 pub mod atomic;
+pub mod block;
 mod copy;
 pub mod ffi;
 pub mod graph;
@@ -49,6 +50,7 @@ mod host_printf;
 mod kernel;
 pub mod math;
 pub mod mma;
+pub mod ops;
 pub mod print;
 pub mod shared;
 pub mod signature;

@@ -610,6 +610,8 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
             "gpukernel-tests",
             "-p",
             "ffi-examples",
+            "-p",
+            "gpukernel-algorithms",
         ])
         .output()
         .map_err(|e| e.to_string())?;
@@ -677,6 +679,20 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
             benches.push(n);
         }
     }
+    // The device-wide algorithms against CUB (compiled with the GPU machine's nvcc) and Numba.
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "gpukernel-algorithms",
+        "--bin",
+        "bench_algorithms",
+    ]))?;
+    copy(
+        &release.join("bench_algorithms"),
+        &dir.join("bin/bench_algorithms"),
+    )?;
+    benches.push("bench_algorithms".to_string());
     benches.sort();
     for f in std::fs::read_dir(dir.join("bin"))
         .map_err(|e| e.to_string())?

@@ -12,6 +12,7 @@
 
 use gpukernel_device::{math, prelude::*, thread};
 
+pub mod collectives;
 pub mod ffi;
 pub mod ffi_int;
 pub mod graph;
