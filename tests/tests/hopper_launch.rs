@@ -440,6 +440,14 @@ fn graph_kernel_nodes_with_clusters_and_cooperative_launch() {
                 matches!(r, Err(Error::ClusterShapeInvalid { .. })),
                 "{name}: {r:?}"
             );
+            // Programmatic dependent launch is a stream's notion: refused for nodes.
+            let r = g.add_kernel(
+                &[],
+                &hc,
+                LaunchConfig::new(4, HIST_BLOCK).programmatic_dependent(),
+                (&d, bins, hb),
+            );
+            assert!(matches!(r, Err(Error::Unsupported { .. })), "{name}: {r:?}");
             let exec = g.instantiate().unwrap();
             let s = ctx.new_stream().unwrap();
             exec.launch(&s).unwrap();
