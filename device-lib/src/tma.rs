@@ -230,11 +230,11 @@ mod sim {
             let mut rest = linear;
             let mut inside = true;
             let mut addr = map.base as usize;
-            for d in 0..N {
+            for (d, &at) in coords.iter().enumerate() {
                 let b = map.boxes[d] as usize;
                 let i = rest % b;
                 rest /= b;
-                let c = coords[d] as i64 + i as i64;
+                let c = at as i64 + i as i64;
                 if c < 0 || c as u64 >= map.dims[d] {
                     inside = false;
                 } else if d == 0 {

@@ -888,7 +888,7 @@ mod host {
 pub unsafe fn setmaxnreg_inc<const N: u32>() {
     const {
         assert!(
-            N >= 24 && N <= 256 && N % 8 == 0,
+            N >= 24 && N <= 256 && N.is_multiple_of(8),
             "setmaxnreg: N must be 24 to 256, a multiple of 8"
         )
     };
@@ -922,7 +922,7 @@ pub unsafe fn setmaxnreg_inc<const N: u32>() {
 pub unsafe fn setmaxnreg_dec<const N: u32>() {
     const {
         assert!(
-            N >= 24 && N <= 256 && N % 8 == 0,
+            N >= 24 && N <= 256 && N.is_multiple_of(8),
             "setmaxnreg: N must be 24 to 256, a multiple of 8"
         )
     };

@@ -121,6 +121,7 @@ unsafe impl DeviceCopy for MapBytes {}
 /// # Ok(()) }
 /// ```
 pub struct TensorMap2D<'a, T> {
+    ctx: Context,
     words: DeviceBuffer<MapBytes>,
     shape: [u64; 2],
     box_shape: [u32; 2],
@@ -240,8 +241,13 @@ impl<'a, T: TmaElement> TensorMap2D<'a, T> {
         // SAFETY: the fields were checked above; the memory is borrowed for `'a`, which the
         // map (the only way to name it) cannot outlive.
         let words = unsafe { ctx.inner.backend.encode_tensor_map(&raw) }?;
-        let words = ctx.default_stream().htod_copy(&[MapBytes(words)])?;
+        // Launches name the map by address only (no buffer argument orders them after the
+        // copy): the map is in place before `new` returns.
+        let s = ctx.default_stream();
+        let words = s.htod_copy(&[MapBytes(words)])?;
+        s.synchronize()?;
         Ok(TensorMap2D {
+            ctx: ctx.clone(),
             words,
             shape: [rows, cols],
             box_shape: [box_rows, box_cols],
@@ -282,6 +288,14 @@ impl<'a, T: TmaElement> TensorMap2D<'a, T> {
     }
 }
 
+impl<T> Drop for TensorMap2D<'_, T> {
+    /// Waits for the context's work before the map's memory goes: launches name the map by
+    /// address only, so no tracker knows which of them still read it.
+    fn drop(&mut self) {
+        let _ = self.ctx.synchronize();
+    }
+}
+
 /// A zeroed grid-barrier word for cooperative launches (`gpukernel_device::grid::sync`),
 /// in device memory that this value owns. One launch at a time may use it; the barrier
 /// returns to its initial state after a launch whose threads all called `sync` equally often.
@@ -297,7 +311,15 @@ impl<'a, T: TmaElement> TensorMap2D<'a, T> {
 /// ```
 #[derive(Debug)]
 pub struct GridBarrierWord {
+    ctx: Context,
     word: DeviceBuffer<u32>,
+}
+
+impl Drop for GridBarrierWord {
+    /// Waits for the context's work before the word goes (launches name it by address only).
+    fn drop(&mut self) {
+        let _ = self.ctx.synchronize();
+    }
 }
 
 impl GridBarrierWord {
@@ -312,8 +334,13 @@ impl GridBarrierWord {
     /// # Ok(()) }
     /// ```
     pub fn new(ctx: &Context) -> Result<Self> {
+        let s = ctx.default_stream();
+        let word = s.alloc_zeros::<u32>(1)?;
+        // Zero before any launch that names it by address.
+        s.synchronize()?;
         Ok(GridBarrierWord {
-            word: ctx.default_stream().alloc_zeros::<u32>(1)?,
+            ctx: ctx.clone(),
+            word,
         })
     }
 

@@ -114,7 +114,7 @@ pub struct LaunchConfig {
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
 /// # fn main() -> gpukernel_runtime::Result<()> {
 /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
-/// use gpukernel_runtime::LaunchAttributes;
+/// use gpukernel_runtime::{Dim3, LaunchAttributes};
 /// let cfg = LaunchConfig::new(8, 128).with_cluster(2);
 /// assert_eq!(cfg.attributes.cluster, Some(Dim3::new(2, 1, 1)));
 /// assert_eq!(LaunchConfig::new(8, 128).attributes, LaunchAttributes::default());
@@ -190,6 +190,7 @@ impl LaunchConfig {
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::Dim3;
     /// let cfg = LaunchConfig::new((8, 2), 128).with_cluster((4, 1));
     /// assert_eq!(cfg.attributes.cluster, Some(Dim3::new(4, 1, 1)));
     /// # Ok(()) }
