@@ -382,7 +382,7 @@ impl LaunchConfig {
             let c = c.to_array();
             const NAMES: [&str; 3] = ["cluster.x", "cluster.y", "cluster.z"];
             for i in 0..3 {
-                if c[i] == 0 || g[i] % c[i] != 0 {
+                if c[i] == 0 || !g[i].is_multiple_of(c[i]) {
                     return Err(Error::ClusterShapeInvalid {
                         kernel,
                         grid: g,

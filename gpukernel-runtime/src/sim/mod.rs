@@ -200,7 +200,7 @@ fn launch_grouped(l: &SimLaunch<'_>, config: &SimConfig, blocks: u64) -> Result<
         })
     };
     let c = l.cluster;
-    if c.contains(&0) || (0..3).any(|i| l.grid[i] % c[i] != 0) {
+    if c.contains(&0) || (0..3).any(|i| !l.grid[i].is_multiple_of(c[i])) {
         return Err(config_error(format!(
             "invalid launch configuration: grid {:?} is not a whole number of clusters of {c:?} blocks",
             l.grid
