@@ -23,7 +23,9 @@ mod grid;
 pub mod misuse;
 mod tma;
 
-pub use cluster::{BINS_PER_BLOCK, HIST_BLOCK, histogram_cluster, histogram_global};
+pub use cluster::{
+    BINS_PER_BLOCK, HIST_BLOCK, cluster_registers, histogram_cluster, histogram_global,
+};
 pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
 pub use tma::{TILE, Tile, mbarrier_ring, tma_copy_tiles, tma_swizzle_probe};
 
