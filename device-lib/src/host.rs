@@ -136,6 +136,39 @@ pub trait SimHooks {
     /// good, reports the panic as the thread's failure (unless it is the simulator's own abort
     /// of the thread) and discards the thread's stack without running its destructors.
     fn fault(&self, payload: Box<dyn Any + Send>) -> !;
+
+    /// The launch's cluster dimensions, in blocks (1 × 1 × 1 for a launch without clusters:
+    /// every block is then a cluster of its own, as on the GPU).
+    fn cluster_dim(&self) -> Dim3;
+
+    /// `barrier.cluster.arrive`: the calling thread arrives at its cluster's barrier without
+    /// waiting. A thread that arrives twice without a [`cluster_wait`](Self::cluster_wait)
+    /// between is an error the simulator reports.
+    fn cluster_arrive(&self);
+
+    /// `barrier.cluster.wait`: waits until every thread of the cluster that has not exited
+    /// arrived at the phase this thread arrived at. Waiting without having arrived is an error
+    /// the simulator reports.
+    fn cluster_wait(&self);
+
+    /// `mapa`: the address in the shared memory of the block of rank `rank` in this thread's
+    /// cluster that corresponds to `p`, an address in this block's shared memory. The simulator
+    /// reports an address outside this block's shared memory, or a rank outside the cluster.
+    fn map_shared_rank(&self, p: *mut u8, rank: u32) -> *mut u8;
+
+    /// A grid-wide barrier of a cooperative launch: waits until every thread of the grid
+    /// arrived. Outside a cooperative launch, an error the simulator reports.
+    fn grid_sync(&self);
+
+    /// Suspends the calling thread until `ready()` holds, letting the other threads of the
+    /// block (and of its cluster or cooperative grid) run: the wait of an `mbarrier` phase, say.
+    /// When no thread that could make it hold can make progress, the simulator reports the
+    /// wait (`what` names it) instead of hanging.
+    fn wait_until(&self, what: &'static str, ready: &mut dyn FnMut() -> bool);
+
+    /// Notes that the calling thread changed state that a [`wait_until`](Self::wait_until)
+    /// may be waiting for (an `mbarrier` arrival, a completed copy).
+    fn progress(&self);
 }
 
 /// The context of one simulated thread: its indices and the hooks of its block.

@@ -33,9 +33,11 @@ pub use gpukernel_macros::{DeviceCopy, declare_device, gpu_print, gpu_println, k
 
 pub mod atomic;
 pub mod block;
+pub mod cluster;
 mod copy;
 pub mod ffi;
 pub mod graph;
+pub mod grid;
 pub mod half;
 // The simulator's side of the host backend: the runtime's simulator installs each simulated
 // thread's context and its hooks here, and foreign `.cu` code compiled for the host calls its
@@ -49,6 +51,7 @@ mod host_printf;
 #[cfg(not(target_arch = "nvptx64"))]
 mod kernel;
 pub mod math;
+pub mod mbarrier;
 pub mod mma;
 pub mod ops;
 pub mod print;
@@ -58,6 +61,7 @@ pub mod slice;
 pub mod sync;
 pub mod thread;
 pub mod time;
+pub mod tma;
 pub mod vector;
 pub mod warp;
 pub mod wgmma;

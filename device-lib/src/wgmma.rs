@@ -857,3 +857,78 @@ mod host {
         }
     }
 }
+
+/// `setmaxnreg.inc.sync.aligned.u32 N` (sm_90a): raises the calling warpgroup's per-thread
+/// register budget to `N` (24 to 256, a multiple of 8), taking registers that other
+/// warpgroups of the block released with [`setmaxnreg_dec`]: warp specialisation gives the
+/// math warpgroups more registers than the producer. A no-op in the simulator.
+///
+/// # Safety
+/// Warpgroup-collective: all four warps of a warpgroup execute the same call, converged; the
+/// block's budget after every warpgroup's change fits the registers it was launched with
+/// (ptxas's count times the threads), else the warps wait for registers forever.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, wgmma};
+/// /// Two warpgroups: the first gives registers back, the second takes them.
+/// #[kernel]
+/// pub fn specialised(mut out: DisjointSlice<u32>) {
+///     let wg = thread::thread_idx_x() / 128;
+///     // SAFETY: each warpgroup executes one call, converged; 40 + 232 ≤ 2 × 168.
+///     if wg == 0 {
+///         unsafe { wgmma::setmaxnreg_dec::<40>() };
+///     } else {
+///         unsafe { wgmma::setmaxnreg_inc::<232>() };
+///     }
+///     out.set(thread::index(), wg);
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn setmaxnreg_inc<const N: u32>() {
+    const {
+        assert!(
+            N >= 24 && N <= 256 && N.is_multiple_of(8),
+            "setmaxnreg: N must be 24 to 256, a multiple of 8"
+        )
+    };
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack));
+    }
+}
+
+/// `setmaxnreg.dec.sync.aligned.u32 N` (sm_90a): lowers the calling warpgroup's per-thread
+/// register budget to `N` (24 to 256, a multiple of 8), releasing registers for
+/// [`setmaxnreg_inc`]. A no-op in the simulator.
+///
+/// # Safety
+/// As [`setmaxnreg_inc`]; the warpgroup's live values fit `N` registers afterwards (ptxas
+/// spills nothing for this: the kernel must be written for it).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, wgmma};
+/// #[kernel]
+/// pub fn producer_gives_back(mut out: DisjointSlice<u32>) {
+///     if thread::thread_idx_x() / 128 == 0 {
+///         unsafe { wgmma::setmaxnreg_dec::<40>() }; // SAFETY: the warpgroup, converged
+///     }
+///     out.set(thread::index(), 0);
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn setmaxnreg_dec<const N: u32>() {
+    const {
+        assert!(
+            N >= 24 && N <= 256 && N.is_multiple_of(8),
+            "setmaxnreg: N must be 24 to 256, a multiple of 8"
+        )
+    };
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack));
+    }
+}

@@ -1434,6 +1434,46 @@ pub enum Error {
         /// nvJitLink's version.
         nvjitlink: (u32, u32),
     },
+
+    /// A launch's cluster dimensions do not fit its grid or its kernel.
+    #[error("launch of `{kernel}` with grid {grid:?} in clusters of {cluster:?} blocks: {reason}")]
+    ClusterShapeInvalid {
+        /// The kernel.
+        kernel: String,
+        /// The grid, in blocks.
+        grid: [u32; 3],
+        /// The cluster dimensions asked for.
+        cluster: [u32; 3],
+        /// What is wrong and what to do.
+        reason: String,
+    },
+
+    /// A cooperative launch asked for more blocks than the device can hold at once (the grid
+    /// barrier would wait forever for blocks that cannot start).
+    #[error(
+        "cooperative launch of `{kernel}` with {blocks} blocks: at most {max} blocks of this \
+         size can be resident at once on this device (occupancy per multiprocessor × \
+         multiprocessors)\nhint: launch at most LaunchConfig::max_cooperative_blocks blocks and \
+         loop over the data inside the kernel (a grid-stride loop)"
+    )]
+    CooperativeGridTooLarge {
+        /// The kernel.
+        kernel: String,
+        /// Blocks asked for.
+        blocks: u64,
+        /// Blocks that fit at once.
+        max: u32,
+    },
+
+    /// A tensor map (TMA descriptor) whose shape, strides, box or swizzle the hardware cannot
+    /// take, caught before the driver sees it.
+    #[error("tensor map over `{buffer}`: {problem}")]
+    TensorMapInvalid {
+        /// The buffer or view it describes (its element type and length).
+        buffer: String,
+        /// What is wrong and what to do.
+        problem: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

@@ -85,15 +85,18 @@ mod module;
 mod module_hooks;
 mod sim;
 mod stream;
+mod tensor_map;
 
 pub use context::Context;
 pub use device::{Backend, Device, DeviceProperties};
 pub use error::{CudaError, Error, Result, SignatureMismatch};
 pub use event::Event;
 pub use format::ImageKind;
+/// The kernel-parameter types of TMA descriptors and grid barriers, for host code.
+pub use gpukernel_device::{grid::GridBarrier, tma::TensorMap};
 pub use graph::{Capture, ConditionalHandle, Graph, GraphBuffer, GraphBufferMut, GraphExec, Node};
 pub use launch::{
-    DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS,
+    DEFAULT_BLOCK, Dim3, KernelArg, LaunchArgs, LaunchAttributes, LaunchConfig, MAX_KERNEL_PARAMS,
     RequiresLaunchUnchecked, Safe, SafetyLevel,
 };
 pub use memory::{
@@ -103,6 +106,7 @@ pub use memory::{
 pub use module::{Function, Module, TypedKernel};
 pub use module_hooks::{ModuleView, TeardownFailure};
 pub use stream::Stream;
+pub use tensor_map::{GridBarrierWord, Swizzle, TensorMap2D, TmaElement};
 
 pub use gpukernel_device::{
     AnyBitPattern, DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, IntoKernel, Kernel,

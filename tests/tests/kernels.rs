@@ -159,6 +159,7 @@ fn unsafe_kernel_with_mut_slice_and_grid_stride_loop() {
             grid: (8, 1, 1).into(),
             block: (128, 1, 1).into(),
             shared_mem_bytes: 0,
+            attributes: Default::default(),
         };
         // SAFETY: `scale_in_place` keeps each thread on its own indices (grid-stride loop).
         unsafe {
@@ -207,6 +208,7 @@ fn block_reductions_static_and_dynamic_shared_memory() {
                 grid: (blocks as u32, 1, 1).into(),
                 block: (block, 1, 1).into(),
                 shared_mem_bytes: 0,
+                attributes: Default::default(),
             };
             let mut out_static = ctx.alloc_zeros::<f32>(blocks).unwrap();
             let k = module.kernel(block_reduce_sum).unwrap();
@@ -290,6 +292,7 @@ fn warp_shuffle_reduction_full_and_partial_warps() {
                 grid: (blocks as u32, 1, 1).into(),
                 block: (block, 1, 1).into(),
                 shared_mem_bytes: 0,
+                attributes: Default::default(),
             };
             ctx.default_stream()
                 .launch(&k, cfg, (&dx, &mut out))
@@ -332,6 +335,7 @@ fn grid_wide_atomic_sum() {
             grid: (64, 1, 1).into(),
             block: (256, 1, 1).into(),
             shared_mem_bytes: 0,
+            attributes: Default::default(),
         };
         // SAFETY: `out` is a live f32 that only this launch touches, atomically.
         unsafe {

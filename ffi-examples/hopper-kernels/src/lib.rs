@@ -1,4 +1,7 @@
-//! Example kernels for Hopper only: the bf16 GEMM on warpgroup MMA (`wgmma`).
+//! Example kernels for Hopper only: the bf16 GEMM on warpgroup MMA (`wgmma`), and the
+//! kernels that prove the Hopper launch features: a cooperative grid-wide sum (`grid::sync`),
+//! a cluster histogram on distributed shared memory, TMA tile copies on `mbarrier`s, and a
+//! pair of kernels joined by programmatic dependent launch.
 //!
 //! `build.rs` builds this crate for `sm_90a` (`Builder::arch("sm_90a")`), the target on which
 //! `wgmma` exists; its [`PTX`] loads on compute capability 9.0 (H100, H200) only. On the host
@@ -14,6 +17,17 @@ use gpukernel_device::prelude::*;
 use gpukernel_device::shared::dynamic_shared;
 use gpukernel_device::wgmma::{self, Accumulators, SmemDesc, sw128_offset};
 use gpukernel_device::{sync, thread, unroll};
+
+mod cluster;
+mod grid;
+pub mod misuse;
+mod tma;
+
+pub use cluster::{
+    BINS_PER_BLOCK, HIST_BLOCK, cluster_registers, histogram_cluster, histogram_global,
+};
+pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
+pub use tma::{TILE, Tile, mbarrier_ring, tma_copy_tiles, tma_swizzle_probe};
 
 /// The PTX of every kernel in this crate, for `sm_90a`.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -607,6 +607,7 @@ fn safe_sync_rows(
         grid: (blocks as u32, 1, 1).into(),
         block: (REDUCE_BLOCK, 1, 1).into(),
         shared_mem_bytes: 0,
+        attributes: Default::default(),
     };
     let mut out_a = stream.alloc_zeros::<f32>(blocks)?;
     let mut out_b = stream.alloc_zeros::<f32>(blocks)?;

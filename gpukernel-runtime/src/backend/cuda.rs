@@ -799,6 +799,63 @@ impl Backend for CudaBackend {
         })
     }
 
+    fn max_cluster_size(
+        &self,
+        f: FunctionHandle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        self.call(|| {
+            // SAFETY: the function is live (its module is held) and its context current.
+            let n = unsafe {
+                driver::occupancy_max_potential_cluster_size(
+                    function(f),
+                    grid,
+                    block,
+                    shared_mem_bytes,
+                )
+            }?;
+            Ok(n.max(0) as u32)
+        })
+    }
+
+    fn max_active_blocks_per_sm(
+        &self,
+        f: FunctionHandle,
+        threads: u32,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        self.call(|| {
+            // SAFETY: the function is live and its context current.
+            let n = unsafe {
+                driver::occupancy_max_active_blocks(function(f), threads, shared_mem_bytes)
+            }?;
+            Ok(n.max(0) as u32)
+        })
+    }
+
+    fn cooperative_multiprocessors(&self) -> Result<u32> {
+        let coop = device_attribute(self.dev, DeviceAttr::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)?;
+        let sms = device_attribute(
+            self.dev,
+            DeviceAttr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )?;
+        if coop == 0 {
+            return Err(Error::Unsupported {
+                operation: "a cooperative launch",
+                backend: "this CUDA device",
+                hint: Some("the device reports CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 0"),
+            });
+        }
+        Ok(sms)
+    }
+
+    unsafe fn encode_tensor_map(&self, m: &crate::driver::TiledMap) -> Result<[u64; 16]> {
+        // SAFETY: forwarded from the caller; the fields were checked.
+        self.call(|| unsafe { driver::tensor_map_encode_tiled(m) })
+    }
+
     fn set_max_dynamic_shared_bytes(&self, f: FunctionHandle, bytes: u32) -> Result<()> {
         self.call(|| {
             // SAFETY: the function is live and its context current.
@@ -822,15 +879,32 @@ impl Backend for CudaBackend {
         self.bind_raw()?;
         // SAFETY: the function and stream are live and of the current context; `params` is
         // the caller's responsibility.
-        let r = unsafe {
-            driver::launch_kernel(
-                function(desc.function),
-                desc.grid,
-                desc.block,
-                desc.shared_mem_bytes,
-                stream(desc.stream),
-                params.as_mut_ptr(),
-            )
+        let r = if desc.attributes.any() {
+            // SAFETY: as below; the attributes were checked by `LaunchConfig::validate`.
+            unsafe {
+                driver::launch_kernel_ex(
+                    function(desc.function),
+                    desc.grid,
+                    desc.block,
+                    desc.shared_mem_bytes,
+                    stream(desc.stream),
+                    params.as_mut_ptr(),
+                    &launch_attrs(&desc.attributes),
+                )
+            }
+        } else {
+            // SAFETY: the function and stream are live and of the current context; `params`
+            // is the caller's responsibility.
+            unsafe {
+                driver::launch_kernel(
+                    function(desc.function),
+                    desc.grid,
+                    desc.block,
+                    desc.shared_mem_bytes,
+                    stream(desc.stream),
+                    params.as_mut_ptr(),
+                )
+            }
         };
         if !driver::is_success(r) {
             return Err(self.launch_failed(desc, r));
@@ -978,7 +1052,17 @@ impl Backend for CudaBackend {
                         desc.block,
                         desc.shared_mem_bytes,
                         params.as_mut_ptr(),
-                    ),
+                    )
+                    .and_then(|n| {
+                        if desc.attributes.any() {
+                            // `n` is the kernel node just added (live).
+                            driver::graph_kernel_node_set_attrs(
+                                n,
+                                &launch_attrs(&desc.attributes),
+                            )?;
+                        }
+                        Ok(n)
+                    }),
                     GraphNode::Copy { dst, src, bytes } => driver::graph_add_memcpy(
                         graph(g),
                         &deps,
@@ -1119,6 +1203,15 @@ impl CudaBackend {
                 *desc.name, desc.grid, desc.block, desc.shared_mem_bytes
             )),
         }
+    }
+}
+
+/// The driver's form of the launch attributes.
+fn launch_attrs(a: &crate::launch::LaunchAttributes) -> driver::LaunchAttrs {
+    driver::LaunchAttrs {
+        cluster: a.cluster.map(|c| c.to_array()),
+        cooperative: a.cooperative,
+        programmatic: a.programmatic_dependent,
     }
 }
 

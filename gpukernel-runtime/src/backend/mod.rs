@@ -244,6 +244,8 @@ pub(crate) struct LaunchDesc<'a> {
     pub stream: StreamHandle,
     /// The module's foreign-call record, if it has one.
     pub ffi: Option<&'a FfiRecord>,
+    /// Launch attributes (checked by `LaunchConfig::validate`).
+    pub attributes: crate::launch::LaunchAttributes,
 }
 
 /// The operations whose implementation differs between a CUDA device and the simulator. One
@@ -394,6 +396,30 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
     fn optimal_block_size(&self, f: FunctionHandle, dynamic_shared_bytes: u32) -> Result<u32>;
     /// Allows launches with up to `bytes` of dynamic shared memory.
     fn set_max_dynamic_shared_bytes(&self, f: FunctionHandle, bytes: u32) -> Result<()>;
+    /// The largest cluster, in blocks, `f` can be launched with in this configuration (0:
+    /// the device has no clusters).
+    fn max_cluster_size(
+        &self,
+        f: FunctionHandle,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_mem_bytes: u32,
+    ) -> Result<u32>;
+    /// Blocks of `threads` threads that fit on one multiprocessor at once.
+    fn max_active_blocks_per_sm(
+        &self,
+        f: FunctionHandle,
+        threads: u32,
+        shared_mem_bytes: u32,
+    ) -> Result<u32>;
+    /// The multiprocessors a cooperative launch spreads over; an error when the device cannot
+    /// launch cooperatively.
+    fn cooperative_multiprocessors(&self) -> Result<u32>;
+    /// Encodes a tiled tensor map (TMA descriptor) from checked fields.
+    ///
+    /// # Safety
+    /// `m.base` is memory of this context that outlives every use of the map.
+    unsafe fn encode_tensor_map(&self, m: &crate::driver::TiledMap) -> Result<[u64; 16]>;
 
     /// Begins capturing the stream's work into a new graph: later launches, copies and
     /// memsets on it are recorded, not run, until [`stream_end_capture`](Self::stream_end_capture).

@@ -40,6 +40,8 @@ pub(crate) fn device_attribute(attr: DeviceAttr) -> u32 {
         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK => 48 * 1024,
         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => LIMITS.max_shared_optin,
         CU_DEVICE_ATTRIBUTE_WARP_SIZE => 32,
+        CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH => 1,
+        CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH => 1,
         _ => 0,
     }
 }
@@ -202,6 +204,7 @@ enum SimNode {
         grid: [u32; 3],
         block: [u32; 3],
         shared: u32,
+        attributes: crate::launch::LaunchAttributes,
         /// Pointers to the ABI values, owned by the graph's owner (see `GraphNode::Kernel`).
         params: Vec<*mut c_void>,
         /// The module's foreign-call record (the graph's owner holds the module).
@@ -256,6 +259,7 @@ impl SimNode {
             grid: desc.grid,
             block: desc.block,
             shared: desc.shared_mem_bytes,
+            attributes: desc.attributes,
             params: params.to_vec(),
             ffi: desc.ffi.map(core::ptr::from_ref),
         }
@@ -728,6 +732,50 @@ impl Backend for SimBackend {
         Ok(())
     }
 
+    fn max_cluster_size(
+        &self,
+        _f: FunctionHandle,
+        _grid: [u32; 3],
+        _block: [u32; 3],
+        _shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        // The portable cluster size of compute capability 9.0.
+        Ok(8)
+    }
+
+    fn max_active_blocks_per_sm(
+        &self,
+        _f: FunctionHandle,
+        threads: u32,
+        _shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        // As a Hopper multiprocessor without register or shared-memory pressure: 2048 threads,
+        // at most 32 blocks.
+        Ok((2048 / threads.max(1)).clamp(1, 32))
+    }
+
+    fn cooperative_multiprocessors(&self) -> Result<u32> {
+        // Each block of a cooperative launch is an OS thread: 8 × 32 blocks at most.
+        Ok((crate::sim::MAX_COOPERATIVE_BLOCKS / 32) as u32)
+    }
+
+    unsafe fn encode_tensor_map(&self, m: &crate::driver::TiledMap) -> Result<[u64; 16]> {
+        let elem_bytes = crate::tensor_map::element_bytes(m.data_type);
+        let map = gpukernel_device::tma::SimTensorMap {
+            magic: gpukernel_device::tma::SimTensorMap::MAGIC,
+            base: m.base,
+            rank: m.rank,
+            elem_bytes,
+            dims: m.dims,
+            strides: m.strides,
+            boxes: m.boxes,
+            swizzle: m.swizzle,
+            reserved: [0; 2],
+        };
+        // SAFETY: 128 bytes of plain data, read as 16 words.
+        Ok(unsafe { core::mem::transmute::<gpukernel_device::tma::SimTensorMap, [u64; 16]>(map) })
+    }
+
     unsafe fn launch(
         &self,
         desc: &LaunchDesc<'_>,
@@ -756,6 +804,8 @@ impl Backend for SimBackend {
             block: desc.block,
             dynamic_shared_bytes: desc.shared_mem_bytes,
             params,
+            cluster: desc.attributes.cluster.map_or([1, 1, 1], |c| c.to_array()),
+            cooperative: desc.attributes.cooperative,
         };
         let result = crate::sim::launch(&launch);
         // The launch ran to completion on this thread, which holds its first foreign-call
@@ -1130,10 +1180,12 @@ impl SimBackend {
                 grid,
                 block,
                 shared,
+                attributes,
                 params,
                 ffi,
             } => {
                 let desc = LaunchDesc {
+                    attributes: *attributes,
                     function: FunctionHandle::NULL,
                     name,
                     sim_entry: *entry,

@@ -450,3 +450,21 @@ pub(crate) unsafe fn graph_add_conditional(
     }
     Ok((n, body))
 }
+
+/// Sets the launch attributes of kernel node `n` (`cuGraphKernelNodeSetAttribute`, one call
+/// per attribute).
+///
+/// # Safety
+/// `n` is a live kernel node.
+pub(crate) unsafe fn graph_kernel_node_set_attrs(
+    n: CUgraphNode,
+    attrs: &super::module::LaunchAttrs,
+) -> Result<()> {
+    for a in attrs.records() {
+        // SAFETY: `n` live (caller); the value is a valid attribute value for `a.id`.
+        check("cuGraphKernelNodeSetAttribute", unsafe {
+            sys::cuGraphKernelNodeSetAttribute(n, a.id, &a.value)
+        })?;
+    }
+    Ok(())
+}

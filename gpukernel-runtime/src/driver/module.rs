@@ -306,3 +306,195 @@ pub(crate) unsafe fn launch_kernel(
         )
     }
 }
+
+/// The launch attributes `cuLaunchKernelEx` and kernel graph nodes take, as plain data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LaunchAttrs {
+    /// `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`.
+    pub cluster: Option<[u32; 3]>,
+    /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE`.
+    pub cooperative: bool,
+    /// `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`.
+    pub programmatic: bool,
+}
+
+impl LaunchAttrs {
+    /// The driver's attribute records (at most three).
+    pub(crate) fn records(&self) -> Vec<sys::CUlaunchAttribute> {
+        let mut out = Vec::with_capacity(3);
+        let blank = || {
+            // SAFETY: the attribute record is plain data; all-zero is a valid (empty) value.
+            unsafe { core::mem::zeroed::<sys::CUlaunchAttribute>() }
+        };
+        if let Some([x, y, z]) = self.cluster {
+            let mut a = blank();
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            a.value.clusterDim.x = x;
+            a.value.clusterDim.y = y;
+            a.value.clusterDim.z = z;
+            out.push(a);
+        }
+        if self.cooperative {
+            let mut a = blank();
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            a.value.cooperative = 1;
+            out.push(a);
+        }
+        if self.programmatic {
+            let mut a = blank();
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            a.value.programmaticStreamSerializationAllowed = 1;
+            out.push(a);
+        }
+        out
+    }
+}
+
+fn launch_config(
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    s: CUstream,
+    attrs: &mut [sys::CUlaunchAttribute],
+) -> sys::CUlaunchConfig {
+    sys::CUlaunchConfig {
+        gridDimX: grid[0],
+        gridDimY: grid[1],
+        gridDimZ: grid[2],
+        blockDimX: block[0],
+        blockDimY: block[1],
+        blockDimZ: block[2],
+        sharedMemBytes: shared_mem_bytes,
+        hStream: s,
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: attrs.len() as c_uint,
+    }
+}
+
+/// Enqueues a kernel with launch attributes: the raw `cuLaunchKernelEx`.
+///
+/// # Safety
+/// As [`launch_kernel`].
+pub(crate) unsafe fn launch_kernel_ex(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+    s: CUstream,
+    params: *mut *mut c_void,
+    attrs: &LaunchAttrs,
+) -> sys::CUresult {
+    let mut records = attrs.records();
+    let config = launch_config(grid, block, shared_mem_bytes, s, &mut records);
+    // SAFETY: forwarded from the caller; `config` and its attributes live for the call.
+    unsafe { sys::cuLaunchKernelEx(&config, f, params, core::ptr::null_mut()) }
+}
+
+/// The largest cluster (in blocks) `f` can be launched with in this configuration
+/// (`cuOccupancyMaxPotentialClusterSize`).
+///
+/// # Safety
+/// `f` must be a live function handle; its context current.
+pub(crate) unsafe fn occupancy_max_potential_cluster_size(
+    f: CUfunction,
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_mem_bytes: u32,
+) -> Result<i32> {
+    let mut records = LaunchAttrs {
+        cluster: Some([1, 1, 1]),
+        ..LaunchAttrs::default()
+    }
+    .records();
+    // The query ignores the cluster dimension it is given; the grid only needs to be valid.
+    let config = launch_config(
+        grid,
+        block,
+        shared_mem_bytes,
+        core::ptr::null_mut(),
+        &mut records,
+    );
+    let mut size: c_int = 0;
+    // SAFETY: valid out-pointer and configuration; `f` live (caller).
+    check("cuOccupancyMaxPotentialClusterSize", unsafe {
+        sys::cuOccupancyMaxPotentialClusterSize(&mut size, f, &config)
+    })?;
+    Ok(size)
+}
+
+/// Blocks of `threads` threads and `shared_mem_bytes` dynamic shared memory that fit on one
+/// multiprocessor at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor`).
+///
+/// # Safety
+/// `f` must be a live function handle; its context current.
+pub(crate) unsafe fn occupancy_max_active_blocks(
+    f: CUfunction,
+    threads: u32,
+    shared_mem_bytes: u32,
+) -> Result<i32> {
+    let mut n: c_int = 0;
+    // SAFETY: valid out-pointer; `f` live (caller).
+    check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+        sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &mut n,
+            f,
+            threads as c_int,
+            shared_mem_bytes as usize,
+        )
+    })?;
+    Ok(n)
+}
+
+/// The fields of a tiled tensor map, as `cuTensorMapEncodeTiled` takes them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TiledMap {
+    /// `CUtensorMapDataType` value.
+    pub data_type: u32,
+    pub rank: u32,
+    pub base: u64,
+    pub dims: [u64; 5],
+    /// Bytes between indices of dimensions 1.. .
+    pub strides: [u64; 4],
+    pub boxes: [u32; 5],
+    /// `CUtensorMapSwizzle` value (0 to 3).
+    pub swizzle: u32,
+}
+
+/// Encodes a tiled tensor map (`cuTensorMapEncodeTiled`): element strides 1, no interleave,
+/// 128-byte L2 promotion, out-of-bounds elements filled with zeros.
+///
+/// # Safety
+/// The fields were checked against the driver's rules; `base` is device memory that outlives
+/// every use of the map (the map itself holds no reference).
+pub(crate) unsafe fn tensor_map_encode_tiled(m: &TiledMap) -> Result<[u64; 16]> {
+    // SAFETY: `CUtensorMap` is 128 bytes of plain data.
+    let mut map: sys::CUtensorMap = unsafe { core::mem::zeroed() };
+    let elem_strides = [1u32; 5];
+    // SAFETY: the enum values come from the checked fields (`data_type` < 13, `swizzle` < 4).
+    let (data_type, swizzle) = unsafe {
+        (
+            core::mem::transmute::<u32, sys::CUtensorMapDataType>(m.data_type),
+            core::mem::transmute::<u32, sys::CUtensorMapSwizzle>(m.swizzle),
+        )
+    };
+    // SAFETY: valid pointers to arrays of `rank` (strides: `rank - 1`) entries; `map` is the
+    // 128-byte out-parameter.
+    check("cuTensorMapEncodeTiled", unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            data_type,
+            m.rank,
+            m.base as *mut c_void,
+            m.dims.as_ptr(),
+            m.strides.as_ptr(),
+            m.boxes.as_ptr(),
+            elem_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    })?;
+    // SAFETY: 128 bytes of plain data, read as 16 words.
+    Ok(unsafe { core::mem::transmute::<sys::CUtensorMap, [u64; 16]>(map) })
+}

@@ -520,6 +520,17 @@ impl<'a> Graph<'a> {
             ));
         }
         config.validate_typed(kernel)?;
+        if config.attributes.programmatic_dependent {
+            // A kernel node has no "previous kernel on the stream": CUDA expresses the same
+            // overlap with programmatic edges between nodes, which graphs here do not add yet.
+            return Err(Error::Unsupported {
+                operation: "programmatic dependent launch in a graph kernel node",
+                backend: "graphs",
+                hint: Some(
+                    "drop LaunchConfig::programmatic_dependent for graph nodes (their order comes from the node's edges), or capture the launches from a stream",
+                ),
+            });
+        }
         let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;

@@ -124,6 +124,7 @@ pub(super) fn desc_of<'k>(info: &'k KernelInfo, config: &LaunchConfig) -> Launch
         shared_mem_bytes: config.shared_mem_bytes,
         stream: crate::backend::StreamHandle::NULL,
         ffi: info.module.ffi.as_ref().map(|t| &t.record),
+        attributes: config.attributes,
     }
 }
 

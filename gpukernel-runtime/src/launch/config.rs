@@ -101,6 +101,57 @@ pub struct LaunchConfig {
     pub block: Dim3,
     /// Bytes of dynamic shared memory per block.
     pub shared_mem_bytes: u32,
+    /// Launch attributes (`cuLaunchKernelEx`): clusters, cooperative launch, programmatic
+    /// dependent launch. The default sets none (a plain `cuLaunchKernel`).
+    pub attributes: LaunchAttributes,
+}
+
+/// The launch attributes of a [`LaunchConfig`], passed through `cuLaunchKernelEx` (and a
+/// kernel node's attributes in graphs). Set them with [`LaunchConfig::with_cluster`],
+/// [`LaunchConfig::cooperative`] and [`LaunchConfig::programmatic_dependent`].
+///
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+/// use gpukernel_runtime::{Dim3, LaunchAttributes};
+/// let cfg = LaunchConfig::new(8, 128).with_cluster(2);
+/// assert_eq!(cfg.attributes.cluster, Some(Dim3::new(2, 1, 1)));
+/// assert_eq!(LaunchConfig::new(8, 128).attributes, LaunchAttributes::default());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct LaunchAttributes {
+    /// Cluster dimensions in blocks (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, compute
+    /// capability 9.0+): the grid must be a whole number of clusters, and the cluster no larger
+    /// than the kernel allows (`cuOccupancyMaxPotentialClusterSize`).
+    pub cluster: Option<Dim3>,
+    /// A cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`): every block resident at once,
+    /// so the kernel may use `gpukernel_device::grid::sync`. The grid may have at most as many
+    /// blocks as fit on the device at once (`cuOccupancyMaxActiveBlocksPerMultiprocessor` ×
+    /// multiprocessors); more is an error at the launch, never a hang.
+    pub cooperative: bool,
+    /// Programmatic stream serialization
+    /// (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`, compute capability 9.0+): the
+    /// kernel may start before the previous kernel on the stream completed, and waits for it in
+    /// `gpukernel_device::grid::wait_dependencies`.
+    pub programmatic_dependent: bool,
+}
+
+impl LaunchAttributes {
+    /// Whether any attribute is set (the launch then goes through `cuLaunchKernelEx`).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(!LaunchConfig::new(1, 32).attributes.any());
+    /// assert!(LaunchConfig::new(1, 32).cooperative().attributes.any());
+    /// # Ok(()) }
+    /// ```
+    pub fn any(&self) -> bool {
+        self.cluster.is_some() || self.cooperative || self.programmatic_dependent
+    }
 }
 
 /// Threads per block of [`LaunchConfig::for_elements`].
@@ -127,7 +178,89 @@ impl LaunchConfig {
             grid: grid.into(),
             block: block.into(),
             shared_mem_bytes: 0,
+            attributes: LaunchAttributes::default(),
         }
+    }
+
+    /// The same configuration in clusters of `cluster` blocks (compute capability 9.0+; the
+    /// simulator runs the blocks of a cluster at the same time). The grid must be a whole
+    /// number of clusters; at most 8 blocks per cluster unless the kernel allows more.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::Dim3;
+    /// let cfg = LaunchConfig::new((8, 2), 128).with_cluster((4, 1));
+    /// assert_eq!(cfg.attributes.cluster, Some(Dim3::new(4, 1, 1)));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_cluster(self, cluster: impl Into<Dim3>) -> Self {
+        let mut c = self;
+        c.attributes.cluster = Some(cluster.into());
+        c
+    }
+
+    /// The same configuration, launched cooperatively (every block resident at once, so the
+    /// kernel may call `grid::sync`). [`LaunchConfig::max_cooperative_blocks`] says how many
+    /// blocks fit.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let cfg = LaunchConfig::new(4, 256).cooperative();
+    /// assert!(cfg.attributes.cooperative);
+    /// # Ok(()) }
+    /// ```
+    pub fn cooperative(self) -> Self {
+        let mut c = self;
+        c.attributes.cooperative = true;
+        c
+    }
+
+    /// The same configuration with programmatic stream serialization: the kernel may start
+    /// while the previous kernel on the stream still runs (it calls
+    /// `grid::wait_dependencies` before reading that kernel's results).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let cfg = LaunchConfig::for_elements(1 << 20)?.programmatic_dependent();
+    /// assert!(cfg.attributes.programmatic_dependent);
+    /// # Ok(()) }
+    /// ```
+    pub fn programmatic_dependent(self) -> Self {
+        let mut c = self;
+        c.attributes.programmatic_dependent = true;
+        c
+    }
+
+    /// The most blocks of `block` threads and `shared_mem_bytes` of dynamic shared memory that
+    /// can be resident at once for `function` (`cuOccupancyMaxActiveBlocksPerMultiprocessor` ×
+    /// multiprocessors): the largest grid of a cooperative launch.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// let f = module.function("saxpy")?;
+    /// let blocks = LaunchConfig::max_cooperative_blocks(&f, 256, 0)?;
+    /// let cfg = LaunchConfig::new(blocks, 256).cooperative();
+    /// # Ok(()) }
+    /// ```
+    pub fn max_cooperative_blocks(
+        function: &Function,
+        block: impl Into<Dim3>,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        let b = block.into();
+        let threads = (b.x as u64 * b.y as u64 * b.z as u64).min(u32::MAX as u64) as u32;
+        let backend = &function.module.ctx.backend;
+        let per_sm =
+            backend.max_active_blocks_per_sm(function.info.handle, threads, shared_mem_bytes)?;
+        Ok(per_sm.saturating_mul(backend.cooperative_multiprocessors()?))
     }
 
     /// The same configuration with `bytes` of dynamic shared memory per block.
@@ -227,11 +360,72 @@ impl LaunchConfig {
             && threads <= max_threads
             && self.shared_mem_bytes <= max_shared
             && grid_threads(g, threads).is_some();
-        if ok {
-            Ok(())
-        } else {
-            Err(self.invalid(f, max_threads, max_shared))
+        if !ok {
+            return Err(self.invalid(f, max_threads, max_shared));
         }
+        if self.attributes.any() {
+            self.validate_attributes(f)?;
+        }
+        Ok(())
+    }
+
+    /// Checks the launch attributes against the grid, the device and the kernel: clusters
+    /// divide the grid and fit the kernel's largest cluster; a cooperative grid fits the
+    /// device at once.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn validate_attributes(&self, f: &Function) -> Result<()> {
+        let backend = &f.module.ctx.backend;
+        let kernel = f.name().to_owned();
+        let g = self.grid.to_array();
+        if let Some(c) = self.attributes.cluster {
+            let c = c.to_array();
+            const NAMES: [&str; 3] = ["cluster.x", "cluster.y", "cluster.z"];
+            for i in 0..3 {
+                if c[i] == 0 || !g[i].is_multiple_of(c[i]) {
+                    return Err(Error::ClusterShapeInvalid {
+                        kernel,
+                        grid: g,
+                        cluster: c,
+                        reason: format!(
+                            "{} = {} does not divide the grid's {} blocks along that axis: the grid must be a whole number of clusters",
+                            NAMES[i], c[i], g[i]
+                        ),
+                    });
+                }
+            }
+            let blocks = c[0] as u64 * c[1] as u64 * c[2] as u64;
+            let max = backend.max_cluster_size(
+                f.info.handle,
+                self.grid.to_array(),
+                self.block.to_array(),
+                self.shared_mem_bytes,
+            )?;
+            if blocks > max as u64 {
+                return Err(Error::ClusterShapeInvalid {
+                    kernel,
+                    grid: g,
+                    cluster: c,
+                    reason: format!(
+                        "a cluster of {blocks} blocks is larger than the {max} this kernel can have with blocks of {:?} and {} bytes of dynamic shared memory (cuOccupancyMaxPotentialClusterSize; 0 means the device has no clusters); use smaller clusters or blocks",
+                        self.block.to_array(),
+                        self.shared_mem_bytes
+                    ),
+                });
+            }
+        }
+        if self.attributes.cooperative {
+            let blocks = g[0] as u64 * g[1] as u64 * g[2] as u64;
+            let max = Self::max_cooperative_blocks(f, self.block, self.shared_mem_bytes)?;
+            if blocks > max as u64 {
+                return Err(Error::CooperativeGridTooLarge {
+                    kernel,
+                    blocks,
+                    max,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// [`validate`](Self::validate), then the dimensions the typed kernel's disjoint outputs

@@ -23,7 +23,7 @@ use crate::module::{Function, TypedKernel};
 use crate::stream::Stream;
 
 pub use args::{KernelArg, LaunchArgs, RequiresLaunchUnchecked, Safe, SafetyLevel};
-pub use config::{DEFAULT_BLOCK, Dim3, LaunchConfig};
+pub use config::{DEFAULT_BLOCK, Dim3, LaunchAttributes, LaunchConfig};
 
 /// The most ABI parameters a typed launch passes (16 arguments of up to five parameters each:
 /// a `DisjointSlice3D` lowers to five).
@@ -189,6 +189,7 @@ impl Stream {
             shared_mem_bytes: config.shared_mem_bytes,
             stream: self.handle(),
             ffi: f.module.ffi.as_ref().map(|t| &t.record),
+            attributes: config.attributes,
         };
         f.note_launch(self.handle());
         // SAFETY: forwarded from the caller.

@@ -5,6 +5,7 @@ use core::any::Any;
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::alloc::Layout;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, Once};
@@ -17,6 +18,7 @@ use gpukernel_device::host::{
 };
 use gpukernel_device::thread::Dim3;
 
+use super::group::Group;
 use super::{SimError, SimLaunch};
 
 /// Why a simulated thread suspended.
@@ -27,6 +29,8 @@ enum Suspend {
         mask: u32,
         value: u64,
     },
+    /// A wait that cannot complete yet (`SimHooks::wait_until`): run the others, then retry.
+    Yield(&'static str),
     /// The thread ended in a call from foreign code (see [`SimHooks::fault`]): never resume
     /// it; discard its stack without unwinding.
     Fault(Box<dyn Any + Send>),
@@ -39,6 +43,8 @@ enum Resume {
     /// The completed exchange, in the runner's slot for the lane group (valid until the lane
     /// suspends again).
     Warp(*const WarpExchange),
+    /// Retry a wait.
+    Retry,
     /// The launch failed: unwind out of the kernel body.
     Abort,
 }
@@ -61,7 +67,13 @@ enum State {
     NotStarted,
     Ready,
     AtBarrier(Barrier),
-    AtWarp { op: WarpOp, mask: u32, value: u64 },
+    AtWarp {
+        op: WarpOp,
+        mask: u32,
+        value: u64,
+    },
+    /// Waiting in `SimHooks::wait_until` (what it waits for).
+    Yielded(&'static str),
     Done,
 }
 
@@ -76,6 +88,23 @@ struct SimThread {
     mem: *const BlockMem,
     /// The launch's foreign-failure record (in the launch state, which outlives the runner).
     foreign: *const Mutex<Option<ForeignFailure>>,
+    /// The group the block runs in (set by the runner before each block; outlives the run).
+    group: Cell<*const Group>,
+    /// The cluster barrier phase this thread arrived at and has not waited for yet.
+    cluster_arrival: Cell<Option<u64>>,
+}
+
+impl SimThread {
+    fn group(&self) -> &Group {
+        // SAFETY: the runner points every thread at the block's group before resuming any of
+        // them, and the group outlives the block's run.
+        unsafe { &*self.group.get() }
+    }
+
+    fn block(&self) -> [u32; 3] {
+        let b = self.ctx.block_idx();
+        [b.x, b.y, b.z]
+    }
 }
 
 impl SimThread {
@@ -137,7 +166,7 @@ impl SimHooks for SimThread {
     fn dynamic_shared(&self) -> (*mut u8, usize) {
         // SAFETY: as above.
         let mem = unsafe { &*self.mem };
-        (mem.dynamic.get(), mem.dynamic_len)
+        (mem.dynamic.load(Ordering::Relaxed), mem.dynamic_len)
     }
 
     fn record_foreign_failure(&self, failure: ForeignFailure) {
@@ -149,6 +178,97 @@ impl SimHooks for SimThread {
             Some(first) => first.count = first.count.saturating_add(failure.count),
             None => *slot = Some(failure),
         }
+    }
+
+    fn cluster_dim(&self) -> Dim3 {
+        let [x, y, z] = self.group().cluster;
+        Dim3::new(x, y, z)
+    }
+
+    fn cluster_arrive(&self) {
+        if self.cluster_arrival.get().is_some() {
+            panic!(
+                "cluster::arrive called twice without cluster::wait between; each thread alternates arrive and wait (undefined on the GPU)"
+            );
+        }
+        let g = self.group();
+        let c = g.cluster_slot(self.block());
+        let phase = g.clusters[c]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .arrive();
+        self.cluster_arrival.set(Some(phase));
+        g.progress();
+    }
+
+    fn cluster_wait(&self) {
+        let Some(phase) = self.cluster_arrival.take() else {
+            panic!(
+                "cluster::wait called without a preceding cluster::arrive; each thread arrives before it waits (undefined on the GPU)"
+            );
+        };
+        let g = self.group();
+        let c = g.cluster_slot(self.block());
+        self.wait_until("the cluster barrier (barrier.cluster)", &mut || {
+            g.clusters[c]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .phase
+                > phase
+        });
+    }
+
+    fn map_shared_rank(&self, p: *mut u8, rank: u32) -> *mut u8 {
+        let g = self.group();
+        let [cx, cy, cz] = g.cluster;
+        let size = cx * cy * cz;
+        if rank >= size {
+            panic!("cluster::map_shared_rank: rank {rank} is outside the cluster of {size} blocks");
+        }
+        // SAFETY: the block memory outlives every thread record that points to it.
+        let own = unsafe { &*self.mem };
+        let Some(place) = own.locate(p) else {
+            panic!(
+                "cluster::map_shared_rank: {p:p} is not an address in this block's shared memory (a shared_array! or dynamic_shared element)"
+            );
+        };
+        let peer = g.mem(g.slot(g.peer(self.block(), rank)));
+        assert!(
+            !peer.is_null(),
+            "the peer block's shared memory is registered before any thread runs"
+        );
+        // SAFETY: registered blocks' memory lives until every block of the group ended.
+        unsafe { &*peer }.resolve(place)
+    }
+
+    fn grid_sync(&self) {
+        let g = self.group();
+        if !g.cooperative {
+            panic!(
+                "grid::sync in a launch that is not cooperative: only a cooperative launch (LaunchConfig::cooperative) keeps every block resident, so on the GPU this grid could wait forever"
+            );
+        }
+        let phase = g.grid.lock().unwrap_or_else(|e| e.into_inner()).arrive();
+        g.progress();
+        self.wait_until("the grid barrier (grid::sync)", &mut || {
+            g.grid.lock().unwrap_or_else(|e| e.into_inner()).phase > phase
+        });
+    }
+
+    fn wait_until(&self, what: &'static str, ready: &mut dyn FnMut() -> bool) {
+        while !ready() {
+            if std::thread::panicking() {
+                return;
+            }
+            match self.suspend(Suspend::Yield(what)) {
+                Resume::Retry | Resume::Start => {}
+                _ => unreachable!("a waiting thread is resumed to retry"),
+            }
+        }
+    }
+
+    fn progress(&self) {
+        self.group().progress();
     }
 
     fn fault(&self, payload: Box<dyn Any + Send>) -> ! {
@@ -170,40 +290,92 @@ struct StaticAlloc {
 }
 
 /// A worker's shared memory, reused (and re-zeroed) from block to block.
-struct BlockMem {
-    epoch: Cell<u64>,
-    statics: RefCell<Vec<StaticAlloc>>,
-    dynamic: Cell<*mut u8>,
+pub(super) struct BlockMem {
+    epoch: AtomicU64,
+    /// Locked: a peer block of the cluster resolves addresses here (`mapa`).
+    statics: Mutex<Vec<StaticAlloc>>,
+    dynamic: AtomicPtr<u8>,
     dynamic_len: usize,
-    dynamic_buf: RefCell<Vec<u128>>,
+    dynamic_buf: Mutex<Vec<u128>>,
 }
+
+/// Where an address lies in a block's shared memory, in terms every block of the launch shares.
+#[derive(Clone, Copy)]
+pub(super) enum SharedPlace {
+    Static {
+        key: usize,
+        size: usize,
+        align: usize,
+        offset: usize,
+    },
+    Dynamic(usize),
+}
+
+// SAFETY: the raw pointers are the block's own allocations; the mutable state is atomic or
+// behind mutexes, and the shared memory itself is accessed by the kernel's threads as on a GPU.
+unsafe impl Sync for BlockMem {}
+// SAFETY: as above.
+unsafe impl Send for BlockMem {}
 
 impl BlockMem {
     fn new(dynamic_len: usize) -> Self {
         let mut buf = vec![0u128; dynamic_len.div_ceil(16)];
-        let dynamic = Cell::new(buf.as_mut_ptr().cast::<u8>());
+        let dynamic = AtomicPtr::new(buf.as_mut_ptr().cast::<u8>());
         BlockMem {
-            epoch: Cell::new(0),
-            statics: RefCell::new(Vec::new()),
+            epoch: AtomicU64::new(0),
+            statics: Mutex::new(Vec::new()),
             dynamic,
             dynamic_len,
-            dynamic_buf: RefCell::new(buf),
+            dynamic_buf: Mutex::new(buf),
+        }
+    }
+
+    /// Where `p` lies in this block's shared memory.
+    pub(super) fn locate(&self, p: *mut u8) -> Option<SharedPlace> {
+        let a = p as usize;
+        let d = self.dynamic.load(Ordering::Relaxed) as usize;
+        if self.dynamic_len > 0 && a >= d && a < d + self.dynamic_len {
+            return Some(SharedPlace::Dynamic(a - d));
+        }
+        let statics = self.statics.lock().unwrap_or_else(|e| e.into_inner());
+        statics.iter().find_map(|s| {
+            let base = s.ptr.as_ptr() as usize;
+            (a >= base && a < base + s.layout.size()).then_some(SharedPlace::Static {
+                key: s.key,
+                size: s.layout.size(),
+                align: s.layout.align(),
+                offset: a - base,
+            })
+        })
+    }
+
+    /// The address of `place` in this block's shared memory.
+    pub(super) fn resolve(&self, place: SharedPlace) -> *mut u8 {
+        match place {
+            SharedPlace::Dynamic(off) => self.dynamic.load(Ordering::Relaxed).wrapping_add(off),
+            SharedPlace::Static {
+                key,
+                size,
+                align,
+                offset,
+            } => self.static_shared(key, size, align).wrapping_add(offset),
         }
     }
 
     /// Starts a new block: static arrays are zeroed on their first use, dynamic memory now.
     fn next_block(&self) {
-        self.epoch.set(self.epoch.get() + 1);
+        self.epoch.fetch_add(1, Ordering::Relaxed);
         if self.dynamic_len > 0 {
-            let mut buf = self.dynamic_buf.borrow_mut();
+            let mut buf = self.dynamic_buf.lock().unwrap_or_else(|e| e.into_inner());
             buf.fill(0);
-            self.dynamic.set(buf.as_mut_ptr().cast());
+            self.dynamic
+                .store(buf.as_mut_ptr().cast(), Ordering::Relaxed);
         }
     }
 
     fn static_shared(&self, key: usize, size: usize, align: usize) -> *mut u8 {
-        let epoch = self.epoch.get();
-        let mut statics = self.statics.borrow_mut();
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let mut statics = self.statics.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(a) = statics
             .iter_mut()
             .find(|a| a.key == key && a.layout.size() == size.max(1) && a.layout.align() == align)
@@ -237,7 +409,12 @@ impl BlockMem {
 
 impl Drop for BlockMem {
     fn drop(&mut self) {
-        for a in self.statics.get_mut().drain(..) {
+        for a in self
+            .statics
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
             // SAFETY: allocated in `static_shared` with this layout, freed once.
             unsafe { std::alloc::dealloc(a.ptr.as_ptr(), a.layout) };
         }
@@ -261,6 +438,10 @@ pub(super) struct BlockRunner {
     exchanges: Box<[WarpExchange]>,
     stacks: Vec<DefaultStack>,
     stack_bytes: usize,
+    /// The group of one block that launches without clusters or cooperation run in.
+    single: Box<Group>,
+    /// The group of the current block.
+    group: *const Group,
     // Last: the thread records point into it.
     mem: Box<BlockMem>,
 }
@@ -307,6 +488,8 @@ impl BlockRunner {
                     yielder: Cell::new(core::ptr::null()),
                     mem: mem_ptr,
                     foreign,
+                    group: Cell::new(core::ptr::null()),
+                    cluster_arrival: Cell::new(None),
                 }
             })
             .collect();
@@ -345,6 +528,8 @@ impl BlockRunner {
             .into_boxed_slice(),
             stacks,
             stack_bytes,
+            single: Box::new(Group::new([1, 1, 1], false, [0, 0, 0], [1, 1, 1], n as u64)),
+            group: core::ptr::null(),
             mem,
         }
     }
@@ -375,12 +560,49 @@ impl BlockRunner {
         format!("({}, {}, {})", i.x, i.y, i.z)
     }
 
-    /// Runs every thread of block `block_idx` to completion.
+    /// Runs every thread of block `block_idx` to completion (a block of a launch without
+    /// clusters or cooperation: a group of its own).
     pub(super) fn run_block(&mut self, block_idx: [u32; 3]) -> Result<(), SimError> {
+        let threads = self.threads.len() as u64;
+        self.single.reset_single(block_idx, threads);
+        let group: *const Group = &*self.single;
+        self.group = group;
         self.mem.next_block();
+        self.single.set_mem(0, &*self.mem);
+        self.run_current(block_idx)
+    }
+
+    /// Runs block `block_idx` of `group`, whose other blocks run on other OS threads at the
+    /// same time: registers the block's shared memory, waits until every block did, runs the
+    /// threads, then waits until every block of the group ended.
+    pub(super) fn run_grouped(
+        &mut self,
+        block_idx: [u32; 3],
+        group: &Group,
+    ) -> Result<(), SimError> {
+        self.group = group;
+        self.mem.next_block();
+        let slot = group.slot(block_idx);
+        group.set_mem(slot, &*self.mem);
+        group.start();
+        let result = if group.failed.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            self.run_current(block_idx)
+        };
+        if result.is_err() {
+            group.failed.store(true, Ordering::SeqCst);
+        }
+        group.end(slot);
+        result
+    }
+
+    fn run_current(&mut self, block_idx: [u32; 3]) -> Result<(), SimError> {
         let b = Dim3::new(block_idx[0], block_idx[1], block_idx[2]);
         for t in self.threads.iter_mut() {
             t.ctx.set_block_idx(b);
+            t.group.set(self.group);
+            t.cluster_arrival.set(None);
         }
         self.states.fill(State::NotStarted);
         let result = self.schedule();
@@ -388,6 +610,23 @@ impl BlockRunner {
             self.abort_all();
         }
         result
+    }
+
+    fn cur_group(&self) -> &Group {
+        // SAFETY: set before the block runs; the group outlives the run.
+        unsafe { &*self.group }
+    }
+
+    /// Thread `t` exited: the cluster and grid barriers no longer wait for it.
+    fn exited(&self, t: usize) {
+        let g = self.cur_group();
+        let b = self.threads[t].block();
+        g.clusters[g.cluster_slot(b)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .exited();
+        g.grid.lock().unwrap_or_else(|e| e.into_inner()).exited();
+        g.progress();
     }
 
     /// Resumes thread `t` with `input`; records where it stopped. A panic ends the block.
@@ -436,6 +675,7 @@ impl BlockRunner {
             CoroutineResult::Yield(Suspend::Warp { op, mask, value }) => {
                 self.states[t] = State::AtWarp { op, mask, value }
             }
+            CoroutineResult::Yield(Suspend::Yield(what)) => self.states[t] = State::Yielded(what),
             CoroutineResult::Yield(Suspend::Fault(payload)) => {
                 self.states[t] = State::Done;
                 // The thread stopped in an entry point that foreign code called: its stack
@@ -450,6 +690,9 @@ impl BlockRunner {
             }
             CoroutineResult::Return(end) => {
                 self.states[t] = State::Done;
+                if !matches!(end, Ended::Aborted) {
+                    self.exited(t);
+                }
                 if let Some(c) = self.coros[t].take() {
                     self.stacks.push(c.into_stack());
                 }
@@ -465,13 +708,17 @@ impl BlockRunner {
         let n = self.threads.len();
         let mut inputs: Vec<Option<Resume>> = (0..n).map(|_| None).collect();
         loop {
+            let epoch = self.cur_group().epoch.load(Ordering::SeqCst);
+            let mut progressed = false;
             for (t, slot) in inputs.iter_mut().enumerate() {
-                let input = match self.states[t] {
-                    State::NotStarted => Resume::Start,
-                    State::Ready => slot.take().unwrap_or(Resume::Start),
+                let (input, retry) = match self.states[t] {
+                    State::NotStarted => (Resume::Start, false),
+                    State::Ready => (slot.take().unwrap_or(Resume::Start), false),
+                    State::Yielded(_) => (Resume::Retry, true),
                     _ => continue,
                 };
                 self.resume(t, input)?;
+                progressed |= !retry || !matches!(self.states[t], State::Yielded(_));
             }
             // Every thread now waits or is done.
             if self.release_warps(&mut inputs)? {
@@ -479,15 +726,25 @@ impl BlockRunner {
             }
             let mut done = 0;
             let mut at_barrier = 0;
-            for s in &self.states {
+            let mut yielded = None;
+            for (t, s) in self.states.iter().enumerate() {
                 match s {
                     State::Done => done += 1,
                     State::AtBarrier(_) => at_barrier += 1,
+                    State::Yielded(what) => yielded = yielded.or(Some((t, *what))),
                     _ => {}
                 }
             }
             if done == n {
                 return Ok(());
+            }
+            if let Some((t, what)) = yielded {
+                let g = self.cur_group();
+                if progressed || g.epoch.load(Ordering::SeqCst) != epoch {
+                    continue;
+                }
+                self.wait_for_group(t, what, epoch)?;
+                continue;
             }
             if at_barrier != n {
                 return Err(self.stuck());
@@ -498,6 +755,66 @@ impl BlockRunner {
                 *slot = Some(Resume::Barrier(count));
             }
         }
+    }
+
+    /// No thread of this block can progress at `epoch` (thread `t` waits for `what`): returns
+    /// once another block of the group changed something, or an error when none can (or one
+    /// failed).
+    fn wait_for_group(&self, t: usize, what: &'static str, epoch: u64) -> Result<(), SimError> {
+        let g = self.cur_group();
+        let slot = g.slot(self.threads[t].block());
+        loop {
+            if g.failed.load(Ordering::SeqCst) {
+                return Err(self.error(
+                    t,
+                    format!("stopped waiting for {what}: another block of the launch failed"),
+                ));
+            }
+            if g.epoch.load(Ordering::SeqCst) != epoch {
+                return Ok(());
+            }
+            if g.idle(slot, epoch) {
+                // Seen twice, a moment apart, so that a block between two passes is not
+                // taken for a stuck one.
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                if g.epoch.load(Ordering::SeqCst) == epoch && g.idle(slot, epoch) {
+                    return Err(self.deadlock(t, what));
+                }
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn deadlock(&self, t: usize, what: &'static str) -> SimError {
+        let g = self.cur_group();
+        let finished = self
+            .states
+            .iter()
+            .filter(|s| matches!(s, State::Done))
+            .count();
+        let at_barrier = (0..self.threads.len()).find_map(|u| match self.states[u] {
+            State::AtBarrier(b) => Some(format!(
+                "; thread {} waits at {}",
+                self.thread_name(u),
+                b.kind.name()
+            )),
+            _ => None,
+        });
+        let scope = if g.blocks() > 1 {
+            format!(
+                "no thread of the {} blocks running together (a cluster or a cooperative grid) can make progress",
+                g.blocks()
+            )
+        } else {
+            "no thread of the block can make progress".to_owned()
+        };
+        self.error(
+            t,
+            format!(
+                "this thread waits for {what}, which can never complete: {scope} ({finished} thread(s) of this block finished{}); on the GPU this launch would hang",
+                at_barrier.unwrap_or_default()
+            ),
+        )
     }
 
     /// Completes every warp exchange whose lanes have all arrived; returns whether any did.
@@ -631,7 +948,7 @@ impl BlockRunner {
                     }
                     State::AtBarrier(b) => format!("waits at {}", b.kind.name()),
                     State::Done => "has finished".to_owned(),
-                    State::NotStarted | State::Ready => continue,
+                    State::NotStarted | State::Ready | State::Yielded(_) => continue,
                 };
                 return self.error(
                     t,

@@ -33,6 +33,7 @@
 //! panics to become errors.
 
 mod block;
+mod group;
 #[cfg(test)]
 mod tests;
 
@@ -59,6 +60,12 @@ pub(crate) struct SimLaunch<'a> {
     pub dynamic_shared_bytes: u32,
     /// The kernel's parameter array: one pointer to each ABI value, as for `cuLaunchKernel`.
     pub params: &'a [*mut c_void],
+    /// Cluster dimensions in blocks (`[1, 1, 1]`: no clusters). The blocks of a cluster run at
+    /// the same time, one OS thread each.
+    pub cluster: [u32; 3],
+    /// A cooperative launch: every block of the grid runs at the same time (one OS thread
+    /// each), so `grid::sync` works.
+    pub cooperative: bool,
 }
 
 /// A simulated launch failed: a thread panicked, a block could not make progress, or the
@@ -135,6 +142,9 @@ pub(crate) fn launch(l: &SimLaunch<'_>) -> Result<(), SimError> {
     block::install_panic_hook();
 
     let blocks = gx as u64 * gy as u64 * gz as u64;
+    if l.cluster != [1, 1, 1] || l.cooperative {
+        return launch_grouped(l, &config, blocks).map_err(|e| *e);
+    }
     let workers = (config.workers as u64).min(blocks).max(1) as usize;
     let shared = LaunchState {
         launch: l,
@@ -176,6 +186,115 @@ pub(crate) fn launch(l: &SimLaunch<'_>) -> Result<(), SimError> {
         None => Ok(()),
     }
 }
+
+/// The most blocks the simulator runs at once (one OS thread each) for a cooperative launch.
+pub(crate) const MAX_COOPERATIVE_BLOCKS: u64 = 256;
+
+/// Runs a launch whose blocks must run together: each cluster (or, for a cooperative launch,
+/// the whole grid) as a group of OS threads, one per block; groups one after another.
+fn launch_grouped(l: &SimLaunch<'_>, config: &SimConfig, blocks: u64) -> Result<(), Box<SimError>> {
+    let config_error = |message: String| {
+        Box::new(SimError {
+            kernel: l.kernel,
+            block: [0; 3],
+            thread: [0; 3],
+            message,
+        })
+    };
+    let c = l.cluster;
+    if c.contains(&0) || (0..3).any(|i| !l.grid[i].is_multiple_of(c[i])) {
+        return Err(config_error(format!(
+            "invalid launch configuration: grid {:?} is not a whole number of clusters of {c:?} blocks",
+            l.grid
+        )));
+    }
+    if l.cooperative && blocks > MAX_COOPERATIVE_BLOCKS {
+        return Err(config_error(format!(
+            "cooperative launch of {blocks} blocks: the simulator runs at most {MAX_COOPERATIVE_BLOCKS} blocks at once"
+        )));
+    }
+    let extent = if l.cooperative { l.grid } else { c };
+    let threads = l.block.iter().map(|&b| b as u64).product::<u64>();
+    let foreign = Mutex::new(None);
+    let mut first_error: Option<SimError> = None;
+    let shared = SharedLaunch(l);
+    let groups = [
+        l.grid[0] / extent[0],
+        l.grid[1] / extent[1],
+        l.grid[2] / extent[2],
+    ];
+    'groups: for gz in 0..groups[2] {
+        for gy in 0..groups[1] {
+            for gx in 0..groups[0] {
+                let origin = [gx * extent[0], gy * extent[1], gz * extent[2]];
+                let group = group::Group::new(c, l.cooperative, origin, extent, threads);
+                let errors: Mutex<Vec<SimError>> = Mutex::new(Vec::new());
+                std::thread::scope(|s| {
+                    for z in 0..extent[2] {
+                        for y in 0..extent[1] {
+                            for x in 0..extent[0] {
+                                let b = [origin[0] + x, origin[1] + y, origin[2] + z];
+                                let (group, errors, foreign) = (&group, &errors, &foreign);
+                                let shared = &shared;
+                                let spawned = std::thread::Builder::new()
+                                    .name(format!("gpukernel-sim-block-{}-{}-{}", b[0], b[1], b[2]))
+                                    .spawn_scoped(s, move || {
+                                        let l = shared.0;
+                                        let mut runner = block::BlockRunner::new(
+                                            l,
+                                            l.params.as_ptr(),
+                                            foreign,
+                                            config.stack_bytes,
+                                        );
+                                        if let Err(e) = runner.run_grouped(b, group) {
+                                            errors
+                                                .lock()
+                                                .unwrap_or_else(|e| e.into_inner())
+                                                .push(e);
+                                        }
+                                        runner.finish();
+                                    });
+                                if let Err(e) = spawned {
+                                    group.failed.store(true, Ordering::SeqCst);
+                                    errors.lock().unwrap_or_else(|e| e.into_inner()).push(SimError {
+                                        kernel: l.kernel,
+                                        block: b,
+                                        thread: [0; 3],
+                                        message: format!("could not start a simulator thread for the block: {e}"),
+                                    });
+                                    // The blocks already started wait for this one at the
+                                    // group's start: count it as started and ended.
+                                    group.start_missing();
+                                }
+                            }
+                        }
+                    }
+                });
+                let mut errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+                // The first failure, not a block that stopped because another failed.
+                errors.sort_by_key(|e| e.message.contains("another block of the launch failed"));
+                if let Some(e) = errors.into_iter().next() {
+                    first_error = Some(e);
+                    break 'groups;
+                }
+            }
+        }
+    }
+    if let Some(f) = foreign.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        gpukernel_device::host::post_foreign_failure(f);
+    }
+    match first_error {
+        Some(e) => Err(Box::new(e)),
+        None => Ok(()),
+    }
+}
+
+/// A launch shared by the OS threads of its blocks.
+struct SharedLaunch<'a, 'p>(&'a SimLaunch<'p>);
+
+// SAFETY: as for `LaunchState`: the parameter array outlives the launch and is only handed to
+// the kernel entry, whose contract makes the values safe to use from any thread.
+unsafe impl Sync for SharedLaunch<'_, '_> {}
 
 /// What the workers of one launch share.
 struct LaunchState<'a, 'p> {

@@ -38,6 +38,8 @@ fn run(
         block,
         dynamic_shared_bytes,
         params: &params,
+        cluster: [1, 1, 1],
+        cooperative: false,
     })
 }
 

@@ -1,0 +1,506 @@
+//! The tensor memory accelerator (TMA, sm_90): bulk copies of a box of a 1- to 5-dimensional
+//! tensor between global and shared memory (`cp.async.bulk.tensor`), described by a tensor map
+//! the host encodes (`cuTensorMapEncodeTiled`; gpukernel-runtime's `TensorMap2D`).
+//!
+//! A load names an [`Mbarrier`]: the copy engine writes the box to shared memory and completes
+//! that many transaction bytes on the barrier, so the consumer waits for the barrier's phase
+//! (the thread that issues the copy usually calls [`Mbarrier::arrive_expect_tx`] with the box's
+//! bytes). A store reads shared memory (after [`fence_proxy_async`] orders the threads' writes
+//! before the copy engine's reads) and is tracked by bulk groups: [`commit_group`], then
+//! [`wait_group_read`] before the shared memory is reused, [`wait_group`] before the kernel
+//! relies on the global writes.
+//!
+//! The kernel receives the map as a [`TensorMap`] parameter: the address of the 128-byte
+//! descriptor, which the runtime keeps in device memory (64-byte aligned) for as long as the
+//! launches that use it. Every copy is `unsafe`: the hardware checks the box against the tensor
+//! but not what else the kernel or other launches do with the memory.
+//!
+//! In the simulator the map is the runtime's own encoding of the same fields; a copy happens
+//! at once (the box, with elements outside the tensor read as zero and not written, the
+//! shared side in the map's swizzle), and a load then completes its bytes on the barrier.
+//!
+//! ```
+//! use gpukernel_device::prelude::*;
+//! use gpukernel_device::mbarrier::{self, Mbarrier};
+//! use gpukernel_device::tma::{self, TensorMap};
+//! use gpukernel_device::{mma::SharedAddr, shared::shared_array, sync, thread};
+//!
+//! /// Copies one 32 × 32 f32 tile per block through shared memory: a TMA load, then a TMA store
+//! /// into another tensor of the same shape.
+//! ///
+//! /// # Safety
+//! /// `src` and `dst` are maps of 2D f32 tensors of one shape with 32 × 32 boxes, no swizzle;
+//! /// nothing else accesses `dst` during the launch.
+//! #[kernel]
+//! pub unsafe fn tile_copy(src: TensorMap, dst: TensorMap) {
+//!     let tile = shared_array!(f32, 1024);
+//!     let word = shared_array!(u64, 1);
+//!     let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
+//!     let at = [32 * thread::block_idx_x() as i32, 32 * thread::block_idx_y() as i32];
+//!     let smem = SharedAddr::of(tile.as_mut_ptr());
+//!     if thread::thread_idx_x() == 0 {
+//!         unsafe {
+//!             bar.init(1);
+//!             mbarrier::fence_init();
+//!             bar.arrive_expect_tx(1024 * 4);
+//!             tma::load(smem, src, at, bar);
+//!             bar.wait_parity(0);
+//!             tma::store(dst, at, smem);
+//!             tma::commit_group();
+//!             tma::wait_group::<0>();
+//!         }
+//!     }
+//! }
+//! ```
+
+use crate::mbarrier::Mbarrier;
+use crate::mma::SharedAddr;
+
+/// A TMA descriptor, as a kernel parameter: the global address of a 128-byte tensor map
+/// (`CUtensorMap`) that the runtime encoded and keeps alive for the launch.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::tma::TensorMap;
+/// /// # Safety
+/// /// `map` describes a tensor the kernel may read.
+/// #[kernel]
+/// pub unsafe fn warm(map: TensorMap) {
+///     map.prefetch(); // pulls the descriptor into the cache
+/// }
+/// ```
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMap(u64);
+
+// SAFETY: one `u64`; every bit pattern is a value (the copies that use it are `unsafe`).
+unsafe impl crate::DeviceCopy for TensorMap {}
+
+impl TensorMap {
+    /// The map at device address `addr` (64-byte aligned, 128 bytes); what the runtime
+    /// passes.
+    ///
+    /// ```
+    /// use gpukernel_device::tma::TensorMap;
+    /// let m = TensorMap::from_raw(0x1000);
+    /// assert_eq!(m.raw(), 0x1000);
+    /// ```
+    #[inline(always)]
+    pub const fn from_raw(addr: u64) -> TensorMap {
+        TensorMap(addr)
+    }
+
+    /// The descriptor's address.
+    ///
+    /// ```
+    /// use gpukernel_device::tma::TensorMap;
+    /// assert_eq!(TensorMap::from_raw(64).raw(), 64);
+    /// ```
+    #[inline(always)]
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// `prefetch.tensormap`: brings the descriptor into the cache ahead of the first copy.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::tma::TensorMap;
+    /// /// # Safety
+    /// /// `map` is a tensor map from the runtime.
+    /// #[kernel]
+    /// pub unsafe fn warm_up(map: TensorMap) {
+    ///     map.prefetch();
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn prefetch(self) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a prefetch is a hint; an invalid address is ignored.
+        unsafe {
+            core::arch::asm!("prefetch.tensormap [{0}];", in(reg64) self.0, options(nostack));
+        }
+    }
+}
+
+/// The simulator's tensor map: what `TensorMap::raw` points to in a simulated launch (the
+/// runtime's simulator backend writes it; 128 bytes like `CUtensorMap`).
+#[doc(hidden)]
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimTensorMap {
+    /// [`SimTensorMap::MAGIC`].
+    pub magic: u64,
+    /// The tensor's base address.
+    pub base: u64,
+    /// Dimensions used (1 to 5).
+    pub rank: u32,
+    /// Bytes per element.
+    pub elem_bytes: u32,
+    /// Elements along each dimension, innermost first.
+    pub dims: [u64; 5],
+    /// Bytes between consecutive indices of dimensions 1.. (dimension 0 is contiguous).
+    pub strides: [u64; 4],
+    /// The box's elements along each dimension.
+    pub boxes: [u32; 5],
+    /// 0 none, 1 32 bytes, 2 64 bytes, 3 128 bytes (as `CUtensorMapSwizzle`).
+    pub swizzle: u32,
+    /// Unused.
+    pub reserved: [u32; 2],
+}
+
+const _: () = assert!(core::mem::size_of::<SimTensorMap>() == 128);
+
+impl SimTensorMap {
+    /// Marks a simulator tensor map.
+    pub const MAGIC: u64 = 0x7061_6d72_6f73_6e65; // "ensormap"
+
+    /// The bytes of one box.
+    ///
+    /// ```
+    /// use gpukernel_device::tma::SimTensorMap;
+    /// let m = SimTensorMap { rank: 2, elem_bytes: 4, boxes: [8, 4, 1, 1, 1], ..Default::default() };
+    /// assert_eq!(m.box_bytes(), 128);
+    /// ```
+    pub fn box_bytes(&self) -> usize {
+        let r = self.rank.clamp(1, 5) as usize;
+        self.boxes[..r]
+            .iter()
+            .map(|&b| b as usize)
+            .product::<usize>()
+            * self.elem_bytes as usize
+    }
+}
+
+/// The byte offset in shared memory of logical byte `offset` of a box under `swizzle` (0 none,
+/// 1/2/3: 32/64/128-byte swizzle): the 16-byte chunk index within a 128-byte row XORed with
+/// the row index modulo 2/4/8 (CuTe's `Swizzle<B, 4, 3>`; the hardware applies it to shared
+/// addresses, so the destination must be aligned to 256/512/1024 bytes).
+///
+/// ```
+/// use gpukernel_device::tma::swizzled_offset;
+/// assert_eq!(swizzled_offset(0, 17), 17);
+/// assert_eq!(swizzled_offset(3, 128), 128 + 16); // row 1: chunk 0 ↔ 1
+/// ```
+pub const fn swizzled_offset(swizzle: u32, offset: usize) -> usize {
+    if swizzle == 0 {
+        return offset;
+    }
+    let mask = (1usize << swizzle) - 1;
+    offset ^ (((offset >> 7) & mask) << 4)
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod sim {
+    use super::{SimTensorMap, swizzled_offset};
+
+    pub(super) fn map<'a>(m: super::TensorMap, what: &str) -> &'a SimTensorMap {
+        let p = m.0 as *const SimTensorMap;
+        assert!(
+            !p.is_null() && (p as usize).is_multiple_of(64),
+            "{what}: the tensor map address {:#x} is not a 64-byte-aligned map from the runtime",
+            m.0
+        );
+        // SAFETY: the caller of the `unsafe` copy promised a map the runtime made.
+        let map = unsafe { &*p };
+        assert!(
+            map.magic == SimTensorMap::MAGIC && (1..=5).contains(&map.rank),
+            "{what}: {:#x} is not a tensor map made by the runtime's simulator (TensorMap2D)",
+            m.0
+        );
+        map
+    }
+
+    /// Calls `f(global element address or None when outside the tensor, shared byte offset)`
+    /// for every element of the box at `coords`.
+    pub(super) fn for_each<const N: usize>(
+        map: &SimTensorMap,
+        coords: [i32; N],
+        what: &str,
+        mut f: impl FnMut(Option<*mut u8>, usize),
+    ) {
+        assert!(
+            map.rank as usize == N,
+            "{what}: {N} coordinates for a tensor map of rank {}",
+            map.rank
+        );
+        let eb = map.elem_bytes as usize;
+        let total: usize = map.boxes[..N].iter().map(|&b| b as usize).product();
+        for linear in 0..total {
+            let mut rest = linear;
+            let mut inside = true;
+            let mut addr = map.base as usize;
+            for (d, &at) in coords.iter().enumerate() {
+                let b = map.boxes[d] as usize;
+                let i = rest % b;
+                rest /= b;
+                let c = at as i64 + i as i64;
+                if c < 0 || c as u64 >= map.dims[d] {
+                    inside = false;
+                } else if d == 0 {
+                    addr += c as usize * eb;
+                } else {
+                    addr += c as usize * map.strides[d - 1] as usize;
+                }
+            }
+            let smem = swizzled_offset(map.swizzle, linear * eb);
+            f(inside.then_some(addr as *mut u8), smem);
+        }
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! tensor_asm {
+    (load $n:literal, $coords:literal, $dst:expr, $map:expr, $bar:expr, $($c:expr),+) => {
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                concat!("cp.async.bulk.tensor.", $n, "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{", $coords, "}}], [{bar}];"),
+                $(in(reg32) $c),+,
+                dst = in(reg32) $dst, map = in(reg64) $map, bar = in(reg32) $bar,
+                options(nostack));
+        }
+    };
+    (store $n:literal, $coords:literal, $map:expr, $src:expr, $($c:expr),+) => {
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                concat!("cp.async.bulk.tensor.", $n, "d.global.shared::cta.tile.bulk_group [{map}, {{", $coords, "}}], [{src}];"),
+                $(in(reg32) $c),+,
+                map = in(reg64) $map, src = in(reg32) $src,
+                options(nostack));
+        }
+    };
+}
+
+/// `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes`: copies
+/// the box of `map` whose first element is at `coords` (innermost first; `N` is the map's
+/// rank, 1 to 5) to shared memory at `dst`, and completes the box's bytes on `bar` once
+/// written. Elements outside the tensor are written as zero.
+///
+/// # Safety
+/// `map` is a tensor map from the runtime for memory no one writes during the copy; `dst` is
+/// aligned to 128 bytes (to the swizzle span when swizzled: 256, 512, 1024 bytes) with room
+/// for the box, untouched until `bar`'s phase completes; `bar` is initialised and expects the
+/// bytes (`arrive_expect_tx`) in the phase the copy completes.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::mbarrier::{self, Mbarrier};
+/// use gpukernel_device::tma::{self, TensorMap};
+/// use gpukernel_device::{mma::SharedAddr, shared::shared_array, sync, thread};
+/// /// Sums a 16 × 16 f32 box of a 2D tensor; one block of 32 threads.
+/// ///
+/// /// # Safety
+/// /// `map` is a 2D f32 map with 16 × 16 boxes, no swizzle, that nobody writes.
+/// #[kernel]
+/// pub unsafe fn box_sum(map: TensorMap, mut out: DisjointSlice<f32>) {
+///     let tile = shared_array!(f32, 256);
+///     let w = shared_array!(u64, 1);
+///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
+///     if thread::thread_idx_x() == 0 {
+///         unsafe {
+///             bar.init(1);
+///             mbarrier::fence_init();
+///             bar.arrive_expect_tx(256 * 4);
+///             tma::load(SharedAddr::of(tile.as_mut_ptr()), map, [0, 0], bar);
+///         }
+///     }
+///     sync::sync_threads();
+///     unsafe { bar.wait_parity(0) };
+///     let t = thread::thread_idx_x() as usize;
+///     let mut s = 0.0;
+///     for j in (t..256).step_by(32) {
+///         s += unsafe { tile.read(j) }; // SAFETY: the copy completed; no writers
+///     }
+///     out.set(thread::index(), s);
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn load<const N: usize>(
+    dst: SharedAddr,
+    map: TensorMap,
+    coords: [i32; N],
+    bar: Mbarrier,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (d, m, b) = (dst.raw(), map.0, bar.addr().raw());
+        match N {
+            1 => tensor_asm!(load "1", "{}", d, m, b, coords[0]),
+            2 => tensor_asm!(load "2", "{}, {}", d, m, b, coords[0], coords[1]),
+            3 => tensor_asm!(load "3", "{}, {}, {}", d, m, b, coords[0], coords[1], coords[2]),
+            4 => {
+                tensor_asm!(load "4", "{}, {}, {}, {}", d, m, b, coords[0], coords[1], coords[2], coords[3])
+            }
+            5 => {
+                tensor_asm!(load "5", "{}, {}, {}, {}, {}", d, m, b, coords[0], coords[1], coords[2], coords[3], coords[4])
+            }
+            _ => crate::__trap_out_of_bounds(N, 6),
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let m = sim::map(map, "tma::load");
+        let eb = m.elem_bytes as usize;
+        let base = dst.raw();
+        sim::for_each(m, coords, "tma::load", |global, smem| {
+            // SAFETY: the caller's contract: the box fits at `dst`, the tensor is readable.
+            unsafe {
+                let to = base.add(smem);
+                match global {
+                    Some(g) => core::ptr::copy_nonoverlapping(g, to, eb),
+                    None => core::ptr::write_bytes(to, 0, eb),
+                }
+            }
+        });
+        crate::mbarrier::sim_complete_tx(bar.addr().raw(), m.box_bytes() as u32);
+    }
+}
+
+/// `cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`: copies the box at `src` in
+/// shared memory to the tensor of `map` at `coords`; elements outside the tensor are not
+/// written. Part of the current bulk group ([`commit_group`]).
+///
+/// # Safety
+/// `map` is a tensor map from the runtime for memory only this copy writes until the bulk
+/// group completes ([`wait_group`]); `src` is aligned as for [`load`] and holds the box, its
+/// writes made visible to the copy engine ([`fence_proxy_async`] after them, then a barrier if
+/// other threads wrote it), and is not written until [`wait_group_read`] returns.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::tma::{self, TensorMap};
+/// use gpukernel_device::{mma::SharedAddr, shared::shared_array, sync, thread};
+/// /// Fills a 2D f32 tensor with ones, one 8 × 8 box per block (64 threads).
+/// ///
+/// /// # Safety
+/// /// `map` is a 2D f32 map with 8 × 8 boxes, no swizzle, that only this launch writes.
+/// #[kernel]
+/// pub unsafe fn ones(map: TensorMap) {
+///     let tile = shared_array!(f32, 64);
+///     let t = thread::thread_idx_x() as usize;
+///     unsafe { tile.write(t, 1.0) }; // SAFETY: own slot
+///     tma::fence_proxy_async();
+///     sync::sync_threads();
+///     if t == 0 {
+///         let at = [8 * thread::block_idx_x() as i32, 8 * thread::block_idx_y() as i32];
+///         unsafe { tma::store(map, at, SharedAddr::of(tile.as_mut_ptr())) };
+///         tma::commit_group();
+///         tma::wait_group::<0>();
+///     }
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn store<const N: usize>(map: TensorMap, coords: [i32; N], src: SharedAddr) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (m, s) = (map.0, src.raw());
+        match N {
+            1 => tensor_asm!(store "1", "{}", m, s, coords[0]),
+            2 => tensor_asm!(store "2", "{}, {}", m, s, coords[0], coords[1]),
+            3 => tensor_asm!(store "3", "{}, {}, {}", m, s, coords[0], coords[1], coords[2]),
+            4 => {
+                tensor_asm!(store "4", "{}, {}, {}, {}", m, s, coords[0], coords[1], coords[2], coords[3])
+            }
+            5 => {
+                tensor_asm!(store "5", "{}, {}, {}, {}, {}", m, s, coords[0], coords[1], coords[2], coords[3], coords[4])
+            }
+            _ => crate::__trap_out_of_bounds(N, 6),
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let m = sim::map(map, "tma::store");
+        let eb = m.elem_bytes as usize;
+        let base = src.raw();
+        sim::for_each(m, coords, "tma::store", |global, smem| {
+            if let Some(g) = global {
+                // SAFETY: the caller's contract: the box is at `src`, the tensor writable.
+                unsafe { core::ptr::copy_nonoverlapping(base.add(smem), g, eb) };
+            }
+        });
+    }
+}
+
+/// `fence.proxy.async.shared::cta`: orders this thread's earlier shared-memory writes before
+/// the copy engine's later reads (a [`store`]'s source), and the engine's writes before this
+/// thread's later accesses.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{tma, thread};
+/// #[kernel]
+/// pub fn fenced(mut out: DisjointSlice<u32>) {
+///     tma::fence_proxy_async();
+///     out.set(thread::index(), 0);
+/// }
+/// ```
+#[inline(always)]
+pub fn fence_proxy_async() {
+    crate::wgmma::fence_proxy_async();
+}
+
+/// `cp.async.bulk.commit_group`: closes the bulk group of this thread's [`store`]s issued
+/// since the last commit.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{tma, thread};
+/// #[kernel]
+/// pub fn empty_group(mut out: DisjointSlice<u32>) {
+///     tma::commit_group();
+///     tma::wait_group::<0>();
+///     out.set(thread::index(), 0);
+/// }
+/// ```
+#[inline(always)]
+pub fn commit_group() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: bookkeeping of this thread's bulk copies.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.commit_group;", options(nostack));
+    }
+}
+
+/// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's committed bulk
+/// groups are pending (their global writes done and visible).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{tma, thread};
+/// #[kernel]
+/// pub fn drain(mut out: DisjointSlice<u32>) {
+///     tma::wait_group::<0>();
+///     out.set(thread::index(), 0);
+/// }
+/// ```
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: waits for this thread's own copies.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack));
+    }
+}
+
+/// `cp.async.bulk.wait_group.read N`: waits until at most `N` committed bulk groups still
+/// read their shared-memory source (which may then be rewritten).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{tma, thread};
+/// #[kernel]
+/// pub fn reads_done(mut out: DisjointSlice<u32>) {
+///     tma::wait_group_read::<0>();
+///     out.set(thread::index(), 0);
+/// }
+/// ```
+#[inline(always)]
+pub fn wait_group_read<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: waits for this thread's own copies.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack));
+    }
+}
