@@ -21,12 +21,16 @@
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
 //! * `fuzz [--seconds N] [TARGET...]` — runs each fuzz target of `fuzz/` (default: all, 60 s
 //!   each) with cargo-fuzz on the nightly toolchain, installing cargo-fuzz when missing.
+//! * `package-check` — the four library crates as crates.io would get them: API docs without a
+//!   rustdoc warning, `cargo package` (verified), and a `new` project depending on them by
+//!   version from a local directory source that replaces crates.io (see `package.rs`).
 //! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
 
 mod doccheck;
 mod fuzz;
 mod new;
+mod package;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -56,6 +60,7 @@ fn main() -> ExitCode {
         Some("doc-check") => doccheck::doc_check(),
         Some("new") => new::new_command(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("package-check") => package::package_check(),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
         Some(other) => Err(format!("unknown command `{other}`\n{USAGE}")),
         None => Err(USAGE.to_string()),
@@ -69,7 +74,7 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | package-check | gpu-bundle [DIR]>";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
