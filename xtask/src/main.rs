@@ -354,11 +354,26 @@ fn test(extra: &[String]) -> Result<(), String> {
         "--test",
         "cudarc_interop",
     ]))?;
+    nvtx_check()?;
     windows_check()?;
     run_examples_on_simulator()?;
     new::check_generated_project()?;
     doccheck::doc_check()?;
     ptx_check()
+}
+
+/// The `nvtx` feature of gpukernel-runtime: the ranges each operation opens, on the simulator
+/// (`profile::tests`; the NVTX3 calls themselves are checked under `nsys` on a GPU).
+fn nvtx_check() -> Result<(), String> {
+    run(cargo().args([
+        "test",
+        "-p",
+        "gpukernel-runtime",
+        "--features",
+        "nvtx",
+        "--lib",
+        "profile::",
+    ]))
 }
 
 /// The Windows forms of the sharing API (D3D12, Win32 handles) are compiled for
