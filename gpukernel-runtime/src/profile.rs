@@ -16,11 +16,14 @@
 //! nsys stats --report nvtx_sum app.nsys-rep     # one line per range name: launch saxpy, …
 //! ```
 
-/// An open range, closed (popped) when dropped. Zero-sized without the feature.
+/// An open range, closed (popped) when dropped. Zero-sized without the feature. Not `Send`:
+/// NVTX pops a range on the thread that pushed it.
 #[must_use = "the range closes when this guard is dropped"]
 pub(crate) struct Range {
     #[cfg(feature = "nvtx")]
     pushed: bool,
+    #[cfg(feature = "nvtx")]
+    _same_thread: core::marker::PhantomData<*const ()>,
 }
 
 impl core::fmt::Debug for Range {
@@ -85,11 +88,18 @@ mod imp {
     }
 
     impl Range {
+        fn closed() -> Range {
+            Range {
+                pushed: false,
+                _same_thread: core::marker::PhantomData,
+            }
+        }
+
         #[inline]
         pub(crate) fn open(name: impl FnOnce() -> String) -> Range {
             let capturing = CAPTURING.load(Ordering::Relaxed) != 0;
             if !capturing && !tool_attached() {
-                return Range { pushed: false };
+                return Range::closed();
             }
             let name = name();
             if capturing {
@@ -100,13 +110,16 @@ mod imp {
                 });
             }
             if !tool_attached() {
-                return Range { pushed: false };
+                return Range::closed();
             }
             // Our names never hold a NUL (kernel, method and graph names; a graph's name is
             // the user's, so one with a NUL is shown cut there rather than refused).
             let name = name.split('\0').next().unwrap_or_default();
             nvtx::range_push!("{name}");
-            Range { pushed: true }
+            Range {
+                pushed: true,
+                _same_thread: core::marker::PhantomData,
+            }
         }
     }
 
