@@ -72,7 +72,7 @@ pub enum Error {
         log: String,
     },
     /// The kernels crate's package name is unknown: `CARGO_PKG_NAME` is unset (the builder
-    /// runs outside a build script) and [`Builder::package_name`] was not called.
+    /// runs outside a build script) and [`Builder::package_name`](crate::Builder::package_name) was not called.
     PackageNameUnknown {
         /// The kernels crate's manifest.
         manifest: PathBuf,
@@ -122,7 +122,7 @@ pub enum Error {
         /// The paths looked at.
         searched: Vec<PathBuf>,
     },
-    /// clang, which compiles the sources of [`Builder::foreign_cuda`], is not installed.
+    /// clang, which compiles the sources of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda), is not installed.
     ClangMissing {
         /// The program looked for.
         clang: PathBuf,
@@ -134,12 +134,12 @@ pub enum Error {
         install: &'static str,
     },
     /// No CUDA headers (`include/cuda.h`, `include/cuda_runtime.h`) for clang to compile the
-    /// sources of [`Builder::foreign_cuda`] with.
+    /// sources of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda) with.
     CudaHeadersMissing {
         /// The folders searched, in order.
         searched: Vec<PathBuf>,
     },
-    /// A source of [`Builder::foreign_cuda`] does not compile for the GPU (clang, build-time
+    /// A source of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda) does not compile for the GPU (clang, build-time
     /// LTO).
     ForeignDeviceCompileFailed {
         /// The source.
@@ -152,7 +152,7 @@ pub enum Error {
         /// counts the warnings, unless `GPUKERNEL_BUILD_VERBOSE=1` asked for everything.
         log: String,
     },
-    /// Two sources of [`Builder::foreign_cuda`] define the same function.
+    /// Two sources of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda) define the same function.
     ForeignDuplicateDefinition {
         /// The function.
         symbol: String,

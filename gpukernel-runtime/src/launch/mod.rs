@@ -98,6 +98,7 @@ impl Stream {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
+        let _range = crate::profile::nvtx_range!("launch {}", K::NAME);
         self.not_capturing("Stream::launch")?;
         let f = &kernel.function;
         if !Arc::ptr_eq(&f.module.ctx, self.ctx()) {
@@ -154,6 +155,7 @@ impl Stream {
         config: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        let _range = crate::profile::nvtx_range!("launch {}", function.name);
         self.not_capturing("Stream::launch_untyped")?;
         if !Arc::ptr_eq(&function.module.ctx, self.ctx()) {
             return Err(crate::context::mismatch(
