@@ -291,17 +291,4 @@ pub mod __private {
         write_record(&mut out, head, structs);
         out
     }
-
-    /// The bytes of `s` as an array: `declare_device!` exports its declaration record (the
-    /// manifest the runtime's linker checks definitions against) as such a global.
-    pub const fn record_bytes<const N: usize>(s: &str) -> [u8; N] {
-        let bytes = s.as_bytes();
-        let mut out = [0u8; N];
-        let mut i = 0;
-        while i < N && i < bytes.len() {
-            out[i] = bytes[i];
-            i += 1;
-        }
-        out
-    }
 }
