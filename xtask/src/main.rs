@@ -365,7 +365,13 @@ fn test(extra: &[String]) -> Result<(), String> {
     );
     let mut cmd = cargo();
     // Every failing test binary is reported, not only the first.
-    cmd.args(["test", "--workspace", "--exclude", "xtask", "--no-fail-fast"]);
+    cmd.args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "xtask",
+        "--no-fail-fast",
+    ]);
     let extra: Vec<&String> = extra.iter().filter(|a| *a != "--").collect();
     if !extra.is_empty() {
         cmd.arg("--").args(extra);
