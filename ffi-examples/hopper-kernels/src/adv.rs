@@ -1,0 +1,62 @@
+//! Probe kernels for the soundness review of the Hopper launch features (each one is used by
+//! `tests/tests/adv_hopper_*.rs`).
+
+use gpukernel_device::grid::{self, GridBarrier};
+use gpukernel_device::prelude::*;
+use gpukernel_device::{cluster, thread};
+
+/// Safe: lets dependents start at once (`grid::launch_dependents`), then spins `iters` rounds
+/// before writing `out[i] = 1`.
+#[kernel]
+pub fn adv_pdl_early(iters: u32, mut out: DisjointSlice<u32>) {
+    grid::launch_dependents();
+    let mut acc = thread::index().get() as u32;
+    let mut k = 0;
+    while k < iters {
+        acc = acc.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        k += 1;
+    }
+    let v = if acc == 0xdead_beef && iters == 7 { 2 } else { 1 };
+    out.set(thread::index(), v);
+}
+
+/// Safe: `z[i] = y[i]`, without `grid::wait_dependencies`.
+#[kernel]
+pub fn adv_pdl_naive(y: &[u32], mut z: DisjointSlice<u32>) {
+    let i = thread::index();
+    if let Some(o) = z.get_mut(&i) {
+        *o = y[i.get()];
+    }
+}
+
+/// Safe: `z[i] = 7`, without `grid::wait_dependencies` (writes what the previous kernel
+/// writes too).
+#[kernel]
+pub fn adv_pdl_overwrite(mut z: DisjointSlice<u32>) {
+    z.set(thread::index(), 7);
+}
+
+/// Block 1 exits before the grid barrier; the others wait at it.
+///
+/// # Safety
+/// Breaks `grid::sync`'s contract on purpose (not every thread calls it): a probe of whether
+/// the simulator reports it.
+#[kernel]
+pub unsafe fn adv_grid_sync_block_exits(bar: GridBarrier, mut out: DisjointSlice<u32>) {
+    if thread::block_idx_x() == 1 {
+        return;
+    }
+    // SAFETY: see the kernel's contract (violated on purpose).
+    unsafe { grid::sync(bar) };
+    out.set(thread::index(), 1);
+}
+
+/// Safe: the block of rank 1 of each cluster exits before the cluster barrier.
+#[kernel]
+pub fn adv_cluster_block_exits(mut out: DisjointSlice<u32>) {
+    if cluster::block_rank() == 1 {
+        return;
+    }
+    cluster::sync();
+    out.set(thread::index(), 1);
+}

@@ -1,0 +1,171 @@
+//! Soundness probes of the Hopper launch features. Each test prints `PROBE <name> HOLE|OK
+//! <detail>`; with `GPUKERNEL_ADV_STRICT=1` a HOLE fails the test. Every device: the simulator
+//! here, and with the `gpu` feature the GPU as well.
+
+use ffi_examples_hopper_kernels::PTX;
+use ffi_examples_hopper_kernels::adv::{
+    adv_cluster_block_exits, adv_grid_sync_block_exits, adv_pdl_early, adv_pdl_naive,
+    adv_pdl_overwrite,
+};
+use gpukernel_runtime::{Context, Device, GridBarrierWord, LaunchConfig, Module};
+use gpukernel_tests::devices;
+
+fn hopper_module(name: &str, ctx: &Context) -> Option<Module> {
+    if !ctx.is_simulator() && ctx.compute_capability().unwrap() != (9, 0) {
+        println!("{name}: not compute capability 9.0");
+        return None;
+    }
+    Some(ctx.load_module(PTX.as_bytes()).unwrap())
+}
+
+fn report(probe: &str, device: &str, hole: bool, detail: &str) {
+    let verdict = if hole { "HOLE" } else { "OK" };
+    println!("PROBE {probe} [{device}] {verdict} {detail}");
+    if hole && std::env::var_os("GPUKERNEL_ADV_STRICT").is_some() {
+        panic!("PROBE {probe} [{device}] HOLE {detail}");
+    }
+}
+
+/// Two safe kernels, two safe launches on one stream: the second with
+/// `LaunchConfig::programmatic_dependent()`. The first calls the safe
+/// `grid::launch_dependents()` before writing `y`; the second reads `y` without
+/// `grid::wait_dependencies()`. Stream order promises the second sees every `1`.
+#[test]
+fn pdl_safe_kernels_race() {
+    let n = 1 << 20;
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let (k1, k2) = (
+            md.kernel(adv_pdl_early).unwrap(),
+            md.kernel(adv_pdl_naive).unwrap(),
+        );
+        let iters = if ctx.is_simulator() { 1 } else { 1 << 16 };
+        let s = ctx.new_stream().unwrap();
+        let mut stale_total = 0usize;
+        let cfg = LaunchConfig::for_elements(n).unwrap();
+        for _ in 0..3 {
+            let mut y = s.alloc_zeros::<u32>(n).unwrap();
+            let mut z = s.alloc_zeros::<u32>(n).unwrap();
+            s.launch(&k1, cfg, (iters, &mut y)).unwrap();
+            s.launch(&k2, cfg.programmatic_dependent(), (&y, &mut z))
+                .unwrap();
+            let got = z.to_host_vec().unwrap();
+            stale_total += got.iter().filter(|&&v| v != 1).count();
+        }
+        report(
+            "pdl_safe_kernels_race",
+            &name,
+            stale_total != 0,
+            &format!("{stale_total} of {} elements read before the first kernel wrote them", 3 * n),
+        );
+    }
+}
+
+/// Write-write: the first kernel writes `y = 1` (after `launch_dependents`), the second (PDL,
+/// safe) writes `y = 7`. Stream order promises 7 everywhere.
+#[test]
+fn pdl_safe_kernels_write_write() {
+    let n = 1 << 20;
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let (k1, k2) = (
+            md.kernel(adv_pdl_early).unwrap(),
+            md.kernel(adv_pdl_overwrite).unwrap(),
+        );
+        let iters = if ctx.is_simulator() { 1 } else { 1 << 16 };
+        let s = ctx.new_stream().unwrap();
+        let mut y = s.alloc_zeros::<u32>(n).unwrap();
+        let cfg = LaunchConfig::for_elements(n).unwrap();
+        s.launch(&k1, cfg, (iters, &mut y)).unwrap();
+        s.launch(&k2, cfg.programmatic_dependent(), (&mut y,))
+            .unwrap();
+        let got = y.to_host_vec().unwrap();
+        let wrong = got.iter().filter(|&&v| v != 7).count();
+        report(
+            "pdl_safe_kernels_write_write",
+            &name,
+            wrong != 0,
+            &format!("{wrong} of {n} elements hold the first kernel's value after the second"),
+        );
+    }
+}
+
+/// Simulator fidelity: a block exits before `grid::sync` while the others wait. The GPU's
+/// barrier (counting blocks in the word) waits forever; the simulator should report it as it
+/// reports other barriers that cannot complete.
+#[test]
+fn grid_sync_with_an_exited_block_sim() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let md = ctx.load_module(PTX.as_bytes()).unwrap();
+    let k = md.kernel(adv_grid_sync_block_exits).unwrap();
+    let bar = GridBarrierWord::new(&ctx).unwrap();
+    let mut out = ctx.alloc_zeros::<u32>(4 * 32).unwrap();
+    let s = ctx.default_stream();
+    // SAFETY: the simulator only (the contract is broken on purpose).
+    let r = unsafe {
+        s.launch_unchecked(
+            &k,
+            LaunchConfig::new(4, 32).cooperative(),
+            (bar.param(), &mut out),
+        )
+    };
+    let r = r.and_then(|()| s.synchronize());
+    let hole = r.is_ok();
+    report(
+        "grid_sync_with_an_exited_block",
+        "simulator",
+        hole,
+        &format!("the simulator answered {r:?} (the GPU waits forever)"),
+    );
+}
+
+/// `cluster::sync` (safe) with the block of rank 1 of each cluster exited: `exit` releases
+/// `barrier.cluster` on the GPU (PTX ISA), and the simulator agrees.
+#[test]
+fn cluster_sync_with_an_exited_block() {
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(adv_cluster_block_exits).unwrap();
+        let mut out = ctx.alloc_zeros::<u32>(4 * 64).unwrap();
+        let s = ctx.default_stream();
+        let r = s
+            .launch(&k, LaunchConfig::new(4, 64).with_cluster(2), (&mut out,))
+            .and_then(|()| s.synchronize());
+        let got = out.to_host_vec();
+        let want: Vec<u32> = (0..4 * 64).map(|i| ((i / 64) % 2 == 0) as u32).collect();
+        let ok = r.is_ok() && got.as_ref().ok() == Some(&want);
+        report(
+            "cluster_sync_with_an_exited_block",
+            &name,
+            !ok,
+            &format!("launch {r:?}, output as expected: {}", got.ok() == Some(want)),
+        );
+    }
+}
+
+/// Cluster shapes at their limits are errors at the launch.
+#[test]
+fn cluster_shapes_at_limits() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let md = ctx.load_module(PTX.as_bytes()).unwrap();
+    let k = md.kernel(adv_cluster_block_exits).unwrap();
+    let mut out = ctx.alloc_zeros::<u32>(4 * 64).unwrap();
+    let s = ctx.default_stream();
+    for c in [(0, 1, 1), (3, 1, 1), (u32::MAX, 1, 1), (1, 0, 1), (4, 1, 4), (16, 1, 1)] {
+        let grid = if c.0 == 16 { 16 } else { 4 };
+        let r = s.launch(&k, LaunchConfig::new(grid, 64).with_cluster(c), (&mut out,));
+        let refused = r.is_err();
+        report(
+            "cluster_shape_limits",
+            "simulator",
+            !refused,
+            &format!("cluster {c:?} grid {grid}: {r:?}"),
+        );
+    }
+}
