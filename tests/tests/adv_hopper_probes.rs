@@ -32,7 +32,7 @@ fn report(probe: &str, device: &str, hole: bool, detail: &str) {
 /// `grid::wait_dependencies()`. Stream order promises the second sees every `1`.
 #[test]
 fn pdl_safe_kernels_race() {
-    let n = 1 << 20;
+    let n = 1 << 16;
     for (name, ctx) in devices() {
         let Some(md) = hopper_module(&name, &ctx) else {
             continue;
@@ -41,7 +41,7 @@ fn pdl_safe_kernels_race() {
             md.kernel(adv_pdl_early).unwrap(),
             md.kernel(adv_pdl_naive).unwrap(),
         );
-        let iters = if ctx.is_simulator() { 1 } else { 1 << 16 };
+        let iters = if ctx.is_simulator() { 1 } else { 1 << 18 };
         let s = ctx.new_stream().unwrap();
         let mut stale_total = 0usize;
         let cfg = LaunchConfig::for_elements(n).unwrap();
@@ -67,7 +67,7 @@ fn pdl_safe_kernels_race() {
 /// safe) writes `y = 7`. Stream order promises 7 everywhere.
 #[test]
 fn pdl_safe_kernels_write_write() {
-    let n = 1 << 20;
+    let n = 1 << 16;
     for (name, ctx) in devices() {
         let Some(md) = hopper_module(&name, &ctx) else {
             continue;
@@ -76,7 +76,7 @@ fn pdl_safe_kernels_write_write() {
             md.kernel(adv_pdl_early).unwrap(),
             md.kernel(adv_pdl_overwrite).unwrap(),
         );
-        let iters = if ctx.is_simulator() { 1 } else { 1 << 16 };
+        let iters = if ctx.is_simulator() { 1 } else { 1 << 18 };
         let s = ctx.new_stream().unwrap();
         let mut y = s.alloc_zeros::<u32>(n).unwrap();
         let cfg = LaunchConfig::for_elements(n).unwrap();

@@ -60,3 +60,9 @@ pub fn adv_cluster_block_exits(mut out: DisjointSlice<u32>) {
     cluster::sync();
     out.set(thread::index(), 1);
 }
+
+/// Safe: `out[i]` = the cluster's size in blocks (1 without clusters).
+#[kernel]
+pub fn adv_cluster_size(mut out: DisjointSlice<u32>) {
+    out.set(thread::index(), cluster::size());
+}
