@@ -58,7 +58,10 @@ fn pdl_safe_kernels_race() {
             "pdl_safe_kernels_race",
             &name,
             stale_total != 0,
-            &format!("{stale_total} of {} elements read before the first kernel wrote them", 3 * n),
+            &format!(
+                "{stale_total} of {} elements read before the first kernel wrote them",
+                3 * n
+            ),
         );
     }
 }
@@ -144,7 +147,10 @@ fn cluster_sync_with_an_exited_block() {
             "cluster_sync_with_an_exited_block",
             &name,
             !ok,
-            &format!("launch {r:?}, output as expected: {}", got.ok() == Some(want)),
+            &format!(
+                "launch {r:?}, output as expected: {}",
+                got.ok() == Some(want)
+            ),
         );
     }
 }
@@ -157,7 +163,14 @@ fn cluster_shapes_at_limits() {
     let k = md.kernel(adv_cluster_block_exits).unwrap();
     let mut out = ctx.alloc_zeros::<u32>(4 * 64).unwrap();
     let s = ctx.default_stream();
-    for c in [(0, 1, 1), (3, 1, 1), (u32::MAX, 1, 1), (1, 0, 1), (4, 1, 4), (16, 1, 1)] {
+    for c in [
+        (0, 1, 1),
+        (3, 1, 1),
+        (u32::MAX, 1, 1),
+        (1, 0, 1),
+        (4, 1, 4),
+        (16, 1, 1),
+    ] {
         let grid = if c.0 == 16 { 16 } else { 4 };
         let r = s.launch(&k, LaunchConfig::new(grid, 64).with_cluster(c), (&mut out,));
         let refused = r.is_err();
@@ -166,6 +179,38 @@ fn cluster_shapes_at_limits() {
             "simulator",
             !refused,
             &format!("cluster {c:?} grid {grid}: {r:?}"),
+        );
+    }
+}
+
+/// Simulator fidelity: a TMA load to a shared destination aligned to 16 bytes only (the
+/// hardware needs 128; `tma::load`'s contract says so). The simulator copies it silently.
+#[test]
+fn tma_load_misaligned_destination() {
+    use ffi_examples_hopper_kernels::adv::adv_tma_misaligned;
+    use gpukernel_runtime::{Swizzle, TensorMap2D};
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(adv_tma_misaligned).unwrap();
+        let src: Vec<f32> = (0..32 * 32).map(|i| i as f32).collect();
+        let m = ctx.htod_copy(&src).unwrap();
+        let map = TensorMap2D::new(&ctx, &m, [32, 32], 32, [16, 16], Swizzle::None).unwrap();
+        let mut out = ctx.alloc_zeros::<f32>(256).unwrap();
+        let s = ctx.default_stream();
+        // SAFETY: the alignment contract is broken on purpose (a probe).
+        let r =
+            unsafe { s.launch_unchecked(&k, LaunchConfig::new(1, 256), (map.param(), &mut out)) }
+                .and_then(|()| s.synchronize());
+        report(
+            "tma_load_misaligned_destination",
+            &name,
+            r.is_ok(),
+            &format!(
+                "a 16-byte-aligned TMA destination: {:?}",
+                r.map_err(|e| e.to_string())
+            ),
         );
     }
 }

@@ -16,7 +16,11 @@ pub fn adv_pdl_early(iters: u32, mut out: DisjointSlice<u32>) {
         acc = acc.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         k += 1;
     }
-    let v = if acc == 0xdead_beef && iters == 7 { 2 } else { 1 };
+    let v = if acc == 0xdead_beef && iters == 7 {
+        2
+    } else {
+        1
+    };
     out.set(thread::index(), v);
 }
 
@@ -65,4 +69,40 @@ pub fn adv_cluster_block_exits(mut out: DisjointSlice<u32>) {
 #[kernel]
 pub fn adv_cluster_size(mut out: DisjointSlice<u32>) {
     out.set(thread::index(), cluster::size());
+}
+
+/// Loads the 16 × 16 f32 box at (0, 0) of `map` to a shared destination 16 bytes past a
+/// 1024-byte boundary (the documented contract asks for 128), then `out[i] = tile[i]`.
+///
+/// # Safety
+/// Breaks `tma::load`'s alignment contract on purpose: a probe of whether the simulator
+/// reports what the GPU faults on. One block of 256 threads.
+#[kernel]
+pub unsafe fn adv_tma_misaligned(
+    map: gpukernel_device::tma::TensorMap,
+    mut out: DisjointSlice<f32>,
+) {
+    use gpukernel_device::mbarrier::{self, Mbarrier};
+    use gpukernel_device::mma::SharedAddr;
+    use gpukernel_device::shared::shared_array;
+    let tile = shared_array!(crate::tma::Tile, 1);
+    let word = shared_array!(u64, 1);
+    let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
+    let dst = SharedAddr::of(tile.as_mut_ptr()).add_bytes(16);
+    if thread::thread_idx_x() == 0 {
+        // SAFETY: see the kernel's contract (alignment broken on purpose).
+        unsafe {
+            bar.init(1);
+            mbarrier::fence_init();
+            bar.arrive_expect_tx(16 * 16 * 4);
+            gpukernel_device::tma::load(dst, map, [0, 0], bar);
+        }
+    }
+    gpukernel_device::sync::sync_threads();
+    // SAFETY: initialised before the barrier; one phase.
+    unsafe { bar.wait_parity(0) };
+    let t = thread::thread_idx_x() as usize;
+    // SAFETY: the box is complete (the barrier's phase); nobody writes the tile any more.
+    let v = unsafe { tile.as_mut_ptr().cast::<f32>().add(4 + t).read_volatile() };
+    out.set(thread::index(), v);
 }
