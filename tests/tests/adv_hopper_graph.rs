@@ -37,7 +37,9 @@ fn cluster_size_after_set(
     {
         let g = ctx.new_graph("cluster_size").map_err(|e| e.to_string())?;
         let o = g.buffer_mut(&mut out);
-        let node = g.add_kernel(&[], &k, built, (o,)).map_err(|e| e.to_string())?;
+        let node = g
+            .add_kernel(&[], &k, built, (o,))
+            .map_err(|e| e.to_string())?;
         let exec = g.instantiate().map_err(|e| e.to_string())?;
         exec.set_kernel_args(node, &k, set, (o,))
             .map_err(|e| format!("set_kernel_args: {e}"))?;

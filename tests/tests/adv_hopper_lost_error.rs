@@ -43,8 +43,12 @@ fn failure_survives(ctx: &Context, md: &Module, between: impl FnOnce()) -> Strin
     let mut out = ctx.alloc_zeros::<f32>(N).unwrap();
     let s = ctx.default_stream();
     let k = md.kernel(divide_checked).unwrap();
-    s.launch(&k, LaunchConfig::for_elements(N).unwrap(), (&a, &b, &mut out))
-        .unwrap();
+    s.launch(
+        &k,
+        LaunchConfig::for_elements(N).unwrap(),
+        (&a, &b, &mut out),
+    )
+    .unwrap();
     between();
     format!("{:?}", s.synchronize())
 }
