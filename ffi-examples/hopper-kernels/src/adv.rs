@@ -106,3 +106,45 @@ pub unsafe fn adv_tma_misaligned(
     let v = unsafe { tile.as_mut_ptr().cast::<f32>().add(4 + t).read_volatile() };
     out.set(thread::index(), v);
 }
+
+/// Loads the box at (0, 0) of `map` (at most 4096 bytes) to a 1024-byte-aligned tile and
+/// waits for `bytes` transaction bytes; then `out[t] = tile word t` (one block, `out.len()`
+/// threads, at most 1024).
+///
+/// # Safety
+/// `map` is a 2D tensor map from the runtime whose box is `bytes` bytes, at most 4096, for
+/// memory nobody writes during the launch.
+#[kernel]
+pub unsafe fn adv_tma_load_box(
+    map: gpukernel_device::tma::TensorMap,
+    bytes: u32,
+    mut out: DisjointSlice<u32>,
+) {
+    use gpukernel_device::mbarrier::{self, Mbarrier};
+    use gpukernel_device::mma::SharedAddr;
+    use gpukernel_device::shared::shared_array;
+    let tile = shared_array!(crate::tma::Tile, 1);
+    let word = shared_array!(u64, 1);
+    let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
+    if thread::thread_idx_x() == 0 {
+        // SAFETY: the kernel's contract; the tile is 1024-byte aligned with room for the box.
+        unsafe {
+            bar.init(1);
+            mbarrier::fence_init();
+            bar.arrive_expect_tx(bytes);
+            gpukernel_device::tma::load(SharedAddr::of(tile.as_mut_ptr()), map, [0, 0], bar);
+        }
+    }
+    gpukernel_device::sync::sync_threads();
+    // SAFETY: initialised before the barrier; one phase.
+    unsafe { bar.wait_parity(0) };
+    let t = thread::thread_idx_x() as usize;
+    // SAFETY: the box is complete; nobody writes the tile any more; t < 1024 words.
+    let v = unsafe {
+        tile.as_mut_ptr()
+            .cast::<u32>()
+            .add(t % 1024)
+            .read_volatile()
+    };
+    out.set(thread::index(), v);
+}
