@@ -214,3 +214,62 @@ fn tma_load_misaligned_destination() {
         );
     }
 }
+
+/// Simulator fidelity (safe code): a launch with explicit clusters of 1 × 1 × 1 block sets
+/// `%is_explicit_cluster` on the GPU; the simulator derives it from the cluster's size.
+#[test]
+fn is_explicit_with_clusters_of_one() {
+    use ffi_examples_hopper_kernels::adv::adv_is_explicit;
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(adv_is_explicit).unwrap();
+        let mut out = ctx.alloc_zeros::<u32>(2 * 32).unwrap();
+        let s = ctx.default_stream();
+        s.launch(&k, LaunchConfig::new(2, 32).with_cluster(1), (&mut out,))
+            .unwrap();
+        let explicit_one = out.to_host_vec().unwrap()[0];
+        s.launch(&k, LaunchConfig::new(2, 32), (&mut out,)).unwrap();
+        let implicit = out.to_host_vec().unwrap()[0];
+        // PTX: %is_explicit_cluster is true when the launch named cluster dimensions.
+        report(
+            "is_explicit_with_clusters_of_one",
+            &name,
+            explicit_one != 1 || implicit != 0,
+            &format!("with_cluster(1): is_explicit = {explicit_one}; no cluster: {implicit}"),
+        );
+    }
+}
+
+/// Simulator fidelity: reading a peer block's shared memory after that block exited (UB on
+/// the GPU: its shared memory may belong to another block by then). The simulator keeps the
+/// memory and answers the old value.
+#[test]
+fn dsmem_after_the_peer_exited_sim() {
+    use ffi_examples_hopper_kernels::adv::adv_dsmem_after_exit;
+    let ctx = Device::simulator().primary_context().unwrap();
+    let md = ctx.load_module(PTX.as_bytes()).unwrap();
+    let k = md.kernel(adv_dsmem_after_exit).unwrap();
+    let mut out = ctx.alloc_zeros::<u32>(2 * 32).unwrap();
+    let s = ctx.default_stream();
+    // SAFETY: the simulator only (the contract is broken on purpose).
+    let r = unsafe {
+        s.launch_unchecked(
+            &k,
+            LaunchConfig::new(2, 32).with_cluster(2),
+            (1000u32, &mut out),
+        )
+    }
+    .and_then(|()| s.synchronize());
+    report(
+        "dsmem_after_the_peer_exited",
+        "simulator",
+        r.is_ok(),
+        &format!(
+            "{:?}; block 0 read {:?}",
+            r.map_err(|e| e.to_string()),
+            out.to_host_vec().map(|v| v[0])
+        ),
+    );
+}

@@ -148,3 +148,43 @@ pub unsafe fn adv_tma_load_box(
     };
     out.set(thread::index(), v);
 }
+
+/// Safe: `out[i] = cluster::is_explicit()`.
+#[kernel]
+pub fn adv_is_explicit(mut out: DisjointSlice<u32>) {
+    out.set(thread::index(), cluster::is_explicit() as u32);
+}
+
+/// After a cluster barrier, the block of rank 1 exits; the block of rank 0 spins `iters`
+/// rounds, then reads the word the block of rank 1 wrote in its shared memory.
+///
+/// # Safety
+/// Breaks `ClusterAddr::load_u32`'s contract on purpose (the peer has exited): a probe of
+/// whether the simulator reports it. Clusters of 2.
+#[kernel]
+pub unsafe fn adv_dsmem_after_exit(iters: u32, mut out: DisjointSlice<u32>) {
+    use gpukernel_device::mma::SharedAddr;
+    use gpukernel_device::shared::shared_array;
+    let w = shared_array!(u32, 1);
+    if thread::thread_idx_x() == 0 {
+        // SAFETY: one writer, before the barrier.
+        unsafe { w.write(0, 40 + cluster::block_rank()) };
+    }
+    cluster::sync();
+    if cluster::block_rank() == 1 {
+        return;
+    }
+    let mut acc = 0u32;
+    let mut k = 0;
+    while k < iters {
+        acc = acc.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        k += 1;
+    }
+    let peer = cluster::map_shared_rank_addr(SharedAddr::of(w.as_mut_ptr()), 1);
+    // SAFETY: see the kernel's contract (broken on purpose).
+    let v = unsafe { peer.load_u32() };
+    out.set(
+        thread::index(),
+        v + (acc == 0xdead_beef && iters == 3) as u32,
+    );
+}
