@@ -273,3 +273,35 @@ fn dsmem_after_the_peer_exited_sim() {
         ),
     );
 }
+
+/// The GPU side of `grid_sync_with_an_exited_block_sim`: run it alone under `timeout`; a hang
+/// (the process killed) confirms that the simulator's success was wrong.
+#[cfg(feature = "gpu")]
+#[test]
+fn grid_sync_with_an_exited_block_gpu() {
+    for (name, ctx) in devices() {
+        if ctx.is_simulator() {
+            continue;
+        }
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(adv_grid_sync_block_exits).unwrap();
+        let bar = GridBarrierWord::new(&ctx).unwrap();
+        let mut out = ctx.alloc_zeros::<u32>(4 * 32).unwrap();
+        let s = ctx.default_stream();
+        println!(
+            "PROBE grid_sync_with_an_exited_block [{name}] launching; a hang here means the GPU waits forever"
+        );
+        // SAFETY: the contract is broken on purpose (a probe run under `timeout`).
+        let r = unsafe {
+            s.launch_unchecked(
+                &k,
+                LaunchConfig::new(4, 32).cooperative(),
+                (bar.param(), &mut out),
+            )
+        }
+        .and_then(|()| s.synchronize());
+        println!("PROBE grid_sync_with_an_exited_block [{name}] returned {r:?}");
+    }
+}
