@@ -323,6 +323,9 @@ pub struct ForeignFailure {
     /// The linear index (as [`crate::thread::index`]) of the failing thread, or `u64::MAX`
     /// when it was called outside a launch.
     pub thread: u64,
+    /// How many failed calls this stands for: this one (the first) and those after it that
+    /// were counted into it (at least 1).
+    pub count: u64,
 }
 
 std::thread_local! {
@@ -331,8 +334,8 @@ std::thread_local! {
     static FOREIGN_FAILURE: Cell<Option<ForeignFailure>> = const { Cell::new(None) };
 }
 
-/// Records a failed foreign call: in a simulated launch, for that launch (the first one wins);
-/// outside a launch, for the calling OS thread. (`declare_device!` wrappers reach this through
+/// Records a failed foreign call: in a simulated launch, for that launch (the first one is kept,
+/// every one counted); outside a launch, for the calling OS thread. (`declare_device!` wrappers reach this through
 /// `ffi::report_foreign_failure`.)
 pub fn record_foreign_failure(name: &'static str, status: i32) {
     let cx = CURRENT.with(|c| c.get());
@@ -341,6 +344,7 @@ pub fn record_foreign_failure(name: &'static str, status: i32) {
             name,
             status,
             thread: u64::MAX,
+            count: 1,
         });
     } else {
         // SAFETY: non-null contexts are valid while current (see `set_current`).
@@ -349,17 +353,24 @@ pub fn record_foreign_failure(name: &'static str, status: i32) {
             name,
             status,
             thread: cx.linear_global(),
+            count: 1,
         });
     }
 }
 
-/// Makes `failure` pending for the calling OS thread unless one already is (the first wins
-/// until it is taken). The simulator calls this on the launching thread when a launch
-/// recorded a failure.
+/// Makes `failure` pending for the calling OS thread, or counts it into the one already
+/// pending (the first is kept until it is taken, every one counted). The simulator calls this
+/// on the launching thread when a launch recorded a failure.
 pub fn post_foreign_failure(failure: ForeignFailure) {
     FOREIGN_FAILURE.with(|slot| {
-        let current = slot.take();
-        slot.set(Some(current.unwrap_or(failure)));
+        let kept = match slot.take() {
+            Some(first) => ForeignFailure {
+                count: first.count.saturating_add(failure.count),
+                ..first
+            },
+            None => failure,
+        };
+        slot.set(Some(kept));
     });
 }
 

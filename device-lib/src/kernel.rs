@@ -435,6 +435,10 @@ impl_param_list!(A, B, C, D, E, F, G, H, I);
 impl_param_list!(A, B, C, D, E, F, G, H, I, J);
 impl_param_list!(A, B, C, D, E, F, G, H, I, J, K);
 impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L, M);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L, M, N);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L, M, N, O);
+impl_param_list!(A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P);
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,7 @@ extern crate std;
 pub use gpukernel_macros::{DeviceCopy, declare_device, gpu_print, gpu_println, kernel};
 
 pub mod atomic;
+pub mod block;
 pub mod cluster;
 mod copy;
 pub mod ffi;
@@ -52,6 +53,7 @@ mod kernel;
 pub mod math;
 pub mod mbarrier;
 pub mod mma;
+pub mod ops;
 pub mod print;
 pub mod shared;
 pub mod signature;

@@ -461,7 +461,7 @@ impl Mbarrier {
         }
     }
 
-    /// Waits until the phase of parity `parity & 1` completed ([`try_wait_parity`]
+    /// Waits until the phase of parity `parity & 1` completed ([`try_wait_parity`](Self::try_wait_parity)
     /// in a loop).
     ///
     /// # Safety

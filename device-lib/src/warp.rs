@@ -163,6 +163,12 @@ pub trait ShuffleValue: Copy + sealed::Sealed {
     /// The calling lane must be in the mask (the second element of `mode_and_args`).
     #[doc(hidden)]
     unsafe fn __shfl(self, mode_and_args: (u8, u32, u32)) -> Self;
+    /// The value's bits, zero-extended to 64 (the block collectives' shared slots).
+    #[doc(hidden)]
+    fn __to_bits(self) -> u64;
+    /// The value whose bits are the low `8 * size_of::<Self>()` bits of `bits`.
+    #[doc(hidden)]
+    fn __from_bits(bits: u64) -> Self;
 }
 
 macro_rules! shuffle32 {
@@ -174,6 +180,14 @@ macro_rules! shuffle32 {
                 let bits = u32::from_ne_bytes(self.to_ne_bytes());
                 // SAFETY: forwarded from the caller's contract.
                 <$t>::from_ne_bytes(unsafe { shfl32(mode_of(mode), mask, bits, arg) }.to_ne_bytes())
+            }
+            #[inline(always)]
+            fn __to_bits(self) -> u64 {
+                u32::from_ne_bytes(self.to_ne_bytes()) as u64
+            }
+            #[inline(always)]
+            fn __from_bits(bits: u64) -> Self {
+                <$t>::from_ne_bytes((bits as u32).to_ne_bytes())
             }
         }
     )* };
@@ -193,6 +207,14 @@ macro_rules! shuffle64 {
                 // SAFETY: as above.
                 let hi = unsafe { shfl32(m, mask, (bits >> 32) as u32, arg) } as u64;
                 <$t>::from_ne_bytes((lo | (hi << 32)).to_ne_bytes())
+            }
+            #[inline(always)]
+            fn __to_bits(self) -> u64 {
+                u64::from_ne_bytes(self.to_ne_bytes())
+            }
+            #[inline(always)]
+            fn __from_bits(bits: u64) -> Self {
+                <$t>::from_ne_bytes(bits.to_ne_bytes())
             }
         }
     )* };
@@ -645,4 +667,192 @@ pub fn active_mask() -> u32 {
             (1u32 << lanes) - 1
         }
     })
+}
+
+// --- warp collectives ---------------------------------------------------------------------
+
+/// The lanes that exist in the caller's warp: all 32, except in the last warp of a block whose
+/// size is not a multiple of 32. Always contains the calling lane.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp};
+///
+/// /// With blocks of 40 threads: `u32::MAX` for the first warp, `0xff` for the second.
+/// #[kernel]
+/// pub fn lanes(mut out: DisjointSlice<u32>) {
+///     out.set(thread::index(), warp::warp_lanes());
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn warp_lanes() -> u32 {
+    let threads = crate::thread::threads_per_block();
+    let warp_start = crate::thread::linear_thread_idx() & !31;
+    let lanes = threads - warp_start;
+    if lanes >= 32 {
+        FULL_MASK
+    } else {
+        (1u32 << lanes) - 1
+    }
+}
+
+/// The reduction of `value` over every lane of the caller's warp (CUB's `WarpReduce::Reduce`),
+/// returned to every lane: `op(op(v_0, v_1), …)` in lane order, grouped as a butterfly.
+///
+/// Every lane that exists in the warp ([`warp_lanes`]: all 32 except in a partial last warp
+/// of the block) must call it, from the same call site or not; a lane that never does makes
+/// the warp wait (a hang on the GPU, an error in the simulator). The shuffles use the mask of
+/// existing lanes, which always contains the caller, so nothing here is undefined. The
+/// simulator runs the same shuffles.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{ops::{Max, Sum}, thread, warp};
+///
+/// /// Each lane gets its warp's sum and maximum (blocks of any size).
+/// #[kernel]
+/// pub fn warp_stats(x: &[i32], mut sums: DisjointSlice<i32>, mut maxes: DisjointSlice<i32>) {
+///     let i = thread::index();
+///     let v = x.get(i.get()).copied().unwrap_or(0);
+///     let (s, m) = (warp::reduce(v, Sum), warp::reduce(v, Max));
+///     sums.set(&i, s);
+///     maxes.set(&i, m);
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn reduce<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(value: T, op: Op) -> T {
+    let mask = warp_lanes();
+    if mask == FULL_MASK {
+        let lane = crate::thread::lane_id();
+        let mut v = value;
+        // A `while` over the offsets, not a loop over an array: LLVM unrolls it into
+        // registers (an array iterator is kept in local memory).
+        let mut offset = 1u32;
+        while offset < 32 {
+            // SAFETY: the calling lane exists in its warp, so it is in `mask`.
+            let other = unsafe { v.__shfl((Mode::Xor as u8, mask, offset)) };
+            // The lane with the bit set holds the later half: keep lane order.
+            v = if lane & offset == 0 {
+                op.combine(v, other)
+            } else {
+                op.combine(other, v)
+            };
+            offset *= 2;
+        }
+        v
+    } else {
+        let last = 31 - mask.leading_zeros();
+        let total = inclusive_scan_masked(mask, value, op);
+        // SAFETY: as above.
+        unsafe { total.__shfl((Mode::Idx as u8, mask, last)) }
+    }
+}
+
+/// Hillis–Steele inclusive scan over the lanes of `mask` (the warp's existing lanes).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn inclusive_scan_masked<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(
+    mask: u32,
+    value: T,
+    op: Op,
+) -> T {
+    let lane = crate::thread::lane_id();
+    let mut v = value;
+    let mut delta = 1u32;
+    while delta < 32 {
+        // SAFETY: `mask` is the warp's existing lanes, which contain the caller.
+        let up = unsafe { v.__shfl((Mode::Up as u8, mask, delta)) };
+        if lane >= delta {
+            v = op.combine(up, v);
+        }
+        delta *= 2;
+    }
+    v
+}
+
+/// The inclusive scan of `value` over the caller's warp (CUB's `WarpScan::InclusiveScan`):
+/// lane `i` gets `v_0 ⊕ v_1 ⊕ … ⊕ v_i`. Every lane that exists in the warp must call it (see
+/// [`reduce`]).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{ops::Sum, thread, warp};
+///
+/// /// Running totals within each warp.
+/// #[kernel]
+/// pub fn warp_running(x: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     let v = warp::inclusive_scan(x.get(i.get()).copied().unwrap_or(0), Sum);
+///     out.set(&i, v);
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn inclusive_scan<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(value: T, op: Op) -> T {
+    inclusive_scan_masked(warp_lanes(), value, op)
+}
+
+/// The exclusive scan of `value` over the caller's warp, seeded with `initial` (CUB's
+/// `WarpScan::ExclusiveScan`): lane 0 gets `initial`, lane `i` gets
+/// `initial ⊕ v_0 ⊕ … ⊕ v_{i-1}`. Every lane that exists in the warp must call it (see
+/// [`reduce`]).
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{ops::Sum, thread, warp};
+///
+/// /// Each lane's offset into a packed output of its warp's counts.
+/// #[kernel]
+/// pub fn warp_offsets(counts: &[u32], mut out: DisjointSlice<u32>) {
+///     let i = thread::index();
+///     let c = counts.get(i.get()).copied().unwrap_or(0);
+///     out.set(&i, warp::exclusive_scan(c, 0, Sum));
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn exclusive_scan<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(
+    value: T,
+    initial: T,
+    op: Op,
+) -> T {
+    let mask = warp_lanes();
+    let inclusive = inclusive_scan_masked(mask, value, op);
+    // SAFETY: the calling lane exists in its warp, so it is in `mask`.
+    let before = unsafe { inclusive.__shfl((Mode::Up as u8, mask, 1)) };
+    if crate::thread::lane_id() == 0 {
+        initial
+    } else {
+        op.combine(initial, before)
+    }
+}
+
+/// `value` as passed by lane `src_lane` of the caller's warp, to every lane (CUB's
+/// `WarpScan::Broadcast`). Every lane that exists in the warp must call it; a `src_lane` that
+/// does not exist (32 or more, or past a partial warp's end) gives the caller's own value.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{thread, warp};
+///
+/// #[kernel]
+/// pub fn first_of_warp(x: &[f64], mut out: DisjointSlice<f64>) {
+///     let i = thread::index();
+///     out.set(&i, warp::broadcast(x.get(i.get()).copied().unwrap_or(0.0), 0));
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn broadcast<T: ShuffleValue>(value: T, src_lane: u32) -> T {
+    let mask = warp_lanes();
+    if src_lane >= 32 || mask & (1u32 << src_lane) == 0 {
+        // With the same `src_lane` in every lane (the rule of a broadcast) all lanes take this
+        // branch alike; lanes that differ leave the others waiting, as any lane missing from
+        // a warp collective does.
+        return value;
+    }
+    // SAFETY: the calling lane exists in its warp, so it is in `mask`.
+    unsafe { value.__shfl((Mode::Idx as u8, mask, src_lane)) }
 }

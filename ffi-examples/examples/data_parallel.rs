@@ -132,12 +132,14 @@ impl<'k> Ranks<'k> {
         }
         if !self.comms.is_empty() {
             let comms = &self.comms;
+            // ANCHOR: all_reduce
             collective::group(|g| {
                 for (r, comm) in self.ranks.iter_mut().zip(comms) {
                     g.all_reduce(comm, &r.stream, &r.p, &mut r.c, ReduceOp::Sum)?;
                 }
                 Ok(())
             })?;
+            // ANCHOR_END: all_reduce
         }
         for r in &self.ranks {
             r.stream.synchronize()?;

@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut x, mut y) = (ctx.alloc_zeros::<f32>(n)?, ctx.alloc_zeros::<f32>(n)?);
     let runs = Arc::new(AtomicUsize::new(0));
     {
+        // ANCHOR: build
         let graph = ctx.new_graph("saxpy pipeline")?;
         let (xb, yb) = (graph.buffer_mut(&mut x), graph.buffer_mut(&mut y));
         let up = graph.add_memcpy_htod(&[], xb, &host_x)?;
@@ -41,6 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             exec.launch(&stream)?;
         }
         stream.synchronize()?;
+        // ANCHOR_END: build
     } // the graph is gone: `host_y`, `x` and `y` are the host's again
 
     let want: Vec<f32> = host_x.iter().map(|&v| launches as f32 * 2.0 * v).collect();
@@ -69,6 +71,7 @@ fn converge(
     let mut x = ctx.alloc_zeros::<f32>(start.len())?;
     {
         let graph = ctx.new_graph("converge")?;
+        // ANCHOR: while
         let again = graph.conditional_handle(true)?;
         let xb = graph.buffer_mut(&mut x);
         let up = graph.add_memcpy_htod(&[], xb, &start)?;
@@ -80,6 +83,7 @@ fn converge(
         let stream = ctx.new_stream()?;
         graph.instantiate()?.launch(&stream)?;
         stream.synchronize()?;
+        // ANCHOR_END: while
     }
     let (mut want, mut rounds) = (start.clone(), 0);
     while rounds == 0 || want.iter().any(|&v| v > 1.0) {

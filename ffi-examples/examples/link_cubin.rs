@@ -12,6 +12,7 @@ use gpukernel_runtime::{
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = common::context()?;
     let cubin = common::artifact("cubin", common::CUBIN)?;
+    // ANCHOR: link
     let mut linker = Linker::new(&ctx)?;
     linker.add_ptx_kernels(PTX, "kernels.ptx", &["add_one_cubin"]);
     // A cubin keeps no C types, so the linker cannot check its definitions against the
@@ -21,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe { linker.add_data_unchecked(InputKind::Cubin, cubin, "cubin_lib.cubin") };
     let image = linker.link()?;
     let module = ctx.load_module(image.module_image())?;
+    // ANCHOR_END: link
 
     let n = 100_000;
     let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();

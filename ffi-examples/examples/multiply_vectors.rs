@@ -8,7 +8,8 @@ use ffi_examples_lto_kernels::{PTX, multiply_vectors};
 use gpukernel_runtime::{Context, LaunchConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let ctx = Context::default_context()?;
+    // ANCHOR: host
+    let ctx = Context::default_context()?; // the GPU if present, else the simulator
     let module = ctx.load_module(PTX.as_bytes())?; // functions.cu is inside: no run-time link
 
     let n = 1 << 20;
@@ -22,7 +23,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (&da, &db, &mut out),
     )?;
 
-    let got = out.to_host_vec()?;
+    let got = out.to_host_vec()?; // waits; faults and foreign errors surface here
+    // ANCHOR_END: host
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
     println!(
         "multiply_vectors ran on {}: out[..5] = {:?}",

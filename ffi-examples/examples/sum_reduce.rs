@@ -5,6 +5,7 @@ use gpukernel_runtime::{Context, LaunchConfig, link::Linker};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::default_context()?;
+    // ANCHOR: link
     let module = Linker::new(&ctx)?
         .add_ptx_kernels(PTX, "kernels.ptx", &["sum_rows"])
         .add_cuda_source(include_str!("../kernels/cuda/functions.cu"), "functions.cu")
@@ -13,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             include_str!("../kernels/cuda/gpukernel_abi.h"),
         )
         .link_and_load()?;
+    // ANCHOR_END: link
 
     let (rows, width) = (4096usize, 96usize);
     let x: Vec<f32> = (0..rows * width)

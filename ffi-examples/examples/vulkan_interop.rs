@@ -309,6 +309,7 @@ pub fn round_trip(ctx: &Context, vk: &Vk, n: usize) -> Res<Vec<f32>> {
     let (fill_done, fill_fd) = vk.semaphore(false)?;
     let (cuda_done, cuda_fd) = vk.semaphore(true)?;
 
+    // ANCHOR: import
     // SAFETY: the fd is an export of `shared.size` bytes of this GPU's memory; Vulkan touches
     // it only in the submissions ordered by the two semaphores below.
     let mem = unsafe {
@@ -320,6 +321,7 @@ pub fn round_trip(ctx: &Context, vk: &Vk, n: usize) -> Res<Vec<f32>> {
         )
     }?;
     let mut y = mem.map::<f32>(0, n)?;
+    // ANCHOR_END: import
     // SAFETY: exports of a binary and a timeline semaphore of this GPU.
     let (wait_fill, signal_done) = unsafe {
         (
@@ -350,9 +352,11 @@ pub fn round_trip(ctx: &Context, vk: &Vk, n: usize) -> Res<Vec<f32>> {
         d.cmd_fill_buffer(cb, shared.buffer, half, bytes - half, HIGH.to_bits());
     })?;
     // The stream waits for it, transforms, and sets the timeline to 1.
+    // ANCHOR: order
     wait_fill.wait(&stream)?;
     stream.launch(&kernel, LaunchConfig::for_elements(n)?, (A, &x, &mut y))?;
     signal_done.signal_value(&stream, 1)?;
+    // ANCHOR_END: order
     // Vulkan waits for 1 and copies into host-visible memory.
     let copy = vk.submit(Some((cuda_done, Some(1))), None, |d, cb| unsafe {
         d.cmd_copy_buffer(

@@ -72,13 +72,37 @@ fn external_bad_input_is_named() {
         assert!(matches!(e, Error::RangeAlreadyMapped { .. }), "{e}");
     }
     drop(whole);
-    let head = mem.map::<u32>(0, n / 2).unwrap();
-    let tail = mem.map::<f32>((n / 2 * 4) as u64, n - n / 2).unwrap(); // disjoint: both live
+    // Disjoint ranges live at once, at offsets finer than the driver's mapping granularity
+    // (every buffer is a range of the import's one mapping): each writes its own bytes.
+    let mut head = mem.map::<u32>(0, n / 2).unwrap();
+    let mut tail = mem.map::<f32>((n / 2 * 4) as u64, n - n / 2).unwrap();
     assert!(matches!(
         mem.map::<u8>((n / 2 * 4 - 1) as u64, 2),
         Err(Error::RangeAlreadyMapped { .. })
     ));
-    drop((head, tail));
+    head.copy_from_host(&vec![7u32; n / 2]).unwrap();
+    tail.copy_from_host(&vec![1.5f32; n - n / 2]).unwrap();
+    let mut odd = Vec::new();
+    drop(head);
+    for (off, len) in [(4u64, 1usize), (12, 3), (1000, 6)] {
+        let mut b = mem.map::<u8>(off, len).unwrap();
+        b.copy_from_host(&vec![off as u8; len]).unwrap();
+        odd.push(b);
+    }
+    drop((tail, odd));
+    let whole = mem.map::<u32>(0, n).unwrap();
+    let got = whole.to_host_vec().unwrap();
+    let mut want: Vec<u32> = vec![7; n / 2];
+    want.extend(std::iter::repeat_n(1.5f32.to_bits(), n - n / 2));
+    let bytes: &mut [u8] = bytes_of_mut(&mut want);
+    for (off, len) in [(4usize, 1usize), (12, 3), (1000, 6)] {
+        bytes[off..off + len].fill(off as u8);
+    }
+    assert_eq!(
+        got, want,
+        "the disjoint buffers' writes, read through the whole import"
+    );
+    drop(whole);
     let whole = mem.map::<f32>(0, n).unwrap();
     // Windows handles on this platform.
     // SAFETY: refused before the driver sees it.
@@ -219,4 +243,10 @@ fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd")
         .map(|d| d.count())
         .unwrap_or(0)
+}
+
+/// The bytes of `v` (u32s: any byte pattern is one).
+fn bytes_of_mut(v: &mut [u32]) -> &mut [u8] {
+    // SAFETY: u8 has no alignment or validity requirement; the length covers `v` exactly.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
 }

@@ -342,9 +342,15 @@ impl Context {
     /// [`Linker`](crate::link::Linker). Other driver rejections are [`Error::ModuleLoad`], with
     /// the JIT's error log.
     ///
+    /// A kernels crate's `FATBIN` (nvptx-builder's `<name>.fatbin`: SASS for the architectures
+    /// it names, sm_80 and sm_90 by default, and the PTX) loads here too: on a listed GPU the
+    /// driver takes the machine code and compiles nothing; on a newer one it JIT-compiles the
+    /// PTX. A PTX of an ISA newer than the driver reads is [`Error::PtxTooNew`].
+    ///
     /// On the simulator the module is the set of kernel names the PTX declares (sorted, as on
-    /// CUDA); `.extern .func` declarations are fine there, since the kernels' Rust bodies run
-    /// with their foreign calls resolved when the host crate was built.
+    /// CUDA; a fatbin's PTX entry); `.extern .func` declarations are fine there, since the
+    /// kernels' Rust bodies run with their foreign calls resolved when the host crate was
+    /// built.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));

@@ -398,10 +398,18 @@ pub enum Error {
         message: String,
     },
 
-    /// A foreign device function (declared with `declare_device!`) returned a non-zero status.
+    /// A foreign device function (declared with `declare_device!`) returned a non-zero status:
+    /// the first failure of the work the observation covers, and how many more failed there
+    /// (every failing call is counted on the device; a module's record keeps the first in
+    /// full).
     #[error(
-        "foreign device function `{function}` returned status {status} (thread {thread}){}",
-        match .kernel { Some(k) => format!(" in a launch of `{k}`"), None => String::new() }
+        "foreign device function `{function}` returned status {status} (thread {thread}){}{}",
+        match .kernel { Some(k) => format!(" in a launch of `{k}`"), None => String::new() },
+        match .more {
+            0 => String::new(),
+            1 => format!("; 1 more foreign call failed: {}", .others.join("; ")),
+            n => format!("; {n} more foreign calls failed: {}", .others.join("; ")),
+        }
     )]
     ForeignCallFailed {
         /// The foreign symbol.
@@ -414,6 +422,13 @@ pub enum Error {
         /// the record does not name it (code not entered through `#[kernel]`), the module's
         /// last launched kernel.
         kernel: Option<String>,
+        /// How many more foreign calls failed in the work the observation covers (other
+        /// threads, launches, streams or modules); 0 when this was the only one.
+        more: u64,
+        /// Those others, as far as known: another module's or stream's first failure in full
+        /// (`` `f` returned 7 (thread 3) in a launch of `k` ``), and counts of the failures
+        /// whose details were not kept (`2 more in launches of `k``).
+        others: Vec<String>,
     },
 
     /// A launch configuration the device cannot run, caught before the driver sees it.
@@ -1353,6 +1368,73 @@ pub enum Error {
         /// What is wrong with it.
         problem: String,
     },
+
+    /// Foreign device functions failed, counted on the device, but their details were not
+    /// kept: their module's record held an earlier failure (reported already by a check that
+    /// ran while their kernel was still running).
+    #[error(
+        "{count} foreign device function call(s) returned a non-zero status in launches of {} \
+         (counted; the record that keeps one in full held an earlier failure, reported before)",
+        .kernels.join(", ")
+    )]
+    ForeignCallsFailed {
+        /// How many failed.
+        count: u64,
+        /// The kernels they may have run in (each module's, as far as known).
+        kernels: Vec<String>,
+    },
+
+    /// A PTX (an image, a fatbin's PTX entry the driver had to JIT-compile, or a link input) is
+    /// of a PTX ISA newer than the installed driver reads: a newer toolkit made it (the driver
+    /// fails such a load with `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`, 222).
+    #[error(
+        "{what} is PTX ISA {}.{}, which {}, but the installed driver supports CUDA {} (PTX ISA up to {}): \
+         it cannot JIT-compile it{}\nhint: update the NVIDIA driver to one for CUDA {} or newer, or produce \
+         the PTX with a toolkit no newer than CUDA {} (NVRTC, nvcc); for a kernels crate, embed SASS for \
+         this GPU's architecture (nvptx-builder's `Builder::sass_archs`) so that the driver JIT-compiles nothing",
+        isa.0, isa.1,
+        needs_cuda.map_or("a CUDA release newer than this runtime knows introduced".to_owned(), |c| format!("CUDA {} introduced", crate::format::version::cuda_string(c))),
+        crate::format::version::cuda_string(*driver_cuda),
+        crate::format::version::newest_isa_for(*driver_cuda).map_or("none known".to_owned(), |(a, b)| format!("{a}.{b}")),
+        error.map_or(String::new(), |e| format!(" ({e})")),
+        needs_cuda.map_or("newer".to_owned(), crate::format::version::cuda_string),
+        crate::format::version::cuda_string(*driver_cuda)
+    )]
+    PtxTooNew {
+        /// What was loaded or linked (the input's name, or "the module image").
+        what: String,
+        /// Its `.version`, `(major, minor)`.
+        isa: (u32, u32),
+        /// The first CUDA release that reads it (`1000 * major + 10 * minor`); `None` when
+        /// newer than this runtime knows.
+        needs_cuda: Option<u32>,
+        /// The driver's CUDA version (`cuDriverGetVersion`).
+        driver_cuda: u32,
+        /// The driver's error, when it refused the load (222).
+        error: Option<CudaError>,
+    },
+
+    /// LTO-IR would be linked by an nvJitLink older than the compiler that produced it
+    /// (nvJitLink reads LTO-IR of its own release and older).
+    #[error(
+        "`{input}` is compiled to LTO-IR by {producer} {}.{}, but the nvJitLink that would link it \
+         is {}.{}: nvJitLink must be at least as new as the LTO-IR's producer\nhint: install \
+         nvJitLink {}.{} or newer beside NVRTC (the `nvidia-nvjitlink` wheel of the same release, \
+         or the CUDA toolkit's), or link without LTO (`Linker::lto(false)`)",
+        producer_version.0, producer_version.1, nvjitlink.0, nvjitlink.1,
+        producer_version.0, producer_version.1
+    )]
+    NvJitLinkTooOld {
+        /// The input compiled to LTO-IR.
+        input: String,
+        /// What produced the LTO-IR (`NVRTC`).
+        producer: &'static str,
+        /// Its version, `(major, minor)`.
+        producer_version: (u32, u32),
+        /// nvJitLink's version.
+        nvjitlink: (u32, u32),
+    },
+
     /// A launch's cluster dimensions do not fit its grid or its kernel.
     #[error("launch of `{kernel}` with grid {grid:?} in clusters of {cluster:?} blocks: {reason}")]
     ClusterShapeInvalid {
@@ -1685,6 +1767,8 @@ mod tests {
             status: 3,
             thread: 17,
             kernel: Some("saxpy_ffi".into()),
+            more: 0,
+            others: Vec::new(),
         };
         assert_eq!(
             e.to_string(),

@@ -150,6 +150,31 @@ struct MemInner {
     size: u64,
     /// The byte ranges mapped by live buffers.
     lent: LentRanges,
+    /// The device address of the one mapping of the whole import
+    /// (`cuExternalMemoryGetMappedBuffer` at offset 0 for `size` bytes), made by the first
+    /// [`ExternalMemory::map`] and freed with the import: every buffer is a range of it. The
+    /// driver refuses mappings at offsets the external API's allocation granularity does not
+    /// allow (on an H100, a second buffer at byte 2048 of a 4 KiB Vulkan allocation got
+    /// `CUDA_ERROR_INVALID_VALUE`), and NVIDIA recommends mapping the combined range once and
+    /// offsetting into it; so any offset aligned for the element type works.
+    whole: Mutex<Option<u64>>,
+}
+
+impl MemInner {
+    /// The whole import's device address, mapped on first use.
+    fn whole(&self) -> Result<u64> {
+        let mut whole = self.whole.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ptr) = *whole {
+            return Ok(ptr);
+        }
+        // The driver refuses empty mappings.
+        let ptr = self
+            .ctx
+            .backend
+            .external_memory_map(self.handle, 0, self.size.max(1))?;
+        *whole = Some(ptr);
+        Ok(ptr)
+    }
 }
 
 /// The byte ranges of an import that live buffers hold: a range is lent to one buffer at a
@@ -196,7 +221,17 @@ unsafe impl Sync for MemInner {}
 
 impl Drop for MemInner {
     fn drop(&mut self) {
-        // Every mapped buffer holds an `Arc` of this: they are all unmapped by now.
+        // Every mapped buffer holds an `Arc` of this: they are all dropped, their work done
+        // (the buffers' drop policy), by now.
+        let whole = self
+            .whole
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(ptr) = whole {
+            // SAFETY: mapped by `whole`, no buffer of it is left.
+            let _ = unsafe { self.ctx.backend.external_memory_unmap(ptr) };
+        }
         // SAFETY: ours, not used after this.
         let _ = unsafe { self.ctx.backend.external_memory_destroy(self.handle) };
     }
@@ -321,6 +356,7 @@ impl ExternalMemory {
                 handle: raw,
                 size,
                 lent: LentRanges::default(),
+                whole: Mutex::new(None),
             }),
         })
     }
@@ -342,8 +378,10 @@ impl ExternalMemory {
         self.inner.size
     }
 
-    /// Maps `len` elements at byte `offset` as a buffer (`cuExternalMemoryGetMappedBuffer`),
-    /// freed when dropped after its work; the import stays alive while it exists.
+    /// Lends `len` elements at byte `offset` as a buffer: a range of the import's one device
+    /// mapping (`cuExternalMemoryGetMappedBuffer` of the whole import, made by the first call),
+    /// so any offset aligned for `T` works, whatever the external API's allocation granularity;
+    /// the import (and its mapping) stays alive while the buffer exists.
     /// [`Error::ShareRange`] when the range does not fit the import or `offset` is misaligned
     /// for `T`; [`Error::RangeAlreadyMapped`] when a buffer mapped from this import that is
     /// still alive overlaps the range (each byte is lent to one buffer at a time, as the borrow
@@ -377,13 +415,9 @@ impl ExternalMemory {
         check_range::<T>(OP, "the external memory", offset, len as u64, i.size)?;
         let bytes = (len * size_of::<T>()) as u64;
         i.lent.lend(OP, offset, bytes)?;
-        // The driver refuses empty mappings; map one byte so the buffer has an address.
-        let ptr = match i
-            .ctx
-            .backend
-            .external_memory_map(i.handle, offset, bytes.max(1))
-        {
-            Ok(p) => p,
+        // A range of the one mapping of the whole import (see `MemInner::whole`).
+        let ptr = match i.whole() {
+            Ok(p) => p + offset,
             Err(e) => {
                 i.lent.release(offset, bytes);
                 return Err(e);
@@ -393,16 +427,17 @@ impl ExternalMemory {
         let ctx = Context {
             inner: i.ctx.clone(),
         };
+        // The range goes back once the buffer's work is done (the drop policy); the mapping
+        // stays with the import.
         let finalizer = move || {
-            // SAFETY: mapped above; the buffer's work is done (the drop policy).
-            let _ = unsafe { keep.ctx.backend.external_memory_unmap(ptr) };
             keep.lent.release(offset, bytes);
             drop(keep);
         };
-        // SAFETY: `ptr` is `bytes` of device memory of this context, mapped for this buffer
-        // alone (no live buffer of this import overlaps it: `lend` above); the import's
-        // contract (caller of `import`) keeps it valid and unshared while our work runs; every
-        // bit pattern is a `T`; the finalizer unmaps it once, after that work.
+        // SAFETY: `ptr` is `bytes` bytes inside the import's mapping (`check_range`: the range
+        // fits `size`, `offset` is aligned for `T`), lent to this buffer alone (no live buffer
+        // of this import overlaps it: `lend` above); the import's contract (caller of
+        // `import`) keeps it valid and unshared while our work runs; every bit pattern is a
+        // `T`; the mapping outlives the buffer (the finalizer holds the import).
         let made = unsafe {
             DeviceBuffer::from_raw_parts_with_finalizer(
                 &ctx,
@@ -412,9 +447,7 @@ impl ExternalMemory {
             )
         };
         if made.is_err() {
-            // The finalizer was dropped unrun: unmap here.
-            // SAFETY: mapped above, never used.
-            let _ = unsafe { i.ctx.backend.external_memory_unmap(ptr) };
+            // The finalizer was dropped unrun.
             i.lent.release(offset, bytes);
         }
         made

@@ -8,26 +8,30 @@
 //! work of the streams the observed one waited for (`Stream::happened_before`: the streams it
 //! was ordered after, for buffers or by `wait_stream` / `wait_event`, transitively), whichever
 //! module's kernel failed; a context synchronization, every failure. Each failure is reported
-//! once. A failure of unrelated work (another thread's stream) stays for the checks it
-//! concerns.
+//! once, and one error reports every failure the observation covers: the first in full
+//! ([`Error::ForeignCallFailed`]) with how many more failed and, as far as known, where. A
+//! failure of unrelated work (another thread's stream) stays for the checks it concerns.
 //!
 //! Cost: while nothing failed, a check is two loads (the word and the pending flag: no driver
 //! call, no lock), and a launch notes its kernel and stream in its module (a relaxed store
 //! and, the first time, a compare-and-swap). Only a set word reads the records (driver
-//! copies), under a lock.
+//! copies), under a lock. On the device, the failure path only: every failing call adds one to
+//! its module's count (an atomic), the first since the last read also writes the record in
+//! full, and each sets the word; a kernel records its name in shared memory only if it can
+//! reach a failure (nvptx-builder's kernel-name pass).
 //!
-//! Limits: on a GPU a module's record holds its first failure until a check reads it; later
-//! failures of that module's kernels before then are not kept (the first failing thread
-//! wins). The simulator keeps the first failure of each stream, so a failure of one stream
-//! does not hide another's; two failing launches on one stream before a check are reported
-//! once. On a GPU
-//! the record does not say which stream the launch ran on: a failure is attributed to the
-//! streams the module's kernels were launched on since the last context synchronization, and
-//! concerns every check if that was several. A record still being written by a kernel that runs concurrently with the check
-//! is left for the next check (the device sets the word again once it is complete). The
-//! kernel named is the one whose entry the failing thread ran (`#[kernel]` notes it in the
-//! block's shared memory); for code not entered through `#[kernel]` (or built before this
-//! record existed) it is the module's last launched kernel.
+//! Nothing is dropped: the device counts every failure, and the host remembers how many of a
+//! record's it has read (`FfiRecord::seen`), so a failure whose details the record could not
+//! keep (it held an earlier one) is still reported, as a count ([`Error::ForeignCallsFailed`]
+//! when no failure of the observation was kept in full). The simulator keeps the first failure
+//! of each stream with that stream's count. On a GPU the record does not say which stream the
+//! launch ran on: a failure is attributed to the streams the module's kernels were launched on
+//! since the last context synchronization, and concerns every check if that was several. A
+//! record still being written by a kernel that runs concurrently with the check is left for
+//! the next check (the device sets the word again once it is complete). The kernel named is
+//! the one whose entry the failing thread ran (`#[kernel]` notes it in the block's shared
+//! memory); for code not entered through `#[kernel]` (or built before this record existed) it
+//! is the module's last launched kernel.
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
@@ -133,7 +137,8 @@ impl FfiTracking {
     }
 
     /// Notes a launch of `kernel` on `stream` (the launch hot path: a relaxed store and a
-    /// compare-and-swap that fails at once after the first launch).
+    /// relaxed load; a compare-and-swap only on the first launch since the last reset, a
+    /// read-modify-write being a locked instruction even when it fails).
     #[inline(always)]
     pub(crate) fn note_launch(
         &self,
@@ -142,6 +147,16 @@ impl FfiTracking {
         stream: StreamHandle,
     ) {
         self.last_kernel.set(kernel);
+        let seen = self.stream.load(Ordering::Relaxed);
+        if seen == stream.0 {
+            return;
+        }
+        if !seen.is_null() {
+            if !self.mixed.load(Ordering::Relaxed) {
+                self.mixed.store(true, Ordering::Relaxed);
+            }
+            return;
+        }
         if let Err(first) = self.stream.compare_exchange(
             core::ptr::null_mut(),
             stream.0,
@@ -165,7 +180,7 @@ impl FfiTracking {
         self.mixed.store(false, Ordering::Relaxed);
     }
 
-    /// The pending failure for one read from this module's record. The record names the
+    /// The pending failures for one read from this module's record. The record names the
     /// kernel the failing thread ran; the module's launch label (a graph node's, say) is kept
     /// when it is that kernel's.
     fn pending(&self, m: &ModuleInner, f: ForeignFailure) -> Pending {
@@ -180,24 +195,104 @@ impl FfiTracking {
             // Not entered through `#[kernel]`: the module's last launch.
             _ => last.map(str::to_owned),
         };
+        // Where the failures without details ran: the module's kernels, as far as known.
+        let names = m.names();
+        let scope = match names.len() {
+            0 => "a module's kernels".to_owned(),
+            1 => format!("`{}`", names[0]),
+            n if n <= 4 => format!("the kernels of one module (`{}`)", names.join("`, `")),
+            n => format!(
+                "the kernels of one module (`{}`, and {} more)",
+                names[..3].join("`, `"),
+                n - 3
+            ),
+        };
         Pending {
-            error: Error::ForeignCallFailed {
+            first: f.detailed.then_some(Details {
                 function: f.function,
                 status: f.status,
                 thread: f.thread,
                 kernel,
-            },
+            }),
+            count: f.count.max(1),
+            scope,
             stream: f.stream.or_else(|| self.launched_on()),
         }
     }
 }
 
-/// A failure read from a record and not reported yet, with the stream its launch ran on
-/// (`None`: not known, or one of several).
+/// The first failure of a read, in full.
+#[derive(Debug)]
+struct Details {
+    function: String,
+    status: i32,
+    thread: u64,
+    kernel: Option<String>,
+}
+
+impl Details {
+    fn describe(&self) -> String {
+        let mut s = format!(
+            "`{}` returned {} (thread {})",
+            self.function, self.status, self.thread
+        );
+        if let Some(k) = &self.kernel {
+            s.push_str(&format!(" in a launch of `{k}`"));
+        }
+        s
+    }
+}
+
+/// Failures read from a record and not reported yet: the first in full (when the record kept
+/// it), how many in all, and the stream their launches ran on (`None`: not known, or one of
+/// several).
 #[derive(Debug)]
 pub(crate) struct Pending {
-    error: Error,
+    first: Option<Details>,
+    count: u64,
+    /// The kernels they may have run in (the module's), for the failures without details.
+    scope: String,
     stream: Option<usize>,
+}
+
+/// The one error for every failure an observation covers: the first detailed one, with how
+/// many more and where (see [`Error::ForeignCallFailed`]); [`Error::ForeignCallsFailed`] when
+/// none was kept in full.
+fn report(mut found: Vec<Pending>) -> Error {
+    let total: u64 = found.iter().map(|p| p.count).sum();
+    let lead = found.iter().position(|p| p.first.is_some());
+    let Some((lead, first)) = lead.and_then(|i| Some((i, found[i].first.take()?))) else {
+        let mut kernels: Vec<String> = found.into_iter().map(|p| p.scope).collect();
+        kernels.dedup();
+        return Error::ForeignCallsFailed {
+            count: total,
+            kernels,
+        };
+    };
+    let mut others = Vec::new();
+    for (i, p) in found.into_iter().enumerate() {
+        let detailed = i == lead || p.first.is_some();
+        if let Some(d) = &p.first {
+            others.push(d.describe());
+        }
+        // The failures counted besides the detailed one (all of them without one).
+        let extra = if detailed { p.count - 1 } else { p.count };
+        if extra > 0 {
+            others.push(format!(
+                "{extra} {} in launches of {}",
+                if detailed { "more" } else { "others" },
+                p.scope
+            ));
+        }
+    }
+    Error::ForeignCallFailed {
+        function: first.function,
+        status: first.status,
+        thread: first.thread,
+        kernel: first.kernel,
+        more: total - 1,
+        others,
+    }
 }
 
 fn keep(ctx: &ContextInner, found: impl IntoIterator<Item = Pending>) {
@@ -305,13 +400,17 @@ fn read_records(via: &Stream, before: &After) -> Result<()> {
             word.set();
         }
     }
+    // Every failure this observation covers, in one error.
     let mut pending = ctx.ffi_pending.lock().unwrap_or_else(|p| p.into_inner());
-    let mine = pending.iter().position(|p| before.includes(p.stream));
-    let reported = mine.map(|i| pending.remove(i).error);
+    let mine: Vec<Pending> = pending
+        .extract_if(.., |p| before.includes(p.stream))
+        .collect();
     ctx.ffi_any_pending
         .store(!pending.is_empty(), Ordering::Release);
-    match (reported, failed_read) {
-        (Some(e), _) | (None, Some(e)) => Err(e),
-        (None, None) => Ok(()),
+    drop(pending);
+    match (mine.is_empty(), failed_read) {
+        (false, _) => Err(report(mine)),
+        (true, Some(e)) => Err(e),
+        (true, None) => Ok(()),
     }
 }

@@ -83,6 +83,7 @@ pub mod link;
 mod memory;
 mod module;
 mod module_hooks;
+pub mod profile;
 mod sim;
 mod stream;
 mod tensor_map;

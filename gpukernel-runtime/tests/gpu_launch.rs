@@ -112,6 +112,7 @@ fn foreign_call_failure_is_reported_at_synchronize_then_cleared() {
             status,
             thread,
             kernel,
+            ..
         } => {
             assert_eq!((function.as_str(), status, thread), ("mul_f32_f32", 9, 3));
             assert_eq!(kernel.as_deref(), Some("fails_foreign"));

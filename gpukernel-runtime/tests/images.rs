@@ -63,6 +63,7 @@ fn simulator_runs_the_same_typed_launches() {
             status,
             thread,
             kernel,
+            ..
         } => {
             assert_eq!((function.as_str(), status, thread), ("mul_f32_f32", 5, 3));
             assert_eq!(kernel.as_deref(), Some("fails_foreign"));

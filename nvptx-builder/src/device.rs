@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use crate::error::io_err;
 use crate::{
     Builder, Error, LinkedCuda, NVPTX_TARGET, PtxOutput, base_arch, directives, find_cuda_tool,
-    foreign, libdevice, lto, shared_rewrite, tools,
+    foreign, kernel_names, libdevice, lto, sass, shared_rewrite, tools,
 };
 
 /// The answers to libdevice's `__nvvm_reflect` queries, for every `opt` and `llc` run:
@@ -221,6 +221,28 @@ impl Builder {
             )?;
         }
 
+        // The kernel-name record only in the entries that can fail a foreign call (see
+        // `kernel_names`), on the optimized module.
+        let optimized = run_tool(
+            &toolchain.llvm_dis,
+            &[bitcode.clone().into_os_string(), "-o".into(), "-".into()],
+        )?;
+        if let Some(resolved) =
+            kernel_names::resolve(&optimized).map_err(|e| Error::KernelNames(e.to_string()))?
+        {
+            let names_ll = work.join("kernel-names.ll");
+            std::fs::write(&names_ll, &resolved.ir).map_err(io_err(&names_ll))?;
+            run_tool(
+                &toolchain.opt,
+                &[
+                    "-passes=always-inline,globaldce".into(),
+                    names_ll.into_os_string(),
+                    "-o".into(),
+                    bitcode.clone().into_os_string(),
+                ],
+            )?;
+        }
+
         let ptx = self.out_dir.join(format!("{}.ptx", self.output_name));
         run_tool(
             &toolchain.llc,
@@ -250,6 +272,67 @@ impl Builder {
             }
         }
 
+        let (sass_archs, named) = self.resolve_sass_archs(&arch)?;
+        let tools = (find_cuda_tool("ptxas"), find_cuda_tool("fatbinary"));
+        let (fatbin, sass) = match tools {
+            _ if sass_archs.is_empty() => (
+                sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
+                None,
+            ),
+            (Some(ptxas), Some(fatbinary)) => {
+                let embedded = sass::embed(
+                    &sass::SassTools {
+                        ptxas: &ptxas,
+                        fatbinary: &fatbinary,
+                        llc: &toolchain.llc,
+                        opt: &toolchain.opt,
+                    },
+                    &self.out_dir,
+                    &self.output_name,
+                    &ptx,
+                    &bitcode,
+                    &exported,
+                    &arch,
+                    &sass_archs,
+                    &reflect,
+                )?;
+                match embedded {
+                    Some(e) => (e.fatbin.clone(), Some(e)),
+                    // Every kernel needs the run-time link: no SASS can be made before it.
+                    None => (
+                        sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
+                        None,
+                    ),
+                }
+            }
+            (ptxas, _) => {
+                let tool = if ptxas.is_none() {
+                    "ptxas"
+                } else {
+                    "fatbinary"
+                };
+                if named {
+                    return Err(Error::SassToolMissing {
+                        tool,
+                        searched: crate::cuda_tools_search_path(),
+                    });
+                }
+                if self.emit_cargo_directives {
+                    directives::emit(format!(
+                        "cargo:warning={tool} not found: {}.fatbin holds the PTX only, JIT-compiled at load (run `cargo xtask doctor` to install the CUDA compiler tools)",
+                        self.output_name
+                    ));
+                }
+                (
+                    sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
+                    None,
+                )
+            }
+        };
+        if self.emit_cargo_directives {
+            directives::emit("cargo:rerun-if-env-changed=GPUKERNEL_SASS_ARCHS".to_string());
+        }
+
         Ok(PtxOutput {
             ptx,
             bitcode,
@@ -257,6 +340,8 @@ impl Builder {
             arch,
             foreign,
             linked_cuda,
+            fatbin,
+            sass,
         })
     }
 

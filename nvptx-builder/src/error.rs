@@ -72,7 +72,7 @@ pub enum Error {
         log: String,
     },
     /// The kernels crate's package name is unknown: `CARGO_PKG_NAME` is unset (the builder
-    /// runs outside a build script) and [`Builder::package_name`] was not called.
+    /// runs outside a build script) and [`Builder::package_name`](crate::Builder::package_name) was not called.
     PackageNameUnknown {
         /// The kernels crate's manifest.
         manifest: PathBuf,
@@ -122,7 +122,7 @@ pub enum Error {
         /// The paths looked at.
         searched: Vec<PathBuf>,
     },
-    /// clang, which compiles the sources of [`Builder::foreign_cuda`], is not installed.
+    /// clang, which compiles the sources of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda), is not installed.
     ClangMissing {
         /// The program looked for.
         clang: PathBuf,
@@ -134,12 +134,12 @@ pub enum Error {
         install: &'static str,
     },
     /// No CUDA headers (`include/cuda.h`, `include/cuda_runtime.h`) for clang to compile the
-    /// sources of [`Builder::foreign_cuda`] with.
+    /// sources of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda) with.
     CudaHeadersMissing {
         /// The folders searched, in order.
         searched: Vec<PathBuf>,
     },
-    /// A source of [`Builder::foreign_cuda`] does not compile for the GPU (clang, build-time
+    /// A source of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda) does not compile for the GPU (clang, build-time
     /// LTO).
     ForeignDeviceCompileFailed {
         /// The source.
@@ -152,7 +152,7 @@ pub enum Error {
         /// counts the warnings, unless `GPUKERNEL_BUILD_VERBOSE=1` asked for everything.
         log: String,
     },
-    /// Two sources of [`Builder::foreign_cuda`] define the same function.
+    /// Two sources of [`Builder::foreign_cuda`](crate::Builder::foreign_cuda) define the same function.
     ForeignDuplicateDefinition {
         /// The function.
         symbol: String,
@@ -195,6 +195,34 @@ pub enum Error {
         missing: Vec<MissingDefinition>,
         /// The sources compiled for the host, as the build script named them.
         sources: Vec<PathBuf>,
+    },
+    /// The pass that keeps the kernel-name record only in entries that can fail a foreign
+    /// call could not resolve the optimized IR (see `kernel_names`).
+    KernelNames(String),
+    /// An architecture of [`Builder::sass_archs`](crate::Builder::sass_archs) cannot get SASS.
+    BadSassArch {
+        /// The architecture named.
+        arch: String,
+        /// Why.
+        reason: String,
+    },
+    /// ptxas could not compile the kernels' PTX to SASS for one of the embedded architectures
+    /// (typically inline assembly of a newer architecture).
+    SassFailed {
+        /// The architecture.
+        arch: String,
+        /// The PTX compiled.
+        ptx: PathBuf,
+        /// ptxas's log.
+        log: String,
+    },
+    /// SASS was asked for ([`Builder::sass_archs`](crate::Builder::sass_archs)) but a CUDA tool
+    /// that makes it is missing.
+    SassToolMissing {
+        /// `ptxas` or `fatbinary`.
+        tool: &'static str,
+        /// The directories searched.
+        searched: Vec<PathBuf>,
     },
 }
 
@@ -442,6 +470,34 @@ impl fmt::Display for Error {
                     }
                 )
             }
+            Error::KernelNames(e) => write!(
+                f,
+                "resolving the kernel-name record of the optimized kernels failed (a bug in gpukernel; please report it): {e}"
+            ),
+            Error::BadSassArch { arch, reason } => write!(
+                f,
+                "cannot embed SASS for `{arch}`: {reason}\n\
+                 hint: fix the list given to `Builder::sass_archs` in build.rs (or GPUKERNEL_SASS_ARCHS)"
+            ),
+            Error::SassFailed { arch, ptx, log } => write!(
+                f,
+                "ptxas could not compile {} to SASS for {arch}:\n{log}\n\
+                 hint: leave {arch} out of `Builder::sass_archs` in build.rs (or GPUKERNEL_SASS_ARCHS): \
+                 the kernels use instructions it lacks",
+                ptx.display()
+            ),
+            Error::SassToolMissing { tool, searched } => write!(
+                f,
+                "`{tool}` was not found, and build.rs asks for embedded SASS (`Builder::sass_archs`)\n\
+                 searched: {}\n\
+                 hint: run `cargo xtask doctor` in the gpukernel checkout (it installs the CUDA compiler tools), \
+                 set GPUKERNEL_CUDA_TOOLS to a CUDA toolkit, or call `Builder::embed_sass(false)`",
+                searched
+                    .iter()
+                    .map(|p| p.join("bin").display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }

@@ -23,6 +23,10 @@
 //! ```ignore
 //! #[cfg(not(target_arch = "nvptx64"))]
 //! pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+//! // Machine code (SASS) for sm_80 and sm_90 plus the PTX: `ctx.load_module(FATBIN)` compiles
+//! // nothing on those GPUs (see `sass` and `Builder::sass_archs`).
+//! #[cfg(not(target_arch = "nvptx64"))]
+//! pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
 //! ```
 //!
 //! The nightly that compiles the kernels: [`Builder::toolchain`], else `GPUKERNEL_NIGHTLY`, else
@@ -37,7 +41,9 @@
 //! Environment variables: `GPUKERNEL_ARCH` (default `sm_90`), `GPUKERNEL_NIGHTLY` (the
 //! toolchain name, see above), `GPUKERNEL_NVPTX_TARGET_DIR` (where the device build
 //! goes; default `<target dir>/nvptx-kernels`, shared by every kernels crate of a workspace so
-//! that `core` is built once), `GPUKERNEL_CUDA_TOOLS` (where `bin/ptxas` is, for validation).
+//! that `core` is built once), `GPUKERNEL_CUDA_TOOLS` (where `bin/ptxas` and `bin/fatbinary`
+//! are, for validation and the embedded SASS), `GPUKERNEL_SASS_ARCHS` (the architectures whose
+//! SASS `<name>.fatbin` embeds, comma-separated, or `none`).
 
 #![warn(missing_docs)]
 
@@ -48,9 +54,11 @@ mod error;
 pub mod foreign;
 pub mod host_cc;
 mod host_symbols;
+pub mod kernel_names;
 pub mod libdevice;
 pub mod lto;
 mod preprocessed;
+pub mod sass;
 pub mod shared_rewrite;
 mod tools;
 
@@ -92,6 +100,17 @@ pub struct PtxOutput {
     pub foreign: Vec<foreign::ForeignDeclaration>,
     /// The sources of [`Builder::foreign_cuda`] linked into the PTX (build-time LTO).
     pub linked_cuda: Vec<LinkedCuda>,
+    /// `<name>.fatbin`: SASS for each architecture of [`Builder::sass_archs`] and the PTX
+    /// (see [`sass`]); the PTX itself when embedding is off or the CUDA tools are missing
+    /// (`sass` is then `None`). Include it in the kernels crate and load it with
+    /// `ctx.load_module`:
+    /// ```ignore
+    /// #[cfg(not(target_arch = "nvptx64"))]
+    /// pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+    /// ```
+    pub fatbin: PathBuf,
+    /// What the fatbin holds, when SASS was embedded.
+    pub sass: Option<sass::Embedded>,
 }
 
 /// A foreign CUDA C source linked into the PTX at build time.
@@ -119,6 +138,8 @@ pub struct Builder {
     foreign_sources: Vec<PathBuf>,
     foreign_cuda: Vec<PathBuf>,
     include_dirs: Vec<PathBuf>,
+    sass_archs: Option<Vec<String>>,
+    embed_sass: bool,
 }
 
 impl Builder {
@@ -154,6 +175,8 @@ impl Builder {
             foreign_sources: Vec::new(),
             foreign_cuda: Vec::new(),
             include_dirs: Vec::new(),
+            sass_archs: None,
+            embed_sass: true,
         }
     }
 
@@ -224,6 +247,64 @@ impl Builder {
     pub fn target_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.target_dir = Some(dir.into());
         self
+    }
+
+    /// The architectures whose machine code (SASS) `<name>.fatbin` embeds beside the PTX, so
+    /// that loading the kernels on such a GPU JIT-compiles nothing (a newer GPU JIT-compiles
+    /// the PTX). Default: `GPUKERNEL_SASS_ARCHS` (comma-separated; `none` embeds none), else
+    /// the build architecture plus `sm_80` below it ([`sass::default_sass_archs`]: `sm_80,sm_90`
+    /// for the default `sm_90`).
+    ///
+    /// Naming architectures makes `ptxas` and `fatbinary` required ([`Error::SassToolMissing`]);
+    /// by default, without them, `<name>.fatbin` holds the PTX and a cargo warning says so.
+    /// A kernel that calls a foreign function left for the run-time `Linker` has no SASS (it
+    /// needs that link first): see [`sass`].
+    ///
+    /// ```no_run
+    /// // build.rs of a kernels crate: SASS for the A100, H100 and B200
+    /// nvptx_builder::Builder::from_build_script()
+    ///     .sass_archs(["sm_80", "sm_90", "sm_100"])
+    ///     .build_or_exit();
+    /// ```
+    pub fn sass_archs<I, S>(mut self, archs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.sass_archs = Some(archs.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Whether to embed SASS at all (default `true`); with `false`, `<name>.fatbin` holds the
+    /// PTX alone, JIT-compiled by the driver at load.
+    pub fn embed_sass(mut self, yes: bool) -> Self {
+        self.embed_sass = yes;
+        self
+    }
+
+    /// The SASS architectures and whether they were named (by the builder or the environment),
+    /// which makes the CUDA tools required.
+    pub(crate) fn resolve_sass_archs(
+        &self,
+        build_arch: &str,
+    ) -> Result<(Vec<String>, bool), Error> {
+        if !self.embed_sass {
+            return Ok((Vec::new(), false));
+        }
+        let (archs, named) = match (&self.sass_archs, std::env::var("GPUKERNEL_SASS_ARCHS")) {
+            (Some(a), _) => (a.clone(), true),
+            (None, Ok(v)) if v.trim() == "none" => (Vec::new(), true),
+            (None, Ok(v)) if !v.trim().is_empty() => (
+                v.split(',')
+                    .map(|a| a.trim().to_string())
+                    .filter(|a| !a.is_empty())
+                    .collect(),
+                true,
+            ),
+            _ => (sass::default_sass_archs(build_arch), false),
+        };
+        sass::check_sass_archs(build_arch, &archs)?;
+        Ok((archs, named))
     }
 
     /// Whether to check the PTX with `ptxas` when ptxas can be found (default `true`).

@@ -35,7 +35,7 @@
 //!   C prototype compiled with the source would not catch a mismatch, and LLVM types cannot
 //!   show signedness or what a pointer points to (a `uint32_t*` return slot for a declared
 //!   `-> u64` is a `ptr` like any other). Two checks run: first the C-level one, compiled by
-//!   the same clang after the source ([`CudaBitcode::check_definitions`], the text the run-time
+//!   the same clang after the source (`CudaBitcode::check_definitions`, the text the run-time
 //!   Linker and the host compile use: [`crate::foreign::CHECK_HEADER`]), which compares what
 //!   each type is; then the functions' LLVM types (exact, and what the call needs).
 

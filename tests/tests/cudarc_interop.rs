@@ -30,10 +30,12 @@ fn a_kernel_reads_a_cudarc_slice_and_cudarc_reads_ours() {
     let cfg = LaunchConfig::for_elements(n).unwrap();
     let mut y = ctx.htod_copy(&vec![1.0f32; n]).unwrap();
     {
+        // ANCHOR: borrow
         let xb = ctx.borrow_cudarc(&x).unwrap();
         ctx.default_stream()
             .launch(&k, cfg, (2.0f32, &*xb, &mut y))
             .unwrap();
+        // ANCHOR_END: borrow
         // A cudarc slice as a kernel output too.
         let mut yb = ctx.borrow_cudarc_mut(&mut y_theirs).unwrap();
         ctx.default_stream()

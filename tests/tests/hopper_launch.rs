@@ -6,8 +6,8 @@
 //! checks (cluster shape, cooperative grid size, tensor-map fields) are errors, never hangs.
 
 use ffi_examples_hopper_kernels::{
-    HIST_BLOCK, PTX, REDUCE_BLOCK, TILE, histogram_cluster, histogram_global, mbarrier_ring,
-    pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials, tma_copy_tiles,
+    HIST_BLOCK, PTX, REDUCE_BLOCK, TILE, cluster_registers, histogram_cluster, histogram_global,
+    mbarrier_ring, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials, tma_copy_tiles,
     tma_swizzle_probe,
 };
 use gpukernel_runtime::{
@@ -462,5 +462,54 @@ fn graph_kernel_nodes_with_clusters_and_cooperative_launch() {
             &[host_sum(&x)],
             1e-4,
         );
+    }
+}
+
+#[test]
+fn cluster_registers_describe_the_launch() {
+    let pack = |x: u32, y: u32, z: u32| x | y << 8 | z << 16;
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(cluster_registers).unwrap();
+        let (gx, gy) = (4u32, 2u32);
+        for cluster in [Some((2u32, 2u32)), None] {
+            let out = ctx.alloc_zeros::<[u32; 8]>((gx * gy) as usize).unwrap();
+            let mut cfg = LaunchConfig::new((gx, gy), 32);
+            if let Some(c) = cluster {
+                cfg = cfg.with_cluster(c);
+            }
+            // SAFETY: one slot per block, used by this launch alone.
+            unsafe {
+                ctx.default_stream().launch_unchecked(
+                    &k,
+                    cfg,
+                    (DevicePtr::from_addr(out.as_raw()),),
+                )
+            }
+            .unwrap();
+            let got = out.to_host_vec().unwrap();
+            let (cx, cy) = cluster.unwrap_or((1, 1));
+            for by in 0..gy {
+                for bx in 0..gx {
+                    let want = [
+                        bx % cx + (by % cy) * cx,
+                        cx * cy,
+                        pack(cx, cy, 1),
+                        pack(bx / cx, by / cy, 0),
+                        pack(bx % cx, by % cy, 0),
+                        pack(gx / cx, gy / cy, 1),
+                        cluster.is_some() as u32,
+                        0,
+                    ];
+                    assert_eq!(
+                        got[(bx + by * gx) as usize],
+                        want,
+                        "{name}: block ({bx}, {by}), clusters {cluster:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -12,11 +12,13 @@ fn an_embedded_source_links_from_another_directory() {
     std::env::set_current_dir(std::env::temp_dir()).unwrap();
     let mut linker = Linker::for_arch("sm_90").unwrap();
     linker.cache(CachePolicy::Disabled);
+    // ANCHOR: link
     let image = linker
         .add_ptx_kernels(PTX, "kernels.ptx", &["multiply_vectors"])
         .add_cuda(include_cuda!("../ffi-examples/kernels/cuda/functions.cu"))
         .link()
         .unwrap_or_else(|e| panic!("{e}"));
+    // ANCHOR_END: link
     assert!(!image.cubin().is_empty());
 
     let e = Linker::for_arch("sm_90")

@@ -95,12 +95,14 @@ fn two_processes_share_buffers_and_an_event() {
     conn.set_nonblocking(false).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(120)))
         .unwrap();
+    // ANCHOR: export
     conn.write_all(&legacy.ipc_handle(LO..HI).unwrap().to_bytes())
         .unwrap();
     conn.write_all(&event.ipc_handle().unwrap().to_bytes())
         .unwrap();
     conn.write_all(&gone_handle.to_bytes()).unwrap();
     vmm.export_vmm(LO..HI).unwrap().send(&conn).unwrap();
+    // ANCHOR_END: export
 
     // The child recorded the event after its kernels: wait for it on the device, then read.
     assert_eq!(read_exact::<1>(&mut conn), *b"R");
@@ -149,6 +151,7 @@ fn child_process() {
     let vmm = VmmHandle::<f32>::recv(&conn).unwrap();
     assert_eq!((mem.len(), vmm.len()), (HI - LO, HI - LO));
 
+    // ANCHOR: open
     // SAFETY: the parent keeps both allocations alive and reads them only after the event.
     let (mut a, mut b) = unsafe { (mem.open(&ctx).unwrap(), vmm.open(&ctx).unwrap()) };
     let event = ev.open(&ctx).unwrap();
@@ -160,6 +163,7 @@ fn child_process() {
     s.launch(&k, cfg, (A, &x, &mut a)).unwrap();
     s.launch(&k, cfg, (A, &x, &mut b)).unwrap();
     event.record(&s).unwrap();
+    // ANCHOR_END: open
     conn.write_all(b"R").unwrap();
     assert_eq!(read_exact::<1>(&mut conn), *b"A");
     drop((a, b));

@@ -12,7 +12,7 @@
 //! * `test` — the README's test command: doctor, the whole test suite (kernel tests run on the
 //!   simulator; GPU-only tests show as ignored without the `gpu` feature), every example on
 //!   the simulator, a project from `new` built and tested in a temporary folder, then
-//!   `doc-check` and `ptx-check`.
+//!   `doc-check` and `ptx-check`. xtask's own tests include the guide's check (`book --check`).
 //! * `example [NAME]` — the README's headline example (default `multiply_vectors`): on the GPU
 //!   if one is present, else on the simulator.
 //! * `doc-check` — every public item of `gpukernel-device` and `gpukernel-runtime` (functions,
@@ -21,12 +21,25 @@
 //! * `ptx-check` — validates every PTX the build emitted with ptxas, for sm_90 and sm_80.
 //! * `fuzz [--seconds N] [TARGET...]` — runs each fuzz target of `fuzz/` (default: all, 60 s
 //!   each) with cargo-fuzz on the nightly toolchain, installing cargo-fuzz when missing.
+//! * `book [--check]` — checks that every code block of the user guide (`book/src`) and of
+//!   README.md is code the tests compile (includes of anchored regions), then builds the guide
+//!   with `mdbook` into `target/book` (`--check`: the check only, no mdbook needed).
+//! * `package-check` — the four library crates as crates.io would get them: API docs without a
+//!   rustdoc warning, `cargo package` (verified), and a `new` project depending on them by
+//!   version from a local directory source that replaces crates.io (see `package.rs`).
+//! * `sanitize [TOOL] [STEP...]` — the GPU bundle's steps under compute-sanitizer (memcheck,
+//!   racecheck, synccheck and initcheck, or TOOL alone), failing on any report: builds the
+//!   bundle (only the named steps' binaries when STEPs are given) and runs its
+//!   `./run.sh sanitize` where a GPU is present, else says how to run it on one.
 //! * `gpu-bundle [DIR]` — release builds of the GPU tests, benchmarks and examples plus a
 //!   `run.sh`, for a machine with a GPU and no Rust toolchain.
 
+mod book;
 mod doccheck;
 mod fuzz;
 mod new;
+mod package;
+mod sanitize;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -56,7 +69,10 @@ fn main() -> ExitCode {
         Some("doc-check") => doccheck::doc_check(),
         Some("new") => new::new_command(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("package-check") => package::package_check(),
+        Some("sanitize") => sanitize::sanitize(&args[1..]),
         Some("gpu-bundle") => gpu_bundle(args.get(1).map(PathBuf::from)),
+        Some("book") => book::book(&args[1..]),
         Some(other) => Err(format!("unknown command `{other}`\n{USAGE}")),
         None => Err(USAGE.to_string()),
     };
@@ -69,7 +85,23 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | gpu-bundle [DIR]>";
+const USAGE: &str = "usage: cargo xtask <doctor [--check] | test [-- <cargo test args>] | example [NAME] | new <DIR> [--git URL] | new --check | ptx-check | doc-check | fuzz [--seconds N] [TARGET...] | package-check | sanitize [TOOL] [STEP...] | gpu-bundle [DIR] | book [--check]>";
+
+/// The commands `main` dispatches (the guide's check refuses a `cargo xtask` line naming
+/// another).
+pub(crate) const COMMANDS: &[&str] = &[
+    "doctor",
+    "test",
+    "example",
+    "ptx-check",
+    "doc-check",
+    "new",
+    "fuzz",
+    "package-check",
+    "sanitize",
+    "gpu-bundle",
+    "book",
+];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -349,11 +381,26 @@ fn test(extra: &[String]) -> Result<(), String> {
         "--test",
         "cudarc_interop",
     ]))?;
+    nvtx_check()?;
     windows_check()?;
     run_examples_on_simulator()?;
     new::check_generated_project()?;
     doccheck::doc_check()?;
     ptx_check()
+}
+
+/// The `nvtx` feature of gpukernel-runtime: the ranges each operation opens, on the simulator
+/// (`profile::tests`; the NVTX3 calls themselves are checked under `nsys` on a GPU).
+fn nvtx_check() -> Result<(), String> {
+    run(cargo().args([
+        "test",
+        "-p",
+        "gpukernel-runtime",
+        "--features",
+        "nvtx",
+        "--lib",
+        "profile::",
+    ]))
 }
 
 /// The Windows forms of the sharing API (D3D12, Win32 handles) are compiled for
@@ -591,6 +638,8 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
             "gpukernel-tests",
             "-p",
             "ffi-examples",
+            "-p",
+            "gpukernel-algorithms",
         ])
         .output()
         .map_err(|e| e.to_string())?;
@@ -658,6 +707,20 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
             benches.push(n);
         }
     }
+    // The device-wide algorithms against CUB (compiled with the GPU machine's nvcc) and Numba.
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "gpukernel-algorithms",
+        "--bin",
+        "bench_algorithms",
+    ]))?;
+    copy(
+        &release.join("bench_algorithms"),
+        &dir.join("bin/bench_algorithms"),
+    )?;
+    benches.push("bench_algorithms".to_string());
     benches.sort();
     for f in std::fs::read_dir(dir.join("bin"))
         .map_err(|e| e.to_string())?
@@ -689,15 +752,9 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
 
     vulkan_libs(&dir.join("lib"));
 
-    let mut sh = String::from(
-        "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\n[ -d bin ] || tar xJf bin.tar.xz || { echo 'FAILED: cannot unpack bin.tar.xz'; exit 1; }\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
-    );
-    sh.push_str(
-        "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true\n",
-    );
-    // The Vulkan loader and glvnd's dispatch library (the NVIDIA ICD needs it) travel in lib/.
-    sh.push_str("export GPUKERNEL_VULKAN_LOADER=\"$PWD/lib/libvulkan.so.1\" LD_LIBRARY_PATH=\"$PWD/lib:$LD_LIBRARY_PATH\"\nfor f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do [ -f \"$f\" ] && { export VK_DRIVER_FILES=\"$f\"; break; }; done\n");
-    sh.push_str(MULTI_GPU_SH);
+    let mut sh = bundle_preamble();
+    // `./run.sh sanitize [TOOL] [STEP...]`: the steps under compute-sanitizer, then exit.
+    sh.push_str(&sanitize::sanitize_sh(&tests, &examples));
     for (name, file) in &tests {
         // The several-device test binaries run test by test, each under its own time limit,
         // so that a hang names its test (and leaves the stacks of its threads in the log).
@@ -754,6 +811,21 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         size.trim()
     );
     Ok(())
+}
+
+/// `run.sh`'s set-up: unpacking, the environment, the GPU count and the step functions
+/// (shared by the full bundle and `sanitize`'s partial one).
+fn bundle_preamble() -> String {
+    let mut sh = String::from(
+        "#!/usr/bin/env bash\n# Runs every GPU test, example and benchmark; exits non-zero on any failure.\nset -u\ncd \"$(dirname \"$0\")\"\n[ -d bin ] || tar xJf bin.tar.xz || { echo 'FAILED: cannot unpack bin.tar.xz'; exit 1; }\nexport GPUKERNEL_TEST_GPU=1 GPUKERNEL_BACKEND=cuda GPUKERNEL_DATA_DIR=\"$PWD/data\"\nexport GPUKERNEL_CACHE_DIR=\"${GPUKERNEL_CACHE_DIR:-/tmp/gpukernel-cache}\"\nexport LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}\nfail=0\nstep() { echo \"=== $*\"; timeout \"${STEP_TIMEOUT:-300}\" \"$@\" || { echo \"FAILED ($?): $*\"; fail=1; }; }\n",
+    );
+    sh.push_str(
+        "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true\n",
+    );
+    // The Vulkan loader and glvnd's dispatch library (the NVIDIA ICD needs it) travel in lib/.
+    sh.push_str("export GPUKERNEL_VULKAN_LOADER=\"$PWD/lib/libvulkan.so.1\" LD_LIBRARY_PATH=\"$PWD/lib:$LD_LIBRARY_PATH\"\nfor f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do [ -f \"$f\" ] && { export VK_DRIVER_FILES=\"$f\"; break; }; done\n");
+    sh.push_str(MULTI_GPU_SH);
+    sh
 }
 
 /// The Vulkan loader (`libvulkan.so.1`) and glvnd's libraries from Debian's packages (the GPU
@@ -956,5 +1028,15 @@ mod tests {
         );
         assert_eq!(json_str(l, "name").as_deref(), Some("x"));
         assert_eq!(json_str(l, "missing"), None);
+    }
+
+    #[test]
+    fn usage_names_every_command() {
+        for c in COMMANDS {
+            let named = USAGE
+                .split(|x: char| !(x.is_ascii_alphanumeric() || x == '-'))
+                .any(|w| w == *c);
+            assert!(named, "USAGE lacks `{c}`");
+        }
     }
 }

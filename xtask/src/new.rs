@@ -42,11 +42,14 @@ const FILES: &[(&str, &str)] = &[
 
 /// Where the project's gpukernel crates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Source {
+pub(crate) enum Source {
     /// This checkout, by path.
     Path(PathBuf),
     /// A git repository, and a branch of it.
     Git(String, Option<String>),
+    /// A registry, by version (`package-check`: the packaged crates in a local directory
+    /// source that replaces crates.io).
+    Version(String),
 }
 
 /// The rustc version the templates were tested with (nvptx-builder's `TESTED_NIGHTLY`).
@@ -70,7 +73,9 @@ pub(crate) fn new_command(args: &[String]) -> Result<(), String> {
                 let branch = it.next().ok_or("--branch needs a name")?;
                 match &mut source {
                     Source::Git(_, b) => *b = Some(branch.clone()),
-                    Source::Path(_) => return Err("--branch goes after --git URL".into()),
+                    Source::Path(_) | Source::Version(_) => {
+                        return Err("--branch goes after --git URL".into());
+                    }
                 }
             }
             _ if dir.is_none() && !a.starts_with('-') => dir = Some(PathBuf::from(a)),
@@ -104,11 +109,12 @@ fn describe(source: &Source) -> String {
     match source {
         Source::Path(p) => format!("the checkout {}", p.display()),
         Source::Git(url, _) => format!("git {url}"),
+        Source::Version(v) => format!("the registry, version {v}"),
     }
 }
 
 /// Writes the project into `dir` (which must be missing or empty).
-fn generate(dir: &Path, source: &Source, nightly: &str) -> Result<(), String> {
+pub(crate) fn generate(dir: &Path, source: &Source, nightly: &str) -> Result<(), String> {
     if dir.read_dir().is_ok_and(|mut d| d.next().is_some()) {
         return Err(format!(
             "{} exists and is not empty: choose a new folder",
@@ -126,6 +132,7 @@ fn generate(dir: &Path, source: &Source, nightly: &str) -> Result<(), String> {
         ),
         Source::Git(url, None) => format!("{krate} = {{ git = {url:?} }}"),
         Source::Git(url, Some(b)) => format!("{krate} = {{ git = {url:?}, branch = {b:?} }}"),
+        Source::Version(v) => format!("{krate} = {v:?}"),
     };
     let deps = [
         dep("gpukernel-device", "device-lib"),
@@ -136,6 +143,7 @@ fn generate(dir: &Path, source: &Source, nightly: &str) -> Result<(), String> {
     let source_line = match source {
         Source::Path(p) => format!("from the checkout at {}", p.display()),
         Source::Git(url, _) => format!("from git ({url})"),
+        Source::Version(v) => format!("from the registry (version {v})"),
     };
     for (path, text) in FILES {
         let text = text

@@ -12,6 +12,11 @@ use gpukernel_device::{prelude::*, thread};
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// The kernels' machine code for sm_80 and sm_90 and their PTX (for newer GPUs), in one fatbin
+/// built with the crate: loading it on those GPUs compiles nothing. The simulator runs the PTX.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+
 // Defined in cuda/functions.cu: `extern "C" __device__ int scale_f32(float* ret, float x, float factor)`.
 // `unsafe extern`: we vouch that the foreign code defines it so; `safe fn`: it is sound for
 // any arguments (it takes no pointer), so safe kernels may call it.

@@ -85,3 +85,30 @@ pub fn histogram_global(data: &[u32], bins: u32, hist: DisjointSlice<u32>) {
         i += stride;
     }
 }
+
+/// Thread 0 of each block writes what the cluster registers say to `out[linear block]`:
+/// `[rank, size, dim, cluster_idx, block_idx in cluster, grid in clusters, explicit, 0]`,
+/// each three-component value packed as `x | y << 8 | z << 16`.
+///
+/// # Safety
+/// `out` holds one `[u32; 8]` per block, and nothing else accesses it during the launch.
+#[kernel]
+pub unsafe fn cluster_registers(out: *mut [u32; 8]) {
+    let pack = |d: gpukernel_device::thread::Dim3| d.x | d.y << 8 | d.z << 16;
+    let v = [
+        cluster::block_rank(),
+        cluster::size(),
+        pack(cluster::dim()),
+        pack(cluster::cluster_idx()),
+        pack(cluster::block_idx()),
+        pack(cluster::grid_dim()),
+        cluster::is_explicit() as u32,
+        0,
+    ];
+    if thread::thread_idx_x() == 0 {
+        let (b, g) = (thread::block_idx(), thread::grid_dim());
+        let linear = (b.x + b.y * g.x + b.z * g.x * g.y) as usize;
+        // SAFETY: one writer per block's slot (the caller sized `out`).
+        unsafe { out.add(linear).write(v) };
+    }
+}

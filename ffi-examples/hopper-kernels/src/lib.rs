@@ -24,13 +24,22 @@ mod grid;
 pub mod misuse;
 mod tma;
 
-pub use cluster::{BINS_PER_BLOCK, HIST_BLOCK, histogram_cluster, histogram_global};
+pub use cluster::{
+    BINS_PER_BLOCK, HIST_BLOCK, cluster_registers, histogram_cluster, histogram_global,
+};
 pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
 pub use tma::{TILE, Tile, mbarrier_ring, tma_copy_tiles, tma_swizzle_probe};
 
 /// The PTX of every kernel in this crate, for `sm_90a`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// Machine code of every kernel, embedded at build time: SASS for `sm_90a` (an
+/// architecture-specific build gets that architecture's alone) plus the PTX, in one fatbin.
+/// `ctx.load_module(FATBIN)` JIT-compiles nothing on an H100 or H200; the simulator runs the PTX
+/// it holds.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
 
 /// Rows of C per block of [`gemm_bf16_wgmma`].
 pub const WG_BM: u32 = 128;

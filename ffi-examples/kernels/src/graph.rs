@@ -8,6 +8,7 @@ use gpukernel_device::{DisjointSlice, kernel, sync, thread};
 /// body of a `while` node that loops until every element is at most `tol`. Launch it with one
 /// block covering `x` (the block's threads vote with `sync_threads_or`, and its first thread
 /// sets the condition).
+// ANCHOR: halve_until
 #[kernel]
 pub fn halve_until(mut x: DisjointSlice<f32>, tol: f32, again: ConditionalHandle) {
     let mut above = false;
@@ -17,3 +18,4 @@ pub fn halve_until(mut x: DisjointSlice<f32>, tol: f32, again: ConditionalHandle
     }
     again.set_by_first_thread(sync::sync_threads_or(above));
 }
+// ANCHOR_END: halve_until

@@ -12,10 +12,12 @@
 
 use gpukernel_device::{math, prelude::*, thread};
 
+pub mod collectives;
 pub mod ffi;
 pub mod ffi_int;
 pub mod graph;
 pub mod grid;
+pub mod launch_shapes;
 pub mod math_kernels;
 pub mod numeric;
 pub mod reduce;
@@ -25,12 +27,20 @@ pub mod suite;
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// Machine code of the kernels that call no run-time-linked foreign function, embedded at build time: SASS for each architecture nvptx-builder
+/// names (`Builder::sass_archs`, default sm_80 and the build architecture) plus their PTX, in
+/// one fatbin. `ctx.load_module(FATBIN)` JIT-compiles nothing on those GPUs; the simulator
+/// runs the PTX it holds.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+
 /// Does nothing: the launch-cost benchmark's kernel.
 #[kernel]
 pub fn empty_kernel() {}
 
 /// `y[i] = a * x[i] + y[i]` for every `i < y.len()`, one thread per element, with one
 /// rounding (a fused multiply-add, as nvcc compiles the same line of CUDA C).
+// ANCHOR: saxpy
 #[kernel]
 pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
     let i = thread::index();
@@ -38,6 +48,7 @@ pub fn saxpy(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
         *yi = math::fmaf(a, x[i.get()], *yi);
     }
 }
+// ANCHOR_END: saxpy
 
 /// saxpy written as the CUDA C version is: the one-dimensional index, one bounds test, no
 /// bounds check on `x`. The benchmark runs it beside [`saxpy`] to separate what the compiler

@@ -20,6 +20,7 @@ pub const REDUCE_MAX_BLOCK: u32 = 256;
 ///
 /// Launch with one-dimensional blocks of at most [`REDUCE_MAX_BLOCK`] threads (any count, not
 /// only powers of two) and `out.len() >= grid_dim_x`. A larger block traps.
+// ANCHOR: block_reduce_sum
 #[kernel]
 pub fn block_reduce_sum(input: &[f32], out: DisjointSlice<f32>) {
     // A condition every thread of the block evaluates alike: a larger block traps in every
@@ -42,6 +43,7 @@ pub fn block_reduce_sum(input: &[f32], out: DisjointSlice<f32>) {
         unsafe { out.write(thread::block_idx_x() as usize, total) };
     }
 }
+// ANCHOR_END: block_reduce_sum
 
 /// Like [`block_reduce_sum`], with the block's scratch space in dynamic shared memory: launch
 /// with at least `block_dim_x * 4` bytes of dynamic shared memory (less traps) and any block
@@ -109,6 +111,7 @@ fn tree_sum(read: impl Fn(usize) -> f32, write: impl Fn(usize, f32)) -> f32 {
 ///
 /// `barrier` is the block barrier; `read`/`write` access the block's scratch; each slot `t`
 /// was written by thread `t` before.
+// ANCHOR: tree_sum_with
 #[inline(always)]
 fn tree_sum_with(
     barrier: impl Fn(),
@@ -129,6 +132,7 @@ fn tree_sum_with(
     barrier();
     read(0)
 }
+// ANCHOR_END: tree_sum_with
 
 /// The sum of the calling warp's `v`s, valid in lane 0; lanes past the end of a partial warp
 /// (a block size that is not a multiple of 32) are left out. Every lane of the warp must call

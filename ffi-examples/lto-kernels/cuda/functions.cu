@@ -4,11 +4,13 @@
 //
 //     extern "C" __device__ int f(T* return_value, A1 a1, ...);   // 0 means success
 
+// ANCHOR: mul_f32
 // ret = a * b
 extern "C" __device__ int mul_f32(float* ret, float a, float b) {
     *ret = a * b;
     return 0;
 }
+// ANCHOR_END: mul_f32
 
 // ret = sum over k = 0..8 of 0.5 * (-0.5)^k * x^k, by Horner's rule with fused multiply-adds
 // (what nvcc makes of `acc * x + c`): 8 FMAs, bounded on [0, 1] so that it can be iterated.
@@ -36,6 +38,8 @@ extern "C" __device__ int checked_sqrt(float* ret, float x) {
 }
 
 // A plain C function (declared `extern "C" fn` in Rust): a + t * (b - a).
+// ANCHOR: lerp_c
 extern "C" __device__ float lerp_c(float a, float b, float t) {
     return fmaf(t, b - a, a);
 }
+// ANCHOR_END: lerp_c

@@ -18,6 +18,13 @@ use gpukernel_device::{math, prelude::*, thread};
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// Machine code of every kernel, embedded at build time: SASS for each architecture nvptx-builder
+/// names (`Builder::sass_archs`, default sm_80 and the build architecture) plus their PTX, in
+/// one fatbin. `ctx.load_module(FATBIN)` JIT-compiles nothing on those GPUs; the simulator
+/// runs the PTX it holds.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
+
 /// The same kernels with the foreign calls unresolved, for the run-time Linker (benchmark and
 /// tests only).
 #[cfg(not(target_arch = "nvptx64"))]
@@ -29,10 +36,24 @@ pub const FUNCTIONS_CU: &str = include_str!("../cuda/functions.cu");
 
 // Named unlike `ffi-examples-kernels`' functions: on the host, where the simulator runs foreign
 // code, both crates link into one test program, and C symbols are global.
+// ANCHOR: kernel
+declare_device! {
+    // you vouch (`unsafe`) that cuda/functions.cu defines it with this signature
+    unsafe extern { pub "mul_f32", safe fn(a: f32, b: f32) -> f32; }
+}
+
+/// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32`.
+#[kernel]
+pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(o) = out.get_mut(&i) {
+        *o = mul_f32(a[i.get()], b[i.get()]);
+    }
+}
+// ANCHOR_END: kernel
+
 declare_device! {
     unsafe extern {
-        /// `a * b`.
-        pub "mul_f32", safe fn(a: f32, b: f32) -> f32;
         /// A degree-8 polynomial by Horner's rule (8 fused multiply-adds), bounded on [0, 1].
         pub "horner8", safe fn(x: f32) -> f32;
         /// `sqrt(x)`; fails with status 33 when `x < 0`.
@@ -65,15 +86,6 @@ pub fn horner8_rust(x: f32) -> f32 {
         k += 1;
     }
     acc
-}
-
-/// `out[i] = a[i] * b[i]`, computed by the foreign `mul_f32`.
-#[kernel]
-pub fn multiply_vectors(a: &[f32], b: &[f32], mut out: DisjointSlice<f32>) {
-    let i = thread::index();
-    if let Some(o) = out.get_mut(&i) {
-        *o = mul_f32(a[i.get()], b[i.get()]);
-    }
 }
 
 /// `y[i] = a * x[i] + y[i]` with the multiply written in Rust (a multiply, then an add).

@@ -91,7 +91,11 @@ fn sums(ctx: &Context, md: &Module, full: bool) -> Result<bool, BoxError> {
     let sms = ctx.device().multiprocessor_count()?;
     // Every block that fits, and one block per multiprocessor (fewer arrivals at the grid
     // barrier).
-    let grids: Vec<u32> = if full { vec![max, sms.min(max)] } else { vec![max.min(8)] };
+    let grids: Vec<u32> = if full {
+        vec![max, sms.min(max)]
+    } else {
+        vec![max.min(8)]
+    };
     let s = ctx.new_stream()?;
     let (e0, e1) = (ctx.new_event()?, ctx.new_event()?);
     let sizes: &[usize] = if full {

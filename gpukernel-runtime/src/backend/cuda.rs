@@ -17,7 +17,7 @@ use super::{
     LaunchDesc, Limits, LoadedModule, ModuleHandle, NodeHandle, RawAlloc, StreamHandle,
 };
 use crate::driver::{self, CUcontext, CUdevice, DeviceAttr, FuncAttr};
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use crate::format::ImageKind;
 
 /// A CUDA device's primary context (retained for the life of the process) and what the
@@ -189,28 +189,68 @@ impl CudaBackend {
         f().map_err(|e| self.attribute(e, suspect))
     }
 
-    /// Reads one foreign-call record; if published, reads the names and zeroes the record (a
-    /// record still being written is left for a later check).
-    fn read_and_clear(&self, addr: u64, s: driver::CUstream) -> Result<Option<ForeignFailure>> {
+    /// Reads one foreign-call record (see `gpukernel_device::ffi::FfiErrorRecord`): the
+    /// failures counted since the last read, with the first in full if the record holds it
+    /// (then re-armed); `None` when nothing new was counted, or when a claimant is still
+    /// writing (it sets the failure word again once it has published, for a later check).
+    /// Called under the context's check lock (`record.seen`).
+    fn read_and_clear(
+        &self,
+        record: &FfiRecord,
+        s: driver::CUstream,
+    ) -> Result<Option<ForeignFailure>> {
+        use gpukernel_device::ffi::{FREE, PUBLISHED};
+        use std::sync::atomic::Ordering::Relaxed;
         const MAX_NAME: u64 = 4096;
-        // SAFETY: `FfiErrorRecord` is plain integers, valid when zeroed.
-        let mut rec: FfiErrorRecord = unsafe { core::mem::zeroed() };
-        // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes (checked
-        // at load; the module is held by the caller); `rec` is a local we wait for below, and
-        // `FfiErrorRecord` is plain integers, valid for any bits.
-        unsafe {
-            driver::memcpy_dtoh_async((&raw mut rec).cast(), addr, size_of::<FfiErrorRecord>(), s)
-        }?;
-        // SAFETY: `s` is live (the caller's stream).
-        driver::sync_result("cuStreamSynchronize", unsafe {
-            driver::stream_synchronize(s)
-        })?;
-        if rec.claimed != gpukernel_device::ffi::PUBLISHED {
+        let addr = record.device_addr;
+        let seen = record.seen.load(Relaxed);
+        // Copies `bytes` bytes at `offset` of the record into `dst` and waits.
+        let read = |dst: *mut u8, offset: usize, bytes: usize| -> Result<()> {
+            // SAFETY: `addr` is the module global of `size_of::<FfiErrorRecord>()` bytes
+            // (checked at load; the module is held by the caller) and `offset + bytes` lies in
+            // it; `dst` has `bytes` bytes we wait for below.
+            unsafe { driver::memcpy_dtoh_async(dst.cast(), addr + offset as u64, bytes, s) }?;
+            // SAFETY: `s` is live (the caller's stream).
+            driver::sync_result("cuStreamSynchronize", unsafe {
+                driver::stream_synchronize(s)
+            })
+        };
+        // The count first, then the claim: a count read while the claim was FREE holds no
+        // claimant (a claimant counts itself only after claiming; only this reader re-arms).
+        let mut counted = 0u64;
+        read(
+            (&raw mut counted).cast(),
+            core::mem::offset_of!(FfiErrorRecord, failures),
+            8,
+        )?;
+        let mut claimed = 0u32;
+        read((&raw mut claimed).cast(), 0, 4)?;
+        if claimed == FREE {
+            let new = counted.wrapping_sub(seen);
+            if new == 0 {
+                return Ok(None);
+            }
+            record.seen.store(counted, Relaxed);
+            return Ok(Some(ForeignFailure {
+                function: String::new(),
+                status: 0,
+                thread: 0,
+                kernel: None,
+                stream: None,
+                count: new,
+                detailed: false,
+            }));
+        }
+        if claimed != PUBLISHED {
             return Ok(None);
         }
+        // Published: the fields are complete and stay so until we re-arm it; read them now.
+        // SAFETY: `FfiErrorRecord` is plain integers, valid when zeroed.
+        let mut rec: FfiErrorRecord = unsafe { core::mem::zeroed() };
+        read((&raw mut rec).cast(), 0, size_of::<FfiErrorRecord>())?;
         // Reads a string the device named by address and length in the module's global
         // memory; `None` for an address the driver refuses.
-        let read = |ptr: u64, len: u64| -> Option<String> {
+        let text = |ptr: u64, len: u64| -> Option<String> {
             let len = len.min(MAX_NAME) as usize;
             if len == 0 || ptr == 0 {
                 return None;
@@ -226,21 +266,25 @@ impl CudaBackend {
             .ok()?;
             Some(String::from_utf8_lossy(&bytes).into_owned())
         };
-        let function = read(rec.name_ptr, rec.name_len).unwrap_or_default();
-        let kernel = read(rec.kernel_ptr, rec.kernel_len);
-        // Zeroes what the device writes (the fields before `sink`), which re-arms the record.
+        let function = text(rec.name_ptr, rec.name_len).unwrap_or_default();
+        let kernel = text(rec.kernel_ptr, rec.kernel_len);
+        // Re-armed by the claim alone (one aligned word; the count is never reset).
         // SAFETY: a live module global of at least this size.
-        unsafe { driver::memset_d8_async(addr, 0, gpukernel_device::ffi::SINK_OFFSET, s) }?;
+        unsafe { driver::memset_d8_async(addr, 0, 4, s) }?;
         // SAFETY: as above.
         driver::sync_result("cuStreamSynchronize", unsafe {
             driver::stream_synchronize(s)
         })?;
+        // The claimant counted itself before publishing: `rec.failures` includes it.
+        record.seen.store(rec.failures, Relaxed);
         Ok(Some(ForeignFailure {
             function,
             status: rec.status,
             thread: rec.thread,
             kernel,
             stream: None,
+            count: rec.failures.wrapping_sub(seen).max(1),
+            detailed: true,
         }))
     }
 }
@@ -249,6 +293,39 @@ impl CudaBackend {
 /// reported, [`Error::UnresolvedForeignSymbols`] if the JIT log names unresolved foreign
 /// functions of a PTX, else [`Error::ModuleLoad`] with the logs.
 #[cold]
+/// [`Error::PtxTooNew`] when the PTX of `image` (a PTX image, or a fatbin's PTX entry) is of an
+/// ISA newer than a driver of CUDA `driver` reads.
+fn ptx_too_new(image: Image<'_>, driver: u32, error: Option<CudaError>) -> Option<Error> {
+    use crate::format::version;
+    let isa = match image.kind {
+        ImageKind::Ptx => {
+            version::isa_version(std::str::from_utf8(crate::format::trim_nul(image.bytes)).ok()?)?
+        }
+        ImageKind::Fatbin => crate::format::fatbin::Fatbin::read(image.bytes)
+            .ok()?
+            .images()
+            .filter_map(|i| match i {
+                Some(crate::format::fatbin::Image::Ptx(text)) => version::isa_version(&text),
+                _ => None,
+            })
+            .max()?,
+        _ => return None,
+    };
+    let needs_cuda = version::too_new_for(isa, driver)?;
+    Some(Error::PtxTooNew {
+        what: image
+            .origin
+            .map_or_else(|| "the module image".to_owned(), |o| format!("`{o}`")),
+        isa,
+        needs_cuda,
+        driver_cuda: driver,
+        error,
+    })
+}
+
+/// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`.
+const UNSUPPORTED_PTX_VERSION: u32 = 222;
+
 fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
     let driver::ModuleLoadFailure {
         error,
@@ -257,6 +334,11 @@ fn load_error(image: Image<'_>, failure: driver::ModuleLoadFailure) -> Error {
     } = failure;
     if error.is_kernel_fault() {
         return driver::error_of("cuModuleLoadDataEx", error, None);
+    }
+    if error.code == UNSUPPORTED_PTX_VERSION
+        && let Some(e) = ptx_too_new(image, driver::version(), Some(error))
+    {
+        return e;
     }
     if image.kind == ImageKind::Ptx {
         let symbols = crate::format::log::unresolved_functions(&error_log);
@@ -547,6 +629,12 @@ impl Backend for CudaBackend {
 
     fn module_load(&self, image: Image<'_>) -> Result<LoadedModule> {
         self.bind_raw()?;
+        // A PTX the driver cannot read is named before the driver refuses it.
+        if image.kind == ImageKind::Ptx
+            && let Some(e) = ptx_too_new(image, driver::version(), None)
+        {
+            return Err(e);
+        }
         let owned;
         let bytes: &[u8] = if image.kind == ImageKind::Ptx && image.bytes.last() != Some(&0) {
             let mut v = Vec::with_capacity(image.bytes.len() + 1);
@@ -891,7 +979,7 @@ impl Backend for CudaBackend {
         record: &FfiRecord,
         s: StreamHandle,
     ) -> Result<Option<ForeignFailure>> {
-        self.call(|| self.read_and_clear(record.device_addr, stream(s)))
+        self.call(|| self.read_and_clear(record, stream(s)))
     }
 
     fn stream_begin_capture(&self, s: StreamHandle) -> Result<()> {
@@ -1139,6 +1227,81 @@ mod tests {
             name: "CUDA_ERROR_INVALID_PTX",
             description: "a PTX JIT compilation failed",
         }
+    }
+
+    fn ptx_of_isa(isa: &str) -> String {
+        format!(
+            ".version {isa}\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n\tret;\n}}\n"
+        )
+    }
+
+    #[test]
+    fn ptx_newer_than_the_driver_names_the_cuda_release_it_needs() {
+        let text = ptx_of_isa("9.0");
+        let image = Image {
+            bytes: text.as_bytes(),
+            kind: ImageKind::Ptx,
+            origin: Some("suite.ptx"),
+            jit: JitOptions::default(),
+        };
+        // A CUDA 12.8 driver (r570) reads up to ISA 8.7: NVRTC 13.0's PTX needs CUDA 13.0.
+        let e = ptx_too_new(image, 12080, None)
+            .expect("too new")
+            .to_string();
+        assert!(e.contains("`suite.ptx` is PTX ISA 9.0"), "{e}");
+        assert!(e.contains("CUDA 13.0 introduced"), "{e}");
+        assert!(e.contains("supports CUDA 12.8 (PTX ISA up to 8.7)"), "{e}");
+        assert!(e.contains("Builder::sass_archs"), "{e}");
+        // The same driver reads the Rust kernels' ISA 7.8; a CUDA 13.0 driver reads 9.0.
+        let ok = ptx_of_isa("7.8");
+        assert!(
+            ptx_too_new(
+                Image {
+                    bytes: ok.as_bytes(),
+                    ..image
+                },
+                12080,
+                None
+            )
+            .is_none()
+        );
+        assert!(ptx_too_new(image, 13000, None).is_none());
+    }
+
+    #[test]
+    fn unsupported_ptx_version_from_the_driver_becomes_ptx_too_new() {
+        let text = ptx_of_isa("9.9");
+        let image = Image {
+            bytes: text.as_bytes(),
+            kind: ImageKind::Ptx,
+            origin: None,
+            jit: JitOptions::default(),
+        };
+        let error = CudaError {
+            code: UNSUPPORTED_PTX_VERSION,
+            name: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+            description: "the PTX was compiled with an unsupported toolchain",
+        };
+        let e = ptx_too_new(image, 13000, Some(error)).expect("too new");
+        let text = e.to_string();
+        assert!(
+            matches!(
+                e,
+                Error::PtxTooNew {
+                    isa: (9, 9),
+                    needs_cuda: None,
+                    driver_cuda: 13000,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(text.contains("the module image is PTX ISA 9.9"), "{text}");
+        assert!(text.contains("newer than this runtime knows"), "{text}");
+        assert!(
+            text.contains("CUDA_ERROR_UNSUPPORTED_PTX_VERSION"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -190,10 +190,11 @@ pub(crate) struct LoadedModule {
     pub ffi_record: Option<u64>,
 }
 
-/// A recorded foreign-call failure.
+/// Foreign-call failures read from a module's record: the first one in full (when the record
+/// kept it) and how many failed in all.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ForeignFailure {
-    /// The foreign symbol.
+    /// The foreign symbol; empty when not [`detailed`](Self::detailed).
     pub function: String,
     /// The status it returned.
     pub status: i32,
@@ -204,6 +205,13 @@ pub(crate) struct ForeignFailure {
     /// The address of the handle of the stream its launch ran on, when the backend knows it
     /// (the simulator; a GPU's record does not say).
     pub stream: Option<usize>,
+    /// How many failures this read accounts for (at least 1): the detailed one and those
+    /// counted after it.
+    pub count: u64,
+    /// Whether the fields above describe the first of them. A GPU record counts failures
+    /// whose claim found it holding an earlier one (already read, not yet re-armed): those
+    /// come as a count alone.
+    pub detailed: bool,
 }
 
 /// A module's foreign-call failure record (see `gpukernel_device::ffi`): the device global
@@ -214,8 +222,12 @@ pub(crate) struct ForeignFailure {
 pub(crate) struct FfiRecord {
     /// The record's device address (CUDA); 0 on the simulator.
     pub device_addr: u64,
-    /// The failures of simulated launches not yet reported: the first of each stream, so a
-    /// failure on one stream does not hide another stream's (bounded by the streams used).
+    /// How many of the record's counted failures have been read (CUDA: the device's count is
+    /// never reset). Read and written under the context's check lock.
+    pub seen: std::sync::atomic::AtomicU64,
+    /// The failures of simulated launches not yet reported: the first of each stream, with
+    /// the count of that stream's failures, so a failure on one stream does not hide another
+    /// stream's (bounded by the streams used).
     pub host: std::sync::Mutex<Vec<ForeignFailure>>,
 }
 

@@ -614,16 +614,28 @@ impl Backend for SimBackend {
     }
 
     fn module_load(&self, image: Image<'_>) -> Result<LoadedModule> {
-        if image.kind != ImageKind::Ptx {
-            return Err(Error::Unsupported {
-                operation: "loading a cubin or fatbin",
+        // A fatbin (a kernels crate's `FATBIN`: SASS plus PTX) is read through its PTX entry,
+        // which names the kernels and holds their signatures.
+        let text = match image.kind {
+            ImageKind::Ptx => String::from_utf8_lossy(image.bytes).into_owned(),
+            ImageKind::Fatbin => fatbin_ptx(image.bytes).ok_or(Error::Unsupported {
+                operation: "loading a fatbin without a readable PTX entry",
                 backend: "simulator",
-                hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
-            });
-        }
+                hint: Some(
+                    "load the kernels' PTX (or a kernels crate's FATBIN, which holds it): the \
+                     simulator runs their Rust bodies",
+                ),
+            })?,
+            _ => {
+                return Err(Error::Unsupported {
+                    operation: "loading a cubin",
+                    backend: "simulator",
+                    hint: Some("load the kernels' PTX: the simulator runs their Rust bodies"),
+                });
+            }
+        };
         // `.extern .func` declarations are no error here: the simulator runs the kernels'
         // Rust bodies, whose foreign calls were resolved when the host crate was built.
-        let text = String::from_utf8_lossy(image.bytes);
         let ptx = crate::format::ptx::Ptx::parse(&text);
         let mut names = ptx.entries();
         let signatures = names
@@ -797,22 +809,26 @@ impl Backend for SimBackend {
         };
         let result = crate::sim::launch(&launch);
         // The launch ran to completion on this thread, which holds its first foreign-call
-        // failure now: it goes to the module's record (unless one of this stream's is pending
-        // there already), naming this launch's kernel and stream, and sets
+        // failure and their count now: it goes to the module's record (counted into this
+        // stream's pending one, if any), naming this launch's kernel and stream, and sets
         // the context's failure word, which every later observation point reads.
-        if let Some((function, status, thread)) = crate::sim::take_foreign_failure()
+        if let Some((function, status, thread, count)) = crate::sim::take_foreign_failure()
             && let Some(record) = desc.ffi
         {
             let mut slot = record.host.lock().unwrap_or_else(|p| p.into_inner());
             let stream = Some(desc.stream.0.addr());
-            if !slot.iter().any(|f| f.stream == stream) {
-                slot.push(ForeignFailure {
+            match slot.iter_mut().find(|f| f.stream == stream) {
+                // Counted into this stream's pending first failure.
+                Some(first) => first.count = first.count.saturating_add(count),
+                None => slot.push(ForeignFailure {
                     function,
                     status,
                     thread,
                     kernel: Some((*desc.name).to_owned()),
                     stream,
-                });
+                    count,
+                    detailed: true,
+                }),
             }
             drop(slot);
             self.failure_word.set();
@@ -1264,6 +1280,18 @@ unsafe impl Sync for SimGraph {}
 unsafe impl Send for SimExec {}
 // SAFETY: as above.
 unsafe impl Sync for SimExec {}
+
+/// The text of a fatbin's PTX entry (the last one, when there are several).
+fn fatbin_ptx(bytes: &[u8]) -> Option<String> {
+    let fatbin = crate::format::fatbin::Fatbin::read(bytes).ok()?;
+    fatbin
+        .images()
+        .filter_map(|i| match i {
+            Some(crate::format::fatbin::Image::Ptx(text)) => Some(text),
+            _ => None,
+        })
+        .last()
+}
 
 #[cfg(test)]
 mod tests {

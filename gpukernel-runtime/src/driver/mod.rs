@@ -193,6 +193,11 @@ pub(crate) fn init() -> Result<()> {
     }
 }
 
+/// The driver's CUDA version (`cuDriverGetVersion`, `12080` for 12.8); 0 before [`init`].
+pub(crate) fn version() -> u32 {
+    VERSION.get().copied().unwrap_or(0)
+}
+
 /// `Ok` when the installed driver supports CUDA `needed` (e.g. `12080`), else
 /// [`Error::DriverTooOld`] naming `feature`. Call it before an entry point newer than
 /// [`MIN_DRIVER`].

@@ -174,6 +174,18 @@ impl<'a> Fatbin<'a> {
             .collect()
     }
 
+    /// Whether the fatbin holds an executable ELF image (whole-program machine code, which
+    /// the driver loads as it is) for SM `sm`: ptxas's output without `-c`, as nvptx-builder
+    /// embeds it. A relocatable one (`-rdc`) needs a link first.
+    pub(crate) fn has_executable_elf_for(&self, sm: u32) -> bool {
+        const ET_EXEC: u16 = 2;
+        self.raw_entries()
+            .iter()
+            .filter(|e| e.kind == KIND_ELF && e.sm == sm)
+            .filter_map(RawEntry::inflate)
+            .any(|elf| elf.starts_with(b"\x7fELF") && u16_at(&elf, 16) == Some(ET_EXEC))
+    }
+
     /// Whether an entry holds LTO-IR (a fatbin of `nvcc -dlto`).
     pub(crate) fn has_ltoir(&self) -> bool {
         self.raw_entries().iter().any(|e| e.kind == KIND_LTOIR)
@@ -256,9 +268,54 @@ pub(crate) fn in_section(mut bytes: &[u8]) -> Vec<Fatbin<'_>> {
     out
 }
 
+/// A fatbin of `(kind, sm, payload)` entries, uncompressed (tests only): kind 1 PTX, 2 ELF.
+#[cfg(test)]
+pub(crate) fn build_for_tests(entries: &[(u16, u32, Vec<u8>)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (kind, sm, payload) in entries {
+        let mut e = vec![0u8; 64];
+        e[0..2].copy_from_slice(&kind.to_le_bytes());
+        e[4..8].copy_from_slice(&64u32.to_le_bytes());
+        e[8..16].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        e[28..32].copy_from_slice(&sm.to_le_bytes());
+        e.extend_from_slice(payload);
+        body.extend(e);
+    }
+    let mut fb = MAGIC.to_le_bytes().to_vec();
+    fb.extend_from_slice(&1u16.to_le_bytes());
+    fb.extend_from_slice(&16u16.to_le_bytes());
+    fb.extend_from_slice(&(body.len() as u64).to_le_bytes());
+    fb.extend(body);
+    fb
+}
+
+/// The first bytes of an ELF image of type `e_type` (1 relocatable, 2 executable; tests only).
+#[cfg(test)]
+pub(crate) fn elf_for_tests(e_type: u16) -> Vec<u8> {
+    let mut elf = b"\x7fELF\x02\x01\x01".to_vec();
+    elf.resize(16, 0);
+    elf.extend_from_slice(&e_type.to_le_bytes());
+    elf.resize(64, 0);
+    elf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn executable_machine_code_is_told_from_relocatable() {
+        let fb = build_for_tests(&[
+            (KIND_ELF, 80, elf_for_tests(2)),
+            (KIND_ELF, 90, elf_for_tests(1)),
+            (KIND_PTX, 90, b".version 7.8\n".to_vec()),
+        ]);
+        let f = Fatbin::read(&fb).unwrap();
+        assert!(f.has_executable_elf_for(80));
+        // Relocatable (`-rdc`) machine code needs a link; no code at all for sm_100.
+        assert!(!f.has_executable_elf_for(90));
+        assert!(!f.has_executable_elf_for(100));
+    }
 
     fn header(header_size: u16, body_size: u64) -> Vec<u8> {
         let mut fb = MAGIC.to_le_bytes().to_vec();

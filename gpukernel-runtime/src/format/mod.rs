@@ -21,6 +21,7 @@ mod kind;
 pub(crate) mod log;
 pub(crate) mod lto;
 pub(crate) mod ptx;
+pub(crate) mod version;
 
 pub use kind::{ImageKind, InputKind};
 pub(crate) use kind::{carries_ltoir, check_input, defined_symbols, detect_image};

@@ -227,6 +227,7 @@ impl<'a> GraphExec<'a> {
     /// # Ok(()) }
     /// ```
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        let _range = crate::profile::nvtx_range!("graph {}", self.graph.name);
         // Before the lock: a host node of this graph launching it again would wait for itself.
         not_in_host_node("GraphExec::launch")?;
         crate::context::check_same(

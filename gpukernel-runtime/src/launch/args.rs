@@ -224,7 +224,7 @@ pub(crate) fn check_same_len<K: Kernel, A: LaunchArgs<K::Params>>(abi: &A::Abi) 
 }
 
 /// The most arguments a typed launch takes (the longest argument tuple).
-pub(crate) const MAX_KERNEL_ARGS: usize = 12;
+pub(crate) const MAX_KERNEL_ARGS: usize = 16;
 
 /// What one launch's arguments lend it: per argument that reaches memory, the allocation, the
 /// byte range and whether the kernel may write it. Every typed path (stream launch, capture,
@@ -246,6 +246,8 @@ pub struct Lent {
     /// The position of the argument being lowered.
     pub(crate) arg: usize,
     n: usize,
+    /// Whether one of `spans[..n]` may be written.
+    writes: bool,
     /// `spans[..n]` are initialised.
     spans: [MaybeUninit<LentSpan>; MAX_KERNEL_ARGS],
 }
@@ -269,6 +271,7 @@ impl Lent {
             same_len: K::SAME_LEN,
             arg: 0,
             n: 0,
+            writes: false,
             spans: [const { MaybeUninit::uninit() }; MAX_KERNEL_ARGS],
         }
     }
@@ -290,17 +293,21 @@ impl Lent {
             arg: self.arg,
             param,
         };
-        for o in &self.spans[..self.n] {
-            // SAFETY: `spans[..n]` are initialised.
-            let o = unsafe { o.assume_init_ref() };
-            if core::ptr::eq(o.alloc, span.alloc)
-                && o.start < span.end
-                && span.start < o.end
-                && (o.writes || span.writes)
-            {
-                return Err(self.aliased(o, &span));
+        // Two reads never conflict: a read after reads alone compares nothing.
+        if span.writes || self.writes {
+            for o in &self.spans[..self.n] {
+                // SAFETY: `spans[..n]` are initialised.
+                let o = unsafe { o.assume_init_ref() };
+                if (o.writes || span.writes)
+                    && core::ptr::eq(o.alloc, span.alloc)
+                    && o.start < span.end
+                    && span.start < o.end
+                {
+                    return Err(self.aliased(o, &span));
+                }
             }
         }
+        self.writes |= span.writes;
         // A tuple has at most `MAX_KERNEL_ARGS` elements, each lending at most once.
         if let Some(slot) = self.spans.get_mut(self.n) {
             slot.write(span);
@@ -653,3 +660,7 @@ tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6
 tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9);
 tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10);
 tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10, A11 P11 a11);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10, A11 P11 a11, A12 P12 a12);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10, A11 P11 a11, A12 P12 a12, A13 P13 a13);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10, A11 P11 a11, A12 P12 a12, A13 P13 a13, A14 P14 a14);
+tuple_args!(A0 P0 a0, A1 P1 a1, A2 P2 a2, A3 P3 a3, A4 P4 a4, A5 P5 a5, A6 P6 a6, A7 P7 a7, A8 P8 a8, A9 P9 a9, A10 P10 a10, A11 P11 a11, A12 P12 a12, A13 P13 a13, A14 P14 a14, A15 P15 a15);

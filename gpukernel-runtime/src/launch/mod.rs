@@ -25,9 +25,9 @@ use crate::stream::Stream;
 pub use args::{KernelArg, LaunchArgs, RequiresLaunchUnchecked, Safe, SafetyLevel};
 pub use config::{DEFAULT_BLOCK, Dim3, LaunchAttributes, LaunchConfig};
 
-/// The most ABI parameters a typed launch passes (12 arguments of up to five parameters each:
+/// The most ABI parameters a typed launch passes (16 arguments of up to five parameters each:
 /// a `DisjointSlice3D` lowers to five).
-pub const MAX_KERNEL_PARAMS: usize = 60;
+pub const MAX_KERNEL_PARAMS: usize = 80;
 
 // --- launching -------------------------------------------------------------------------------
 
@@ -98,6 +98,7 @@ impl Stream {
         config: LaunchConfig,
         args: A,
     ) -> Result<()> {
+        let _range = crate::profile::nvtx_range!("launch {}", K::NAME);
         self.not_capturing("Stream::launch")?;
         let f = &kernel.function;
         if !Arc::ptr_eq(&f.module.ctx, self.ctx()) {
@@ -154,6 +155,7 @@ impl Stream {
         config: LaunchConfig,
         params: &mut [*mut c_void],
     ) -> Result<()> {
+        let _range = crate::profile::nvtx_range!("launch {}", function.name);
         self.not_capturing("Stream::launch_untyped")?;
         if !Arc::ptr_eq(&function.module.ctx, self.ctx()) {
             return Err(crate::context::mismatch(

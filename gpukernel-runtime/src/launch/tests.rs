@@ -476,6 +476,7 @@ fn foreign_failures_surface_at_synchronize() {
             status,
             thread,
             kernel,
+            ..
         } => {
             assert_eq!(function, "mul_f32_f32");
             assert_eq!(*status, 7);
@@ -506,6 +507,7 @@ fn assert_foreign_failure(r: Result<impl core::fmt::Debug>) {
             status: 7,
             thread: 5,
             kernel,
+            ..
         }) => {
             assert_eq!(function, "mul_f32_f32");
             assert_eq!(kernel.as_deref(), Some("fails_foreign"));
@@ -757,4 +759,28 @@ fn the_aliasing_check_refuses_overlap_and_names_both_arguments() {
         s.contains("argument 1 (`&[f32]`) and argument 3 (`DisjointSlice<f32>`)"),
         "{s}"
     );
+}
+
+#[test]
+fn a_read_after_a_write_of_the_same_bytes_is_refused() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let y = ctx.alloc_zeros::<f32>(256).unwrap();
+    let other = ctx.alloc_zeros::<f32>(256).unwrap();
+    let pr = y.raw_parts();
+    let pw = crate::memory::RawParts {
+        access: crate::memory::tracker::Access::Write,
+        ..pr
+    };
+    let mut lent = args::Lent::new::<saxpy>();
+    lent.arg = 1;
+    lent.add(&pw, "DisjointSlice<f32>").unwrap();
+    // Reads of other memory pass; a read of the written bytes does not, however many reads
+    // came between.
+    for arg in 2..5 {
+        lent.arg = arg;
+        lent.add(&other.raw_parts(), "&[f32]").unwrap();
+    }
+    lent.arg = 5;
+    let e = lent.add(&pr, "&[f32]").unwrap_err().to_string();
+    assert!(e.contains("argument 1") && e.contains("argument 5"), "{e}");
 }

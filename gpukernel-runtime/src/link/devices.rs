@@ -74,6 +74,7 @@ impl Linker {
     /// # Ok(()) }
     /// ```
     pub fn link_and_load_on(&self, contexts: &[Context]) -> Result<Vec<Module>> {
+        let _range = crate::profile::nvtx_range!("Linker::link_and_load_on");
         if contexts.is_empty() {
             return Err(Error::Unsupported {
                 operation: "Linker::link_and_load_on with no context",

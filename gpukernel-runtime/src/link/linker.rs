@@ -761,6 +761,7 @@ impl Linker {
     /// # Ok(()) }
     /// ```
     pub fn link(&self) -> Result<LinkedImage> {
+        let _range = crate::profile::nvtx_range!("Linker::link");
         let start = Instant::now();
         let Checked {
             inputs,
@@ -973,6 +974,7 @@ impl Linker {
     /// # Ok(()) }
     /// ```
     pub fn link_and_load(&self) -> Result<Module> {
+        let _range = crate::profile::nvtx_range!("Linker::link_and_load");
         let module = self.link_and_load_only()?;
         if self.hooks.0.is_empty() {
             return Ok(module);

@@ -128,6 +128,24 @@ impl Linker {
         for input in inputs {
             check_arch(input, arch)?;
         }
+        // cuLink hands PTX to the driver's JIT, which reads no ISA newer than its CUDA's.
+        if linker == LinkerKind::CuLink {
+            let driver = crate::driver::version();
+            for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
+                let text = String::from_utf8_lossy(format::trim_nul(&input.bytes));
+                if let Some(isa) = format::version::isa_version(&text)
+                    && let Some(needs_cuda) = format::version::too_new_for(isa, driver)
+                {
+                    return Err(Error::PtxTooNew {
+                        what: format!("`{}`", input.name),
+                        isa,
+                        needs_cuda,
+                        driver_cuda: driver,
+                        error: None,
+                    });
+                }
+            }
+        }
         Ok(Plan {
             arch,
             linker,
@@ -444,6 +462,33 @@ impl Linker {
     }
 }
 
+/// [`Error::NvJitLinkTooOld`] when NVRTC, about to compile `name` to LTO-IR, is newer than the
+/// nvJitLink that will link it (a failed version query is left to the compile and the link).
+fn check_ltoir_consumer(name: &str) -> Result<()> {
+    let (Ok((major, minor)), Ok(nvjitlink)) = (
+        crate::link::sys::nvrtc_version(),
+        crate::link::sys::nvjitlink_version(),
+    ) else {
+        return Ok(());
+    };
+    let producer_version = (major.max(0) as u32, minor.max(0) as u32);
+    if ltoir_consumer_too_old(producer_version, nvjitlink) {
+        return Err(Error::NvJitLinkTooOld {
+            input: name.to_owned(),
+            producer: "NVRTC",
+            producer_version,
+            nvjitlink,
+        });
+    }
+    Ok(())
+}
+
+/// Whether an nvJitLink of version `consumer` cannot read LTO-IR made by a compiler of version
+/// `producer` (both `(major, minor)`): it reads its own release's and older.
+pub(crate) fn ltoir_consumer_too_old(producer: (u32, u32), consumer: (u32, u32)) -> bool {
+    consumer < producer
+}
+
 /// Compiles a `.cu` source with the checks of the used foreign declarations
 /// ([`foreign::compile_checked`]); then checks the definitions in the PTX it produced (LTO-IR
 /// keeps no parameter lists: there the C-level checks alone judge).
@@ -455,6 +500,9 @@ fn compile_checked(
     ltoir: bool,
     used: &[foreign::UsedDecl],
 ) -> Result<(Vec<u8>, String)> {
+    if ltoir {
+        check_ltoir_consumer(name)?;
+    }
     let ((code, log), unchecked) = foreign::compile_checked(source, name, used, |text| {
         nvrtc::compile(text, name, headers, options, ltoir)
     })?;
@@ -709,5 +757,34 @@ fn interpret(
                 info_log,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod ltoir_version_tests {
+    use super::*;
+
+    #[test]
+    fn nvjitlink_must_be_as_new_as_the_ltoir_producer() {
+        assert!(!ltoir_consumer_too_old((13, 0), (13, 0)));
+        assert!(!ltoir_consumer_too_old((12, 8), (13, 0)));
+        assert!(ltoir_consumer_too_old((13, 1), (13, 0)));
+        assert!(ltoir_consumer_too_old((13, 0), (12, 9)));
+        let e = Error::NvJitLinkTooOld {
+            input: "functions.cu".into(),
+            producer: "NVRTC",
+            producer_version: (13, 1),
+            nvjitlink: (13, 0),
+        }
+        .to_string();
+        assert!(
+            e.contains("`functions.cu` is compiled to LTO-IR by NVRTC 13.1"),
+            "{e}"
+        );
+        assert!(e.contains("nvJitLink that would link it is 13.0"), "{e}");
+        assert!(
+            e.contains("nvJitLink 13.1 or newer") && e.contains("Linker::lto(false)"),
+            "{e}"
+        );
     }
 }

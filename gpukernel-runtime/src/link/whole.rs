@@ -47,6 +47,16 @@ pub enum LoadPath {
         /// The input's name.
         input: String,
     },
+    /// The one input is a fatbin holding machine code for the device's architecture (an
+    /// executable ELF, as nvptx-builder embeds in a kernels crate's `FATBIN`): the driver loads
+    /// it as it is and compiles nothing (the link's code generation options do not apply to
+    /// machine code).
+    MachineCode {
+        /// The input's name.
+        input: String,
+        /// The architecture whose machine code is loaded.
+        arch: Arch,
+    },
     /// The inputs are linked (cuLink, or nvJitLink), then the cubin is loaded.
     Linked {
         /// Why the inputs are not loaded as a whole program.
@@ -82,6 +92,18 @@ pub(super) fn decide(
     let linked = |reason: String| LoadPath::Linked { reason };
     if target == TargetShape::Simulator {
         return LoadPath::Simulator;
+    }
+    if let (TargetShape::Device { arch, device }, [input], true, None) =
+        (target, inputs, enabled, linked_because)
+        && arch == device
+        && input.kind == InputKind::Fatbin
+        && crate::format::fatbin::Fatbin::read(&input.bytes)
+            .is_ok_and(|f| !f.has_ltoir() && f.has_executable_elf_for(device.sm()))
+    {
+        return LoadPath::MachineCode {
+            input: input.name.clone(),
+            arch: device,
+        };
     }
     if let Some(reason) = needs_a_link(inputs) {
         return linked(reason);
@@ -226,7 +248,8 @@ impl Linker {
         })
     }
 
-    /// The module of a whole-program load, or `None` when the inputs are to be linked. A
+    /// The module of a whole-program load (one self-contained PTX, or one fatbin with this
+    /// device's machine code), or `None` when the inputs are to be linked. A
     /// failed load is `None` too: the link that follows reports the error as it always has.
     pub(super) fn load_whole_program(&self, ctx: &Context) -> Result<Option<Module>> {
         // Several inputs added (even if two turn out to be one): link, without reading them
@@ -238,7 +261,7 @@ impl Linker {
             return Ok(None);
         }
         let checked = self.checked_inputs()?;
-        let LoadPath::WholeProgram { input } = decide(
+        let (LoadPath::WholeProgram { input } | LoadPath::MachineCode { input, .. }) = decide(
             true,
             self.target_shape()?,
             self.linked_because(),
@@ -333,6 +356,39 @@ mod tests {
         assert!(reason(decide(true, device(), None, std::slice::from_ref(&cu))).contains("`f.cu`"));
         assert!(reason(decide(true, device(), None, &[ptx(KERNEL), cu])).contains("2 inputs"));
         assert!(reason(decide(true, device(), None, &[])).contains("0 inputs"));
+    }
+
+    #[test]
+    fn a_fatbin_with_the_device_s_machine_code_loads_as_it_is() {
+        use crate::format::fatbin::{build_for_tests, elf_for_tests};
+        let fatbin = |e_type: u16, sm: u32| Input {
+            kind: InputKind::Fatbin,
+            name: "kernels.fatbin".into(),
+            path: None,
+            bytes: build_for_tests(&[(2, sm, elf_for_tests(e_type)), (1, 80, KERNEL.into())])
+                .into(),
+            unchecked: false,
+        };
+        let sm90 = Arch::from_compute_capability(9, 0);
+        assert_eq!(
+            decide(true, device(), None, &[fatbin(2, 90)]),
+            LoadPath::MachineCode {
+                input: "kernels.fatbin".into(),
+                arch: sm90
+            }
+        );
+        // Relocatable code, another architecture's, or more to link: the link, as before.
+        assert!(reason(decide(true, device(), None, &[fatbin(1, 90)])).contains("fatbin"));
+        assert!(reason(decide(true, device(), None, &[fatbin(2, 80)])).contains("fatbin"));
+        assert!(
+            reason(decide(true, device(), None, &[fatbin(2, 90), ptx(KERNEL)]))
+                .contains("2 inputs")
+        );
+        assert!(matches!(
+            decide(true, device(), Some("lto"), &[fatbin(2, 90)]),
+            LoadPath::Linked { .. }
+        ));
+        assert!(reason(decide(false, device(), None, &[fatbin(2, 90)])).contains("fatbin"));
     }
 
     #[test]

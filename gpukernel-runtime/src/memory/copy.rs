@@ -47,6 +47,7 @@ pub(super) unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
     src: RawParts<'_>,
     op: &'static str,
 ) -> Result<()> {
+    let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, len, src.len)?;
     src.track(op, "the source", s)?;
     let bytes = len * size_of::<T>();
@@ -74,6 +75,7 @@ pub(super) fn memcpy_htod<T: DeviceCopy>(
     src: &[T],
     op: &'static str,
 ) -> Result<()> {
+    let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, dst.len, src.len())?;
     dst.track(op, "the destination", s)?;
     let bytes = size_of_val(src);
@@ -96,6 +98,7 @@ pub(super) fn memcpy_dtod(
     src: RawParts<'_>,
     op: &'static str,
 ) -> Result<()> {
+    let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, dst.len, src.len)?;
     if !std::sync::Arc::ptr_eq(dst.ctx, src.ctx) {
         // Two devices' memory: a peer copy (see `peer.rs`).
@@ -117,6 +120,7 @@ pub(super) fn memcpy_dtod(
 }
 
 pub(super) fn memset_d8(s: &Stream, dst: RawParts<'_>, value: u8) -> Result<()> {
+    let _range = crate::profile::nvtx_range!("memset_d8");
     dst.track("memset_d8", "the destination", s)?;
     let bytes = dst.len * dst.elem;
     if bytes == 0 {
@@ -134,6 +138,7 @@ fn memcpy_htod_pinned<T: DeviceCopy>(
     src: &PinnedHostBuffer<T>,
 ) -> Result<()> {
     const OP: &str = "memcpy_htod_async";
+    let _range = crate::profile::nvtx_range!("{OP}");
     check_len(OP, dst.len, src.len)?;
     dst.track(OP, "the destination", s)?;
     src.track(s, Access::Read)?;
@@ -158,6 +163,7 @@ fn memcpy_dtoh_pinned<T: DeviceCopy>(
     src: RawParts<'_>,
 ) -> Result<()> {
     const OP: &str = "memcpy_dtoh_async";
+    let _range = crate::profile::nvtx_range!("{OP}");
     check_len(OP, dst.len, src.len)?;
     src.track(OP, "the source", s)?;
     dst.track(s, Access::Write)?;

@@ -371,3 +371,38 @@ fn tracker_cost_probe() {
     let excl = t.elapsed().as_nanos() as f64 / n as f64;
     println!("read (3 streams): {read:.1} ns, exclusive alone: {excl:.1} ns");
 }
+
+#[test]
+fn the_same_stream_again_waits_only_for_what_is_new() {
+    let ctx = sim();
+    let (s1, s2, s3) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let mut x = s1.alloc_zeros::<f32>(1024).unwrap();
+    x.raw_parts().track("test", "x", &s3).unwrap(); // waits for the zeroing on s1
+    assert_eq!(x.tracker.waits(), 1);
+    {
+        let (mut lo, _) = x.split_at_mut(512).unwrap();
+        // Writes on s2, repeated: the first waits for s1's zeroing and s3's read, the others
+        // follow s2's own work.
+        for _ in 0..5 {
+            lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
+        }
+        assert_eq!(x.tracker.waits(), 3);
+    }
+    // Reads on s2 of the bytes it wrote: nothing new to wait for; of the whole buffer (more
+    // bytes): nothing new either (s3 only read).
+    let lo = x.slice(..512).unwrap();
+    lo.raw_parts().track("test", "lo", &s2).unwrap();
+    x.raw_parts().track("test", "x", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+    // s3 reads again: it must now wait for s2's writes, however often s2 used the buffer.
+    x.raw_parts().track("test", "x", &s3).unwrap();
+    assert_eq!(x.tracker.waits(), 4);
+    // s2 writes again after s3's read: a new conflict, waited for.
+    let (mut lo, _) = x.split_at_mut(512).unwrap();
+    lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 5);
+}

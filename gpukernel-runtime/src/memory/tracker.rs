@@ -91,6 +91,10 @@ struct TrackState {
     clock: u64,
     /// Cross-stream waits issued (for tests of the steady state).
     waits: u64,
+    /// The latest use: its stream's id, that stream's index in `uses`, the access and the
+    /// bytes. While it is this stream's, no other stream used the allocation since, so a use
+    /// of no more bytes and no stronger access has nothing new to wait for.
+    latest: Option<(usize, usize, Access, Span)>,
 }
 
 /// See the module documentation.
@@ -111,6 +115,7 @@ impl Tracker {
                 uses: vec![first],
                 clock: 1,
                 waits: 0,
+                latest: None,
             }),
         }
     }
@@ -137,6 +142,19 @@ impl Tracker {
             st.uses[0].last = now;
             return Ok(());
         }
+        // The same stream again (a launch in a loop, its inputs shared with other streams):
+        // its last use ordered it after everything this one conflicts with, and its record
+        // already covers these bytes with at least this access.
+        if let Some((id, i, a, (lo, hi))) = st.latest
+            && id == me
+            && access <= a
+            && access != Access::Exclusive
+            && lo <= span.0
+            && span.1 <= hi
+        {
+            st.uses[i].last = now;
+            return Ok(());
+        }
         let mine = if alone {
             0
         } else {
@@ -156,6 +174,9 @@ impl Tracker {
             st.uses.push(kept);
             st.uses[0].seen.clear();
             st.home = s.clone();
+            st.latest = Some((me, 0, access, span));
+        } else {
+            st.latest = Some((me, mine, access, span));
         }
         Ok(())
     }

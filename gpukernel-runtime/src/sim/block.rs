@@ -173,8 +173,10 @@ impl SimHooks for SimThread {
         // SAFETY: the launch state outlives every runner of the launch.
         let slot = unsafe { &*self.foreign };
         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
-            *slot = Some(failure);
+        // The first failure of the launch is kept, every one counted.
+        match slot.as_mut() {
+            Some(first) => first.count = first.count.saturating_add(failure.count),
+            None => *slot = Some(failure),
         }
     }
 

@@ -97,13 +97,15 @@ impl fmt::Display for SimError {
 impl std::error::Error for SimError {}
 
 /// Takes (and clears) the first foreign-call failure recorded by the launches made from the
-/// calling OS thread since the last call: `(symbol, status, linear thread index)`.
+/// calling OS thread since the last call: `(symbol, status, linear thread index, how many
+/// failures it stands for)`.
 ///
 /// Simulated launches run to completion inside [`launch`], so the record belongs to the thread
 /// that called it; keeping it per thread stops concurrent launches from other threads (e.g.
 /// parallel tests) from taking or shadowing each other's failures.
-pub(crate) fn take_foreign_failure() -> Option<(String, i32, u64)> {
-    gpukernel_device::host::take_foreign_failure().map(|f| (f.name.to_owned(), f.status, f.thread))
+pub(crate) fn take_foreign_failure() -> Option<(String, i32, u64, u64)> {
+    gpukernel_device::host::take_foreign_failure()
+        .map(|f| (f.name.to_owned(), f.status, f.thread, f.count))
 }
 
 /// The most threads per block CUDA allows.
@@ -302,7 +304,7 @@ struct LaunchState<'a, 'p> {
     blocks: u64,
     failed: AtomicBool,
     error: Mutex<Option<SimError>>,
-    /// The first failed foreign call of the launch.
+    /// The first failed foreign call of the launch, counting every one.
     foreign: Mutex<Option<ForeignFailure>>,
     stack_bytes: usize,
 }

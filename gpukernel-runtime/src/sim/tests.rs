@@ -690,7 +690,7 @@ unsafe fn foreign_failure_entry(_: *const *mut c_void) {
     if i == 77 {
         gpukernel_device::host::record_foreign_failure("mul_f32_f32", 9);
     }
-    // Later failures of the same launch do not replace the first.
+    // Later failures of the same launch do not replace the first (they are counted).
     sync::sync_threads();
     if i == 78 {
         gpukernel_device::host::record_foreign_failure("other", 1);
@@ -718,8 +718,10 @@ fn foreign_failures_are_recorded_and_taken() {
         &mut [],
     )
     .unwrap();
-    let (name, status, thread) = super::take_foreign_failure().expect("recorded");
+    let (name, status, thread, count) = super::take_foreign_failure().expect("recorded");
     assert_eq!((name.as_str(), status, thread), ("mul_f32_f32", 9, 77));
+    // Two failures in each of the two launches: the first kept, all four counted.
+    assert_eq!(count, 4, "every failure is counted");
     assert!(
         super::take_foreign_failure().is_none(),
         "taking clears the record"

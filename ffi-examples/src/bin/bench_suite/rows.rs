@@ -190,21 +190,45 @@ pub(crate) fn sum(b: &mut Bench) -> Result<(), BoxError> {
             b.fail("sum", format!("got {got}, want {want}"));
         }
     }
+    // The suite's sum: the device-wide reduce of gpukernel-algorithms (two passes, 16-byte
+    // loads, no atomics), checked like the others.
+    let algs = gpukernel_algorithms::Algorithms::new(&s.context())?;
+    let sum_op = gpukernel_algorithms::Sum;
+    algs.reduce(s, &x, sum_op, &mut total)?;
+    let got = total.to_host_vec()?[0];
+    let err_a = rel_err(&[got], &[want]);
+    if err_a > 1e-3 || !got.is_finite() {
+        b.fail(
+            "sum (Algorithms::reduce)",
+            format!("got {got}, want {want}"),
+        );
+    }
+    let ms_a = b.time(|| Ok(algs.reduce(s, &x, sum_op, &mut total)?))?;
     let ms_r = b.time(|| run(true, &mut total))?;
     let ms_c = b.time(|| run(false, &mut total))?;
     let bytes = 4.0 * n as f64;
-    let mut ratios = vec![ratio(ms_r, ms_c, "CUDA C")];
+    let mut ratios = vec![ratio(ms_a, ms_c, "CUDA C")];
     let numba = b.numba_ms("sum");
     if let Some((nb, how)) = &numba {
-        ratios.push(ratio(ms_r, *nb, &format!("Numba ({how})")));
+        ratios.push(ratio(ms_a, *nb, &format!("Numba ({how})")));
     }
     push(
         b,
-        "sum 2^28 f32 (block + shuffles + atomics)".into(),
-        ms_r,
+        "sum 2^28 f32 (gpukernel-algorithms reduce)".into(),
+        ms_a,
         bytes,
         "GB/s",
         ratios,
+        Some(err_a),
+        "Rust",
+    );
+    push(
+        b,
+        "sum 2^28 f32 (hand-written: block + shuffles + atomics)".into(),
+        ms_r,
+        bytes,
+        "GB/s",
+        vec![ratio(ms_r, ms_c, "CUDA C")],
         Some(errs[0]),
         "Rust",
     );

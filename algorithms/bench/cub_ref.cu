@@ -1,0 +1,70 @@
+// CUB's device-wide algorithms behind plain C entry points, for `bench_algorithms`: compiled
+// with nvcc on the benchmark machine (or ahead of time, named by GPUKERNEL_CUB_LIB) and
+// opened with dlopen. Each call runs on the caller's CUstream (the CUDA runtime shares the
+// device's primary context with gpukernel's runtime); temporary storage is allocated once per
+// size with cudaMalloc, outside the timed calls (`*_prepare`).
+#include <cub/cub.cuh>
+#include <cuda_runtime.h>
+
+static void* g_temp = nullptr;
+static size_t g_temp_bytes = 0;
+
+static int ensure_temp(size_t bytes) {
+    if (bytes <= g_temp_bytes) return 0;
+    if (g_temp) cudaFree(g_temp);
+    g_temp = nullptr;
+    g_temp_bytes = 0;
+    cudaError_t e = cudaMalloc(&g_temp, bytes);
+    if (e != cudaSuccess) return (int)e;
+    g_temp_bytes = bytes;
+    return 0;
+}
+
+#define REDUCE(NAME, T)                                                                    \
+    extern "C" int NAME##_prepare(int n) {                                                 \
+        size_t bytes = 0;                                                                  \
+        cudaError_t e = cub::DeviceReduce::Sum(nullptr, bytes, (const T*)nullptr,          \
+                                               (T*)nullptr, n);                            \
+        if (e != cudaSuccess) return (int)e;                                               \
+        return ensure_temp(bytes);                                                         \
+    }                                                                                      \
+    extern "C" int NAME(const T* in, T* out, int n, void* stream) {                        \
+        size_t bytes = g_temp_bytes;                                                       \
+        return (int)cub::DeviceReduce::Sum(g_temp, bytes, in, out, n,                      \
+                                           (cudaStream_t)stream);                          \
+    }
+
+REDUCE(cub_sum_f32, float)
+REDUCE(cub_sum_f64, double)
+REDUCE(cub_sum_i32, int)
+
+#define SCAN(NAME, T)                                                                      \
+    extern "C" int NAME##_prepare(int n) {                                                 \
+        size_t bytes = 0;                                                                  \
+        cudaError_t e = cub::DeviceScan::InclusiveSum(nullptr, bytes, (const T*)nullptr,   \
+                                                      (T*)nullptr, n);                     \
+        if (e != cudaSuccess) return (int)e;                                               \
+        return ensure_temp(bytes);                                                         \
+    }                                                                                      \
+    extern "C" int NAME(const T* in, T* out, int n, void* stream) {                        \
+        size_t bytes = g_temp_bytes;                                                       \
+        return (int)cub::DeviceScan::InclusiveSum(g_temp, bytes, in, out, n,               \
+                                                  (cudaStream_t)stream);                   \
+    }
+
+SCAN(cub_scan_f32, float)
+
+extern "C" int cub_hist256_prepare(int n) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceHistogram::HistogramEven(
+        nullptr, bytes, (const unsigned char*)nullptr, (unsigned int*)nullptr, 257, 0, 256, n);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_hist256(const unsigned char* in, unsigned int* bins, int n, void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceHistogram::HistogramEven(g_temp, bytes, in, bins, 257, 0, 256, n,
+                                                    (cudaStream_t)stream);
+}
+
+extern "C" int cub_sync() { return (int)cudaDeviceSynchronize(); }

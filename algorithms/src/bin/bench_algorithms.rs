@@ -1,0 +1,584 @@
+//! `bench_algorithms`: the device-wide reduce of `gpukernel-algorithms` against
+//! `cub::DeviceReduce::Sum` and Numba-CUDA's `cuda.reduce`, side by side on one GPU, from 2^16
+//! to 2^28 elements, after checking every result against the host.
+//!
+//! CUB comes from `bench/cub_ref.cu`, compiled with nvcc (`$CUDA_HOME/bin/nvcc`, else
+//! `/usr/local/cuda/bin/nvcc`; `-O3 -arch=sm_<the GPU's>`) into a shared library that this
+//! process opens, unless `GPUKERNEL_CUB_LIB` names one built before. Both run on the same
+//! CUDA stream and context. Numba runs in a child `python3` (`GPUKERNEL_PYTHON` to choose
+//! another), on the same GPU, timed the same way; its rows are left out, with the reason,
+//! when it cannot run.
+//!
+//! Timing: each figure is the median over 7 batches of 20 back-to-back calls, timed by two
+//! events around the batch, divided by 20: per-call throughput including launch costs, so
+//! small sizes show where a call is launch-bound. Our calls include their stream-ordered
+//! temporary allocation; CUB's temporary storage is allocated once, before timing.
+
+use std::error::Error;
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::process::Command;
+
+use gpukernel_algorithms::{Algorithms, Sum};
+use gpukernel_runtime::{Context, Device, DeviceBuffer, Stream};
+
+type BoxError = Box<dyn Error>;
+
+const CUB_SOURCE: &str = include_str!("../../bench/cub_ref.cu");
+const BATCH: usize = 20;
+const BATCHES: usize = 7;
+
+type CubPrepare = unsafe extern "C" fn(i32) -> i32;
+type CubRun<T> = unsafe extern "C" fn(*const T, *mut T, i32, *mut c_void) -> i32;
+
+/// The CUB library, opened.
+struct Cub {
+    lib: libloading::Library,
+    how: String,
+}
+
+impl Cub {
+    fn open(cc: (u32, u32)) -> Result<Cub, BoxError> {
+        let (path, how) = match std::env::var_os("GPUKERNEL_CUB_LIB") {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                let how = format!("prebuilt {}", p.display());
+                (p, how)
+            }
+            None => compile_cub(cc)?,
+        };
+        // SAFETY: the library is ours (cub_ref.cu); its initializers are the CUDA runtime's.
+        let lib = unsafe { libloading::Library::new(&path) }
+            .map_err(|e| format!("opening the CUB library {}: {e}", path.display()))?;
+        Ok(Cub { lib, how })
+    }
+
+    /// `name_prepare(n)` then a closure that runs `name(in, out, n, stream)`.
+    fn func<T>(&self, name: &str, n: usize) -> Result<CubRun<T>, BoxError> {
+        // SAFETY: the symbols have these C signatures in cub_ref.cu.
+        unsafe {
+            let prepare: libloading::Symbol<'_, CubPrepare> =
+                self.lib.get(format!("{name}_prepare\0").as_bytes())?;
+            let r = prepare(n as i32);
+            if r != 0 {
+                return Err(format!("{name}_prepare({n}) returned CUDA error {r}").into());
+            }
+            let run: libloading::Symbol<'_, CubRun<T>> =
+                self.lib.get(format!("{name}\0").as_bytes())?;
+            Ok(*run)
+        }
+    }
+}
+
+fn compile_cub(cc: (u32, u32)) -> Result<(PathBuf, String), BoxError> {
+    let home = std::env::var_os("CUDA_HOME").map(PathBuf::from);
+    let nvcc = home
+        .map(|h| h.join("bin/nvcc"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("/usr/local/cuda/bin/nvcc"));
+    if !nvcc.exists() {
+        return Err(format!(
+            "no nvcc at {} to compile CUB's reference: set CUDA_HOME, or GPUKERNEL_CUB_LIB to a \
+             library built from algorithms/bench/cub_ref.cu",
+            nvcc.display()
+        )
+        .into());
+    }
+    let dir = std::env::temp_dir().join(format!("gpukernel-cub-ref-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let src = dir.join("cub_ref.cu");
+    std::fs::write(&src, CUB_SOURCE)?;
+    let lib = dir.join("libcubref.so");
+    let arch = format!("-arch=sm_{}{}", cc.0, cc.1);
+    let out = Command::new(&nvcc)
+        .args(["-O3", &arch, "-shared", "-Xcompiler", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} failed on cub_ref.cu:\n{}",
+            nvcc.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok((lib, format!("{} -O3 {arch}", nvcc.display())))
+}
+
+/// Per-call milliseconds: the median over [`BATCHES`] batches of [`BATCH`] calls of `f`.
+fn per_call_ms(
+    ctx: &Context,
+    stream: &Stream,
+    mut f: impl FnMut() -> Result<(), BoxError>,
+) -> Result<f64, BoxError> {
+    let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    for _ in 0..3 {
+        f()?;
+    }
+    stream.synchronize()?;
+    let mut v = Vec::with_capacity(BATCHES);
+    for _ in 0..BATCHES {
+        start.record(stream)?;
+        for _ in 0..BATCH {
+            f()?;
+        }
+        end.record(stream)?;
+        end.synchronize()?;
+        v.push(start.elapsed_ms(&end)? as f64 / BATCH as f64);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+/// Deterministic values in [-1, 1).
+fn values(n: usize) -> Vec<f32> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn check(what: &str, got: f64, want: f64, scale: f64) -> Result<(), BoxError> {
+    // f32 sums of n values of either sign in another order: a relative error against the sum
+    // of magnitudes.
+    if !got.is_finite() || (got - want).abs() > 1e-5 * scale.max(1.0) {
+        return Err(format!("{what}: got {got}, want {want} (scale {scale})").into());
+    }
+    Ok(())
+}
+
+/// Numba's `cuda.reduce` per-call milliseconds by size, from a child Python.
+fn numba(sizes: &[usize]) -> Result<Vec<(usize, f64)>, String> {
+    let script = r#"
+import sys, numpy as np
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack  # numba-cuda's cuda.reduce still calls it; NumPy 2.x removed it
+from numba import cuda
+sizes = [int(s) for s in sys.argv[1:]]
+red = cuda.reduce(lambda a, b: a + b)
+out = cuda.device_array(1, dtype=np.float32)
+for n in sizes:
+    x = cuda.to_device(((np.arange(n, dtype=np.float64) % 7) - 3).astype(np.float32))
+    red(x, res=out)
+    cuda.synchronize()
+    if abs(float(out.copy_to_host()[0]) - float(((np.arange(n) % 7) - 3).sum())) > 1e-3 * n:
+        print("numba sum wrong", n, file=sys.stderr); sys.exit(2)
+    s, e = cuda.event(), cuda.event()
+    ts = []
+    for _ in range(7):
+        s.record()
+        for _ in range(20):
+            red(x, res=out)
+        e.record(); e.synchronize()
+        ts.append(cuda.event_elapsed_time(s, e) / 20)
+    ts.sort()
+    print(n, ts[len(ts) // 2], flush=True)
+"#;
+    let py = std::env::var("GPUKERNEL_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = Command::new(&py)
+        .arg("-c")
+        .arg(script)
+        .args(sizes.iter().map(|n| n.to_string()))
+        .output()
+        .map_err(|e| format!("{py}: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+        return Err(format!("{py} exited with {}: {last}", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect())
+}
+
+fn gbs(bytes: f64, ms: f64) -> f64 {
+    bytes / ms / 1e6
+}
+
+fn main() -> Result<(), BoxError> {
+    let dev = Device::get(0)?;
+    let props = dev.properties()?;
+    let cc = props.compute_capability;
+    let ctx = dev.primary_context()?;
+    let stream = ctx.new_stream()?;
+    let algs = Algorithms::new(&ctx)?;
+    let cub = Cub::open(cc)?;
+    println!(
+        "# bench_algorithms on {} (sm_{}{}, {} SMs); CUB: {}",
+        dev.name()?,
+        cc.0,
+        cc.1,
+        props.multiprocessor_count,
+        cub.how
+    );
+    let sizes: Vec<usize> = [16, 18, 20, 22, 24, 26, 27, 28]
+        .iter()
+        .map(|p| 1usize << p)
+        .collect();
+    let numba_rows = numba(&sizes);
+    if let Err(e) = &numba_rows {
+        println!("# Numba rows left out: {e}");
+    }
+    println!(
+        "\n{:>10} | {:>9} {:>8} | {:>9} {:>8} | {:>6} | {:>9} {:>8} | {:>6}",
+        "f32 sum n", "ours ms", "GB/s", "CUB ms", "GB/s", "/CUB", "Numba ms", "GB/s", "/Numba"
+    );
+    let all = values(*sizes.last().expect("sizes"));
+    let x_all = stream.htod_copy(&all)?;
+    let mut out = stream.alloc_zeros::<f32>(1)?;
+    let mut out_cub = stream.alloc_zeros::<f32>(1)?;
+    for &n in &sizes {
+        let x = x_all.slice(..n)?;
+        let want: f64 = all[..n].iter().map(|&v| v as f64).sum();
+        let scale: f64 = all[..n].iter().map(|&v| v.abs() as f64).sum();
+        let cub_sum = cub.func::<f32>("cub_sum_f32", n)?;
+        let run_cub = |out: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
+            // SAFETY: live buffers of `n` and 1 f32s of this context; the stream is ours.
+            let r = unsafe {
+                cub_sum(
+                    x_all.as_raw() as *const f32,
+                    out.as_raw() as *mut f32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            };
+            if r != 0 {
+                return Err(format!("cub::DeviceReduce::Sum returned CUDA error {r}").into());
+            }
+            Ok(())
+        };
+        algs.reduce(&stream, x, Sum, &mut out)?;
+        check("ours", out.to_host_vec()?[0] as f64, want, scale)?;
+        run_cub(&mut out_cub)?;
+        stream.synchronize()?;
+        check("CUB", out_cub.to_host_vec()?[0] as f64, want, scale)?;
+        let ours = per_call_ms(
+            &ctx,
+            &stream,
+            || Ok(algs.reduce(&stream, x, Sum, &mut out)?),
+        )?;
+        let cubm = per_call_ms(&ctx, &stream, || run_cub(&mut out_cub))?;
+        let bytes = 4.0 * n as f64;
+        let nb = numba_rows
+            .as_ref()
+            .ok()
+            .and_then(|r| r.iter().find(|(m, _)| *m == n).map(|(_, ms)| *ms));
+        let (nbs, nbg, nbr) = match nb {
+            Some(ms) => (
+                format!("{ms:.4}"),
+                format!("{:.0}", gbs(bytes, ms)),
+                format!("{:.2}", ms / ours),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3} | {:>9} {:>8} | {:>6}",
+            format!("2^{}", n.trailing_zeros()),
+            ours,
+            gbs(bytes, ours),
+            cubm,
+            gbs(bytes, cubm),
+            cubm / ours,
+            nbs,
+            nbg,
+            nbr
+        );
+    }
+
+    // Tuning at 2^28: the first pass's grid and loads in flight.
+    let n = x_all.len();
+    let cub_sum = cub.func::<f32>("cub_sum_f32", n)?;
+    let cubm = per_call_ms(&ctx, &stream, || {
+        // SAFETY: as above.
+        let r = unsafe {
+            cub_sum(
+                x_all.as_raw() as *const f32,
+                out_cub.as_raw() as *mut f32,
+                n as i32,
+                stream.raw() as *mut c_void,
+            )
+        };
+        if r != 0 {
+            return Err(format!("cub::DeviceReduce::Sum returned CUDA error {r}").into());
+        }
+        Ok(())
+    })?;
+    println!(
+        "\n2^{} f32 sum, first-pass shapes (CUB {cubm:.4} ms, {:.0} GB/s):",
+        n.trailing_zeros(),
+        gbs(4.0 * n as f64, cubm)
+    );
+    let want: f64 = all.iter().map(|&v| v as f64).sum();
+    let scale: f64 = all.iter().map(|&v| v.abs() as f64).sum();
+    for vecs in [2usize, 4, 8] {
+        for bps in [2u32, 4, 8, 16] {
+            algs.sum_f32_tuned(&stream, &x_all, &mut out, bps, vecs)?;
+            check(
+                &format!("ours vecs {vecs} blocks/SM {bps}"),
+                out.to_host_vec()?[0] as f64,
+                want,
+                scale,
+            )?;
+            let ms = per_call_ms(&ctx, &stream, || {
+                Ok(algs.sum_f32_tuned(&stream, &x_all, &mut out, bps, vecs)?)
+            })?;
+            println!(
+                "  vecs {vecs} blocks/SM {bps:>2}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
+                gbs(4.0 * n as f64, ms),
+                cubm / ms
+            );
+        }
+    }
+
+    scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+
+    // Other element types at 2^28 against CUB.
+    println!();
+    let xi: Vec<i32> = all.iter().map(|&v| (v * 1000.0) as i32).collect();
+    let di = stream.htod_copy(&xi)?;
+    let wanti = xi.iter().fold(0i32, |a, &b| a.wrapping_add(b));
+    type_row(&ctx, &stream, &algs, &cub, "i32", "cub_sum_i32", &di, wanti)?;
+    drop(di);
+    let xd: Vec<f64> = all.iter().map(|&v| (v * 1000.0).trunc() as f64).collect();
+    let dd = stream.htod_copy(&xd)?;
+    let wantd: f64 = xd.iter().sum();
+    type_row(&ctx, &stream, &algs, &cub, "f64", "cub_sum_f64", &dd, wantd)?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn type_row<T>(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    name: &str,
+    sym: &str,
+    x: &DeviceBuffer<T>,
+    want: T,
+) -> Result<(), BoxError>
+where
+    T: gpukernel_algorithms::Item + gpukernel_runtime::DeviceCopy + PartialEq + std::fmt::Debug,
+    Sum: gpukernel_algorithms::DeviceReduceOp<T>,
+{
+    let n = x.len();
+    let mut out = stream.alloc_zeros::<T>(1)?;
+    let mut out_cub = stream.alloc_zeros::<T>(1)?;
+    let run = cub.func::<T>(sym, n)?;
+    let run_cub = |out: &mut DeviceBuffer<T>| -> Result<(), BoxError> {
+        // SAFETY: live buffers of `n` and 1 elements of this context.
+        let r = unsafe {
+            run(
+                x.as_raw() as *const T,
+                out.as_raw() as *mut T,
+                n as i32,
+                stream.raw() as *mut c_void,
+            )
+        };
+        if r != 0 {
+            return Err(format!("cub {sym} returned CUDA error {r}").into());
+        }
+        Ok(())
+    };
+    algs.reduce(stream, x, Sum, &mut out)?;
+    run_cub(&mut out_cub)?;
+    stream.synchronize()?;
+    let (a, b) = (out.to_host_vec()?[0], out_cub.to_host_vec()?[0]);
+    if a != want || b != want {
+        return Err(format!("{name} sum: ours {a:?}, CUB {b:?}, want {want:?}").into());
+    }
+    let ours = per_call_ms(ctx, stream, || Ok(algs.reduce(stream, x, Sum, &mut out)?))?;
+    let cubm = per_call_ms(ctx, stream, || run_cub(&mut out_cub))?;
+    let bytes = (std::mem::size_of::<T>() * n) as f64;
+    println!(
+        "2^{} {name} sum: ours {ours:.4} ms {:.0} GB/s, CUB {cubm:.4} ms {:.0} GB/s, {:.3}x CUB",
+        n.trailing_zeros(),
+        gbs(bytes, ours),
+        gbs(bytes, cubm),
+        cubm / ours
+    );
+    Ok(())
+}
+
+/// The inclusive f32 sum against `cub::DeviceScan::InclusiveSum`, element for element.
+fn scan_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    println!(
+        "\n{:>10} | {:>9} {:>8} | {:>9} {:>8} | {:>6}",
+        "f32 scan n", "ours ms", "GB/s", "CUB ms", "GB/s", "/CUB"
+    );
+    let max = *sizes.last().expect("sizes");
+    // Small integers: every prefix is exact in f32, in any order of addition.
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let xs: Vec<f32> = (0..max)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 21) as f32 - 10.0
+        })
+        .collect();
+    let x_all = stream.htod_copy(&xs)?;
+    let mut y = stream.alloc_zeros::<f32>(max)?;
+    let mut y_cub = stream.alloc_zeros::<f32>(max)?;
+    for &n in sizes {
+        let x = x_all.slice(..n)?;
+        let run_cub = cub.func::<f32>("cub_scan_f32", n)?;
+        let cub_call = |y: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
+            // SAFETY: live buffers of at least `n` f32s of this context, on our stream.
+            let r = unsafe {
+                run_cub(
+                    x_all.as_raw() as *const f32,
+                    y.as_raw() as *mut f32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            };
+            if r != 0 {
+                return Err(
+                    format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into(),
+                );
+            }
+            Ok(())
+        };
+        algs.inclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?;
+        cub_call(&mut y_cub)?;
+        stream.synchronize()?;
+        let (ours, theirs) = (
+            y.slice(..n)?.to_host_vec()?,
+            y_cub.slice(..n)?.to_host_vec()?,
+        );
+        let mut acc = 0.0f32;
+        for i in 0..n {
+            acc += xs[i];
+            if ours[i] != acc || theirs[i] != acc {
+                return Err(format!(
+                    "scan of {n}: element {i}: ours {}, CUB {}, want {acc}",
+                    ours[i], theirs[i]
+                )
+                .into());
+            }
+        }
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.inclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?)
+        })?;
+        let cubm = per_call_ms(ctx, stream, || cub_call(&mut y_cub))?;
+        let bytes = 8.0 * n as f64;
+        println!(
+            "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3}",
+            format!("2^{}", n.trailing_zeros()),
+            ms,
+            gbs(bytes, ms),
+            cubm,
+            gbs(bytes, cubm),
+            cubm / ms
+        );
+    }
+    Ok(())
+}
+
+type CubHist = unsafe extern "C" fn(*const u8, *mut u32, i32, *mut c_void) -> i32;
+
+/// The 256-bin byte histogram against `cub::DeviceHistogram::HistogramEven`, bin for bin.
+fn histogram_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    println!(
+        "\n{:>10} | {:>9} {:>8} | {:>9} {:>8} | {:>6}",
+        "bytes n", "ours ms", "GB/s", "CUB ms", "GB/s", "/CUB"
+    );
+    let max = *sizes.last().expect("sizes");
+    let mut s = 0x1234_5678_9abc_def1u64;
+    let data: Vec<u8> = (0..max)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 24) as u8
+        })
+        .collect();
+    let d_all = stream.htod_copy(&data)?;
+    let mut bins = stream.alloc_zeros::<u32>(256)?;
+    let mut bins_cub = stream.alloc_zeros::<u32>(256)?;
+    for &n in sizes {
+        let d = d_all.slice(..n)?;
+        // SAFETY: the symbols have these C signatures in cub_ref.cu.
+        let run: CubHist = unsafe {
+            let prepare: libloading::Symbol<'_, CubPrepare> =
+                cub.lib.get(b"cub_hist256_prepare\0")?;
+            let r = prepare(n as i32);
+            if r != 0 {
+                return Err(format!("cub_hist256_prepare({n}) returned CUDA error {r}").into());
+            }
+            *cub.lib.get::<CubHist>(b"cub_hist256\0")?
+        };
+        let cub_call = |bins: &mut DeviceBuffer<u32>| -> Result<(), BoxError> {
+            // CUB adds to the bins: zero them first, as ours does.
+            bins.memset_d8(0)?;
+            // SAFETY: live buffers of `n` bytes and 256 counters of this context.
+            let r = unsafe {
+                run(
+                    d_all.as_raw() as *const u8,
+                    bins.as_raw() as *mut u32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            };
+            if r != 0 {
+                return Err(
+                    format!("cub::DeviceHistogram::HistogramEven returned CUDA error {r}").into(),
+                );
+            }
+            Ok(())
+        };
+        algs.histogram256(stream, d, &mut bins)?;
+        cub_call(&mut bins_cub)?;
+        stream.synchronize()?;
+        let mut want = vec![0u32; 256];
+        for &b in &data[..n] {
+            want[b as usize] += 1;
+        }
+        let (ours, theirs) = (bins.to_host_vec()?, bins_cub.to_host_vec()?);
+        if ours != want || theirs != want {
+            return Err(format!(
+                "histogram of {n} bytes differs from the host's (ours ok: {}, CUB ok: {})",
+                ours == want,
+                theirs == want
+            )
+            .into());
+        }
+        let ms = per_call_ms(ctx, stream, || Ok(algs.histogram256(stream, d, &mut bins)?))?;
+        let cubm = per_call_ms(ctx, stream, || cub_call(&mut bins_cub))?;
+        let bytes = n as f64;
+        println!(
+            "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3}",
+            format!("2^{}", n.trailing_zeros()),
+            ms,
+            gbs(bytes, ms),
+            cubm,
+            gbs(bytes, cubm),
+            cubm / ms
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,631 @@
+//! Device-wide algorithms on gpukernel's buffers and streams: reduce (sum, minimum, maximum)
+//! of `u32`, `i32`, `f32`, `u64`, `i64`, `f64`, on the GPU and on the simulator.
+//!
+//! [`Algorithms::new`] loads the algorithms' kernels (this crate's own kernels crate,
+//! `gpukernel-algorithms-kernels`, compiled to PTX by `nvptx-builder` like any kernels crate)
+//! into a context once; each call is then two typed, checked launches on the caller's stream,
+//! whose temporary storage comes from the stream-ordered allocator and is freed after its work.
+//!
+//! ```
+//! use gpukernel_algorithms::{Algorithms, Max, Sum};
+//! use gpukernel_runtime::Device;
+//!
+//! # fn main() -> gpukernel_runtime::Result<()> {
+//! let ctx = Device::simulator().primary_context()?; // or Device::get(0)?
+//! let algs = Algorithms::new(&ctx)?;
+//! let stream = ctx.default_stream();
+//! let x = stream.htod_copy(&[3.0f32, -1.0, 4.0, 1.5])?;
+//! let mut out = stream.alloc_zeros::<f32>(1)?;
+//! algs.reduce(&stream, &x, Sum, &mut out)?;
+//! assert_eq!(out.to_host_vec()?, [7.5]);
+//! assert_eq!(algs.reduce_to_host(&stream, &x, Max)?, 4.0);
+//! # Ok(()) }
+//! ```
+
+use std::sync::OnceLock;
+
+use gpukernel_algorithms_kernels as k;
+use gpukernel_runtime::{
+    Context, DeviceBuffer, DeviceCopy, DeviceView, DeviceViewMut, DisjointSlice, Error,
+    LaunchConfig, Module, Result, SafeKernel, Stream, TypedKernel,
+};
+
+pub use gpukernel_algorithms_kernels::Item;
+pub use gpukernel_device::ops::{Identity, Max, Min, ReduceOp, Sum};
+
+/// Threads per block of the reduce kernels.
+pub const BLOCK: u32 = k::BLOCK;
+
+/// Blocks per SM of the first reduce pass when none is asked for (see
+/// [`Algorithms::reduce_with`]).
+pub const DEFAULT_BLOCKS_PER_SM: u32 = 4;
+
+type Pair<P, F> = (TypedKernel<P>, TypedKernel<F>);
+type Params<T> = (&'static [T], DisjointSlice<'static, T>);
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Sum {}
+    impl Sealed for super::Min {}
+    impl Sealed for super::Max {}
+}
+
+/// An operator the device-wide reduce has kernels for: [`Sum`], [`Min`], [`Max`] (each for
+/// every [`Item`] type). They are commutative: the reduce combines elements in an order of its
+/// own (a float sum differs from a sequential one in the last bits, and is the same from run
+/// to run on one device and grid).
+///
+/// ```
+/// use gpukernel_algorithms::{DeviceReduceOp, Min};
+/// fn takes<Op: DeviceReduceOp<u64>>(_op: Op) {}
+/// takes(Min);
+/// ```
+pub trait DeviceReduceOp<T: Item>: Identity<T> + sealed::Sealed {
+    #[doc(hidden)]
+    type Partial: SafeKernel<Params = Params<T>>;
+    #[doc(hidden)]
+    type Final: SafeKernel<Params = Params<T>>;
+    #[doc(hidden)]
+    fn __cell(kernels: &Kernels) -> &OnceLock<Pair<Self::Partial, Self::Final>>;
+    #[doc(hidden)]
+    fn __load(module: &Module) -> Result<Pair<Self::Partial, Self::Final>>;
+}
+
+macro_rules! reduce_ops {
+    ($($field:ident: $t:ty, $op:ident, $partial:ident, $final:ident;)*) => {
+        /// The algorithms' kernels, looked up in the module on first use.
+        #[doc(hidden)]
+        #[derive(Default)]
+        pub struct Kernels {
+            $($field: OnceLock<Pair<k::$partial, k::$final>>,)*
+            sum_f32_v8: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v8>>,
+            sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
+            scan: ScanKernels,
+            histogram256: OnceLock<TypedKernel<k::histogram256_u8>>,
+        }
+        $(
+            impl DeviceReduceOp<$t> for $op {
+                type Partial = k::$partial;
+                type Final = k::$final;
+                fn __cell(kernels: &Kernels) -> &OnceLock<Pair<k::$partial, k::$final>> {
+                    &kernels.$field
+                }
+                fn __load(module: &Module) -> Result<Pair<k::$partial, k::$final>> {
+                    Ok((module.kernel(k::$partial)?, module.kernel(k::$final)?))
+                }
+            }
+        )*
+    };
+}
+
+reduce_ops! {
+    sum_f32: f32, Sum, reduce_partial_sum_f32, reduce_final_sum_f32;
+    sum_f64: f64, Sum, reduce_partial_sum_f64, reduce_final_sum_f64;
+    sum_i32: i32, Sum, reduce_partial_sum_i32, reduce_final_sum_i32;
+    sum_u32: u32, Sum, reduce_partial_sum_u32, reduce_final_sum_u32;
+    sum_i64: i64, Sum, reduce_partial_sum_i64, reduce_final_sum_i64;
+    sum_u64: u64, Sum, reduce_partial_sum_u64, reduce_final_sum_u64;
+    min_f32: f32, Min, reduce_partial_min_f32, reduce_final_min_f32;
+    min_f64: f64, Min, reduce_partial_min_f64, reduce_final_min_f64;
+    min_i32: i32, Min, reduce_partial_min_i32, reduce_final_min_i32;
+    min_u32: u32, Min, reduce_partial_min_u32, reduce_final_min_u32;
+    min_i64: i64, Min, reduce_partial_min_i64, reduce_final_min_i64;
+    min_u64: u64, Min, reduce_partial_min_u64, reduce_final_min_u64;
+    max_f32: f32, Max, reduce_partial_max_f32, reduce_final_max_f32;
+    max_f64: f64, Max, reduce_partial_max_f64, reduce_final_max_f64;
+    max_i32: i32, Max, reduce_partial_max_i32, reduce_final_max_i32;
+    max_u32: u32, Max, reduce_partial_max_u32, reduce_final_max_u32;
+    max_i64: i64, Max, reduce_partial_max_i64, reduce_final_max_i64;
+    max_u64: u64, Max, reduce_partial_max_u64, reduce_final_max_u64;
+}
+
+impl std::fmt::Debug for ScanKernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScanKernels { .. }")
+    }
+}
+
+impl std::fmt::Debug for Kernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Kernels { .. }")
+    }
+}
+
+/// An operator the device-wide scans have kernels for: [`Sum`] of `f32`, `i32`, `u32`.
+///
+/// ```
+/// use gpukernel_algorithms::{DeviceScanOp, Sum};
+/// fn takes<Op: DeviceScanOp<u32>>(_op: Op) {}
+/// takes(Sum);
+/// ```
+pub trait DeviceScanOp<T: Item>: Identity<T> + sealed::Sealed {
+    #[doc(hidden)]
+    type Inclusive: SafeKernel<Params = ScanParams<T>>;
+    #[doc(hidden)]
+    type Exclusive: SafeKernel<Params = ScanParams<T>>;
+    #[doc(hidden)]
+    fn __cell(kernels: &Kernels) -> &OnceLock<Pair<Self::Inclusive, Self::Exclusive>>;
+    #[doc(hidden)]
+    fn __load(module: &Module) -> Result<Pair<Self::Inclusive, Self::Exclusive>>;
+}
+
+type ScanParams<T> = (
+    &'static [T],
+    DisjointSlice<'static, T>,
+    DisjointSlice<'static, u64>,
+);
+
+macro_rules! scan_ops {
+    ($($field:ident: $t:ty, $incl:ident, $excl:ident;)*) => {
+        /// The scan kernels, looked up in the module on first use.
+        #[doc(hidden)]
+        #[derive(Default)]
+        pub struct ScanKernels {
+            $($field: OnceLock<Pair<k::$incl, k::$excl>>,)*
+        }
+        $(
+            impl DeviceScanOp<$t> for Sum {
+                type Inclusive = k::$incl;
+                type Exclusive = k::$excl;
+                fn __cell(kernels: &Kernels) -> &OnceLock<Pair<k::$incl, k::$excl>> {
+                    &kernels.scan.$field
+                }
+                fn __load(module: &Module) -> Result<Pair<k::$incl, k::$excl>> {
+                    Ok((module.kernel(k::$incl)?, module.kernel(k::$excl)?))
+                }
+            }
+        )*
+    };
+}
+
+scan_ops! {
+    sum_f32: f32, scan_inclusive_sum_f32, scan_exclusive_sum_f32;
+    sum_i32: i32, scan_inclusive_sum_i32, scan_exclusive_sum_i32;
+    sum_u32: u32, scan_inclusive_sum_u32, scan_exclusive_sum_u32;
+}
+
+/// What a device-wide algorithm reads: `&DeviceBuffer<T>`, `&DeviceView<T>`, `DeviceView<T>`.
+///
+/// ```
+/// use gpukernel_algorithms::{Algorithms, Sum};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+/// let x = stream.htod_copy(&[1u32, 2, 3, 4])?;
+/// assert_eq!(algs.reduce_to_host(&stream, x.slice(1..3)?, Sum)?, 5); // a view
+/// # Ok(()) }
+/// ```
+pub trait Input<'a, T: DeviceCopy> {
+    /// The elements as a view.
+    fn into_view(self) -> Result<DeviceView<'a, T>>;
+}
+
+impl<'a, T: DeviceCopy> Input<'a, T> for &'a DeviceBuffer<T> {
+    fn into_view(self) -> Result<DeviceView<'a, T>> {
+        self.slice(..)
+    }
+}
+impl<'a, T: DeviceCopy> Input<'a, T> for DeviceView<'a, T> {
+    fn into_view(self) -> Result<DeviceView<'a, T>> {
+        Ok(self)
+    }
+}
+impl<'a, T: DeviceCopy> Input<'a, T> for &DeviceView<'a, T> {
+    fn into_view(self) -> Result<DeviceView<'a, T>> {
+        self.slice(..)
+    }
+}
+
+/// Where a reduce writes its one result (the first element): `&mut DeviceBuffer<T>`,
+/// `DeviceViewMut<T>`, `&mut DeviceViewMut<T>`, at least one element long.
+///
+/// ```
+/// use gpukernel_algorithms::{Algorithms, Min};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+/// let x = stream.htod_copy(&[5i64, -2, 9])?;
+/// let mut out = stream.alloc_zeros::<i64>(4)?;
+/// algs.reduce(&stream, &x, Min, out.slice_mut(2..3)?)?; // into element 2
+/// assert_eq!(out.to_host_vec()?, [0, 0, -2, 0]);
+/// # Ok(()) }
+/// ```
+pub trait Output<T: DeviceCopy> {
+    /// Runs `f` on the first element as a one-element view; [`Error::LengthMismatch`] when
+    /// there is none.
+    fn with_first(self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()>;
+}
+
+fn empty_output() -> Error {
+    Error::LengthMismatch {
+        operation: "Algorithms::reduce (the output must hold at least one element)",
+        destination: 0,
+        source_len: 1,
+    }
+}
+
+impl<T: DeviceCopy> Output<T> for &mut DeviceBuffer<T> {
+    fn with_first(self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
+        if self.is_empty() {
+            return Err(empty_output());
+        }
+        f(self.slice_mut(..1)?)
+    }
+}
+impl<T: DeviceCopy> Output<T> for DeviceViewMut<'_, T> {
+    fn with_first(mut self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
+        (&mut self).with_first(f)
+    }
+}
+impl<T: DeviceCopy> Output<T> for &mut DeviceViewMut<'_, T> {
+    fn with_first(self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
+        if self.is_empty() {
+            return Err(empty_output());
+        }
+        f(self.slice_mut(..1)?)
+    }
+}
+
+/// Where a scan writes: `&mut DeviceBuffer<T>`, `DeviceViewMut<T>`, `&mut DeviceViewMut<T>`,
+/// exactly as long as the input.
+///
+/// ```
+/// use gpukernel_algorithms::{Algorithms, Sum};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+/// let x = stream.htod_copy(&[1.0f32, 1.0, 1.0])?;
+/// let mut y = stream.alloc_zeros::<f32>(5)?;
+/// algs.inclusive_scan(&stream, &x, Sum, y.slice_mut(1..4)?)?;
+/// assert_eq!(y.to_host_vec()?, [0.0, 1.0, 2.0, 3.0, 0.0]);
+/// assert!(algs.inclusive_scan(&stream, &x, Sum, &mut y).is_err()); // 5 ≠ 3
+/// # Ok(()) }
+/// ```
+pub trait OutputAll<T: DeviceCopy> {
+    /// Runs `f` on the whole output after checking that it has `len` elements
+    /// ([`Error::LengthMismatch`] otherwise).
+    fn with_all(
+        self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()>;
+}
+
+fn scan_length(destination: usize, source_len: usize) -> Error {
+    Error::LengthMismatch {
+        operation: "Algorithms::inclusive_scan / exclusive_scan (the output must have the input's length)",
+        destination,
+        source_len,
+    }
+}
+
+impl<T: DeviceCopy> OutputAll<T> for &mut DeviceBuffer<T> {
+    fn with_all(
+        self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        if self.len() != len {
+            return Err(scan_length(self.len(), len));
+        }
+        f(self.slice_mut(..)?)
+    }
+}
+impl<T: DeviceCopy> OutputAll<T> for &mut DeviceViewMut<'_, T> {
+    fn with_all(
+        self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        if self.len() != len {
+            return Err(scan_length(self.len(), len));
+        }
+        f(self.slice_mut(..)?)
+    }
+}
+impl<T: DeviceCopy> OutputAll<T> for DeviceViewMut<'_, T> {
+    fn with_all(
+        mut self,
+        len: usize,
+        f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        (&mut self).with_all(len, f)
+    }
+}
+
+/// The algorithms' kernels loaded into one context.
+///
+/// ```
+/// use gpukernel_algorithms::{Algorithms, Sum};
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// let algs = Algorithms::new(&ctx)?; // once per context
+/// let stream = ctx.new_stream()?;
+/// let x = stream.htod_copy(&vec![1.0f64; 1000])?;
+/// assert_eq!(algs.reduce_to_host(&stream, &x, Sum)?, 1000.0);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Algorithms {
+    module: Module,
+    sms: u32,
+    kernels: Kernels,
+}
+
+impl Algorithms {
+    /// Loads the algorithms' kernels into `ctx` (the GPU's PTX, or the simulator's entries).
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let algs = gpukernel_algorithms::Algorithms::new(&ctx)?;
+    /// # let _ = algs; Ok(()) }
+    /// ```
+    pub fn new(ctx: &Context) -> Result<Self> {
+        let module = ctx.load_module(k::PTX.as_bytes())?;
+        let sms = ctx.device().multiprocessor_count()?.max(1);
+        Ok(Algorithms {
+            module,
+            sms,
+            kernels: Kernels::default(),
+        })
+    }
+
+    /// Reduces `input` with `op` into the first element of `out`, on `stream` (CUB's
+    /// `DeviceReduce::Reduce`/`Sum`/`Min`/`Max`). An empty input gives the operator's
+    /// identity (`0`, the type's greatest or least value). Ordered like any launch: the
+    /// input's writers before, the output's readers after.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Max};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let x = stream.htod_copy(&[7u32, 42, 3])?;
+    /// let mut m = stream.alloc_zeros::<u32>(1)?;
+    /// algs.reduce(&stream, &x, Max, &mut m)?;
+    /// assert_eq!(m.to_host_vec()?, [42]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce<'i, T: Item, Op: DeviceReduceOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        op: Op,
+        out: impl Output<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let (kp, kf) = self.kernels_for::<T, Op>()?;
+        let input = input.into_view()?;
+        let partials = self.first_pass(stream, kp, input, DEFAULT_BLOCKS_PER_SM)?;
+        out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
+    }
+
+    /// [`reduce`](Self::reduce), then the result copied to the host (a synchronization).
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Sum};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let x = stream.htod_copy(&[1i32, -2, 3])?;
+    /// assert_eq!(algs.reduce_to_host(&stream, &x, Sum)?, 2);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_to_host<'i, T: Item, Op: DeviceReduceOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        op: Op,
+    ) -> Result<T> {
+        let mut out = stream.alloc_zeros::<T>(1)?;
+        self.reduce(stream, input, op, &mut out)?;
+        Ok(out.to_host_vec()?[0])
+    }
+
+    /// The inclusive scan of `input` with `op` into `output` (CUB's
+    /// `DeviceScan::InclusiveSum`): `output[i] = input[0] ⊕ … ⊕ input[i]`, in one pass over
+    /// the data (decoupled look-back). `output` must have `input`'s length
+    /// ([`Error::LengthMismatch`] otherwise). The status words (8 bytes per 4096 elements)
+    /// come from the stream-ordered allocator.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Sum};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let x = stream.htod_copy(&[1u32, 2, 3, 4])?;
+    /// let mut y = stream.alloc_zeros::<u32>(4)?;
+    /// algs.inclusive_scan(&stream, &x, Sum, &mut y)?;
+    /// assert_eq!(y.to_host_vec()?, [1, 3, 6, 10]);
+    /// # Ok(()) }
+    /// ```
+    pub fn inclusive_scan<'i, T: Item, Op: DeviceScanOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        op: Op,
+        output: impl OutputAll<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let (ki, _) = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
+        self.scan(stream, ki, input.into_view()?, output)
+    }
+
+    /// The exclusive scan of `input` with `op` into `output` (CUB's
+    /// `DeviceScan::ExclusiveSum`): `output[0]` is the identity, `output[i] = input[0] ⊕ … ⊕
+    /// input[i-1]`. As [`inclusive_scan`](Self::inclusive_scan) otherwise.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Sum};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let counts = stream.htod_copy(&[3i32, 0, 2, 5])?;
+    /// let mut offsets = stream.alloc_zeros::<i32>(4)?;
+    /// algs.exclusive_scan(&stream, &counts, Sum, &mut offsets)?;
+    /// assert_eq!(offsets.to_host_vec()?, [0, 3, 3, 5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn exclusive_scan<'i, T: Item, Op: DeviceScanOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        op: Op,
+        output: impl OutputAll<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let (_, ke) = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
+        self.scan(stream, ke, input.into_view()?, output)
+    }
+
+    fn scan<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
+        &self,
+        stream: &Stream,
+        kernel: &TypedKernel<K>,
+        input: DeviceView<'_, T>,
+        output: impl OutputAll<T>,
+    ) -> Result<()> {
+        let n = input.len();
+        if n == 0 {
+            return output.with_all(0, &mut |_| Ok(()));
+        }
+        let tiles = n.div_ceil(k::SCAN_TILE);
+        let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
+            kernel: K::NAME.to_string(),
+            dimension: "elements",
+            value: n as u64,
+            min: 0,
+            max: u32::MAX as u64 * k::SCAN_TILE as u64,
+        })?;
+        // One status word per tile, then the tile counter; zeroed, stream-ordered.
+        let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
+        output.with_all(n, &mut |o| {
+            stream.launch(
+                kernel,
+                LaunchConfig::new(grid, BLOCK),
+                (input, o, &mut status),
+            )
+        })
+    }
+
+    /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
+    /// 257 levels over `u8` samples): `bins[v]` = the number of bytes equal to `v`. `bins`
+    /// must hold 256 counters ([`Error::LengthMismatch`] otherwise); it is zeroed first (on
+    /// `stream`), so a call counts `data` alone.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::Algorithms;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let data = stream.htod_copy(b"abracadabra")?;
+    /// let mut bins = stream.alloc_zeros::<u32>(256)?;
+    /// algs.histogram256(&stream, &data, &mut bins)?;
+    /// let bins = bins.to_host_vec()?;
+    /// assert_eq!((bins[b'a' as usize], bins[b'b' as usize], bins[b'z' as usize]), (5, 2, 0));
+    /// # Ok(()) }
+    /// ```
+    pub fn histogram256<'i>(
+        &self,
+        stream: &Stream,
+        data: impl Input<'i, u8>,
+        bins: impl OutputAll<u32>,
+    ) -> Result<()> {
+        let kernel = get(&self.kernels.histogram256, || {
+            self.module.kernel(k::histogram256_u8)
+        })?;
+        let data = data.into_view()?;
+        let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
+            .min(data.len().div_ceil(16 * BLOCK as usize))
+            .max(1) as u32;
+        bins.with_all(256, &mut |mut b| {
+            b.memset_d8(0)?;
+            stream.launch(kernel, LaunchConfig::new(blocks, BLOCK), (data, b))
+        })
+        .map_err(|e| match e {
+            Error::LengthMismatch {
+                destination,
+                source_len,
+                ..
+            } => Error::LengthMismatch {
+                operation: "Algorithms::histogram256 (the bins must be 256 counters)",
+                destination,
+                source_len,
+            },
+            e => e,
+        })
+    }
+
+    fn kernels_for<T: Item, Op: DeviceReduceOp<T>>(&self) -> Result<&Pair<Op::Partial, Op::Final>> {
+        get(Op::__cell(&self.kernels), || Op::__load(&self.module))
+    }
+
+    /// The first pass: a grid of `blocks_per_sm` blocks per SM (fewer for a short input, at
+    /// least one), one partial each, in storage from the stream-ordered allocator.
+    fn first_pass<K: SafeKernel<Params = Params<T>>, T: Item>(
+        &self,
+        stream: &Stream,
+        kernel: &TypedKernel<K>,
+        input: DeviceView<'_, T>,
+        blocks_per_sm: u32,
+    ) -> Result<DeviceBuffer<T>> {
+        let tile = BLOCK as usize * k::VECS * (16 / std::mem::size_of::<T>());
+        let blocks = (self.sms as usize * blocks_per_sm.max(1) as usize)
+            .min(input.len().div_ceil(tile))
+            .max(1);
+        // SAFETY: the first pass writes every element (one per block) before the second
+        // reads them; `T` is a number, valid for any bits.
+        let mut partials = unsafe { stream.alloc::<T>(blocks) }?;
+        stream.launch(
+            kernel,
+            LaunchConfig::new(blocks as u32, BLOCK),
+            (input, &mut partials),
+        )?;
+        Ok(partials)
+    }
+
+    /// The f32 sum with the first pass's grid (`blocks_per_sm` blocks per SM) and its 16-byte
+    /// loads in flight per thread (`vecs`: 2, 4 (what [`reduce`](Self::reduce) runs) or 8)
+    /// chosen: the benchmark's tuning rows.
+    #[doc(hidden)]
+    pub fn sum_f32_tuned(
+        &self,
+        stream: &Stream,
+        input: &DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<f32>,
+        blocks_per_sm: u32,
+        vecs: usize,
+    ) -> Result<()> {
+        let view = input.slice(..)?;
+        let partials = match vecs {
+            2 => {
+                let kv = get(&self.kernels.sum_f32_v2, || {
+                    self.module.kernel(k::reduce_partial_sum_f32_v2)
+                })?;
+                self.first_pass(stream, kv, view, blocks_per_sm)?
+            }
+            8 => {
+                let kv = get(&self.kernels.sum_f32_v8, || {
+                    self.module.kernel(k::reduce_partial_sum_f32_v8)
+                })?;
+                self.first_pass(stream, kv, view, blocks_per_sm)?
+            }
+            _ => {
+                let (kp, _) = self.kernels_for::<f32, Sum>()?;
+                self.first_pass(stream, kp, view, blocks_per_sm)?
+            }
+        };
+        let (_, kf) = self.kernels_for::<f32, Sum>()?;
+        out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
+    }
+}
+
+/// The cell's value, loaded on first use (two threads may both load; one value is kept).
+fn get<V>(cell: &OnceLock<V>, load: impl FnOnce() -> Result<V>) -> Result<&V> {
+    if let Some(k) = cell.get() {
+        return Ok(k);
+    }
+    let _ = cell.set(load()?);
+    Ok(cell.get().expect("set just above"))
+}

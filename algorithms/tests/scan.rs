@@ -1,0 +1,132 @@
+//! The device-wide scans (one pass, decoupled look-back) against the host, for f32, i32 and
+//! u32, at sizes around the tile (4096 elements), with misaligned views (the per-element
+//! path), on the simulator (and CUDA device 0 with the `gpu` feature).
+
+use gpukernel_algorithms::{Algorithms, DeviceScanOp, Item, Sum};
+use gpukernel_runtime::{Context, Device, DeviceCopy, Error};
+
+fn devices() -> Vec<(String, Context)> {
+    let mut out = vec![(
+        "simulator".to_string(),
+        Device::simulator()
+            .primary_context()
+            .expect("simulator context"),
+    )];
+    if cfg!(feature = "gpu") {
+        let dev = Device::get(0).unwrap_or_else(|e| {
+            panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
+        });
+        out.push((
+            dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
+            dev.primary_context()
+                .expect("primary context of CUDA device 0"),
+        ));
+    }
+    out
+}
+
+/// Small integers (exact in f32 at these sizes in any order of addition).
+fn values<T>(n: usize, seed: u64, f: impl Fn(i64) -> T) -> Vec<T> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            f((x % 21) as i64 - 10)
+        })
+        .collect()
+}
+
+fn check<T>(ctx: &Context, algs: &Algorithms, dev: &str, xs: &[T])
+where
+    T: Item + DeviceCopy + PartialEq + std::fmt::Debug,
+    Sum: DeviceScanOp<T>,
+{
+    use gpukernel_algorithms::{Identity, ReduceOp};
+    let stream = ctx.default_stream();
+    let x = stream.htod_copy(xs).expect("copy in");
+    for skip in [0usize, 1] {
+        if skip > xs.len() {
+            continue;
+        }
+        let src = &xs[skip..];
+        let mut incl = Vec::with_capacity(src.len());
+        let mut excl = Vec::with_capacity(src.len());
+        let mut acc: T = Sum.identity();
+        for &v in src {
+            excl.push(acc);
+            acc = Sum.combine(acc, v);
+            incl.push(acc);
+        }
+        let view = x.slice(skip..).expect("view");
+        let mut out = stream.alloc_zeros::<T>(src.len() + 1).expect("alloc");
+        // Into a view starting one element in: the output misaligned as well.
+        algs.inclusive_scan(&stream, view, Sum, out.slice_mut(1..).expect("view"))
+            .expect("inclusive scan");
+        let got = out.to_host_vec().expect("copy out");
+        let what = format!(
+            "{dev}: scan of {} {} from {skip}",
+            src.len(),
+            std::any::type_name::<T>()
+        );
+        if let Some(i) = (0..src.len()).find(|&i| got[i + 1] != incl[i]) {
+            panic!(
+                "{what}: inclusive element {i}: got {:?}, want {:?}",
+                got[i + 1],
+                incl[i]
+            );
+        }
+        let mut out = stream.alloc_zeros::<T>(src.len()).expect("alloc");
+        algs.exclusive_scan(&stream, view, Sum, &mut out)
+            .expect("exclusive scan");
+        let got = out.to_host_vec().expect("copy out");
+        if let Some(i) = (0..src.len()).find(|&i| got[i] != excl[i]) {
+            panic!(
+                "{what}: exclusive element {i}: got {:?}, want {:?}",
+                got[i], excl[i]
+            );
+        }
+    }
+}
+
+const SIZES: &[usize] = &[0, 1, 5, 4095, 4096, 4097, 3 * 4096 + 1000, 40 * 4096 + 17];
+
+#[test]
+fn scans_match_the_host() {
+    for (dev, ctx) in devices() {
+        let algs = Algorithms::new(&ctx).expect("load the algorithms");
+        for (i, &n) in SIZES.iter().enumerate() {
+            let seed = 11 + i as u64;
+            check(&ctx, &algs, &dev, &values(n, seed, |v| v as f32));
+            check(&ctx, &algs, &dev, &values(n, seed, |v| v as i32 * 100_003));
+            check(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, |v| ((v + 10) as u32).wrapping_mul(300_000_007)),
+            );
+        }
+    }
+}
+
+#[test]
+fn scan_refuses_an_output_of_another_length() {
+    let ctx = Device::simulator()
+        .primary_context()
+        .expect("simulator context");
+    let algs = Algorithms::new(&ctx).expect("load the algorithms");
+    let stream = ctx.default_stream();
+    let x = stream.htod_copy(&[1u32, 2, 3]).expect("copy in");
+    let mut out = stream.alloc_zeros::<u32>(2).expect("alloc");
+    match algs.inclusive_scan(&stream, &x, Sum, &mut out) {
+        Err(Error::LengthMismatch {
+            destination: 2,
+            source_len: 3,
+            operation,
+        }) => {
+            assert!(operation.contains("scan"), "{operation}")
+        }
+        other => panic!("expected LengthMismatch, got {other:?}"),
+    }
+}
