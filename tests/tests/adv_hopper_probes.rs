@@ -305,3 +305,38 @@ fn grid_sync_with_an_exited_block_gpu() {
         println!("PROBE grid_sync_with_an_exited_block [{name}] returned {r:?}");
     }
 }
+
+/// A cooperative grid one block larger than what fits at once is an error at the launch.
+#[test]
+fn cooperative_grid_one_too_large() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let md = ctx.load_module(PTX.as_bytes()).unwrap();
+    let k = md.kernel(adv_grid_sync_block_exits).unwrap();
+    let max = LaunchConfig::max_cooperative_blocks(&k, 1024, 0).unwrap();
+    let bar = GridBarrierWord::new(&ctx).unwrap();
+    let mut out = ctx.alloc_zeros::<u32>((max as usize + 1) * 1024).unwrap();
+    let s = ctx.default_stream();
+    // SAFETY: refused before it runs (checked below); had it run, block 1's exit would break
+    // the barrier's contract, which the simulator accepts (see above).
+    let r = unsafe {
+        s.launch_unchecked(
+            &k,
+            LaunchConfig::new(max + 1, 1024).cooperative(),
+            (bar.param(), &mut out),
+        )
+    };
+    let refused = matches!(
+        r,
+        Err(gpukernel_runtime::Error::CooperativeGridTooLarge { .. })
+    );
+    report(
+        "cooperative_grid_one_too_large",
+        "simulator",
+        !refused,
+        &format!(
+            "{} blocks of 1024 (max {max}): {:?}",
+            max + 1,
+            r.map_err(|e| e.to_string())
+        ),
+    );
+}
