@@ -1,6 +1,6 @@
 //! Values that may cross the host/device boundary by bit copy.
 
-use crate::signature::{TypeLayout, kind};
+use crate::signature::{FieldLayout, TypeLayout, kind};
 
 /// A type whose values may be copied bit for bit between host and device and passed by value
 /// to a kernel or a foreign device function.
@@ -55,6 +55,12 @@ pub unsafe trait DeviceCopy: Copy + 'static {
     /// whose type differs between the host and the device build (a `cfg`'d type alias) is
     /// caught even where the sizes agree.
     const LAYOUT: TypeLayout = TypeLayout::opaque::<Self>();
+
+    /// The named fields, in declaration order, with their offsets and layouts
+    /// (`#[derive(DeviceCopy)]` lists them; a hand-written impl lists none, so the foreign
+    /// checks compare its size and alignment only). A list given by hand must describe the
+    /// type as the target being compiled lays it out.
+    const FIELDS: &'static [FieldLayout] = &[];
 }
 
 macro_rules! impl_device_copy {

@@ -141,7 +141,9 @@ pub mod __private {
     #[cfg(not(target_arch = "nvptx64"))]
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::print::{self as printf, PrintArg};
-    pub use crate::signature::{ParamSignature, TypeLayout, kernel_fingerprint, signature_words};
+    pub use crate::signature::{
+        FieldLayout, ParamSignature, TypeLayout, kernel_fingerprint, signature_words,
+    };
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.
@@ -179,16 +181,120 @@ pub mod __private {
     /// Compile-time check that a by-value kernel parameter or foreign-call type is `DeviceCopy`.
     pub const fn assert_device_copy<T: crate::DeviceCopy>() {}
 
-    /// The bytes of `s` as an array: `declare_device!` exports its declaration record (the
-    /// manifest the runtime's linker checks definitions against) as such a global.
-    pub const fn record_bytes<const N: usize>(s: &str) -> [u8; N] {
-        let bytes = s.as_bytes();
-        let mut out = [0u8; N];
+    /// A struct a `declare_device!` entry passes, as its record describes it: the Rust
+    /// name, and `T`'s size, alignment and fields on the target being compiled.
+    #[derive(Debug, Clone, Copy)]
+    pub struct ForeignStruct {
+        name: &'static str,
+        size: usize,
+        align: usize,
+        fields: &'static [crate::signature::FieldLayout],
+    }
+
+    impl ForeignStruct {
+        /// `T`, named `name` in the record (`struct name` in its C types).
+        pub const fn of<T: crate::DeviceCopy>(name: &'static str) -> Self {
+            ForeignStruct {
+                name,
+                size: T::LAYOUT.size,
+                align: T::LAYOUT.align,
+                fields: T::FIELDS,
+            }
+        }
+    }
+
+    /// Appends `s` at `*at` of `out` (counting only, past its end).
+    const fn put(out: &mut [u8], at: &mut usize, s: &[u8]) {
         let mut i = 0;
-        while i < N && i < bytes.len() {
-            out[i] = bytes[i];
+        while i < s.len() {
+            if *at < out.len() {
+                out[*at] = s[i];
+            }
+            *at += 1;
             i += 1;
         }
+    }
+
+    /// Appends `v` in decimal.
+    const fn put_number(out: &mut [u8], at: &mut usize, v: usize) {
+        let mut digits = [0u8; 20];
+        let (mut n, mut len) = (v, 0);
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        while len > 0 {
+            len -= 1;
+            let d = [digits[len]];
+            put(out, at, &d);
+        }
+    }
+
+    /// Writes the record: `head`, then per struct `struct=name:size:align` and per field
+    /// `field=struct:name:offset:size:kind` (`signature::kind`'s number); returns its length
+    /// (the bytes past `out`'s end are counted, not written).
+    const fn write_record(out: &mut [u8], head: &str, structs: &[ForeignStruct]) -> usize {
+        let mut at = 0;
+        put(out, &mut at, head.as_bytes());
+        let mut k = 0;
+        while k < structs.len() {
+            let s = &structs[k];
+            put(out, &mut at, b"struct=");
+            put(out, &mut at, s.name.as_bytes());
+            put(out, &mut at, b":");
+            put_number(out, &mut at, s.size);
+            put(out, &mut at, b":");
+            put_number(out, &mut at, s.align);
+            put(out, &mut at, b"\n");
+            let mut f = 0;
+            while f < s.fields.len() {
+                let field = &s.fields[f];
+                put(out, &mut at, b"field=");
+                put(out, &mut at, s.name.as_bytes());
+                put(out, &mut at, b":");
+                put(out, &mut at, field.name.as_bytes());
+                put(out, &mut at, b":");
+                put_number(out, &mut at, field.offset);
+                put(out, &mut at, b":");
+                put_number(out, &mut at, field.layout.size);
+                put(out, &mut at, b":");
+                put_number(out, &mut at, field.layout.kind as usize);
+                put(out, &mut at, b"\n");
+                f += 1;
+            }
+            k += 1;
+        }
+        at
+    }
+
+    /// The length of the record [`foreign_record`] writes.
+    pub const fn foreign_record_len(head: &str, structs: &[ForeignStruct]) -> usize {
+        write_record(&mut [], head, structs)
+    }
+
+    /// `declare_device!`'s declaration record with the layouts of the structs it passes (the
+    /// format is `gpukernel-ffi-check`'s `record` module's).
+    ///
+    /// ```
+    /// use gpukernel_device::__private::{ForeignStruct, foreign_record, foreign_record_len};
+    /// #[repr(C)]
+    /// #[derive(Clone, Copy, gpukernel_device::DeviceCopy)]
+    /// struct Pair { a: f32, b: u16 }
+    /// const S: &[ForeignStruct] = &[ForeignStruct::of::<Pair>("Pair")];
+    /// const N: usize = foreign_record_len("ret=void\n", S);
+    /// let r: [u8; N] = foreign_record::<N>("ret=void\n", S);
+    /// assert_eq!(
+    ///     core::str::from_utf8(&r).unwrap(),
+    ///     "ret=void\nstruct=Pair:8:4\nfield=Pair:a:0:4:3\nfield=Pair:b:4:2:1\n"
+    /// );
+    /// ```
+    pub const fn foreign_record<const N: usize>(head: &str, structs: &[ForeignStruct]) -> [u8; N] {
+        let mut out = [0u8; N];
+        write_record(&mut out, head, structs);
         out
     }
 }

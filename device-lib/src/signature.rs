@@ -310,6 +310,61 @@ impl TypeLayout {
             digest: h.finish(),
         }
     }
+
+    /// [`record`](TypeLayout::record) of named fields (what `#[derive(DeviceCopy)]` writes:
+    /// its `FIELDS`, so each field's type is named once); the same layout and digest.
+    ///
+    /// ```
+    /// use gpukernel_device::signature::{FieldLayout, TypeLayout, kind};
+    /// #[repr(C)]
+    /// struct Pair { a: f32, b: u32 }
+    /// let (f, u) = (TypeLayout::scalar::<f32>(kind::FLOAT), TypeLayout::scalar::<u32>(kind::UNSIGNED));
+    /// let named = [
+    ///     FieldLayout { name: "a", offset: 0, layout: f },
+    ///     FieldLayout { name: "b", offset: 4, layout: u },
+    /// ];
+    /// assert_eq!(TypeLayout::record_fields::<Pair>(&named), TypeLayout::record::<Pair>(&[(0, f), (4, u)]));
+    /// ```
+    pub const fn record_fields<T>(fields: &[FieldLayout]) -> Self {
+        let (size, align) = (core::mem::size_of::<T>(), core::mem::align_of::<T>());
+        let mut h = Self::head(kind::STRUCT, size, align).u64(fields.len() as u64);
+        let mut i = 0;
+        while i < fields.len() {
+            h = h.u64(fields[i].offset as u64).u64(fields[i].layout.digest);
+            i += 1;
+        }
+        TypeLayout {
+            kind: kind::STRUCT,
+            size,
+            align,
+            digest: h.finish(),
+        }
+    }
+}
+
+/// One named field of a `#[derive(DeviceCopy)]` struct ([`DeviceCopy::FIELDS`]): its name,
+/// offset and layout on the target being compiled. `declare_device!` records them for each
+/// struct a foreign function takes, so that the linker and the build compare them with the C
+/// struct of the definition (`sizeof`, `alignof`, each field's offset and type).
+///
+/// [`DeviceCopy::FIELDS`]: crate::DeviceCopy::FIELDS
+///
+/// ```
+/// use gpukernel_device::DeviceCopy;
+/// #[repr(C)]
+/// #[derive(Clone, Copy, DeviceCopy)]
+/// pub struct Pair { pub a: f32, pub b: u32 }
+/// let fields = <Pair as DeviceCopy>::FIELDS;
+/// assert_eq!((fields[1].name, fields[1].offset, fields[1].layout.size), ("b", 4, 4));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FieldLayout {
+    /// The field's name (a tuple struct's are `"0"`, `"1"`, ...).
+    pub name: &'static str,
+    /// `offset_of!`.
+    pub offset: usize,
+    /// The field type's layout.
+    pub layout: TypeLayout,
 }
 
 /// How a kernel parameter type enters the signature fingerprint: how it lowers to the ABI and

@@ -62,21 +62,22 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
     };
     let private = support.private();
     let name = &input.ident;
-    let entries = fields.members().zip(fields.iter()).map(|(member, field)| {
+    let field_entries = fields.members().zip(fields.iter()).map(|(member, field)| {
         let ty = &field.ty;
-        let member = match member {
-            Member::Named(id) => quote!(#id),
+        let (member, label) = match member {
+            Member::Named(id) => (quote!(#id), id.to_string()),
             Member::Unnamed(i) => {
+                let label = i.index.to_string();
                 let i = syn::Index::from(i.index as usize);
-                quote!(#i)
+                (quote!(#i), label)
             }
         };
-        // Spanned on the field's type: a field that is not `DeviceCopy` is reported there.
         quote_spanned! {ty.span()=>
-            (
-                #private::core::mem::offset_of!(#name, #member),
-                <#ty as #private::DeviceCopy>::LAYOUT,
-            )
+            #private::FieldLayout {
+                name: #label,
+                offset: #private::core::mem::offset_of!(#name, #member),
+                layout: <#ty as #private::DeviceCopy>::LAYOUT,
+            }
         }
     });
     quote! {
@@ -87,7 +88,8 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
         // and `'static` are the trait's supertraits.
         unsafe impl #private::DeviceCopy for #name {
             const LAYOUT: #private::TypeLayout =
-                #private::TypeLayout::record::<#name>(&[#(#entries),*]);
+                #private::TypeLayout::record_fields::<#name>(Self::FIELDS);
+            const FIELDS: &'static [#private::FieldLayout] = &[#(#field_entries),*];
         }
     }
 }
@@ -162,11 +164,15 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("(:: gpukernel_device :: __private :: core :: mem :: offset_of ! (Setting , scale) , < f32 as :: gpukernel_device :: __private :: DeviceCopy > :: LAYOUT ,)"),
+            out.contains("name : \"scale\" , offset : :: gpukernel_device :: __private :: core :: mem :: offset_of ! (Setting , scale) , layout : < f32 as :: gpukernel_device :: __private :: DeviceCopy > :: LAYOUT ,"),
             "{out}"
         );
         assert!(
-            out.contains("offset_of ! (Setting , flag) , < Flag as"),
+            out.contains("name : \"flag\" , offset : :: gpukernel_device :: __private :: core :: mem :: offset_of ! (Setting , flag) , layout : < Flag as"),
+            "{out}"
+        );
+        assert!(
+            out.contains("record_fields :: < Setting > (Self :: FIELDS)"),
             "{out}"
         );
         let out = expand(quote! {
@@ -176,7 +182,7 @@ mod tests {
         });
         assert!(out.contains("offset_of ! (Meters , 0)"), "{out}");
         assert!(
-            out.contains("gkd :: __private :: TypeLayout :: record :: < Meters >"),
+            out.contains("gkd :: __private :: TypeLayout :: record_fields :: < Meters >"),
             "{out}"
         );
     }

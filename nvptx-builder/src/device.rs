@@ -150,8 +150,8 @@ impl Builder {
                 with_ir.push((source.clone(), text));
             }
             // The C-level check first (signedness, pointees: what LLVM types cannot show).
-            for source in &cuda {
-                source.check_definitions(&declarations)?;
+            for (source, text) in &with_ir {
+                source.check_definitions(&declarations, text)?;
             }
             let defined = lto::check_signatures(&ir, &with_ir, &declarations)?;
             for (name, global) in lto::record_globals(&cuda, &defined) {

@@ -165,18 +165,33 @@ impl HostCc {
             self.syntax_log(build, &wrapper)
         });
         match outcome {
-            Ok(None) => Ok(()),
+            Ok(crate::foreign::CheckOutcome {
+                log: None,
+                unchecked,
+            }) => {
+                if unchecked.is_empty() {
+                    return Ok(());
+                }
+                // Symbols the check could not see at global scope: refused where this source
+                // defines them (a namespace, C++ overloads), as the run-time Linker does.
+                let defined = self.defined_symbols(build, src, &wrapper)?;
+                crate::foreign::unseen_definition(src, &self.declarations, &unchecked, |s| {
+                    defined.iter().any(|d| d == s)
+                })
+            }
             // Not about the checks (the source alone compiled): the checked compile's log.
-            Ok(Some(log)) => Err(Error::ForeignCompileFailed {
-                source_file: src.to_path_buf(),
-                compiler: build
-                    .try_get_compiler()
-                    .map(|c| c.path().to_path_buf())
-                    .unwrap_or_else(|_| PathBuf::from("c++")),
-                command: None,
-                log,
-                build_time_lto: self.build_time_lto.iter().any(|s| s == src),
-            }),
+            Ok(crate::foreign::CheckOutcome { log: Some(log), .. }) => {
+                Err(Error::ForeignCompileFailed {
+                    source_file: src.to_path_buf(),
+                    compiler: build
+                        .try_get_compiler()
+                        .map(|c| c.path().to_path_buf())
+                        .unwrap_or_else(|_| PathBuf::from("c++")),
+                    command: None,
+                    log,
+                    build_time_lto: self.build_time_lto.iter().any(|s| s == src),
+                })
+            }
             Err(Error::ForeignSignatureMismatch {
                 symbol,
                 declared_at,
@@ -418,11 +433,63 @@ impl HostCc {
     /// (the source alone first: its own errors, and inline assembly in the user's files).
     fn check_source(&self, build: &cc::Build, src: &Path) -> Result<(), Error> {
         self.check(build, src)?;
-        if self.declarations.iter().any(|d| d.c_check().is_some()) {
+        if self
+            .declarations
+            .iter()
+            .any(|d| gpukernel_ffi_check::check::c_check(d).is_some())
+        {
             self.check_declarations(build, src)
         } else {
             Ok(())
         }
+    }
+
+    /// The global symbols an object compiled from `src` defines (compiled next to `scratch`,
+    /// and removed), for the definitions the declarations' check could not see.
+    fn defined_symbols(
+        &self,
+        build: &cc::Build,
+        src: &Path,
+        scratch: &Path,
+    ) -> Result<Vec<String>, Error> {
+        use object::{Object, ObjectSymbol};
+        let compiler = build.try_get_compiler().map_err(|e| Error::ToolFailed {
+            tool: PathBuf::from("c++"),
+            args: Vec::new(),
+            output: format!(
+                "no host C++ compiler found (needed to compile {}): {e}",
+                src.display()
+            ),
+        })?;
+        let obj = scratch.with_extension("o");
+        let mut cmd: Command = compiler.to_command();
+        cmd.arg("-c").arg(src).arg("-o").arg(&obj);
+        let output = cmd.output().map_err(|source| Error::Io {
+            path: compiler.path().to_path_buf(),
+            source,
+        })?;
+        if !output.status.success() {
+            return Err(Error::ForeignCompileFailed {
+                source_file: src.to_path_buf(),
+                compiler: compiler.path().to_path_buf(),
+                command: None,
+                log: String::from_utf8_lossy(&output.stderr).into_owned(),
+                build_time_lto: self.build_time_lto.iter().any(|s| s == src),
+            });
+        }
+        let bytes = std::fs::read(&obj).map_err(|source| Error::Io {
+            path: obj.clone(),
+            source,
+        })?;
+        let _ = std::fs::remove_file(&obj);
+        let Ok(file) = object::File::parse(&*bytes) else {
+            return Ok(Vec::new());
+        };
+        Ok(file
+            .symbols()
+            .filter(|s| s.is_definition() && s.is_global())
+            .filter_map(|s| s.name().ok().map(str::to_owned))
+            .collect())
     }
 
     /// Runs the compiler on `file` with `-fsyntax-only`; its log if it failed.
@@ -634,10 +701,15 @@ extern "C" __device__ int block_norm(float* ret, const float* v, int n) {
     fn declaration(symbol: &str, c_abi: bool, ret: &str, args: &[&str]) -> ForeignDeclaration {
         ForeignDeclaration {
             symbol: symbol.into(),
-            c_abi,
+            abi: if c_abi {
+                crate::foreign::ForeignAbi::C
+            } else {
+                crate::foreign::ForeignAbi::Numba
+            },
             declared_at: "src/ffi.rs:12".into(),
             ret: ret.into(),
             args: args.iter().map(|a| a.to_string()).collect(),
+            structs: Vec::new(),
         }
     }
 

@@ -212,10 +212,11 @@ mod tests {
     fn decl(symbol: &str) -> ForeignDeclaration {
         ForeignDeclaration {
             symbol: symbol.into(),
-            c_abi: false,
+            abi: crate::foreign::ForeignAbi::Numba,
             declared_at: "src/ffi.rs:7".into(),
             ret: "float".into(),
             args: vec!["float".into()],
+            structs: Vec::new(),
         }
     }
 

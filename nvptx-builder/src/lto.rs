@@ -121,9 +121,15 @@ impl CudaBitcode {
     /// file that includes the source and then the checks, compiled by the same clang with
     /// `-fsyntax-only`. Catches what the LLVM types cannot show (signedness; the pointee of a
     /// pointer, such as a `uint32_t*` return slot for a declared `-> u64`).
+    ///
+    /// `ir` is the source's bitcode as text: a declared function it defines where the check
+    /// could not see it (inside a namespace, beside C++ overloads of its name) is refused
+    /// ([`crate::foreign::unseen_definition`]), as the run-time Linker refuses it; its LLVM type
+    /// alone would not show signedness or pointees.
     pub(crate) fn check_definitions(
         &self,
         declarations: &[ForeignDeclaration],
+        ir: &str,
     ) -> Result<(), Error> {
         let Some((clang, arch)) = &self.checker else {
             return Ok(());
@@ -147,10 +153,9 @@ impl CudaBitcode {
             log.push_str(&String::from_utf8_lossy(&output.stdout));
             Ok(Some(log))
         })?;
-        match outcome {
-            None => Ok(()),
+        if let Some(log) = outcome.log {
             // The source compiled on its own, so this is about the checks' text: say so.
-            Some(log) => Err(Error::ForeignDeviceCompileFailed {
+            return Err(Error::ForeignDeviceCompileFailed {
                 source_file: self.path.clone(),
                 compiler: clang.clang.clone(),
                 command: None,
@@ -158,8 +163,16 @@ impl CudaBitcode {
                     "{log}\nnote: the source compiled alone; this error comes from the declarations' check compiled \
                      after it (gpukernel_ffi_check.h)"
                 ),
-            }),
+            });
         }
+        let defined: Vec<String> = functions_in_ir(ir)
+            .into_iter()
+            .filter(|(_, defined, _)| *defined)
+            .map(|(name, _, _)| name)
+            .collect();
+        crate::foreign::unseen_definition(&self.path, declarations, &outcome.unchecked, |s| {
+            defined.iter().any(|d| d == s)
+        })
     }
 }
 
@@ -960,13 +973,21 @@ define dso_local { float, float } @pair(float %0) {\n";
             decl("cplain", "c", 8, "unsigned int", &["const float*", "bool"]),
         ];
         let clang = Clang::locate(&dir.join("work")).unwrap_or_else(|e| panic!("{e}"));
-        let check = |name: &str, text: &str| {
+        let nightly = std::env::var("GPUKERNEL_NIGHTLY").unwrap_or_else(|_| "nightly".into());
+        let tc = crate::tools::Toolchain::locate(&nightly).unwrap_or_else(|e| panic!("{e}"));
+        let check_with = |decls: &[ForeignDeclaration], name: &str, text: &str| {
             std::fs::write(dir.join(name), text).unwrap();
             let bc = clang
                 .compile(&dir, Path::new(name), "sm_90", &dir.join("work"), false)
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
-            bc.check_definitions(&decls)
+            let ir = crate::device::run_tool(
+                &tc.llvm_dis,
+                &[bc.bitcode.clone().into_os_string(), "-o".into(), "-".into()],
+            )
+            .unwrap();
+            bc.check_definitions(decls, &ir)
         };
+        let check = |name: &str, text: &str| check_with(&decls, name, text);
         check(
             "fits.cu",
             "#include <cstdint>\n\
@@ -1014,6 +1035,74 @@ define dso_local { float, float } @pair(float %0) {\n";
             e.contains("`cplain`") && e.contains("must return 'unsigned int'"),
             "{e}"
         );
+        // Definitions the check cannot see at global scope: inside a namespace, or an
+        // `extern "C"` function beside C++ overloads of its name. Their LLVM types fit (`int`
+        // for `unsigned`), so only the C-level refusal stops them, as in the run-time Linker.
+        let wrong = "extern \"C\" __device__ int cplain(const float* p, bool f) { return 0; }";
+        for (name, text) in [
+            ("namespaced.cu", format!("namespace lib {{ {wrong} }}\n")),
+            (
+                "overloaded.cu",
+                format!("{wrong}\n__device__ int cplain(int x) {{ return x; }}\n"),
+            ),
+        ] {
+            let e = check(name, &text).unwrap_err();
+            let Error::ForeignSignatureMismatch {
+                symbol,
+                defined_at,
+                detail,
+                ..
+            } = &e
+            else {
+                panic!("{name}: {e}")
+            };
+            assert_eq!(symbol, "cplain", "{name}: {e}");
+            assert!(defined_at.ends_with(&format!("{name}:1")), "{name}: {e}");
+            assert!(
+                detail.contains("not visible at global scope")
+                    && detail.contains("define it at global scope as one `extern \"C\"` function"),
+                "{name}: {e}"
+            );
+        }
+        // A struct by value with its recorded layout (`#[derive(DeviceCopy)] struct P { x: f32,
+        // y: f32 }`): the C struct's fields must sit where Rust's do, by name.
+        let mut byval = decl("byval", "c", 9, "float", &["struct P"]);
+        byval.structs = ForeignDeclaration::parse(
+            "gpukernel-foreign-v1\nsymbol=s\nabi=c\nat=a.rs:1\nret=void\n\
+             struct=P:8:4\nfield=P:x:0:4:3\nfield=P:y:4:4:3\n",
+        )
+        .unwrap()
+        .structs;
+        let def = "extern \"C\" __device__ float byval(P p) { return p.x - p.y; }\n";
+        check_with(
+            std::slice::from_ref(&byval),
+            "layout_fits.cu",
+            &format!("struct P {{ float x; float y; }};\n{def}"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let e = check_with(
+            std::slice::from_ref(&byval),
+            "layout_swapped.cu",
+            &format!("struct P {{ float y; float x; }};\n{def}"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`byval`") && e.contains("its field 'x' must be at offset 0"),
+            "{e}"
+        );
+        // A source that only calls the function (another source defines it) passes.
+        check(
+            "caller.cu",
+            "extern \"C\" __device__ unsigned cplain(const float* p, bool f);\n\
+             namespace lib { __device__ unsigned twice(const float* p) { return 2u * cplain(p, true); } }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        check(
+            "unrelated.cu",
+            "namespace lib { __device__ int helper(int x) { return x; } }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

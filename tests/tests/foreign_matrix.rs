@@ -667,6 +667,39 @@ fn definitions_the_check_cannot_see_or_that_macros_hide_are_refused() {
         Input::Memory,
         &dir,
     ));
+    // The build-time host compile (the simulator's library, `foreign_sources`) refuses the same
+    // definitions with the same words; it used to drop their check and build them.
+    #[cfg(target_os = "linux")]
+    {
+        let builder_decls = builder_declarations(&[d]);
+        for (what, src) in &cases[..2] {
+            let e = host_check(&dir, src, &builder_decls)
+                .expect_err(&format!("{what}: the host compile accepted\n{src}"));
+            let nvptx_builder::Error::ForeignSignatureMismatch {
+                symbol,
+                defined_at,
+                detail,
+                ..
+            } = &e
+            else {
+                panic!("{what}: {e}")
+            };
+            assert_eq!(symbol, sym, "{what}: {e}");
+            assert!(defined_at.ends_with("defs.cu:1"), "{what}: {e}");
+            assert!(
+                detail.contains("not visible at global scope")
+                    && detail.contains("define it at global scope as one `extern \"C\"` function"),
+                "{what}: {e}"
+            );
+        }
+        // A source that only declares and calls it (another source defines it) passes.
+        let caller = format!(
+            "extern \"C\" __device__ float {sym}(float a, int b);\n\
+             namespace n {{ __device__ float twice(float a) {{ return 2.0f * {sym}(a, 1); }} }}\n"
+        );
+        host_check(&dir, &caller, &builder_decls).unwrap_or_else(|e| panic!("{e}"));
+        host_check(&dir, &float_def, &builder_decls).unwrap_or_else(|e| panic!("{e}"));
+    }
 }
 
 #[test]
@@ -907,16 +940,6 @@ fn the_host_compile_for_the_simulator_checks_every_type() {
     assert!(count > 40, "{count}");
 }
 
-#[test]
-fn the_checks_are_the_same_text_on_every_path() {
-    // nvptx-builder and the run-time Linker each carry the check header (neither depends on
-    // the other): the two copies must not drift.
-    assert_eq!(
-        include_str!("../../gpukernel-runtime/src/link/ffi_check.h"),
-        nvptx_builder::foreign::CHECK_HEADER
-    );
-}
-
 /// `integer_signatures`'s outputs, computed on the host as the definitions in
 /// `functions.cu` compute them.
 #[allow(clippy::type_complexity)]
@@ -1075,4 +1098,215 @@ fn numbas_integer_example_runs_on_the_gpu() {
     assert_eq!(ok(last.to_host_vec()), want_last);
     assert_eq!(ok(picked.to_host_vec()), want_picked);
     assert_eq!(ok(joined.to_host_vec()), want_joined);
+}
+
+/// A `#[repr(C)]` struct by value with its recorded layout, as `declare_device!` writes it for
+/// `#[derive(DeviceCopy)] struct Rec { a: f32, b: u32, c: i16 }` (12 bytes, 4-aligned; the
+/// kinds are `gpukernel_device::signature::kind`'s), taken and returned by `layout_n` (Numba's
+/// ABI) and `layout_c` (`extern "C"`).
+fn layout_ptx() -> String {
+    let layout = "struct=Rec:12:4\nfield=Rec:a:0:4:3\nfield=Rec:b:4:4:1\nfield=Rec:c:8:2:2\n";
+    let mut ptx = String::from(".version 8.0\n.target sm_90\n.address_size 64\n\n");
+    for (symbol, abi, ret) in [
+        ("layout_n", "numba", "(.param .b32 func_retval0) "),
+        ("layout_c", "c", "(.param .align 4 .b8 func_retval0[12]) "),
+    ] {
+        let first = if abi == "numba" {
+            format!(".param .b64 {symbol}_r,\n\t")
+        } else {
+            String::new()
+        };
+        ptx.push_str(&format!(
+            ".extern .func {ret}{symbol}(\n\t{first}.param .align 4 .b8 {symbol}_a[12],\n\t.param .b32 {symbol}_b\n);\n"
+        ));
+        let record = format!(
+            "gpukernel-foreign-v1\nsymbol={symbol}\nabi={abi}\nat=src/layout.rs:{}\nret=struct Rec\narg=struct Rec\narg=int\n{layout}",
+            if abi == "numba" { 10 } else { 20 }
+        );
+        let bytes: Vec<String> = record.bytes().map(|b| b.to_string()).collect();
+        ptx.push_str(&format!(
+            ".visible .global .align 1 .b8 __gpukernel_foreign_{symbol}_1[{}] = {{{}}};\n",
+            bytes.len(),
+            bytes.join(", ")
+        ));
+    }
+    ptx.push_str("\n.visible .entry matrix_kernel()\n{\n\tret;\n}\n");
+    ptx
+}
+
+/// Definitions of `layout_n` and `layout_c` after `rec`, the C struct `Rec`.
+fn layout_source(rec: &str) -> String {
+    format!(
+        "{rec}\n\
+         extern \"C\" __device__ int layout_n(Rec* r, Rec a, int b) {{ *r = a; (void)b; return 0; }}\n\
+         extern \"C\" __device__ Rec layout_c(Rec a, int b) {{ (void)b; return a; }}\n"
+    )
+}
+
+/// C structs that fit `Rec` (the field names, offsets and kinds, the size and alignment) and
+/// ones that do not, each with what the refusal must name.
+const LAYOUT_FITS: &[&str] = &[
+    "struct Rec { float a; unsigned b; short c; };",
+    "typedef struct { float a; unsigned int b; signed short c; } Rec;",
+];
+const LAYOUT_WRONG: &[(&str, &str, &str)] = &[
+    (
+        "fields swapped",
+        "struct Rec { unsigned b; float a; short c; };",
+        "its field 'a' must be at offset 0",
+    ),
+    (
+        "a field of another type at the same offset",
+        "struct Rec { int a; unsigned b; short c; };",
+        "its field 'a' must be 'float'",
+    ),
+    (
+        "other padding, same size",
+        "struct Rec { float a; unsigned b; short pad; short c; };",
+        "its field 'c' must be at offset 8",
+    ),
+    (
+        "other alignment",
+        "struct alignas(8) Rec { float a; unsigned b; short c; };",
+        "must be aligned to 4 bytes (alignof)",
+    ),
+    (
+        "packed: other size and alignment",
+        "#pragma pack(push, 2)\nstruct Rec { float a; unsigned b; short c; };\n#pragma pack(pop)",
+        "must be 12 bytes (sizeof)",
+    ),
+    (
+        "a field renamed",
+        "struct Rec { float x; unsigned b; short c; };",
+        "has no field 'a'",
+    ),
+    (
+        "other fields",
+        "struct Rec { float a; unsigned long long d; };",
+        "has no field 'b'",
+    ),
+    (
+        "a field narrower, the size kept by padding",
+        "struct Rec { float a; unsigned b; signed char c; };",
+        "its field 'c' must be 'short'",
+    ),
+];
+
+#[test]
+fn struct_layouts_are_checked_field_by_field_on_every_path() {
+    let ptx = layout_ptx();
+    let dir = temp_dir("matrix-layout");
+    let host_decls = nvptx_builder::foreign::declarations_in_ptx(&ptx);
+    assert_eq!(host_decls.len(), 2);
+    assert_eq!(host_decls[0].structs[0].fields.len(), 3);
+    for rec in LAYOUT_FITS {
+        let src = layout_source(rec);
+        for input in [Input::Memory, Input::File] {
+            ok(link(&mut offline(), &ptx, &src, input, &dir));
+        }
+        ok(Linker::for_simulator()
+            .add_ptx(&ptx, "kernels.ptx")
+            .add_cuda_source(&src, "defs.cu")
+            .link());
+        #[cfg(target_os = "linux")]
+        host_check(&dir, &src, &host_decls).unwrap_or_else(|e| panic!("{rec}: {e}"));
+    }
+    for &(what, rec, names) in LAYOUT_WRONG {
+        let src = layout_source(rec);
+        let context = |e: &dyn std::fmt::Display| format!("{what}:\n{src}\n{e}");
+        let e = link(&mut offline(), &ptx, &src, Input::Memory, &dir)
+            .expect_err(&format!("{what} linked:\n{src}"));
+        let Error::ForeignSignatureMismatch(m) = &e else {
+            panic!("{}", context(&e))
+        };
+        // The first definition refused is `layout_n`'s, on the source's line after `Rec`.
+        assert_eq!(m.symbol, "layout_n", "{}", context(&e));
+        assert_eq!(m.declared_at, "src/layout.rs:10", "{}", context(&e));
+        let line = rec.lines().count() + 1;
+        assert_eq!(m.defined_at, format!("defs.cu:{line}"), "{}", context(&e));
+        assert!(
+            m.detail.contains(names) && m.detail.contains("Rust's"),
+            "{}",
+            context(&e)
+        );
+        // The simulator's Linker: the same refusal.
+        let e = err(Linker::for_simulator()
+            .add_ptx(&ptx, "kernels.ptx")
+            .add_cuda_source(&src, "defs.cu")
+            .link());
+        assert!(
+            matches!(&e, Error::ForeignSignatureMismatch(m) if m.detail.contains(names)),
+            "{}",
+            context(&e)
+        );
+        // The host compile of the simulator's library (`foreign_sources`).
+        #[cfg(target_os = "linux")]
+        {
+            let e = host_check(&dir, &src, &host_decls).expect_err(what);
+            let nvptx_builder::Error::ForeignSignatureMismatch { symbol, detail, .. } = &e else {
+                panic!("{}", context(&e))
+            };
+            assert_eq!(symbol, "layout_n", "{}", context(&e));
+            assert!(detail.contains(names), "{}", context(&e));
+        }
+    }
+    // `extern "C"`: the returned struct is checked too.
+    let c_only = "struct Rec { float a; unsigned b; short c; };\n\
+                  struct Other { unsigned b; float a; short c; };\n\
+                  extern \"C\" __device__ int layout_n(Rec* r, Rec a, int b) { *r = a; (void)b; return 0; }\n\
+                  extern \"C\" __device__ Other layout_c(Rec a, int b) { (void)b; Other o{}; return o; }\n";
+    let e = link(&mut offline(), &ptx, c_only, Input::Memory, &dir).unwrap_err();
+    assert!(
+        matches!(&e, Error::ForeignSignatureMismatch(m)
+            if m.symbol == "layout_c" && m.detail.contains("the returned struct: its field 'a'")),
+        "{e}"
+    );
+}
+
+#[test]
+fn declare_device_records_the_layout_of_derived_structs() {
+    // `Float2` is `#[derive(DeviceCopy)]`: the records of `dot2` and `swap_scale` in the example
+    // kernels' PTX carry its size, alignment and fields, as the device build laid them out.
+    let decls = gpukernel_runtime::link::ForeignDecl::from_ptx(ffi_examples_kernels::PTX);
+    let dot2 = decls
+        .iter()
+        .find(|d| d.symbol == "dot2")
+        .expect("dot2's record");
+    let float2 = &dot2.structs[0];
+    assert_eq!(
+        (float2.name.as_str(), float2.size, float2.align),
+        ("Float2", 8, 4)
+    );
+    let fields: Vec<(&str, u64, u64, &str)> = float2
+        .fields
+        .iter()
+        .map(|f| (f.name.as_str(), f.offset, f.size, f.c_type.as_str()))
+        .collect();
+    assert_eq!(fields, [("x", 0, 4, "float"), ("y", 4, 4, "float")]);
+    let swap = decls.iter().find(|d| d.symbol == "swap_scale").unwrap();
+    assert_eq!(swap.structs, dot2.structs);
+}
+
+#[test]
+fn the_records_field_kinds_are_the_device_crates() {
+    // The record carries `gpukernel_device::signature::kind` numbers; `gpukernel-ffi-check`
+    // reads them with its own copy of the numbers, which must not drift.
+    use gpukernel_device::signature::kind as device;
+    use gpukernel_ffi_check::record::kind as record;
+    assert_eq!(
+        [
+            device::UNSIGNED,
+            device::SIGNED,
+            device::FLOAT,
+            device::BOOL,
+            device::BFLOAT
+        ],
+        [
+            record::UNSIGNED,
+            record::SIGNED,
+            record::FLOAT,
+            record::BOOL,
+            record::BFLOAT
+        ]
+    );
 }

@@ -39,7 +39,7 @@ type Entry = (
     fn(&Module) -> gpukernel_runtime::Result<()>,
 );
 
-const KERNELS: [Entry; 52] = signatures![
+const KERNELS: [Entry; 65] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -92,6 +92,19 @@ const KERNELS: [Entry; 52] = signatures![
     saxpy4,
     double_split,
     print_values,
+    collectives::warp_collectives_f32,
+    collectives::warp_collectives_f64,
+    collectives::warp_collectives_i32,
+    collectives::warp_collectives_u32,
+    collectives::block_collectives_f32,
+    collectives::block_collectives_f64,
+    collectives::block_collectives_i32,
+    collectives::block_collectives_u32,
+    collectives::collectives_user_op,
+    launch_shapes::shape_one_array,
+    launch_shapes::shape_16_scalars,
+    launch_shapes::shape_16_arrays,
+    launch_shapes::shape_256_scalars,
 ];
 
 /// The words of the `u64`-array global `symbol` in a PTX text, in either form LLVM prints one:

@@ -197,6 +197,14 @@ fn philox_in_the_simulator_matches_the_known_answer_and_curands_mapping() {
     let got = run_rng(&ctx, &module, Generator::Philox, 0, 1, 1, 8).unwrap();
     assert_eq!(got[..4], kat, "offsets 0..4 of subsequence 0, seed 0");
     assert_eq!(got[4..], philox_block([1, 0, 0, 0], [0; 2]));
+    // The host generator's documented layouts: Philox's output 4·65536 is subsequence 0's
+    // offset 4 (the second round), output 5 subsequence 1's offset 1; XORWOW's output 4097 is
+    // subsequence 1's offset 1.
+    let at = |n, l: HostLayout| interleaved(n, l.subsequences, l.run);
+    assert_eq!(at(4 * 65536, PHILOX_LEGACY), (0, 4));
+    assert_eq!(at(5, PHILOX_LEGACY), (1, 1));
+    assert_eq!(at(4 * 65536 * 2 + 4 * 3 + 2, PHILOX_LEGACY), (3, 10));
+    assert_eq!(at(4097, XORWOW_LEGACY), (1, 1));
     // Other seeds, subsequences and offsets, interleaved as a host generator would.
     for (seed, subsequences, run) in [(0x1234_5678_9abc_def0u64, 7, 1), (42, 5, 4)] {
         let got = run_rng(
@@ -394,55 +402,78 @@ impl Curand {
     }
 }
 
-/// Checks the device API's outputs against the host generator's: the host generator goes
-/// round T subsequences, `run` values from each (`interleaved`); T and `run` are read off its
-/// output (where subsequence 0's next values appear), then every output must match.
-fn check_against_host_generator(name: &str, rng: i32, generator: Generator) {
-    let n = 1 << 18;
+/// How cuRAND's host generator lays out its output in the legacy ordering (cuRAND's "Host API
+/// Overview", generator types): it goes round `subsequences` streams of the device API,
+/// `run` consecutive values from each (`interleaved`). XORWOW: output n is position
+/// (n mod 4096)·2^67 + ⌊n / 4096⌋ of the sequence, i.e. offset ⌊n / 4096⌋ of subsequence
+/// n mod 4096. Philox4x32-10: 65536 subsequences, each giving the four words of one counter
+/// block before the next subsequence's four.
+#[derive(Debug, Clone, Copy)]
+struct HostLayout {
+    subsequences: u32,
+    run: u32,
+}
+
+const XORWOW_LEGACY: HostLayout = HostLayout {
+    subsequences: 4096,
+    run: 1,
+};
+const PHILOX_LEGACY: HostLayout = HostLayout {
+    subsequences: 65536,
+    run: 4,
+};
+
+/// Where subsequence 0's value at offset `run` appears in `host`, if anywhere: what a layout
+/// other than the documented one would show (for the failure message).
+fn observed_layout(host: &[u32], first: &[u32], run: usize) -> String {
+    match host.iter().skip(1).position(|&v| v == first[run]) {
+        Some(i) => format!(
+            "subsequence 0's value at offset {run} is the host generator's output {}",
+            i + 1
+        ),
+        None => format!(
+            "subsequence 0's value at offset {run} is not among the host generator's first {} \
+             outputs",
+            host.len()
+        ),
+    }
+}
+
+/// Checks the device API's outputs against the host generator's, output for output, through
+/// the documented `layout`. `rounds` times round every subsequence, so that each
+/// subsequence's later offsets (the wrap-around of the interleaving) are compared too.
+fn check_against_host_generator(name: &str, rng: i32, generator: Generator, layout: HostLayout) {
+    let HostLayout { subsequences, run } = layout;
+    let rounds = 3;
+    let n = subsequences as usize * run as usize * rounds;
     let seed = 0x5eed_1234_abcd_0042u64;
     let host = Curand::load().generate(rng, seed, n);
     let ctx = gpu();
     let module = gpu_module(&ctx);
-    // Subsequence 0's first 8 values, from the device API.
-    let first = run_rng(&ctx, &module, generator, seed, 1, 1, 8).unwrap();
-    assert_eq!(
-        host[0], first[0],
-        "{name}: the host generator's first output is the device API's (seed, 0, 0)"
-    );
-    let run = if host[1] == first[1] { 4 } else { 1 };
-    let subsequences = (1..n / run)
-        .find(|&m| host[m * run] == first[run])
-        .unwrap_or_else(|| {
-            panic!("{name}: subsequence 0's value at offset {run} is not among the host generator's first {n} outputs")
-        });
-    let device = run_rng(
-        &ctx,
-        &module,
-        generator,
-        seed,
-        subsequences as u32,
-        run as u32,
-        n,
-    )
-    .unwrap();
+    let device = run_rng(&ctx, &module, generator, seed, subsequences, run, n).unwrap();
     if let Some(i) = (0..n).find(|&i| device[i] != host[i]) {
+        // Subsequence 0's first values, to say what the host generator did instead.
+        let first = run_rng(&ctx, &module, generator, seed, 1, 1, 8).unwrap();
         panic!(
-            "{name}: output {i} differs: device API {:#010x} at {:?}, host generator {:#010x} \
-             ({subsequences} subsequences, runs of {run})",
+            "{name}: output {i} differs: device API {:#010x} at (subsequence, offset) = {:?}, \
+             host generator {:#010x} (documented legacy layout: {subsequences} subsequences, \
+             runs of {run}); {}",
             device[i],
-            interleaved(i as u64, subsequences as u32, run as u32),
-            host[i]
+            interleaved(i as u64, subsequences, run),
+            host[i],
+            observed_layout(&host, &first, run as usize)
         );
     }
     eprintln!(
-        "{name}: {n} outputs match the host generator ({subsequences} subsequences, runs of {run})"
+        "{name}: {n} outputs match the host generator ({subsequences} subsequences, runs of \
+         {run}, {rounds} rounds)"
     );
 }
 
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn curand_philox_device_api_matches_the_host_generator_and_the_simulator() {
-    check_against_host_generator("Philox4x32-10", PHILOX, Generator::Philox);
+    check_against_host_generator("Philox4x32-10", PHILOX, Generator::Philox, PHILOX_LEGACY);
     // And the simulator's Philox, bit for bit.
     let ctx = gpu();
     let module = gpu_module(&ctx);
@@ -475,5 +506,5 @@ fn curand_philox_device_api_matches_the_host_generator_and_the_simulator() {
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn curand_xorwow_device_api_matches_the_host_generator() {
-    check_against_host_generator("XORWOW", XORWOW, Generator::Xorwow);
+    check_against_host_generator("XORWOW", XORWOW, Generator::Xorwow, XORWOW_LEGACY);
 }

@@ -364,7 +364,8 @@ fn test(extra: &[String]) -> Result<(), String> {
          case with cargo and print nothing until the end (about 90 s)"
     );
     let mut cmd = cargo();
-    cmd.args(["test", "--workspace", "--exclude", "xtask"]);
+    // Every failing test binary is reported, not only the first.
+    cmd.args(["test", "--workspace", "--exclude", "xtask", "--no-fail-fast"]);
     let extra: Vec<&String> = extra.iter().filter(|a| *a != "--").collect();
     if !extra.is_empty() {
         cmd.arg("--").args(extra);

@@ -1,15 +1,15 @@
-//! `cargo xtask package-check`: the four library crates as crates.io would receive them.
+//! `cargo xtask package-check`: the five library crates as crates.io would receive them.
 //!
 //! 1. their API docs build without a rustdoc warning (`RUSTDOCFLAGS=-D warnings`, with the
 //!    features docs.rs documents);
-//! 2. `cargo package` of the four (with its verification build of each packed crate, in
+//! 2. `cargo package` of the five (with its verification build of each packed crate, in
 //!    dependency order, through cargo's temporary registry);
-//! 3. a directory source that stands in for crates.io: the four `.crate` files unpacked, beside
+//! 3. a directory source that stands in for crates.io: the five `.crate` files unpacked, beside
 //!    `cargo vendor` of every other crate the workspace and the nightly's `-Zbuild-std=core` need;
 //! 4. a `cargo xtask new` project that depends on them **by version** (`gpukernel-runtime =
 //!    "0.1.0"`), with crates.io replaced by that directory and cargo offline: it must build, pass
 //!    its test on the simulator, run, and document itself (`cargo doc`), and its lock file must
-//!    take each of the four from the registry with the checksum of its `.crate`.
+//!    take each of the five from the registry with the checksum of its `.crate`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +19,8 @@ use crate::new::{Source, generate};
 use crate::{nightly, output, root, run, with_cuda_env};
 
 /// The published crates, in dependency order.
-pub(crate) const CRATES: [&str; 4] = [
+pub(crate) const CRATES: [&str; 5] = [
+    "gpukernel-ffi-check",
     "gpukernel-macros",
     "gpukernel-device",
     "nvptx-builder",
@@ -73,7 +74,7 @@ pub(crate) fn package_check() -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&registry);
     let steps: Vec<String> = times.iter().map(|(n, s)| format!("{n} {s:.0} s")).collect();
     eprintln!(
-        "package-check: the four crates documented without warnings, packaged and verified; a \
+        "package-check: the five crates documented without warnings, packaged and verified; a \
          project built, tested, ran and documented against them by version ({}; {:.0} s)",
         steps.join(", "),
         started.elapsed().as_secs_f64()
@@ -81,7 +82,7 @@ pub(crate) fn package_check() -> Result<(), String> {
     Ok(())
 }
 
-/// The four crates' API docs, every rustdoc warning an error.
+/// The five crates' API docs, every rustdoc warning an error.
 pub(crate) fn api_docs() -> Result<(), String> {
     let mut cmd = cargo_in(&root());
     cmd.args(["doc", "--no-deps", "--features", DOCUMENTED_FEATURES])
@@ -92,8 +93,8 @@ pub(crate) fn api_docs() -> Result<(), String> {
     run(&mut cmd)
 }
 
-/// `cargo package` of the four (verified: each packed crate builds on its own, its
-/// dependencies among the four taken from the packed ones); returns the `.crate` files.
+/// `cargo package` of the five (verified: each packed crate builds on its own, its
+/// dependencies among the five taken from the packed ones); returns the `.crate` files.
 fn package() -> Result<Vec<PathBuf>, String> {
     let mut cmd = cargo_in(&root());
     // Not a publish: a checkout with local changes is checked as it is.
@@ -122,7 +123,7 @@ fn package() -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// A directory source with the four packed crates and, vendored, every other crate that a
+/// A directory source with the five packed crates and, vendored, every other crate that a
 /// project needs: the workspace's dependencies and those of the nightly's standard library
 /// sources (`-Zbuild-std=core` resolves them through the same source replacement).
 fn directory_source(crates: &[PathBuf], dir: &Path) -> Result<(), String> {
@@ -173,7 +174,7 @@ fn directory_source(crates: &[PathBuf], dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A generated project depending on the four by version, resolved from the directory source
+/// A generated project depending on the five by version, resolved from the directory source
 /// alone (crates.io replaced, cargo offline): build, test, run, `cargo doc`, and the lock file.
 fn registry_project(registry: &Path) -> Result<(), String> {
     let version = env!("CARGO_PKG_VERSION");
@@ -190,7 +191,7 @@ fn registry_project(registry: &Path) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     // The checkout's target dir: the third-party crates are the same units (same versions,
-    // same source id), so only the four crates and the project compile.
+    // same source id), so only the five crates and the project compile.
     let target = target_dir();
     let cargo = |args: &[&str]| {
         let mut c = cargo_in(&dir);
@@ -214,7 +215,7 @@ fn registry_project(registry: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Each of the four is in the lock file at `version`, from crates.io (replaced by the
+/// Each of the five is in the lock file at `version`, from crates.io (replaced by the
 /// directory source), with the checksum of its packed `.crate`.
 fn check_lock(lock: &str, registry: &Path, version: &str) -> Result<(), String> {
     for c in CRATES {

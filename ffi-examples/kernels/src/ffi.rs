@@ -15,17 +15,15 @@ use gpukernel_device::{prelude::*, thread};
 
 /// Two floats, passed by value to and returned from foreign functions. Its C twin is
 /// `struct Float2 { float x; float y; }` in `cuda/gpukernel_abi.h`.
+/// Derived, so that every link checks the C struct's fields against these (`x` at 0, `y` at 4).
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, DeviceCopy)]
 pub struct Float2 {
     /// First component.
     pub x: f32,
     /// Second component.
     pub y: f32,
 }
-
-// SAFETY: `#[repr(C)]`, two `f32`s, no padding, every bit pattern valid.
-unsafe impl DeviceCopy for Float2 {}
 
 declare_device! {
     unsafe extern {

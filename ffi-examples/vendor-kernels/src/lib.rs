@@ -36,16 +36,13 @@ pub const NO_CURAND: i32 = 5;
 
 /// A complex number, `struct Complex32 { float re; float im; }` in `cuda/vendor.cu`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, DeviceCopy)]
 pub struct Complex32 {
     /// Real part.
     pub re: f32,
     /// Imaginary part.
     pub im: f32,
 }
-
-// SAFETY: `#[repr(C)]`, two `f32`s, no padding, every bit pattern valid.
-unsafe impl DeviceCopy for Complex32 {}
 
 declare_device! {
     unsafe extern {

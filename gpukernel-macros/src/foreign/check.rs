@@ -139,53 +139,10 @@ fn check_entry(entry: &Entry, errors: &mut Errors) {
 /// which a declaration would bind instead of the user's definition (a `memset` declared with
 /// `u64` arguments and called from safe code writes wherever the arguments say).
 ///
-/// The build (`nvptx-builder`) and the run-time linker check the same at their stage: a
-/// declared symbol must be defined by a foreign input.
+/// The list is `gpukernel-ffi-check`'s: the build (`nvptx-builder`) and the run-time linker
+/// refuse the same names at their stage.
 pub(super) fn reserved_symbol(symbol: &str) -> Option<&'static str> {
-    const SYSTEM_CALLS: [&str; 6] = [
-        "vprintf",
-        "malloc",
-        "free",
-        "__assertfail",
-        "__nvvm_reflect",
-        "__assert_fail",
-    ];
-    const C_LIBRARY: [&str; 14] = [
-        "memset", "memcpy", "memmove", "memcmp", "bcmp", "strlen", "strcmp", "strcpy", "printf",
-        "calloc", "realloc", "abort", "exit", "assert",
-    ];
-    if SYSTEM_CALLS.contains(&symbol) {
-        return Some("a PTX system call that the CUDA driver provides");
-    }
-    if C_LIBRARY.contains(&symbol) {
-        return Some(
-            "a C library function (the Rust compiler's builtins define the memory functions for nvptx64)",
-        );
-    }
-    if symbol.starts_with("__nv_") {
-        return Some("a libdevice function (CUDA's math library, which the build links in)");
-    }
-    if symbol.starts_with("__nvvm_")
-        || symbol.starts_with("__cuda")
-        || symbol.starts_with("__nvptx")
-    {
-        return Some("a name reserved by the CUDA compilers");
-    }
-    if symbol.starts_with("cuda") && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase()) {
-        return Some("a function of the CUDA runtime or device runtime");
-    }
-    if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
-        return Some("a symbol that gpukernel itself generates");
-    }
-    // The compiler builtins' (libgcc's) helpers: `__udivti3`, `__muloti4`, `__floattidf`.
-    if let Some(rest) = symbol.strip_prefix("__")
-        && let Some(stem) = rest.strip_suffix(|c: char| c.is_ascii_digit())
-        && !stem.is_empty()
-        && stem.chars().all(|c| c.is_ascii_lowercase())
-    {
-        return Some("a helper of the compiler's builtins (libgcc / compiler-rt naming)");
-    }
-    None
+    gpukernel_ffi_check::reserved_symbol(symbol)
 }
 
 /// Whether `s` is a C identifier: `[A-Za-z_][A-Za-z0-9_]*`.

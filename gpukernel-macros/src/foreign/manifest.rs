@@ -22,6 +22,7 @@
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote, quote_spanned};
 use syn::Type;
+use syn::spanned::Spanned;
 
 use super::Entry;
 use crate::hygiene::Support;
@@ -64,16 +65,43 @@ pub(super) fn record(entry: &Entry, support: &Support) -> TokenStream {
         span,
     );
     let cfgs = &entry.cfgs;
+    let structs = by_value_structs(entry).into_iter().map(
+        |(c_name, ty)| quote_spanned!(ty.span()=> #private::ForeignStruct::of::<#ty>(#c_name)),
+    );
     quote_spanned! {span=>
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
             const RECORD: &str = #private::core::concat!(#head, #private::core::file!(), ":", #line_tokens, #tail);
+            // The layouts of the structs passed by value, as this target lays them out.
+            const STRUCTS: &[#private::ForeignStruct] = &[#(#structs),*];
+            const LEN: usize = #private::foreign_record_len(RECORD, STRUCTS);
             #[unsafe(no_mangle)]
             #[used]
-            static #name: [u8; RECORD.len()] = #private::record_bytes::<{ RECORD.len() }>(RECORD);
+            static #name: [u8; LEN] = #private::foreign_record::<LEN>(RECORD, STRUCTS);
         };
     }
+}
+
+/// The structs `entry` passes by value (its return type and arguments), each once, with the
+/// name its C types give it (`struct Name`): their layouts go into the record. Half floats
+/// (`struct f16`, `struct bf16`) are scalars to the checks; a pointee need not be `DeviceCopy`,
+/// so pointers add none (a pointee named like a recorded struct is checked against it).
+fn by_value_structs(entry: &Entry) -> Vec<(String, &Type)> {
+    let mut out: Vec<(String, &Type)> = Vec::new();
+    for ty in entry.ret.iter().chain(entry.args.iter().map(|a| &a.ty)) {
+        if !matches!(strip(ty), Type::Path(_)) {
+            continue;
+        }
+        let spelled = c_type(ty);
+        if let Some(name) = spelled.strip_prefix("struct ")
+            && !matches!(name, "f16" | "bf16")
+            && !out.iter().any(|(n, _)| n == name)
+        {
+            out.push((name.to_owned(), ty));
+        }
+    }
+    out
 }
 
 /// The line of `span` in its file, where the compiler tells it (inside a real macro call).
@@ -227,8 +255,24 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("cfg (target_arch = \"nvptx64\")"), "{out}");
-        assert!(out.contains("record_bytes"), "{out}");
+        assert!(out.contains("foreign_record"), "{out}");
+        assert!(
+            out.contains("const STRUCTS : & [") && !out.contains("ForeignStruct :: of"),
+            "{out}"
+        );
         let out = record(&entries[1], &support).to_string();
         assert!(out.contains(r#"abi=c\nat="#), "{out}");
+        // Structs passed by value carry their layout (once each); pointers and half floats none.
+        let (_, entries) = super::super::parse::parse(
+            quote!(unsafe extern { "by_value", fn(a: Pair, b: *mut Other, c: crate::Pair, d: f16) -> Pair }),
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        let out = record(&entries[0], &support).to_string();
+        assert_eq!(out.matches("ForeignStruct :: of").count(), 1, "{out}");
+        assert!(
+            out.contains("ForeignStruct :: of :: < Pair > (\"Pair\")"),
+            "{out}"
+        );
     }
 }

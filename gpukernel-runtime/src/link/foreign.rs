@@ -4,17 +4,20 @@
 //! `__gpukernel_foreign_*`, see [`ForeignDecl`]). A link checks the declarations that the
 //! selected kernels use (those whose symbol the selected PTX still declares `.extern .func`):
 //!
-//! * `.cu` sources: a C++ check is compiled *after* the source (`ffi_check.h`, then one
-//!   `static_assert` per parameter under a `#line` naming the Rust declaration): it takes the
-//!   definition's type with `decltype` and compares what each parameter and the return value
-//!   are (bool, signed or unsigned integer, float, of how many bytes; pointers by their
-//!   pointee; structs as classes), never their spelling. So `int`, `int32_t` and
+//! * `.cu` sources: a C++ check is compiled *after* the source (`gpukernel-ffi-check`'s text,
+//!   the one every path compiles: its header, then one `static_assert` per property under a
+//!   `#line` naming the Rust declaration): it takes the definition's type with `decltype` and
+//!   compares what each parameter and the return value are (bool, signed or unsigned integer,
+//!   float, of how many bytes; pointers by their pointee; structs as classes; a struct whose
+//!   layout the record carries, a `#[derive(DeviceCopy)]` one, by `sizeof`, `alignof` and each
+//!   named field's offset and type), never their spelling. So `int`, `int32_t` and
 //!   `std::int32_t`, `long` and `long long` (LP64), `float*` and `const float*` all fit their
 //!   declaration, with or without `<cstdint>`, while `unsigned` for `i32`, `uint32_t*` for the
 //!   return slot of `-> u64` or `float` for `f64` fail, as
 //!   [`Error::ForeignSignatureMismatch`] naming the Rust declaration, the definition's line
-//!   and the parameter. A source that does not declare a used symbol is compiled again
-//!   without its check (another input defines it). The same check text is compiled by the
+//!   and the parameter. A source that does not declare a used symbol at global scope is
+//!   compiled again without its check (another input defines it), and refused if its PTX
+//!   defines the symbol after all (a namespace, C++ overloads). The same check text is compiled by the
 //!   build-time paths (`nvptx-builder`: clang for `foreign_cuda`, the host compiler for the
 //!   simulator), and on the simulator the Linker compiles each `.cu` input with NVRTC for it.
 //! * PTX (given, or compiled from `.cu`): the definition's `.func` parameter list (return
@@ -28,31 +31,10 @@ use crate::format::ptx::{FuncParams, ParamSlot, Ptx};
 use crate::format::{self, InputKind};
 use crate::link::input::Input;
 use crate::link::nvrtc;
+use gpukernel_ffi_check::check::{self, definition_line};
+use gpukernel_ffi_check::{Declaration, reserved_symbol};
 
-/// The ABI of a foreign function.
-///
-/// ```
-/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
-/// # fn main() -> gpukernel_runtime::Result<()> {
-/// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
-/// # use gpukernel_runtime::link::*;
-/// # let record = DECL_RECORD;
-/// let decl = ForeignDecl::parse(record).unwrap();
-/// match decl.abi {
-///     ForeignAbi::Numba => println!("int {}(float* ret, ...)", decl.symbol),
-///     ForeignAbi::C => println!("float {}(...)", decl.symbol),
-///     _ => {}
-/// }
-/// # Ok(()) }
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ForeignAbi {
-    /// Numba's: `extern "C" __device__ int f(T* ret, args...)`, 0 meaning success.
-    Numba,
-    /// A plain C function: `extern "C" __device__ T f(args...)`.
-    C,
-}
+pub use gpukernel_ffi_check::{FieldLayout, ForeignAbi, StructLayout};
 
 /// One `declare_device!` declaration, as recorded in a kernels crate's PTX.
 ///
@@ -80,6 +62,9 @@ pub struct ForeignDecl {
     pub ret: String,
     /// The C argument types (after the return slot, for Numba's ABI).
     pub args: Vec<String>,
+    /// The layouts of the `#[repr(C)]` structs it passes, as the Rust compiler laid them out
+    /// (empty in records of earlier versions, and for none).
+    pub structs: Vec<StructLayout>,
 }
 
 impl ForeignDecl {
@@ -96,35 +81,14 @@ impl ForeignDecl {
     /// # Ok(()) }
     /// ```
     pub fn parse(record: &str) -> Option<ForeignDecl> {
-        let mut lines = record.lines();
-        if lines.next()? != "gpukernel-foreign-v1" {
-            return None;
-        }
-        let (mut symbol, mut abi, mut at, mut ret) = (None, None, None, None);
-        let mut args = Vec::new();
-        for line in lines {
-            let (key, value) = line.split_once('=')?;
-            match key {
-                "symbol" => symbol = Some(value.to_owned()),
-                "abi" => {
-                    abi = Some(match value {
-                        "numba" => ForeignAbi::Numba,
-                        "c" => ForeignAbi::C,
-                        _ => return None,
-                    })
-                }
-                "at" => at = Some(value.to_owned()),
-                "ret" => ret = Some(value.to_owned()),
-                "arg" => args.push(value.to_owned()),
-                _ => {}
-            }
-        }
+        let d = Declaration::parse(record)?;
         Some(ForeignDecl {
-            symbol: symbol?,
-            abi: abi?,
-            declared_at: at?,
-            ret: ret?,
-            args,
+            symbol: d.symbol,
+            abi: d.abi,
+            declared_at: d.declared_at,
+            ret: d.ret,
+            args: d.args,
+            structs: d.structs,
         })
     }
 
@@ -165,111 +129,27 @@ impl ForeignDecl {
     /// # Ok(()) }
     /// ```
     pub fn c_declaration(&self) -> String {
-        let (ret, mut params) = match self.abi {
-            ForeignAbi::Numba => ("int".to_owned(), vec![format!("{}*", self.ret)]),
-            ForeignAbi::C => (self.ret.clone(), Vec::new()),
-        };
-        params.extend(self.args.iter().cloned());
-        format!(
-            "extern \"C\" __device__ {ret} {}({})",
-            self.symbol,
-            params.join(", ")
-        )
+        self.shared().c_declaration()
+    }
+
+    /// The same declaration as `gpukernel-ffi-check` describes it (the checks' text is made
+    /// there, for every path).
+    pub(crate) fn shared(&self) -> Declaration {
+        Declaration {
+            symbol: self.symbol.clone(),
+            abi: self.abi,
+            declared_at: self.declared_at.clone(),
+            ret: self.ret.clone(),
+            args: self.args.clone(),
+            structs: self.structs.clone(),
+        }
     }
 
     /// The C++ check of a definition of this declaration (see the module's documentation):
     /// one `static_assert` per property, under a `#line` at the Rust declaration; `None` when
     /// a type has no description (a record from another version of the macro).
     pub(crate) fn c_check(&self) -> Option<String> {
-        let ns = "::__gpukernel_ffi";
-        let sym = &self.symbol;
-        let fn_ty = format!("{ns}::k_fn<decltype({sym})>");
-        let (file, line) = self.file_and_line();
-        // A macro of the symbol's name (defined after the definition) would make the check
-        // judge another function: the check names the function the source defined.
-        let mut out = format!(
-            "#ifdef {sym}\n#undef {sym}\n#endif\n#line {line} \"{}\"\n",
-            escape(file)
-        );
-        let mut assert = |cond: String, message: String| {
-            out.push_str(&format!(
-                "static_assert({cond}, \"[gpukernel] {sym}: {}\");\n",
-                escape(&message)
-            ));
-        };
-        // (declared C type, what it is) for the return value and each parameter.
-        let mut params: Vec<(String, String)> = Vec::new();
-        let ret = match self.abi {
-            ForeignAbi::Numba => {
-                let slot = format!("{}*", self.ret);
-                params.push((
-                    // The slot is written by the definition: a `void*` there would accept any
-                    // pointee, so only a `()` return (declared `void*`) keeps it.
-                    format!("{ns}::k_slot<{} >", descriptor(&slot)?),
-                    format!(
-                        "parameter 1, the return slot, must be '{slot}' ({})",
-                        meaning(&slot)
-                    ),
-                ));
-                descriptor("int").map(|d| {
-                    (
-                        d,
-                        "the definition must return 'int' (the status, 0 for success)".to_owned(),
-                    )
-                })?
-            }
-            ForeignAbi::C => (
-                descriptor(&self.ret)?,
-                format!(
-                    "the definition must return '{}' ({})",
-                    self.ret,
-                    meaning(&self.ret)
-                ),
-            ),
-        };
-        let first = params.len();
-        for (i, ty) in self.args.iter().enumerate() {
-            params.push((
-                descriptor(ty)?,
-                format!(
-                    "parameter {} must be '{ty}' ({}), as the argument {} of the declaration",
-                    first + i + 1,
-                    meaning(ty),
-                    i + 1
-                ),
-            ));
-        }
-        assert(
-            format!("{fn_ty}::function"),
-            "the name is declared, but not as a function".to_owned(),
-        );
-        assert(
-            format!("{fn_ty}::params == {}", params.len()),
-            format!(
-                "the definition must take {} parameter(s): {}",
-                params.len(),
-                self.c_declaration()
-            ),
-        );
-        assert(
-            format!("{ns}::k_fits<{}, {fn_ty}::ret>::value", ret.0),
-            ret.1,
-        );
-        for (i, (desc, message)) in params.into_iter().enumerate() {
-            assert(
-                format!("{ns}::k_fits<{desc}, {fn_ty}::param<{i}>::type>::value"),
-                message,
-            );
-        }
-        Some(out)
-    }
-
-    /// The Rust declaration's file and line, for a `#line` directive.
-    fn file_and_line(&self) -> (&str, u32) {
-        match self.declared_at.rsplit_once(':') {
-            Some((file, line)) => (file, line.parse().unwrap_or(1)),
-            None => (&self.declared_at, 1),
-        }
+        check::c_check(&self.shared())
     }
 }
 
@@ -302,106 +182,12 @@ pub(crate) fn used_declarations(inputs: &[Input]) -> Vec<UsedDecl> {
     used
 }
 
-/// The C++ text that checks definitions of declared functions (see the module's
-/// documentation); `nvptx-builder` compiles the same file on the build-time paths.
-pub(crate) const CHECK_HEADER: &str = include_str!("ffi_check.h");
-
-/// The name the check's own lines carry in compiler messages.
-const CHECK_HEADER_NAME: &str = "gpukernel_ffi_check.h";
-
-/// The description of a declared C type for the check (`ffi_check.h`'s `k_*` types), from the
-/// record's spelling (this version's builtin types, or an earlier one's `int32_t` & co.).
-pub(crate) fn descriptor(ty: &str) -> Option<String> {
-    let ty = ty.trim();
-    if let Some(pointee) = ty.strip_suffix('*') {
-        return Some(format!(
-            "::__gpukernel_ffi::k_ptr<{} >",
-            descriptor(pointee)?
-        ));
-    }
-    let ty = ty.strip_prefix("const ").unwrap_or(ty).trim();
-    let scalar = |kind: u8, size: u8| Some(format!("::__gpukernel_ffi::k_scalar<{kind}, {size}>"));
-    match ty {
-        "void" => Some("::__gpukernel_ffi::k_none".to_owned()),
-        "bool" => scalar(1, 1),
-        "signed char" | "int8_t" => scalar(2, 1),
-        "short" | "int16_t" => scalar(2, 2),
-        "int" | "int32_t" => scalar(2, 4),
-        "long long" | "int64_t" | "ptrdiff_t" => scalar(2, 8),
-        "unsigned char" | "uint8_t" => scalar(3, 1),
-        "unsigned short" | "uint16_t" => scalar(3, 2),
-        "unsigned int" | "uint32_t" => scalar(3, 4),
-        "unsigned long long" | "uint64_t" | "size_t" => scalar(3, 8),
-        "float" => scalar(4, 4),
-        "double" => scalar(4, 8),
-        "struct f16" | "struct bf16" => Some("::__gpukernel_ffi::k_half".to_owned()),
-        _ if ty.starts_with("struct ") => Some("::__gpukernel_ffi::k_any_class".to_owned()),
-        _ => None,
-    }
-}
-
-/// What a declared C type is, in words, for messages.
-pub(crate) fn meaning(ty: &str) -> String {
-    let ty = ty.trim();
-    if let Some(pointee) = ty.strip_suffix('*') {
-        let pointee = pointee.trim();
-        return if pointee == "void" || pointee == "const void" {
-            "a pointer to anything".to_owned()
-        } else {
-            format!("a pointer to {}", meaning(pointee))
-        };
-    }
-    let ty = ty.strip_prefix("const ").unwrap_or(ty).trim();
-    let int = |signed: bool, bits: u8| {
-        format!(
-            "{} {bits}-bit integer",
-            if signed { "a signed" } else { "an unsigned" }
-        )
-    };
-    match ty {
-        "void" => "nothing".to_owned(),
-        "bool" => "a C++ bool".to_owned(),
-        "signed char" | "int8_t" => int(true, 8),
-        "short" | "int16_t" => int(true, 16),
-        "int" | "int32_t" => int(true, 32),
-        "long long" | "int64_t" | "ptrdiff_t" => int(true, 64),
-        "unsigned char" | "uint8_t" => int(false, 8),
-        "unsigned short" | "uint16_t" => int(false, 16),
-        "unsigned int" | "uint32_t" => int(false, 32),
-        "unsigned long long" | "uint64_t" | "size_t" => int(false, 64),
-        "float" => "a 32-bit float".to_owned(),
-        "double" => "a 64-bit float".to_owned(),
-        "struct f16" => {
-            "a 16-bit float, by value its bits: 'unsigned short' ('__half_as_ushort'); \
-                          pointed to, '__half'"
-                .to_owned()
-        }
-        "struct bf16" => {
-            "a bfloat16, by value its bits: 'unsigned short' ('__bfloat16_as_ushort'); \
-                           pointed to, '__nv_bfloat16'"
-                .to_owned()
-        }
-        _ => "a struct passed by value".to_owned(),
-    }
-}
-
 /// The source handed to the compiler: the source itself (its own lines under its own name),
 /// then the check of each of `decls` (see the module's documentation).
 pub(crate) fn with_checks(source: &str, decls: &[&ForeignDecl]) -> String {
-    let checks: Vec<String> = decls.iter().filter_map(|d| d.c_check()).collect();
-    if checks.is_empty() {
-        return source.to_owned();
-    }
-    let mut out = format!("{source}\n");
-    out.push_str(&format!("#line 1 \"{CHECK_HEADER_NAME}\"\n{CHECK_HEADER}"));
-    for check in checks {
-        out.push_str(&check);
-    }
-    out
-}
-
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
+    let shared: Vec<Declaration> = decls.iter().map(|d| d.shared()).collect();
+    let refs: Vec<&Declaration> = shared.iter().collect();
+    format!("{source}{}", check::checks_text(&refs))
 }
 
 /// The declarations checked with a `.cu` source: those whose types all have a description.
@@ -431,47 +217,27 @@ pub(crate) fn conflict_in_log(
     source: &str,
     source_name: &str,
 ) -> Option<Conflict> {
-    let mut retry: Vec<String> = Vec::new();
-    for decl in decls {
-        let marker = format!("[gpukernel] {}: ", decl.symbol);
-        let mut failed: Vec<String> = Vec::new();
-        for line in log.lines().filter(|l| l.contains("error")) {
-            if let Some(at) = line.find(&marker) {
-                let message = line[at + marker.len()..].trim_end_matches('"').trim();
-                if !failed.iter().any(|f| f == message) {
-                    failed.push(message.to_owned());
-                }
-            } else if location(line).as_deref() == Some(decl.declared_at.as_str())
-                && mentions_name(line, &decl.symbol)
-                && !retry.contains(&decl.symbol)
-            {
-                retry.push(decl.symbol.clone());
-            }
-        }
-        // A symbol the source does not declare fails its assertions too: not a mismatch.
-        if failed.is_empty() || retry.contains(&decl.symbol) {
-            continue;
-        }
+    let shared: Vec<Declaration> = decls.iter().map(|d| d.shared()).collect();
+    let refs: Vec<&Declaration> = shared.iter().collect();
+    let verdict = check::read_log(log, &refs);
+    if let Some((symbol, failed)) = verdict.mismatch {
+        let decl = decls.iter().find(|d| d.symbol == symbol)?;
         let line = definition_line(source, &decl.symbol);
         let defined_at = match line {
             Some(l) => format!("{source_name}:{l}"),
             None => source_name.to_owned(),
         };
-        let mut detail = failed.join("; ");
-        if let Some(text) = line.and_then(|l| source.lines().nth(l - 1)) {
-            detail.push_str(&format!("\n  the definition: {}", text.trim()));
-        }
         return Some(Conflict::Mismatch(Error::ForeignSignatureMismatch(
             Box::new(SignatureMismatch {
                 symbol: decl.symbol.clone(),
                 declared_at: decl.declared_at.clone(),
                 expected: decl.c_declaration(),
                 defined_at,
-                detail,
+                detail: check::mismatch_detail(&failed, source, line),
             }),
         )));
     }
-    (!retry.is_empty()).then_some(Conflict::Retry(retry))
+    (!verdict.undeclared.is_empty()).then_some(Conflict::Retry(verdict.undeclared))
 }
 
 /// Compiles `source` (named `name`) with the checks of the used declarations, through
@@ -533,15 +299,8 @@ pub(crate) fn refuse_unchecked_definitions(
             Some(l) => format!("{input_name}:{l}"),
             None => input_name.to_owned(),
         };
-        let mut detail = format!(
-            "the definition could not be checked: '{symbol}' is not visible at global scope \
-             after the source (it is defined inside a namespace, or shares its name with C++ \
-             overloads); define it at global scope as one `extern \"C\"` function, with no \
-             overload of the same name"
-        );
-        if let Some(text) = line.and_then(|l| source.lines().nth(l - 1)) {
-            detail.push_str(&format!("\n  the definition: {}", text.trim()));
-        }
+        let detail =
+            check::mismatch_detail(&[check::unseen_definition_detail(symbol)], source, line);
         return Err(Error::ForeignSignatureMismatch(Box::new(
             SignatureMismatch {
                 symbol: symbol.clone(),
@@ -579,71 +338,6 @@ pub(crate) fn check_sources_on_simulator(
         check_ptx_definitions(&ptx, &input.name, used)?;
     }
     Ok(())
-}
-
-/// Whether `text` names `name` as a whole identifier.
-fn mentions_name(text: &str, name: &str) -> bool {
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
-        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
-            && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
-    })
-}
-
-/// The first line of `text` (1-based) where `name(` starts something that is followed by a
-/// `{` before the next `;` (the definition, roughly), else the first that is followed by a
-/// `;` and is not a call (a declaration); for messages only.
-pub(crate) fn definition_line(text: &str, name: &str) -> Option<usize> {
-    let mut declaration = None;
-    let mut offset = 0;
-    while let Some(found) = text[offset..].find(name) {
-        let at = offset + found;
-        offset = at + name.len();
-        let before = text[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-        if text[line_start..at].contains("//") {
-            continue;
-        }
-        let after = &text[at + name.len()..];
-        if !after.trim_start().starts_with('(') {
-            continue;
-        }
-        let line = text[..at].matches('\n').count() + 1;
-        let brace = after.find('{');
-        let semi = after.find(';');
-        if matches!((brace, semi), (Some(b), Some(s)) if b < s)
-            || (brace.is_some() && semi.is_none())
-        {
-            return Some(line);
-        }
-        let prefix = text[line_start..at].trim_end();
-        let call = prefix.is_empty()
-            || prefix.ends_with(['=', '(', ',', '+', '-', '!', '&', '|', '?', ':'])
-            || prefix.ends_with("return");
-        if !call && declaration.is_none() {
-            declaration = Some(line);
-        }
-    }
-    declaration
-}
-
-/// `file(12): error: ...` (NVRTC) or `file:12:5: error: ...` (gcc, clang) → `file:12`.
-fn location(line: &str) -> Option<String> {
-    if let Some((file, rest)) = line.split_once('(')
-        && let Some((number, _)) = rest.split_once(')')
-        && number.bytes().all(|c| c.is_ascii_digit())
-        && !number.is_empty()
-    {
-        return Some(format!("{file}:{number}"));
-    }
-    let mut parts = line.splitn(3, ':');
-    let (file, number) = (parts.next()?, parts.next()?);
-    (!number.is_empty() && number.bytes().all(|c| c.is_ascii_digit()))
-        .then(|| format!("{file}:{number}"))
 }
 
 /// Compares every definition of a used declaration in a PTX unit (given or compiled from a
@@ -788,53 +482,6 @@ pub(crate) fn check_declared_symbols_are_foreign(used: &[UsedDecl]) -> Result<()
     Ok(())
 }
 
-/// Why `symbol` names no function of the user's foreign code (the rule of `declare_device!`
-/// and the build): a C library or compiler-builtins function, a libdevice function, a name
-/// of the CUDA compilers or runtime, or a symbol gpukernel generates.
-pub(crate) fn reserved_symbol(symbol: &str) -> Option<&'static str> {
-    const C_LIBRARY: [&str; 16] = [
-        "memset",
-        "memcpy",
-        "memmove",
-        "memcmp",
-        "bcmp",
-        "strlen",
-        "strcmp",
-        "strcpy",
-        "printf",
-        "calloc",
-        "realloc",
-        "abort",
-        "exit",
-        "assert",
-        "__assert_fail",
-        "__nvvm_reflect",
-    ];
-    if C_LIBRARY.contains(&symbol) {
-        Some("a C library function or compiler intrinsic")
-    } else if symbol.starts_with("__nv_") {
-        Some("a libdevice function")
-    } else if ["__nvvm_", "__cuda", "__nvptx"]
-        .iter()
-        .any(|p| symbol.starts_with(p))
-    {
-        Some("a name reserved by the CUDA compilers")
-    } else if symbol.starts_with("cuda")
-        && symbol[4..].starts_with(|c: char| c.is_ascii_uppercase())
-    {
-        Some("a function of the CUDA runtime or device runtime")
-    } else if symbol.starts_with("__gpukernel_") || symbol.starts_with("gpukernel_sim_") {
-        Some("a symbol that gpukernel itself generates")
-    } else if symbol.strip_prefix("__").is_some_and(|rest| {
-        rest.strip_suffix(|c: char| c.is_ascii_digit())
-            .is_some_and(|stem| !stem.is_empty() && stem.chars().all(|c| c.is_ascii_lowercase()))
-    }) {
-        Some("a helper of the compiler's builtins (libgcc / compiler-rt naming)")
-    } else {
-        None
-    }
-}
-
 /// Whether `text` mentions `name(` as a whole identifier.
 pub(crate) fn mentions(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(at, _)| {
@@ -912,32 +559,6 @@ mod tests {
     }
 
     #[test]
-    fn types_are_described_by_what_they_are() {
-        for (old, new) in [
-            ("int32_t", "int"),
-            ("uint64_t", "unsigned long long"),
-            ("size_t", "unsigned long long"),
-            ("int8_t", "signed char"),
-            ("const uint8_t*", "const unsigned char*"),
-        ] {
-            assert_eq!(descriptor(old), descriptor(new), "{old}");
-            assert_eq!(meaning(old), meaning(new), "{old}");
-        }
-        assert_ne!(descriptor("int"), descriptor("unsigned int"));
-        assert_ne!(descriptor("float*"), descriptor("int*"));
-        assert_eq!(descriptor("const float*"), descriptor("float*"));
-        assert_eq!(
-            descriptor("struct Pair"),
-            Some("::__gpukernel_ffi::k_any_class".to_owned())
-        );
-        assert_eq!(descriptor("long double"), None);
-        assert_eq!(
-            meaning("unsigned int*"),
-            "a pointer to an unsigned 32-bit integer"
-        );
-    }
-
-    #[test]
     fn compiler_messages_name_the_definition() {
         let d = ForeignDecl::parse(RECORD).unwrap();
         let source = "// f\nextern \"C\" __device__ int mul_f32_f32(double* r, float a, float b) { return 0; }\n";
@@ -960,7 +581,6 @@ mod tests {
             );
             assert!(m.detail.contains("the definition: extern"), "{}", m.detail);
         }
-        assert_eq!(location("f.cu:3:5: error: x"), Some("f.cu:3".into()));
         // The source does not declare the symbol: compiled again without its check.
         let undeclared = "src/ffi.rs(32): error: identifier \"mul_f32_f32\" is undefined\n";
         assert!(matches!(
@@ -971,17 +591,5 @@ mod tests {
         assert!(conflict_in_log("f.cu(1): error: other\n", &[&d], "", "f.cu").is_none());
         let unrelated = "f.cu(4): error: identifier \"y\" is undefined\n  float r = mul_f32_f32(&r, y, 1.0f);\n";
         assert!(conflict_in_log(unrelated, &[&d], "", "f.cu").is_none());
-    }
-
-    #[test]
-    fn definition_lines_prefer_bodies_then_declarations() {
-        let text =
-            "int f(int);\n// f(x) {\nint g() { return f(1); }\nint f(int x) {\n return x; }\n";
-        assert_eq!(definition_line(text, "f"), Some(4));
-        assert_eq!(
-            definition_line("int f(int);\nint g() { return f(1); }\n", "f"),
-            Some(1)
-        );
-        assert_eq!(definition_line("int g() { return f(1); }\n", "f"), None);
     }
 }

@@ -115,7 +115,7 @@ pub use crate::format::InputKind;
 pub use arch::Arch;
 pub use cache::CachePolicy;
 pub use embedded::CudaSource;
-pub use foreign::{ForeignAbi, ForeignDecl};
+pub use foreign::{FieldLayout, ForeignAbi, ForeignDecl, StructLayout};
 pub use image::{CacheStatus, CompiledInput, LinkInput, LinkTimings, LinkedImage};
 pub use linker::Linker;
 pub use nvrtc::{CudaOutput, compile_cuda};

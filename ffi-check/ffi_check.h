@@ -13,6 +13,18 @@
 #ifdef sizeof
 #undef sizeof
 #endif
+#ifdef alignof
+#undef alignof
+#endif
+#ifdef static_cast
+#undef static_cast
+#endif
+#ifdef __builtin_offsetof
+#undef __builtin_offsetof
+#endif
+#ifdef __INTADDR__
+#undef __INTADDR__
+#endif
 #ifdef __is_class
 #undef __is_class
 #endif
@@ -82,18 +94,37 @@ template <> struct k_fits<k_slot<k_ptr<k_none> >, k_ptr<k_none> > { enum { value
 template <unsigned I, class... A> struct k_at { typedef void type; };
 template <class H, class... A> struct k_at<0, H, A...> { typedef H type; };
 template <unsigned I, class H, class... A> struct k_at<I, H, A...> : k_at<I - 1, A...> {};
+// A function type: what its return value and parameters are (`ret`, `param<I>::type`) and
+// the types themselves, without qualifiers (`ret_type`, `arg<I>::type`), for struct layouts.
 template <class F> struct k_fn {
   enum { function = 0, params = -1 };
   typedef k_other ret;
+  typedef k_other ret_type;
   template <unsigned I> struct param { typedef k_other type; };
+  template <unsigned I> struct arg { typedef k_other type; };
 };
 template <class R, class... A> struct k_fn<R(A...)> {
   enum { function = 1, params = sizeof...(A) };
   typedef typename k_of<typename k_bare<R>::type>::type ret;
+  typedef typename k_bare<R>::type ret_type;
   template <unsigned I> struct param {
     typedef typename k_of<typename k_bare<typename k_at<I, A...>::type>::type>::type type;
   };
+  template <unsigned I> struct arg {
+    typedef typename k_bare<typename k_at<I, A...>::type>::type type;
+  };
 };
+// Struct layouts (a declared `#[repr(C)]` struct, by value or pointed to): the struct a
+// parameter passes, whether it is a class (the layout is checked only then: any other type
+// already failed its parameter's check), and a field's type compared with the Rust field's
+// (an f16 / bf16 field may also be CUDA's 2-byte class).
+template <class T> struct k_pointee { typedef k_other type; };
+template <class T> struct k_pointee<T*> { typedef typename k_bare<T>::type type; };
+template <class T> struct k_is_class { enum { value = __is_class(T) }; };
+template <class T> struct k_void { typedef void type; };
+template <class D> struct k_field {};
+template <class D, class E> struct k_fits<k_field<D>, E> : k_fits<D, E> {};
+template <> struct k_fits<k_field<k_half>, k_class<2> > { enum { value = 1 }; };
 #if __cplusplus >= 201703L
 template <class R, class... A> struct k_fn<R(A...) noexcept> : k_fn<R(A...)> {};
 #endif
