@@ -1474,6 +1474,30 @@ pub enum Error {
         /// What is wrong and what to do.
         problem: String,
     },
+
+    /// `GraphExec::set_kernel_args` was given launch attributes (clusters, cooperative,
+    /// programmatic dependent) other than the node's: an instantiated graph keeps the
+    /// attributes its kernel nodes were built with (`cuGraphExecKernelNodeSetParams` does not
+    /// change them).
+    #[error(
+        "{operation} on node {node} (`{kernel}`) of graph `{graph}`: the launch attributes \
+         {given} differ from the node's {built}\nhint: pass the attributes the node was built \
+         with, or build (or update with GraphExec::update) a graph whose node has the new ones"
+    )]
+    GraphNodeAttributesChanged {
+        /// The call.
+        operation: &'static str,
+        /// The node's index.
+        node: usize,
+        /// The node's kernel.
+        kernel: String,
+        /// The graph's name.
+        graph: String,
+        /// The node's attributes.
+        built: String,
+        /// The attributes given.
+        given: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

@@ -3,10 +3,7 @@
 //! here, and with the `gpu` feature the GPU as well.
 
 use ffi_examples_hopper_kernels::PTX;
-use ffi_examples_hopper_kernels::adv::{
-    adv_cluster_block_exits, adv_grid_sync_block_exits, adv_pdl_early, adv_pdl_naive,
-    adv_pdl_overwrite,
-};
+use ffi_examples_hopper_kernels::adv::{adv_cluster_block_exits, adv_grid_sync_block_exits};
 use gpukernel_runtime::{Context, Device, GridBarrierWord, LaunchConfig, Module};
 use gpukernel_tests::devices;
 
@@ -23,77 +20,6 @@ fn report(probe: &str, device: &str, hole: bool, detail: &str) {
     println!("PROBE {probe} [{device}] {verdict} {detail}");
     if hole && std::env::var_os("GPUKERNEL_ADV_STRICT").is_some() {
         panic!("PROBE {probe} [{device}] HOLE {detail}");
-    }
-}
-
-/// Two safe kernels, two safe launches on one stream: the second with
-/// `LaunchConfig::programmatic_dependent()`. The first calls the safe
-/// `grid::launch_dependents()` before writing `y`; the second reads `y` without
-/// `grid::wait_dependencies()`. Stream order promises the second sees every `1`.
-#[test]
-fn pdl_safe_kernels_race() {
-    let n = 1 << 16;
-    for (name, ctx) in devices() {
-        let Some(md) = hopper_module(&name, &ctx) else {
-            continue;
-        };
-        let (k1, k2) = (
-            md.kernel(adv_pdl_early).unwrap(),
-            md.kernel(adv_pdl_naive).unwrap(),
-        );
-        let iters = if ctx.is_simulator() { 1 } else { 1 << 18 };
-        let s = ctx.new_stream().unwrap();
-        let mut stale_total = 0usize;
-        let cfg = LaunchConfig::for_elements(n).unwrap();
-        for _ in 0..3 {
-            let mut y = s.alloc_zeros::<u32>(n).unwrap();
-            let mut z = s.alloc_zeros::<u32>(n).unwrap();
-            s.launch(&k1, cfg, (iters, &mut y)).unwrap();
-            s.launch(&k2, cfg.programmatic_dependent(), (&y, &mut z))
-                .unwrap();
-            let got = z.to_host_vec().unwrap();
-            stale_total += got.iter().filter(|&&v| v != 1).count();
-        }
-        report(
-            "pdl_safe_kernels_race",
-            &name,
-            stale_total != 0,
-            &format!(
-                "{stale_total} of {} elements read before the first kernel wrote them",
-                3 * n
-            ),
-        );
-    }
-}
-
-/// Write-write: the first kernel writes `y = 1` (after `launch_dependents`), the second (PDL,
-/// safe) writes `y = 7`. Stream order promises 7 everywhere.
-#[test]
-fn pdl_safe_kernels_write_write() {
-    let n = 1 << 16;
-    for (name, ctx) in devices() {
-        let Some(md) = hopper_module(&name, &ctx) else {
-            continue;
-        };
-        let (k1, k2) = (
-            md.kernel(adv_pdl_early).unwrap(),
-            md.kernel(adv_pdl_overwrite).unwrap(),
-        );
-        let iters = if ctx.is_simulator() { 1 } else { 1 << 18 };
-        let s = ctx.new_stream().unwrap();
-        let mut y = s.alloc_zeros::<u32>(n).unwrap();
-        let cfg = LaunchConfig::for_elements(n).unwrap();
-        s.launch(&k1, cfg, (iters, &mut y)).unwrap();
-        s.launch(&k2, cfg.programmatic_dependent(), (&mut y,))
-            .unwrap();
-        let got = y.to_host_vec().unwrap();
-        let wrong = got.iter().filter(|&&v| v != 7).count();
-        report(
-            "pdl_safe_kernels_write_write",
-            &name,
-            wrong != 0,
-            &format!("{wrong} of {n} elements hold the first kernel's value after the second"),
-        );
     }
 }
 
