@@ -1480,9 +1480,9 @@ pub enum Error {
     /// attributes its kernel nodes were built with (`cuGraphExecKernelNodeSetParams` does not
     /// change them).
     #[error(
-        "{operation} on node {node} (`{kernel}`) of graph `{graph}`: the launch attributes \
-         {given} differ from the node's {built}\nhint: pass the attributes the node was built \
-         with, or build (or update with GraphExec::update) a graph whose node has the new ones"
+        "{operation} on node {node} (`{kernel}`) of graph `{graph}`: {change}\nhint: pass the \
+         attributes the node was built with, or build (or update with GraphExec::update) a \
+         graph whose node has the new ones"
     )]
     GraphNodeAttributesChanged {
         /// The call.
@@ -1493,10 +1493,8 @@ pub enum Error {
         kernel: String,
         /// The graph's name.
         graph: String,
-        /// The node's attributes.
-        built: String,
-        /// The attributes given.
-        given: String,
+        /// The attributes given and the node's.
+        change: String,
     },
 }
 

@@ -376,8 +376,10 @@ impl<'a> GraphExec<'a> {
                 node: node.index,
                 kernel: (*k.name).to_string(),
                 graph: self.graph.name.clone(),
-                built: format!("{:?}", k.attributes),
-                given: format!("{:?}", config.attributes),
+                change: format!(
+                    "the launch attributes {:?} differ from the node's {:?}",
+                    config.attributes, k.attributes
+                ),
             });
         }
         let mut uses = NodeUses::new(&self.graph.ctx, &self.graph.lineage);
