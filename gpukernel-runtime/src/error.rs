@@ -1474,6 +1474,28 @@ pub enum Error {
         /// What is wrong and what to do.
         problem: String,
     },
+
+    /// `GraphExec::set_kernel_args` was given launch attributes (clusters, cooperative,
+    /// programmatic dependent) other than the node's: an instantiated graph keeps the
+    /// attributes its kernel nodes were built with (`cuGraphExecKernelNodeSetParams` does not
+    /// change them).
+    #[error(
+        "{operation} on node {node} (`{kernel}`) of graph `{graph}`: {change}\nhint: pass the \
+         attributes the node was built with, or build (or update with GraphExec::update) a \
+         graph whose node has the new ones"
+    )]
+    GraphNodeAttributesChanged {
+        /// The call.
+        operation: &'static str,
+        /// The node's index.
+        node: usize,
+        /// The node's kernel.
+        kernel: String,
+        /// The graph's name.
+        graph: String,
+        /// The attributes given and the node's.
+        change: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

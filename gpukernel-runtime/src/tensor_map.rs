@@ -22,25 +22,50 @@ use crate::memory::{DeviceBuffer, DeviceSlice};
 
 /// An element type the tensor memory accelerator knows (`CUtensorMapDataType`).
 ///
+/// Sealed: the copy engine moves `DATA_TYPE`'s size per element while [`TensorMap2D::new`]
+/// checks the extent with `size_of::<T>()`, so only the library's own element types (whose two
+/// sizes agree) implement it. For another `#[repr(transparent)]` element type, build the map
+/// over a view of the primitive it wraps.
+///
 /// ```
 /// use gpukernel_runtime::TmaElement;
 /// assert_eq!(<f32 as TmaElement>::DATA_TYPE, 7); // CU_TENSOR_MAP_DATA_TYPE_FLOAT32
 /// ```
-pub trait TmaElement: DeviceCopy {
+pub trait TmaElement: DeviceCopy + sealed::Sealed {
     /// The `CUtensorMapDataType` value.
     const DATA_TYPE: u32;
 }
 
+mod sealed {
+    /// Keeps [`super::TmaElement`] to the types below.
+    pub trait Sealed {}
+}
+
 macro_rules! tma_element {
-    ($($t:ty => $v:expr),* $(,)?) => { $(impl TmaElement for $t { const DATA_TYPE: u32 = $v; })* };
+    ($($t:ty => $v:expr),* $(,)?) => { $(
+        impl sealed::Sealed for $t {}
+        impl TmaElement for $t { const DATA_TYPE: u32 = $v; }
+        const _: () = assert!(element_bytes($v) as usize == std::mem::size_of::<$t>());
+    )* };
 }
 tma_element!(
     u8 => 0, i8 => 0, u16 => 1, i16 => 1, u32 => 2, i32 => 3, u64 => 4, i64 => 5,
     gpukernel_device::half::f16 => 6, f32 => 7, f64 => 8, gpukernel_device::half::bf16 => 9,
 );
 
+/// Waits for the context's work before memory named by address goes, leaving any foreign-call
+/// failure pending: it belongs to the launch that made it, and the next observation point
+/// (a synchronization, a copy to the host) reports it. Inside a graph host node it does not
+/// wait (the node's own work would wait on itself); a fault stays sticky for the next check.
+fn wait_without_claiming(ctx: &Context) {
+    if crate::graph::in_host_node() {
+        return;
+    }
+    let _ = ctx.inner.backend.synchronize();
+}
+
 /// Bytes per element of a `CUtensorMapDataType`.
-pub(crate) fn element_bytes(data_type: u32) -> u32 {
+pub(crate) const fn element_bytes(data_type: u32) -> u32 {
     match data_type {
         0 => 1,
         1 | 6 | 9 => 2,
@@ -245,7 +270,9 @@ impl<'a, T: TmaElement> TensorMap2D<'a, T> {
         // copy): the map is in place before `new` returns.
         let s = ctx.default_stream();
         let words = s.htod_copy(&[MapBytes(words)])?;
-        s.synchronize()?;
+        // Without the foreign-call check: a failure of another launch stays pending for the
+        // next observation of its results instead of being reported as this map's.
+        s.wait_idle()?;
         Ok(TensorMap2D {
             ctx: ctx.clone(),
             words,
@@ -292,7 +319,7 @@ impl<T> Drop for TensorMap2D<'_, T> {
     /// Waits for the context's work before the map's memory goes: launches name the map by
     /// address only, so no tracker knows which of them still read it.
     fn drop(&mut self) {
-        let _ = self.ctx.synchronize();
+        wait_without_claiming(&self.ctx);
     }
 }
 
@@ -318,7 +345,7 @@ pub struct GridBarrierWord {
 impl Drop for GridBarrierWord {
     /// Waits for the context's work before the word goes (launches name it by address only).
     fn drop(&mut self) {
-        let _ = self.ctx.synchronize();
+        wait_without_claiming(&self.ctx);
     }
 }
 
@@ -336,8 +363,9 @@ impl GridBarrierWord {
     pub fn new(ctx: &Context) -> Result<Self> {
         let s = ctx.default_stream();
         let word = s.alloc_zeros::<u32>(1)?;
-        // Zero before any launch that names it by address.
-        s.synchronize()?;
+        // Zero before any launch that names it by address (without the foreign-call check,
+        // as in `TensorMap2D::new`).
+        s.wait_idle()?;
         Ok(GridBarrierWord {
             ctx: ctx.clone(),
             word,

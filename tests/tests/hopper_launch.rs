@@ -370,10 +370,12 @@ fn programmatic_dependent_launch_sees_the_first_kernels_results() {
         let mut y = s.alloc_zeros::<f32>(n).unwrap();
         let mut z = s.alloc_zeros::<f32>(n).unwrap();
         let cfg = LaunchConfig::for_elements(n).unwrap();
+        // SAFETY: `pdl_second` calls `grid::wait_dependencies` before it reads `y` or writes
+        // `z`, and `pdl_first` does not wait on `pdl_second`.
+        let dependent = unsafe { cfg.programmatic_dependent() };
         for _ in 0..3 {
             s.launch(&k1, cfg, (3.0f32, &dx, &mut y)).unwrap();
-            s.launch(&k2, cfg.programmatic_dependent(), (&y, &mut z))
-                .unwrap();
+            s.launch(&k2, dependent, (&y, &mut z)).unwrap();
         }
         let got = z.to_host_vec().unwrap();
         for (i, g) in got.iter().enumerate() {
@@ -444,7 +446,8 @@ fn graph_kernel_nodes_with_clusters_and_cooperative_launch() {
             let r = g.add_kernel(
                 &[],
                 &hc,
-                LaunchConfig::new(4, HIST_BLOCK).programmatic_dependent(),
+                // SAFETY: refused before anything runs.
+                unsafe { LaunchConfig::new(4, HIST_BLOCK).programmatic_dependent() },
                 (&d, bins, hb),
             );
             assert!(matches!(r, Err(Error::Unsupported { .. })), "{name}: {r:?}");

@@ -18,6 +18,7 @@ use gpukernel_device::shared::dynamic_shared;
 use gpukernel_device::wgmma::{self, Accumulators, SmemDesc, sw128_offset};
 use gpukernel_device::{sync, thread, unroll};
 
+pub mod adv;
 mod cluster;
 mod grid;
 pub mod misuse;

@@ -244,7 +244,9 @@ fn pdl(ctx: &Context, md: &Module, full: bool) -> Result<bool, BoxError> {
                  z: &mut gpukernel_runtime::DeviceBuffer<f32>|
      -> Result<(), BoxError> {
         let c2 = if with {
-            cfg.programmatic_dependent()
+            // SAFETY: `pdl_second` calls `grid::wait_dependencies` before it touches `y` or
+            // `z`, and `pdl_first` does not wait on `pdl_second`.
+            unsafe { cfg.programmatic_dependent() }
         } else {
             cfg
         };

@@ -50,6 +50,8 @@ pub(super) struct KernelInfo {
     pub(super) info: FunctionInfo,
     pub(super) name: &'static &'static str,
     pub(super) sim_entry: Option<SimEntry>,
+    /// The launch attributes the node was built with (kept by the instantiation).
+    pub(super) attributes: crate::launch::LaunchAttributes,
 }
 
 pub(super) struct NodeState {
@@ -539,6 +541,7 @@ impl<'a> Graph<'a> {
             info: f.info,
             name: f.name,
             sim_entry: Some(K::SIM_ENTRY),
+            attributes: config.attributes,
         });
         let (kept, mut params) = pack::<K, A>(abi);
         let desc = desc_of(&info, &config);

@@ -395,6 +395,7 @@ impl<'a> Capture<'_, 'a> {
             info: f.info,
             name: f.name,
             sim_entry: Some(K::SIM_ENTRY),
+            attributes: config.attributes,
         });
         let (kept, mut params) = pack::<K, A>(abi);
         let mut desc = desc_of(&info, &config);

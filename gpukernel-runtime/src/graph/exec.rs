@@ -368,6 +368,20 @@ impl<'a> GraphExec<'a> {
             });
         }
         config.validate_typed(kernel)?;
+        if let Some(k) = &st.nodes[node.index].kernel
+            && k.attributes != config.attributes
+        {
+            return Err(Error::GraphNodeAttributesChanged {
+                operation: OP,
+                node: node.index,
+                kernel: (*k.name).to_string(),
+                graph: self.graph.name.clone(),
+                change: format!(
+                    "the launch attributes {:?} differ from the node's {:?}",
+                    config.attributes, k.attributes
+                ),
+            });
+        }
         let mut uses = NodeUses::new(&self.graph.ctx, &self.graph.lineage);
         let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;

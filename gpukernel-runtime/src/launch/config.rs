@@ -134,8 +134,10 @@ pub struct LaunchAttributes {
     /// Programmatic stream serialization
     /// (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`, compute capability 9.0+): the
     /// kernel may start before the previous kernel on the stream completed, and waits for it in
-    /// `gpukernel_device::grid::wait_dependencies`.
-    pub programmatic_dependent: bool,
+    /// `gpukernel_device::grid::wait_dependencies`. Private: only the `unsafe`
+    /// [`LaunchConfig::programmatic_dependent`] sets it (read it with
+    /// [`LaunchAttributes::is_programmatic_dependent`]).
+    pub(crate) programmatic_dependent: bool,
 }
 
 impl LaunchAttributes {
@@ -151,6 +153,20 @@ impl LaunchAttributes {
     /// ```
     pub fn any(&self) -> bool {
         self.cluster.is_some() || self.cooperative || self.programmatic_dependent
+    }
+
+    /// Whether programmatic stream serialization is set (by the `unsafe`
+    /// [`LaunchConfig::programmatic_dependent`]).
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// assert!(!LaunchConfig::new(1, 32).attributes.is_programmatic_dependent());
+    /// # Ok(()) }
+    /// ```
+    pub fn is_programmatic_dependent(&self) -> bool {
+        self.programmatic_dependent
     }
 }
 
@@ -223,15 +239,26 @@ impl LaunchConfig {
     /// while the previous kernel on the stream still runs (it calls
     /// `grid::wait_dependencies` before reading that kernel's results).
     ///
+    /// # Safety
+    ///
+    /// The borrow rules of [`Stream::launch`](crate::Stream::launch) order launches on a stream
+    /// one after another; this attribute breaks that order. The caller promises that the kernel
+    /// launched with this configuration calls `gpukernel_device::grid::wait_dependencies()`
+    /// before it touches (reads or writes) any memory the preceding kernel on the stream writes
+    /// or reads, and that the preceding kernel does not rely on this kernel not running yet
+    /// (for example by waiting on a flag this kernel sets). Otherwise the two kernels race on
+    /// that memory.
+    ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
     /// # fn main() -> gpukernel_runtime::Result<()> {
     /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
-    /// let cfg = LaunchConfig::for_elements(1 << 20)?.programmatic_dependent();
-    /// assert!(cfg.attributes.programmatic_dependent);
+    /// // SAFETY: the kernel launched with `cfg` waits in `grid::wait_dependencies` first.
+    /// let cfg = unsafe { LaunchConfig::for_elements(1 << 20)?.programmatic_dependent() };
+    /// assert!(cfg.attributes.is_programmatic_dependent());
     /// # Ok(()) }
     /// ```
-    pub fn programmatic_dependent(self) -> Self {
+    pub unsafe fn programmatic_dependent(self) -> Self {
         let mut c = self;
         c.attributes.programmatic_dependent = true;
         c
