@@ -1,6 +1,7 @@
-//! Soundness probes of the Hopper launch features. Each test prints `PROBE <name> HOLE|OK
-//! <detail>`; with `GPUKERNEL_ADV_STRICT=1` a HOLE fails the test. Every device: the simulator
-//! here, and with the `gpu` feature the GPU as well.
+//! Probes of the Hopper launch features found by attacking them. Each prints `PROBE <name>
+//! HOLE|OK <detail>` and fails on a HOLE. The ones still open (simulator fidelity, #32) are
+//! `#[ignore]`d with the reason: `cargo test --test adv_hopper_probes -- --ignored` shows
+//! them. Every device: the simulator here, and with the `gpu` feature the GPU as well.
 
 use ffi_examples_hopper_kernels::PTX;
 use ffi_examples_hopper_kernels::adv::{adv_cluster_block_exits, adv_grid_sync_block_exits};
@@ -18,7 +19,7 @@ fn hopper_module(name: &str, ctx: &Context) -> Option<Module> {
 fn report(probe: &str, device: &str, hole: bool, detail: &str) {
     let verdict = if hole { "HOLE" } else { "OK" };
     println!("PROBE {probe} [{device}] {verdict} {detail}");
-    if hole && std::env::var_os("GPUKERNEL_ADV_STRICT").is_some() {
+    if hole {
         panic!("PROBE {probe} [{device}] HOLE {detail}");
     }
 }
@@ -27,6 +28,7 @@ fn report(probe: &str, device: &str, hole: bool, detail: &str) {
 /// barrier (counting blocks in the word) waits forever; the simulator should report it as it
 /// reports other barriers that cannot complete.
 #[test]
+#[ignore = "open: the simulator's grid barrier does not yet fault when a block of the grid exited (the GPU waits forever)"]
 fn grid_sync_with_an_exited_block_sim() {
     let ctx = Device::simulator().primary_context().unwrap();
     let md = ctx.load_module(PTX.as_bytes()).unwrap();
@@ -112,6 +114,7 @@ fn cluster_shapes_at_limits() {
 /// Simulator fidelity: a TMA load to a shared destination aligned to 16 bytes only (the
 /// hardware needs 128; `tma::load`'s contract says so). The simulator copies it silently.
 #[test]
+#[ignore = "open: the simulator's TMA copies do not yet check the shared destination's alignment"]
 fn tma_load_misaligned_destination() {
     use ffi_examples_hopper_kernels::adv::adv_tma_misaligned;
     use gpukernel_runtime::{Swizzle, TensorMap2D};
@@ -144,6 +147,7 @@ fn tma_load_misaligned_destination() {
 /// Simulator fidelity (safe code): a launch with explicit clusters of 1 × 1 × 1 block sets
 /// `%is_explicit_cluster` on the GPU; the simulator derives it from the cluster's size.
 #[test]
+#[ignore = "open: the simulator answers is_explicit() from the cluster size, not from the launch"]
 fn is_explicit_with_clusters_of_one() {
     use ffi_examples_hopper_kernels::adv::adv_is_explicit;
     for (name, ctx) in devices() {
@@ -172,6 +176,7 @@ fn is_explicit_with_clusters_of_one() {
 /// the GPU: its shared memory may belong to another block by then). The simulator keeps the
 /// memory and answers the old value.
 #[test]
+#[ignore = "open: the simulator keeps an exited peer block's shared memory readable"]
 fn dsmem_after_the_peer_exited_sim() {
     use ffi_examples_hopper_kernels::adv::adv_dsmem_after_exit;
     let ctx = Device::simulator().primary_context().unwrap();
@@ -204,6 +209,7 @@ fn dsmem_after_the_peer_exited_sim() {
 /// (the process killed) confirms that the simulator's success was wrong.
 #[cfg(feature = "gpu")]
 #[test]
+#[ignore = "hangs the GPU by design: run alone under `timeout`"]
 fn grid_sync_with_an_exited_block_gpu() {
     for (name, ctx) in devices() {
         if ctx.is_simulator() {
