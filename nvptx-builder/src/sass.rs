@@ -266,7 +266,7 @@ fn identifiers(line: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// What [`embed`] wrote.
+/// What the SASS step (`embed`) wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Embedded {
     /// The fatbin (`<name>.fatbin`).
