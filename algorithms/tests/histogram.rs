@@ -2,27 +2,10 @@
 //! (every atomic on one bin), on the simulator (and CUDA device 0 with the `gpu` feature).
 
 use gpukernel_algorithms::Algorithms;
-use gpukernel_runtime::{Context, Device, Error};
+use gpukernel_runtime::{Device, Error};
 
-fn devices() -> Vec<(String, Context)> {
-    let mut out = vec![(
-        "simulator".to_string(),
-        Device::simulator()
-            .primary_context()
-            .expect("simulator context"),
-    )];
-    if cfg!(feature = "gpu") {
-        let dev = Device::get(0).unwrap_or_else(|e| {
-            panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
-        });
-        out.push((
-            dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
-            dev.primary_context()
-                .expect("primary context of CUDA device 0"),
-        ));
-    }
-    out
-}
+mod common;
+use common::devices;
 
 fn bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;

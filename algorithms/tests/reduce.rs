@@ -4,38 +4,8 @@
 use gpukernel_algorithms::{Algorithms, DeviceReduceOp, Item, Max, Min, Sum};
 use gpukernel_runtime::{Context, Device, DeviceCopy, Error};
 
-fn devices() -> Vec<(String, Context)> {
-    let mut out = vec![(
-        "simulator".to_string(),
-        Device::simulator()
-            .primary_context()
-            .expect("simulator context"),
-    )];
-    if cfg!(feature = "gpu") {
-        let dev = Device::get(0).unwrap_or_else(|e| {
-            panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
-        });
-        out.push((
-            dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
-            dev.primary_context()
-                .expect("primary context of CUDA device 0"),
-        ));
-    }
-    out
-}
-
-/// Small deterministic values (xorshift), exact in every type's sum at these sizes.
-fn values<T>(n: usize, seed: u64, f: impl Fn(i64) -> T) -> Vec<T> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            f((x % 2001) as i64 - 1000)
-        })
-        .collect()
-}
+mod common;
+use common::{devices, values};
 
 fn check<T, Op>(ctx: &Context, algs: &Algorithms, dev: &str, xs: &[T], op: Op, want: T)
 where
@@ -107,21 +77,33 @@ fn reduce_every_type_and_operator_matches_the_host() {
         for (i, &n) in SIZES.iter().enumerate() {
             let seed = 7 + i as u64;
             // Integer-valued floats: every order of summation gives the same exact sum.
-            all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v as f32));
-            all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v as f64 * 0.5));
-            all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v as i32));
+            all_ops(&ctx, &algs, &dev, &values(n, seed, 1000, |v| v as f32));
             all_ops(
                 &ctx,
                 &algs,
                 &dev,
-                &values(n, seed, |v| ((v + 1000) as u32).wrapping_mul(4_000_000)),
+                &values(n, seed, 1000, |v| v as f64 * 0.5),
             );
-            all_ops(&ctx, &algs, &dev, &values(n, seed, |v| v * 1_000_000_007));
+            all_ops(&ctx, &algs, &dev, &values(n, seed, 1000, |v| v as i32));
             all_ops(
                 &ctx,
                 &algs,
                 &dev,
-                &values(n, seed, |v| {
+                &values(n, seed, 1000, |v| {
+                    ((v + 1000) as u32).wrapping_mul(4_000_000)
+                }),
+            );
+            all_ops(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, 1000, |v| v * 1_000_000_007),
+            );
+            all_ops(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, 1000, |v| {
                     ((v + 1000) as u64).wrapping_mul(3_000_000_000_000_000)
                 }),
             );

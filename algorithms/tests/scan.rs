@@ -5,38 +5,8 @@
 use gpukernel_algorithms::{Algorithms, DeviceScanOp, Item, Sum};
 use gpukernel_runtime::{Context, Device, DeviceCopy, Error};
 
-fn devices() -> Vec<(String, Context)> {
-    let mut out = vec![(
-        "simulator".to_string(),
-        Device::simulator()
-            .primary_context()
-            .expect("simulator context"),
-    )];
-    if cfg!(feature = "gpu") {
-        let dev = Device::get(0).unwrap_or_else(|e| {
-            panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
-        });
-        out.push((
-            dev.name().unwrap_or_else(|_| "CUDA device 0".into()),
-            dev.primary_context()
-                .expect("primary context of CUDA device 0"),
-        ));
-    }
-    out
-}
-
-/// Small integers (exact in f32 at these sizes in any order of addition).
-fn values<T>(n: usize, seed: u64, f: impl Fn(i64) -> T) -> Vec<T> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            f((x % 21) as i64 - 10)
-        })
-        .collect()
-}
+mod common;
+use common::{devices, values};
 
 fn check<T>(ctx: &Context, algs: &Algorithms, dev: &str, xs: &[T])
 where
@@ -98,13 +68,18 @@ fn scans_match_the_host() {
         let algs = Algorithms::new(&ctx).expect("load the algorithms");
         for (i, &n) in SIZES.iter().enumerate() {
             let seed = 11 + i as u64;
-            check(&ctx, &algs, &dev, &values(n, seed, |v| v as f32));
-            check(&ctx, &algs, &dev, &values(n, seed, |v| v as i32 * 100_003));
+            check(&ctx, &algs, &dev, &values(n, seed, 10, |v| v as f32));
             check(
                 &ctx,
                 &algs,
                 &dev,
-                &values(n, seed, |v| ((v + 10) as u32).wrapping_mul(300_000_007)),
+                &values(n, seed, 10, |v| v as i32 * 100_003),
+            );
+            check(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, 10, |v| ((v + 10) as u32).wrapping_mul(300_000_007)),
             );
         }
     }
