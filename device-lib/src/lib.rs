@@ -154,11 +154,12 @@ pub mod __private {
     /// # Safety
     /// `ptr` must be valid for reads of `len` elements for `'a`, and nothing may write them
     /// during `'a` (the runtime's typed launch guarantees this for `&DeviceBuffer` arguments).
+    /// `ptr` is not null and is aligned, even when `len` is 0 (the typed launch passes 256
+    /// for memory at address 0).
     #[inline(always)]
     pub unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-        if len == 0 {
-            return &[];
-        }
+        // SAFETY: the caller's contract. Said so that `get`'s `Some` costs no compare.
+        unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
         // SAFETY: forwarded from the caller's contract.
         unsafe { core::slice::from_raw_parts(ptr, len) }
     }
@@ -171,9 +172,8 @@ pub mod __private {
     /// access one element unless all accesses are reads.
     #[inline(always)]
     pub unsafe fn slice_from_raw_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
-        if len == 0 {
-            return &mut [];
-        }
+        // SAFETY: the caller's contract (see `slice_from_raw`).
+        unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
         // SAFETY: forwarded from the caller's contract.
         unsafe { core::slice::from_raw_parts_mut(ptr, len) }
     }

@@ -106,9 +106,14 @@ pub struct DisjointSlice<'a, T> {
 /// # Safety
 /// `ptr` must be valid for reads and writes of `len` elements for `'a`, and no other
 /// parameter of the launch may reach those elements (the typed launch guarantees this).
+/// `ptr` is not null, even when `len` is 0 (the typed launch passes an aligned dangling
+/// address for memory at address 0).
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn disjoint_from_raw<'a, T>(ptr: *mut T, len: usize) -> DisjointSlice<'a, T> {
+    // SAFETY: the caller's contract. Said so that `get_mut`'s `Some` folds: LLVM otherwise
+    // keeps a compare of the kernel parameter with null (two instructions per access).
+    unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
     DisjointSlice {
         ptr,
         len,
@@ -479,6 +484,7 @@ pub struct DisjointSlice2D<'a, T> {
 /// `ptr` must be valid for reads and writes of `(rows - 1) * pitch + cols` elements for `'a`
 /// (none when `rows` or `cols` is 0), `pitch >= cols`, and no other parameter of the launch may
 /// reach those elements (the typed launch checks the shape and guarantees this).
+/// `ptr` is not null (see [`disjoint_from_raw`]).
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn disjoint_2d_from_raw<'a, T>(
@@ -487,6 +493,8 @@ pub unsafe fn disjoint_2d_from_raw<'a, T>(
     rows: usize,
     pitch: usize,
 ) -> DisjointSlice2D<'a, T> {
+    // SAFETY: the caller's contract (see `disjoint_from_raw`).
+    unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
     DisjointSlice2D {
         ptr,
         cols,
@@ -731,6 +739,7 @@ pub struct DisjointSlice3D<'a, T> {
 /// `ptr` must be valid for reads and writes of `((depth - 1) * rows + rows - 1) * pitch +
 /// cols` elements for `'a` (none when a dimension is 0), `pitch >= cols`, and no other
 /// parameter of the launch may reach them (the typed launch checks the shape).
+/// `ptr` is not null (see [`disjoint_from_raw`]).
 #[doc(hidden)]
 #[inline(always)]
 pub unsafe fn disjoint_3d_from_raw<'a, T>(
@@ -740,6 +749,8 @@ pub unsafe fn disjoint_3d_from_raw<'a, T>(
     depth: usize,
     pitch: usize,
 ) -> DisjointSlice3D<'a, T> {
+    // SAFETY: the caller's contract (see `disjoint_from_raw`).
+    unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
     DisjointSlice3D {
         ptr,
         cols,

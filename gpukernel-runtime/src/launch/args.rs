@@ -453,6 +453,15 @@ unsafe impl<T: DeviceCopy> KernelArg<T> for T {
 
 // --- slices ----------------------------------------------------------------------------------
 
+/// The address a slice or view argument passes: never 0. Memory at address 0 is empty (an
+/// allocation is never there), and the device code may then assume that every slice pointer
+/// is not null (`DisjointSlice::get_mut`'s `Some` costs no compare); 256 is aligned for every
+/// element type and never dereferenced, as nothing is in range.
+#[inline(always)]
+fn non_null(addr: u64) -> u64 {
+    if addr == 0 { 256 } else { addr }
+}
+
 macro_rules! slice_arg {
     // host type => kernel parameter, how to get its `RawParts`, ABI kind, safe or not.
     ($([$($gen:tt)*] $ty:ty => $p:ty, $method:ident, $kind:ident, $safety:ty;)*) => { $(
@@ -483,7 +492,7 @@ macro_rules! slice_arg {
     )* };
     (@abi slice) => { Slice };
     (@abi ptr) => { Scalar<u64> };
-    (@lower $p:ident, slice) => { Slice { ptr: $p.ptr, len: $p.len as u64 } };
+    (@lower $p:ident, slice) => { Slice { ptr: non_null($p.ptr), len: $p.len as u64 } };
     (@lower $p:ident, ptr) => { Scalar($p.ptr) };
 }
 
@@ -533,7 +542,7 @@ macro_rules! shaped_arg {
                 let (p, shape) = this.parts();
                 lent.add(&p, core::any::type_name::<$p>())?;
                 p.track("Stream::launch", "a 2D or 3D view argument", stream)?;
-                Ok(Extents { ptr: p.ptr, shape })
+                Ok(Extents { ptr: non_null(p.ptr), shape })
             }
             fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Extents<$n>> {
                 #[allow(unused_mut)]
@@ -541,7 +550,7 @@ macro_rules! shaped_arg {
                 let (p, shape) = this.parts();
                 lent.add(&p, core::any::type_name::<$p>())?;
                 uses.record("Graph::add_kernel", "a 2D or 3D view argument", p)?;
-                Ok(Extents { ptr: p.ptr, shape })
+                Ok(Extents { ptr: non_null(p.ptr), shape })
             }
         }
     )* };

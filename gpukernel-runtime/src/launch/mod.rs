@@ -132,6 +132,9 @@ impl Stream {
     /// one-dimensional, and for one that takes a `DisjointSlice2D` its z extent 1 (the checks
     /// of the typed launches, see [`TypedKernel::launch_dims`]; nothing checks them here); the
     /// slices a `#[kernel(same_len(..))]` names must have one length (`Kernel::SAME_LEN`).
+    /// The pointer of a slice parameter (`&[T]`, `&mut [T]`, `DisjointSlice`,
+    /// `DisjointSlice2D`, `DisjointSlice3D`) is never null and is aligned, even for an empty
+    /// one (the typed launches pass 256 for memory at address 0).
     ///
     /// # Example
     ///
