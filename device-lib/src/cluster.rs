@@ -234,8 +234,9 @@ pub fn is_explicit() -> bool {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        crate::host::with_context("cluster::is_explicit", |cx| cx.hooks().cluster_dim())
-            != Dim3::new(1, 1, 1)
+        crate::host::with_context("cluster::is_explicit", |cx| {
+            cx.hooks().cluster_is_explicit()
+        })
     }
 }
 

@@ -141,6 +141,12 @@ pub trait SimHooks {
     /// every block is then a cluster of its own, as on the GPU).
     fn cluster_dim(&self) -> Dim3;
 
+    /// Whether the launch named cluster dimensions (`%is_explicit_cluster`), even 1 × 1 × 1.
+    /// By default, whether the cluster has more than one block.
+    fn cluster_is_explicit(&self) -> bool {
+        self.cluster_dim() != Dim3::new(1, 1, 1)
+    }
+
     /// `barrier.cluster.arrive`: the calling thread arrives at its cluster's barrier without
     /// waiting. A thread that arrives twice without a [`cluster_wait`](Self::cluster_wait)
     /// between is an error the simulator reports.

@@ -33,7 +33,7 @@
 //! /// nothing else accesses `dst` during the launch.
 //! #[kernel]
 //! pub unsafe fn tile_copy(src: TensorMap, dst: TensorMap) {
-//!     let tile = shared_array!(f32, 1024);
+//!     let tile = shared_array!(tma::Aligned<[f32; 1024]>, 1);
 //!     let word = shared_array!(u64, 1);
 //!     let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
 //!     let at = [32 * thread::block_idx_x() as i32, 32 * thread::block_idx_y() as i32];
@@ -55,6 +55,22 @@
 
 use crate::mbarrier::Mbarrier;
 use crate::mma::SharedAddr;
+
+/// `T` aligned to 1024 bytes, the most any tensor copy asks of its shared-memory side (128
+/// bytes, or the swizzle's span: 256, 512, 1024): `shared_array!(Aligned<[f32; 256]>, 1)` is
+/// a TMA destination for any map. The simulator refuses a copy whose shared side is not
+/// aligned as the map needs.
+///
+/// ```
+/// use gpukernel_device::tma::Aligned;
+/// assert_eq!(core::mem::align_of::<Aligned<[f32; 256]>>(), 1024);
+/// ```
+#[repr(C, align(1024))]
+#[derive(Clone, Copy, Debug)]
+pub struct Aligned<T>(pub T);
+
+// SAFETY: `T` and trailing padding only; every bit pattern of the padding is fine to copy.
+unsafe impl<T: crate::DeviceCopy> crate::DeviceCopy for Aligned<T> {}
 
 /// A TMA descriptor, as a kernel parameter: the global address of a 128-byte tensor map
 /// (`CUtensorMap`) that the runtime encoded and keeps alive for the launch.
@@ -211,6 +227,16 @@ mod sim {
         map
     }
 
+    /// Refuses a shared-memory side of a copy that is not aligned as the hardware needs: 128
+    /// bytes, or the swizzle's span (256, 512, 1024 bytes) when the map is swizzled.
+    pub(super) fn check_shared(map: &SimTensorMap, smem: *mut u8, what: &str) {
+        let need = 128usize << map.swizzle.min(3);
+        assert!(
+            (smem as usize).is_multiple_of(need),
+            "{what}: the shared-memory address {smem:p} is not aligned to {need} bytes (a tensor copy needs 128, or the swizzle's span when the map is swizzled; the GPU faults or scrambles the box)"
+        );
+    }
+
     /// Calls `f(global element address or None when outside the tensor, shared byte offset)`
     /// for every element of the box at `coords`.
     pub(super) fn for_each<const N: usize>(
@@ -295,7 +321,7 @@ macro_rules! tensor_asm {
 /// /// `map` is a 2D f32 map with 16 × 16 boxes, no swizzle, that nobody writes.
 /// #[kernel]
 /// pub unsafe fn box_sum(map: TensorMap, mut out: DisjointSlice<f32>) {
-///     let tile = shared_array!(f32, 256);
+///     let tile = shared_array!(tma::Aligned<[f32; 256]>, 1);
 ///     let w = shared_array!(u64, 1);
 ///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
 ///     if thread::thread_idx_x() == 0 {
@@ -311,7 +337,8 @@ macro_rules! tensor_asm {
 ///     let t = thread::thread_idx_x() as usize;
 ///     let mut s = 0.0;
 ///     for j in (t..256).step_by(32) {
-///         s += unsafe { tile.read(j) }; // SAFETY: the copy completed; no writers
+///         // SAFETY: the copy completed; no writers.
+///         s += unsafe { tile.as_mut_ptr().cast::<f32>().add(j).read() };
 ///     }
 ///     out.set(thread::index(), s);
 /// }
@@ -344,6 +371,7 @@ pub unsafe fn load<const N: usize>(
         let m = sim::map(map, "tma::load");
         let eb = m.elem_bytes as usize;
         let base = dst.raw();
+        sim::check_shared(m, base, "tma::load");
         sim::for_each(m, coords, "tma::load", |global, smem| {
             // SAFETY: the caller's contract: the box fits at `dst`, the tensor is readable.
             unsafe {
@@ -378,9 +406,10 @@ pub unsafe fn load<const N: usize>(
 /// /// `map` is a 2D f32 map with 8 × 8 boxes, no swizzle, that only this launch writes.
 /// #[kernel]
 /// pub unsafe fn ones(map: TensorMap) {
-///     let tile = shared_array!(f32, 64);
+///     let tile = shared_array!(tma::Aligned<[f32; 64]>, 1);
 ///     let t = thread::thread_idx_x() as usize;
-///     unsafe { tile.write(t, 1.0) }; // SAFETY: own slot
+///     // SAFETY: each thread writes its own element (the handle's raw pointer; no reference).
+///     unsafe { tile.as_mut_ptr().cast::<f32>().add(t).write(1.0) };
 ///     tma::fence_proxy_async();
 ///     sync::sync_threads();
 ///     if t == 0 {
@@ -414,6 +443,7 @@ pub unsafe fn store<const N: usize>(map: TensorMap, coords: [i32; N], src: Share
         let m = sim::map(map, "tma::store");
         let eb = m.elem_bytes as usize;
         let base = src.raw();
+        sim::check_shared(m, base, "tma::store");
         sim::for_each(m, coords, "tma::store", |global, smem| {
             if let Some(g) = global {
                 // SAFETY: the caller's contract: the box is at `src`, the tensor writable.

@@ -806,6 +806,7 @@ impl Backend for SimBackend {
             params,
             cluster: desc.attributes.cluster.map_or([1, 1, 1], |c| c.to_array()),
             cooperative: desc.attributes.cooperative,
+            explicit_cluster: desc.attributes.cluster.is_some(),
         };
         let result = crate::sim::launch(&launch);
         // The launch ran to completion on this thread, which holds its first foreign-call

@@ -185,6 +185,10 @@ impl SimHooks for SimThread {
         Dim3::new(x, y, z)
     }
 
+    fn cluster_is_explicit(&self) -> bool {
+        self.group().explicit_cluster
+    }
+
     fn cluster_arrive(&self) {
         if self.cluster_arrival.get().is_some() {
             panic!(
@@ -232,7 +236,13 @@ impl SimHooks for SimThread {
                 "cluster::map_shared_rank: {p:p} is not an address in this block's shared memory (a shared_array! or dynamic_shared element)"
             );
         };
-        let peer = g.mem(g.slot(g.peer(self.block(), rank)));
+        let peer_block = g.peer(self.block(), rank);
+        if g.block_exited(g.slot(peer_block)) {
+            panic!(
+                "cluster::map_shared_rank: block {peer_block:?} (rank {rank} of the cluster) has exited; its shared memory is no longer its own on the GPU (end with cluster::sync before a peer may exit)"
+            );
+        }
+        let peer = g.mem(g.slot(peer_block));
         assert!(
             !peer.is_null(),
             "the peer block's shared memory is registered before any thread runs"
@@ -528,7 +538,11 @@ impl BlockRunner {
             .into_boxed_slice(),
             stacks,
             stack_bytes,
-            single: Box::new(Group::new([1, 1, 1], false, [0, 0, 0], [1, 1, 1], n as u64)),
+            single: Box::new({
+                let mut g = Group::new([1, 1, 1], false, [0, 0, 0], [1, 1, 1], n as u64);
+                g.explicit_cluster = l.explicit_cluster;
+                g
+            }),
             group: core::ptr::null(),
             mem,
         }
@@ -617,7 +631,11 @@ impl BlockRunner {
         unsafe { &*self.group }
     }
 
-    /// Thread `t` exited: the cluster and grid barriers no longer wait for it.
+    /// Thread `t` exited: the cluster barrier no longer waits for it (`exit` releases
+    /// `barrier.cluster`), nor does the grid barrier, unless `t` is the block's thread
+    /// (0, 0, 0): `grid::sync` counts blocks, and that thread arrives for its block, so a
+    /// later `grid::sync` of the other blocks waits forever on the GPU, and here the wait is
+    /// reported as one that can never complete.
     fn exited(&self, t: usize) {
         let g = self.cur_group();
         let b = self.threads[t].block();
@@ -625,7 +643,11 @@ impl BlockRunner {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .exited();
-        g.grid.lock().unwrap_or_else(|e| e.into_inner()).exited();
+        g.thread_exited(g.slot(b));
+        let tid = self.threads[t].ctx.thread_idx();
+        if (tid.x, tid.y, tid.z) != (0, 0, 0) {
+            g.grid.lock().unwrap_or_else(|e| e.into_inner()).exited();
+        }
         g.progress();
     }
 

@@ -61,6 +61,8 @@ pub(super) struct Group {
     pub cluster: [u32; 3],
     /// Whether the launch is cooperative (grid barriers allowed).
     pub cooperative: bool,
+    /// Whether the launch named cluster dimensions (even 1 × 1 × 1).
+    pub explicit_cluster: bool,
     /// The grid index of the group's first block, and its extent in blocks.
     pub origin: [u32; 3],
     pub extent: [u32; 3],
@@ -76,6 +78,8 @@ pub(super) struct Group {
     /// progress (0: it can).
     idle: Vec<AtomicU64>,
     finished: Vec<AtomicBool>,
+    /// Per block slot: its threads that have not exited.
+    running: Vec<AtomicU64>,
     /// A block of the group failed.
     pub failed: AtomicBool,
     started: AtomicUsize,
@@ -97,6 +101,7 @@ impl Group {
         Group {
             cluster,
             cooperative,
+            explicit_cluster: cluster != [1, 1, 1],
             origin,
             extent,
             mems: (0..blocks)
@@ -109,6 +114,7 @@ impl Group {
             epoch: AtomicU64::new(0),
             idle: (0..blocks).map(|_| AtomicU64::new(0)).collect(),
             finished: (0..blocks).map(|_| AtomicBool::new(false)).collect(),
+            running: (0..blocks).map(|_| AtomicU64::new(threads)).collect(),
             failed: AtomicBool::new(false),
             started: AtomicUsize::new(0),
             ended: AtomicUsize::new(0),
@@ -126,6 +132,7 @@ impl Group {
         *self.grid.get_mut().unwrap_or_else(|e| e.into_inner()) = GroupBarrier::new(threads);
         self.idle[0].store(0, Ordering::Relaxed);
         self.finished[0].store(false, Ordering::Relaxed);
+        self.running[0].store(threads, Ordering::Relaxed);
     }
 
     /// The number of blocks.
@@ -173,6 +180,17 @@ impl Group {
     /// Block `slot`'s shared memory (null before it registered).
     pub fn mem(&self, slot: usize) -> *const BlockMem {
         self.mems[slot].load(Ordering::Acquire)
+    }
+
+    /// A thread of block `slot` exited.
+    pub fn thread_exited(&self, slot: usize) {
+        self.running[slot].fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Whether every thread of block `slot` exited (its shared memory is then no longer its
+    /// own on the GPU).
+    pub fn block_exited(&self, slot: usize) -> bool {
+        self.finished[slot].load(Ordering::SeqCst) || self.running[slot].load(Ordering::SeqCst) == 0
     }
 
     /// Notes a change a waiter may be waiting for.

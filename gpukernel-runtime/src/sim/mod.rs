@@ -66,6 +66,8 @@ pub(crate) struct SimLaunch<'a> {
     /// A cooperative launch: every block of the grid runs at the same time (one OS thread
     /// each), so `grid::sync` works.
     pub cooperative: bool,
+    /// The launch named cluster dimensions (`%is_explicit_cluster`), even of 1 × 1 × 1.
+    pub explicit_cluster: bool,
 }
 
 /// A simulated launch failed: a thread panicked, a block could not make progress, or the
@@ -227,7 +229,8 @@ fn launch_grouped(l: &SimLaunch<'_>, config: &SimConfig, blocks: u64) -> Result<
         for gy in 0..groups[1] {
             for gx in 0..groups[0] {
                 let origin = [gx * extent[0], gy * extent[1], gz * extent[2]];
-                let group = group::Group::new(c, l.cooperative, origin, extent, threads);
+                let mut group = group::Group::new(c, l.cooperative, origin, extent, threads);
+                group.explicit_cluster = l.explicit_cluster;
                 let errors: Mutex<Vec<SimError>> = Mutex::new(Vec::new());
                 std::thread::scope(|s| {
                     for z in 0..extent[2] {

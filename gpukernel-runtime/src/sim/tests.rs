@@ -40,6 +40,7 @@ fn run(
         params: &params,
         cluster: [1, 1, 1],
         cooperative: false,
+        explicit_cluster: false,
     })
 }
 
