@@ -31,9 +31,17 @@
 //! /// # Safety
 //! /// `src` and `dst` are maps of 2D f32 tensors of one shape with 32 × 32 boxes, no swizzle;
 //! /// nothing else accesses `dst` during the launch.
+//! /// A TMA tile: shared memory aligned as tensor copies need (128 bytes; 1024 covers every
+//! /// swizzle). The simulator refuses a copy whose shared side is not aligned.
+//! #[repr(C, align(1024))]
+//! #[derive(Clone, Copy)]
+//! pub struct Tile([f32; 1024]);
+//! // SAFETY: an array of floats, no padding.
+//! unsafe impl gpukernel_device::DeviceCopy for Tile {}
+//!
 //! #[kernel]
 //! pub unsafe fn tile_copy(src: TensorMap, dst: TensorMap) {
-//!     let tile = shared_array!(tma::Aligned<[f32; 1024]>, 1);
+//!     let tile = shared_array!(Tile, 1);
 //!     let word = shared_array!(u64, 1);
 //!     let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
 //!     let at = [32 * thread::block_idx_x() as i32, 32 * thread::block_idx_y() as i32];
@@ -55,22 +63,6 @@
 
 use crate::mbarrier::Mbarrier;
 use crate::mma::SharedAddr;
-
-/// `T` aligned to 1024 bytes, the most any tensor copy asks of its shared-memory side (128
-/// bytes, or the swizzle's span: 256, 512, 1024): `shared_array!(Aligned<[f32; 256]>, 1)` is
-/// a TMA destination for any map. The simulator refuses a copy whose shared side is not
-/// aligned as the map needs.
-///
-/// ```
-/// use gpukernel_device::tma::Aligned;
-/// assert_eq!(core::mem::align_of::<Aligned<[f32; 256]>>(), 1024);
-/// ```
-#[repr(C, align(1024))]
-#[derive(Clone, Copy, Debug)]
-pub struct Aligned<T>(pub T);
-
-// SAFETY: `T` and trailing padding only; every bit pattern of the padding is fine to copy.
-unsafe impl<T: crate::DeviceCopy> crate::DeviceCopy for Aligned<T> {}
 
 /// A TMA descriptor, as a kernel parameter: the global address of a 128-byte tensor map
 /// (`CUtensorMap`) that the runtime encoded and keeps alive for the launch.
@@ -315,13 +307,20 @@ macro_rules! tensor_asm {
 /// use gpukernel_device::mbarrier::{self, Mbarrier};
 /// use gpukernel_device::tma::{self, TensorMap};
 /// use gpukernel_device::{mma::SharedAddr, shared::shared_array, sync, thread};
+/// /// A TMA destination: 128-byte aligned (the simulator refuses less).
+/// #[repr(C, align(128))]
+/// #[derive(Clone, Copy)]
+/// pub struct Tile([f32; 256]);
+/// // SAFETY: an array of floats, no padding.
+/// unsafe impl gpukernel_device::DeviceCopy for Tile {}
+///
 /// /// Sums a 16 × 16 f32 box of a 2D tensor; one block of 32 threads.
 /// ///
 /// /// # Safety
 /// /// `map` is a 2D f32 map with 16 × 16 boxes, no swizzle, that nobody writes.
 /// #[kernel]
 /// pub unsafe fn box_sum(map: TensorMap, mut out: DisjointSlice<f32>) {
-///     let tile = shared_array!(tma::Aligned<[f32; 256]>, 1);
+///     let tile = shared_array!(Tile, 1);
 ///     let w = shared_array!(u64, 1);
 ///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
 ///     if thread::thread_idx_x() == 0 {
@@ -400,13 +399,20 @@ pub unsafe fn load<const N: usize>(
 /// # use gpukernel_device::prelude::*;
 /// use gpukernel_device::tma::{self, TensorMap};
 /// use gpukernel_device::{mma::SharedAddr, shared::shared_array, sync, thread};
+/// /// A TMA source: 128-byte aligned (the simulator refuses less).
+/// #[repr(C, align(128))]
+/// #[derive(Clone, Copy)]
+/// pub struct Tile([f32; 64]);
+/// // SAFETY: an array of floats, no padding.
+/// unsafe impl gpukernel_device::DeviceCopy for Tile {}
+///
 /// /// Fills a 2D f32 tensor with ones, one 8 × 8 box per block (64 threads).
 /// ///
 /// /// # Safety
 /// /// `map` is a 2D f32 map with 8 × 8 boxes, no swizzle, that only this launch writes.
 /// #[kernel]
 /// pub unsafe fn ones(map: TensorMap) {
-///     let tile = shared_array!(tma::Aligned<[f32; 64]>, 1);
+///     let tile = shared_array!(Tile, 1);
 ///     let t = thread::thread_idx_x() as usize;
 ///     // SAFETY: each thread writes its own element (the handle's raw pointer; no reference).
 ///     unsafe { tile.as_mut_ptr().cast::<f32>().add(t).write(1.0) };
