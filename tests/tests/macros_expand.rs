@@ -128,7 +128,9 @@ fn sim_entry_of_an_unsafe_kernel_with_a_mutable_slice() {
 #[test]
 fn sim_entry_passes_structs_by_value_and_raw_pointers() {
     let p = Pair { a: 1.5, b: 4.0 };
-    let x_ptr: *const f32 = core::ptr::null();
+    // An empty slice: the ABI never passes a null pointer (the typed launch passes an aligned
+    // dangling address for memory at address 0).
+    let x_ptr: *const f32 = core::ptr::dangling();
     let x_len = 0usize;
     let mut out = 0.0f32;
     let mut count = usize::MAX;
@@ -140,7 +142,7 @@ fn sim_entry_passes_structs_by_value_and_raw_pointers() {
         param(&out_ptr),
         param(&count_ptr),
     ];
-    // SAFETY: as above; a null pointer with length 0 is an empty slice.
+    // SAFETY: as above.
     unsafe { (pair_product::SIM_ENTRY)(params.as_ptr()) };
     assert_eq!(out, 6.0);
     assert_eq!(count, 0);

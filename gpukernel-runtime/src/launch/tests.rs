@@ -784,3 +784,41 @@ fn a_read_after_a_write_of_the_same_bytes_is_refused() {
     let e = lent.add(&pr, "&[f32]").unwrap_err().to_string();
     assert!(e.contains("argument 1") && e.contains("argument 5"), "{e}");
 }
+
+/// An empty buffer at address 0 (lent by another library) reaches the kernel as an aligned,
+/// non-null pointer: the device side of a slice parameter assumes it is never null.
+#[test]
+fn an_empty_buffer_at_address_zero_is_passed_as_a_non_null_pointer() {
+    let (ctx, module) = sim();
+    let s = ctx.default_stream();
+    let x = ctx.htod_copy(&[1.0f32; 3]).unwrap();
+    // SAFETY: no element: nothing is ever read or written through the null pointer.
+    let mut y = unsafe {
+        DeviceBuffer::<f32>::from_raw_parts_with_owner(&ctx, crate::DevicePtr::null(), 0, ())
+    }
+    .unwrap();
+    assert_eq!(y.as_raw(), 0);
+    let args = (2.5f32, &x, &mut y);
+    let mut abi = LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>)>::lower(
+        args,
+        &s,
+        &mut args::Lent::new::<saxpy>(),
+    )
+    .unwrap();
+    let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
+    let n = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<(
+        f32,
+        &'static [f32],
+        DisjointSlice<'static, f32>,
+    )>>::fill(&mut abi, &mut out);
+    assert_eq!(n, 5);
+    // SAFETY: each pointer points into `abi`, at a value of the type the ABI says.
+    unsafe {
+        assert_eq!(*(out[3] as *const u64), 256, "the empty buffer's address");
+        assert_eq!(*(out[4] as *const u64), 0);
+    }
+    let k = module.kernel(saxpy).unwrap();
+    s.launch(&k, LaunchConfig::new(1, 32), (2.5f32, &x, &mut y))
+        .unwrap();
+    s.synchronize().unwrap();
+}
