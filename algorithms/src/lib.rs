@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use gpukernel_algorithms_kernels as k;
 use gpukernel_runtime::{
-    Context, DeviceBuffer, DeviceCopy, DeviceView, DeviceViewMut, DisjointSlice, Error,
+    Context, DeviceBuffer, DeviceCopy, DeviceView, DeviceViewMut, DisjointSlice, Error, Kernel,
     LaunchConfig, Module, Result, SafeKernel, Stream, TypedKernel,
 };
 
@@ -140,9 +140,9 @@ impl std::fmt::Debug for Kernels {
 /// ```
 pub trait DeviceScanOp<T: Item>: Identity<T> + sealed::Sealed {
     #[doc(hidden)]
-    type Inclusive: SafeKernel<Params = ScanParams<T>>;
+    type Inclusive: Kernel<Params = ScanParams<T>>;
     #[doc(hidden)]
-    type Exclusive: SafeKernel<Params = ScanParams<T>>;
+    type Exclusive: Kernel<Params = ScanParams<T>>;
     #[doc(hidden)]
     fn __cell(kernels: &Kernels) -> &OnceLock<Pair<Self::Inclusive, Self::Exclusive>>;
     #[doc(hidden)]
@@ -501,11 +501,15 @@ impl Algorithms {
         // One status word per tile, then the tile counter; zeroed, stream-ordered.
         let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
         output.with_all(n, &mut |o| {
-            stream.launch(
-                kernel,
-                LaunchConfig::new(grid, BLOCK),
-                (input, o, &mut status),
-            )
+            // SAFETY: the scan kernels' contract: `status` is `tiles + 1` words, zeroed on this
+            // stream just above and used by this launch alone (freed, stream-ordered, after it).
+            unsafe {
+                stream.launch_unchecked(
+                    kernel,
+                    LaunchConfig::new(grid, BLOCK),
+                    (input, o, &mut status),
+                )
+            }
         })
     }
 
