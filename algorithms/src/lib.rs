@@ -479,7 +479,7 @@ impl Algorithms {
         self.scan(stream, ke, input.into_view()?, output)
     }
 
-    fn scan<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
+    fn scan<K: Kernel<Params = ScanParams<T>>, T: Item>(
         &self,
         stream: &Stream,
         kernel: &TypedKernel<K>,
@@ -516,7 +516,8 @@ impl Algorithms {
     /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
     /// 257 levels over `u8` samples): `bins[v]` = the number of bytes equal to `v`. `bins`
     /// must hold 256 counters ([`Error::LengthMismatch`] otherwise); it is zeroed first (on
-    /// `stream`), so a call counts `data` alone.
+    /// `stream`), so a call counts `data` alone. At most `u32::MAX` bytes, which every bin can
+    /// count ([`Error::InvalidLaunchConfig`] otherwise).
     ///
     /// ```
     /// use gpukernel_algorithms::Algorithms;
@@ -540,6 +541,17 @@ impl Algorithms {
             self.module.kernel(k::histogram256_u8)
         })?;
         let data = data.into_view()?;
+        // A bin counts to `u32::MAX`: more bytes than that could all be one value, whose count
+        // would wrap.
+        if u32::try_from(data.len()).is_err() {
+            return Err(Error::InvalidLaunchConfig {
+                kernel: <k::histogram256_u8 as Kernel>::NAME.to_string(),
+                dimension: "elements (each bin is a u32 counter: count larger inputs in parts)",
+                value: data.len() as u64,
+                min: 0,
+                max: u32::MAX as u64,
+            });
+        }
         let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
             .min(data.len().div_ceil(16 * BLOCK as usize))
             .max(1) as u32;

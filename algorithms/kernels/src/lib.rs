@@ -592,17 +592,19 @@ scan_kernels! {
 
 // --- 256-bin histogram of bytes ---------------------------------------------------------------
 
-/// Adds the count of each byte value of `data` to `bins[value]` (256 bins, zeroed by the
-/// host). Each block counts into its own shared-memory bins (shared atomics), reading 16-byte
+/// Adds the count of each byte value of `data` (at most `u32::MAX` bytes: a longer input
+/// traps) to `bins[value]` (256 bins, zeroed by the host). Each block counts into its own shared-memory bins (shared atomics), reading 16-byte
 /// vectors grid-stride, then adds its non-zero bins to `bins` with one global atomic each.
 /// Blocks of [`BLOCK`] threads, any grid.
 #[kernel]
 pub fn histogram256_u8(data: &[u8], bins: DisjointSlice<u32>) {
+    // A bin counts to `u32::MAX`: a longer input could wrap one.
     assert!(
         thread::block_dim_x() == BLOCK
             && thread::block_dim_y() == 1
             && thread::block_dim_z() == 1
             && bins.len() == 256
+            && data.len() <= u32::MAX as usize
     );
     let local = gpukernel_device::shared::shared_array!(u32, 256);
     let t = thread::thread_idx_x() as usize;

@@ -1,0 +1,52 @@
+//! `histogram256` at the limit of its `u32` counters: 2^32 + 1 equal bytes cannot be counted
+//! in a `u32` bin; the call must refuse them with a named error, never wrap to a small count.
+
+use gpukernel_algorithms::Algorithms;
+use gpukernel_runtime::Device;
+
+#[test]
+#[cfg_attr(
+    not(feature = "gpu"),
+    ignore = "needs a GPU (feature gpu): 4 GiB of input"
+)]
+fn more_equal_bytes_than_a_u32_bin_counts_is_refused_not_wrapped() {
+    let ctx = Device::get(0).unwrap().primary_context().unwrap();
+    let algs = Algorithms::new(&ctx).unwrap();
+    let stream = ctx.default_stream();
+    let n = (1usize << 32) + 1;
+    let data = stream.alloc_zeros::<u8>(n).unwrap();
+    let mut bins = stream.alloc_zeros::<u32>(256).unwrap();
+    match algs.histogram256(&stream, &data, &mut bins) {
+        Err(e) => println!("PROBE histogram_u32_limit OK refused: {e}"),
+        Ok(()) => {
+            let b = bins.to_host_vec().unwrap();
+            panic!(
+                "PROBE histogram_u32_limit HOLE: {n} zero bytes counted as bins[0] = {} \
+                 without an error",
+                b[0]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_simulator_refuses_more_bytes_than_a_bin_counts() {
+    use gpukernel_runtime::Error;
+    let ctx = Device::simulator().primary_context().unwrap();
+    let algs = Algorithms::new(&ctx).unwrap();
+    let stream = ctx.default_stream();
+    let n = (1usize << 32) + 1;
+    // SAFETY: never read: the call refuses the input before it launches anything (the
+    // simulator's memory is the host's, mapped lazily, so this costs no 4 GiB).
+    let data = unsafe { stream.alloc::<u8>(n) }.unwrap();
+    let mut bins = stream.alloc_zeros::<u32>(256).unwrap();
+    match algs.histogram256(&stream, &data, &mut bins) {
+        Err(Error::InvalidLaunchConfig {
+            kernel, value, max, ..
+        }) => {
+            assert_eq!(kernel, "histogram256_u8");
+            assert_eq!((value, max), (n as u64, u32::MAX as u64));
+        }
+        other => panic!("expected InvalidLaunchConfig, got {other:?}"),
+    }
+}
