@@ -27,6 +27,26 @@ fn more_equal_bytes_than_a_u32_bin_counts_is_refused_not_wrapped() {
             );
         }
     }
+    // The kernel launched directly (it is a safe kernel): a trap, reported at the next
+    // synchronization (the context is unusable afterwards: the last step).
+    let module = ctx
+        .load_module(gpukernel_algorithms_kernels::PTX.as_bytes())
+        .unwrap();
+    let kernel = module
+        .kernel(gpukernel_algorithms_kernels::histogram256_u8)
+        .unwrap();
+    let launched = stream.launch(
+        &kernel,
+        gpukernel_runtime::LaunchConfig::new(264, gpukernel_algorithms_kernels::BLOCK),
+        (&data, &mut bins),
+    );
+    match launched.and_then(|()| bins.to_host_vec()) {
+        Err(e) => println!("PROBE histogram_kernel_u32_limit OK refused: {e}"),
+        Ok(b) => panic!(
+            "PROBE histogram_kernel_u32_limit HOLE: {n} zero bytes counted as bins[0] = {}",
+            b[0]
+        ),
+    }
 }
 
 #[test]

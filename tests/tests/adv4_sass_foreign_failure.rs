@@ -35,3 +35,27 @@ fn a_foreign_failure_in_machine_code_is_reported() {
         other => panic!("PROBE sass_foreign_failure HOLE: {other:?}"),
     }
 }
+
+/// The typed-launch check reads the signature global of a kernel loaded from machine code: a
+/// kernel of the same name from another crate (another fingerprint) is refused.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn the_signature_check_sees_machine_code() {
+    let ctx = Device::get(0).unwrap().primary_context().unwrap();
+    let mut linker = Linker::new(&ctx).unwrap();
+    linker.add_data(InputKind::Fatbin, FATBIN, "lto.fatbin");
+    assert!(matches!(
+        linker.load_path().unwrap(),
+        LoadPath::MachineCode { .. }
+    ));
+    let module = linker.link_and_load().unwrap();
+    // Right crate: accepted.
+    module
+        .kernel(ffi_examples_lto_kernels::multiply_vectors)
+        .unwrap();
+    // `multiply_vectors` of `ffi-examples-kernels`: the same name, another declaration.
+    match module.kernel(ffi_examples_kernels::ffi::multiply_vectors) {
+        Err(e) => println!("PROBE sass_signature OK refused: {e}"),
+        Ok(_) => panic!("PROBE sass_signature HOLE: another crate's kernel accepted"),
+    }
+}
