@@ -58,12 +58,6 @@ fn failures_of_two_loads_of_one_module_are_counted_together_then_re_armed() {
 /// record does not say which stream failed), and `b` is observed first: whatever `b`'s check
 /// reports, `a`'s results must not then be read without the error.
 #[test]
-#[cfg_attr(
-    feature = "gpu",
-    ignore = "hole: on a GPU a module's failure is attributed to `None` (several streams) once its \
-              kernels ran on two streams, and the first check of any stream reports and removes \
-              it (gpukernel-runtime foreign.rs FfiTracking::launched_on, read_records' extract_if)"
-)]
 fn a_failure_reported_on_another_stream_first_is_still_reported_on_its_own() {
     for (dev, ctx) in devices() {
         let m = ctx.load_module(PTX.as_bytes()).unwrap();
