@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use gpukernel_algorithms_kernels as k;
 use gpukernel_runtime::{
-    Context, DeviceBuffer, DeviceCopy, DeviceView, DeviceViewMut, DisjointSlice, Error,
+    Context, DeviceBuffer, DeviceCopy, DeviceView, DeviceViewMut, DisjointSlice, Error, Kernel,
     LaunchConfig, Module, Result, SafeKernel, Stream, TypedKernel,
 };
 
@@ -140,9 +140,9 @@ impl std::fmt::Debug for Kernels {
 /// ```
 pub trait DeviceScanOp<T: Item>: Identity<T> + sealed::Sealed {
     #[doc(hidden)]
-    type Inclusive: SafeKernel<Params = ScanParams<T>>;
+    type Inclusive: Kernel<Params = ScanParams<T>>;
     #[doc(hidden)]
-    type Exclusive: SafeKernel<Params = ScanParams<T>>;
+    type Exclusive: Kernel<Params = ScanParams<T>>;
     #[doc(hidden)]
     fn __cell(kernels: &Kernels) -> &OnceLock<Pair<Self::Inclusive, Self::Exclusive>>;
     #[doc(hidden)]
@@ -479,7 +479,7 @@ impl Algorithms {
         self.scan(stream, ke, input.into_view()?, output)
     }
 
-    fn scan<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
+    fn scan<K: Kernel<Params = ScanParams<T>>, T: Item>(
         &self,
         stream: &Stream,
         kernel: &TypedKernel<K>,
@@ -501,18 +501,23 @@ impl Algorithms {
         // One status word per tile, then the tile counter; zeroed, stream-ordered.
         let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
         output.with_all(n, &mut |o| {
-            stream.launch(
-                kernel,
-                LaunchConfig::new(grid, BLOCK),
-                (input, o, &mut status),
-            )
+            // SAFETY: the scan kernels' contract: `status` is `tiles + 1` words, zeroed on this
+            // stream just above and used by this launch alone (freed, stream-ordered, after it).
+            unsafe {
+                stream.launch_unchecked(
+                    kernel,
+                    LaunchConfig::new(grid, BLOCK),
+                    (input, o, &mut status),
+                )
+            }
         })
     }
 
     /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
     /// 257 levels over `u8` samples): `bins[v]` = the number of bytes equal to `v`. `bins`
     /// must hold 256 counters ([`Error::LengthMismatch`] otherwise); it is zeroed first (on
-    /// `stream`), so a call counts `data` alone.
+    /// `stream`), so a call counts `data` alone. At most `u32::MAX` bytes, which every bin can
+    /// count ([`Error::InvalidLaunchConfig`] otherwise).
     ///
     /// ```
     /// use gpukernel_algorithms::Algorithms;
@@ -536,6 +541,17 @@ impl Algorithms {
             self.module.kernel(k::histogram256_u8)
         })?;
         let data = data.into_view()?;
+        // A bin counts to `u32::MAX`: more bytes than that could all be one value, whose count
+        // would wrap.
+        if u32::try_from(data.len()).is_err() {
+            return Err(Error::InvalidLaunchConfig {
+                kernel: <k::histogram256_u8 as Kernel>::NAME.to_string(),
+                dimension: "elements (each bin is a u32 counter: count larger inputs in parts)",
+                value: data.len() as u64,
+                min: 0,
+                max: u32::MAX as u64,
+            });
+        }
         let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
             .min(data.len().div_ceil(16 * BLOCK as usize))
             .max(1) as u32;

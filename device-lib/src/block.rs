@@ -10,6 +10,11 @@
 //! collectives it calls; a thread that skips one leaves the others waiting at its barrier (a
 //! hang on the GPU, an error naming the thread in the simulator), and threads that reach
 //! different collectives at the same time exchange each other's values (wrong results).
+//! Threads that have returned are not waited for by a GPU barrier: the first barrier of each
+//! collective counts the threads that reach it ([`sync_threads_count`](crate::sync::sync_threads_count)),
+//! and a collective that some threads of the block returned before traps (a launch failure at
+//! the next synchronization; in the simulator, an error naming the thread) instead of reading
+//! slots those threads never wrote.
 //!
 //! # The scratch memory is the library's
 //!
@@ -74,6 +79,39 @@ fn load<T: ShuffleValue>(s: SharedArray<u64, SLOTS>, slot: usize) -> T {
     T::__from_bits(unsafe { AtomicU64::from_ptr(s.as_mut_ptr().add(slot)) }.load(Relaxed))
 }
 
+/// The barrier after the slots are written, which also counts the threads that reach it: on
+/// the GPU a block barrier does not wait for threads that have exited, so a collective that
+/// whole warps of the block returned before would read slots of this launch that no thread
+/// wrote (whatever an earlier kernel left in shared memory). It traps instead, a launch
+/// failure reported at the next synchronization. (The simulator reports the missing threads
+/// at the barrier itself.)
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn sync_all_arrived() {
+    let arrived = crate::sync::sync_threads_count(true);
+    let block = threads_per_block();
+    if arrived != block {
+        left_by_exited_threads(arrived, block);
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn left_by_exited_threads(arrived: u32, block: u32) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let _ = (arrived, block);
+        // SAFETY: `trap` has no preconditions; it aborts the kernel.
+        unsafe { core::arch::nvptx::trap() }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    panic!(
+        "a block collective was reached by {arrived} of the block's {block} threads (the others \
+         returned before it): every thread of the block must call it"
+    )
+}
+
 /// The number of warps of the block (at most 32).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -110,7 +148,7 @@ pub fn reduce<T: ShuffleValue, Op: ReduceOp<T>>(value: T, op: Op) -> T {
     if lane_id() == 0 {
         store(s, warp_id() as usize, v);
     }
-    sync_threads();
+    sync_all_arrived();
     let mut total: T = load(s, 0);
     for k in 1..warps as usize {
         total = op.combine(total, load(s, k));
@@ -199,7 +237,7 @@ fn warp_prefix<T: ShuffleValue, Op: ReduceOp<T>>(incl: T, op: Op) -> (Option<T>,
     if lane_id() == last {
         store(s, w, incl);
     }
-    sync_threads();
+    sync_all_arrived();
     let mut prefix = None;
     let mut acc: T = load(s, 0);
     for k in 1..warps as usize {
@@ -240,7 +278,7 @@ pub fn broadcast<T: ShuffleValue>(value: T, src_thread: u32) -> T {
     if linear_thread_idx() == src_thread {
         store(s, BROADCAST, value);
     }
-    sync_threads();
+    sync_all_arrived();
     let v = load(s, BROADCAST);
     sync_threads();
     v

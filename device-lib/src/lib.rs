@@ -178,6 +178,36 @@ pub mod __private {
         unsafe { core::slice::from_raw_parts_mut(ptr, len) }
     }
 
+    /// `declare_device!`'s check that a type it writes into the record by its name (`f32` is
+    /// `float`, `c_void` is `void`, `f16` is a half float) is the type of that name: a local
+    /// type or alias named like one would otherwise be checked against the C type its name
+    /// says while the call passes another.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` is not `{T}`, the type its name says",
+        label = "declare_device! writes this type into the foreign declaration's record by its name, as `{T}`",
+        note = "the foreign definition is checked against the C type of `{T}` while the call passes `{Self}`: name the type by a name of its own (a local type or alias must not be named like a built-in type)"
+    )]
+    pub trait ForeignTypeNamed<T: ?Sized> {}
+    impl<T: ?Sized> ForeignTypeNamed<T> for T {}
+    /// Compiles only when `A` is `B` (see [`ForeignTypeNamed`]).
+    pub const fn foreign_type_named<A: ?Sized + ForeignTypeNamed<B>, B: ?Sized>() {}
+
+    /// `declare_device!`'s check that two types one declaration names by the same last path
+    /// segment (`a::Pair`, `b::Pair`, `Wrap<f32>`, `Wrap<i32>`) are one type: the record names
+    /// a struct by that segment, so it holds one layout for both.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` and `{T}` have one C name in the foreign declaration's record",
+        label = "declare_device! names a struct by the last segment of its path, without generic arguments, and records one layout per name",
+        note = "the definition's struct would be checked against the layout of `{T}` while the call passes `{Self}`: give the two types names of their own (`use a::Pair as PairA;`)"
+    )]
+    pub trait ForeignStructNamed<T: ?Sized> {}
+    impl<T: ?Sized> ForeignStructNamed<T> for T {}
+    /// Compiles only when `A` is `B` (see [`ForeignStructNamed`]).
+    pub const fn foreign_struct_named<A: ?Sized + ForeignStructNamed<B>, B: ?Sized>() {}
+
+    /// The half floats, by the paths `declare_device!`'s checks name them.
+    pub use crate::half::{bf16, f16};
+
     /// Compile-time check that a by-value kernel parameter or foreign-call type is `DeviceCopy`.
     pub const fn assert_device_copy<T: crate::DeviceCopy>() {}
 

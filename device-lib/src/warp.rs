@@ -697,14 +697,35 @@ pub fn warp_lanes() -> u32 {
     }
 }
 
+/// Traps unless every lane of `mask` (the warp's existing lanes, which contain the caller)
+/// takes part: a GPU does not wait at a `*.sync` operation for lanes that have exited, and a
+/// shuffle from such a lane reads an undefined value, so a collective that some lanes returned
+/// before would combine values no lane passed. One `vote.sync.ballot`, whose result every
+/// taking part lane shares. (The simulator reports a lane of the mask that finished at the
+/// shuffle itself.)
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn all_lanes_take_part(mask: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: `mask` contains the calling lane; `trap` has no preconditions.
+    unsafe {
+        if ballot_sync_unchecked(mask, true) != mask {
+            core::arch::nvptx::trap()
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = mask;
+}
+
 /// The reduction of `value` over every lane of the caller's warp (CUB's `WarpReduce::Reduce`),
 /// returned to every lane: `op(op(v_0, v_1), …)` in lane order, grouped as a butterfly.
 ///
 /// Every lane that exists in the warp ([`warp_lanes`]: all 32 except in a partial last warp
 /// of the block) must call it, from the same call site or not; a lane that never does makes
-/// the warp wait (a hang on the GPU, an error in the simulator). The shuffles use the mask of
-/// existing lanes, which always contains the caller, so nothing here is undefined. The
-/// simulator runs the same shuffles.
+/// the warp wait (a hang on the GPU, an error in the simulator), and when some lanes have
+/// returned before it (which a GPU does not wait for) the collective traps (a launch failure
+/// at the next synchronization). The shuffles use the mask of existing lanes, which always
+/// contains the caller, so nothing here is undefined. The simulator runs the same shuffles.
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
@@ -724,6 +745,7 @@ pub fn warp_lanes() -> u32 {
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn reduce<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(value: T, op: Op) -> T {
     let mask = warp_lanes();
+    all_lanes_take_part(mask);
     if mask == FULL_MASK {
         let lane = crate::thread::lane_id();
         let mut v = value;
@@ -791,7 +813,9 @@ fn inclusive_scan_masked<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn inclusive_scan<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(value: T, op: Op) -> T {
-    inclusive_scan_masked(warp_lanes(), value, op)
+    let mask = warp_lanes();
+    all_lanes_take_part(mask);
+    inclusive_scan_masked(mask, value, op)
 }
 
 /// The exclusive scan of `value` over the caller's warp, seeded with `initial` (CUB's
@@ -819,6 +843,7 @@ pub fn exclusive_scan<T: ShuffleValue, Op: crate::ops::ReduceOp<T>>(
     op: Op,
 ) -> T {
     let mask = warp_lanes();
+    all_lanes_take_part(mask);
     let inclusive = inclusive_scan_masked(mask, value, op);
     // SAFETY: the calling lane exists in its warp, so it is in `mask`.
     let before = unsafe { inclusive.__shfl((Mode::Up as u8, mask, 1)) };
@@ -853,6 +878,7 @@ pub fn broadcast<T: ShuffleValue>(value: T, src_lane: u32) -> T {
         // a warp collective does.
         return value;
     }
+    all_lanes_take_part(mask);
     // SAFETY: the calling lane exists in its warp, so it is in `mask`.
     unsafe { value.__shfl((Mode::Idx as u8, mask, src_lane)) }
 }

@@ -216,6 +216,19 @@ fn layout_asserts(
             layout.align
         ),
     ));
+    // A field no C field can be named like (a tuple struct's `0`, `1`): nothing would check
+    // it, so the struct is refused.
+    if let Some(f) = layout.fields.iter().find(|f| !is_c_identifier(&f.name)) {
+        asserts.push((
+            skip.clone(),
+            format!(
+                "{what}: Rust's '{name}' has a field named '{}' (a tuple struct), which no C \
+                 field can be named like, so its type could not be checked: give the Rust \
+                 struct named fields, named as the C struct's",
+                f.name
+            ),
+        ));
+    }
     let fields: Vec<_> = layout
         .fields
         .iter()

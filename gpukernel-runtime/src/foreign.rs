@@ -8,7 +8,7 @@
 //! work of the streams the observed one waited for (`Stream::happened_before`: the streams it
 //! was ordered after, for buffers or by `wait_stream` / `wait_event`, transitively), whichever
 //! module's kernel failed; a context synchronization, every failure. Each failure is reported
-//! once, and one error reports every failure the observation covers: the first in full
+//! once to each stream it may concern, and one error reports every failure the observation covers: the first in full
 //! ([`Error::ForeignCallFailed`]) with how many more failed and, as far as known, where. A
 //! failure of unrelated work (another thread's stream) stays for the checks it concerns.
 //!
@@ -26,7 +26,10 @@
 //! when no failure of the observation was kept in full). The simulator keeps the first failure
 //! of each stream with that stream's count. On a GPU the record does not say which stream the
 //! launch ran on: a failure is attributed to the streams the module's kernels were launched on
-//! since the last context synchronization, and concerns every check if that was several. A
+//! since the last context synchronization, and when that was several it is reported to a check
+//! of each of them (once each: the stream that failed never reads its results without the
+//! error, and the others may see it too); past 9 streams they are not known, and the first
+//! check reports it. A
 //! record still being written by a kernel that runs concurrently with the check is left for
 //! the next check (the device sets the word again once it is complete). The kernel named is
 //! the one whose entry the failing thread ran (`#[kernel]` notes it in the block's shared
@@ -123,7 +126,14 @@ pub(crate) struct FfiTracking {
     /// The stream of the first launch since the last reset; `mixed` once another was used.
     stream: AtomicPtr<core::ffi::c_void>,
     mixed: AtomicBool,
+    /// The other streams used since the last reset, while they fit (`overflow` past that:
+    /// the streams are not known).
+    others: [AtomicPtr<core::ffi::c_void>; OTHER_STREAMS],
+    overflow: AtomicBool,
 }
+
+/// How many streams besides the first a module's record attributes its failures to.
+const OTHER_STREAMS: usize = 8;
 
 impl FfiTracking {
     pub(crate) fn new(device_addr: u64) -> FfiTracking {
@@ -152,9 +162,7 @@ impl FfiTracking {
             return;
         }
         if !seen.is_null() {
-            if !self.mixed.load(Ordering::Relaxed) {
-                self.mixed.store(true, Ordering::Relaxed);
-            }
+            self.note_other(stream);
             return;
         }
         if let Err(first) = self.stream.compare_exchange(
@@ -163,21 +171,66 @@ impl FfiTracking {
             Ordering::Relaxed,
             Ordering::Relaxed,
         ) && first != stream.0
-            && !self.mixed.load(Ordering::Relaxed)
         {
-            self.mixed.store(true, Ordering::Relaxed);
+            self.note_other(stream);
         }
     }
 
-    /// The stream the module's launches used, if one (else not known: `None`).
-    fn launched_on(&self) -> Option<usize> {
+    /// Notes a stream other than the first (the several-streams path: a scan of the few
+    /// slots, a compare-and-swap the first time a stream is seen).
+    fn note_other(&self, stream: StreamHandle) {
+        if !self.mixed.load(Ordering::Relaxed) {
+            self.mixed.store(true, Ordering::Relaxed);
+        }
+        for slot in &self.others {
+            let s = slot.load(Ordering::Relaxed);
+            if s == stream.0 {
+                return;
+            }
+            if s.is_null() {
+                match slot.compare_exchange(
+                    core::ptr::null_mut(),
+                    stream.0,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(s) if s == stream.0 => return,
+                    Err(_) => continue,
+                }
+            }
+        }
+        if !self.overflow.load(Ordering::Relaxed) {
+            self.overflow.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The streams the module's launches used since the last reset (`None`: not known).
+    fn launched_on(&self) -> Option<Vec<usize>> {
         let s = self.stream.load(Ordering::Relaxed);
-        (!s.is_null() && !self.mixed.load(Ordering::Relaxed)).then_some(s.addr())
+        if s.is_null() || self.overflow.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut streams = vec![s.addr()];
+        if self.mixed.load(Ordering::Relaxed) {
+            streams.extend(
+                self.others
+                    .iter()
+                    .map(|o| o.load(Ordering::Relaxed))
+                    .filter(|o| !o.is_null())
+                    .map(|o| o.addr()),
+            );
+        }
+        Some(streams)
     }
 
     fn reset_streams(&self) {
         self.stream.store(core::ptr::null_mut(), Ordering::Relaxed);
+        for slot in &self.others {
+            slot.store(core::ptr::null_mut(), Ordering::Relaxed);
+        }
         self.mixed.store(false, Ordering::Relaxed);
+        self.overflow.store(false, Ordering::Relaxed);
     }
 
     /// The pending failures for one read from this module's record. The record names the
@@ -216,13 +269,13 @@ impl FfiTracking {
             }),
             count: f.count.max(1),
             scope,
-            stream: f.stream.or_else(|| self.launched_on()),
+            streams: f.stream.map(|s| vec![s]).or_else(|| self.launched_on()),
         }
     }
 }
 
 /// The first failure of a read, in full.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Details {
     function: String,
     status: i32,
@@ -244,15 +297,17 @@ impl Details {
 }
 
 /// Failures read from a record and not reported yet: the first in full (when the record kept
-/// it), how many in all, and the stream their launches ran on (`None`: not known, or one of
-/// several).
-#[derive(Debug)]
+/// it), how many in all, and the streams their launches may have run on (`None`: not known).
+/// A failure of several possible streams is reported to a check of each of them (the record
+/// does not tell which one failed, and the one that did must not read its results without
+/// the error), and kept until each has observed it.
+#[derive(Debug, Clone)]
 pub(crate) struct Pending {
     first: Option<Details>,
     count: u64,
     /// The kernels they may have run in (the module's), for the failures without details.
     scope: String,
-    stream: Option<usize>,
+    streams: Option<Vec<usize>>,
 }
 
 /// The one error for every failure an observation covers: the first detailed one, with how
@@ -402,9 +457,26 @@ fn read_records(via: &Stream, before: &After) -> Result<()> {
     }
     // Every failure this observation covers, in one error.
     let mut pending = ctx.ffi_pending.lock().unwrap_or_else(|p| p.into_inner());
-    let mine: Vec<Pending> = pending
-        .extract_if(.., |p| before.includes(p.stream))
-        .collect();
+    let mut mine: Vec<Pending> = Vec::new();
+    pending.retain_mut(|p| {
+        // Not known: the first check reports it.
+        let Some(streams) = &p.streams else {
+            mine.push(p.clone());
+            return false;
+        };
+        let left: Vec<usize> = streams
+            .iter()
+            .copied()
+            .filter(|&s| !before.includes(Some(s)))
+            .collect();
+        if left.len() == streams.len() {
+            return true;
+        }
+        mine.push(p.clone());
+        let done = left.is_empty();
+        p.streams = Some(left);
+        !done
+    });
     ctx.ffi_any_pending
         .store(!pending.is_empty(), Ordering::Release);
     drop(pending);

@@ -1,8 +1,8 @@
 //! A block collective (`gpukernel_device::block`) that some threads of the block skip: the
 //! simulator reports the threads that never reach its barrier as an error naming the kernel,
-//! block and thread (a hang on the GPU, never undefined behaviour: the collectives' scratch is
-//! the library's, accessed only atomically), and the next launch of a correct kernel in the same
-//! context still runs.
+//! block and thread (on the GPU, where a barrier does not wait for threads that returned, the
+//! collective's counting barrier traps: `adv4_block_collectives`), and the next launch of a
+//! correct kernel in the same context still runs.
 //!
 //! The kernels are `#[kernel]`s of this file, run by the simulator from a PTX that declares
 //! their entries and fingerprints.

@@ -558,14 +558,27 @@ macro_rules! scan_kernels {
         #[doc = concat!("Inclusive sum of `", stringify!($t), "` in one pass (decoupled \
             look-back). `status`: `tiles + 1` zeroed words; blocks of [`BLOCK`] threads, one \
             per tile of [`SCAN_TILE`] elements.")]
+        ///
+        /// # Safety
+        ///
+        /// `status` holds `tiles + 1` words that are all zero when the launch starts and that
+        /// no other work reads or writes until it ends (a fresh `alloc_zeros` per launch, as
+        /// `gpukernel-algorithms` gives each call). The kernel cannot tell stale words from
+        /// its own: a status array used before gives a wrong output or none (its tiles are
+        /// numbered past the input's end), and one whose tile counter is not zero leaves a
+        /// tile waiting for a predecessor no block computes, a hang.
         #[kernel]
-        pub fn $incl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
+        pub unsafe fn $incl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
             scan_tile::<$t, Sum, true, SCAN_VECS>(input, output, status, Sum);
         }
         #[doc = concat!("Exclusive sum of `", stringify!($t), "` (`output[0] = 0`), as the \
             inclusive one.")]
+        ///
+        /// # Safety
+        ///
+        /// As for the inclusive scan: `status` is zeroed and this launch's alone.
         #[kernel]
-        pub fn $excl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
+        pub unsafe fn $excl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
             scan_tile::<$t, Sum, false, SCAN_VECS>(input, output, status, Sum);
         }
     )* };
@@ -579,17 +592,19 @@ scan_kernels! {
 
 // --- 256-bin histogram of bytes ---------------------------------------------------------------
 
-/// Adds the count of each byte value of `data` to `bins[value]` (256 bins, zeroed by the
-/// host). Each block counts into its own shared-memory bins (shared atomics), reading 16-byte
+/// Adds the count of each byte value of `data` (at most `u32::MAX` bytes: a longer input
+/// traps) to `bins[value]` (256 bins, zeroed by the host). Each block counts into its own shared-memory bins (shared atomics), reading 16-byte
 /// vectors grid-stride, then adds its non-zero bins to `bins` with one global atomic each.
 /// Blocks of [`BLOCK`] threads, any grid.
 #[kernel]
 pub fn histogram256_u8(data: &[u8], bins: DisjointSlice<u32>) {
+    // A bin counts to `u32::MAX`: a longer input could wrap one.
     assert!(
         thread::block_dim_x() == BLOCK
             && thread::block_dim_y() == 1
             && thread::block_dim_z() == 1
             && bins.len() == 256
+            && data.len() <= u32::MAX as usize
     );
     let local = gpukernel_device::shared::shared_array!(u32, 256);
     let t = thread::thread_idx_x() as usize;

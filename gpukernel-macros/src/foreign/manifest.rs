@@ -104,6 +104,69 @@ fn by_value_structs(entry: &Entry) -> Vec<(String, &Type)> {
     out
 }
 
+/// Compile-time checks that the record's C types are the Rust types' (every target): a type
+/// written into the record by its name (`f32`, `c_void`, `f16`; see [`c_type`]) must be the
+/// type of that name, not a local type or alias named like it; and the types the record names
+/// as one struct (the same last path segment: `a::Pair` and `b::Pair`, `W<f32>` and `W<i32>`)
+/// must be one type, whose layout the record holds. Each failure is a trait error on the type,
+/// whose message says what to do (`gpukernel_device::__private::ForeignTypeNamed`,
+/// `ForeignStructNamed`).
+pub(super) fn type_checks(entry: &Entry, support: &Support) -> TokenStream {
+    let private = support.private();
+    let mut all: Vec<&Type> = Vec::new();
+    for ty in entry.ret.iter().chain(entry.args.iter().map(|a| &a.ty)) {
+        let mut t = ty;
+        all.push(t);
+        while let Type::Ptr(p) = strip(t) {
+            t = &p.elem;
+            all.push(t);
+        }
+    }
+    let recorded = by_value_structs(entry);
+    let mut checks = Vec::new();
+    for ty in all {
+        let Type::Path(p) = strip(ty) else { continue };
+        let Some(last) = p.path.segments.last() else {
+            continue;
+        };
+        let ident = &last.ident;
+        let named = match ident.to_string().as_str() {
+            "f32" | "f64" | "i8" | "i16" | "i32" | "i64" | "isize" | "u8" | "u16" | "u32"
+            | "u64" | "usize" | "bool" => Some(quote!(#private::core::primitive::#ident)),
+            "c_void" => Some(quote!(#private::core::ffi::c_void)),
+            "f16" | "bf16" => Some(quote!(#private::#ident)),
+            _ => None,
+        };
+        if let Some(named) = named {
+            checks.push(quote_spanned!(ty.span()=>
+                #private::foreign_type_named::<#ty, #named>();
+            ));
+            continue;
+        }
+        let spelled = c_type(ty);
+        let Some(name) = spelled.strip_prefix("struct ") else {
+            continue;
+        };
+        if let Some((_, first)) = recorded.iter().find(|(n, _)| n == name)
+            && first.to_token_stream().to_string() != ty.to_token_stream().to_string()
+        {
+            checks.push(quote_spanned!(ty.span()=>
+                #private::foreign_struct_named::<#ty, #first>();
+            ));
+        }
+    }
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    let cfgs = &entry.cfgs;
+    quote! {
+        #(#cfgs)*
+        const _: () = {
+            #(#checks)*
+        };
+    }
+}
+
 /// The line of `span` in its file, where the compiler tells it (inside a real macro call).
 fn span_line(span: proc_macro2::Span) -> Option<usize> {
     if !proc_macro_available() {

@@ -88,6 +88,7 @@ pub(crate) fn declare_device(input: TokenStream) -> TokenStream {
         .map(|(e, _)| {
             let mut tokens = expand::expand(e, &support);
             tokens.extend(manifest::record(e, &support));
+            tokens.extend(manifest::type_checks(e, &support));
             tokens
         })
         .collect();

@@ -103,3 +103,5 @@ pub fn __gk_body(mut out: DisjointSlice<'_, u32>) {
 pub fn calls_gk_body(out: DisjointSlice<u32>) {
     __gk_body(out);
 }
+
+pub mod collectives_misuse;

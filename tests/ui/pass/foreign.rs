@@ -25,6 +25,8 @@ declare_device! {
         pub "touch", fn(*mut u32);
         "nothing", safe fn() -> ();
         "checked", unsafe fn(u64) -> u64;
+        // One struct by several paths, and a built-in type by its full path.
+        pub "complex_pick", fn(a: Complex, b: crate::Complex, c: *const self::Complex) -> core::primitive::f32;
         #[cfg(any())]
         "never_declared", safe fn(UndefinedType);
     }
@@ -88,6 +90,14 @@ mod cuda_side {
     }
 
     // The host name of a foreign definition (as the simulator's foreign library has it).
+    #[unsafe(export_name = "__gpukernel_host_complex_pick")]
+    extern "C" fn complex_pick(ret: *mut f32, a: Complex, b: Complex, c: *const Complex) -> i32 {
+        // SAFETY: the caller passes a valid pointer and the return slot.
+        unsafe { ret.write(a.re + b.im + (*c).re) };
+        0
+    }
+
+    // The host name of a foreign definition (as the simulator's foreign library has it).
     #[unsafe(export_name = "__gpukernel_host_checked")]
     extern "C" fn checked(ret: *mut u64, x: u64) -> i32 {
         // SAFETY: as above.
@@ -112,4 +122,6 @@ fn main() {
     nothing();
     // SAFETY: `checked` has no requirements beyond the ABI.
     assert_eq!(unsafe { checked(41) }, 42);
+    // SAFETY: `&i` is valid for reads.
+    assert_eq!(unsafe { complex_pick(i, i, &i) }, 1.0);
 }
