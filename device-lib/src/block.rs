@@ -42,6 +42,9 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+mod radix;
+pub use radix::{EXCHANGE_WORDS, RANK_MAX_WARPS, RadixRanks, radix_rank, scatter_to_striped};
+
 use crate::ops::ReduceOp;
 use crate::shared::SharedArray;
 use crate::sync::sync_threads;
