@@ -33,10 +33,10 @@ use gpukernel_runtime::{
 pub use gpukernel_algorithms_kernels::Item;
 
 mod sort;
+pub use gpukernel_device::ops::{Identity, Max, Min, ReduceOp, Sum};
 #[doc(hidden)]
 pub use sort::SortKernels;
 pub use sort::{DeviceSortKey, SORT_MAX_KEYS, SORT_TILE};
-pub use gpukernel_device::ops::{Identity, Max, Min, ReduceOp, Sum};
 
 /// Threads per block of the reduce kernels.
 pub const BLOCK: u32 = k::BLOCK;

@@ -76,6 +76,7 @@ macro_rules! sort_keys {
         pub struct SortKernels {
             $($field: OnceLock<Triple<ks::$hist, ks::$keys, ks::$pairs>>,)*
             scan: OnceLock<TypedKernel<ks::sort_scan_bins>>,
+            tuned: Tuned,
         }
         $(
             impl DeviceSortKey for $t {
@@ -111,6 +112,15 @@ impl std::fmt::Debug for SortKernels {
         f.write_str("SortKernels { .. }")
     }
 }
+
+/// The tuning variants of the u32 keys-only pass.
+#[derive(Default)]
+struct Tuned(
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_16m>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_24b>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_24m>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_12m>>,
+);
 
 /// Blocks per SM of the histogram pass.
 const HIST_BLOCKS_PER_SM: usize = 4;
@@ -247,8 +257,9 @@ impl Algorithms {
         descending: bool,
     ) -> Result<()> {
         let keys = keys.into_view()?;
+        let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         out.with_all(keys.len(), &mut |mut o| {
-            self.radix_sort(stream, keys, &mut o, None, descending)
+            self.radix_sort(stream, keys, &mut o, None, descending, kk, SORT_TILE)
         })
         .map_err(sort_length(
             "Algorithms::sort_keys (the output must have the keys' length)",
@@ -273,12 +284,14 @@ impl Algorithms {
                 source_len: n,
             });
         }
+        let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         let mut values_out = Some(values_out);
         keys_out
             .with_all(n, &mut |mut ko| {
                 let vo = values_out.take().expect("called once");
                 vo.with_all(n, &mut |mut vo| {
-                    self.radix_sort(stream, keys, &mut ko, Some((values, &mut vo)), descending)
+                    let values = Some((values, &mut vo));
+                    self.radix_sort(stream, keys, &mut ko, values, descending, kk, SORT_TILE)
                 })
             })
             .map_err(sort_length(
@@ -289,22 +302,28 @@ impl Algorithms {
     /// The sort itself: the histogram, its scan, then one onesweep launch per digit from
     /// the input and between a temporary buffer and the output (an even number of passes,
     /// so the last one writes the output).
-    fn radix_sort<K: DeviceSortKey>(
+    /// `kk`: the keys-only pass, whose tiles are `tile` keys (the pairs' pass is `K`'s, with
+    /// tiles of [`SORT_TILE`]).
+    #[allow(clippy::too_many_arguments)]
+    fn radix_sort<K: DeviceSortKey, KK: Kernel<Params = KeysParams<K>>>(
         &self,
         stream: &Stream,
         keys: DeviceView<'_, K>,
         out: &mut DeviceViewMut<'_, K>,
         values: Option<(DeviceView<'_, u32>, &mut DeviceViewMut<'_, u32>)>,
         descending: bool,
+        kk: &TypedKernel<KK>,
+        tile: usize,
     ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        let (kh, kk, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
+        let (kh, _, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
+        let tile = if values.is_some() { SORT_TILE } else { tile };
         if n > SORT_MAX_KEYS {
             return Err(Error::InvalidLaunchConfig {
-                kernel: <K::Keys as Kernel>::NAME.to_string(),
+                kernel: KK::NAME.to_string(),
                 dimension: "elements",
                 value: n as u64,
                 min: 0,
@@ -321,14 +340,18 @@ impl Algorithms {
         let hist_blocks = (self.sms as usize * HIST_BLOCKS_PER_SM)
             .min(n.div_ceil(BLOCK as usize * 8))
             .max(1) as u32;
-        stream.launch(kh, LaunchConfig::new(hist_blocks, BLOCK), (&keys, &mut hist, flip))?;
+        stream.launch(
+            kh,
+            LaunchConfig::new(hist_blocks, BLOCK),
+            (&keys, &mut hist, flip),
+        )?;
         stream.launch(
             scan,
             LaunchConfig::new(passes as u32, ks::RADIX as u32),
             (&mut hist,),
         )?;
 
-        let tiles = n.div_ceil(SORT_TILE);
+        let tiles = n.div_ceil(tile);
         // SAFETY: pass 0 writes every element before pass 1 reads them; `K` and `u32` are
         // numbers, valid for any bits.
         let mut tmp = unsafe { stream.alloc::<K>(n) }?;
@@ -429,5 +452,60 @@ impl Algorithms {
             }?;
         }
         Ok(())
+    }
+
+    /// The u32 keys-only sort with the onesweep pass's shape chosen: `variant` 0 is
+    /// [`sort_keys`](Self::sort_keys)' (16 keys per thread, ballots), 1: 16 with `match.any`,
+    /// 2: 24 with ballots, 3: 24 with `match.any`, 4: 12 with `match.any`. The benchmark's
+    /// tuning rows.
+    #[doc(hidden)]
+    pub fn sort_keys_u32_tuned(
+        &self,
+        stream: &Stream,
+        keys: DeviceView<'_, u32>,
+        mut out: DeviceViewMut<'_, u32>,
+        variant: u32,
+    ) -> Result<()> {
+        if out.len() != keys.len() {
+            return Err(Error::LengthMismatch {
+                operation: "Algorithms::sort_keys_u32_tuned",
+                destination: out.len(),
+                source_len: keys.len(),
+            });
+        }
+        let tuned = &self.kernels.sort.tuned;
+        let o = &mut out;
+        match variant {
+            1 => {
+                let k = get(&tuned.0, || {
+                    self.module.kernel(ks::sort_onesweep_u32_tune_16m)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, 256 * 16)
+            }
+            2 => {
+                let k = get(&tuned.1, || {
+                    self.module.kernel(ks::sort_onesweep_u32_tune_24b)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, 256 * 24)
+            }
+            3 => {
+                let k = get(&tuned.2, || {
+                    self.module.kernel(ks::sort_onesweep_u32_tune_24m)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, 256 * 24)
+            }
+            4 => {
+                let k = get(&tuned.3, || {
+                    self.module.kernel(ks::sort_onesweep_u32_tune_12m)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, 256 * 12)
+            }
+            _ => {
+                let (_, k, _) = get(u32::__cell(&self.kernels.sort), || {
+                    u32::__load(&self.module)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, SORT_TILE)
+            }
+        }
     }
 }

@@ -10,7 +10,8 @@ mod common;
 use common::{devices, values};
 
 fn module(ctx: &Context) -> Module {
-    ctx.load_module(PTX.as_bytes()).expect("load the algorithms' kernels")
+    ctx.load_module(PTX.as_bytes())
+        .expect("load the algorithms' kernels")
 }
 
 /// Per block of `per_block` items in flat (warp-striped) order: each item's stable rank by
@@ -53,7 +54,11 @@ fn radix_rank_matches_the_host() {
                 // Skewed digits: many repeats in a warp, some bins empty.
                 let digits: Vec<u32> = values(n, threads as u64 * 7 + bits as u64, 1 << 20, |v| {
                     let v = v.unsigned_abs() as u32;
-                    if v % 3 == 0 { (v >> 4) % 3 % bins as u32 } else { (v >> 2) % bins as u32 }
+                    if v % 3 == 0 {
+                        (v >> 4) % 3 % bins as u32
+                    } else {
+                        (v >> 2) % bins as u32
+                    }
                 });
                 let d = stream.htod_copy(&digits).expect("copy in");
                 let mut ranks = stream.alloc_zeros::<u32>(n).expect("alloc");
@@ -70,7 +75,10 @@ fn radix_rank_matches_the_host() {
                 let (want, per_bin) = reference(&digits, threads * items, bins);
                 let what = format!("{dev}: {threads} threads, {bits} bits × {items}");
                 assert_eq!(ranks.to_host_vec().expect("ranks"), want, "{what}: ranks");
-                let (c, s) = (counts.to_host_vec().expect("c"), starts.to_host_vec().expect("s"));
+                let (c, s) = (
+                    counts.to_host_vec().expect("c"),
+                    starts.to_host_vec().expect("s"),
+                );
                 for b in 0..grid {
                     for t in 0..threads {
                         let got = (c[b * threads + t], s[b * threads + t]);
@@ -123,11 +131,17 @@ fn scatter_to_striped_moves_every_item_to_its_rank() {
                 let r = stream.htod_copy(&ranks).expect("ranks");
                 let what = format!("{dev}: {threads} threads × {items}");
                 if items == 5 {
-                    let x: Vec<u32> = (0..n as u32).map(|v| v.wrapping_mul(2_654_435_761)).collect();
+                    let x: Vec<u32> = (0..n as u32)
+                        .map(|v| v.wrapping_mul(2_654_435_761))
+                        .collect();
                     let dx = stream.htod_copy(&x).expect("x");
                     let mut out = stream.alloc_zeros::<u32>(n).expect("out");
                     stream
-                        .launch(&ku, LaunchConfig::new(grid as u32, threads as u32), (&dx, &r, &mut out))
+                        .launch(
+                            &ku,
+                            LaunchConfig::new(grid as u32, threads as u32),
+                            (&dx, &r, &mut out),
+                        )
                         .expect("launch");
                     let got = out.to_host_vec().expect("out");
                     for i in 0..n {
@@ -138,11 +152,19 @@ fn scatter_to_striped_moves_every_item_to_its_rank() {
                     let dx = stream.htod_copy(&x).expect("x");
                     let mut out = stream.alloc_zeros::<f64>(n).expect("out");
                     stream
-                        .launch(&kf, LaunchConfig::new(grid as u32, threads as u32), (&dx, &r, &mut out))
+                        .launch(
+                            &kf,
+                            LaunchConfig::new(grid as u32, threads as u32),
+                            (&dx, &r, &mut out),
+                        )
                         .expect("launch");
                     let got = out.to_host_vec().expect("out");
                     for i in 0..n {
-                        assert_eq!(got[want_pos[i]].to_bits(), x[i].to_bits(), "{what}: item {i}");
+                        assert_eq!(
+                            got[want_pos[i]].to_bits(),
+                            x[i].to_bits(),
+                            "{what}: item {i}"
+                        );
                     }
                 }
             }
@@ -163,6 +185,8 @@ fn radix_rank_refuses_a_block_of_partial_warps() {
     let got = stream
         .launch(&k, LaunchConfig::new(1, 40), (&d, &mut r, &mut c, &mut s))
         .and_then(|_| stream.synchronize());
-    let err = got.expect_err("a block of 40 threads must be refused").to_string();
+    let err = got
+        .expect_err("a block of 40 threads must be refused")
+        .to_string();
     assert!(err.contains("whole warps"), "{err}");
 }

@@ -30,6 +30,8 @@ pub const RADIX_BITS: u32 = 8;
 pub const RADIX: usize = 1 << RADIX_BITS;
 /// Keys per thread per onesweep tile: 16 (tiles of 4096 keys).
 pub const SORT_ITEMS: usize = 16;
+/// Whether the ranks find a digit's peers in the warp with `match.any.sync` (else ballots).
+pub const SORT_MATCH_ANY: bool = false;
 /// Keys per onesweep tile.
 pub const SORT_TILE: usize = BLOCK as usize * SORT_ITEMS;
 /// Keys per thread of the histogram's grid-stride steps.
@@ -254,7 +256,12 @@ type Values<'a, V> = Option<(&'a [V], DisjointSlice<'a, V>)>;
 /// words and `counter[0]` is zero, where `tiles` = the grid = `keys_in.len() / (BLOCK ×
 /// ITEMS)` rounded up. Then every output element is written exactly once.
 #[inline(always)]
-unsafe fn onesweep<K: SortKey, V: ShuffleValue + DeviceCopy + Default, const ITEMS: usize>(
+unsafe fn onesweep<
+    K: SortKey,
+    V: ShuffleValue + DeviceCopy + Default,
+    const ITEMS: usize,
+    const MATCH_ANY: bool,
+>(
     keys_in: &[K],
     keys_out: DisjointSlice<'_, K>,
     values: Values<'_, V>,
@@ -319,7 +326,11 @@ unsafe fn onesweep<K: SortKey, V: ShuffleValue + DeviceCopy + Default, const ITE
             }
         });
     }
-    let ranked = block::radix_rank::<RADIX_BITS, ITEMS>(digits);
+    let ranked = if MATCH_ANY {
+        block::__radix_rank_match_any::<RADIX_BITS, ITEMS>(digits)
+    } else {
+        block::radix_rank::<RADIX_BITS, ITEMS>(digits)
+    };
 
     // Thread `d` speaks for digit `d`: its count in this tile, published at once.
     let d = t;
@@ -354,11 +365,7 @@ unsafe fn onesweep<K: SortKey, V: ShuffleValue + DeviceCopy + Default, const ITE
                 break;
             }
         }
-        status_store(
-            &status,
-            tile * RADIX + d,
-            FLAG_INCLUSIVE | (before + count),
-        );
+        status_store(&status, tile * RADIX + d, FLAG_INCLUSIVE | (before + count));
     }
     // Where digit `d`'s keys of this tile go, less their first place in the tile.
     let table = gpukernel_device::shared::shared_array!(u32, RADIX);
@@ -366,9 +373,7 @@ unsafe fn onesweep<K: SortKey, V: ShuffleValue + DeviceCopy + Default, const ITE
     unsafe {
         table.write(
             d,
-            bins[d]
-                .wrapping_add(before)
-                .wrapping_sub(ranked.bin_start),
+            bins[d].wrapping_add(before).wrapping_sub(ranked.bin_start),
         )
     };
     sync::sync_threads();
@@ -423,7 +428,7 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<$t, u32, { $items }>(
+                onesweep::<$t, u32, { $items }, SORT_MATCH_ANY>(
                     keys_in, keys_out, None, bins, status, counter, shift, flip,
                 )
             }
@@ -445,7 +450,7 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<$t, u32, { $items }>(
+                onesweep::<$t, u32, { $items }, SORT_MATCH_ANY>(
                     keys_in,
                     keys_out,
                     Some((values_in, values_out)),
@@ -465,6 +470,40 @@ onesweep_kernels! {
     sort_onesweep_i32, sort_onesweep_pairs_i32: i32, SORT_ITEMS;
     sort_onesweep_f32, sort_onesweep_pairs_f32: f32, SORT_ITEMS;
     sort_onesweep_u64, sort_onesweep_pairs_u64: u64, SORT_ITEMS;
+}
+
+macro_rules! tuning_kernels {
+    ($($name:ident: $items:literal, $match_any:literal;)*) => { $(
+        #[doc = concat!("[`sort_onesweep_u32`] with ", stringify!($items), " keys per thread \
+            and `match.any` ", stringify!($match_any), ": the benchmark's tuning rows only.\n\n\
+            # Safety\nAs [`sort_onesweep_u32`].")]
+        #[doc(hidden)]
+        #[kernel]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            keys_in: &[u32],
+            keys_out: DisjointSlice<u32>,
+            bins: &[u32],
+            status: DisjointSlice<u32>,
+            counter: DisjointSlice<u32>,
+            shift: u32,
+            flip: u32,
+        ) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                onesweep::<u32, u32, $items, $match_any>(
+                    keys_in, keys_out, None, bins, status, counter, shift, flip,
+                )
+            }
+        }
+    )* };
+}
+
+tuning_kernels! {
+    sort_onesweep_u32_tune_16m: 16, true;
+    sort_onesweep_u32_tune_24b: 24, false;
+    sort_onesweep_u32_tune_24m: 24, true;
+    sort_onesweep_u32_tune_12m: 12, true;
 }
 
 // --- checks of the block primitives the sort is built on (tests only) ------------------------

@@ -136,6 +136,52 @@ pub struct RadixRanks<const ITEMS: usize> {
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn radix_rank<const BITS: u32, const ITEMS: usize>(digits: [u32; ITEMS]) -> RadixRanks<ITEMS> {
+    rank::<BITS, ITEMS, false>(digits)
+}
+
+/// [`radix_rank`] with the peers of a digit found by one `match.any.sync` per item instead of
+/// `BITS` ballots (the same ranks; in the simulator, the ballots): for comparing the two.
+#[doc(hidden)]
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn __radix_rank_match_any<const BITS: u32, const ITEMS: usize>(
+    digits: [u32; ITEMS],
+) -> RadixRanks<ITEMS> {
+    rank::<BITS, ITEMS, true>(digits)
+}
+
+/// The lanes of the warp whose `digit` equals the caller's (all 32 lanes call it together).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn peers<const BITS: u32, const MATCH_ANY: bool>(d: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    if MATCH_ANY {
+        let m: u32;
+        // SAFETY: `match.any.sync` over the whole warp, which every caller's block is made of
+        // (checked by `rank`); it reads and writes registers only.
+        unsafe {
+            core::arch::asm!(
+                "match.any.sync.b32 {0}, {1}, 0xffffffff;",
+                out(reg32) m, in(reg32) d, options(nomem, nostack),
+            );
+        }
+        return m;
+    }
+    let mut peers = FULL_MASK;
+    for b in 0..BITS {
+        let set = (d >> b) & 1 != 0;
+        // SAFETY: the block is whole warps (checked by `rank`), so every lane is in the mask.
+        let votes = unsafe { warp::ballot_sync_unchecked(FULL_MASK, set) };
+        peers &= if set { votes } else { !votes };
+    }
+    peers
+}
+
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
+    digits: [u32; ITEMS],
+) -> RadixRanks<ITEMS> {
     const { assert!(BITS >= 1 && BITS <= 8, "radix_rank: BITS must be 1 to 8") };
     let bins = 1usize << BITS;
     let threads = threads_per_block() as usize;
@@ -145,11 +191,7 @@ pub fn radix_rank<const BITS: u32, const ITEMS: usize>(digits: [u32; ITEMS]) -> 
         "block::radix_rank: the block must be whole warps, at most 256 threads"
     );
     let warps = threads / 32;
-    let (t, lane, w) = (
-        linear_thread_idx() as usize,
-        lane_id(),
-        warp_id() as usize,
-    );
+    let (t, lane, w) = (linear_thread_idx() as usize, lane_id(), warp_id() as usize);
     let c = counters();
     let mut i = t;
     while i < warps * bins {
@@ -167,13 +209,7 @@ pub fn radix_rank<const BITS: u32, const ITEMS: usize>(digits: [u32; ITEMS]) -> 
         if d as usize >= bins {
             crate::__trap_out_of_bounds(d as usize, bins);
         }
-        let mut peers = FULL_MASK;
-        for b in 0..BITS {
-            let set = (d >> b) & 1 != 0;
-            // SAFETY: the block is whole warps (checked above), so every lane is in the mask.
-            let votes = unsafe { warp::ballot_sync_unchecked(FULL_MASK, set) };
-            peers &= if set { votes } else { !votes };
-        }
+        let peers = peers::<BITS, MATCH_ANY>(d);
         let leader = peers.trailing_zeros();
         let mut before = 0;
         if lane == leader {
