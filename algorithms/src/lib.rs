@@ -36,7 +36,7 @@ mod sort;
 pub use gpukernel_device::ops::{Identity, Max, Min, ReduceOp, Sum};
 #[doc(hidden)]
 pub use sort::SortKernels;
-pub use sort::{DeviceSortKey, SORT_MAX_KEYS, SORT_TILE};
+pub use sort::{DeviceSortKey, SORT_MAX_KEYS, SortKey};
 
 /// Threads per block of the reduce kernels.
 pub const BLOCK: u32 = k::BLOCK;

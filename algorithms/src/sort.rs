@@ -13,7 +13,7 @@ use gpukernel_runtime::{
 
 use crate::{Algorithms, BLOCK, Input, OutputAll, get};
 
-pub use gpukernel_algorithms_kernels::sort::{SORT_MAX_KEYS, SORT_TILE};
+pub use gpukernel_algorithms_kernels::sort::{SORT_MAX_KEYS, SortKey};
 
 type HistParams<K> = (&'static [K], DisjointSlice<'static, u32>, u32);
 type KeysParams<K> = (
@@ -116,10 +116,10 @@ impl std::fmt::Debug for SortKernels {
 /// The tuning variants of the u32 keys-only pass.
 #[derive(Default)]
 struct Tuned(
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_16m>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_24b>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_24m>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_12m>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_a>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_b>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_c>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_d>>,
 );
 
 /// Blocks per SM of the histogram pass.
@@ -145,7 +145,7 @@ impl Algorithms {
     /// `stream`: `u32`, `i32`, `u64` by value, `f32` in IEEE total order (see
     /// [`DeviceSortKey`]). `out` must have `keys`' length ([`Error::LengthMismatch`]
     /// otherwise); at most [`SORT_MAX_KEYS`] keys. Temporary storage (a second buffer of
-    /// keys, the digit counts and a status word per 256 digits and [`SORT_TILE`] keys) comes
+    /// keys, the digit counts and a status word per 256 digits and tile of 6144 keys, 4096 for `u64`) comes
     /// from the stream-ordered allocator.
     ///
     /// ```
@@ -259,7 +259,7 @@ impl Algorithms {
         let keys = keys.into_view()?;
         let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         out.with_all(keys.len(), &mut |mut o| {
-            self.radix_sort(stream, keys, &mut o, None, descending, kk, SORT_TILE)
+            self.radix_sort(stream, keys, &mut o, None, descending, kk, (K::TILE, BLOCK))
         })
         .map_err(sort_length(
             "Algorithms::sort_keys (the output must have the keys' length)",
@@ -291,7 +291,15 @@ impl Algorithms {
                 let vo = values_out.take().expect("called once");
                 vo.with_all(n, &mut |mut vo| {
                     let values = Some((values, &mut vo));
-                    self.radix_sort(stream, keys, &mut ko, values, descending, kk, SORT_TILE)
+                    self.radix_sort(
+                        stream,
+                        keys,
+                        &mut ko,
+                        values,
+                        descending,
+                        kk,
+                        (K::TILE, BLOCK),
+                    )
                 })
             })
             .map_err(sort_length(
@@ -302,8 +310,8 @@ impl Algorithms {
     /// The sort itself: the histogram, its scan, then one onesweep launch per digit from
     /// the input and between a temporary buffer and the output (an even number of passes,
     /// so the last one writes the output).
-    /// `kk`: the keys-only pass, whose tiles are `tile` keys (the pairs' pass is `K`'s, with
-    /// tiles of [`SORT_TILE`]).
+    /// `kk`: the keys-only pass, whose tiles are `tile` keys for blocks of `threads` (the
+    /// pairs' pass is `K`'s, with tiles of `K::PAIRS_TILE` for [`BLOCK`]).
     #[allow(clippy::too_many_arguments)]
     fn radix_sort<K: DeviceSortKey, KK: Kernel<Params = KeysParams<K>>>(
         &self,
@@ -313,14 +321,18 @@ impl Algorithms {
         values: Option<(DeviceView<'_, u32>, &mut DeviceViewMut<'_, u32>)>,
         descending: bool,
         kk: &TypedKernel<KK>,
-        tile: usize,
+        (tile, threads): (usize, u32),
     ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
         let (kh, _, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
-        let tile = if values.is_some() { SORT_TILE } else { tile };
+        let (tile, threads) = if values.is_some() {
+            (K::PAIRS_TILE, BLOCK)
+        } else {
+            (tile, threads)
+        };
         if n > SORT_MAX_KEYS {
             return Err(Error::InvalidLaunchConfig {
                 kernel: KK::NAME.to_string(),
@@ -338,7 +350,7 @@ impl Algorithms {
 
         let mut hist = stream.alloc_zeros::<u32>(passes * ks::RADIX)?;
         let hist_blocks = (self.sms as usize * HIST_BLOCKS_PER_SM)
-            .min(n.div_ceil(BLOCK as usize * 8))
+            .min(n.div_ceil(BLOCK as usize * ks::HIST_ITEMS))
             .max(1) as u32;
         stream.launch(
             kh,
@@ -362,7 +374,7 @@ impl Algorithms {
         };
         let mut status = stream.alloc_zeros::<u32>(tiles * ks::RADIX)?;
         let mut counters = stream.alloc_zeros::<u32>(passes)?;
-        let cfg = LaunchConfig::new(tiles as u32, BLOCK);
+        let cfg = LaunchConfig::new(tiles as u32, threads);
         for p in 0..passes {
             if p > 0 {
                 stream.memset_d8_async(&mut status, 0)?;
@@ -454,10 +466,9 @@ impl Algorithms {
         Ok(())
     }
 
-    /// The u32 keys-only sort with the onesweep pass's shape chosen: `variant` 0 is
-    /// [`sort_keys`](Self::sort_keys)' (16 keys per thread, ballots), 1: 16 with `match.any`,
-    /// 2: 24 with ballots, 3: 24 with `match.any`, 4: 12 with `match.any`. The benchmark's
-    /// tuning rows.
+    /// The u32 keys-only sort with the onesweep pass's shape chosen (ballots in the ranks):
+    /// `variant` 0 is [`sort_keys`](Self::sort_keys)' (256 threads × 24 keys), 1: 256 × 16,
+    /// 2: 384 × 16, 3: 384 × 20, 4: 256 × 32. The benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sort_keys_u32_tuned(
         &self,
@@ -478,33 +489,33 @@ impl Algorithms {
         match variant {
             1 => {
                 let k = get(&tuned.0, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_16m)
+                    self.module.kernel(ks::sort_onesweep_u32_tune_a)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, 256 * 16)
+                self.radix_sort(stream, keys, o, None, false, k, (256 * 16, 256))
             }
             2 => {
                 let k = get(&tuned.1, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_24b)
+                    self.module.kernel(ks::sort_onesweep_u32_tune_b)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, 256 * 24)
+                self.radix_sort(stream, keys, o, None, false, k, (384 * 16, 384))
             }
             3 => {
                 let k = get(&tuned.2, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_24m)
+                    self.module.kernel(ks::sort_onesweep_u32_tune_c)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, 256 * 24)
+                self.radix_sort(stream, keys, o, None, false, k, (384 * 20, 384))
             }
             4 => {
                 let k = get(&tuned.3, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_12m)
+                    self.module.kernel(ks::sort_onesweep_u32_tune_d)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, 256 * 12)
+                self.radix_sort(stream, keys, o, None, false, k, (256 * 32, 256))
             }
             _ => {
                 let (_, k, _) = get(u32::__cell(&self.kernels.sort), || {
                     u32::__load(&self.module)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, SORT_TILE)
+                self.radix_sort(stream, keys, o, None, false, k, (u32::TILE, BLOCK))
             }
         }
     }

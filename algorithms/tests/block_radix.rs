@@ -1,6 +1,6 @@
 //! The device library's block radix rank and exchange (`block::radix_rank`,
 //! `block::scatter_to_striped`), the pieces of the radix sort, against host references: digits
-//! of 1, 4 and 8 bits, blocks of one to eight warps (more bins than threads and fewer), items
+//! of 1, 4 and 8 bits, blocks of one to twelve warps (more bins than threads and fewer), items
 //! of 32 and 64 bits; on the simulator (and CUDA device 0 with the `gpu` feature).
 
 use gpukernel_algorithms_kernels::{PTX, sort as ks};
@@ -46,7 +46,7 @@ fn radix_rank_matches_the_host() {
         let k84 = m.kernel(ks::check_radix_rank_8x4).expect("8x4");
         let k43 = m.kernel(ks::check_radix_rank_4x3).expect("4x3");
         let k11 = m.kernel(ks::check_radix_rank_1x1).expect("1x1");
-        for threads in [32usize, 64, 160, 256] {
+        for threads in [32usize, 64, 160, 256, 384] {
             let grid = 3usize;
             for (bits, items) in [(8u32, 4usize), (4, 3), (1, 1)] {
                 let bins = 1usize << bits;
@@ -54,7 +54,7 @@ fn radix_rank_matches_the_host() {
                 // Skewed digits: many repeats in a warp, some bins empty.
                 let digits: Vec<u32> = values(n, threads as u64 * 7 + bits as u64, 1 << 20, |v| {
                     let v = v.unsigned_abs() as u32;
-                    if v % 3 == 0 {
+                    if v.is_multiple_of(3) {
                         (v >> 4) % 3 % bins as u32
                     } else {
                         (v >> 2) % bins as u32

@@ -28,14 +28,17 @@ use crate::BLOCK;
 pub const RADIX_BITS: u32 = 8;
 /// Bins per digit.
 pub const RADIX: usize = 1 << RADIX_BITS;
-/// Keys per thread per onesweep tile: 16 (tiles of 4096 keys).
-pub const SORT_ITEMS: usize = 16;
+/// Keys per thread per onesweep tile of 32-bit keys: 24 (tiles of 6144 keys).
+pub const SORT_ITEMS_32: usize = 24;
+/// Keys per thread per onesweep tile of key-value pairs: 16.
+pub const SORT_ITEMS_PAIRS: usize = 16;
+/// Keys per thread per onesweep tile of 64-bit keys: 16 (tiles of 4096 keys, which fill the
+/// exchange buffer).
+pub const SORT_ITEMS_64: usize = 16;
 /// Whether the ranks find a digit's peers in the warp with `match.any.sync` (else ballots).
 pub const SORT_MATCH_ANY: bool = false;
-/// Keys per onesweep tile.
-pub const SORT_TILE: usize = BLOCK as usize * SORT_ITEMS;
 /// Keys per thread of the histogram's grid-stride steps.
-const HIST_ITEMS: usize = 8;
+pub const HIST_ITEMS: usize = 8;
 
 /// Look-back status word: `flag << 30 | count` (so at most `2^30 - 1` keys).
 const FLAG_AGGREGATE: u32 = 1 << 30;
@@ -56,6 +59,10 @@ mod sealed {
 pub trait SortKey: ShuffleValue + DeviceCopy + Default + sealed::Sealed {
     /// Sorting passes: the key's bits / [`RADIX_BITS`].
     const PASSES: u32;
+    /// Keys per onesweep tile (blocks of [`BLOCK`] threads).
+    const TILE: usize;
+    /// Keys per onesweep tile of a sort of pairs (fewer: the values need registers too).
+    const PAIRS_TILE: usize = BLOCK as usize * SORT_ITEMS_PAIRS;
     /// The digit at bit `shift` of the key's order-preserving bits, XORed with `flip` (all
     /// ones for a descending sort, else zero).
     fn digit(self, shift: u32, flip: u32) -> u32;
@@ -63,6 +70,7 @@ pub trait SortKey: ShuffleValue + DeviceCopy + Default + sealed::Sealed {
 
 impl SortKey for u32 {
     const PASSES: u32 = 4;
+    const TILE: usize = BLOCK as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         ((self ^ flip) >> shift) & (RADIX as u32 - 1)
@@ -71,6 +79,7 @@ impl SortKey for u32 {
 
 impl SortKey for i32 {
     const PASSES: u32 = 4;
+    const TILE: usize = BLOCK as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         ((self as u32 ^ 0x8000_0000 ^ flip) >> shift) & (RADIX as u32 - 1)
@@ -79,6 +88,7 @@ impl SortKey for i32 {
 
 impl SortKey for f32 {
     const PASSES: u32 = 4;
+    const TILE: usize = BLOCK as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         let b = self.to_bits();
@@ -90,6 +100,7 @@ impl SortKey for f32 {
 
 impl SortKey for u64 {
     const PASSES: u32 = 8;
+    const TILE: usize = BLOCK as usize * SORT_ITEMS_64;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         let f = flip as u64 | (flip as u64) << 32;
@@ -256,9 +267,11 @@ type Values<'a, V> = Option<(&'a [V], DisjointSlice<'a, V>)>;
 /// words and `counter[0]` is zero, where `tiles` = the grid = `keys_in.len() / (BLOCK ×
 /// ITEMS)` rounded up. Then every output element is written exactly once.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernels' parameters, passed through
 unsafe fn onesweep<
     K: SortKey,
     V: ShuffleValue + DeviceCopy + Default,
+    const THREADS: usize,
     const ITEMS: usize,
     const MATCH_ANY: bool,
 >(
@@ -272,20 +285,20 @@ unsafe fn onesweep<
     flip: u32,
 ) {
     let n = keys_in.len();
-    let tile_len = BLOCK as usize * ITEMS;
+    let tile_len = THREADS * ITEMS;
     let tiles = n.div_ceil(tile_len);
     assert!(
-        thread::block_dim_x() == BLOCK
+        thread::block_dim_x() as usize == THREADS
             && thread::block_dim_y() == 1
             && thread::block_dim_z() == 1
-            && RADIX == BLOCK as usize
+            && THREADS >= RADIX
             && keys_out.len() == n
             && values
                 .as_ref()
                 .is_none_or(|(vi, vo)| vi.len() == n && vo.len() == n)
             && bins.len() == RADIX
             && status.len() == tiles * RADIX
-            && counter.len() >= 1
+            && !counter.is_empty()
             && thread::grid_dim_x() as usize == tiles
     );
     let (t, lane, w) = (
@@ -313,7 +326,8 @@ unsafe fn onesweep<
     let mut digits = [RADIX as u32 - 1; ITEMS];
     if valid == tile_len {
         unroll::<ITEMS>(|j| {
-            keys[j] = keys_in[base + seg + 32 * j];
+            // SAFETY: `base + seg + 32 j < base + tile_len <= n` (a whole tile).
+            keys[j] = unsafe { *keys_in.get_unchecked(base + seg + 32 * j) };
             digits[j] = keys[j].digit(shift, flip);
         });
     } else {
@@ -332,55 +346,59 @@ unsafe fn onesweep<
         block::radix_rank::<RADIX_BITS, ITEMS>(digits)
     };
 
-    // Thread `d` speaks for digit `d`: its count in this tile, published at once.
+    // Thread `d < 256` speaks for digit `d`: its count in this tile, published at once.
     let d = t;
     let count = if d == RADIX - 1 {
         ranked.bin_count - (tile_len - valid) as u32
     } else {
         ranked.bin_count
     };
-    if tile == 0 {
-        status_store(&status, d, FLAG_INCLUSIVE | count);
-    } else {
-        status_store(&status, tile * RADIX + d, FLAG_AGGREGATE | count);
+    if d < RADIX {
+        if tile == 0 {
+            status_store(&status, d, FLAG_INCLUSIVE | count);
+        } else {
+            status_store(&status, tile * RADIX + d, FLAG_AGGREGATE | count);
+        }
     }
 
     // The keys to digit order in shared memory, while the tiles before publish.
     let sorted = block::scatter_to_striped(keys, ranked.ranks);
 
-    // Look back: the keys of digit `d` in the tiles before this one.
-    let mut before = 0u32;
-    if tile > 0 {
-        let mut i = tile;
-        loop {
-            i -= 1;
-            let s = loop {
-                let s = status_load(&status, i * RADIX + d);
-                if s & !COUNT_MASK != 0 {
-                    break s;
-                }
-            };
-            before += s & COUNT_MASK;
-            if s & FLAG_INCLUSIVE != 0 {
-                break;
-            }
-        }
-        status_store(&status, tile * RADIX + d, FLAG_INCLUSIVE | (before + count));
-    }
-    // Where digit `d`'s keys of this tile go, less their first place in the tile.
     let table = gpukernel_device::shared::shared_array!(u32, RADIX);
-    // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
-    unsafe {
-        table.write(
-            d,
-            bins[d].wrapping_add(before).wrapping_sub(ranked.bin_start),
-        )
-    };
+    if d < RADIX {
+        // Look back: the keys of digit `d` in the tiles before this one.
+        let mut before = 0u32;
+        if tile > 0 {
+            let mut i = tile;
+            loop {
+                i -= 1;
+                let s = loop {
+                    let s = status_load(&status, i * RADIX + d);
+                    if s & !COUNT_MASK != 0 {
+                        break s;
+                    }
+                };
+                before += s & COUNT_MASK;
+                if s & FLAG_INCLUSIVE != 0 {
+                    break;
+                }
+            }
+            status_store(&status, tile * RADIX + d, FLAG_INCLUSIVE | (before + count));
+        }
+        // Where digit `d`'s keys of this tile go, less their first place in the tile.
+        // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
+        unsafe {
+            table.write(
+                d,
+                bins[d].wrapping_add(before).wrapping_sub(ranked.bin_start),
+            )
+        };
+    }
     sync::sync_threads();
 
     let mut dst = [0usize; ITEMS];
     unroll::<ITEMS>(|j| {
-        let place = t + BLOCK as usize * j;
+        let place = t + THREADS * j;
         // SAFETY: no thread writes the table after the barrier.
         let at = unsafe { table.read(sorted[j].digit(shift, flip) as usize) };
         dst[j] = at.wrapping_add(place as u32) as usize;
@@ -400,7 +418,7 @@ unsafe fn onesweep<
         });
         let v = block::scatter_to_striped(v, ranked.ranks);
         unroll::<ITEMS>(|j| {
-            if t + BLOCK as usize * j < valid {
+            if t + THREADS * j < valid {
                 // SAFETY: as for the key it travels with.
                 unsafe { values_out.write(dst[j], v[j]) };
             }
@@ -409,7 +427,7 @@ unsafe fn onesweep<
 }
 
 macro_rules! onesweep_kernels {
-    ($($keys:ident, $pairs:ident: $t:ty, $items:expr;)*) => { $(
+    ($($keys:ident, $pairs:ident: $t:ty, $items:expr, $pair_items:expr;)*) => { $(
         #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys (tiles \
             of `BLOCK × ", stringify!($items), "`).\n\n# Safety\nLaunched by \
             `Algorithms::sort_keys` only: `bins` = the scanned digit counts of this pass \
@@ -428,7 +446,7 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<$t, u32, { $items }, SORT_MATCH_ANY>(
+                onesweep::<$t, u32, { BLOCK as usize }, { $items }, SORT_MATCH_ANY>(
                     keys_in, keys_out, None, bins, status, counter, shift, flip,
                 )
             }
@@ -450,7 +468,7 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<$t, u32, { $items }, SORT_MATCH_ANY>(
+                onesweep::<$t, u32, { BLOCK as usize }, { $pair_items }, SORT_MATCH_ANY>(
                     keys_in,
                     keys_out,
                     Some((values_in, values_out)),
@@ -466,15 +484,16 @@ macro_rules! onesweep_kernels {
 }
 
 onesweep_kernels! {
-    sort_onesweep_u32, sort_onesweep_pairs_u32: u32, SORT_ITEMS;
-    sort_onesweep_i32, sort_onesweep_pairs_i32: i32, SORT_ITEMS;
-    sort_onesweep_f32, sort_onesweep_pairs_f32: f32, SORT_ITEMS;
-    sort_onesweep_u64, sort_onesweep_pairs_u64: u64, SORT_ITEMS;
+    sort_onesweep_u32, sort_onesweep_pairs_u32: u32, SORT_ITEMS_32, SORT_ITEMS_PAIRS;
+    sort_onesweep_i32, sort_onesweep_pairs_i32: i32, SORT_ITEMS_32, SORT_ITEMS_PAIRS;
+    sort_onesweep_f32, sort_onesweep_pairs_f32: f32, SORT_ITEMS_32, SORT_ITEMS_PAIRS;
+    sort_onesweep_u64, sort_onesweep_pairs_u64: u64, SORT_ITEMS_64, SORT_ITEMS_PAIRS;
 }
 
 macro_rules! tuning_kernels {
-    ($($name:ident: $items:literal, $match_any:literal;)*) => { $(
-        #[doc = concat!("[`sort_onesweep_u32`] with ", stringify!($items), " keys per thread \
+    ($($name:ident: $threads:literal, $items:literal, $match_any:literal;)*) => { $(
+        #[doc = concat!("[`sort_onesweep_u32`] with blocks of ", stringify!($threads),
+            " threads, ", stringify!($items), " keys per thread \
             and `match.any` ", stringify!($match_any), ": the benchmark's tuning rows only.\n\n\
             # Safety\nAs [`sort_onesweep_u32`].")]
         #[doc(hidden)]
@@ -491,7 +510,7 @@ macro_rules! tuning_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<u32, u32, $items, $match_any>(
+                onesweep::<u32, u32, $threads, $items, $match_any>(
                     keys_in, keys_out, None, bins, status, counter, shift, flip,
                 )
             }
@@ -500,10 +519,10 @@ macro_rules! tuning_kernels {
 }
 
 tuning_kernels! {
-    sort_onesweep_u32_tune_16m: 16, true;
-    sort_onesweep_u32_tune_24b: 24, false;
-    sort_onesweep_u32_tune_24m: 24, true;
-    sort_onesweep_u32_tune_12m: 12, true;
+    sort_onesweep_u32_tune_a: 256, 16, false;
+    sort_onesweep_u32_tune_b: 384, 16, false;
+    sort_onesweep_u32_tune_c: 384, 20, false;
+    sort_onesweep_u32_tune_d: 256, 32, false;
 }
 
 // --- checks of the block primitives the sort is built on (tests only) ------------------------

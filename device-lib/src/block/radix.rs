@@ -9,7 +9,7 @@
 //!
 //! # The scratch memory is the library's, as for the other block collectives
 //!
-//! Both use shared memory declared inside this module (the rank's counters: 8 KiB; the
+//! Both use shared memory declared inside this module (the rank's counters: 12 KiB; the
 //! exchange's buffer: [`EXCHANGE_WORDS`] 32-bit words, 32 KiB), which no kernel can name, and
 //! every access to it is an atomic load, store or add of one 32-bit word. A misuse (threads
 //! calling them with different arguments, ranks that repeat) gives wrong values, never
@@ -47,8 +47,8 @@ use crate::sync::sync_threads;
 use crate::thread::{lane_id, linear_thread_idx, threads_per_block, warp_id};
 use crate::warp::{self, FULL_MASK, ShuffleValue};
 
-/// The most warps a block may have for [`radix_rank`] (blocks of up to 256 threads).
-pub const RANK_MAX_WARPS: usize = 8;
+/// The most warps a block may have for [`radix_rank`] (blocks of up to 384 threads).
+pub const RANK_MAX_WARPS: usize = 12;
 /// The most bins (`2^BITS`) of [`radix_rank`].
 const RANK_MAX_BINS: usize = 256;
 const COUNTERS: usize = RANK_MAX_WARPS * RANK_MAX_BINS;
@@ -188,10 +188,16 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
     // The same in every thread, so no barrier is left waiting.
     assert!(
         threads.is_multiple_of(32) && threads <= 32 * RANK_MAX_WARPS,
-        "block::radix_rank: the block must be whole warps, at most 256 threads"
+        "block::radix_rank: the block must be whole warps, at most 384 threads"
     );
     let warps = threads / 32;
-    let (t, lane, w) = (linear_thread_idx() as usize, lane_id(), warp_id() as usize);
+    // `min`: the warp is below the checked maximum, which lets the compiler drop the bounds
+    // checks of the counters (`w × bins + d < RANK_MAX_WARPS × 256`).
+    let (t, lane, w) = (
+        linear_thread_idx() as usize,
+        lane_id(),
+        (warp_id() as usize).min(RANK_MAX_WARPS - 1),
+    );
     let c = counters();
     let mut i = t;
     while i < warps * bins {
@@ -203,6 +209,8 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
     // Per item: the peers with the same digit in the warp; the lowest of them adds their
     // number to the warp's counter for the digit and hands the old count to the others.
     let below_me = (1u32 << lane) - 1;
+    // Per item: its place among its warp's items of its digit, and the digit, in one word
+    // (`place << BITS | digit`: the digits need no registers of their own after this loop).
     let mut local = [0u32; ITEMS];
     unroll::<ITEMS>(|j| {
         let d = digits[j];
@@ -217,7 +225,7 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
         }
         // SAFETY: as above.
         let before = unsafe { warp::shfl_sync_unchecked(FULL_MASK, before, leader) };
-        local[j] = before + (peers & below_me).count_ones();
+        local[j] = (before + (peers & below_me).count_ones()) << BITS | d;
     });
     sync_threads();
 
@@ -245,7 +253,8 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
 
     let mut ranks = [0u32; ITEMS];
     unroll::<ITEMS>(|j| {
-        ranks[j] = word(c, w * bins + digits[j] as usize).load(Relaxed) + local[j];
+        let d = (local[j] & (bins as u32 - 1)) as usize;
+        ranks[j] = word(c, w * bins + d).load(Relaxed) + (local[j] >> BITS);
     });
     let (bin_count, bin_start) = if t < bins {
         let start = word(c, t).load(Relaxed);

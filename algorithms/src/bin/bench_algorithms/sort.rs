@@ -204,11 +204,11 @@ fn tuning_rows(
     sizes: &[usize],
 ) -> Result<(), BoxError> {
     let names = [
-        "16 keys/thread, ballots (default)",
-        "16 keys/thread, match.any",
-        "24 keys/thread, ballots",
-        "24 keys/thread, match.any",
-        "12 keys/thread, match.any",
+        "256 threads x 24 keys (default)",
+        "256 threads x 16 keys",
+        "384 threads x 16 keys",
+        "384 threads x 20 keys",
+        "256 threads x 32 keys",
     ];
     for &n in sizes {
         let x = stream.htod_copy(&xs[..n])?;
