@@ -93,6 +93,20 @@ fn word<const N: usize>(s: SharedArray<u32, N>, i: usize) -> &'static AtomicU32 
 }
 
 /// What [`radix_rank`] gives each thread.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{block, thread};
+///
+/// /// Per block of 64 threads: how many of its 64 bits are set (thread 1 holds bin 1).
+/// #[kernel]
+/// pub fn ones(bits: &[u32], mut out: DisjointSlice<u32>) {
+///     let r: block::RadixRanks<1> = block::radix_rank::<1, 1>([bits[thread::index().get()] & 1]);
+///     if thread::thread_idx_x() == 1 {
+///         out.set(thread::index(), r.bin_count);
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct RadixRanks<const ITEMS: usize> {
     /// Each item's place among the block's items ordered by digit, stably: items with equal
