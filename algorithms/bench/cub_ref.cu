@@ -68,3 +68,37 @@ extern "C" int cub_hist256(const unsigned char* in, unsigned int* bins, int n, v
 }
 
 extern "C" int cub_sync() { return (int)cudaDeviceSynchronize(); }
+
+#define SORT_KEYS(NAME, T)                                                                 \
+    extern "C" int NAME##_prepare(int n) {                                                 \
+        size_t bytes = 0;                                                                  \
+        cudaError_t e = cub::DeviceRadixSort::SortKeys(nullptr, bytes, (const T*)nullptr,  \
+                                                       (T*)nullptr, n);                    \
+        if (e != cudaSuccess) return (int)e;                                               \
+        return ensure_temp(bytes);                                                         \
+    }                                                                                      \
+    extern "C" int NAME(const T* in, T* out, int n, void* stream) {                        \
+        size_t bytes = g_temp_bytes;                                                       \
+        return (int)cub::DeviceRadixSort::SortKeys(g_temp, bytes, in, out, n, 0,           \
+                                                   (int)(8 * sizeof(T)),                   \
+                                                   (cudaStream_t)stream);                  \
+    }
+
+SORT_KEYS(cub_sort_u32, unsigned int)
+SORT_KEYS(cub_sort_u64, unsigned long long)
+
+extern "C" int cub_sort_pairs_u32_prepare(int n) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(
+        nullptr, bytes, (const unsigned int*)nullptr, (unsigned int*)nullptr,
+        (const unsigned int*)nullptr, (unsigned int*)nullptr, n);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_sort_pairs_u32(const unsigned int* keys_in, unsigned int* keys_out,
+                                  const unsigned int* values_in, unsigned int* values_out, int n,
+                                  void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceRadixSort::SortPairs(g_temp, bytes, keys_in, keys_out, values_in,
+                                                values_out, n, 0, 32, (cudaStream_t)stream);
+}

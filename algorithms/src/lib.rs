@@ -31,7 +31,12 @@ use gpukernel_runtime::{
 };
 
 pub use gpukernel_algorithms_kernels::Item;
+
+mod sort;
 pub use gpukernel_device::ops::{Identity, Max, Min, ReduceOp, Sum};
+#[doc(hidden)]
+pub use sort::SortKernels;
+pub use sort::{DeviceSortKey, SORT_MAX_KEYS, SortKey};
 
 /// Threads per block of the reduce kernels.
 pub const BLOCK: u32 = k::BLOCK;
@@ -82,6 +87,7 @@ macro_rules! reduce_ops {
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
             scan: ScanKernels,
             histogram256: OnceLock<TypedKernel<k::histogram256_u8>>,
+            sort: sort::SortKernels,
         }
         $(
             impl DeviceReduceOp<$t> for $op {

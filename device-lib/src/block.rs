@@ -47,6 +47,11 @@
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+mod radix;
+#[doc(hidden)]
+pub use radix::__radix_rank_match_any;
+pub use radix::{EXCHANGE_WORDS, RANK_MAX_WARPS, RadixRanks, radix_rank, scatter_to_striped};
+
 use crate::ops::ReduceOp;
 use crate::shared::SharedArray;
 use crate::sync::sync_threads;

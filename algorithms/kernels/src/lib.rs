@@ -22,6 +22,8 @@ use gpukernel_device::prelude::*;
 use gpukernel_device::warp::ShuffleValue;
 use gpukernel_device::{block, thread};
 
+pub mod sort;
+
 /// The PTX of every kernel in this crate (for the architecture `GPUKERNEL_ARCH`, default sm_90).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

@@ -22,6 +22,9 @@ use std::process::Command;
 use gpukernel_algorithms::{Algorithms, Sum};
 use gpukernel_runtime::{Context, Device, DeviceBuffer, Stream};
 
+#[path = "bench_algorithms/sort.rs"]
+mod sort;
+
 type BoxError = Box<dyn Error>;
 
 const CUB_SOURCE: &str = include_str!("../../bench/cub_ref.cu");
@@ -221,6 +224,10 @@ fn main() -> Result<(), BoxError> {
         props.multiprocessor_count,
         cub.how
     );
+    // `bench_algorithms sort`: the radix sort rows alone.
+    if std::env::args().nth(1).as_deref() == Some("sort") {
+        return sort::sort_rows(&ctx, &stream, &algs, &cub);
+    }
     let sizes: Vec<usize> = [16, 18, 20, 22, 24, 26, 27, 28]
         .iter()
         .map(|p| 1usize << p)
@@ -342,6 +349,7 @@ fn main() -> Result<(), BoxError> {
 
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
     histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    sort::sort_rows(&ctx, &stream, &algs, &cub)?;
 
     // Other element types at 2^28 against CUB.
     println!();
