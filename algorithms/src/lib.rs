@@ -81,6 +81,7 @@ macro_rules! reduce_ops {
             sum_f32_v8: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v8>>,
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
             scan: ScanKernels,
+            scan_tuning: ScanTuning,
             histogram256: OnceLock<TypedKernel<k::histogram256_u8>>,
         }
         $(
@@ -119,6 +120,27 @@ reduce_ops! {
     max_u64: u64, Max, reduce_partial_max_u64, reduce_final_max_u64;
 }
 
+/// The scan tuning kernels (the benchmark's rows), looked up on first use.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct ScanTuning {
+    scan_tune_256x4_claim: OnceLock<TypedKernel<k::scan_tune_256x4_claim>>,
+    scan_tune_256x4: OnceLock<TypedKernel<k::scan_tune_256x4>>,
+    scan_tune_256x4_sleep: OnceLock<TypedKernel<k::scan_tune_256x4_sleep>>,
+    scan_tune_128x6: OnceLock<TypedKernel<k::scan_tune_128x6>>,
+    scan_tune_128x6_sleep: OnceLock<TypedKernel<k::scan_tune_128x6_sleep>>,
+    scan_tune_128x6_poll: OnceLock<TypedKernel<k::scan_tune_128x6_poll>>,
+    scan_tune_192x6_sleep: OnceLock<TypedKernel<k::scan_tune_192x6_sleep>>,
+    scan_tune_256x6_sleep: OnceLock<TypedKernel<k::scan_tune_256x6_sleep>>,
+    scan_tune_128x6_claim_sleep: OnceLock<TypedKernel<k::scan_tune_128x6_claim_sleep>>,
+}
+
+impl std::fmt::Debug for ScanTuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScanTuning { .. }")
+    }
+}
+
 impl std::fmt::Debug for ScanKernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ScanKernels { .. }")
@@ -131,7 +153,7 @@ impl std::fmt::Debug for Kernels {
     }
 }
 
-/// An operator the device-wide scans have kernels for: [`Sum`] of `f32`, `i32`, `u32`.
+/// An operator the device-wide scans have kernels for: [`Sum`] of every [`Item`] type.
 ///
 /// ```
 /// use gpukernel_algorithms::{DeviceScanOp, Sum};
@@ -182,6 +204,9 @@ scan_ops! {
     sum_f32: f32, scan_inclusive_sum_f32, scan_exclusive_sum_f32;
     sum_i32: i32, scan_inclusive_sum_i32, scan_exclusive_sum_i32;
     sum_u32: u32, scan_inclusive_sum_u32, scan_exclusive_sum_u32;
+    sum_f64: f64, scan_inclusive_sum_f64, scan_exclusive_sum_f64;
+    sum_i64: i64, scan_inclusive_sum_i64, scan_exclusive_sum_i64;
+    sum_u64: u64, scan_inclusive_sum_u64, scan_exclusive_sum_u64;
 }
 
 /// What a device-wide algorithm reads: `&DeviceBuffer<T>`, `&DeviceView<T>`, `DeviceView<T>`.
@@ -426,8 +451,9 @@ impl Algorithms {
     /// The inclusive scan of `input` with `op` into `output` (CUB's
     /// `DeviceScan::InclusiveSum`): `output[i] = input[0] ⊕ … ⊕ input[i]`, in one pass over
     /// the data (decoupled look-back). `output` must have `input`'s length
-    /// ([`Error::LengthMismatch`] otherwise). The status words (8 bytes per 4096 elements)
-    /// come from the stream-ordered allocator.
+    /// ([`Error::LengthMismatch`] otherwise). The status words (8 bytes per tile of 3072
+    /// 32-bit or 1536 64-bit elements, 24 for 64-bit types) come from the stream-ordered
+    /// allocator.
     ///
     /// ```
     /// use gpukernel_algorithms::{Algorithms, Sum};
@@ -486,27 +512,56 @@ impl Algorithms {
         input: DeviceView<'_, T>,
         output: impl OutputAll<T>,
     ) -> Result<()> {
-        let n = input.len();
-        if n == 0 {
-            return output.with_all(0, &mut |_| Ok(()));
+        let size = std::mem::size_of::<T>();
+        scan_launch(
+            stream,
+            kernel,
+            input,
+            output,
+            k::scan_tile_len(size),
+            k::SCAN_BLOCK,
+        )
+    }
+
+    /// The inclusive f32 sum with tuning shape `shape` (an index into
+    /// [`scan_tuning_shapes`](Self::scan_tuning_shapes)): the benchmark's tuning rows.
+    #[doc(hidden)]
+    pub fn scan_f32_tuned(
+        &self,
+        stream: &Stream,
+        input: DeviceView<'_, f32>,
+        output: DeviceViewMut<'_, f32>,
+        shape: usize,
+    ) -> Result<()> {
+        let cells = &self.kernels.scan_tuning;
+        macro_rules! tuned {
+            ($($i:literal: $name:ident),*) => {
+                match shape {
+                    $($i => {
+                        let kern = get(&cells.$name, || self.module.kernel(k::$name))?;
+                        let (tb, v, ..) = k::SCAN_TUNING[$i];
+                        scan_launch(stream, kern, input, output, tb as usize * v * 4, tb)
+                    })*
+                    _ => Err(Error::InvalidLaunchConfig {
+                        kernel: "scan_f32_tuned".to_string(),
+                        dimension: "shape",
+                        value: shape as u64,
+                        min: 0,
+                        max: k::SCAN_TUNING.len() as u64 - 1,
+                    }),
+                }
+            };
         }
-        let tiles = n.div_ceil(k::SCAN_TILE);
-        let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
-            kernel: K::NAME.to_string(),
-            dimension: "elements",
-            value: n as u64,
-            min: 0,
-            max: u32::MAX as u64 * k::SCAN_TILE as u64,
-        })?;
-        // One status word per tile, then the tile counter; zeroed, stream-ordered.
-        let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
-        output.with_all(n, &mut |o| {
-            stream.launch(
-                kernel,
-                LaunchConfig::new(grid, BLOCK),
-                (input, o, &mut status),
-            )
-        })
+        tuned!(0: scan_tune_256x4_claim, 1: scan_tune_256x4, 2: scan_tune_256x4_sleep,
+            3: scan_tune_128x6, 4: scan_tune_128x6_sleep, 5: scan_tune_128x6_poll,
+            6: scan_tune_192x6_sleep, 7: scan_tune_256x6_sleep, 8: scan_tune_128x6_claim_sleep)
+    }
+
+    /// The tuning shapes of [`scan_f32_tuned`](Self::scan_f32_tuned): name and `(threads,
+    /// vectors per thread, claim by counter, first sleep ns, poll sleep ns)`.
+    #[doc(hidden)]
+    pub fn scan_tuning_shapes() -> impl Iterator<Item = (&'static str, (u32, usize, bool, u32, u32))> {
+        k::SCAN_TUNING_NAMES.iter().copied().zip(k::SCAN_TUNING.iter().copied())
     }
 
     /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
@@ -619,6 +674,38 @@ impl Algorithms {
         let (_, kf) = self.kernels_for::<f32, Sum>()?;
         out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
     }
+}
+
+/// One scan launch: `tile` elements per block of `threads` threads, the status words (zeroed,
+/// stream-ordered) from the allocator.
+fn scan_launch<K: SafeKernel<Params = ScanParams<T>>, T: Item>(
+    stream: &Stream,
+    kernel: &TypedKernel<K>,
+    input: DeviceView<'_, T>,
+    output: impl OutputAll<T>,
+    tile: usize,
+    threads: u32,
+) -> Result<()> {
+    let n = input.len();
+    if n == 0 {
+        return output.with_all(0, &mut |_| Ok(()));
+    }
+    let tiles = n.div_ceil(tile);
+    let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
+        kernel: K::NAME.to_string(),
+        dimension: "elements",
+        value: n as u64,
+        min: 0,
+        max: u32::MAX as u64 * tile as u64,
+    })?;
+    let mut status = stream.alloc_zeros::<u64>(k::status_words(tiles, std::mem::size_of::<T>()))?;
+    output.with_all(n, &mut |o| {
+        stream.launch(
+            kernel,
+            LaunchConfig::new(grid, threads),
+            (input, o, &mut status),
+        )
+    })
 }
 
 /// The cell's value, loaded on first use (two threads may both load; one value is kept).

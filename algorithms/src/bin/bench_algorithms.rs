@@ -490,6 +490,50 @@ fn scan_rows(
             cubm / ms
         );
     }
+    // Tuning at the largest size: threads, vectors per thread, tile claim and look-back sleeps.
+    let n = max;
+    let run_cub = cub.func::<f32>("cub_scan_f32", n)?;
+    let cubm = per_call_ms(ctx, stream, || {
+        // SAFETY: as above.
+        let r = unsafe {
+            run_cub(
+                x_all.as_raw() as *const f32,
+                y_cub.as_raw() as *mut f32,
+                n as i32,
+                stream.raw() as *mut c_void,
+            )
+        };
+        if r != 0 {
+            return Err(format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into());
+        }
+        Ok(())
+    })?;
+    println!(
+        "\n2^{} f32 inclusive scan, tile shapes (CUB {cubm:.4} ms, {:.0} GB/s):",
+        n.trailing_zeros(),
+        gbs(8.0 * n as f64, cubm)
+    );
+    let mut want = Vec::with_capacity(n);
+    let mut acc = 0.0f32;
+    for &v in &xs {
+        acc += v;
+        want.push(acc);
+    }
+    for (i, (name, shape)) in Algorithms::scan_tuning_shapes().enumerate() {
+        y.memset_d8(0)?;
+        algs.scan_f32_tuned(stream, x_all.slice(..)?, y.slice_mut(..)?, i)?;
+        if y.to_host_vec()? != want {
+            return Err(format!("scan tuning shape {name}: result differs from the host's").into());
+        }
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.scan_f32_tuned(stream, x_all.slice(..)?, y.slice_mut(..)?, i)?)
+        })?;
+        println!(
+            "  {name:<28} {shape:?}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
+            gbs(8.0 * n as f64, ms),
+            cubm / ms
+        );
+    }
     Ok(())
 }
 
