@@ -123,7 +123,9 @@ fn rows_match_the_host() {
 
 #[test]
 fn bad_shapes_and_offsets_are_errors() {
-    let (_, ctx) = devices().remove(0);
+    let ctx = gpukernel_runtime::Device::simulator()
+        .primary_context()
+        .expect("simulator context");
     let algs = Algorithms::new(&ctx).expect("load the algorithms");
     let stream = ctx.default_stream();
     let x = stream.htod_copy(&[1u32, 2, 3, 4, 5, 6]).expect("copy in");

@@ -260,6 +260,9 @@ fn look_back<T: Item, Op: Identity<T>>(
 /// launches `n.div_ceil(TB × V × per)` blocks of `TB` threads, with
 /// [`status_words`]`(tiles)` zeroed status words.
 #[inline(always)]
+// Index loops over the const-sized arrays: LLVM unrolls them fully, so the arrays stay in
+// registers (a rolled loop indexes them dynamically, which ptxas lowers to select chains).
+#[allow(clippy::needless_range_loop)]
 pub fn scan_tile<
     T: Item,
     Op: Identity<T>,
@@ -428,23 +431,27 @@ pub fn scan_tile<
     let pre = op.combine(tile_prefix, warps_before);
 
     for j in 0..V {
-        let mut out = [op.identity(); 4];
         for e in 0..per {
-            out[e] = op.combine(pre, v[j][e]);
+            v[j][e] = op.combine(pre, v[j][e]);
         }
-        if vector {
+    }
+    if vector {
+        for j in 0..V {
             let mut words = [0u32; 4];
             for e in 0..per {
-                T::set_lane16(&mut words, e, out[e]);
+                T::set_lane16(&mut words, e, v[j][e]);
             }
             // SAFETY: as for the load; elements `at(j)..at(j) + per` of the output are this
             // thread's alone (the tiles, warps, steps and lanes partition the elements).
             unsafe { st16(out_ptr.add(at(j)).cast(), words) };
-        } else {
+        }
+    } else {
+        for j in 0..V {
             for e in 0..per {
-                if at(j) + e < n {
+                let i = at(j) + e;
+                if i < n {
                     // SAFETY: as above; in bounds.
-                    unsafe { output.write(at(j) + e, out[e]) };
+                    unsafe { output.write(i, v[j][e]) };
                 }
             }
         }
