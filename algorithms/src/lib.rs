@@ -1,5 +1,9 @@
 //! Device-wide algorithms on gpukernel's buffers and streams: reduce (sum, minimum, maximum)
-//! of `u32`, `i32`, `f32`, `u64`, `i64`, `f64`, on the GPU and on the simulator.
+//! of `u32`, `i32`, `f32`, `u64`, `i64`, `f64`, to one value, by segments and by rows;
+//! inclusive and exclusive sums in one pass (decoupled look-back); the 256-bin byte histogram
+//! and the general even-bin histogram; and the reduce and scans of a user's associative
+//! operator (not necessarily commutative) through [`device_algorithms!`], which instantiates
+//! the kernels in the user's own kernels crate. On the GPU and on the simulator.
 //!
 //! [`Algorithms::new`] loads the algorithms' kernels (this crate's own kernels crate,
 //! `gpukernel-algorithms-kernels`, compiled to PTX by `nvptx-builder` like any kernels crate)
@@ -128,13 +132,13 @@ reduce_ops! {
 #[doc(hidden)]
 #[derive(Default)]
 pub struct ScanTuning {
-    scan_tune_256x4_claim: OnceLock<TypedKernel<k::scan_tune_256x4_claim>>,
-    scan_tune_256x4: OnceLock<TypedKernel<k::scan_tune_256x4>>,
-    scan_tune_256x4_sleep: OnceLock<TypedKernel<k::scan_tune_256x4_sleep>>,
     scan_tune_128x6: OnceLock<TypedKernel<k::scan_tune_128x6>>,
     scan_tune_128x6_sleep: OnceLock<TypedKernel<k::scan_tune_128x6_sleep>>,
-    scan_tune_128x6_poll: OnceLock<TypedKernel<k::scan_tune_128x6_poll>>,
-    scan_tune_192x6_sleep: OnceLock<TypedKernel<k::scan_tune_192x6_sleep>>,
+    scan_tune_128x6_first600: OnceLock<TypedKernel<k::scan_tune_128x6_first600>>,
+    scan_tune_128x6_first2000: OnceLock<TypedKernel<k::scan_tune_128x6_first2000>>,
+    scan_tune_128x6_poll200: OnceLock<TypedKernel<k::scan_tune_128x6_poll200>>,
+    scan_tune_128x5_sleep: OnceLock<TypedKernel<k::scan_tune_128x5_sleep>>,
+    scan_tune_128x7_sleep: OnceLock<TypedKernel<k::scan_tune_128x7_sleep>>,
     scan_tune_256x6_sleep: OnceLock<TypedKernel<k::scan_tune_256x6_sleep>>,
     scan_tune_128x6_claim_sleep: OnceLock<TypedKernel<k::scan_tune_128x6_claim_sleep>>,
 }
@@ -567,16 +571,28 @@ impl Algorithms {
                 }
             };
         }
-        tuned!(0: scan_tune_256x4_claim, 1: scan_tune_256x4, 2: scan_tune_256x4_sleep,
-            3: scan_tune_128x6, 4: scan_tune_128x6_sleep, 5: scan_tune_128x6_poll,
-            6: scan_tune_192x6_sleep, 7: scan_tune_256x6_sleep, 8: scan_tune_128x6_claim_sleep)
+        tuned!(
+            0: scan_tune_128x6,
+            1: scan_tune_128x6_sleep,
+            2: scan_tune_128x6_first600,
+            3: scan_tune_128x6_first2000,
+            4: scan_tune_128x6_poll200,
+            5: scan_tune_128x5_sleep,
+            6: scan_tune_128x7_sleep,
+            7: scan_tune_256x6_sleep,
+            8: scan_tune_128x6_claim_sleep
+        )
     }
 
     /// The tuning shapes of [`scan_f32_tuned`](Self::scan_f32_tuned): name and `(threads,
     /// vectors per thread, claim by counter, first sleep ns, poll sleep ns)`.
     #[doc(hidden)]
-    pub fn scan_tuning_shapes() -> impl Iterator<Item = (&'static str, (u32, usize, bool, u32, u32))> {
-        k::SCAN_TUNING_NAMES.iter().copied().zip(k::SCAN_TUNING.iter().copied())
+    pub fn scan_tuning_shapes() -> impl Iterator<Item = (&'static str, (u32, usize, bool, u32, u32))>
+    {
+        k::SCAN_TUNING_NAMES
+            .iter()
+            .copied()
+            .zip(k::SCAN_TUNING.iter().copied())
     }
 
     /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
@@ -708,11 +724,7 @@ impl Algorithms {
         let _ = op;
         let kernel = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
         let input = input.into_view()?;
-        let rows = if row_len == 0 {
-            None
-        } else {
-            Some(input.len() / row_len)
-        };
+        let rows = input.len().checked_div(row_len);
         if let Some(r) = rows
             && r * row_len != input.len()
         {
@@ -959,7 +971,6 @@ impl Algorithms {
         out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
     }
 }
-
 
 macro_rules! segmented_ops {
     ($($field:ident: $t:ty, $op:ident, $kernel:ident;)*) => {

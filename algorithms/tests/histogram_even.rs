@@ -8,8 +8,17 @@ use gpukernel_runtime::{Context, DeviceCopy, Error};
 mod common;
 use common::{devices, values};
 
-fn check<T>(ctx: &Context, algs: &Algorithms, what: &str, xs: &[T], lower: T, upper: T, bins: usize, bin: impl Fn(T) -> Option<usize>)
-where
+#[allow(clippy::too_many_arguments)]
+fn check<T>(
+    ctx: &Context,
+    algs: &Algorithms,
+    what: &str,
+    xs: &[T],
+    lower: T,
+    upper: T,
+    bins: usize,
+    bin: impl Fn(T) -> Option<usize>,
+) where
     T: HistogramSample + DeviceCopy,
 {
     let stream = ctx.default_stream();
@@ -32,9 +41,19 @@ where
         }
         // Bins already counted into: the call zeroes them first.
         let mut out = stream.htod_copy(&vec![7u32; bins]).expect("alloc");
-        algs.histogram_even(&stream, x.slice(skip..).expect("view"), lower, upper, &mut out)
-            .unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(out.to_host_vec().expect("copy out"), w, "{what} (skip {skip})");
+        algs.histogram_even(
+            &stream,
+            x.slice(skip..).expect("view"),
+            lower,
+            upper,
+            &mut out,
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(
+            out.to_host_vec().expect("copy out"),
+            w,
+            "{what} (skip {skip})"
+        );
     }
 }
 
@@ -42,11 +61,20 @@ where
 fn histograms_match_the_host() {
     for (dev, ctx) in devices() {
         let algs = Algorithms::new(&ctx).expect("load the algorithms");
-        for (n, bins) in [(0usize, 1usize), (1, 3), (1000, 10), (100_003, 256), (50_001, 3000)] {
+        for (n, bins) in [
+            (0usize, 1usize),
+            (1, 3),
+            (1000, 10),
+            (100_003, 256),
+            (50_001, 3000),
+        ] {
             // f32 in [-1.25, 1.25) with the levels [-1, 1): samples outside on both sides,
             // the edges themselves and NaNs.
             let mut xf = values(n, 21, 1 << 20, |v| v as f32 / (1 << 20) as f32 * 1.25);
-            for (i, e) in [-1.0f32, 1.0, f32::NAN, -1.0 + 1e-7, 1.0 - 1e-7].iter().enumerate() {
+            for (i, e) in [-1.0f32, 1.0, f32::NAN, -1.0 + 1e-7, 1.0 - 1e-7]
+                .iter()
+                .enumerate()
+            {
                 let len = xf.len();
                 if i < len {
                     xf[i * 7 % len] = *e;
@@ -54,28 +82,58 @@ fn histograms_match_the_host() {
             }
             let (lo, hi) = (-1.0f32, 1.0f32);
             let r = bins as f32 / (hi - lo);
-            check(&ctx, &algs, &format!("{dev}: f32 {n} into {bins}"), &xf, lo, hi, bins, |s| {
-                (s >= lo && s < hi).then(|| (((s - lo) * r) as usize).min(bins - 1))
-            });
+            check(
+                &ctx,
+                &algs,
+                &format!("{dev}: f32 {n} into {bins}"),
+                &xf,
+                lo,
+                hi,
+                bins,
+                |s| (s >= lo && s < hi).then(|| (((s - lo) * r) as usize).min(bins - 1)),
+            );
             let xd: Vec<f64> = xf.iter().map(|&v| v as f64 * 3.0).collect();
             let (lo, hi) = (-2.5f64, 3.5f64);
             let r = bins as f64 / (hi - lo);
-            check(&ctx, &algs, &format!("{dev}: f64 {n} into {bins}"), &xd, lo, hi, bins, |s| {
-                (s >= lo && s < hi).then(|| (((s - lo) * r) as usize).min(bins - 1))
-            });
+            check(
+                &ctx,
+                &algs,
+                &format!("{dev}: f64 {n} into {bins}"),
+                &xd,
+                lo,
+                hi,
+                bins,
+                |s| (s >= lo && s < hi).then(|| (((s - lo) * r) as usize).min(bins - 1)),
+            );
             let xi = values(n, 22, 1 << 30, |v| v as i32);
             let (lo, hi) = (-(1i32 << 29), 1i32 << 30);
             let range = (hi as i64 - lo as i64) as u64;
-            check(&ctx, &algs, &format!("{dev}: i32 {n} into {bins}"), &xi, lo, hi, bins, |s| {
-                (s >= lo && s < hi)
-                    .then(|| ((s as i64 - lo as i64) as u64 * bins as u64 / range) as usize)
-            });
+            check(
+                &ctx,
+                &algs,
+                &format!("{dev}: i32 {n} into {bins}"),
+                &xi,
+                lo,
+                hi,
+                bins,
+                |s| {
+                    (s >= lo && s < hi)
+                        .then(|| ((s as i64 - lo as i64) as u64 * bins as u64 / range) as usize)
+                },
+            );
             let xu = values(n, 23, 1 << 30, |v| (v + (1 << 30)) as u32 * 2);
             let (lo, hi) = (5u32, u32::MAX);
             let range = (hi - lo) as u64;
-            check(&ctx, &algs, &format!("{dev}: u32 {n} into {bins}"), &xu, lo, hi, bins, |s| {
-                (s >= lo && s < hi).then(|| ((s - lo) as u64 * bins as u64 / range) as usize)
-            });
+            check(
+                &ctx,
+                &algs,
+                &format!("{dev}: u32 {n} into {bins}"),
+                &xu,
+                lo,
+                hi,
+                bins,
+                |s| (s >= lo && s < hi).then(|| ((s - lo) as u64 * bins as u64 / range) as usize),
+            );
         }
     }
 }

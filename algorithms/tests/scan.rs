@@ -104,7 +104,9 @@ fn scans_match_the_host() {
                 &ctx,
                 &algs,
                 &dev,
-                &values(n, seed, 10, |v| (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                &values(n, seed, 10, |v| {
+                    (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                }),
             );
         }
     }

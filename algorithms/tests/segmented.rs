@@ -17,7 +17,9 @@ fn host<T: Copy, Op: Identity<T>>(xs: &[T], offsets: &[u32], op: Op) -> Vec<T> {
             if hi <= lo {
                 op.identity()
             } else {
-                xs[lo..hi].iter().fold(op.identity(), |a, &b| op.combine(a, b))
+                xs[lo..hi]
+                    .iter()
+                    .fold(op.identity(), |a, &b| op.combine(a, b))
             }
         })
         .collect()
@@ -78,17 +80,52 @@ fn segments_match_the_host() {
         let tiny = offsets_of(3000, |i| if i % 4 == 0 { 0 } else { i % 7 });
         let n = *tiny.last().expect("offsets") as usize;
         let xi = values(n, 3, 1000, |v| v * 1_000_003);
-        check(&ctx, &algs, &format!("{dev}: tiny i64 sum"), &xi, &tiny, Sum);
-        check(&ctx, &algs, &format!("{dev}: tiny i64 min"), &xi, &tiny, Min);
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: tiny i64 sum"),
+            &xi,
+            &tiny,
+            Sum,
+        );
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: tiny i64 min"),
+            &xi,
+            &tiny,
+            Min,
+        );
         let xf = values(n, 4, 100, |v| v as f32);
-        check(&ctx, &algs, &format!("{dev}: tiny f32 max"), &xf, &tiny, Max);
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: tiny f32 max"),
+            &xf,
+            &tiny,
+            Max,
+        );
         // One huge segment between empty ones (the block-per-segment path).
         let n = 200_003;
         let huge = vec![0u32, 0, n as u32, n as u32];
         let xu = values(n, 5, 1000, |v| (v + 1000) as u32 * 4001);
-        check(&ctx, &algs, &format!("{dev}: huge u32 sum"), &xu, &huge, Sum);
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: huge u32 sum"),
+            &xu,
+            &huge,
+            Sum,
+        );
         let xd = values(n, 6, 1000, |v| v as f64);
-        check(&ctx, &algs, &format!("{dev}: huge f64 max"), &xd, &huge, Max);
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: huge f64 max"),
+            &xd,
+            &huge,
+            Max,
+        );
         // Mixed lengths around the vector and unit sizes, and a segment that ends before it
         // begins (empty, as in CUB).
         let mut mixed = offsets_of(40, |i| [0, 1, 3, 4, 5, 127, 128, 129, 1000, 5000][i % 10]);
@@ -96,9 +133,23 @@ fn segments_match_the_host() {
         mixed[5] = mixed[4].saturating_sub(1);
         let n = *mixed.iter().max().expect("offsets") as usize;
         let xi = values(n, 7, 1 << 20, |v| v as i32);
-        check(&ctx, &algs, &format!("{dev}: mixed i32 sum"), &xi, &mixed, Sum);
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: mixed i32 sum"),
+            &xi,
+            &mixed,
+            Sum,
+        );
         let xu = values(n, 8, 1 << 20, |v| (v + (1 << 20)) as u64);
-        check(&ctx, &algs, &format!("{dev}: mixed u64 min"), &xu, &mixed, Min);
+        check(
+            &ctx,
+            &algs,
+            &format!("{dev}: mixed u64 min"),
+            &xu,
+            &mixed,
+            Min,
+        );
     }
 }
 
@@ -107,7 +158,14 @@ fn rows_match_the_host() {
     for (dev, ctx) in devices() {
         let algs = Algorithms::new(&ctx).expect("load the algorithms");
         let stream = ctx.default_stream();
-        for (rows, cols) in [(0usize, 5usize), (3, 0), (1, 1), (7, 33), (300, 5), (2, 40_000)] {
+        for (rows, cols) in [
+            (0usize, 5usize),
+            (3, 0),
+            (1, 1),
+            (7, 33),
+            (300, 5),
+            (2, 40_000),
+        ] {
             let xs = values(rows * cols, 9, 1000, |v| v as f32);
             let x = stream.htod_copy(&xs).expect("copy in");
             let mut out = stream.alloc_zeros::<f32>(rows).expect("alloc");
@@ -116,7 +174,11 @@ fn rows_match_the_host() {
             let want: Vec<f32> = (0..rows)
                 .map(|r| xs[r * cols..(r + 1) * cols].iter().sum())
                 .collect();
-            assert_eq!(out.to_host_vec().expect("copy out"), want, "{dev}: {rows}×{cols}");
+            assert_eq!(
+                out.to_host_vec().expect("copy out"),
+                want,
+                "{dev}: {rows}×{cols}"
+            );
         }
     }
 }
@@ -155,5 +217,8 @@ fn bad_shapes_and_offsets_are_errors() {
     let r = algs
         .segmented_reduce(&stream, &x, &bad, Sum, &mut out)
         .and_then(|()| stream.synchronize());
-    assert!(r.is_err(), "an offset past the end must fail the launch: {r:?}");
+    assert!(
+        r.is_err(),
+        "an offset past the end must fail the launch: {r:?}"
+    );
 }

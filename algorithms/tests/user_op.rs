@@ -5,15 +5,25 @@
 //! reduce's units and misaligned.
 
 use gpukernel_algorithms::{Algorithms, Identity, ReduceOp, UserKernels, UserOp};
-use gpukernel_algorithms_example_op::{FirstLast, FirstLastAlgorithms, MatMul2, MatMul2Algorithms, PTX};
+use gpukernel_algorithms_example_op::{
+    FirstLast, FirstLastAlgorithms, MatMul2, MatMul2Algorithms, PTX,
+};
 use gpukernel_runtime::Context;
 
 mod common;
 use common::{devices, values};
 
-fn check<U: UserOp<T = u64>, Op: Identity<u64>>(ctx: &Context, algs: &Algorithms, what: &str, xs: &[u64], op: Op) {
+fn check<U: UserOp<T = u64>, Op: Identity<u64>>(
+    ctx: &Context,
+    algs: &Algorithms,
+    what: &str,
+    xs: &[u64],
+    op: Op,
+) {
     let stream = ctx.default_stream();
-    let module = ctx.load_module(PTX.as_bytes()).expect("load the user's module");
+    let module = ctx
+        .load_module(PTX.as_bytes())
+        .expect("load the user's module");
     let kernels = UserKernels::<U>::load(&module).expect("the user's kernels");
     let x = stream.htod_copy(xs).expect("copy in");
     for skip in [0usize, 1] {
@@ -30,23 +40,54 @@ fn check<U: UserOp<T = u64>, Op: Identity<u64>>(ctx: &Context, algs: &Algorithms
             incl.push(acc);
         }
         let mut out = stream.alloc_zeros::<u64>(1).expect("alloc");
-        algs.reduce_user(&stream, &kernels, view, &mut out).expect("reduce");
-        assert_eq!(out.to_host_vec().expect("copy out")[0], acc, "{what}: reduce of {} from {skip}", src.len());
+        algs.reduce_user(&stream, &kernels, view, &mut out)
+            .expect("reduce");
+        assert_eq!(
+            out.to_host_vec().expect("copy out")[0],
+            acc,
+            "{what}: reduce of {} from {skip}",
+            src.len()
+        );
         let mut y = stream.alloc_zeros::<u64>(src.len()).expect("alloc");
-        algs.inclusive_scan_user(&stream, &kernels, view, &mut y).expect("scan");
+        algs.inclusive_scan_user(&stream, &kernels, view, &mut y)
+            .expect("scan");
         let got = y.to_host_vec().expect("copy out");
         if let Some(i) = (0..src.len()).find(|&i| got[i] != incl[i]) {
-            panic!("{what}: inclusive scan of {} from {skip}: element {i}: got {:#x}, want {:#x}", src.len(), got[i], incl[i]);
+            panic!(
+                "{what}: inclusive scan of {} from {skip}: element {i}: got {:#x}, want {:#x}",
+                src.len(),
+                got[i],
+                incl[i]
+            );
         }
-        algs.exclusive_scan_user(&stream, &kernels, view, &mut y).expect("scan");
+        algs.exclusive_scan_user(&stream, &kernels, view, &mut y)
+            .expect("scan");
         let got = y.to_host_vec().expect("copy out");
         if let Some(i) = (0..src.len()).find(|&i| got[i] != excl[i]) {
-            panic!("{what}: exclusive scan of {} from {skip}: element {i}: got {:#x}, want {:#x}", src.len(), got[i], excl[i]);
+            panic!(
+                "{what}: exclusive scan of {} from {skip}: element {i}: got {:#x}, want {:#x}",
+                src.len(),
+                got[i],
+                excl[i]
+            );
         }
     }
 }
 
-const SIZES: &[usize] = &[0, 1, 2, 63, 64, 65, 1535, 1536, 1537, 5000, 3 * 1536 + 77, 200_001];
+const SIZES: &[usize] = &[
+    0,
+    1,
+    2,
+    63,
+    64,
+    65,
+    1535,
+    1536,
+    1537,
+    5000,
+    3 * 1536 + 77,
+    200_001,
+];
 
 /// Random shears `[[1, k], [0, 1]]` and `[[1, 0], [k, 1]]` (determinant 1: their products
 /// never collapse to a constant modulo 2^16, and shears of the two kinds do not commute), and
@@ -55,7 +96,7 @@ fn inputs(n: usize, seed: u64) -> (Vec<u64>, Vec<u64>) {
     let m = values(n, seed, 1000, |v| {
         let v = (v + 1000) as u16;
         let k = v / 2 % 7 + 1;
-        if v % 2 == 0 {
+        if v.is_multiple_of(2) {
             MatMul2::pack([1, k, 0, 1])
         } else {
             MatMul2::pack([1, 0, k, 1])
@@ -75,7 +116,13 @@ fn user_operators_keep_the_order() {
         for (i, &n) in SIZES.iter().enumerate() {
             let (m, fl) = inputs(n, 31 + i as u64);
             check::<MatMul2Algorithms, _>(&ctx, &algs, &format!("{dev}: 2×2 product"), &m, MatMul2);
-            check::<FirstLastAlgorithms, _>(&ctx, &algs, &format!("{dev}: (first, last)"), &fl, FirstLast);
+            check::<FirstLastAlgorithms, _>(
+                &ctx,
+                &algs,
+                &format!("{dev}: (first, last)"),
+                &fl,
+                FirstLast,
+            );
         }
     }
 }
@@ -85,10 +132,20 @@ fn user_operators_keep_the_order() {
 #[test]
 fn the_operators_are_not_commutative_on_the_inputs() {
     let (m, fl) = inputs(5000, 99);
-    let fwd = m.iter().fold(MatMul2.identity(), |a, &b| MatMul2.combine(a, b));
-    let rev = m.iter().rev().fold(MatMul2.identity(), |a, &b| MatMul2.combine(a, b));
+    let fwd = m
+        .iter()
+        .fold(MatMul2.identity(), |a, &b| MatMul2.combine(a, b));
+    let rev = m
+        .iter()
+        .rev()
+        .fold(MatMul2.identity(), |a, &b| MatMul2.combine(a, b));
     assert_ne!(fwd, rev);
-    let fwd = fl.iter().fold(FirstLast.identity(), |a, &b| FirstLast.combine(a, b));
-    let rev = fl.iter().rev().fold(FirstLast.identity(), |a, &b| FirstLast.combine(a, b));
+    let fwd = fl
+        .iter()
+        .fold(FirstLast.identity(), |a, &b| FirstLast.combine(a, b));
+    let rev = fl
+        .iter()
+        .rev()
+        .fold(FirstLast.identity(), |a, &b| FirstLast.combine(a, b));
     assert_ne!(fwd, rev);
 }

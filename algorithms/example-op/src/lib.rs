@@ -27,7 +27,12 @@ impl MatMul2 {
     }
     /// The entries `[a, b, c, d]`.
     pub const fn unpack(x: u64) -> [u16; 4] {
-        [x as u16, (x >> 16) as u16, (x >> 32) as u16, (x >> 48) as u16]
+        [
+            x as u16,
+            (x >> 16) as u16,
+            (x >> 32) as u16,
+            (x >> 48) as u16,
+        ]
     }
 }
 

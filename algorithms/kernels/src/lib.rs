@@ -1,4 +1,6 @@
-//! The kernels of `gpukernel-algorithms`: device-wide reduce in two passes.
+//! The kernels of `gpukernel-algorithms`: device-wide reduce in two passes, the one-pass scan
+//! ([`scan`]), the in-order reductions by segments and of a user's operator ([`ordered`],
+//! [`user_op`]), and the histograms ([`histogram`] and [`histogram256_u8`]).
 //!
 //! This crate compiles twice, like every kernels crate: for `nvptx64-nvidia-cuda` (its
 //! `build.rs`, through `nvptx-builder`) and for the host, where each kernel is the marker type
@@ -295,10 +297,10 @@ const SCAN_CLAIM: bool = false;
 /// Nanoseconds warp 0 sleeps before its first look at the tiles before (grids of more than
 /// 500 tiles).
 #[doc(hidden)]
-pub const SCAN_FIRST_NS: u32 = 0;
+pub const SCAN_FIRST_NS: u32 = 1140;
 /// Nanoseconds warp 0 sleeps between polls of a tile that has not published yet.
 #[doc(hidden)]
-pub const SCAN_POLL_NS: u32 = 0;
+pub const SCAN_POLL_NS: u32 = 688;
 
 /// Elements per scan tile of a `size`-byte type: `SCAN_BLOCK × SCAN_VECS × 16 / size`.
 pub const fn scan_tile_len(size: usize) -> usize {
@@ -356,13 +358,13 @@ macro_rules! scan_tuning {
 }
 
 scan_tuning! {
-    scan_tune_256x4_claim: 256, 4, true, 0, 0;
-    scan_tune_256x4: 256, 4, false, 0, 0;
-    scan_tune_256x4_sleep: 256, 4, false, 1140, 688;
     scan_tune_128x6: 128, 6, false, 0, 0;
     scan_tune_128x6_sleep: 128, 6, false, 1140, 688;
-    scan_tune_128x6_poll: 128, 6, false, 0, 300;
-    scan_tune_192x6_sleep: 192, 6, false, 1140, 688;
+    scan_tune_128x6_first600: 128, 6, false, 600, 688;
+    scan_tune_128x6_first2000: 128, 6, false, 2000, 688;
+    scan_tune_128x6_poll200: 128, 6, false, 1140, 200;
+    scan_tune_128x5_sleep: 128, 5, false, 1140, 688;
+    scan_tune_128x7_sleep: 128, 7, false, 1140, 688;
     scan_tune_256x6_sleep: 256, 6, false, 1140, 688;
     scan_tune_128x6_claim_sleep: 128, 6, true, 1140, 688;
 }

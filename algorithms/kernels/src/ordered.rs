@@ -15,11 +15,25 @@ use gpukernel_device::{sync, thread, warp};
 
 use crate::{Item, ld16};
 
-/// The reduction of `input[lo..hi]` in index order by the calling warp (every lane calls it
-/// with the same range; the warp is whole), returned to every lane. Loads `V` 16-byte vectors
-/// per lane at a time. With `FIRST`/`LAST` false, the range's misaligned head/partial tail are
-/// left to other warps (see [`block_reduce_range`]).
+/// Words of shared memory each warp transposes through: `32 × 4 × ORDERED_VECS` words and
+/// one pad word per 32 (so that neither the striped writes nor the contiguous reads meet in a
+/// bank).
+const WARP_WORDS: usize = 32 * 4 * ORDERED_VECS + 4 * ORDERED_VECS;
+/// The transposition buffers of the block's warps.
+const SHARED_WORDS: usize = (ORDERED_BLOCK as usize / 32) * WARP_WORDS;
+
+/// The reduction, in index order, of `units` units of 32 16-byte vectors from unit
+/// `first_unit` of the aligned elements starting at `body`, by the calling warp (every lane
+/// calls it; the warp is whole), returned to every lane.
+///
+/// `V` (≤ [`ORDERED_VECS`]) units at a time: each lane loads one vector of each (coalesced),
+/// the warp transposes them through shared memory so that each lane holds `4 × V`
+/// consecutive words, each lane folds its elements in order, and one warp reduction in lane
+/// order adds the batch after the batches before: about one combine per element, not the
+/// six of a warp reduction per unit.
 #[inline(always)]
+// Index loops over the const-sized arrays keep them in registers once unrolled.
+#[allow(clippy::needless_range_loop)]
 fn warp_reduce_units<T: Item, Op: Identity<T>, const V: usize>(
     input: &[T],
     first_unit: usize,
@@ -29,26 +43,47 @@ fn warp_reduce_units<T: Item, Op: Identity<T>, const V: usize>(
 ) -> T {
     let per = T::PER;
     let lane = thread::lane_id() as usize;
+    let sh = gpukernel_device::shared::shared_array!(u32, SHARED_WORDS);
+    let region = thread::warp_id() as usize * WARP_WORDS;
+    let pad = |q: usize| region + q + q / 32;
     // SAFETY: `body` is the index of a 16-byte aligned element of `input` (or its end).
     let vp = unsafe { input.as_ptr().add(body) }.cast::<[u32; 4]>();
     let mut acc = op.identity();
     let mut u = first_unit;
     let end = first_unit + units;
-    while u + V <= end {
-        let mut w = [[0u32; 4]; V];
-        for (j, wj) in w.iter_mut().enumerate() {
-            // SAFETY: unit `u + j < end` lies inside the range, whose vectors are inside
-            // `input` (a `&[T]`, never written during the launch), 16-byte aligned.
-            *wj = unsafe { ld16(vp.add((u + j) * 32 + lane)) };
-        }
-        for wj in &w {
-            let mut x = T::lane16(*wj, 0);
-            for e in 1..per {
-                x = op.combine(x, T::lane16(*wj, e));
+    if V <= ORDERED_VECS && thread::block_dim_x() <= ORDERED_BLOCK {
+        while u + V <= end {
+            let mut w = [[0u32; 4]; V];
+            for j in 0..V {
+                // SAFETY: unit `u + j < end` lies inside the range, whose vectors are inside
+                // `input` (a `&[T]`, never written during the launch), 16-byte aligned.
+                w[j] = unsafe { ld16(vp.add((u + j) * 32 + lane)) };
+            }
+            for j in 0..V {
+                for c in 0..4 {
+                    // SAFETY: `pad(q) < region + WARP_WORDS <= SHARED_WORDS` (`q < 128 V`, a
+                    // warp index below the block's warps); each word of the warp's region is
+                    // written by one lane, read after the warp barrier below.
+                    unsafe { sh.write(pad(j * 128 + 4 * lane + c), w[j][c]) };
+                }
+            }
+            gpukernel_device::sync::sync_warp(warp::FULL_MASK);
+            let mut x = op.identity();
+            for k in 0..V {
+                let mut wd = [0u32; 4];
+                for c in 0..4 {
+                    // SAFETY: as above; written before the warp barrier.
+                    wd[c] = unsafe { sh.read(pad(lane * 4 * V + 4 * k + c)) };
+                }
+                for e in 0..per {
+                    x = op.combine(x, T::lane16(wd, e));
+                }
             }
             acc = op.combine(acc, warp::reduce(x, op));
+            // The next batch overwrites the region: every lane has read its words.
+            gpukernel_device::sync::sync_warp(warp::FULL_MASK);
+            u += V;
         }
-        u += V;
     }
     while u < end {
         // SAFETY: as above.
@@ -113,7 +148,10 @@ pub fn warp_reduce_range<T: Item, Op: Identity<T>, const V: usize>(
     let (body, units, tail) = split(input, lo, hi);
     let head = warp_reduce_short(input, lo, body, op);
     let mid = warp_reduce_units::<T, Op, V>(input, 0, units, body, op);
-    op.combine(op.combine(head, mid), warp_reduce_short(input, tail, hi, op))
+    op.combine(
+        op.combine(head, mid),
+        warp_reduce_short(input, tail, hi, op),
+    )
 }
 
 /// The reduction of `input[lo..hi]` in index order by the whole block (every thread calls
@@ -139,7 +177,10 @@ pub fn block_reduce_range<T: Item, Op: Identity<T>, const TB: u32, const V: usiz
             acc = warp_reduce_short(input, lo, body, op);
         }
         let (a, b) = (w * units / warps, (w + 1) * units / warps);
-        acc = op.combine(acc, warp_reduce_units::<T, Op, V>(input, a, b - a, body, op));
+        acc = op.combine(
+            acc,
+            warp_reduce_units::<T, Op, V>(input, a, b - a, body, op),
+        );
         if w == warps - 1 {
             acc = op.combine(acc, warp_reduce_short(input, tail, hi, op));
         }
@@ -162,7 +203,7 @@ pub fn block_reduce_range<T: Item, Op: Identity<T>, const TB: u32, const V: usiz
 /// Threads per block of the segmented and ordered reductions.
 pub const ORDERED_BLOCK: u32 = 256;
 /// 16-byte vectors in flight per lane in the ordered reductions.
-pub const ORDERED_VECS: usize = 2;
+pub const ORDERED_VECS: usize = 8;
 
 /// Segment `s`: `offsets[s]..offsets[s + 1]`, or with no offsets row `s` of `row_len`.
 #[inline(always)]

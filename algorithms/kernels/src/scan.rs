@@ -153,6 +153,25 @@ fn status_store<const RELEASE: bool>(status: &DisjointSlice<'_, u64>, i: usize, 
     }
 }
 
+/// `for $i in 0..8 { if $cond $body }`, unrolled whatever LLVM's thresholds say: the tile's
+/// arrays, indexed by `$i`, then stay in registers (a rolled loop keeps them on the stack).
+macro_rules! unrolled {
+    ($i:ident, $cond:expr, $body:block) => {
+        gpukernel_device::unroll!($i in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if $cond $body
+        })
+    };
+}
+
+/// [`unrolled!`] over `0..4` (the elements of a 16-byte vector).
+macro_rules! unrolled4 {
+    ($i:ident, $cond:expr, $body:block) => {
+        gpukernel_device::unroll!($i in [0, 1, 2, 3] {
+            if $cond $body
+        })
+    };
+}
+
 /// Whether `T`'s status fits one word with its flag (32-bit types).
 #[inline(always)]
 const fn packed<T>() -> bool {
@@ -288,6 +307,7 @@ pub fn scan_tile<
     assert!(
         TB.is_multiple_of(32)
             && TB <= 1024
+            && V <= 8
             && thread::block_dim_x() == TB
             && thread::block_dim_y() == 1
             && thread::block_dim_z() == 1
@@ -321,44 +341,45 @@ pub fn scan_tile<
     let seg = tile * tile_len + w * warp_len;
     let in_ptr = input.as_ptr();
     let out_ptr = output.as_mut_ptr();
-    let vector = (tile + 1) * tile_len <= n && (in_ptr as usize | out_ptr as usize).is_multiple_of(16);
+    let vector =
+        (tile + 1) * tile_len <= n && (in_ptr as usize | out_ptr as usize).is_multiple_of(16);
     let at = |j: usize| seg + j * 32 * per + per * lane;
 
     let mut v = [[op.identity(); 4]; V];
     if vector {
         let mut words = [[0u32; 4]; V];
-        for j in 0..V {
+        unrolled!(j, j < V, {
             // SAFETY: `at(j) + per <= (tile + 1) * tile_len <= n`, 16-byte aligned (`at(j)` is
             // a multiple of `per` elements, 16 bytes, from an aligned start); the input is a
             // `&[T]`, which nothing writes during the launch.
             words[j] = unsafe { ld16(in_ptr.add(at(j)).cast()) };
-        }
-        for j in 0..V {
-            for e in 0..per {
+        });
+        unrolled!(j, j < V, {
+            unrolled4!(e, e < per, {
                 v[j][e] = T::lane16(words[j], e);
-            }
-        }
+            });
+        });
     } else {
-        for j in 0..V {
-            for e in 0..per {
+        unrolled!(j, j < V, {
+            unrolled4!(e, e < per, {
                 let i = at(j) + e;
                 if i < n {
                     // SAFETY: `i < n`.
                     v[j][e] = unsafe { *input.get_unchecked(i) };
                 }
-            }
-        }
+            });
+        });
     }
 
     // Scan within the warp, step by step, carrying the warp's running total.
     let mut carry = op.identity();
-    for j in 0..V {
+    unrolled!(j, j < V, {
         let vj = &mut v[j];
         let raw = *vj;
         let mut p = raw;
-        for e in 1..per {
+        unrolled4!(e, e < per && e >= 1, {
             p[e] = op.combine(p[e - 1], raw[e]);
-        }
+        });
         let incl = warp::inclusive_scan(p[per - 1], op);
         // SAFETY: the block's warps are whole (TB is a multiple of 32): the mask holds the
         // caller.
@@ -368,7 +389,7 @@ pub fn scan_tile<
         } else {
             op.combine(carry, before)
         };
-        for e in 0..per {
+        unrolled4!(e, e < per, {
             vj[e] = if INCLUSIVE {
                 op.combine(pre, p[e])
             } else if e == 0 {
@@ -376,9 +397,9 @@ pub fn scan_tile<
             } else {
                 op.combine(pre, p[e - 1])
             };
-        }
+        });
         carry = op.combine(carry, warp::broadcast(incl, 31));
-    }
+    });
 
     // The warps' totals through shared memory: one barrier.
     if lane == 31 {
@@ -430,30 +451,30 @@ pub fn scan_tile<
     };
     let pre = op.combine(tile_prefix, warps_before);
 
-    for j in 0..V {
-        for e in 0..per {
+    unrolled!(j, j < V, {
+        unrolled4!(e, e < per, {
             v[j][e] = op.combine(pre, v[j][e]);
-        }
-    }
+        });
+    });
     if vector {
-        for j in 0..V {
+        unrolled!(j, j < V, {
             let mut words = [0u32; 4];
-            for e in 0..per {
+            unrolled4!(e, e < per, {
                 T::set_lane16(&mut words, e, v[j][e]);
-            }
+            });
             // SAFETY: as for the load; elements `at(j)..at(j) + per` of the output are this
             // thread's alone (the tiles, warps, steps and lanes partition the elements).
             unsafe { st16(out_ptr.add(at(j)).cast(), words) };
-        }
+        });
     } else {
-        for j in 0..V {
-            for e in 0..per {
+        unrolled!(j, j < V, {
+            unrolled4!(e, e < per, {
                 let i = at(j) + e;
                 if i < n {
                     // SAFETY: as above; in bounds.
                     unsafe { output.write(i, v[j][e]) };
                 }
-            }
-        }
+            });
+        });
     }
 }

@@ -1,6 +1,12 @@
-//! `bench_algorithms`: the device-wide reduce of `gpukernel-algorithms` against
-//! `cub::DeviceReduce::Sum` and Numba-CUDA's `cuda.reduce`, side by side on one GPU, from 2^16
-//! to 2^28 elements, after checking every result against the host.
+//! `bench_algorithms`: the device-wide algorithms of `gpukernel-algorithms` against CUB (and
+//! Numba-CUDA's `cuda.reduce` where Numba has the operation: the f32 sum), side by side on
+//! one GPU, from 2^16 to 2^28 elements, after checking every result against the host: the
+//! f32 sum (and its first-pass shapes), the inclusive and exclusive f32 scans (and the scan's
+//! tile shapes), the 256-bin byte histogram, the 1024-bin f32 `HistogramEven`, the segmented
+//! f32 sum (segments of 64 and of 16384 elements) and, with the `example-op` feature, a
+//! user's operator (2×2 matrix products modulo 2^16 in u64) against `DeviceReduce::Reduce` and
+//! `DeviceScan::InclusiveScan` with the same functor (CUB's reduce assumes a commutative
+//! operator: its result is reported when it differs from the host's).
 //!
 //! CUB comes from `bench/cub_ref.cu`, compiled with nvcc (`$CUDA_HOME/bin/nvcc`, else
 //! `/usr/local/cuda/bin/nvcc`; `-O3 -arch=sm_<the GPU's>`) into a shared library that this
@@ -729,7 +735,10 @@ fn exclusive_scan_rows(
         algs.exclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?;
         cub_call(&mut y_cub)?;
         stream.synchronize()?;
-        let (ours, theirs) = (y.slice(..n)?.to_host_vec()?, y_cub.slice(..n)?.to_host_vec()?);
+        let (ours, theirs) = (
+            y.slice(..n)?.to_host_vec()?,
+            y_cub.slice(..n)?.to_host_vec()?,
+        );
         let mut acc = 0.0f32;
         for i in 0..n {
             if ours[i] != acc || theirs[i] != acc {
@@ -750,7 +759,8 @@ fn exclusive_scan_rows(
     Ok(())
 }
 
-type CubHistEven = unsafe extern "C" fn(*const f32, *mut u32, i32, i32, f32, f32, *mut c_void) -> i32;
+type CubHistEven =
+    unsafe extern "C" fn(*const f32, *mut u32, i32, i32, f32, f32, *mut c_void) -> i32;
 
 /// The even-bin f32 histogram (1024 bins, samples in and out of range) against
 /// `cub::DeviceHistogram::HistogramEven`.
@@ -806,7 +816,9 @@ fn histogram_even_rows(
             )
             .into());
         }
-        let ms = per_call_ms(ctx, stream, || Ok(algs.histogram_even(stream, x, lo, hi, &mut out)?))?;
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.histogram_even(stream, x, lo, hi, &mut out)?)
+        })?;
         let cubm = per_call_ms(ctx, stream, || cub_call(&mut out_cub))?;
         row(n, 4.0 * n as f64, ms, cubm);
     }
@@ -935,7 +947,10 @@ fn user_op_rows(
             cub_call(&mut y_cub)?;
             stream.synchronize()?;
             let len = if what == "reduce" { 1 } else { n };
-            let (a, b) = (y.slice(..len)?.to_host_vec()?, y_cub.slice(..len)?.to_host_vec()?);
+            let (a, b) = (
+                y.slice(..len)?.to_host_vec()?,
+                y_cub.slice(..len)?.to_host_vec()?,
+            );
             let mut acc = MatMul2.identity();
             let mut want = Vec::with_capacity(len);
             for &v in &xs[..n] {
@@ -950,7 +965,11 @@ fn user_op_rows(
             if a != want {
                 return Err(format!("2x2 {what} of {n}: ours differs from the host's").into());
             }
-            let cub_note = if b == want { "" } else { "  (CUB's result differs from the host's)" };
+            let cub_note = if b == want {
+                ""
+            } else {
+                "  (CUB's result differs from the host's)"
+            };
             let ms = per_call_ms(ctx, stream, || ours(&mut y))?;
             let cubm = per_call_ms(ctx, stream, || cub_call(&mut y_cub))?;
             let bytes = if what == "reduce" { 8.0 } else { 16.0 } * n as f64;

@@ -8,7 +8,8 @@ use gpukernel_runtime::{Context, Device};
 /// With the `gpu` feature and `GPUKERNEL_ALGORITHMS_GPU_ONLY` set, the GPU alone (a GPU
 /// bundle whose simulator runs are CI's).
 pub fn devices() -> Vec<(String, Context)> {
-    let gpu_only = cfg!(feature = "gpu") && std::env::var_os("GPUKERNEL_ALGORITHMS_GPU_ONLY").is_some();
+    let gpu_only =
+        cfg!(feature = "gpu") && std::env::var_os("GPUKERNEL_ALGORITHMS_GPU_ONLY").is_some();
     let mut out = Vec::new();
     if !gpu_only {
         out.push((
