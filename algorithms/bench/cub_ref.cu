@@ -67,6 +67,93 @@ extern "C" int cub_hist256(const unsigned char* in, unsigned int* bins, int n, v
                                                     (cudaStream_t)stream);
 }
 
+// Exclusive f32 sum.
+extern "C" int cub_scan_excl_f32_prepare(int n) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, bytes, (const float*)nullptr,
+                                                  (float*)nullptr, n);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_scan_excl_f32(const float* in, float* out, int n, void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceScan::ExclusiveSum(g_temp, bytes, in, out, n, (cudaStream_t)stream);
+}
+
+// Segmented f32 sum: segment s is in[offsets[s]..offsets[s + 1]].
+extern "C" int cub_segsum_f32_prepare(int segments) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceSegmentedReduce::Sum(
+        nullptr, bytes, (const float*)nullptr, (float*)nullptr, segments,
+        (const unsigned int*)nullptr, (const unsigned int*)nullptr + 1);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_segsum_f32(const float* in, float* out, int segments,
+                              const unsigned int* offsets, void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceSegmentedReduce::Sum(g_temp, bytes, in, out, segments, offsets,
+                                                offsets + 1, (cudaStream_t)stream);
+}
+
+// Even-bin histogram of f32 samples.
+extern "C" int cub_histeven_f32_prepare(int n, int levels) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceHistogram::HistogramEven(
+        nullptr, bytes, (const float*)nullptr, (unsigned int*)nullptr, levels, 0.0f, 1.0f, n);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_histeven_f32(const float* in, unsigned int* bins, int n, int levels,
+                                float lower, float upper, void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceHistogram::HistogramEven(g_temp, bytes, in, bins, levels, lower,
+                                                    upper, n, (cudaStream_t)stream);
+}
+
+// A user's operator: the product of 2x2 matrices modulo 2^16 packed in 64 bits (as
+// gpukernel-algorithms-example-op's MatMul2): associative, not commutative.
+struct MatMul2 {
+    __device__ __forceinline__ unsigned long long operator()(unsigned long long x,
+                                                             unsigned long long y) const {
+        unsigned short a = x, b = x >> 16, c = x >> 32, d = x >> 48;
+        unsigned short e = y, f = y >> 16, g = y >> 32, h = y >> 48;
+        unsigned short p = a * e + b * g, q = a * f + b * h, r = c * e + d * g, s = c * f + d * h;
+        return (unsigned long long)p | (unsigned long long)q << 16 |
+               (unsigned long long)r << 32 | (unsigned long long)s << 48;
+    }
+};
+static const unsigned long long MATMUL2_ONE = 1ull | 1ull << 48;
+
+extern "C" int cub_matmul2_reduce_prepare(int n) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceReduce::Reduce(nullptr, bytes, (const unsigned long long*)nullptr,
+                                              (unsigned long long*)nullptr, n, MatMul2{},
+                                              MATMUL2_ONE);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_matmul2_reduce(const unsigned long long* in, unsigned long long* out, int n,
+                                  void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceReduce::Reduce(g_temp, bytes, in, out, n, MatMul2{}, MATMUL2_ONE,
+                                          (cudaStream_t)stream);
+}
+extern "C" int cub_matmul2_scan_prepare(int n) {
+    size_t bytes = 0;
+    cudaError_t e = cub::DeviceScan::InclusiveScan(nullptr, bytes,
+                                                   (const unsigned long long*)nullptr,
+                                                   (unsigned long long*)nullptr, MatMul2{}, n);
+    if (e != cudaSuccess) return (int)e;
+    return ensure_temp(bytes);
+}
+extern "C" int cub_matmul2_scan(const unsigned long long* in, unsigned long long* out, int n,
+                                void* stream) {
+    size_t bytes = g_temp_bytes;
+    return (int)cub::DeviceScan::InclusiveScan(g_temp, bytes, in, out, MatMul2{}, n,
+                                               (cudaStream_t)stream);
+}
+
 extern "C" int cub_sync() { return (int)cudaDeviceSynchronize(); }
 
 #define SORT_KEYS(NAME, T)                                                                 \

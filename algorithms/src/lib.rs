@@ -1,5 +1,9 @@
 //! Device-wide algorithms on gpukernel's buffers and streams: reduce (sum, minimum, maximum)
-//! of `u32`, `i32`, `f32`, `u64`, `i64`, `f64`, on the GPU and on the simulator.
+//! of `u32`, `i32`, `f32`, `u64`, `i64`, `f64`, to one value, by segments and by rows;
+//! inclusive and exclusive sums in one pass (decoupled look-back); the 256-bin byte histogram
+//! and the general even-bin histogram; and the reduce and scans of a user's associative
+//! operator (not necessarily commutative) through [`device_algorithms!`], which instantiates
+//! the kernels in the user's own kernels crate. On the GPU and on the simulator.
 //!
 //! [`Algorithms::new`] loads the algorithms' kernels (this crate's own kernels crate,
 //! `gpukernel-algorithms-kernels`, compiled to PTX by `nvptx-builder` like any kernels crate)
@@ -33,6 +37,9 @@ use gpukernel_runtime::{
 pub use gpukernel_algorithms_kernels::Item;
 
 mod sort;
+
+pub use gpukernel_algorithms_kernels::device_algorithms;
+pub use gpukernel_algorithms_kernels::user_op::UserOp;
 pub use gpukernel_device::ops::{Identity, Max, Min, ReduceOp, Sum};
 #[doc(hidden)]
 pub use sort::SortKernels;
@@ -86,6 +93,9 @@ macro_rules! reduce_ops {
             sum_f32_v8: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v8>>,
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
             scan: ScanKernels,
+            scan_tuning: ScanTuning,
+            segmented: SegmentedKernels,
+            histogram_even: HistogramKernels,
             histogram256: OnceLock<TypedKernel<k::histogram256_u8>>,
             sort: sort::SortKernels,
         }
@@ -125,6 +135,27 @@ reduce_ops! {
     max_u64: u64, Max, reduce_partial_max_u64, reduce_final_max_u64;
 }
 
+/// The scan tuning kernels (the benchmark's rows), looked up on first use.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct ScanTuning {
+    scan_tune_128x6: OnceLock<TypedKernel<k::scan_tune_128x6>>,
+    scan_tune_128x6_sleep: OnceLock<TypedKernel<k::scan_tune_128x6_sleep>>,
+    scan_tune_128x6_first600: OnceLock<TypedKernel<k::scan_tune_128x6_first600>>,
+    scan_tune_128x6_first2000: OnceLock<TypedKernel<k::scan_tune_128x6_first2000>>,
+    scan_tune_128x6_poll200: OnceLock<TypedKernel<k::scan_tune_128x6_poll200>>,
+    scan_tune_128x5_sleep: OnceLock<TypedKernel<k::scan_tune_128x5_sleep>>,
+    scan_tune_128x7_sleep: OnceLock<TypedKernel<k::scan_tune_128x7_sleep>>,
+    scan_tune_256x6_sleep: OnceLock<TypedKernel<k::scan_tune_256x6_sleep>>,
+    scan_tune_128x6_claim_sleep: OnceLock<TypedKernel<k::scan_tune_128x6_claim_sleep>>,
+}
+
+impl std::fmt::Debug for ScanTuning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScanTuning { .. }")
+    }
+}
+
 impl std::fmt::Debug for ScanKernels {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ScanKernels { .. }")
@@ -137,7 +168,7 @@ impl std::fmt::Debug for Kernels {
     }
 }
 
-/// An operator the device-wide scans have kernels for: [`Sum`] of `f32`, `i32`, `u32`.
+/// An operator the device-wide scans have kernels for: [`Sum`] of every [`Item`] type.
 ///
 /// ```
 /// use gpukernel_algorithms::{DeviceScanOp, Sum};
@@ -188,6 +219,9 @@ scan_ops! {
     sum_f32: f32, scan_inclusive_sum_f32, scan_exclusive_sum_f32;
     sum_i32: i32, scan_inclusive_sum_i32, scan_exclusive_sum_i32;
     sum_u32: u32, scan_inclusive_sum_u32, scan_exclusive_sum_u32;
+    sum_f64: f64, scan_inclusive_sum_f64, scan_exclusive_sum_f64;
+    sum_i64: i64, scan_inclusive_sum_i64, scan_exclusive_sum_i64;
+    sum_u64: u64, scan_inclusive_sum_u64, scan_exclusive_sum_u64;
 }
 
 /// What a device-wide algorithm reads: `&DeviceBuffer<T>`, `&DeviceView<T>`, `DeviceView<T>`.
@@ -295,6 +329,8 @@ pub trait OutputAll<T: DeviceCopy> {
         len: usize,
         f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
     ) -> Result<()>;
+    /// Runs `f` on the whole output, whatever its length.
+    fn with_all_any(self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()>;
 }
 
 fn scan_length(destination: usize, source_len: usize) -> Error {
@@ -316,6 +352,9 @@ impl<T: DeviceCopy> OutputAll<T> for &mut DeviceBuffer<T> {
         }
         f(self.slice_mut(..)?)
     }
+    fn with_all_any(self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
+        f(self.slice_mut(..)?)
+    }
 }
 impl<T: DeviceCopy> OutputAll<T> for &mut DeviceViewMut<'_, T> {
     fn with_all(
@@ -328,6 +367,9 @@ impl<T: DeviceCopy> OutputAll<T> for &mut DeviceViewMut<'_, T> {
         }
         f(self.slice_mut(..)?)
     }
+    fn with_all_any(self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
+        f(self.slice_mut(..)?)
+    }
 }
 impl<T: DeviceCopy> OutputAll<T> for DeviceViewMut<'_, T> {
     fn with_all(
@@ -336,6 +378,9 @@ impl<T: DeviceCopy> OutputAll<T> for DeviceViewMut<'_, T> {
         f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>,
     ) -> Result<()> {
         (&mut self).with_all(len, f)
+    }
+    fn with_all_any(mut self, f: &mut dyn FnMut(DeviceViewMut<'_, T>) -> Result<()>) -> Result<()> {
+        (&mut self).with_all_any(f)
     }
 }
 
@@ -432,8 +477,9 @@ impl Algorithms {
     /// The inclusive scan of `input` with `op` into `output` (CUB's
     /// `DeviceScan::InclusiveSum`): `output[i] = input[0] ⊕ … ⊕ input[i]`, in one pass over
     /// the data (decoupled look-back). `output` must have `input`'s length
-    /// ([`Error::LengthMismatch`] otherwise). The status words (8 bytes per 4096 elements)
-    /// come from the stream-ordered allocator.
+    /// ([`Error::LengthMismatch`] otherwise). The status words (8 bytes per tile of 3072
+    /// 32-bit or 1536 64-bit elements, 24 for 64-bit types) come from the stream-ordered
+    /// allocator.
     ///
     /// ```
     /// use gpukernel_algorithms::{Algorithms, Sum};
@@ -492,31 +538,68 @@ impl Algorithms {
         input: DeviceView<'_, T>,
         output: impl OutputAll<T>,
     ) -> Result<()> {
-        let n = input.len();
-        if n == 0 {
-            return output.with_all(0, &mut |_| Ok(()));
+        let size = std::mem::size_of::<T>();
+        scan_launch(
+            stream,
+            kernel,
+            input,
+            output,
+            k::scan_tile_len(size),
+            k::SCAN_BLOCK,
+        )
+    }
+
+    /// The inclusive f32 sum with tuning shape `shape` (an index into
+    /// [`scan_tuning_shapes`](Self::scan_tuning_shapes)): the benchmark's tuning rows.
+    #[doc(hidden)]
+    pub fn scan_f32_tuned(
+        &self,
+        stream: &Stream,
+        input: DeviceView<'_, f32>,
+        output: DeviceViewMut<'_, f32>,
+        shape: usize,
+    ) -> Result<()> {
+        let cells = &self.kernels.scan_tuning;
+        macro_rules! tuned {
+            ($($i:literal: $name:ident),*) => {
+                match shape {
+                    $($i => {
+                        let kern = get(&cells.$name, || self.module.kernel(k::$name))?;
+                        let (tb, v, ..) = k::SCAN_TUNING[$i];
+                        scan_launch(stream, kern, input, output, tb as usize * v * 4, tb)
+                    })*
+                    _ => Err(Error::InvalidLaunchConfig {
+                        kernel: "scan_f32_tuned".to_string(),
+                        dimension: "shape",
+                        value: shape as u64,
+                        min: 0,
+                        max: k::SCAN_TUNING.len() as u64 - 1,
+                    }),
+                }
+            };
         }
-        let tiles = n.div_ceil(k::SCAN_TILE);
-        let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
-            kernel: K::NAME.to_string(),
-            dimension: "elements",
-            value: n as u64,
-            min: 0,
-            max: u32::MAX as u64 * k::SCAN_TILE as u64,
-        })?;
-        // One status word per tile, then the tile counter; zeroed, stream-ordered.
-        let mut status = stream.alloc_zeros::<u64>(tiles + 1)?;
-        output.with_all(n, &mut |o| {
-            // SAFETY: the scan kernels' contract: `status` is `tiles + 1` words, zeroed on this
-            // stream just above and used by this launch alone (freed, stream-ordered, after it).
-            unsafe {
-                stream.launch_unchecked(
-                    kernel,
-                    LaunchConfig::new(grid, BLOCK),
-                    (input, o, &mut status),
-                )
-            }
-        })
+        tuned!(
+            0: scan_tune_128x6,
+            1: scan_tune_128x6_sleep,
+            2: scan_tune_128x6_first600,
+            3: scan_tune_128x6_first2000,
+            4: scan_tune_128x6_poll200,
+            5: scan_tune_128x5_sleep,
+            6: scan_tune_128x7_sleep,
+            7: scan_tune_256x6_sleep,
+            8: scan_tune_128x6_claim_sleep
+        )
+    }
+
+    /// The tuning shapes of [`scan_f32_tuned`](Self::scan_f32_tuned): name and `(threads,
+    /// vectors per thread, claim by counter, first sleep ns, poll sleep ns)`.
+    #[doc(hidden)]
+    pub fn scan_tuning_shapes() -> impl Iterator<Item = (&'static str, (u32, usize, bool, u32, u32))>
+    {
+        k::SCAN_TUNING_NAMES
+            .iter()
+            .copied()
+            .zip(k::SCAN_TUNING.iter().copied())
     }
 
     /// Counts the bytes of `data` into 256 bins (CUB's `DeviceHistogram::HistogramEven` with
@@ -577,6 +660,271 @@ impl Algorithms {
             },
             e => e,
         })
+    }
+
+    /// Reduces each segment of `input` with `op` (CUB's `DeviceSegmentedReduce::Reduce`):
+    /// segment `s` is `input[offsets[s]..offsets[s + 1]]`, `out[s]` its reduction in index
+    /// order, the operator's identity for an empty segment (`offsets[s + 1] <= offsets[s]`).
+    /// `offsets` has `out.len() + 1` entries ([`Error::LengthMismatch`] otherwise); an offset
+    /// past the input's end makes the launch fail (an out-of-bounds error at the next
+    /// synchronization). Short segments (on average under 2048 elements) are reduced by one
+    /// warp each, longer ones by one block each.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Sum};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let x = stream.htod_copy(&[1i32, 2, 3, 4, 5])?;
+    /// let offsets = stream.htod_copy(&[0u32, 2, 2, 5])?;
+    /// let mut sums = stream.alloc_zeros::<i32>(3)?;
+    /// algs.segmented_reduce(&stream, &x, &offsets, Sum, &mut sums)?;
+    /// assert_eq!(sums.to_host_vec()?, [3, 0, 12]); // the middle segment is empty
+    /// # Ok(()) }
+    /// ```
+    pub fn segmented_reduce<'i, 'o, T: Item, Op: DeviceSegmentedOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        offsets: impl Input<'o, u32>,
+        op: Op,
+        out: impl OutputAll<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let kernel = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
+        let (input, offsets) = (input.into_view()?, offsets.into_view()?);
+        if offsets.is_empty() {
+            return Err(Error::LengthMismatch {
+                operation: "Algorithms::segmented_reduce (the offsets must have one entry more than the output: no offsets at all)",
+                destination: 0,
+                source_len: 1,
+            });
+        }
+        let segments = offsets.len() - 1;
+        self.segmented_launch(stream, kernel, input, offsets, 0, segments, out)
+            .map_err(|e| match e {
+                Error::LengthMismatch {
+                    destination,
+                    source_len,
+                    ..
+                } => Error::LengthMismatch {
+                    operation: "Algorithms::segmented_reduce (the output must have one element per segment: offsets.len() - 1)",
+                    destination,
+                    source_len,
+                },
+                e => e,
+            })
+    }
+
+    /// Reduces each row of the row-major `rows × row_len` matrix `input` with `op`:
+    /// `out[r]` = the reduction of `input[r × row_len..(r + 1) × row_len]` in index order (the
+    /// identity when `row_len` is 0). `input` must hold `out.len() × row_len` elements
+    /// ([`Error::LengthMismatch`] otherwise).
+    ///
+    /// ```
+    /// use gpukernel_algorithms::{Algorithms, Max};
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let m = stream.htod_copy(&[1.0f32, 7.0, 2.0, -1.0, -3.0, -2.0])?; // 2 × 3
+    /// let mut maxes = stream.alloc_zeros::<f32>(2)?;
+    /// algs.reduce_rows(&stream, &m, 3, Max, &mut maxes)?;
+    /// assert_eq!(maxes.to_host_vec()?, [7.0, -1.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_rows<'i, T: Item, Op: DeviceSegmentedOp<T>>(
+        &self,
+        stream: &Stream,
+        input: impl Input<'i, T>,
+        row_len: usize,
+        op: Op,
+        out: impl OutputAll<T>,
+    ) -> Result<()> {
+        let _ = op;
+        let kernel = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
+        let input = input.into_view()?;
+        let rows = input.len().checked_div(row_len);
+        if let Some(r) = rows
+            && r * row_len != input.len()
+        {
+            return Err(Error::LengthMismatch {
+                operation: "Algorithms::reduce_rows (the input must be whole rows of row_len elements)",
+                destination: r * row_len,
+                source_len: input.len(),
+            });
+        }
+        // No offsets: the kernel takes the rows.
+        let no_offsets = stream.alloc_zeros::<u32>(0)?;
+        out.with_all_any(&mut |o| {
+            let segments = o.len();
+            if let Some(r) = rows
+                && r != segments
+            {
+                return Err(Error::LengthMismatch {
+                    operation: "Algorithms::reduce_rows (the output must have one element per row)",
+                    destination: segments,
+                    source_len: r,
+                });
+            }
+            self.segmented_launch(
+                stream,
+                kernel,
+                input,
+                no_offsets.slice(..)?,
+                row_len as u64,
+                segments,
+                o,
+            )
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn segmented_launch<K: SafeKernel<Params = SegmentedParams<T>>, T: Item>(
+        &self,
+        stream: &Stream,
+        kernel: &TypedKernel<K>,
+        input: DeviceView<'_, T>,
+        offsets: DeviceView<'_, u32>,
+        row_len: u64,
+        segments: usize,
+        out: impl OutputAll<T>,
+    ) -> Result<()> {
+        if segments == 0 {
+            return out.with_all(0, &mut |_| Ok(()));
+        }
+        let warps = (k::ORDERED_BLOCK / 32) as usize;
+        let per_warp = input.len() / segments < 2048;
+        let wanted = if per_warp {
+            segments.div_ceil(warps)
+        } else {
+            segments
+        };
+        let grid = wanted.min(self.sms as usize * 16).max(1) as u32;
+        out.with_all(segments, &mut |o| {
+            stream.launch(
+                kernel,
+                LaunchConfig::new(grid, k::ORDERED_BLOCK),
+                (input, offsets, row_len, per_warp as u32, o),
+            )
+        })
+    }
+
+    /// Counts `samples` into `bins.len()` even bins from `lower` (inclusive) to `upper`
+    /// (exclusive) (CUB's `DeviceHistogram::HistogramEven` with `num_levels = bins.len() +
+    /// 1`): a sample `s` with `lower <= s < upper` counts in bin `(s - lower) × bins / (upper -
+    /// lower)` (for floats `(s - lower) × r`, `r = bins / (upper - lower)` in the sample's
+    /// precision, as CUB computes it; for integers exactly); other samples and NaNs count
+    /// nowhere. `bins` is zeroed first (on `stream`). [`Error::InvalidArgument`] when
+    /// `bins` is empty or `lower < upper` does not hold.
+    ///
+    /// ```
+    /// use gpukernel_algorithms::Algorithms;
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let (algs, stream) = (Algorithms::new(&ctx)?, ctx.default_stream());
+    /// let x = stream.htod_copy(&[0.5f32, 1.5, 1.7, 9.9, 10.0, -0.1])?;
+    /// let mut bins = stream.alloc_zeros::<u32>(5)?; // 6 levels: 0, 2, 4, 6, 8, 10
+    /// algs.histogram_even(&stream, &x, 0.0, 10.0, &mut bins)?;
+    /// assert_eq!(bins.to_host_vec()?, [3, 0, 0, 0, 1]); // 10.0 and -0.1 are outside
+    /// # Ok(()) }
+    /// ```
+    pub fn histogram_even<'i, T: HistogramSample>(
+        &self,
+        stream: &Stream,
+        samples: impl Input<'i, T>,
+        lower: T,
+        upper: T,
+        bins: impl OutputAll<u32>,
+    ) -> Result<()> {
+        // `!(lower < upper)` also refuses NaN levels.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
+        if !(lower < upper) {
+            return Err(Error::InvalidArgument {
+                operation: "Algorithms::histogram_even",
+                argument: "lower, upper",
+                reason: format!(
+                    "must satisfy lower < upper (got lower {lower:?}, upper {upper:?}): the levels bound the bins from below and above"
+                ),
+            });
+        }
+        let kernel = get(T::__cell(&self.kernels), || T::__load(&self.module))?;
+        let samples = samples.into_view()?;
+        let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
+            .min(samples.len().div_ceil(32 * BLOCK as usize))
+            .max(1) as u32;
+        bins.with_all_any(&mut |mut b| {
+            if b.is_empty() {
+                return Err(Error::InvalidArgument {
+                    operation: "Algorithms::histogram_even",
+                    argument: "bins",
+                    reason: "is empty: pass num_levels - 1 counters (at least one bin)".into(),
+                });
+            }
+            b.memset_d8(0)?;
+            stream.launch(
+                kernel,
+                LaunchConfig::new(blocks, BLOCK),
+                (samples, lower, upper, b),
+            )
+        })
+    }
+
+    /// Reduces `input` in index order with the user's operator whose kernels
+    /// [`device_algorithms!`] instantiated (`kernels`, loaded from the user's module) into the
+    /// first element of `out`. The operator need not be commutative. An empty input gives
+    /// its identity.
+    pub fn reduce_user<'i, U: UserOp>(
+        &self,
+        stream: &Stream,
+        kernels: &UserKernels<U>,
+        input: impl Input<'i, U::T>,
+        out: impl Output<U::T>,
+    ) -> Result<()> {
+        let input = input.into_view()?;
+        let unit = 32 * 16 / std::mem::size_of::<U::T>() * k::ORDERED_VECS * 8;
+        let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
+            .min(input.len().div_ceil(unit))
+            .max(1);
+        // SAFETY: the first pass writes every element (one per block) before the second
+        // reads them; `T` is a number, valid for any bits.
+        let mut partials = unsafe { stream.alloc::<U::T>(blocks) }?;
+        stream.launch(
+            &kernels.partial,
+            LaunchConfig::new(blocks as u32, k::ORDERED_BLOCK),
+            (input, &mut partials),
+        )?;
+        out.with_first(&mut |o| {
+            stream.launch(
+                &kernels.final_,
+                LaunchConfig::new(1, k::ORDERED_BLOCK),
+                (&partials, o),
+            )
+        })
+    }
+
+    /// The inclusive scan of `input` with the user's operator (see
+    /// [`reduce_user`](Self::reduce_user)) into `output`, as
+    /// [`inclusive_scan`](Self::inclusive_scan).
+    pub fn inclusive_scan_user<'i, U: UserOp>(
+        &self,
+        stream: &Stream,
+        kernels: &UserKernels<U>,
+        input: impl Input<'i, U::T>,
+        output: impl OutputAll<U::T>,
+    ) -> Result<()> {
+        self.scan(stream, &kernels.inclusive, input.into_view()?, output)
+    }
+
+    /// The exclusive scan of `input` with the user's operator (`output[0]` its identity), as
+    /// [`exclusive_scan`](Self::exclusive_scan).
+    pub fn exclusive_scan_user<'i, U: UserOp>(
+        &self,
+        stream: &Stream,
+        kernels: &UserKernels<U>,
+        input: impl Input<'i, U::T>,
+        output: impl OutputAll<U::T>,
+    ) -> Result<()> {
+        self.scan(stream, &kernels.exclusive, input.into_view()?, output)
     }
 
     fn kernels_for<T: Item, Op: DeviceReduceOp<T>>(&self) -> Result<&Pair<Op::Partial, Op::Final>> {
@@ -641,6 +989,206 @@ impl Algorithms {
         let (_, kf) = self.kernels_for::<f32, Sum>()?;
         out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
     }
+}
+
+macro_rules! segmented_ops {
+    ($($field:ident: $t:ty, $op:ident, $kernel:ident;)*) => {
+        /// The segmented reduce kernels, looked up in the module on first use.
+        #[doc(hidden)]
+        #[derive(Default)]
+        pub struct SegmentedKernels {
+            $($field: OnceLock<TypedKernel<k::$kernel>>,)*
+        }
+        $(
+            impl DeviceSegmentedOp<$t> for $op {
+                type Kernel = k::$kernel;
+                fn __cell(kernels: &Kernels) -> &OnceLock<TypedKernel<k::$kernel>> {
+                    &kernels.segmented.$field
+                }
+                fn __load(module: &Module) -> Result<TypedKernel<k::$kernel>> {
+                    module.kernel(k::$kernel)
+                }
+            }
+        )*
+    };
+}
+
+type SegmentedParams<T> = (
+    &'static [T],
+    &'static [u32],
+    u64,
+    u32,
+    DisjointSlice<'static, T>,
+);
+
+/// An operator the segmented reduce has kernels for: [`Sum`], [`Min`], [`Max`] of every
+/// [`Item`] type.
+///
+/// ```
+/// use gpukernel_algorithms::{DeviceSegmentedOp, Max};
+/// fn takes<Op: DeviceSegmentedOp<f64>>(_op: Op) {}
+/// takes(Max);
+/// ```
+pub trait DeviceSegmentedOp<T: Item>: Identity<T> + sealed::Sealed {
+    #[doc(hidden)]
+    type Kernel: SafeKernel<Params = SegmentedParams<T>>;
+    #[doc(hidden)]
+    fn __cell(kernels: &Kernels) -> &OnceLock<TypedKernel<Self::Kernel>>;
+    #[doc(hidden)]
+    fn __load(module: &Module) -> Result<TypedKernel<Self::Kernel>>;
+}
+
+segmented_ops! {
+    sum_f32: f32, Sum, segmented_sum_f32;
+    sum_f64: f64, Sum, segmented_sum_f64;
+    sum_i32: i32, Sum, segmented_sum_i32;
+    sum_u32: u32, Sum, segmented_sum_u32;
+    sum_i64: i64, Sum, segmented_sum_i64;
+    sum_u64: u64, Sum, segmented_sum_u64;
+    min_f32: f32, Min, segmented_min_f32;
+    min_f64: f64, Min, segmented_min_f64;
+    min_i32: i32, Min, segmented_min_i32;
+    min_u32: u32, Min, segmented_min_u32;
+    min_i64: i64, Min, segmented_min_i64;
+    min_u64: u64, Min, segmented_min_u64;
+    max_f32: f32, Max, segmented_max_f32;
+    max_f64: f64, Max, segmented_max_f64;
+    max_i32: i32, Max, segmented_max_i32;
+    max_u32: u32, Max, segmented_max_u32;
+    max_i64: i64, Max, segmented_max_i64;
+    max_u64: u64, Max, segmented_max_u64;
+}
+
+impl std::fmt::Debug for SegmentedKernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SegmentedKernels { .. }")
+    }
+}
+
+type HistogramParams<T> = (&'static [T], T, T, DisjointSlice<'static, u32>);
+
+macro_rules! histogram_samples {
+    ($($field:ident: $t:ty, $kernel:ident;)*) => {
+        /// The histogram kernels, looked up in the module on first use.
+        #[doc(hidden)]
+        #[derive(Default)]
+        pub struct HistogramKernels {
+            $($field: OnceLock<TypedKernel<k::$kernel>>,)*
+        }
+        $(
+            impl HistogramSample for $t {
+                type Kernel = k::$kernel;
+                fn __cell(kernels: &Kernels) -> &OnceLock<TypedKernel<k::$kernel>> {
+                    &kernels.histogram_even.$field
+                }
+                fn __load(module: &Module) -> Result<TypedKernel<k::$kernel>> {
+                    module.kernel(k::$kernel)
+                }
+            }
+        )*
+    };
+}
+
+/// A sample type of [`Algorithms::histogram_even`]: `f32`, `f64`, `i32`, `u32`.
+pub trait HistogramSample: k::Sample + PartialOrd + std::fmt::Debug {
+    #[doc(hidden)]
+    type Kernel: SafeKernel<Params = HistogramParams<Self>>;
+    #[doc(hidden)]
+    fn __cell(kernels: &Kernels) -> &OnceLock<TypedKernel<Self::Kernel>>;
+    #[doc(hidden)]
+    fn __load(module: &Module) -> Result<TypedKernel<Self::Kernel>>;
+}
+
+histogram_samples! {
+    f32: f32, histogram_even_f32;
+    f64: f64, histogram_even_f64;
+    i32: i32, histogram_even_i32;
+    u32: u32, histogram_even_u32;
+}
+
+impl std::fmt::Debug for HistogramKernels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HistogramKernels { .. }")
+    }
+}
+
+/// The kernels that [`device_algorithms!`] instantiated for a user's operator, loaded from
+/// the user's module: what [`Algorithms::reduce_user`], [`Algorithms::inclusive_scan_user`]
+/// and [`Algorithms::exclusive_scan_user`] launch.
+///
+/// ```ignore
+/// // In the user's kernels crate `my_kernels`:
+/// gpukernel_algorithms_kernels::device_algorithms! {
+///     pub struct FirstLastAlgorithms for u64, FirstLast;
+///     reduce: first_last_partial, first_last_final;
+///     scan: first_last_inclusive, first_last_exclusive;
+/// }
+/// // On the host:
+/// let module = ctx.load_module(my_kernels::PTX.as_bytes())?;
+/// let fl = UserKernels::<my_kernels::FirstLastAlgorithms>::load(&module)?;
+/// algs.inclusive_scan_user(&stream, &fl, &x, &mut y)?;
+/// ```
+pub struct UserKernels<U: UserOp> {
+    partial: TypedKernel<U::ReducePartial>,
+    final_: TypedKernel<U::ReduceFinal>,
+    inclusive: TypedKernel<U::ScanInclusive>,
+    exclusive: TypedKernel<U::ScanExclusive>,
+}
+
+impl<U: UserOp> std::fmt::Debug for UserKernels<U> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "UserKernels<{}>", std::any::type_name::<U>())
+    }
+}
+
+impl<U: UserOp> UserKernels<U> {
+    /// Looks the four kernels up in `module` (the user's kernels crate's PTX, or its
+    /// simulator entries), checking their signatures like any kernel lookup.
+    pub fn load(module: &Module) -> Result<Self> {
+        let (p, f, i, e) = U::kernels();
+        Ok(UserKernels {
+            partial: module.kernel(p)?,
+            final_: module.kernel(f)?,
+            inclusive: module.kernel(i)?,
+            exclusive: module.kernel(e)?,
+        })
+    }
+}
+
+/// One scan launch: `tile` elements per block of `threads` threads, the status words (zeroed,
+/// stream-ordered) from the allocator.
+fn scan_launch<K: Kernel<Params = ScanParams<T>>, T: Item>(
+    stream: &Stream,
+    kernel: &TypedKernel<K>,
+    input: DeviceView<'_, T>,
+    output: impl OutputAll<T>,
+    tile: usize,
+    threads: u32,
+) -> Result<()> {
+    let n = input.len();
+    if n == 0 {
+        return output.with_all(0, &mut |_| Ok(()));
+    }
+    let tiles = n.div_ceil(tile);
+    let grid = u32::try_from(tiles).map_err(|_| Error::InvalidLaunchConfig {
+        kernel: K::NAME.to_string(),
+        dimension: "elements",
+        value: n as u64,
+        min: 0,
+        max: u32::MAX as u64 * tile as u64,
+    })?;
+    let mut status = stream.alloc_zeros::<u64>(k::status_words(tiles, std::mem::size_of::<T>()))?;
+    output.with_all(n, &mut |o| {
+        // SAFETY: the scan kernels' contract: `status` holds the status words, zeroed on this
+        // stream just above and used by this launch alone (freed, stream-ordered, after it).
+        unsafe {
+            stream.launch_unchecked(
+                kernel,
+                LaunchConfig::new(grid, threads),
+                (input, o, &mut status),
+            )
+        }
+    })
 }
 
 /// The cell's value, loaded on first use (two threads may both load; one value is kept).

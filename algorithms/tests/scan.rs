@@ -1,5 +1,5 @@
-//! The device-wide scans (one pass, decoupled look-back) against the host, for f32, i32 and
-//! u32, at sizes around the tile (4096 elements), with misaligned views (the per-element
+//! The device-wide scans (one pass, decoupled look-back) against the host, for every element
+//! type, at sizes around the tile (3072 32-bit or 1536 64-bit elements) and past 500 tiles, with misaligned views (the per-element
 //! path), on the simulator (and CUDA device 0 with the `gpu` feature).
 
 use gpukernel_algorithms::{Algorithms, DeviceScanOp, Item, Sum};
@@ -60,7 +60,19 @@ where
     }
 }
 
-const SIZES: &[usize] = &[0, 1, 5, 4095, 4096, 4097, 3 * 4096 + 1000, 40 * 4096 + 17];
+const SIZES: &[usize] = &[
+    0,
+    1,
+    5,
+    1535,
+    1536,
+    1537,
+    3071,
+    3072,
+    3073,
+    3 * 3072 + 1000,
+    40 * 3072 + 17,
+];
 
 #[test]
 fn scans_match_the_host() {
@@ -81,7 +93,34 @@ fn scans_match_the_host() {
                 &dev,
                 &values(n, seed, 10, |v| ((v + 10) as u32).wrapping_mul(300_000_007)),
             );
+            check(&ctx, &algs, &dev, &values(n, seed, 10, |v| v as f64 * 0.5));
+            check(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, 10, |v| v * 1_000_000_000_007),
+            );
+            check(
+                &ctx,
+                &algs,
+                &dev,
+                &values(n, seed, 10, |v| {
+                    (v as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                }),
+            );
         }
+    }
+}
+
+/// More than 500 tiles: warp 0 sleeps before its look-back (one packed and one three-word
+/// status type).
+#[test]
+fn long_scans_match_the_host() {
+    for (dev, ctx) in devices() {
+        let algs = Algorithms::new(&ctx).expect("load the algorithms");
+        let n = 501 * 3072 + 3;
+        check(&ctx, &algs, &dev, &values(n, 5, 10, |v| v as u32));
+        check(&ctx, &algs, &dev, &values(n, 6, 10, |v| v as u64));
     }
 }
 

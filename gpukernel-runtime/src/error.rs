@@ -1496,6 +1496,18 @@ pub enum Error {
         /// The attributes given and the node's.
         change: String,
     },
+
+    /// An argument of a device-wide algorithm that no launch can run with (empty bins,
+    /// levels out of order).
+    #[error("{operation}: `{argument}` {reason}")]
+    InvalidArgument {
+        /// The call, e.g. `Algorithms::histogram_even`.
+        operation: &'static str,
+        /// The argument at fault.
+        argument: &'static str,
+        /// What is wrong and what to pass instead.
+        reason: String,
+    },
 }
 
 fn in_context(context: &Option<String>) -> String {

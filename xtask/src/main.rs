@@ -720,6 +720,8 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         "--release",
         "-p",
         "gpukernel-algorithms",
+        "--features",
+        "example-op",
         "--bin",
         "bench_algorithms",
     ]))?;

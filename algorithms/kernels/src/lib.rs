@@ -1,4 +1,6 @@
-//! The kernels of `gpukernel-algorithms`: device-wide reduce in two passes.
+//! The kernels of `gpukernel-algorithms`: device-wide reduce in two passes, the one-pass scan
+//! ([`scan`]), the in-order reductions by segments and of a user's operator ([`ordered`],
+//! [`user_op`]), and the histograms ([`histogram`] and [`histogram256_u8`]).
 //!
 //! This crate compiles twice, like every kernels crate: for `nvptx64-nvidia-cuda` (its
 //! `build.rs`, through `nvptx-builder`) and for the host, where each kernel is the marker type
@@ -35,18 +37,39 @@ pub const VECS: usize = 4;
 
 /// An element type of the device-wide algorithms: `u32`, `i32`, `f32`, `u64`, `i64`, `f64`.
 pub trait Item: ShuffleValue + DeviceCopy + Number {
+    /// Elements per 16 bytes: 4 or 2.
+    const PER: usize;
     /// `acc ⊕ e` for each element `e` of the 16 bytes `w`, in order.
     fn fold16<Op: ReduceOp<Self>>(acc: Self, w: [u32; 4], op: Op) -> Self;
+    /// Element `i` (< `PER`) of the 16 bytes `w`.
+    fn lane16(w: [u32; 4], i: usize) -> Self;
+    /// Sets element `i` (< `PER`) of the 16 bytes `w`.
+    fn set_lane16(w: &mut [u32; 4], i: usize, v: Self);
+    /// The value's bits, zero-extended.
+    fn to_bits64(self) -> u64;
+    /// The value of the low `8 × size_of::<Self>()` bits.
+    fn from_bits64(bits: u64) -> Self;
 }
 
 macro_rules! item32 {
     ($($t:ty),*) => { $(
         impl Item for $t {
+            const PER: usize = 4;
             #[inline(always)]
             fn fold16<Op: ReduceOp<Self>>(acc: Self, w: [u32; 4], op: Op) -> Self {
                 let e = |i: usize| <$t>::from_ne_bytes(w[i].to_ne_bytes());
                 op.combine(op.combine(op.combine(op.combine(acc, e(0)), e(1)), e(2)), e(3))
             }
+            #[inline(always)]
+            fn lane16(w: [u32; 4], i: usize) -> Self { <$t>::from_ne_bytes(w[i].to_ne_bytes()) }
+            #[inline(always)]
+            fn set_lane16(w: &mut [u32; 4], i: usize, v: Self) {
+                w[i] = u32::from_ne_bytes(v.to_ne_bytes());
+            }
+            #[inline(always)]
+            fn to_bits64(self) -> u64 { u32::from_ne_bytes(self.to_ne_bytes()) as u64 }
+            #[inline(always)]
+            fn from_bits64(bits: u64) -> Self { <$t>::from_ne_bytes((bits as u32).to_ne_bytes()) }
         }
     )* };
 }
@@ -55,13 +78,25 @@ item32!(u32, i32, f32);
 macro_rules! item64 {
     ($($t:ty),*) => { $(
         impl Item for $t {
+            const PER: usize = 2;
             #[inline(always)]
             fn fold16<Op: ReduceOp<Self>>(acc: Self, w: [u32; 4], op: Op) -> Self {
-                let e = |i: usize| {
-                    <$t>::from_ne_bytes((w[i] as u64 | (w[i + 1] as u64) << 32).to_ne_bytes())
-                };
-                op.combine(op.combine(acc, e(0)), e(2))
+                op.combine(op.combine(acc, Self::lane16(w, 0)), Self::lane16(w, 1))
             }
+            #[inline(always)]
+            fn lane16(w: [u32; 4], i: usize) -> Self {
+                <$t>::from_ne_bytes((w[2 * i] as u64 | (w[2 * i + 1] as u64) << 32).to_ne_bytes())
+            }
+            #[inline(always)]
+            fn set_lane16(w: &mut [u32; 4], i: usize, v: Self) {
+                let b = u64::from_ne_bytes(v.to_ne_bytes());
+                w[2 * i] = b as u32;
+                w[2 * i + 1] = (b >> 32) as u32;
+            }
+            #[inline(always)]
+            fn to_bits64(self) -> u64 { u64::from_ne_bytes(self.to_ne_bytes()) }
+            #[inline(always)]
+            fn from_bits64(bits: u64) -> Self { <$t>::from_ne_bytes(bits.to_ne_bytes()) }
         }
     )* };
 }
@@ -73,7 +108,7 @@ item64!(u64, i64, f64);
 /// `p` is a 16-byte aligned global address valid for 16 bytes that nothing writes during the
 /// kernel (a `&[T]` parameter's memory).
 #[inline(always)]
-unsafe fn ld16(p: *const [u32; 4]) -> [u32; 4] {
+pub(crate) unsafe fn ld16(p: *const [u32; 4]) -> [u32; 4] {
     #[cfg(target_arch = "nvptx64")]
     {
         let (a, b, c, d): (u32, u32, u32, u32);
@@ -252,326 +287,47 @@ pub fn reduce_partial_sum_f32_v2(input: &[f32], partials: DisjointSlice<f32>) {
 
 // --- scan: one pass, decoupled look-back ----------------------------------------------------
 
-/// 16-byte vectors per thread per scan tile (`4 × SCAN_VECS` elements per thread).
-pub const SCAN_VECS: usize = 4;
-/// Elements per scan tile: `BLOCK × 4 × SCAN_VECS`.
-pub const SCAN_TILE: usize = BLOCK as usize * 4 * SCAN_VECS;
+pub mod scan;
+pub use scan::status_words;
 
-/// A tile's status word: `flag << 32 | value bits`, written and read whole (one 64-bit
-/// atomic), so a reader never sees a flag without its value.
-const FLAG_AGGREGATE: u64 = 1;
-const FLAG_INCLUSIVE: u64 = 2;
+/// Threads per block of the scans.
+pub const SCAN_BLOCK: u32 = 128;
+/// 16-byte vectors per thread per scan tile.
+pub const SCAN_VECS: usize = 6;
+/// Whether the scans take their tile from a counter (else the block index).
+const SCAN_CLAIM: bool = false;
+/// Nanoseconds warp 0 sleeps before its first look at the tiles before (grids of more than
+/// 500 tiles).
+#[doc(hidden)]
+pub const SCAN_FIRST_NS: u32 = 1140;
+/// Nanoseconds warp 0 sleeps between polls of a tile that has not published yet.
+#[doc(hidden)]
+pub const SCAN_POLL_NS: u32 = 688;
 
-/// The 32-bit element types of the scan: `u32`, `i32`, `f32`.
-pub trait Item32: Item {
-    /// The value's bits.
-    fn to_bits32(self) -> u32;
-    /// The value of these bits.
-    fn from_bits32(bits: u32) -> Self;
-}
-
-macro_rules! item32_bits {
-    ($($t:ty),*) => { $(
-        impl Item32 for $t {
-            #[inline(always)]
-            fn to_bits32(self) -> u32 { u32::from_ne_bytes(self.to_ne_bytes()) }
-            #[inline(always)]
-            fn from_bits32(bits: u32) -> Self { <$t>::from_ne_bytes(bits.to_ne_bytes()) }
-        }
-    )* };
-}
-item32_bits!(u32, i32, f32);
-
-/// Writes 16 bytes: `st.global.v4.u32`.
-///
-/// # Safety
-/// `p` is a 16-byte aligned global address valid for 16 bytes that no other thread accesses
-/// during the kernel.
-#[inline(always)]
-unsafe fn st16(p: *mut [u32; 4], w: [u32; 4]) {
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller's promise.
-    unsafe {
-        core::arch::asm!(
-            "st.global.v4.u32 [{0}], {{{1}, {2}, {3}, {4}}};",
-            in(reg64) p, in(reg32) w[0], in(reg32) w[1], in(reg32) w[2], in(reg32) w[3],
-            options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's promise.
-    unsafe {
-        p.write(w)
-    }
-}
-
-/// The address of status word `i` (bounds-checked: a trap, a panic in the simulator).
-#[inline(always)]
-fn status_ptr(status: &DisjointSlice<'_, u64>, i: usize) -> *mut u64 {
-    if i >= status.len() {
-        gpukernel_device::__trap_out_of_bounds(i, status.len());
-    }
-    // SAFETY: in bounds.
-    unsafe { status.as_mut_ptr().add(i) }
-}
-
-/// A relaxed load of status word `i` at device scope (`ld.relaxed.gpu`: the L2, where every
-/// block's stores meet; LLVM's atomics would say `.sys`).
-#[inline(always)]
-fn status_load(status: &DisjointSlice<'_, u64>, i: usize) -> u64 {
-    let p = status_ptr(status, i);
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let w: u64;
-        // SAFETY: `p` is an aligned status word of global memory; every access of the status
-        // words during the launch is a relaxed atomic (this kernel's only).
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .b64 g; cvta.to.global.u64 g, {1}; ld.relaxed.gpu.global.b64 {0}, [g]; }}",
-                out(reg64) w, in(reg64) p, options(nostack, readonly),
-            );
-        }
-        w
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: as above; the simulator's blocks are host threads.
-    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }
-        .load(core::sync::atomic::Ordering::Relaxed)
-}
-
-/// A relaxed store of status word `i` at device scope (`st.relaxed.gpu`).
-#[inline(always)]
-fn status_store(status: &DisjointSlice<'_, u64>, i: usize, word: u64) {
-    let p = status_ptr(status, i);
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: as in `status_load`.
-    unsafe {
-        core::arch::asm!(
-            "{{ .reg .b64 g; cvta.to.global.u64 g, {0}; st.relaxed.gpu.global.b64 [g], {1}; }}",
-            in(reg64) p, in(reg64) word, options(nostack),
-        );
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: as in `status_load`.
-    unsafe { core::sync::atomic::AtomicU64::from_ptr(p) }
-        .store(word, core::sync::atomic::Ordering::Relaxed)
-}
-
-/// The exclusive prefix of tile `tile` (> 0), by warp 0 of its block: the tiles before it,
-/// read back 32 at a time until one has published its inclusive prefix. Returns it in every
-/// lane.
-#[inline(always)]
-fn look_back<T: Item32, Op: Identity<T>>(
-    status: &DisjointSlice<'_, u64>,
-    tile: usize,
-    op: Op,
-) -> T {
-    let lane = thread::lane_id() as usize;
-    let mut prefix = op.identity();
-    let mut end = tile;
-    loop {
-        let word = if end > lane {
-            loop {
-                let w = status_load(status, end - 1 - lane);
-                if w >> 32 != 0 {
-                    break w;
-                }
-            }
-        } else {
-            // Before tile 0: nothing, as an inclusive identity (tile 0 always publishes its
-            // inclusive prefix, so this is never reached while tile 0's word is in view).
-            FLAG_INCLUSIVE << 32 | op.identity().to_bits32() as u64
-        };
-        let value = T::from_bits32(word as u32);
-        let inclusive = gpukernel_device::warp::ballot_sync(
-            gpukernel_device::warp::FULL_MASK,
-            word >> 32 == FLAG_INCLUSIVE,
-        );
-        if inclusive != 0 {
-            // Lane `first` is the closest tile with an inclusive prefix: it and the aggregates
-            // of the tiles after it make this tile's prefix.
-            let first = inclusive.trailing_zeros() as usize;
-            let part = if lane <= first { value } else { op.identity() };
-            return op.combine(gpukernel_device::warp::reduce(part, op), prefix);
-        }
-        prefix = op.combine(gpukernel_device::warp::reduce(value, op), prefix);
-        end -= 32;
-    }
-}
-
-/// One tile of the scan: `out[i] = x_0 ⊕ … ⊕ x_i` (`INCLUSIVE`) or `x_0 ⊕ … ⊕ x_{i-1}` with
-/// `out[0]` the identity.
-///
-/// Tiles are numbered in the order blocks start (an atomic counter, the status array's last
-/// word), so every tile a block waits for belongs to a block that already runs. Within a tile
-/// each warp owns `32 × 4 × SCAN_VECS` consecutive elements; step `j` of lane `l` holds the
-/// four at `j × 128 + 4l`: coalesced 16-byte loads and stores, a scan of four in registers,
-/// a warp scan of the four-element totals per step.
-#[inline(always)]
-fn scan_tile<T: Item32, Op: Identity<T>, const INCLUSIVE: bool, const V: usize>(
-    input: &[T],
-    output: DisjointSlice<'_, T>,
-    status: DisjointSlice<'_, u64>,
-    op: Op,
-) {
-    let n = input.len();
-    let tile_len = BLOCK as usize * 4 * V;
-    let tiles = n.div_ceil(tile_len);
-    assert!(
-        thread::block_dim_x() == BLOCK
-            && thread::block_dim_y() == 1
-            && thread::block_dim_z() == 1
-            && output.len() == n
-            && status.len() == tiles + 1
-            && thread::grid_dim_x() as usize == tiles
-    );
-    let (t, lane, w) = (
-        thread::thread_idx_x(),
-        thread::lane_id() as usize,
-        thread::warp_id() as usize,
-    );
-    let claimed = if t == 0 {
-        // SAFETY: the status array's last word is the tile counter, touched only atomically.
-        unsafe { gpukernel_device::atomic::add(status.as_mut_ptr().add(tiles), 1u64) }
-    } else {
-        0
-    };
-    let tile = block::broadcast(claimed, 0) as usize;
-    let base = tile * tile_len;
-    let seg = base + w * 32 * 4 * V;
-    let in_ptr = input.as_ptr();
-    let out_ptr = output.as_mut_ptr();
-    let vector = base + tile_len <= n && (in_ptr as usize | out_ptr as usize).is_multiple_of(16);
-
-    let mut v = [[op.identity(); 4]; V];
-    for (j, vj) in v.iter_mut().enumerate() {
-        let at = seg + j * 128 + 4 * lane;
-        if vector {
-            // SAFETY: `at + 4 <= base + tile_len <= n`, 16-byte aligned (`at` is a multiple of
-            // 4 elements of 4 bytes from an aligned start); the input is a `&[T]`.
-            let words = unsafe { ld16(in_ptr.add(at).cast()) };
-            for e in 0..4 {
-                vj[e] = T::from_bits32(words[e]);
-            }
-        } else {
-            for (e, x) in vj.iter_mut().enumerate() {
-                if let Some(&y) = input.get(at + e) {
-                    *x = y;
-                }
-            }
-        }
-    }
-
-    // Scan within the warp, step by step, carrying the warp's running total.
-    let mut carry = op.identity();
-    for vj in v.iter_mut() {
-        let raw = *vj;
-        let mut p = raw;
-        for e in 1..4 {
-            p[e] = op.combine(p[e - 1], raw[e]);
-        }
-        let incl = gpukernel_device::warp::inclusive_scan(p[3], op);
-        // SAFETY: the block has 256 threads: every warp is whole, so the mask holds the caller.
-        let before = unsafe {
-            gpukernel_device::warp::shfl_up_sync_unchecked(
-                gpukernel_device::warp::FULL_MASK,
-                incl,
-                1,
-            )
-        };
-        let pre = if lane == 0 {
-            carry
-        } else {
-            op.combine(carry, before)
-        };
-        for e in 0..4 {
-            vj[e] = if INCLUSIVE {
-                op.combine(pre, p[e])
-            } else if e == 0 {
-                pre
-            } else {
-                op.combine(pre, p[e - 1])
-            };
-        }
-        carry = op.combine(carry, gpukernel_device::warp::broadcast(incl, 31));
-    }
-
-    // The warps before this one, and the tile's total (lane 31 carries its warp's total).
-    let mine = if lane == 31 { carry } else { op.identity() };
-    let (warps_before, tile_total) = block::exclusive_scan(mine, op.identity(), op);
-
-    let tile_prefix = if tile == 0 {
-        if t == 0 {
-            status_store(
-                &status,
-                0,
-                FLAG_INCLUSIVE << 32 | tile_total.to_bits32() as u64,
-            );
-        }
-        op.identity()
-    } else {
-        if t == 0 {
-            status_store(
-                &status,
-                tile,
-                FLAG_AGGREGATE << 32 | tile_total.to_bits32() as u64,
-            );
-        }
-        let mut prefix = op.identity();
-        if w == 0 {
-            prefix = look_back(&status, tile, op);
-            if lane == 0 {
-                status_store(
-                    &status,
-                    tile,
-                    FLAG_INCLUSIVE << 32 | op.combine(prefix, tile_total).to_bits32() as u64,
-                );
-            }
-        }
-        block::broadcast(prefix, 0)
-    };
-    let pre = op.combine(tile_prefix, warps_before);
-
-    for (j, vj) in v.iter().enumerate() {
-        let at = seg + j * 128 + 4 * lane;
-        let out = [
-            op.combine(pre, vj[0]),
-            op.combine(pre, vj[1]),
-            op.combine(pre, vj[2]),
-            op.combine(pre, vj[3]),
-        ];
-        if vector {
-            // SAFETY: as for the load; element `at..at + 4` of the output is this thread's
-            // alone (the tiles, warps, steps and lanes partition the elements).
-            unsafe { st16(out_ptr.add(at).cast(), out.map(T::to_bits32)) };
-        } else {
-            for (e, &o) in out.iter().enumerate() {
-                if at + e < n {
-                    // SAFETY: as above; in bounds.
-                    unsafe { output.write(at + e, o) };
-                }
-            }
-        }
-    }
+/// Elements per scan tile of a `size`-byte type: `SCAN_BLOCK × SCAN_VECS × 16 / size`.
+pub const fn scan_tile_len(size: usize) -> usize {
+    SCAN_BLOCK as usize * SCAN_VECS * (16 / size)
 }
 
 macro_rules! scan_kernels {
     ($($incl:ident, $excl:ident: $t:ty;)*) => { $(
         #[doc = concat!("Inclusive sum of `", stringify!($t), "` in one pass (decoupled \
-            look-back). `status`: `tiles + 1` zeroed words; blocks of [`BLOCK`] threads, one \
-            per tile of [`SCAN_TILE`] elements.")]
+            look-back). `status`: [`status_words`] zeroed words; blocks of [`SCAN_BLOCK`] \
+            threads, one per tile of [`scan_tile_len`] elements.")]
         ///
         /// # Safety
         ///
-        /// `status` holds `tiles + 1` words that are all zero when the launch starts and that
-        /// no other work reads or writes until it ends (a fresh `alloc_zeros` per launch, as
-        /// `gpukernel-algorithms` gives each call). The kernel cannot tell stale words from
-        /// its own: a status array used before gives a wrong output or none (its tiles are
-        /// numbered past the input's end), and one whose tile counter is not zero leaves a
-        /// tile waiting for a predecessor no block computes, a hang.
+        /// `status` holds [`status_words`] words that are all zero when the launch starts and
+        /// that no other work reads or writes until it ends (a fresh `alloc_zeros` per launch,
+        /// as `gpukernel-algorithms` gives each call). The kernel cannot tell stale words from
+        /// its own: a status array used before gives a wrong output or none, and one whose
+        /// tile words are not zero leaves a tile waiting for a predecessor no block computes,
+        /// a hang.
         #[kernel]
         pub unsafe fn $incl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
-            scan_tile::<$t, Sum, true, SCAN_VECS>(input, output, status, Sum);
+            scan::scan_tile::<$t, Sum, true, SCAN_BLOCK, SCAN_VECS, SCAN_CLAIM, SCAN_FIRST_NS, SCAN_POLL_NS>(
+                input, output, status, Sum,
+            );
         }
         #[doc = concat!("Exclusive sum of `", stringify!($t), "` (`output[0] = 0`), as the \
             inclusive one.")]
@@ -581,7 +337,9 @@ macro_rules! scan_kernels {
         /// As for the inclusive scan: `status` is zeroed and this launch's alone.
         #[kernel]
         pub unsafe fn $excl(input: &[$t], output: DisjointSlice<$t>, status: DisjointSlice<u64>) {
-            scan_tile::<$t, Sum, false, SCAN_VECS>(input, output, status, Sum);
+            scan::scan_tile::<$t, Sum, false, SCAN_BLOCK, SCAN_VECS, SCAN_CLAIM, SCAN_FIRST_NS, SCAN_POLL_NS>(
+                input, output, status, Sum,
+            );
         }
     )* };
 }
@@ -590,6 +348,44 @@ scan_kernels! {
     scan_inclusive_sum_f32, scan_exclusive_sum_f32: f32;
     scan_inclusive_sum_i32, scan_exclusive_sum_i32: i32;
     scan_inclusive_sum_u32, scan_exclusive_sum_u32: u32;
+    scan_inclusive_sum_f64, scan_exclusive_sum_f64: f64;
+    scan_inclusive_sum_i64, scan_exclusive_sum_i64: i64;
+    scan_inclusive_sum_u64, scan_exclusive_sum_u64: u64;
+}
+
+/// Tuning variants of the inclusive f32 sum (the benchmark's rows only):
+/// `(threads, vectors per thread, claim by counter, first sleep ns, poll sleep ns)`.
+macro_rules! scan_tuning {
+    ($($name:ident: $tb:expr, $v:expr, $claim:expr, $first:expr, $poll:expr;)*) => {
+        /// The shapes of the scan tuning kernels, in [`SCAN_TUNING_NAMES`] order:
+        /// `(threads, vectors per thread, claim by counter, first sleep ns, poll sleep ns)`.
+        pub const SCAN_TUNING: &[(u32, usize, bool, u32, u32)] = &[$(($tb, $v, $claim, $first, $poll)),*];
+        /// The names of the scan tuning kernels.
+        pub const SCAN_TUNING_NAMES: &[&str] = &[$(stringify!($name)),*];
+        $(
+            #[doc = concat!("Inclusive f32 sum, tuning shape `", stringify!($tb, $v, $claim, $first, $poll), "`.")]
+            ///
+            /// # Safety
+            ///
+            /// As for the inclusive scans: `status` is zeroed and this launch's alone.
+            #[kernel]
+            pub unsafe fn $name(input: &[f32], output: DisjointSlice<f32>, status: DisjointSlice<u64>) {
+                scan::scan_tile::<f32, Sum, true, $tb, $v, $claim, $first, $poll>(input, output, status, Sum);
+            }
+        )*
+    };
+}
+
+scan_tuning! {
+    scan_tune_128x6: 128, 6, false, 0, 0;
+    scan_tune_128x6_sleep: 128, 6, false, 1140, 688;
+    scan_tune_128x6_first600: 128, 6, false, 600, 688;
+    scan_tune_128x6_first2000: 128, 6, false, 2000, 688;
+    scan_tune_128x6_poll200: 128, 6, false, 1140, 200;
+    scan_tune_128x5_sleep: 128, 5, false, 1140, 688;
+    scan_tune_128x7_sleep: 128, 7, false, 1140, 688;
+    scan_tune_256x6_sleep: 256, 6, false, 1140, 688;
+    scan_tune_128x6_claim_sleep: 128, 6, true, 1140, 688;
 }
 
 // --- 256-bin histogram of bytes ---------------------------------------------------------------
@@ -653,4 +449,74 @@ pub fn histogram256_u8(data: &[u8], bins: DisjointSlice<u32>) {
         // SAFETY: `t < 256 == bins.len()`; `bins` is updated only atomically in this launch.
         unsafe { gpukernel_device::atomic::add(bins.as_mut_ptr().add(t), c) };
     }
+}
+
+// --- in-order reductions: by segments, by rows, of a user's operator -----------------------
+
+pub mod ordered;
+pub mod user_op;
+pub use ordered::{ORDERED_BLOCK, ORDERED_VECS};
+
+macro_rules! segmented_kernels {
+    ($($name:ident: $t:ty, $op:ident;)*) => { $(
+        #[doc = concat!("Segmented `", stringify!($op), "` of `", stringify!($t), "`: `out[s]` \
+            = the reduction of `input[offsets[s]..offsets[s + 1]]` (or with no offsets of row \
+            `s` of `row_len` elements), the identity for an empty segment. Blocks of \
+            [`ORDERED_BLOCK`] threads; `per_warp` != 0: a warp per segment.")]
+        #[kernel]
+        pub fn $name(
+            input: &[$t],
+            offsets: &[u32],
+            row_len: u64,
+            per_warp: u32,
+            out: DisjointSlice<$t>,
+        ) {
+            ordered::segmented::<$t, $op>(input, offsets, row_len, per_warp, out, $op);
+        }
+    )* };
+}
+
+segmented_kernels! {
+    segmented_sum_f32: f32, Sum;
+    segmented_sum_f64: f64, Sum;
+    segmented_sum_i32: i32, Sum;
+    segmented_sum_u32: u32, Sum;
+    segmented_sum_i64: i64, Sum;
+    segmented_sum_u64: u64, Sum;
+    segmented_min_f32: f32, Min;
+    segmented_min_f64: f64, Min;
+    segmented_min_i32: i32, Min;
+    segmented_min_u32: u32, Min;
+    segmented_min_i64: i64, Min;
+    segmented_min_u64: u64, Min;
+    segmented_max_f32: f32, Max;
+    segmented_max_f64: f64, Max;
+    segmented_max_i32: i32, Max;
+    segmented_max_u32: u32, Max;
+    segmented_max_i64: i64, Max;
+    segmented_max_u64: u64, Max;
+}
+
+// --- general histogram (even bins) -----------------------------------------------------------
+
+pub mod histogram;
+pub use histogram::{SHARED_BINS, Sample};
+
+macro_rules! histogram_kernels {
+    ($($name:ident: $t:ty;)*) => { $(
+        #[doc = concat!("Adds the histogram of `", stringify!($t), "` samples in `bins.len()` \
+            even bins from `lower` (inclusive) to `upper` (exclusive) to `bins` (see \
+            [`histogram`]). Blocks of [`BLOCK`] threads, any grid.")]
+        #[kernel]
+        pub fn $name(samples: &[$t], lower: $t, upper: $t, bins: DisjointSlice<u32>) {
+            histogram::histogram_even::<$t>(samples, lower, upper, bins);
+        }
+    )* };
+}
+
+histogram_kernels! {
+    histogram_even_f32: f32;
+    histogram_even_f64: f64;
+    histogram_even_i32: i32;
+    histogram_even_u32: u32;
 }

@@ -1,6 +1,12 @@
-//! `bench_algorithms`: the device-wide reduce of `gpukernel-algorithms` against
-//! `cub::DeviceReduce::Sum` and Numba-CUDA's `cuda.reduce`, side by side on one GPU, from 2^16
-//! to 2^28 elements, after checking every result against the host.
+//! `bench_algorithms`: the device-wide algorithms of `gpukernel-algorithms` against CUB (and
+//! Numba-CUDA's `cuda.reduce` where Numba has the operation: the f32 sum), side by side on
+//! one GPU, from 2^16 to 2^28 elements, after checking every result against the host: the
+//! f32 sum (and its first-pass shapes), the inclusive and exclusive f32 scans (and the scan's
+//! tile shapes), the 256-bin byte histogram, the 1024-bin f32 `HistogramEven`, the segmented
+//! f32 sum (segments of 64 and of 16384 elements) and, with the `example-op` feature, a
+//! user's operator (2×2 matrix products modulo 2^16 in u64) against `DeviceReduce::Reduce` and
+//! `DeviceScan::InclusiveScan` with the same functor (CUB's reduce assumes a commutative
+//! operator: its result is reported when it differs from the host's).
 //!
 //! CUB comes from `bench/cub_ref.cu`, compiled with nvcc (`$CUDA_HOME/bin/nvcc`, else
 //! `/usr/local/cuda/bin/nvcc`; `-O3 -arch=sm_<the GPU's>`) into a shared library that this
@@ -348,7 +354,14 @@ fn main() -> Result<(), BoxError> {
     }
 
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    exclusive_scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
     histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    histogram_even_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    segmented_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    #[cfg(feature = "example-op")]
+    user_op_rows(&ctx, &stream, &algs, &cub, &sizes)?;
+    #[cfg(not(feature = "example-op"))]
+    println!("\n# user-operator rows left out: build with --features example-op");
     sort::sort_rows(&ctx, &stream, &algs, &cub)?;
 
     // Other element types at 2^28 against CUB.
@@ -498,6 +511,50 @@ fn scan_rows(
             cubm / ms
         );
     }
+    // Tuning at the largest size: threads, vectors per thread, tile claim and look-back sleeps.
+    let n = max;
+    let run_cub = cub.func::<f32>("cub_scan_f32", n)?;
+    let cubm = per_call_ms(ctx, stream, || {
+        // SAFETY: as above.
+        let r = unsafe {
+            run_cub(
+                x_all.as_raw() as *const f32,
+                y_cub.as_raw() as *mut f32,
+                n as i32,
+                stream.raw() as *mut c_void,
+            )
+        };
+        if r != 0 {
+            return Err(format!("cub::DeviceScan::InclusiveSum returned CUDA error {r}").into());
+        }
+        Ok(())
+    })?;
+    println!(
+        "\n2^{} f32 inclusive scan, tile shapes (CUB {cubm:.4} ms, {:.0} GB/s):",
+        n.trailing_zeros(),
+        gbs(8.0 * n as f64, cubm)
+    );
+    let mut want = Vec::with_capacity(n);
+    let mut acc = 0.0f32;
+    for &v in &xs {
+        acc += v;
+        want.push(acc);
+    }
+    for (i, (name, shape)) in Algorithms::scan_tuning_shapes().enumerate() {
+        y.memset_d8(0)?;
+        algs.scan_f32_tuned(stream, x_all.slice(..)?, y.slice_mut(..)?, i)?;
+        if y.to_host_vec()? != want {
+            return Err(format!("scan tuning shape {name}: result differs from the host's").into());
+        }
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.scan_f32_tuned(stream, x_all.slice(..)?, y.slice_mut(..)?, i)?)
+        })?;
+        println!(
+            "  {name:<28} {shape:?}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
+            gbs(8.0 * n as f64, ms),
+            cubm / ms
+        );
+    }
     Ok(())
 }
 
@@ -587,6 +644,348 @@ fn histogram_rows(
             gbs(bytes, cubm),
             cubm / ms
         );
+    }
+    Ok(())
+}
+
+/// A CUB entry point of `cub_ref.cu`, after its `_prepare` with `prep` (sizes).
+fn cub_sym<F: Copy>(cub: &Cub, name: &str, prep: &[i32]) -> Result<F, BoxError> {
+    // SAFETY: the symbols have these C signatures in cub_ref.cu (checked by the callers'
+    // types: one prepare per arity).
+    unsafe {
+        let r = match prep {
+            [a] => {
+                let p: libloading::Symbol<'_, unsafe extern "C" fn(i32) -> i32> =
+                    cub.lib.get(format!("{name}_prepare\0").as_bytes())?;
+                p(*a)
+            }
+            [a, b] => {
+                let p: libloading::Symbol<'_, unsafe extern "C" fn(i32, i32) -> i32> =
+                    cub.lib.get(format!("{name}_prepare\0").as_bytes())?;
+                p(*a, *b)
+            }
+            _ => return Err(format!("{name}: no prepare of {} arguments", prep.len()).into()),
+        };
+        if r != 0 {
+            return Err(format!("{name}_prepare{prep:?} returned CUDA error {r}").into());
+        }
+        Ok(*cub.lib.get::<F>(format!("{name}\0").as_bytes())?)
+    }
+}
+
+fn cub_ok(what: &str, r: i32) -> Result<(), BoxError> {
+    if r != 0 {
+        return Err(format!("{what} returned CUDA error {r}").into());
+    }
+    Ok(())
+}
+
+fn row(n: usize, bytes: f64, ours: f64, cubm: f64) {
+    println!(
+        "{:>10} | {:>9.4} {:>8.0} | {:>9.4} {:>8.0} | {:>6.3}",
+        format!("2^{}", n.trailing_zeros()),
+        ours,
+        gbs(bytes, ours),
+        cubm,
+        gbs(bytes, cubm),
+        cubm / ours
+    );
+}
+
+fn header(first: &str) {
+    println!(
+        "\n{:>10} | {:>9} {:>8} | {:>9} {:>8} | {:>6}",
+        first, "ours ms", "GB/s", "CUB ms", "GB/s", "/CUB"
+    );
+}
+
+/// Small integers in f32 (every prefix sum exact in any order).
+fn small_ints(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s % 21) as f32 - 10.0
+        })
+        .collect()
+}
+
+/// The exclusive f32 sum against `cub::DeviceScan::ExclusiveSum`.
+fn exclusive_scan_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    header("excl scan n");
+    let max = *sizes.last().expect("sizes");
+    let xs = small_ints(max, 0x51);
+    let x_all = stream.htod_copy(&xs)?;
+    let mut y = stream.alloc_zeros::<f32>(max)?;
+    let mut y_cub = stream.alloc_zeros::<f32>(max)?;
+    for &n in sizes {
+        let x = x_all.slice(..n)?;
+        let run: CubRun<f32> = cub_sym(cub, "cub_scan_excl_f32", &[n as i32])?;
+        let cub_call = |y: &mut DeviceBuffer<f32>| {
+            // SAFETY: live buffers of at least `n` f32s of this context, on our stream.
+            cub_ok("cub::DeviceScan::ExclusiveSum", unsafe {
+                run(
+                    x_all.as_raw() as *const f32,
+                    y.as_raw() as *mut f32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            })
+        };
+        algs.exclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?;
+        cub_call(&mut y_cub)?;
+        stream.synchronize()?;
+        let (ours, theirs) = (
+            y.slice(..n)?.to_host_vec()?,
+            y_cub.slice(..n)?.to_host_vec()?,
+        );
+        let mut acc = 0.0f32;
+        for i in 0..n {
+            if ours[i] != acc || theirs[i] != acc {
+                return Err(format!(
+                    "exclusive scan of {n}: element {i}: ours {}, CUB {}, want {acc}",
+                    ours[i], theirs[i]
+                )
+                .into());
+            }
+            acc += xs[i];
+        }
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.exclusive_scan(stream, x, Sum, y.slice_mut(..n)?)?)
+        })?;
+        let cubm = per_call_ms(ctx, stream, || cub_call(&mut y_cub))?;
+        row(n, 8.0 * n as f64, ms, cubm);
+    }
+    Ok(())
+}
+
+type CubHistEven =
+    unsafe extern "C" fn(*const f32, *mut u32, i32, i32, f32, f32, *mut c_void) -> i32;
+
+/// The even-bin f32 histogram (1024 bins, samples in and out of range) against
+/// `cub::DeviceHistogram::HistogramEven`.
+fn histogram_even_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    let bins = 1024usize;
+    let (lo, hi) = (-0.9f32, 0.9f32);
+    header(&format!("f32 hist{bins}"));
+    let max = *sizes.last().expect("sizes");
+    let xs = values(max);
+    let x_all = stream.htod_copy(&xs)?;
+    let mut out = stream.alloc_zeros::<u32>(bins)?;
+    let mut out_cub = stream.alloc_zeros::<u32>(bins)?;
+    for &n in sizes {
+        let run: CubHistEven = cub_sym(cub, "cub_histeven_f32", &[n as i32, bins as i32 + 1])?;
+        let cub_call = |b: &mut DeviceBuffer<u32>| -> Result<(), BoxError> {
+            b.memset_d8(0)?;
+            // SAFETY: live buffers of `n` samples and `bins` counters of this context.
+            cub_ok("cub::DeviceHistogram::HistogramEven", unsafe {
+                run(
+                    x_all.as_raw() as *const f32,
+                    b.as_raw() as *mut u32,
+                    n as i32,
+                    bins as i32 + 1,
+                    lo,
+                    hi,
+                    stream.raw() as *mut c_void,
+                )
+            })
+        };
+        let x = x_all.slice(..n)?;
+        algs.histogram_even(stream, x, lo, hi, &mut out)?;
+        cub_call(&mut out_cub)?;
+        stream.synchronize()?;
+        let r = bins as f32 / (hi - lo);
+        let mut want = vec![0u32; bins];
+        for &s in &xs[..n] {
+            if s >= lo && s < hi {
+                want[(((s - lo) * r) as usize).min(bins - 1)] += 1;
+            }
+        }
+        let (ours, theirs) = (out.to_host_vec()?, out_cub.to_host_vec()?);
+        if ours != want || theirs != want {
+            return Err(format!(
+                "even histogram of {n}: differs from the host's (ours ok: {}, CUB ok: {})",
+                ours == want,
+                theirs == want
+            )
+            .into());
+        }
+        let ms = per_call_ms(ctx, stream, || {
+            Ok(algs.histogram_even(stream, x, lo, hi, &mut out)?)
+        })?;
+        let cubm = per_call_ms(ctx, stream, || cub_call(&mut out_cub))?;
+        row(n, 4.0 * n as f64, ms, cubm);
+    }
+    Ok(())
+}
+
+type CubSeg = unsafe extern "C" fn(*const f32, *mut f32, i32, *const u32, *mut c_void) -> i32;
+
+/// The segmented f32 sum against `cub::DeviceSegmentedReduce::Sum`: segments of 64 elements
+/// (a warp each) and of 16384 (a block each).
+fn segmented_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    let max = *sizes.last().expect("sizes");
+    let xs = small_ints(max, 0x77);
+    let x_all = stream.htod_copy(&xs)?;
+    for seg_len in [64usize, 16384] {
+        header(&format!("seg{seg_len} n"));
+        for &n in sizes {
+            let segments = n / seg_len;
+            let offsets: Vec<u32> = (0..=segments).map(|s| (s * seg_len) as u32).collect();
+            let o = stream.htod_copy(&offsets)?;
+            let mut out = stream.alloc_zeros::<f32>(segments)?;
+            let mut out_cub = stream.alloc_zeros::<f32>(segments)?;
+            let run: CubSeg = cub_sym(cub, "cub_segsum_f32", &[segments as i32])?;
+            let cub_call = |out: &mut DeviceBuffer<f32>| {
+                // SAFETY: live buffers of this context: `n` inputs, `segments` outputs and
+                // `segments + 1` offsets.
+                cub_ok("cub::DeviceSegmentedReduce::Sum", unsafe {
+                    run(
+                        x_all.as_raw() as *const f32,
+                        out.as_raw() as *mut f32,
+                        segments as i32,
+                        o.as_raw() as *const u32,
+                        stream.raw() as *mut c_void,
+                    )
+                })
+            };
+            let x = x_all.slice(..n)?;
+            algs.segmented_reduce(stream, x, &o, Sum, &mut out)?;
+            cub_call(&mut out_cub)?;
+            stream.synchronize()?;
+            let want: Vec<f32> = xs[..n].chunks(seg_len).map(|c| c.iter().sum()).collect();
+            let (ours, theirs) = (out.to_host_vec()?, out_cub.to_host_vec()?);
+            if ours != want || theirs != want {
+                return Err(format!(
+                    "segmented sum of {n} in {seg_len}s: differs from the host's (ours ok: {}, CUB ok: {})",
+                    ours == want,
+                    theirs == want
+                )
+                .into());
+            }
+            let ms = per_call_ms(ctx, stream, || {
+                Ok(algs.segmented_reduce(stream, x, &o, Sum, &mut out)?)
+            })?;
+            let cubm = per_call_ms(ctx, stream, || cub_call(&mut out_cub))?;
+            row(n, 4.0 * n as f64, ms, cubm);
+        }
+    }
+    Ok(())
+}
+
+/// A user's operator (2×2 matrix products modulo 2^16 in u64, `MatMul2` of the example
+/// operators crate and its CUDA twin) against `cub::DeviceReduce::Reduce` and
+/// `cub::DeviceScan::InclusiveScan` with the same functor.
+#[cfg(feature = "example-op")]
+fn user_op_rows(
+    ctx: &Context,
+    stream: &Stream,
+    algs: &Algorithms,
+    cub: &Cub,
+    sizes: &[usize],
+) -> Result<(), BoxError> {
+    use gpukernel_algorithms::{Identity, ReduceOp, UserKernels};
+    use gpukernel_algorithms_example_op::{MatMul2, MatMul2Algorithms, PTX};
+    let module = ctx.load_module(PTX.as_bytes())?;
+    let kernels = UserKernels::<MatMul2Algorithms>::load(&module)?;
+    let max = *sizes.last().expect("sizes");
+    let mut s = 0x3141_5926u64;
+    let xs: Vec<u64> = (0..max)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let k = (s % 7 + 1) as u16;
+            if s & 8 == 0 {
+                MatMul2::pack([1, k, 0, 1])
+            } else {
+                MatMul2::pack([1, 0, k, 1])
+            }
+        })
+        .collect();
+    let x_all = stream.htod_copy(&xs)?;
+    let mut y = stream.alloc_zeros::<u64>(max)?;
+    let mut y_cub = stream.alloc_zeros::<u64>(max)?;
+    for what in ["reduce", "scan"] {
+        header(&format!("2x2 {what} n"));
+        for &n in sizes {
+            let x = x_all.slice(..n)?;
+            let sym = format!("cub_matmul2_{what}");
+            let run: CubRun<u64> = cub_sym(cub, &sym, &[n as i32])?;
+            let cub_call = |y: &mut DeviceBuffer<u64>| {
+                // SAFETY: live buffers of at least `n` u64s of this context, on our stream.
+                cub_ok(&sym, unsafe {
+                    run(
+                        x_all.as_raw() as *const u64,
+                        y.as_raw() as *mut u64,
+                        n as i32,
+                        stream.raw() as *mut c_void,
+                    )
+                })
+            };
+            let ours = |y: &mut DeviceBuffer<u64>| -> Result<(), BoxError> {
+                if what == "reduce" {
+                    algs.reduce_user(stream, &kernels, x, y.slice_mut(..1)?)?;
+                } else {
+                    algs.inclusive_scan_user(stream, &kernels, x, y.slice_mut(..n)?)?;
+                }
+                Ok(())
+            };
+            ours(&mut y)?;
+            cub_call(&mut y_cub)?;
+            stream.synchronize()?;
+            let len = if what == "reduce" { 1 } else { n };
+            let (a, b) = (
+                y.slice(..len)?.to_host_vec()?,
+                y_cub.slice(..len)?.to_host_vec()?,
+            );
+            let mut acc = MatMul2.identity();
+            let mut want = Vec::with_capacity(len);
+            for &v in &xs[..n] {
+                acc = MatMul2.combine(acc, v);
+                if what == "scan" {
+                    want.push(acc);
+                }
+            }
+            if what == "reduce" {
+                want.push(acc);
+            }
+            if a != want {
+                return Err(format!("2x2 {what} of {n}: ours differs from the host's").into());
+            }
+            let cub_note = if b == want {
+                ""
+            } else {
+                "  (CUB's result differs from the host's)"
+            };
+            let ms = per_call_ms(ctx, stream, || ours(&mut y))?;
+            let cubm = per_call_ms(ctx, stream, || cub_call(&mut y_cub))?;
+            let bytes = if what == "reduce" { 8.0 } else { 16.0 } * n as f64;
+            row(n, bytes, ms, cubm);
+            if !cub_note.is_empty() {
+                println!("{cub_note}");
+            }
+        }
     }
     Ok(())
 }

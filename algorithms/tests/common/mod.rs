@@ -5,13 +5,20 @@
 use gpukernel_runtime::{Context, Device};
 
 /// The simulator, and CUDA device 0 with the `gpu` feature (whose absence is then a failure).
+/// With the `gpu` feature and `GPUKERNEL_ALGORITHMS_GPU_ONLY` set, the GPU alone (a GPU
+/// bundle whose simulator runs are CI's).
 pub fn devices() -> Vec<(String, Context)> {
-    let mut out = vec![(
-        "simulator".to_string(),
-        Device::simulator()
-            .primary_context()
-            .expect("simulator context"),
-    )];
+    let gpu_only =
+        cfg!(feature = "gpu") && std::env::var_os("GPUKERNEL_ALGORITHMS_GPU_ONLY").is_some();
+    let mut out = Vec::new();
+    if !gpu_only {
+        out.push((
+            "simulator".to_string(),
+            Device::simulator()
+                .primary_context()
+                .expect("simulator context"),
+        ));
+    }
     if cfg!(feature = "gpu") {
         let dev = Device::get(0).unwrap_or_else(|e| {
             panic!("the `gpu` feature is on but CUDA device 0 is not usable: {e}")
