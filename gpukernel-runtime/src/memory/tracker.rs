@@ -208,6 +208,13 @@ impl Tracker {
         self.use_slow(s, span, access)
     }
 
+    /// Whether the grant covers a use of `span` on `s` with `access` (lock-free): then
+    /// [`use_on`](Self::use_on) would return at once, with nothing to order.
+    #[inline(always)]
+    pub(crate) fn granted(&self, s: &Stream, span: Span, access: Access) -> bool {
+        self.grant.covers(s.id(), span, access)
+    }
+
     /// `use_on` under the lock: withdraws the grant, orders `s`, records the use and publishes
     /// the grant for it.
     #[cold]
