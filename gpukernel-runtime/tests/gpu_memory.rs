@@ -110,6 +110,54 @@ fn work_on_two_streams_is_ordered_by_the_buffers() {
     s2.synchronize().unwrap();
 }
 
+/// Launches that take the lock-free path of the ordering (the same stream again, reading an
+/// input written on another stream) are still waited for: by a write of that input on a third
+/// stream, and by the free of a buffer they used.
+#[test]
+#[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
+fn launches_without_the_ordering_lock_are_still_waited_for() {
+    let ctx = gpu();
+    let module = ctx.load_module(common::PTX.as_bytes()).unwrap();
+    let k = common::kernel(&module, saxpy).unwrap();
+    let (s0, s1, s2) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let n = 1 << 24;
+    let cfg = LaunchConfig::for_elements(n).unwrap();
+    let mut x = s0.htod_copy(&vec![1.0f32; n]).unwrap();
+    let mut y = s1.alloc_zeros::<f32>(n).unwrap();
+    // The first launch on s1 waits for s0's copy; the 49 others go without the lock.
+    for _ in 0..50 {
+        s1.launch(&k, cfg, (1.0f32, &x, &mut y)).unwrap();
+    }
+    // Overwriting x on s2 must wait for all 50 reads on s1 (else y would see 2s).
+    let twos = s2.htod_copy(&vec![2.0f32; n]).unwrap();
+    s2.launch(&k, cfg, (1.0f32, &twos, &mut x)).unwrap();
+    // And a buffer read only by the lock-free launches, freed now, is freed after them.
+    let w = s0.htod_copy(&vec![1.0f32; n]).unwrap();
+    let mut v = s1.alloc_zeros::<f32>(n).unwrap();
+    for _ in 0..20 {
+        s1.launch(&k, cfg, (1.0f32, &w, &mut v)).unwrap();
+    }
+    drop(w);
+    let mut reuse = s0.htod_copy(&vec![5.0f32; n]).unwrap();
+    s0.launch(&k, cfg, (0.0f32, &twos, &mut reuse)).unwrap();
+    let (hy, hx, hv) = (
+        y.to_host_vec().unwrap(),
+        x.to_host_vec().unwrap(),
+        v.to_host_vec().unwrap(),
+    );
+    assert!(hy.iter().all(|&e| e == 50.0), "y: {:?}", &hy[..4]);
+    assert!(hx.iter().all(|&e| e == 3.0), "x: {:?}", &hx[..4]);
+    assert!(hv.iter().all(|&e| e == 20.0), "v: {:?}", &hv[..4]);
+    assert!(reuse.to_host_vec().unwrap().iter().all(|&e| e == 5.0));
+    s0.synchronize().unwrap();
+    s1.synchronize().unwrap();
+    s2.synchronize().unwrap();
+}
+
 #[test]
 #[cfg_attr(not(feature = "gpu"), ignore = "needs a GPU (feature gpu)")]
 fn foreign_pointer_finalizer_runs_exactly_once() {

@@ -274,7 +274,7 @@ impl Builder {
 
         let (sass_archs, named) = self.resolve_sass_archs(&arch)?;
         let tools = (find_cuda_tool("ptxas"), find_cuda_tool("fatbinary"));
-        let (fatbin, sass) = match tools {
+        let (fatbin, sass) = match &tools {
             _ if sass_archs.is_empty() => (
                 sass::write_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
                 None,
@@ -282,8 +282,8 @@ impl Builder {
             (Some(ptxas), Some(fatbinary)) => {
                 let embedded = sass::embed(
                     &sass::SassTools {
-                        ptxas: &ptxas,
-                        fatbinary: &fatbinary,
+                        ptxas,
+                        fatbinary,
                         llc: &toolchain.llc,
                         opt: &toolchain.opt,
                     },
@@ -329,6 +329,24 @@ impl Builder {
                 )
             }
         };
+        let relocatable = match tools {
+            (Some(ptxas), Some(fatbinary)) if !sass_archs.is_empty() => sass::relocatable(
+                &sass::SassTools {
+                    ptxas: &ptxas,
+                    fatbinary: &fatbinary,
+                    llc: &toolchain.llc,
+                    opt: &toolchain.opt,
+                },
+                &self.out_dir,
+                &self.output_name,
+                &ptx,
+                &bitcode,
+                &arch,
+                &sass_archs,
+                &reflect,
+            )?,
+            _ => sass::write_relocatable_ptx_instead(&self.out_dir, &self.output_name, &ptx)?,
+        };
         if self.emit_cargo_directives {
             directives::emit("cargo:rerun-if-env-changed=GPUKERNEL_SASS_ARCHS".to_string());
         }
@@ -342,6 +360,7 @@ impl Builder {
             linked_cuda,
             fatbin,
             sass,
+            relocatable,
         })
     }
 

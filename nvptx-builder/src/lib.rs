@@ -111,6 +111,16 @@ pub struct PtxOutput {
     pub fatbin: PathBuf,
     /// What the fatbin holds, when SASS was embedded.
     pub sass: Option<sass::Embedded>,
+    /// `<name>.rdc.fatbin`: relocatable machine code (`ptxas -c`) of every kernel, those that
+    /// call foreign functions included, for each architecture of [`Builder::sass_archs`]; the
+    /// PTX itself when the CUDA tools are missing or no SASS is embedded. Give it to the
+    /// run-time Linker beside the PTX, which then links machine code instead of JIT-compiling
+    /// the PTX where it can (`Linker::add_ptx_with_sass`):
+    /// ```ignore
+    /// #[cfg(not(target_arch = "nvptx64"))]
+    /// pub const RELOCATABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.rdc.fatbin"));
+    /// ```
+    pub relocatable: PathBuf,
 }
 
 /// A foreign CUDA C source linked into the PTX at build time.

@@ -427,6 +427,101 @@ pub(crate) fn embed(
     }))
 }
 
+/// The relocatable machine code's file: `<out>/<name>.rdc.fatbin`.
+pub(crate) fn relocatable_path(out_dir: &Path, name: &str) -> PathBuf {
+    out_dir.join(format!("{name}.rdc.fatbin"))
+}
+
+/// Writes `<out>/<name>.rdc.fatbin`: relocatable machine code (`ptxas -c`) of every kernel of
+/// the PTX, those calling foreign functions included (their calls stay unresolved), one
+/// object per architecture of `archs`, for the run-time Linker to link with foreign machine
+/// code instead of JIT-compiling the PTX (`Linker::add_ptx_with_sass`). An architecture
+/// below the build's gets its own PTX from the bitcode, as in [`embed`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn relocatable(
+    tools: &SassTools<'_>,
+    out_dir: &Path,
+    name: &str,
+    ptx: &Path,
+    bitcode: &Path,
+    build_arch: &str,
+    archs: &[String],
+    reflect: &[OsString],
+) -> Result<PathBuf, Error> {
+    let work = out_dir.join(format!("{name}-rdc"));
+    std::fs::create_dir_all(&work).map_err(io_err(&work))?;
+    let build_sm = parse_arch(build_arch).unwrap_or(0);
+    let mut jobs = Vec::new();
+    for arch in archs {
+        let source = if parse_arch(arch).unwrap_or(0) < build_sm {
+            let p = work.join(format!("{name}.{arch}.ptx"));
+            let mut args: Vec<OsString> = reflect.to_vec();
+            args.extend([
+                format!("-mcpu={}", base_arch(arch)).into(),
+                "-O3".into(),
+                bitcode.as_os_str().to_owned(),
+                "-o".into(),
+                p.clone().into_os_string(),
+            ]);
+            crate::device::run_tool(tools.llc, &args)?;
+            p
+        } else {
+            ptx.to_path_buf()
+        };
+        let object = work.join(format!("{name}.{arch}.o"));
+        let child = Command::new(tools.ptxas)
+            .arg("-c")
+            .arg(format!("-arch={arch}"))
+            .arg("-O3")
+            .arg(&source)
+            .arg("-o")
+            .arg(&object)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(io_err(tools.ptxas))?;
+        jobs.push((arch, source, object, child));
+    }
+    let out = relocatable_path(out_dir, name);
+    let mut args: Vec<OsString> = vec![format!("--create={}", out.display()).into(), "-64".into()];
+    for (arch, source, object, child) in jobs {
+        let output = child.wait_with_output().map_err(io_err(tools.ptxas))?;
+        if !output.status.success() {
+            return Err(Error::SassFailed {
+                arch: arch.clone(),
+                ptx: source,
+                log: format!(
+                    "ptxas -c (relocatable code): {}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            });
+        }
+        args.push(
+            format!(
+                "--image3=kind=elf,sm={},file={}",
+                arch.trim_start_matches("sm_"),
+                object.display()
+            )
+            .into(),
+        );
+    }
+    crate::device::run_tool(tools.fatbinary, &args)?;
+    Ok(out)
+}
+
+/// Writes `<out>/<name>.rdc.fatbin` when no machine code can be made: the PTX itself, which
+/// the Linker then links as PTX (saying why).
+pub(crate) fn write_relocatable_ptx_instead(
+    out_dir: &Path,
+    name: &str,
+    ptx: &Path,
+) -> Result<PathBuf, Error> {
+    let out = relocatable_path(out_dir, name);
+    std::fs::copy(ptx, &out).map_err(io_err(&out))?;
+    Ok(out)
+}
+
 /// Writes `<out>/<name>.fatbin` when the CUDA tools are missing: the PTX itself, which loads the
 /// same way (JIT-compiled by the driver).
 pub(crate) fn write_ptx_instead(out_dir: &Path, name: &str, ptx: &Path) -> Result<PathBuf, Error> {
@@ -608,6 +703,55 @@ mod tests {
             err.contains("to SASS for sm_90") && err.contains("sass_archs"),
             "{err}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `ptxas -c` and fatbinary on a kernel calling a foreign function: the relocatable
+    /// objects keep the call unresolved (where the whole-program SASS must leave the kernel
+    /// out), one per architecture, each a relocatable ELF (`e_type` 1).
+    #[test]
+    fn relocatable_code_keeps_foreign_calls_for_the_linker() {
+        let (Some(ptxas), Some(fatbinary)) = (
+            crate::find_cuda_tool("ptxas"),
+            crate::find_cuda_tool("fatbinary"),
+        ) else {
+            panic!("ptxas and fatbinary are needed: run `cargo xtask doctor`");
+        };
+        let dir = std::env::temp_dir().join(format!("nvptx-builder-rdc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ptx = dir.join("k.ptx");
+        std::fs::write(
+            &ptx,
+            ".version 7.8\n.target sm_90\n.address_size 64\n\
+             .extern .func (.param .b32 r) foreign_add(.param .b32 a);\n\
+             .visible .entry calls(.param .u64 p)\n{\n\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<2>;\n\
+             \tld.param.u64 %rd1, [p];\n\tld.global.u32 %r1, [%rd1];\n\
+             \t{\n\t.param .b32 a;\n\tst.param.b32 [a], %r1;\n\t.param .b32 r;\n\
+             \tcall.uni (r), foreign_add, (a);\n\tld.param.b32 %r2, [r];\n\t}\n\
+             \tst.global.u32 [%rd1], %r2;\n\tret;\n}\n",
+        )
+        .unwrap();
+        let missing = Path::new("/nonexistent/llvm-tool");
+        let tools = SassTools {
+            ptxas: &ptxas,
+            fatbinary: &fatbinary,
+            llc: missing,
+            opt: missing,
+        };
+        let archs = vec!["sm_90".to_string(), "sm_100".to_string()];
+        let out = relocatable(&tools, &dir, "k", &ptx, missing, "sm_90", &archs, &[]).unwrap();
+        assert_eq!(out, relocatable_path(&dir, "k"));
+        let bytes = std::fs::read(&out).unwrap();
+        assert_eq!(&bytes[..4], &0xBA55_ED50u32.to_le_bytes());
+        for arch in &archs {
+            let object = std::fs::read(dir.join(format!("k-rdc/k.{arch}.o"))).unwrap();
+            assert!(object.starts_with(b"\x7fELF"), "{arch}");
+            assert_eq!(
+                u16::from_le_bytes([object[16], object[17]]),
+                1,
+                "{arch}: relocatable"
+            );
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -34,6 +34,13 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 #[cfg(not(target_arch = "nvptx64"))]
 pub const FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.fatbin"));
 
+/// Relocatable machine code (`ptxas -c`) of every kernel, those calling foreign functions
+/// included, for each SASS architecture: give it to the run-time Linker beside [`PTX`]
+/// (`Linker::add_ptx_with_sass(PTX, RELOCATABLE, ..)`), which links it with the foreign code
+/// instead of JIT-compiling the PTX where it can.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const RELOCATABLE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.rdc.fatbin"));
+
 /// Does nothing: the launch-cost benchmark's kernel.
 #[kernel]
 pub fn empty_kernel() {}

@@ -186,6 +186,32 @@ impl<'a> Fatbin<'a> {
             .any(|elf| elf.starts_with(b"\x7fELF") && u16_at(&elf, 16) == Some(ET_EXEC))
     }
 
+    /// The SM numbers of the relocatable ELF images (`ptxas -c`, `nvcc -rdc`): machine code a
+    /// link takes as it is.
+    pub(crate) fn relocatable_elf_sms(&self) -> Vec<u32> {
+        const ET_REL: u16 = 1;
+        let mut sms: Vec<u32> = self
+            .raw_entries()
+            .iter()
+            .filter(|e| e.kind == KIND_ELF)
+            .filter(|e| {
+                e.inflate().is_some_and(|elf| {
+                    elf.starts_with(b"\x7fELF") && u16_at(&elf, 16) == Some(ET_REL)
+                })
+            })
+            .map(|e| e.sm)
+            .collect();
+        sms.dedup();
+        sms
+    }
+
+    /// Whether an ELF image (relocatable or not) is for SM `sm` exactly.
+    pub(crate) fn has_elf_for(&self, sm: u32) -> bool {
+        self.raw_entries()
+            .iter()
+            .any(|e| e.kind == KIND_ELF && e.sm == sm)
+    }
+
     /// Whether an entry holds LTO-IR (a fatbin of `nvcc -dlto`).
     pub(crate) fn has_ltoir(&self) -> bool {
         self.raw_entries().iter().any(|e| e.kind == KIND_LTOIR)
@@ -266,6 +292,18 @@ pub(crate) fn in_section(mut bytes: &[u8]) -> Vec<Fatbin<'_>> {
         bytes = &bytes[padded..];
     }
     out
+}
+
+/// The fatbins embedded anywhere in `bytes` (a host object's sections, or those of an
+/// archive's members, which start at any even offset), found by their magic.
+pub(crate) fn embedded(bytes: &[u8]) -> Vec<Fatbin<'_>> {
+    let magic = MAGIC.to_le_bytes();
+    bytes
+        .windows(magic.len())
+        .enumerate()
+        .filter(|(_, w)| *w == magic)
+        .filter_map(|(o, _)| Fatbin::read(&bytes[o..]).ok())
+        .collect()
 }
 
 /// A fatbin of `(kind, sm, payload)` entries, uncompressed (tests only): kind 1 PTX, 2 ELF.

@@ -477,7 +477,7 @@ macro_rules! slice_arg {
                 let mut this = self;
                 let p = this.$method();
                 lent.add(&p, core::any::type_name::<$p>())?;
-                p.track("Stream::launch", "a buffer argument", stream)?;
+                p.track_argument("a buffer argument", stream)?;
                 Ok(slice_arg!(@lower p, $kind))
             }
             fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi> {
@@ -541,7 +541,7 @@ macro_rules! shaped_arg {
                 let mut this = self;
                 let (p, shape) = this.parts();
                 lent.add(&p, core::any::type_name::<$p>())?;
-                p.track("Stream::launch", "a 2D or 3D view argument", stream)?;
+                p.track_argument("a 2D or 3D view argument", stream)?;
                 Ok(Extents { ptr: non_null(p.ptr), shape })
             }
             fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Extents<$n>> {

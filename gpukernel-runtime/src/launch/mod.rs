@@ -4,8 +4,9 @@
 //! `DeviceCopy` structs by value, slices as a `u64` pointer then a `u64` length, raw pointers
 //! as one `u64`) into a tuple on the stack, points a fixed array of [`MAX_KERNEL_PARAMS`]
 //! pointers at them, and calls `cuLaunchKernel` (or the simulator) with it: no allocation, no
-//! lookup, a few comparisons for validation and one uncontended lock per buffer argument for
-//! stream ordering.
+//! lookup, a few comparisons for validation and, per buffer argument, a few loads of its
+//! allocation's ordering grant (no lock while the same stream uses it again; see
+//! `memory/tracker.rs`).
 
 pub(crate) mod args;
 mod config;

@@ -659,7 +659,7 @@ fn lowering_cost_probe() {
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
-    let n = 1_000_000;
+    let n = probe_iterations(1_000_000);
     let t = std::time::Instant::now();
     for _ in 0..n {
         let mut abi = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
@@ -677,6 +677,62 @@ fn lowering_cost_probe() {
     }
     println!(
         "lower + fill of (f32, &x, &mut y), x shared by 3 streams: {:.1} ns",
+        t.elapsed().as_nanos() as f64 / n as f64
+    );
+}
+
+/// Iterations of a timing probe: `GPUKERNEL_PROBE_N`, else `default` (fewer under valgrind,
+/// whose instruction counts do not depend on the machine's load).
+fn probe_iterations(default: usize) -> usize {
+    std::env::var("GPUKERNEL_PROBE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+#[ignore = "timing probe, run by hand"]
+fn lowering_16_arrays_cost_probe() {
+    // bench_launch's "16 arrays" shape: 16 buffers made on the launching stream, read.
+    let ctx = Device::simulator().primary_context().unwrap();
+    let s = ctx.new_stream().unwrap();
+    let xs: Vec<DeviceBuffer<f32>> = (0..16)
+        .map(|_| s.htod_copy(&[1.0f32; 256]).unwrap())
+        .collect();
+    type S = &'static [f32];
+    type P = (S, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S);
+    let n = probe_iterations(1_000_000);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let x = &xs;
+        let args = (
+            &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &x[6], &x[7], &x[8], &x[9], &x[10], &x[11],
+            &x[12], &x[13], &x[14], &x[15],
+        );
+        let mut abi = LaunchArgs::<P>::lower(args, &s, &mut args::Lent::new::<saxpy>()).unwrap();
+        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
+        let k = <(
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+            &DeviceBuffer<f32>,
+        ) as LaunchArgs<P>>::fill(&mut abi, &mut params);
+        std::hint::black_box((params, k));
+    }
+    println!(
+        "lower + fill of 16 buffers read on their own stream: {:.1} ns",
         t.elapsed().as_nanos() as f64 / n as f64
     );
 }

@@ -21,6 +21,9 @@ pub(crate) struct Input {
     /// Added as unchecked: it may define declared foreign functions whose types cannot be
     /// read (see `link/foreign.rs`).
     pub(crate) unchecked: bool,
+    /// Relocatable machine code of this PTX's kernels (`Linker::add_ptx_with_sass`), linked
+    /// instead of the PTX where it suits the link (`link/machine.rs`).
+    pub(crate) machine: Option<Arc<[u8]>>,
 }
 
 /// Reads a file input; the kind comes from `kind` or else from the extension.
@@ -44,6 +47,7 @@ pub(crate) fn read_file(path: &Path, kind: Option<InputKind>) -> Result<Input, E
         path: canonical,
         bytes: bytes.into(),
         unchecked: false,
+        machine: None,
     };
     check_shape(&input)?;
     Ok(input)
@@ -115,6 +119,7 @@ mod tests {
             path: None,
             bytes: b"!<arch>\nxxxx".as_slice().into(),
             unchecked: false,
+            machine: None,
         };
         let e = check_shape(&input).unwrap_err().to_string();
         assert!(

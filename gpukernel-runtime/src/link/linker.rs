@@ -42,6 +42,8 @@ enum Pending {
         name: String,
         kernels: Option<Vec<String>>,
         unchecked: bool,
+        /// Relocatable machine code of the same kernels (`add_ptx_with_sass`).
+        machine: Option<Arc<[u8]>>,
     },
 }
 
@@ -331,6 +333,7 @@ impl Linker {
             name: name.into(),
             kernels: None,
             unchecked: true,
+            machine: None,
         });
         self
     }
@@ -383,6 +386,7 @@ impl Linker {
             name: name.into(),
             kernels: None,
             unchecked: false,
+            machine: None,
         });
         self
     }
@@ -401,6 +405,47 @@ impl Linker {
     /// ```
     pub fn add_ptx(&mut self, ptx: &str, name: impl Into<String>) -> &mut Self {
         self.add_data(InputKind::Ptx, ptx.as_bytes(), name)
+    }
+
+    /// Adds a kernels crate's PTX together with its relocatable machine code (`RELOCATABLE`,
+    /// the `<name>.rdc.fatbin` nvptx-builder writes: `ptxas -c` objects of every kernel for
+    /// each SASS architecture). Where the link is compiled for an architecture the machine
+    /// code holds, without link-time optimisation and with the default code generation
+    /// options, the machine code is linked and the PTX is not JIT-compiled (with foreign
+    /// cubins, fatbins or archives holding SASS for that architecture, nothing is compiled:
+    /// [`LoadPath::LinkedMachineCode`](crate::link::LoadPath::LinkedMachineCode)); otherwise the
+    /// PTX is linked as by [`add_ptx`](Self::add_ptx), and
+    /// [`load_path`](Self::load_path) says why. Every check of the PTX (foreign declarations,
+    /// definitions) is made either way.
+    ///
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// # let (ctx, module) = doc_setup(); let stream = ctx.default_stream();
+    /// use gpukernel_runtime::link::{LoadPath, Linker};
+    /// // In an application: `kernels::PTX` and `kernels::RELOCATABLE`.
+    /// let (ptx, relocatable) = (kernels_ptx(), Vec::<u8>::new());
+    /// let mut linker = Linker::for_arch("sm_90")?;
+    /// linker.add_ptx_with_sass(&ptx, &relocatable, "kernels.ptx");
+    /// // No machine code in `relocatable`: the PTX is linked, and the path says why.
+    /// assert!(matches!(linker.load_path()?, LoadPath::Linked { reason } if reason.contains("kernels.ptx")));
+    /// # Ok(()) }
+    /// ```
+    pub fn add_ptx_with_sass(
+        &mut self,
+        ptx: &str,
+        relocatable: &[u8],
+        name: impl Into<String>,
+    ) -> &mut Self {
+        self.pending.push(Pending::Data {
+            kind: InputKind::Ptx,
+            bytes: ptx.as_bytes().into(),
+            name: name.into(),
+            kernels: None,
+            unchecked: false,
+            machine: Some(relocatable.into()),
+        });
+        self
     }
 
     /// Adds only the named kernels of a PTX module (e.g. a kernels crate's `PTX`, which has
@@ -433,6 +478,7 @@ impl Linker {
             name: name.into(),
             kernels: Some(kernels.iter().map(|k| k.to_string()).collect()),
             unchecked: false,
+            machine: None,
         });
         self
     }
@@ -1062,7 +1108,7 @@ impl Linker {
     /// NVRTC supports it, else the highest supported one whose code the device runs (any
     /// older one through cuLink, which JIT-compiles PTX for the device; the same major one
     /// through nvJitLink, whose output is a cubin), else [`Error::UnsupportedArchitecture`].
-    fn target_arch(&self, device: Arch, inputs: &[Input]) -> Result<Arch> {
+    pub(super) fn target_arch(&self, device: Arch, inputs: &[Input]) -> Result<Arch> {
         let has_cuda = inputs.iter().any(|i| i.kind == InputKind::Cuda);
         let uses_nvjitlink = !matches!(self.target, Target::Cuda { .. })
             || self.uses_ltoir(inputs)
@@ -1113,6 +1159,7 @@ impl Linker {
                     name,
                     kernels,
                     unchecked,
+                    machine,
                 } => {
                     let mut input = Input {
                         kind: *kind,
@@ -1120,6 +1167,7 @@ impl Linker {
                         path: None,
                         bytes: bytes.clone(),
                         unchecked: *unchecked,
+                        machine: machine.clone(),
                     };
                     input::check_shape(&input)?;
                     if let Some(kernels) = kernels {

@@ -100,6 +100,7 @@ mod foreign;
 mod image;
 mod input;
 mod linker;
+mod machine;
 mod nvrtc;
 mod options;
 mod prelinked;

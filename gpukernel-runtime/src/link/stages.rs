@@ -131,7 +131,10 @@ impl Linker {
         // cuLink hands PTX to the driver's JIT, which reads no ISA newer than its CUDA's.
         if linker == LinkerKind::CuLink {
             let driver = crate::driver::version();
-            for input in inputs.iter().filter(|i| i.kind == InputKind::Ptx) {
+            for input in inputs
+                .iter()
+                .filter(|i| i.kind == InputKind::Ptx && !self.links_machine_code(i, arch, inputs))
+            {
                 let text = String::from_utf8_lossy(format::trim_nul(&input.bytes));
                 if let Some(isa) = format::version::isa_version(&text)
                     && let Some(needs_cuda) = format::version::too_new_for(isa, driver)
@@ -151,6 +154,16 @@ impl Linker {
             linker,
             uses_ltoir,
         })
+    }
+
+    /// Whether `input` is linked as its relocatable machine code (`Linker::add_ptx_with_sass`)
+    /// in a link compiled for `arch` (see `link/machine.rs`).
+    pub(super) fn links_machine_code(&self, input: &Input, arch: Arch, inputs: &[Input]) -> bool {
+        let lto = self.lto || self.uses_ltoir(inputs);
+        matches!(
+            crate::link::machine::choice(input, arch, lto, self.options),
+            Some(Ok(()))
+        )
     }
 
     /// Whether LTO-IR takes part in the link: an input carries it (`.ltoir`, or a fatbin,
@@ -250,6 +263,16 @@ impl Linker {
         let mut units = Vec::with_capacity(inputs.len());
         let mut outputs = Vec::new();
         for input in inputs {
+            if let Some(machine) = &input.machine
+                && self.links_machine_code(input, arch, inputs)
+            {
+                units.push(Unit {
+                    kind: InputKind::Fatbin,
+                    bytes: machine.clone(),
+                    name: format!("{} (relocatable machine code)", input.name),
+                });
+                continue;
+            }
             if input.kind != InputKind::Cuda {
                 units.push(Unit {
                     kind: input.kind,
@@ -436,6 +459,11 @@ impl Linker {
             key.field("kind", input.kind.extension().as_bytes());
             key.field("name", input.name.as_bytes());
             key.field("bytes", &input.bytes);
+            if let Some(machine) = &input.machine
+                && self.links_machine_code(input, arch, inputs)
+            {
+                key.field("machine-code", machine);
+            }
             if input.kind == InputKind::Cuda {
                 let source = String::from_utf8_lossy(&input.bytes);
                 // What NVRTC compiles: the source with the foreign declarations' checks.

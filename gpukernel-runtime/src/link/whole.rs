@@ -64,6 +64,16 @@ pub enum LoadPath {
     },
     /// A simulator link: nothing is compiled.
     Simulator,
+    /// The inputs are linked (cuLink, or nvJitLink) and nothing is compiled: a kernels crate's
+    /// PTX given with its relocatable machine code
+    /// ([`Linker::add_ptx_with_sass`](crate::link::Linker::add_ptx_with_sass)) is linked as
+    /// that code, and every other input holds machine code for `arch` (a cubin, or a fatbin,
+    /// object or archive with an image for it). When some input is compiled after all,
+    /// [`LoadPath::Linked`]'s reason says which and why.
+    LinkedMachineCode {
+        /// The architecture linked.
+        arch: Arch,
+    },
 }
 
 /// What the decision needs to know of a link's target.
@@ -215,12 +225,36 @@ impl Linker {
     /// ```
     pub fn load_path(&self) -> Result<LoadPath> {
         let checked = self.checked_inputs()?;
-        Ok(decide(
+        self.path_of(&checked.inputs)
+    }
+
+    /// [`decide`], then what the inputs given with machine code change: a link that compiles
+    /// nothing is [`LoadPath::LinkedMachineCode`]; otherwise the reason of a link says which
+    /// inputs are machine code and why the others are compiled.
+    fn path_of(&self, inputs: &[Input]) -> Result<LoadPath> {
+        let path = decide(
             self.whole_program,
             self.target_shape()?,
             self.linked_because(),
-            &checked.inputs,
-        ))
+            inputs,
+        );
+        let (Target::Cuda { arch, .. } | Target::Offline(arch)) = &self.target else {
+            return Ok(path);
+        };
+        let arch = self.target_arch(*arch, inputs)?;
+        let lto = self.lto || self.uses_ltoir(inputs);
+        Ok(
+            match (
+                super::machine::summary(inputs, arch, lto, self.options),
+                path,
+            ) {
+                (Some(Ok(())), _) => LoadPath::LinkedMachineCode { arch },
+                (Some(Err(notes)), LoadPath::Linked { reason }) => LoadPath::Linked {
+                    reason: format!("{reason}; {notes}"),
+                },
+                (_, path) => path,
+            },
+        )
     }
 
     /// Why the linker's own options ask for a link, if they do.
@@ -261,12 +295,9 @@ impl Linker {
             return Ok(None);
         }
         let checked = self.checked_inputs()?;
-        let (LoadPath::WholeProgram { input } | LoadPath::MachineCode { input, .. }) = decide(
-            true,
-            self.target_shape()?,
-            self.linked_because(),
-            &checked.inputs,
-        ) else {
+        let (LoadPath::WholeProgram { input } | LoadPath::MachineCode { input, .. }) =
+            self.path_of(&checked.inputs)?
+        else {
             return Ok(None);
         };
         let bytes = &checked.inputs[0].bytes;
@@ -291,6 +322,7 @@ mod tests {
             path: None,
             bytes: text.as_bytes().into(),
             unchecked: false,
+            machine: None,
         }
     }
 
@@ -368,6 +400,7 @@ mod tests {
             bytes: build_for_tests(&[(2, sm, elf_for_tests(e_type)), (1, 80, KERNEL.into())])
                 .into(),
             unchecked: false,
+            machine: None,
         };
         let sm90 = Arch::from_compute_capability(9, 0);
         assert_eq!(

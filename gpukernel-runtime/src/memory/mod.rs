@@ -78,6 +78,19 @@ impl RawParts<'_> {
         self.order_on(s)
     }
 
+    /// [`track`](Self::track) for an argument of a kernel launch on `s`, whose entry checked
+    /// that `s` is not capturing (nor the thread in a host node): the common case, the same
+    /// context and a use the allocation's grant covers, inline and without a call.
+    #[inline(always)]
+    pub(crate) fn track_argument(&self, what: &'static str, s: &Stream) -> Result<()> {
+        let bytes = (self.len * self.elem) as u64;
+        let span = (self.ptr, self.ptr + bytes.max(1));
+        if Arc::ptr_eq(self.ctx, s.ctx()) && self.tracker.granted(s, span, self.access) {
+            return Ok(());
+        }
+        self.track("Stream::launch", what, s)
+    }
+
     /// Orders work about to be enqueued on `s` after pending conflicting work, whichever
     /// context `s` belongs to (the caller checked that the work may use the memory).
     #[inline]

@@ -406,3 +406,165 @@ fn the_same_stream_again_waits_only_for_what_is_new() {
     lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
     assert_eq!(x.tracker.waits(), 5);
 }
+
+// --- the lock-free grant: what it must still order -------------------------------------------
+
+/// Reads on `s1` that took the lock-free path (after its first, ordered one) are still waited
+/// for by a later write on another stream, however many there were.
+#[test]
+fn uses_without_the_lock_are_waited_for_by_a_later_writer() {
+    let ctx = sim();
+    let (s0, s1, s2) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let mut x = s0.alloc_zeros::<f32>(64).unwrap();
+    // s2 reads first (waits for the zeroing), then s1 reads 10 times: one wait, nine free.
+    x.raw_parts().track("test", "x", &s2).unwrap();
+    for _ in 0..10 {
+        x.raw_parts().track("test", "x", &s1).unwrap();
+    }
+    assert_eq!(x.tracker.waits(), 2);
+    // A write on s2 must follow s1's reads (the free ones included) and s0's zeroing, which
+    // s2 already follows: one new wait.
+    x.raw_parts_mut().track("test", "x", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+}
+
+/// A grant is for its stream only: the same read on another stream is ordered.
+#[test]
+fn a_grant_covers_only_its_own_stream() {
+    let ctx = sim();
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let x = s1.alloc_zeros::<u32>(64).unwrap();
+    for _ in 0..3 {
+        x.raw_parts().track("test", "x", &s1).unwrap();
+    }
+    assert_eq!(x.tracker.waits(), 0);
+    x.raw_parts().track("test", "x", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 1);
+}
+
+/// A grant for reads does not cover a write by its stream, nor a grant for some bytes more
+/// bytes: both are ordered after the other streams' uses they conflict with.
+#[test]
+fn a_grant_covers_no_stronger_access_and_no_more_bytes() {
+    let ctx = sim();
+    let (s0, s1, s2) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let mut x = s0.alloc_zeros::<f32>(1024).unwrap();
+    {
+        let (mut lo, hi) = x.split_at_mut(512).unwrap();
+        // s1 writes the low half (waits for the zeroing), s2 reads the high half (waits too).
+        lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
+        hi.raw_parts().track("test", "hi", &s2).unwrap();
+        assert_eq!(x_waits(&lo), 2);
+        // s2 again on the high half: granted.
+        hi.raw_parts().track("test", "hi", &s2).unwrap();
+        assert_eq!(x_waits(&lo), 2);
+    }
+    // s2 reads the whole buffer: more bytes than granted, and s1 wrote the low half.
+    x.raw_parts().track("test", "x", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+    // s2 writes the whole buffer: a stronger access than granted; s1 is followed already
+    // (its write was waited for), s0 too: nothing new to wait for, but not skipped either.
+    let (mut lo, _) = x.split_at_mut(512).unwrap();
+    lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+    // s1 now reads the low half: it must wait for s2's write.
+    x.slice(..512)
+        .unwrap()
+        .raw_parts()
+        .track("test", "x", &s1)
+        .unwrap();
+    assert_eq!(x.tracker.waits(), 4);
+}
+
+fn x_waits(v: &DeviceViewMut<'_, f32>) -> u64 {
+    v.raw_parts().tracker.waits()
+}
+
+/// Freeing after lock-free uses on a stream other than the buffer's home: the free's stream
+/// is ordered after them.
+#[test]
+fn the_free_waits_for_uses_without_the_lock() {
+    let ctx = sim();
+    let (home, s1) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let mut x = home.alloc_zeros::<f32>(64).unwrap();
+    for _ in 0..5 {
+        x.raw_parts().track("test", "x", &s1).unwrap();
+    }
+    assert_eq!(x.tracker.waits(), 1);
+    let free_on = x.tracker.join_for_drop().unwrap();
+    assert!(free_on.same_as(&home));
+    assert_eq!(x.tracker.waits(), 2);
+}
+
+/// Exclusive use at home, alone on the buffer, is granted; by another stream it is not, and
+/// it moves the home there.
+#[test]
+fn exclusive_use_is_granted_at_home_only() {
+    let ctx = sim();
+    let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
+    let mut x = s1.alloc_zeros::<u32>(16).unwrap();
+    for _ in 0..3 {
+        x.raw_parts_mut().track("test", "x", &s1).unwrap();
+    }
+    assert_eq!(x.tracker.waits(), 0);
+    x.raw_parts_mut().track("test", "x", &s2).unwrap();
+    assert_eq!(x.tracker.waits(), 1);
+    assert!(x.stream().same_as(&s2));
+    // s1 again: waits for s2's exclusive use.
+    x.raw_parts().track("test", "x", &s1).unwrap();
+    assert_eq!(x.tracker.waits(), 2);
+}
+
+/// Readers on several threads and streams at once, most of them lock-free, then a writer:
+/// it waits once for every reading stream.
+#[test]
+fn concurrent_readers_then_a_writer() {
+    let ctx = sim();
+    let home = ctx.new_stream().unwrap();
+    let streams: Vec<Stream> = (0..4).map(|_| ctx.new_stream().unwrap()).collect();
+    let mut x = home.alloc_zeros::<f32>(256).unwrap();
+    std::thread::scope(|scope| {
+        for s in &streams {
+            let x = &x;
+            scope.spawn(move || {
+                for _ in 0..2000 {
+                    x.raw_parts().track("test", "x", s).unwrap();
+                }
+            });
+        }
+    });
+    // Each reading stream waited for the zeroing once (its first use), never for the others.
+    assert_eq!(x.tracker.waits(), 4);
+    x.raw_parts_mut().track("test", "x", &home).unwrap();
+    assert_eq!(x.tracker.waits(), 8);
+}
+
+/// A grant for the low half does not cover a read reaching into the high half, which another
+/// stream wrote.
+#[test]
+fn a_grant_for_the_low_half_does_not_cover_the_high_half() {
+    let ctx = sim();
+    let (home, s1, s2) = (
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+        ctx.new_stream().unwrap(),
+    );
+    let mut x = home.alloc_zeros::<f32>(1024).unwrap();
+    {
+        let (mut lo, mut hi) = x.split_at_mut(512).unwrap();
+        hi.raw_parts_mut().track("test", "hi", &s2).unwrap();
+        lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
+        lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
+        assert_eq!(x_waits(&lo), 2);
+    }
+    x.raw_parts().track("test", "x", &s1).unwrap();
+    assert_eq!(x.tracker.waits(), 3);
+}

@@ -13,6 +13,15 @@
 //! on two streams overlaps. Each stream's uses are kept as the hull of the byte ranges it read
 //! and wrote (conservative: a hull may conflict where the exact ranges would not).
 //!
+//! The common case takes no lock: after each ordering step the tracker publishes a *grant*
+//! (its stream, the strongest access and the bytes for which that stream has nothing new to
+//! wait for and whose use is already on record), read lock-free under a sequence counter. A use on
+//! the granted stream, no stronger and within the bytes, returns after a few loads; anything
+//! else (another stream, more bytes, a stronger access) takes the lock and withdraws the
+//! grant. The uses made under a grant need no record of their own: the granted stream's clock
+//! was set when the grant was published, and no other stream can have been ordered after that
+//! clock without withdrawing the grant, so later conflicting work waits for all of them.
+//!
 //! Why borrows make this enough: accesses that can be enqueued concurrently from several
 //! threads are shared reads or writes to disjoint views, which never conflict; any two
 //! conflicting accesses are separated by the end of a borrow, so the later one's event is
@@ -20,6 +29,7 @@
 //! and the backend's waits are no-ops.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
 use crate::error::Result;
 use crate::stream::Stream;
@@ -91,14 +101,64 @@ struct TrackState {
     clock: u64,
     /// Cross-stream waits issued (for tests of the steady state).
     waits: u64,
-    /// The latest use: its stream's id, that stream's index in `uses`, the access and the
-    /// bytes. While it is this stream's, no other stream used the allocation since, so a use
-    /// of no more bytes and no stronger access has nothing new to wait for.
-    latest: Option<(usize, usize, Access, Span)>,
+    /// Whether a grant is published.
+    granted: bool,
+}
+
+/// The lock-free grant (see the module documentation): a sequence lock whose writers hold the
+/// tracker's mutex. `owner` is the granted stream's id with the access's code (1 read, 2
+/// write, 3 exclusive) in its two low bits, 0 when nothing is granted; `[lo, hi)` the bytes.
+struct Grant {
+    /// Even while the fields are stable, odd while a writer changes them.
+    seq: AtomicU64,
+    owner: AtomicUsize,
+    lo: AtomicU64,
+    hi: AtomicU64,
+}
+
+impl Grant {
+    const ACCESS_BITS: usize = 0b11;
+
+    fn code(access: Access) -> usize {
+        match access {
+            Access::Read => 1,
+            Access::Write => 2,
+            Access::Exclusive => 3,
+        }
+    }
+
+    /// Whether a use of `span` by stream `me` with `access` is covered (lock-free).
+    #[inline(always)]
+    fn covers(&self, me: usize, span: Span, access: Access) -> bool {
+        let s1 = self.seq.load(Ordering::Acquire);
+        let owner = self.owner.load(Ordering::Relaxed);
+        let lo = self.lo.load(Ordering::Relaxed);
+        let hi = self.hi.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        let s2 = self.seq.load(Ordering::Relaxed);
+        s1 == s2
+            && s1 & 1 == 0
+            && owner & !Self::ACCESS_BITS == me
+            && Self::code(access) <= owner & Self::ACCESS_BITS
+            && lo <= span.0
+            && span.1 <= hi
+    }
+
+    /// Publishes `owner` (0: nothing) for `span`. Only under the tracker's mutex.
+    fn publish(&self, owner: usize, span: Span) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.owner.store(owner, Ordering::Relaxed);
+        self.lo.store(span.0, Ordering::Relaxed);
+        self.hi.store(span.1, Ordering::Relaxed);
+        self.seq.store(s.wrapping_add(2), Ordering::Release);
+    }
 }
 
 /// See the module documentation.
 pub(crate) struct Tracker {
+    grant: Grant,
     state: Mutex<TrackState>,
 }
 
@@ -109,14 +169,23 @@ impl Tracker {
         let mut first = StreamUse::new(stream.clone());
         first.writes = Some((0, u64::MAX));
         first.last = 1;
+        let mut st = TrackState {
+            home: stream,
+            uses: vec![first],
+            clock: 1,
+            waits: 0,
+            granted: false,
+        };
+        let grant = Grant {
+            seq: AtomicU64::new(0),
+            owner: AtomicUsize::new(0),
+            lo: AtomicU64::new(0),
+            hi: AtomicU64::new(0),
+        };
+        Self::grant_after(&grant, &mut st, 0, (0, u64::MAX), Access::Exclusive);
         Tracker {
-            state: Mutex::new(TrackState {
-                home: stream,
-                uses: vec![first],
-                clock: 1,
-                waits: 0,
-                latest: None,
-            }),
+            grant,
+            state: Mutex::new(st),
         }
     }
 
@@ -131,30 +200,39 @@ impl Tracker {
         // Work enqueued on a capturing stream does not run now: ordering it here would wait
         // on events the capture cannot take. Captured work is ordered when its graph launches.
         s.not_capturing("a stream-ordered use of a buffer")?;
+        // The same stream again (a launch in a loop): its last ordering step covered these
+        // bytes with at least this access, and no other stream used the allocation since.
+        if self.grant.covers(s.id(), span, access) {
+            return Ok(());
+        }
+        self.use_slow(s, span, access)
+    }
+
+    /// Whether the grant covers a use of `span` on `s` with `access` (lock-free): then
+    /// [`use_on`](Self::use_on) would return at once, with nothing to order.
+    #[inline(always)]
+    pub(crate) fn granted(&self, s: &Stream, span: Span, access: Access) -> bool {
+        self.grant.covers(s.id(), span, access)
+    }
+
+    /// `use_on` under the lock: withdraws the grant, orders `s`, records the use and publishes
+    /// the grant for it.
+    #[cold]
+    #[inline(never)]
+    fn use_slow(&self, s: &Stream, span: Span, access: Access) -> Result<()> {
         let mut st = self.lock();
         st.clock += 1;
         let now = st.clock;
         let me = s.id();
-        // The common case, one stream: nothing to order, and an exclusive use changes nothing
-        // but the clock when that stream is already home.
+        // From here on no use goes without the lock. The granted stream's clock needs no
+        // update for the uses it made without it: they all came after the grant was published,
+        // when its clock was set, and no other stream was ordered after it since (that would
+        // have withdrawn the grant), so a later conflicting use waits for all of them.
+        if core::mem::take(&mut st.granted) {
+            self.grant.publish(0, (0, 0));
+        }
+        // The common case, one stream: nothing to order.
         let alone = st.uses.len() == 1 && st.uses[0].stream.id() == me;
-        if alone && access == Access::Exclusive && st.home.id() == me {
-            st.uses[0].last = now;
-            return Ok(());
-        }
-        // The same stream again (a launch in a loop, its inputs shared with other streams):
-        // its last use ordered it after everything this one conflicts with, and its record
-        // already covers these bytes with at least this access.
-        if let Some((id, i, a, (lo, hi))) = st.latest
-            && id == me
-            && access <= a
-            && access != Access::Exclusive
-            && lo <= span.0
-            && span.1 <= hi
-        {
-            st.uses[i].last = now;
-            return Ok(());
-        }
         let mine = if alone {
             0
         } else {
@@ -167,18 +245,41 @@ impl Tracker {
             Access::Exclusive => u.writes = Some((0, u64::MAX)),
         }
         u.last = now;
-        if access == Access::Exclusive {
+        let mine = if access == Access::Exclusive {
             // Everything else is ordered before `s` now.
             let kept = st.uses.swap_remove(mine);
             st.uses.clear();
             st.uses.push(kept);
             st.uses[0].seen.clear();
             st.home = s.clone();
-            st.latest = Some((me, 0, access, span));
+            0
         } else {
-            st.latest = Some((me, mine, access, span));
-        }
+            mine
+        };
+        Self::grant_after(&self.grant, &mut st, mine, span, access);
         Ok(())
+    }
+
+    /// Publishes the grant after `uses[mine]`'s stream was ordered for, and recorded, a use of
+    /// `span` with `access`: the same again needs nothing. Alone on the allocation, at home,
+    /// with a write of everything on record, that stream may do anything.
+    fn grant_after(grant: &Grant, st: &mut TrackState, mine: usize, span: Span, access: Access) {
+        let u = &st.uses[mine];
+        let id = u.stream.id();
+        if id & Grant::ACCESS_BITS != 0 {
+            // Not aligned as a stream's state is: no grant (every use takes the lock).
+            return;
+        }
+        let (access, span) =
+            if st.uses.len() == 1 && st.home.id() == id && u.writes == Some((0, u64::MAX)) {
+                (Access::Exclusive, (0, u64::MAX))
+            } else if access == Access::Exclusive {
+                return;
+            } else {
+                (access, span)
+            };
+        grant.publish(id | Grant::code(access), span);
+        st.granted = true;
     }
 
     /// Makes `s` wait for the conflicting uses on other streams it is not yet ordered after;
