@@ -61,11 +61,15 @@ struct Part {
     col: usize,
 }
 
-/// The pipeline of one block tile. `FP8`: e4m3 operands (`k` 128 per stage), else bf16 (64).
-/// Each consumer warpgroup ends in `epilogue` with its [`Part`]; the producer warpgroup
-/// returns when it issued its last load. (The epilogue is called inside the consumers' branch
-/// so that nothing is live where the two roles' paths meet: a returned `Option<Part>` would
-/// carry the 128 accumulators through the producer's 40 registers, spilling them.)
+/// The pipeline of a block: the tiles `block, block + blocks, ..` of C in grouped order (one
+/// tile per block when the grid covers C; a persistent loop when it is smaller, e.g. one block
+/// per multiprocessor, so that the producer loads the next tile's first stages while the
+/// consumers store the last one). `FP8`: e4m3 operands (`k` 128 per stage), else bf16 (64).
+/// Each consumer warpgroup calls `epilogue` with its [`Part`] of each tile; the producer
+/// warpgroup returns when it issued its last load. (The epilogue is called inside the
+/// consumers' branch so that nothing is live where the two roles' paths meet: a returned
+/// `Option<Part>` would carry the 128 accumulators through the producer's 40 registers,
+/// spilling them.)
 ///
 /// # Safety
 /// `a` and `b` are runtime maps of the `m × k` A and the `n × k` B (row-major, 1-byte
@@ -78,7 +82,7 @@ unsafe fn pipeline<const FP8: bool>(
     m: usize,
     n: usize,
     k: usize,
-    epilogue: impl FnOnce(Part),
+    mut epilogue: impl FnMut(&Part),
 ) {
     const BM: usize = TMA_BM as usize;
     const BN: usize = TMA_BN as usize;
@@ -87,13 +91,13 @@ unsafe fn pipeline<const FP8: bool>(
     let smem = dynamic_shared::<u8>();
     assert!(
         thread::block_dim_x() == TMA_THREADS
+            && thread::grid_dim_y() == 1
+            && thread::grid_dim_z() == 1
             && smem.len() >= TMA_SHARED_BYTES as usize
             && m % BM == 0
             && n % BN == 0
             && k % kt_depth == 0
             && k > 0
-            && (thread::grid_dim_x() as usize) * BN <= n
-            && (thread::grid_dim_y() as usize) * BM <= m
     );
     let base = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
     let bars = base.add_bytes(STAGES * STAGE);
@@ -113,10 +117,17 @@ unsafe fn pipeline<const FP8: bool>(
         mbarrier::fence_init();
     }
     sync::sync_threads();
-    // Grouped block order (L2 reuse); a bijection, so blocks own disjoint tiles.
-    let (tile_row, tile_col) = thread::grouped_block_tile(8);
-    let (bm, bn) = (tile_row * BM, tile_col * BN);
-    let tiles = k / kt_depth;
+    let (cols, rows) = (n / BN, m / BM);
+    let (first, step) = (
+        thread::block_idx_x() as usize,
+        thread::grid_dim_x() as usize,
+    );
+    let k_tiles = k / kt_depth;
+    // Grouped order (L2 reuse); a bijection, so blocks own disjoint tiles.
+    let origin = |tile: usize| {
+        let (r, c) = thread::grouped_tile(tile, cols, rows, 8);
+        (r * BM, c * BN)
+    };
     let wg = tid / 128;
     if wg == 0 {
         // SAFETY: the whole producer warpgroup executes this call, converged (`wg` is
@@ -126,21 +137,28 @@ unsafe fn pipeline<const FP8: bool>(
         if tid == 0 {
             a.prefetch();
             b.prefetch();
-            for kt in 0..tiles {
-                let s = kt % STAGES;
-                let parity = ((kt / STAGES) & 1) as u32;
-                let st = base.add_bytes(s * STAGE);
-                let at_k = (kt * kt_depth) as i32;
-                // SAFETY: stage `s` is free once both consumers released its previous use
-                // (the phase before `parity`; complete at once for the first use); the
-                // producer's one arrival expects the stage's bytes, which the two loads
-                // complete. The boxes are inside the tensors (m, n, k multiples of the tile,
-                // checked above) and land 1024-byte aligned inside the block's shared memory.
-                unsafe {
-                    empty(s).wait_parity(parity ^ 1);
-                    full(s).arrive_expect_tx(STAGE as u32);
-                    tma::load(st, a, [at_k, bm as i32], full(s));
-                    tma::load(st.add_bytes(A_TILE), b, [at_k, bn as i32], full(s));
+            // `it` counts the stage fills of this block over all its tiles.
+            let mut it = 0usize;
+            for tile in (first..rows * cols).step_by(step) {
+                let (bm, bn) = origin(tile);
+                for kt in 0..k_tiles {
+                    let s = it % STAGES;
+                    let parity = ((it / STAGES) & 1) as u32;
+                    let st = base.add_bytes(s * STAGE);
+                    let at_k = (kt * kt_depth) as i32;
+                    // SAFETY: stage `s` is free once both consumers released its previous use
+                    // (the phase before `parity`; complete at once for the first use); the
+                    // producer's one arrival expects the stage's bytes, which the two loads
+                    // complete. The boxes are inside the tensors (m, n, k multiples of the
+                    // tile, checked above) and land 1024-byte aligned inside the block's
+                    // shared memory.
+                    unsafe {
+                        empty(s).wait_parity(parity ^ 1);
+                        full(s).arrive_expect_tx(STAGE as u32);
+                        tma::load(st, a, [at_k, bm as i32], full(s));
+                        tma::load(st.add_bytes(A_TILE), b, [at_k, bn as i32], full(s));
+                    }
+                    it += 1;
                 }
             }
         }
@@ -149,56 +167,70 @@ unsafe fn pipeline<const FP8: bool>(
     // SAFETY: the whole consumer warpgroup executes this call, converged (see above).
     unsafe { wgmma::setmaxnreg_inc::<232>() };
     let cw = wg - 1;
-    // Not `[0.0; 128]`: rustc emits that as a loop, which LLVM only partly unrolls, and the
-    // accumulators would then live in local memory.
-    let mut acc = <[f32; 128]>::zero();
-    for kt in 0..tiles {
-        let s = kt % STAGES;
-        let parity = ((kt / STAGES) & 1) as u32;
-        let st = base.add_bytes(s * STAGE);
-        let da = SmemDesc::k_major_sw128(st.add_bytes(cw * 64 * TMA_ROW_BYTES as usize));
-        let db = SmemDesc::k_major_sw128(st.add_bytes(A_TILE));
-        // SAFETY: the warpgroup runs this loop together (uniform bounds); the stage is
-        // complete once its full barrier's phase `parity` is (the TMA bytes landed, through
-        // the async proxy the tensor cores read by); it is 1024-byte aligned and not
-        // overwritten before this warpgroup releases it, after the wait that covers the
-        // batch; `acc` is only touched by the wgmma calls and waits.
-        unsafe {
-            full(s).wait_parity(parity);
-            wgmma::fence();
-            if FP8 {
-                unroll!(kk in [0, 32, 64, 96] {
-                    wgmma::mma_m64n256k32_e4m3(&mut acc, da.add_k_bytes(kk), db.add_k_bytes(kk));
-                });
-            } else {
-                unroll!(kk in [0, 16, 32, 48] {
-                    wgmma::mma_m64n256k16_bf16(&mut acc, da.add_k(kk), db.add_k(kk));
-                });
-            }
-            wgmma::commit_group();
-            acc.wait::<1>();
-            // The batch over the previous stage is complete: one arrival per warpgroup
-            // releases it to the producer.
-            if kt > 0 && tid % 128 == 0 {
-                empty((kt - 1) % STAGES).arrive();
-            }
+    let release = |it: usize| {
+        if tid % 128 == 0 {
+            // SAFETY: one arrival per consumer warpgroup per use of the stage, after the
+            // wait that covers its batch over it (the caller's).
+            unsafe { empty(it % STAGES).arrive() };
         }
+    };
+    let mut it = 0usize;
+    for tile in (first..rows * cols).step_by(step) {
+        let (bm, bn) = origin(tile);
+        // Not `[0.0; 128]`: rustc emits that as a loop, which LLVM only partly unrolls, and
+        // the accumulators would then live in local memory.
+        let mut acc = <[f32; 128]>::zero();
+        for kt in 0..k_tiles {
+            let s = it % STAGES;
+            let parity = ((it / STAGES) & 1) as u32;
+            let st = base.add_bytes(s * STAGE);
+            let da = SmemDesc::k_major_sw128(st.add_bytes(cw * 64 * TMA_ROW_BYTES as usize));
+            let db = SmemDesc::k_major_sw128(st.add_bytes(A_TILE));
+            // SAFETY: the warpgroup runs these loops together (uniform bounds); the stage is
+            // complete once its full barrier's phase `parity` is (the TMA bytes landed,
+            // through the async proxy the tensor cores read by); it is 1024-byte aligned and
+            // not overwritten before this warpgroup releases it, after the wait that covers
+            // the batch; `acc` is only touched by the wgmma calls and waits.
+            unsafe {
+                full(s).wait_parity(parity);
+                wgmma::fence();
+                if FP8 {
+                    unroll!(kk in [0, 32, 64, 96] {
+                        wgmma::mma_m64n256k32_e4m3(&mut acc, da.add_k_bytes(kk), db.add_k_bytes(kk));
+                    });
+                } else {
+                    unroll!(kk in [0, 16, 32, 48] {
+                        wgmma::mma_m64n256k16_bf16(&mut acc, da.add_k(kk), db.add_k(kk));
+                    });
+                }
+                wgmma::commit_group();
+                acc.wait::<1>();
+            }
+            // The batch over the previous stage is complete: release it to the producer.
+            if kt > 0 {
+                release(it - 1);
+            }
+            it += 1;
+        }
+        // SAFETY: as above; after it every batch is complete.
+        unsafe { acc.wait::<0>() };
+        release(it - 1);
+        epilogue(&Part {
+            acc,
+            row: bm + cw * 64,
+            col: bn,
+        });
     }
-    // SAFETY: as above; after it every batch is complete.
-    unsafe { acc.wait::<0>() };
-    epilogue(Part {
-        acc,
-        row: bm + cw * 64,
-        col: bn,
-    });
 }
 
 /// `c = a · bᵀ` for row-major bf16 `a` (`m × k`) and `b` (`n × k`, B stored `n`-major), read
 /// through TMA, and f32 `c` (`m` rows of `n`, row pitch even), on `wgmma.m64n256k16`.
 ///
 /// Block tile 128 × 256, 64 deep per stage, [`TMA_STAGES`] stages; warp-specialised (module
-/// documentation); grouped block order for L2 reuse. Launch with [`TMA_THREADS`] threads per
-/// block, a grid of `n / 256 × m / 128`, and [`TMA_SHARED_BYTES`] bytes of dynamic shared
+/// documentation); grouped tile order for L2 reuse. Launch with [`TMA_THREADS`] threads per
+/// block, a one-dimensional grid of any size (one block per tile, `m / 128 · n / 256`
+/// blocks, or fewer, e.g. one per multiprocessor: each block then loops over the tiles
+/// `blockIdx.x + i · gridDim.x`), and [`TMA_SHARED_BYTES`] bytes of dynamic shared
 /// memory. `m`, `n` must be multiples of the block tile and `k` of 64 (else every thread
 /// traps).
 ///
@@ -223,7 +255,7 @@ pub unsafe fn gemm_bf16_tma(
             && c.pitch() % 2 == 0
             && (c.as_mut_ptr() as usize).is_multiple_of(8)
     );
-    let epilogue = |part: Part| {
+    let epilogue = |part: &Part| {
         let (c_g, pitch) = (c.as_mut_ptr(), c.pitch());
         let t = thread::thread_idx_x() as usize % 128;
         let (w, l) = (t / 32, t % 32);
@@ -259,7 +291,7 @@ pub unsafe fn gemm_bf16_tma(
 /// (their product).
 ///
 /// Block tile 128 × 256, 128 deep per stage; otherwise as [`gemm_bf16_tma`]: [`TMA_THREADS`]
-/// threads, a grid of `n / 256 × m / 128`, [`TMA_SHARED_BYTES`] of dynamic shared memory; `k`
+/// threads, a one-dimensional grid of any size, [`TMA_SHARED_BYTES`] of dynamic shared memory; `k`
 /// a multiple of 128.
 ///
 /// # Safety
@@ -283,7 +315,7 @@ pub unsafe fn gemm_e4m3_tma(
             && c.pitch() % 2 == 0
             && (c.as_mut_ptr() as usize).is_multiple_of(4)
     );
-    let epilogue = |part: Part| {
+    let epilogue = |part: &Part| {
         let (c_g, pitch) = (c.as_mut_ptr(), c.pitch());
         let t = thread::thread_idx_x() as usize % 128;
         let (w, l) = (t / 32, t % 32);

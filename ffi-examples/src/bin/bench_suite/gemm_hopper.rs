@@ -20,13 +20,16 @@ const SIZES: [usize; 3] = [8192, 4096, 2048];
 /// Largest problem: every buffer is allocated for it and smaller sizes use its prefix.
 const MAX: usize = 8192;
 
-fn launch_cfg(m: usize, n: usize) -> LaunchConfig {
-    LaunchConfig::new(
-        ((n as u32) / hopper::TMA_BN, (m as u32) / hopper::TMA_BM, 1),
-        hopper::TMA_THREADS,
-    )
-    .with_shared_mem_bytes(hopper::TMA_SHARED_BYTES)
+/// The two grids the TMA GEMMs run with: one block per 128 × 256 tile of the `m × n` C
+/// (`persistent` false), or one block per multiprocessor looping over the tiles.
+fn launch_cfg(m: usize, n: usize, persistent: bool, sms: u32) -> LaunchConfig {
+    let tiles = ((m / hopper::TMA_BM as usize) * (n / hopper::TMA_BN as usize)) as u32;
+    let blocks = if persistent { sms.min(tiles) } else { tiles };
+    LaunchConfig::new(blocks, hopper::TMA_THREADS).with_shared_mem_bytes(hopper::TMA_SHARED_BYTES)
 }
+
+/// How the rows name the two grids.
+const GRIDS: [&str; 2] = ["one block per tile", "persistent, one block per SM"];
 
 /// `Σ_q a[i, q] · b[j, q]` in f64 at each sampled `(i, j)`, for `n × k` row-major operands.
 fn sampled_reference(
@@ -64,6 +67,7 @@ pub(crate) fn gemm_tma_bf16(b: &mut Bench) -> Result<(), BoxError> {
     let blas = Cublas::new(s)?;
     let ctx = s.context();
     for size in SIZES {
+        let s = &b.stream;
         let (m, n, k) = (size, size, size);
         let at = samples(m, n);
         let want = sampled_reference(
@@ -90,12 +94,14 @@ pub(crate) fn gemm_tma_bf16(b: &mut Bench) -> Result<(), BoxError> {
         )?;
         let (ap, bp) = (a.as_raw(), bb.as_raw());
         let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let sms = b.sms;
         let run = |which: usize, c: &mut DeviceBuffer<f32>| -> Result<(), BoxError> {
-            if which == 0 {
+            if which < 2 {
                 let args = (ma.param(), mb.param(), mu, nu, ku, c.view_2d_mut(n, m, n)?);
+                let cfg = launch_cfg(m, n, which == 1, sms);
                 // SAFETY: the maps describe `a` and `b` as m × k and n × k with the kernel's
                 // boxes and the 128-byte swizzle; nothing writes them during the launch.
-                unsafe { s.launch_unchecked(&kernel, launch_cfg(m, n), args)? };
+                unsafe { s.launch_unchecked(&kernel, cfg, args)? };
                 return Ok(());
             }
             let h = blas.as_ref().ok_or("no cuBLAS")?.0;
@@ -127,8 +133,8 @@ pub(crate) fn gemm_tma_bf16(b: &mut Bench) -> Result<(), BoxError> {
             }
             .map_err(|e| format!("cublasGemmEx: {e:?}").into())
         };
-        let refs = if blas.is_some() { 2 } else { 1 };
-        let mut errs = [0.0; 2];
+        let refs = if blas.is_some() { 3 } else { 2 };
+        let mut errs = [0.0; 3];
         for (which, err) in errs.iter_mut().enumerate().take(refs) {
             c.memset_zeros()?;
             run(which, &mut c)?;
@@ -144,33 +150,35 @@ pub(crate) fn gemm_tma_bf16(b: &mut Bench) -> Result<(), BoxError> {
             .map(|w| b.time(|| run(w, &mut c)))
             .collect::<Result<_, _>>()?;
         let flops = 2.0 * (m * n * k) as f64;
-        let ratios = if refs == 2 {
-            vec![ratio(ms[0], ms[1], "cuBLAS")]
-        } else {
-            vec![]
-        };
-        push(
-            b,
-            format!("bf16 GEMM {size}³ → f32, TMA + warp-specialised wgmma"),
-            ms[0],
-            flops,
-            "GFLOP/s",
-            ratios,
-            Some(errs[0]),
-            &format!(
-                "Rust (sm_90a); 1 TMA producer + 2 wgmma m64n256k16 consumer warpgroups, setmaxnreg 40/232, 128×256×64 tiles, {}-stage mbarrier ring, launch bounds 384×1, grouped block order",
-                hopper::TMA_STAGES
-            ),
-        );
-        if refs == 2 {
+        for (v, grid) in GRIDS.iter().enumerate() {
+            let ratios = if refs == 3 {
+                vec![ratio(ms[v], ms[2], "cuBLAS")]
+            } else {
+                vec![]
+            };
+            push(
+                b,
+                format!("bf16 GEMM {size}³ → f32, TMA + warp-specialised wgmma, {grid}"),
+                ms[v],
+                flops,
+                "GFLOP/s",
+                ratios,
+                Some(errs[v]),
+                &format!(
+                    "Rust (sm_90a); 1 TMA producer + 2 wgmma m64n256k16 consumer warpgroups, setmaxnreg 40/232, 128×256×64 tiles, {}-stage mbarrier ring, launch bounds 384×1, grouped tile order",
+                    hopper::TMA_STAGES
+                ),
+            );
+        }
+        if refs == 3 {
             push(
                 b,
                 format!("bf16 GEMM {size}³, cuBLAS (cublasGemmEx, COMPUTE_32F)"),
-                ms[1],
+                ms[2],
                 flops,
                 "GFLOP/s",
                 vec![],
-                Some(errs[1]),
+                Some(errs[2]),
                 "cuBLAS defaults",
             );
         }
@@ -193,7 +201,9 @@ impl LtFp8 {
     /// the arithmetic `wgmma` does when the kernel adds every k slice into one accumulator.
     fn new(m: usize, n: usize, k: usize, fast: bool, workspace: usize) -> Result<Self, BoxError> {
         use cudarc::cublaslt::result as r;
-        let e = |what: &str| move |err| format!("cuBLASLt {what}: {err:?}");
+        fn e(what: &'static str) -> impl Fn(cudarc::cublaslt::result::CublasError) -> String {
+            move |err| format!("cuBLASLt {what}: {err:?}")
+        }
         let handle = r::create_handle().map_err(e("create"))?;
         let desc = r::create_matmul_desc(
             lt::cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -202,9 +212,10 @@ impl LtFp8 {
         .map_err(e("matmul desc"))?;
         // Column-major view: Cᵀ (n × m) = op(B_rm) · A_rmᵀ with our row-major n × k B as the
         // k × n "A" transposed, our m × k A as the k × m "B": the TN form FP8 requires.
+        // cuBLASLt takes cuBLAS's `cublasOperation_t` (a 32-bit enum).
         let (t, nn) = (
-            lt::cublasOperation_t::CUBLAS_OP_T,
-            lt::cublasOperation_t::CUBLAS_OP_N,
+            cb::cublasOperation_t::CUBLAS_OP_T,
+            cb::cublasOperation_t::CUBLAS_OP_N,
         );
         let fast_flag: i8 = fast as i8;
         // SAFETY: a live descriptor; each buffer holds the attribute's type.
@@ -212,15 +223,15 @@ impl LtFp8 {
             r::set_matmul_desc_attribute(
                 desc,
                 lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,
-                (&t as *const lt::cublasOperation_t).cast(),
-                size_of::<lt::cublasOperation_t>(),
+                (&t as *const cb::cublasOperation_t).cast(),
+                size_of::<cb::cublasOperation_t>(),
             )
             .map_err(e("TRANSA"))?;
             r::set_matmul_desc_attribute(
                 desc,
                 lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSB,
-                (&nn as *const lt::cublasOperation_t).cast(),
-                size_of::<lt::cublasOperation_t>(),
+                (&nn as *const cb::cublasOperation_t).cast(),
+                size_of::<cb::cublasOperation_t>(),
             )
             .map_err(e("TRANSB"))?;
             r::set_matmul_desc_attribute(
@@ -344,6 +355,7 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
     }
     let ctx = s.context();
     for size in SIZES {
+        let s = &b.stream;
         let (m, n, k) = (size, size, size);
         let at = samples(m, n);
         let want: Vec<f64> =
@@ -376,8 +388,9 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
             vec![]
         };
         let (mu, nu, ku) = (m as u32, n as u32, k as u32);
+        let sms = b.sms;
         let run = |which: usize, c: &mut DeviceBuffer<u16>| -> Result<(), BoxError> {
-            if which == 0 {
+            if which < 2 {
                 let args = (
                     ma.param(),
                     mb.param(),
@@ -389,13 +402,14 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
                 );
                 // SAFETY: the maps describe `a` and `b` as m × k and n × k bytes with the
                 // kernel's boxes and the 128-byte swizzle; nothing writes them meanwhile.
-                unsafe { s.launch_unchecked(&kernel, launch_cfg(m, n), args)? };
+                let cfg = launch_cfg(m, n, which == 1, sms);
+                unsafe { s.launch_unchecked(&kernel, cfg, args)? };
                 return Ok(());
             }
             // SAFETY: buffers of at least m·k, n·k and m·n elements and the workspace, live
             // past the synchronisation that follows every timed launch.
             unsafe {
-                lts[which - 1].run(
+                lts[which - 2].run(
                     s,
                     alpha,
                     (a.as_raw(), bb.as_raw(), c.as_raw()),
@@ -403,7 +417,7 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
                 )
             }
         };
-        let runs = 1 + lts.len();
+        let runs = 2 + lts.len();
         let mut errs = vec![0.0; runs];
         for (which, err) in errs.iter_mut().enumerate() {
             c.memset_zeros()?;
@@ -428,24 +442,26 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
             .map(|w| b.time(|| run(w, &mut c)))
             .collect::<Result<_, _>>()?;
         let flops = 2.0 * (m * n * k) as f64;
-        let mut ratios = vec![];
-        if runs == 3 {
-            ratios.push(ratio(ms[0], ms[1], "cuBLASLt FP8 fast accum"));
-            ratios.push(ratio(ms[0], ms[2], "cuBLASLt FP8 default"));
+        for (v, grid) in GRIDS.iter().enumerate() {
+            let mut ratios = vec![];
+            if runs == 4 {
+                ratios.push(ratio(ms[v], ms[2], "cuBLASLt FP8 fast accum"));
+                ratios.push(ratio(ms[v], ms[3], "cuBLASLt FP8 default"));
+            }
+            push(
+                b,
+                format!("FP8 e4m3 GEMM {size}³ → bf16, TMA + warp-specialised wgmma, {grid}"),
+                ms[v],
+                flops,
+                "GFLOP/s",
+                ratios,
+                Some(errs[v]),
+                &format!(
+                    "Rust (sm_90a); wgmma m64n256k32 e4m3, f32 accumulation in one accumulator; 128×256×128 tiles, {}-stage TMA ring, 2 consumer warpgroups",
+                    hopper::TMA_STAGES
+                ),
+            );
         }
-        push(
-            b,
-            format!("FP8 e4m3 GEMM {size}³ → bf16, TMA + warp-specialised wgmma"),
-            ms[0],
-            flops,
-            "GFLOP/s",
-            ratios,
-            Some(errs[0]),
-            &format!(
-                "Rust (sm_90a); wgmma m64n256k32 e4m3, f32 accumulation in one accumulator; 128×256×128 tiles, {}-stage TMA ring, 2 consumer warpgroups",
-                hopper::TMA_STAGES
-            ),
-        );
         for (i, what) in ["fast accumulation", "default (promoted partial sums)"]
             .iter()
             .enumerate()
@@ -454,11 +470,11 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
             push(
                 b,
                 format!("FP8 GEMM {size}³, cuBLASLt e4m3 TN → bf16, {what}"),
-                ms[i + 1],
+                ms[i + 2],
                 flops,
                 "GFLOP/s",
                 vec![],
-                Some(errs[i + 1]),
+                Some(errs[i + 2]),
                 "cublasLtMatmul, COMPUTE_32F, heuristic's first algorithm, 32 MiB workspace",
             );
         }
