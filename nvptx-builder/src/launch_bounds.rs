@@ -81,7 +81,11 @@ mod tests {
             out.contains("// @b\n\n.maxntid 384, 1, 1\n.minnctapersm 1\n{"),
             "{out}"
         );
-        assert_eq!(out.matches(".maxntid").count(), 1, "entry a untouched: {out}");
+        assert_eq!(
+            out.matches(".maxntid").count(),
+            1,
+            "entry a untouched: {out}"
+        );
     }
 
     #[test]

@@ -51,11 +51,11 @@ mod device;
 mod diagnostics;
 mod directives;
 mod error;
-mod launch_bounds;
 pub mod foreign;
 pub mod host_cc;
 mod host_symbols;
 pub mod kernel_names;
+mod launch_bounds;
 pub mod libdevice;
 pub mod lto;
 mod preprocessed;
@@ -324,7 +324,12 @@ impl Builder {
     ///     .launch_bounds("gemm_bf16_tma", 384, 1)
     ///     .build_or_exit();
     /// ```
-    pub fn launch_bounds(mut self, kernel: impl Into<String>, max_threads: u32, min_blocks: u32) -> Self {
+    pub fn launch_bounds(
+        mut self,
+        kernel: impl Into<String>,
+        max_threads: u32,
+        min_blocks: u32,
+    ) -> Self {
         self.launch_bounds.push(launch_bounds::LaunchBounds {
             kernel: kernel.into(),
             max_threads,

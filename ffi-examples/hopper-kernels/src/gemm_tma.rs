@@ -94,9 +94,9 @@ unsafe fn pipeline<const FP8: bool>(
             && thread::grid_dim_y() == 1
             && thread::grid_dim_z() == 1
             && smem.len() >= TMA_SHARED_BYTES as usize
-            && m % BM == 0
-            && n % BN == 0
-            && k % kt_depth == 0
+            && m.is_multiple_of(BM)
+            && n.is_multiple_of(BN)
+            && k.is_multiple_of(kt_depth)
             && k > 0
     );
     let base = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
@@ -168,7 +168,7 @@ unsafe fn pipeline<const FP8: bool>(
     unsafe { wgmma::setmaxnreg_inc::<232>() };
     let cw = wg - 1;
     let release = |it: usize| {
-        if tid % 128 == 0 {
+        if tid.is_multiple_of(128) {
             // SAFETY: one arrival per consumer warpgroup per use of the stage, after the
             // wait that covers its batch over it (the caller's).
             unsafe { empty(it % STAGES).arrive() };
@@ -252,7 +252,7 @@ pub unsafe fn gemm_bf16_tma(
     assert!(
         c.cols() == n
             && c.rows() == m
-            && c.pitch() % 2 == 0
+            && c.pitch().is_multiple_of(2)
             && (c.as_mut_ptr() as usize).is_multiple_of(8)
     );
     let epilogue = |part: &Part| {
@@ -312,7 +312,7 @@ pub unsafe fn gemm_e4m3_tma(
     assert!(
         c.cols() == n
             && c.rows() == m
-            && c.pitch() % 2 == 0
+            && c.pitch().is_multiple_of(2)
             && (c.as_mut_ptr() as usize).is_multiple_of(4)
     );
     let epilogue = |part: &Part| {

@@ -2,11 +2,12 @@
 //! (bf16 → f32 against cuBLAS `cublasGemmEx`; FP8 e4m3 → bf16 against cuBLASLt's FP8
 //! `cublasLtMatmul`, with and without its fast accumulation) at 8192³, 4096³ and 2048³. cuBLAS
 //! and cuBLASLt are loaded at run time in this process; without them the reference rows are
-//! skipped, named. Each result is checked on sampled outputs before timing.
+//! skipped, named. Each result is checked on sampled outputs before timing; the variants of a
+//! size are timed in turn (see `time_interleaved`).
 
 use super::gemm::{Cublas, sampled, samples};
 use super::rows::{push, ratio};
-use super::{Bench, BoxError, rel_err, unit};
+use super::{Bench, BoxError, TRIALS, WARMUP, rel_err, unit};
 use core::ffi::c_void;
 use cudarc::cublas::sys as cb;
 use cudarc::cublaslt::sys as lt;
@@ -30,6 +31,41 @@ fn launch_cfg(m: usize, n: usize, persistent: bool, sms: u32) -> LaunchConfig {
 
 /// How the rows name the two grids.
 const GRIDS: [&str; 2] = ["one block per tile", "persistent, one block per SM"];
+
+/// Median event-timed milliseconds of each of `n` variants, timed in turn (0, 1, .., n − 1,
+/// 0, ..) after as many warm-up rounds as `Bench::time` uses: a GPU that slows down as it
+/// warms up over a row's seconds of tensor-core work then slows every variant alike, where
+/// timing one variant after another would favour the first.
+fn time_interleaved(
+    b: &Bench,
+    n: usize,
+    mut run: impl FnMut(usize) -> Result<(), BoxError>,
+) -> Result<Vec<f64>, BoxError> {
+    let ctx = b.stream.context();
+    let (start, end) = (ctx.new_event()?, ctx.new_event()?);
+    for _ in 0..WARMUP {
+        for v in 0..n {
+            run(v)?;
+        }
+    }
+    b.stream.synchronize()?;
+    let mut ms = vec![Vec::with_capacity(TRIALS); n];
+    for _ in 0..TRIALS {
+        for (v, times) in ms.iter_mut().enumerate() {
+            start.record(&b.stream)?;
+            run(v)?;
+            end.record(&b.stream)?;
+            times.push(start.elapsed_ms(&end)? as f64);
+        }
+    }
+    Ok(ms
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(|a, b| a.total_cmp(b));
+            v[v.len() / 2]
+        })
+        .collect())
+}
 
 /// `Σ_q a[i, q] · b[j, q]` in f64 at each sampled `(i, j)`, for `n × k` row-major operands.
 fn sampled_reference(
@@ -70,12 +106,7 @@ pub(crate) fn gemm_tma_bf16(b: &mut Bench) -> Result<(), BoxError> {
         let s = &b.stream;
         let (m, n, k) = (size, size, size);
         let at = samples(m, n);
-        let want = sampled_reference(
-            &at,
-            k,
-            |i| bf16_to_f32(av[i]),
-            |i| bf16_to_f32(bv[i]),
-        );
+        let want = sampled_reference(&at, k, |i| bf16_to_f32(av[i]), |i| bf16_to_f32(bv[i]));
         let ma = TensorMap2D::new(
             &ctx,
             &a,
@@ -146,9 +177,7 @@ pub(crate) fn gemm_tma_bf16(b: &mut Bench) -> Result<(), BoxError> {
                 );
             }
         }
-        let ms: Vec<f64> = (0..refs)
-            .map(|w| b.time(|| run(w, &mut c)))
-            .collect::<Result<_, _>>()?;
+        let ms = time_interleaved(b, refs, |w| run(w, &mut c))?;
         let flops = 2.0 * (m * n * k) as f64;
         for (v, grid) in GRIDS.iter().enumerate() {
             let ratios = if refs == 3 {
@@ -400,9 +429,9 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
                     alpha,
                     c.view_2d_mut(n, m, n)?,
                 );
+                let cfg = launch_cfg(m, n, which == 1, sms);
                 // SAFETY: the maps describe `a` and `b` as m × k and n × k bytes with the
                 // kernel's boxes and the 128-byte swizzle; nothing writes them meanwhile.
-                let cfg = launch_cfg(m, n, which == 1, sms);
                 unsafe { s.launch_unchecked(&kernel, cfg, args)? };
                 return Ok(());
             }
@@ -438,9 +467,7 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
                 );
             }
         }
-        let ms: Vec<f64> = (0..runs)
-            .map(|w| b.time(|| run(w, &mut c)))
-            .collect::<Result<_, _>>()?;
+        let ms = time_interleaved(b, runs, |w| run(w, &mut c))?;
         let flops = 2.0 * (m * n * k) as f64;
         for (v, grid) in GRIDS.iter().enumerate() {
             let mut ratios = vec![];
