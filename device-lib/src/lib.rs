@@ -36,6 +36,7 @@ pub mod block;
 pub mod cluster;
 mod copy;
 pub mod ffi;
+pub mod fp8;
 pub mod graph;
 pub mod grid;
 pub mod half;

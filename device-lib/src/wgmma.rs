@@ -243,6 +243,51 @@ impl SmemDesc {
         }
     }
 
+    /// The same tile, `bytes` further along each row: a multiple of 16 with the result inside
+    /// the 128-byte row. For 1-byte elements (FP8) it is the `k` offset itself: the 32-deep
+    /// slices of a 128-deep e4m3 tile are `add_k_bytes(0)`, `(32)`, `(64)`, `(96)`.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, thread, wgmma};
+    ///
+    /// /// The four 32-deep slices of a 128-deep FP8 tile.
+    /// #[kernel]
+    /// pub fn fp8_slices(mut out: DisjointSlice<u32>) {
+    ///     let smem = dynamic_shared::<u8>();
+    ///     let tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let d = wgmma::SmemDesc::k_major_sw128(tile);
+    ///     let _slices = [0, 32, 64, 96].map(|k| d.add_k_bytes(k));
+    ///     out.set(thread::index(), 4);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn add_k_bytes(self, bytes: usize) -> SmemDesc {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // The address field counts 16-byte units.
+            SmemDesc {
+                bits: self.bits.wrapping_add(bytes as u64 >> 4),
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            SmemDesc {
+                base: self.base,
+                k_bytes: self.k_bytes + bytes,
+            }
+        }
+    }
+
+    /// The simulator's view: the byte `(row, k)` of the tile (an FP8 element).
+    #[cfg(not(target_arch = "nvptx64"))]
+    fn byte(&self, row: usize, k: usize) -> u8 {
+        let byte = self.k_bytes + k;
+        let at = sw128_offset(row % 8, byte / 16) + (row / 8) * SW128_ATOM_BYTES + byte % 16;
+        // SAFETY: the caller of the `mma_*` function promised a live tile of these rows.
+        unsafe { self.base.add(at).read() }
+    }
+
     /// The simulator's view: the bf16 element `(row, k)` of the tile, as f32.
     #[cfg(not(target_arch = "nvptx64"))]
     fn element(&self, row: usize, k: usize, cvt: fn(u16) -> f32) -> f32 {
@@ -739,6 +784,132 @@ with_acc64!(wgmma_mma {
     fn mma_m64n128k16_f16, "f16", crate::mma::f16_to_f32, 64, "m64n128k16", 64, 65, 66,
 });
 
+/// One FP8 `wgmma.mma_async` function (`k` 32; FP8 operands take no transpose flags): as
+/// `wgmma_mma`, with `$cvt` decoding a byte for the simulator twin.
+macro_rules! wgmma_mma_fp8 {
+    (
+        $(#[$attr:meta])*
+        fn $name:ident, $ty:literal, $cvt:path, $regs:literal, $shape:literal,
+        $da:literal, $db:literal, $sc:literal, [$first:literal $($i:literal)*]
+    ) => {
+        $(#[$attr])*
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub unsafe fn $name(acc: &mut [f32; $regs], a: SmemDesc, b: SmemDesc) {
+            #[cfg(target_arch = "nvptx64")]
+            // SAFETY: the caller's promises (warpgroup convergence, descriptors into live
+            // shared memory that no one writes until the matching wait); registers otherwise.
+            unsafe {
+                with_accumulators!(
+                    acc,
+                    [$first $($i)*],
+                    "{{",
+                    ".reg .pred p;",
+                    concat!("setp.ne.b32 p, {", $sc, "}, 0;"),
+                    concat!(
+                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty,
+                        " {{{", $first, "}", $(", {", $i, "}",)* "}}, {", $da, "}, {", $db,
+                        "}, p, 1, 1;"
+                    ),
+                    "}}";
+                    in(reg64) a.bits,
+                    in(reg64) b.bits,
+                    in(reg32) 1u32,
+                    options(nostack),
+                );
+            }
+            #[cfg(not(target_arch = "nvptx64"))]
+            host::mma_fp8(acc, &a, &b, $cvt);
+        }
+    };
+}
+
+with_acc128!(wgmma_mma_fp8 {
+    /// `acc += A · Bᵀ` for a 64 × 32 FP8 e4m3 A and a 256 × 32 e4m3 B read from shared memory
+    /// through their descriptors, f32 accumulation
+    /// (`wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3`, accumulator layout in the
+    /// [module documentation](self)). The tiles are K-major with the 128-byte swizzle as for
+    /// bf16, a row holding 128 one-byte elements: the four 32-deep slices of a row are
+    /// [`SmemDesc::add_k_bytes`] `0`, `32`, `64`, `96`. Asynchronous: the result is there after
+    /// the [`commit_group`] and [`Accumulators::wait`] that cover this call.
+    ///
+    /// # Safety
+    /// Warpgroup-collective, between a [`fence`] and a [`commit_group`]; `a` and `b` describe
+    /// complete tiles (64 and 256 rows, [`fence_proxy_async`] and a barrier after they were
+    /// written by ordinary stores, or the TMA's `mbarrier` phase) that nothing writes until
+    /// the wait; `acc` is untouched until then.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+    /// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
+    ///
+    /// /// One warpgroup multiplies the e4m3 tiles someone staged in the block's dynamic shared
+    /// /// memory (64 rows of A, then 256 rows of B, 128 bytes each, 128-byte-swizzled, after
+    /// /// 1 KiB of alignment slack; here all zero), 128 deep, and keeps its accumulators.
+    /// #[kernel]
+    /// pub fn tile_e4m3(mut c: DisjointSlice<[f32; 128]>) {
+    ///     let smem = dynamic_shared::<u8>();
+    ///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 256) * 128 + 1024);
+    ///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let da = SmemDesc::k_major_sw128(a_tile);
+    ///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
+    ///     wgmma::fence_proxy_async();
+    ///     sync::sync_threads();
+    ///     let mut acc = <[f32; 128]>::zero();
+    ///     // SAFETY: the whole warpgroup runs this straight-line code together; the tiles are
+    ///     // complete and aligned, and nothing writes them.
+    ///     unsafe {
+    ///         wgmma::fence();
+    ///         for k in [0, 32, 64, 96] {
+    ///             wgmma::mma_m64n256k32_e4m3(&mut acc, da.add_k_bytes(k), db.add_k_bytes(k));
+    ///         }
+    ///         wgmma::commit_group();
+    ///         acc.wait::<0>();
+    ///     }
+    ///     c.set(thread::index(), acc);
+    /// }
+    /// ```
+    fn mma_m64n256k32_e4m3, "e4m3", crate::fp8::e4m3_to_f32, 128, "m64n256k32", 128, 129, 130,
+});
+
+with_acc64!(wgmma_mma_fp8 {
+    /// `acc += A · Bᵀ` for a 64 × 32 FP8 e4m3 A and a 128 × 32 e4m3 B
+    /// (`wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3`); as
+    /// [`mma_m64n256k32_e4m3`] with 128 columns.
+    ///
+    /// # Safety
+    /// As [`mma_m64n256k32_e4m3`], B with 128 rows.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
+    /// use gpukernel_device::{mma::SharedAddr, shared::dynamic_shared, sync, thread};
+    ///
+    /// /// One warpgroup multiplies staged e4m3 tiles (here all zero), 32 deep.
+    /// #[kernel]
+    /// pub fn tile_e4m3_n128(mut c: DisjointSlice<[f32; 64]>) {
+    ///     let smem = dynamic_shared::<u8>();
+    ///     assert!(thread::block_dim_x() == 128 && smem.len() >= (64 + 128) * 128 + 1024);
+    ///     let a_tile = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
+    ///     let da = SmemDesc::k_major_sw128(a_tile);
+    ///     let db = SmemDesc::k_major_sw128(a_tile.add_bytes(64 * 128));
+    ///     wgmma::fence_proxy_async();
+    ///     sync::sync_threads();
+    ///     let mut acc = <[f32; 64]>::zero();
+    ///     // SAFETY: the whole warpgroup runs this together; the tiles are complete, aligned.
+    ///     unsafe {
+    ///         wgmma::fence();
+    ///         wgmma::mma_m64n128k32_e4m3(&mut acc, da, db);
+    ///         wgmma::commit_group();
+    ///         acc.wait::<0>();
+    ///     }
+    ///     c.set(thread::index(), acc);
+    /// }
+    /// ```
+    fn mma_m64n128k32_e4m3, "e4m3", crate::fp8::e4m3_to_f32, 64, "m64n128k32", 64, 65, 66,
+});
+
 impl sealed::Sealed for [f32; 128] {}
 
 impl Accumulators for [f32; 128] {
@@ -833,6 +1004,31 @@ mod host {
                 ex.participants
             );
         })
+    }
+
+    /// The host twin of the FP8 `wgmma.mma_async.m64nNk32` (N = 2 · R): this thread's
+    /// accumulators, each the sum of 32 exact products added in `k` order in f32.
+    #[track_caller]
+    pub(super) fn mma_fp8<const R: usize>(
+        acc: &mut [f32; R],
+        a: &SmemDesc,
+        b: &SmemDesc,
+        cvt: fn(u8) -> f32,
+    ) {
+        converged("wgmma::mma");
+        let t = with_context("wgmma::mma", |cx| (cx.linear_thread() % 128) as usize);
+        let (w, l) = (t / 32, t % 32);
+        // Every code's value once (256 decodes instead of two per product).
+        let value: [f32; 256] = core::array::from_fn(|c| cvt(c as u8));
+        for (i, v) in acc.iter_mut().enumerate() {
+            let row = 16 * w + l / 4 + 8 * ((i / 2) % 2);
+            let col = 8 * (i / 4) + 2 * (l % 4) + i % 2;
+            let mut s = 0f32;
+            for k in 0..32 {
+                s += value[a.byte(row, k) as usize] * value[b.byte(col, k) as usize];
+            }
+            *v += s;
+        }
     }
 
     /// The host twin of `wgmma.mma_async.m64nNk16` (N = 2 · R): this thread's accumulators.

@@ -3,5 +3,9 @@
 fn main() {
     nvptx_builder::Builder::from_build_script()
         .arch("sm_90a")
+        // The warp-specialised GEMMs: three warpgroups, one block per multiprocessor (the
+        // register cap at entry that `setmaxnreg` needs).
+        .launch_bounds("gemm_bf16_tma", 384, 1)
+        .launch_bounds("gemm_e4m3_tma", 384, 1)
         .build_or_exit();
 }

@@ -257,7 +257,12 @@ impl Builder {
             ],
         )?;
 
-        let text = std::fs::read_to_string(&ptx).map_err(io_err(&ptx))?;
+        let mut text = std::fs::read_to_string(&ptx).map_err(io_err(&ptx))?;
+        if !self.launch_bounds.is_empty() {
+            text = crate::launch_bounds::apply(&text, &self.launch_bounds)
+                .map_err(Error::LaunchBounds)?;
+            std::fs::write(&ptx, &text).map_err(io_err(&ptx))?;
+        }
         let foreign = foreign::declarations_in_ptx(&text);
         check_entry_names(&text, &foreign)?;
 

@@ -224,6 +224,9 @@ pub enum Error {
         /// The directories searched.
         searched: Vec<PathBuf>,
     },
+    /// [`Builder::launch_bounds`](crate::Builder::launch_bounds) names no kernel of the PTX,
+    /// or one twice.
+    LaunchBounds(String),
 }
 
 /// A declared foreign function without a definition on the host.
@@ -497,6 +500,11 @@ impl fmt::Display for Error {
                     .map(|p| p.join("bin").display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
+            ),
+            Error::LaunchBounds(problem) => write!(
+                f,
+                "{problem}\n\
+                 hint: name each kernel once, by its function name, in build.rs's `Builder::launch_bounds`"
             ),
         }
     }

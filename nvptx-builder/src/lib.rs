@@ -55,6 +55,7 @@ pub mod foreign;
 pub mod host_cc;
 mod host_symbols;
 pub mod kernel_names;
+mod launch_bounds;
 pub mod libdevice;
 pub mod lto;
 mod preprocessed;
@@ -150,6 +151,7 @@ pub struct Builder {
     include_dirs: Vec<PathBuf>,
     sass_archs: Option<Vec<String>>,
     embed_sass: bool,
+    launch_bounds: Vec<launch_bounds::LaunchBounds>,
 }
 
 impl Builder {
@@ -187,6 +189,7 @@ impl Builder {
             include_dirs: Vec::new(),
             sass_archs: None,
             embed_sass: true,
+            launch_bounds: Vec::new(),
         }
     }
 
@@ -315,6 +318,34 @@ impl Builder {
         };
         sass::check_sass_archs(build_arch, &archs)?;
         Ok((archs, named))
+    }
+
+    /// Launch bounds for the kernel `kernel`, as CUDA C's `__launch_bounds__(max_threads,
+    /// min_blocks)`: the PTX directives `.maxntid max_threads, 1, 1` and `.minnctapersm
+    /// min_blocks` in its entry. ptxas then caps its registers at what `min_blocks` blocks of
+    /// `max_threads` threads leave each thread (168 for 384 threads and 1 block), which
+    /// `setmaxnreg` needs to take effect, and a launch with more threads per block fails. The
+    /// build fails naming the kernel when the PTX has no entry of that name.
+    ///
+    /// ```no_run
+    /// // build.rs of a kernels crate: three warpgroups, one block per multiprocessor
+    /// nvptx_builder::Builder::from_build_script()
+    ///     .arch("sm_90a")
+    ///     .launch_bounds("gemm_bf16_tma", 384, 1)
+    ///     .build_or_exit();
+    /// ```
+    pub fn launch_bounds(
+        mut self,
+        kernel: impl Into<String>,
+        max_threads: u32,
+        min_blocks: u32,
+    ) -> Self {
+        self.launch_bounds.push(launch_bounds::LaunchBounds {
+            kernel: kernel.into(),
+            max_threads,
+            min_blocks,
+        });
+        self
     }
 
     /// Whether to check the PTX with `ptxas` when ptxas can be found (default `true`).

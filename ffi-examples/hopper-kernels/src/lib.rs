@@ -20,12 +20,19 @@ use gpukernel_device::{sync, thread, unroll};
 
 pub mod adv;
 mod cluster;
+mod fp8;
+mod gemm_tma;
 mod grid;
 pub mod misuse;
 mod tma;
 
 pub use cluster::{
     BINS_PER_BLOCK, HIST_BLOCK, cluster_registers, histogram_cluster, histogram_global,
+};
+pub use fp8::{FP8_TILE_SHARED_BYTES, fp8_conversions, wgmma_tile_e4m3};
+pub use gemm_tma::{
+    TMA_BM, TMA_BN, TMA_ROW_BYTES, TMA_SHARED_BYTES, TMA_STAGES, TMA_THREADS, gemm_bf16_tma,
+    gemm_e4m3_tma, tma_box_a, tma_box_b,
 };
 pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
 pub use tma::{TILE, Tile, mbarrier_ring, tma_copy_tiles, tma_swizzle_probe};

@@ -23,10 +23,10 @@ enum Variant {
 }
 
 /// A cuBLAS handle bound to the bench's stream; destroyed on drop.
-struct Cublas(cb::cublasHandle_t);
+pub(crate) struct Cublas(pub(crate) cb::cublasHandle_t);
 
 impl Cublas {
-    fn new(stream: &Stream) -> Result<Option<Cublas>, BoxError> {
+    pub(crate) fn new(stream: &Stream) -> Result<Option<Cublas>, BoxError> {
         // SAFETY: probing the library has no preconditions.
         if !unsafe { cb::is_culib_present() } {
             println!("# cuBLAS not found (libcublas.so): reference rows skipped");
@@ -49,7 +49,7 @@ impl Drop for Cublas {
 }
 
 /// Sampled output positions of an `m × n` result.
-fn samples(m: usize, n: usize) -> Vec<(usize, usize)> {
+pub(crate) fn samples(m: usize, n: usize) -> Vec<(usize, usize)> {
     (0..256u64)
         .map(|i| {
             (
@@ -60,7 +60,7 @@ fn samples(m: usize, n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-fn sampled(c: &[f32], n: usize, at: &[(usize, usize)]) -> Vec<f32> {
+pub(crate) fn sampled(c: &[f32], n: usize, at: &[(usize, usize)]) -> Vec<f32> {
     at.iter().map(|&(i, j)| c[i * n + j]).collect()
 }
 

@@ -14,6 +14,7 @@
 //! cannot be used; never asserts on time.
 
 mod gemm;
+mod gemm_hopper;
 mod math_rows;
 mod rows;
 
@@ -258,7 +259,7 @@ fn run() -> Result<bool, BoxError> {
     // `GPUKERNEL_SUITE_ROWS=sum,bf16` runs only the named rows (e.g. under a profiler).
     let only = std::env::var("GPUKERNEL_SUITE_ROWS").ok();
     type RowFn = fn(&mut Bench) -> Result<(), BoxError>;
-    let all: [(&str, RowFn); 9] = [
+    let all: [(&str, RowFn); 11] = [
         ("saxpy", rows::saxpy),
         ("sum", rows::sum),
         ("histogram", rows::histogram),
@@ -268,6 +269,8 @@ fn run() -> Result<bool, BoxError> {
         ("nbody", math_rows::nbody),
         ("sgemm", gemm::sgemm),
         ("bf16", gemm::gemm_bf16),
+        ("tma", gemm_hopper::gemm_tma_bf16),
+        ("fp8", gemm_hopper::gemm_fp8),
     ];
     for (name, row) in all {
         if only
