@@ -5,7 +5,8 @@
 //! (`bench_attention`) times it against PyTorch.
 
 use ffi_examples_attention_kernels::{
-    PTX, THREADS, attention_fwd_d64, attention_fwd_d128, grid, reference_row, shared_bytes,
+    PTX, THREADS, WG_SHARED_BYTES, WG_THREADS, attention_fwd_d64, attention_fwd_d128,
+    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_runtime::{Context, LaunchConfig, Module};
@@ -23,12 +24,14 @@ fn attention_module(name: &str, ctx: &Context) -> Option<Module> {
     )
 }
 
-/// One problem: `heads` heads (batch × heads) of `seq` rows of `d` values.
+/// One problem: `heads` heads (batch × heads) of `seq` rows of `d` values, and the kernel.
 struct Case {
     heads: usize,
     seq: usize,
     d: usize,
     causal: bool,
+    /// `attention_fwd_d128_wgmma` instead of the `mma.sync` kernel of head dimension `d`.
+    wgmma: bool,
 }
 
 /// Runs `case` on `ctx` and returns `o` as f32, with `extra` sentinel elements after it
@@ -39,6 +42,7 @@ fn run(md: &Module, ctx: &Context, case: &Case, q: &[u16], k: &[u16], v: &[u16])
         seq,
         d,
         causal,
+        wgmma,
     } = *case;
     let total = heads * seq * d;
     const EXTRA: usize = 64;
@@ -54,22 +58,32 @@ fn run(md: &Module, ctx: &Context, case: &Case, q: &[u16], k: &[u16], v: &[u16])
     let cfg = LaunchConfig::new(grid(heads as u32, seq as u32), THREADS)
         .with_shared_mem_bytes(shared_bytes(d as u32));
     let args = (&dq, &dk, &dv, seq as u32, scale, causal as u32, &mut o);
-    match d {
-        64 => {
-            let kernel = md.kernel(attention_fwd_d64).unwrap();
-            kernel
-                .set_max_dynamic_shared_bytes(shared_bytes(64))
-                .unwrap();
-            s.launch(&kernel, cfg, args).unwrap();
+    if wgmma {
+        let kernel = md.kernel(attention_fwd_d128_wgmma).unwrap();
+        kernel
+            .set_max_dynamic_shared_bytes(WG_SHARED_BYTES)
+            .unwrap();
+        let cfg = LaunchConfig::new(wg_grid(heads as u32, seq as u32), WG_THREADS)
+            .with_shared_mem_bytes(WG_SHARED_BYTES);
+        s.launch(&kernel, cfg, args).unwrap();
+    } else {
+        match d {
+            64 => {
+                let kernel = md.kernel(attention_fwd_d64).unwrap();
+                kernel
+                    .set_max_dynamic_shared_bytes(shared_bytes(64))
+                    .unwrap();
+                s.launch(&kernel, cfg, args).unwrap();
+            }
+            128 => {
+                let kernel = md.kernel(attention_fwd_d128).unwrap();
+                kernel
+                    .set_max_dynamic_shared_bytes(shared_bytes(128))
+                    .unwrap();
+                s.launch(&kernel, cfg, args).unwrap();
+            }
+            _ => unreachable!("head dimensions 64 and 128 only"),
         }
-        128 => {
-            let kernel = md.kernel(attention_fwd_d128).unwrap();
-            kernel
-                .set_max_dynamic_shared_bytes(shared_bytes(128))
-                .unwrap();
-            s.launch(&kernel, cfg, args).unwrap();
-        }
-        _ => unreachable!("head dimensions 64 and 128 only"),
     }
     let got = o.to_host_vec().unwrap();
     assert!(
@@ -109,6 +123,7 @@ fn check(
         seq,
         d,
         causal,
+        ..
     } = *case;
     let scale = 1.0 / (d as f64).sqrt();
     let mut want = vec![0.0f64; d];
@@ -139,14 +154,24 @@ fn attention_matches_the_host_on_small_problems() {
     let mut rng = Rng::from_env("attention");
     // 190 rows: two query blocks (the second partial), three key tiles (the last partial);
     // 37 rows: one partial block and tile.
-    let cases = [(64, 190), (64, 37), (128, 190), (128, 37)];
-    for (d, seq) in cases {
+    // The wgmma kernel (128-key tiles): 300 rows, three query blocks and tiles, the last
+    // partial; 37 rows.
+    let cases = [
+        (64, 190, false),
+        (64, 37, false),
+        (128, 190, false),
+        (128, 37, false),
+        (128, 300, true),
+        (128, 37, true),
+    ];
+    for (d, seq, wgmma) in cases {
         for causal in [false, true] {
             let case = Case {
                 heads: 2,
                 seq,
                 d,
                 causal,
+                wgmma,
             };
             let (q, k, v) = inputs(&mut rng, case.heads * seq * d);
             for (name, ctx) in devices() {
@@ -155,7 +180,7 @@ fn attention_matches_the_host_on_small_problems() {
                 };
                 let got = run(&md, &ctx, &case, &q, &k, &v);
                 check(
-                    &format!("attention d={d} seq={seq} causal={causal} on {name}"),
+                    &format!("attention d={d} seq={seq} causal={causal} wgmma={wgmma} on {name}"),
                     &case,
                     &q,
                     &k,
@@ -175,13 +200,14 @@ fn attention_matches_the_host_on_small_problems() {
 fn attention_matches_the_host_at_realistic_sizes_on_the_gpu() {
     let mut rng = Rng::from_env("attention_gpu");
     let (heads, seq) = (16, 2000);
-    for d in [64, 128] {
+    for (d, wgmma) in [(64, false), (128, false), (128, true)] {
         for causal in [false, true] {
             let case = Case {
                 heads,
                 seq,
                 d,
                 causal,
+                wgmma,
             };
             let (q, k, v) = inputs(&mut rng, heads * seq * d);
             for (name, ctx) in devices() {
@@ -194,7 +220,7 @@ fn attention_matches_the_host_at_realistic_sizes_on_the_gpu() {
                 let got = run(&md, &ctx, &case, &q, &k, &v);
                 assert!(got.iter().all(|x| x.is_finite()), "non-finite output");
                 check(
-                    &format!("attention d={d} seq={seq} causal={causal} on {name}"),
+                    &format!("attention d={d} seq={seq} causal={causal} wgmma={wgmma} on {name}"),
                     &case,
                     &q,
                     &k,

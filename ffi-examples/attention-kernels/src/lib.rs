@@ -21,6 +21,11 @@ use gpukernel_device::shared::dynamic_shared;
 use gpukernel_device::warp::{FULL_MASK, shfl_xor_sync};
 use gpukernel_device::{math, sync, thread, unroll};
 
+mod hopper;
+pub use hopper::{
+    WG_BLOCK_KV, WG_BLOCK_Q, WG_SHARED_BYTES, WG_THREADS, attention_fwd_d128_wgmma, wg_grid,
+};
+
 /// The PTX of every kernel in this crate, for `sm_90a`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

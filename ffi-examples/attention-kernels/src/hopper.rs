@@ -1,0 +1,271 @@
+//! Attention forward on Hopper's warpgroup MMA (`wgmma`, sm_90a), head dimension 128.
+//!
+//! Two warpgroups of 64 query rows each; per 128-key tile, `S = Q Kᵀ` is one batch of
+//! `wgmma.m64n128k16` with both operands in shared memory (K-major, 128-byte swizzle), the
+//! online softmax runs on the accumulators in registers, and `O += P V` is one batch of
+//! `wgmma.m64n128k16` with `P` (rounded to bf16) straight from those registers as the A operand
+//! and `V` read transposed (N-major) from the tile as it was copied
+//! ([`gpukernel_device::wgmma_rs`]). `K` and `V` tiles come through a two-stage `cp.async`
+//! pipeline.
+
+use gpukernel_device::mma::{
+    SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, pack_bf16x2,
+};
+use gpukernel_device::prelude::*;
+use gpukernel_device::shared::dynamic_shared;
+use gpukernel_device::warp::{FULL_MASK, shfl_xor_sync};
+use gpukernel_device::wgmma::{self, Accumulators, SmemDesc, sw128_offset};
+use gpukernel_device::wgmma_rs::{NMajorDesc, mma_m64n128k16_bf16_rs_tb, wait_keeping};
+use gpukernel_device::{math, sync, thread, unroll};
+
+/// Query rows per block of [`attention_fwd_d128_wgmma`]: two warpgroups of 64.
+pub const WG_BLOCK_Q: u32 = 128;
+/// Keys per tile.
+pub const WG_BLOCK_KV: u32 = 128;
+/// Threads per block.
+pub const WG_THREADS: u32 = 256;
+const D: usize = 128;
+/// Bytes of a 128-row tile of 128 values: two 64-column panels of 128 rows × 128 bytes.
+const TILE: usize = 128 * D * 2;
+const PANEL: usize = TILE / 2;
+/// Dynamic shared memory of a launch: the Q tile, two stages of a K and a V tile, and
+/// 1024 bytes of alignment slack (above 48 KiB: `Function::set_max_dynamic_shared_bytes`).
+pub const WG_SHARED_BYTES: u32 = (5 * TILE + 1024) as u32;
+
+/// The grid of a launch of [`attention_fwd_d128_wgmma`]: one block per 128 queries of each
+/// of `batch_heads` heads, head by head.
+pub const fn wg_grid(batch_heads: u32, seq: u32) -> u32 {
+    seq.div_ceil(WG_BLOCK_Q) * batch_heads
+}
+
+/// [`crate::attention_fwd_d128`] on `wgmma`: the same parameters and results; launch with
+/// [`wg_grid`], [`WG_THREADS`] threads and [`WG_SHARED_BYTES`] of dynamic shared memory
+/// (anything else traps).
+#[kernel]
+pub fn attention_fwd_d128_wgmma(
+    q: &[u16],
+    k: &[u16],
+    v: &[u16],
+    seq: u32,
+    scale: f32,
+    causal: u32,
+    o: DisjointSlice<u16>,
+) {
+    const BQ: usize = WG_BLOCK_Q as usize;
+    const BN: usize = WG_BLOCK_KV as usize;
+    let s = seq as usize;
+    let smem = dynamic_shared::<u8>();
+    let blocks_q = s.div_ceil(BQ);
+    let heads = thread::grid_dim_x() as usize / blocks_q.max(1);
+    let total = heads * s * D;
+    assert!(
+        thread::block_dim_x() == WG_THREADS
+            && smem.len() >= WG_SHARED_BYTES as usize
+            && s > 0
+            && thread::grid_dim_x() as usize == heads * blocks_q
+            && q.len() >= total
+            && k.len() >= total
+            && v.len() >= total
+            && o.len() >= total
+            && scale > 0.0
+    );
+    let causal = causal != 0;
+    let bx = thread::block_idx_x() as usize;
+    let (hd, qi) = (bx / blocks_q, bx % blocks_q);
+    let qb = if causal { blocks_q - 1 - qi } else { qi };
+    let q0 = qb * BQ;
+    let head = hd * s * D;
+    let tid = thread::thread_idx_x() as usize;
+    let (wg, w, l) = (tid / 128, tid / 32, tid % 32);
+    let (g, t) = (l / 4, l % 4);
+
+    let raw = smem.as_mut_ptr();
+    let base = SharedAddr::of(raw).align_up(wgmma::SW128_ATOM_BYTES);
+    let pad = SharedAddr::of(raw).bytes_to(base);
+    // Q at 0, stage i's K at (1 + 2 i) tiles, its V after it.
+    let q_tile = base;
+    let k_tile = |i: usize| base.add_bytes((1 + 2 * i) * TILE);
+    let v_tile = |i: usize| base.add_bytes((2 + 2 * i) * TILE);
+
+    // Rows row0 .. row0 + 128 of one head of `src` into the tile at byte `dst` of `base`:
+    // 16-byte chunk c of row r goes to panel c / 8 at the swizzled place of chunk c % 8;
+    // rows past the sequence are zero.
+    let load = |dst: usize, src: &[u16], row0: usize| {
+        let mut i = tid;
+        while i < 128 * 16 {
+            let (r, c) = (i / 16, i % 16);
+            let at = dst + (c / 8) * PANEL + sw128_offset(r, c % 8);
+            if row0 + r < s {
+                // SAFETY: row row0 + r < seq of this head: its chunk c is inside `src`
+                // (lengths checked above), 16-byte aligned; the destination is inside the
+                // tile, which nothing reads or writes until the wait and barrier that follow.
+                unsafe {
+                    cp_async_16_at(
+                        base.add_bytes(at),
+                        src.as_ptr()
+                            .wrapping_add(head + (row0 + r) * D + c * 8)
+                            .cast(),
+                    )
+                };
+            } else {
+                // SAFETY: as above for the destination, this thread's alone; `raw + pad`
+                // is the generic address of `base`.
+                unsafe { raw.add(pad + at).cast::<[u32; 4]>().write([0; 4]) };
+            }
+            i += WG_THREADS as usize;
+        }
+    };
+
+    load(0, q, q0);
+    load(TILE, k, 0);
+    load(2 * TILE, v, 0);
+    cp_async_commit();
+
+    let tiles = if causal {
+        (q0 + BQ).min(s).div_ceil(BN)
+    } else {
+        s.div_ceil(BN)
+    };
+    let scale_log2 = scale * core::f32::consts::LOG2_E;
+    let row0 = q0 + 16 * w + g; // this thread's first row; the second is row0 + 8
+    let mut acc = <[f32; 64]>::zero();
+    let mut m = [f32::NEG_INFINITY; 2];
+    let mut lsum = [0f32; 2];
+    for n in 0..tiles {
+        cp_async_wait::<0>();
+        wgmma::fence_proxy_async();
+        // SAFETY: every thread of the block runs this loop the same number of times and
+        // reaches this barrier together. After it tile n (and Q) is complete and visible to
+        // the async proxy, and both warpgroups are done with tile n - 1 (each waited for all
+        // its batches), so its stage may be refilled.
+        unsafe { sync::sync_threads_aligned() };
+        if n + 1 < tiles {
+            let st = (n + 1) % 2;
+            load((1 + 2 * st) * TILE, k, (n + 1) * BN);
+            load((2 + 2 * st) * TILE, v, (n + 1) * BN);
+        }
+        cp_async_commit();
+        let key0 = n * BN;
+        // Causal: a tile whose first key is after this warpgroup's last row adds nothing.
+        if causal && key0 > q0 + 64 * wg + 63 {
+            continue;
+        }
+        let (kt, vt) = (k_tile(n % 2), v_tile(n % 2));
+
+        // S = Q Kᵀ (64 × 128 per warpgroup).
+        let mut sc = <[f32; 64]>::zero();
+        let qa = q_tile.add_bytes(wg * 64 * 128);
+        // SAFETY: the warpgroup runs this together (warpgroup-uniform branch above); Q and
+        // the K tile are complete (wait, proxy fence, barrier), 1024-byte aligned, and not
+        // rewritten before the next barrier; `sc` is only touched by the wgmma calls and the
+        // wait.
+        unsafe {
+            wgmma::fence();
+            unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let p = (kk / 4) * PANEL;
+                let kd = 16 * (kk % 4);
+                wgmma::mma_m64n128k16_bf16(
+                    &mut sc,
+                    SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
+                    SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
+                );
+            });
+            wgmma::commit_group();
+            sc.wait::<0>();
+        }
+
+        // Keys past the sequence, and after the query when causal, get no weight.
+        if key0 + BN > s || (causal && key0 + BN > q0 + 16 * w + 1) {
+            unroll!(i in [
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+                32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+                48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63
+            ] {
+                let key = key0 + 8 * (i / 4) + 2 * t + (i % 2);
+                let row = row0 + 8 * ((i / 2) % 2);
+                if key >= s || (causal && key > row) {
+                    sc[i] = f32::NEG_INFINITY;
+                }
+            });
+        }
+
+        // Online softmax in base 2 (row g: elements 4j, 4j + 1; row g + 8: 4j + 2, 4j + 3;
+        // each row spread over the 4 threads of a group).
+        let mut tmax = [f32::NEG_INFINITY; 2];
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            tmax[0] = tmax[0].max(sc[4 * j]).max(sc[4 * j + 1]);
+            tmax[1] = tmax[1].max(sc[4 * j + 2]).max(sc[4 * j + 3]);
+        });
+        let mut shift = [0f32; 2];
+        let mut alpha = [0f32; 2];
+        unroll!(h in [0, 1] {
+            let x = tmax[h].max(shfl_xor_sync(FULL_MASK, tmax[h], 1));
+            let x = x.max(shfl_xor_sync(FULL_MASK, x, 2));
+            let m_new = m[h].max(x * scale_log2);
+            shift[h] = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
+            alpha[h] = math::exp2f(m[h] - shift[h]);
+            m[h] = m_new;
+            lsum[h] *= alpha[h];
+        });
+        let mut pf = [[0u32; 4]; 8];
+        unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
+            let mut p = [0f32; 8];
+            unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
+                let x = math::exp2f(math::fmaf(sc[8 * kc + e], scale_log2, -shift[(e / 2) % 2]));
+                lsum[(e / 2) % 2] += x;
+                p[e] = x;
+            });
+            pf[kc] = [
+                pack_bf16x2(p[0], p[1]),
+                pack_bf16x2(p[2], p[3]),
+                pack_bf16x2(p[4], p[5]),
+                pack_bf16x2(p[6], p[7]),
+            ];
+        });
+        unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+            acc[4 * j] *= alpha[0];
+            acc[4 * j + 1] *= alpha[0];
+            acc[4 * j + 2] *= alpha[1];
+            acc[4 * j + 3] *= alpha[1];
+        });
+
+        // O += P V: keys 16 kc .. 16 kc + 16 per step.
+        let vd = NMajorDesc::sw128(vt, PANEL);
+        // SAFETY: as for S: the warpgroup together, the V tile complete, aligned and not
+        // rewritten before the next barrier; the fence orders the rescaled accumulators and
+        // the new A registers before the batch, and `wait_keeping` keeps both until it is
+        // done.
+        unsafe {
+            wgmma::fence();
+            unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
+                mma_m64n128k16_bf16_rs_tb(&mut acc, pf[kc], vd.add_k(16 * kc));
+            });
+            wgmma::commit_group();
+            wait_keeping::<0>(&mut acc, &pf);
+        }
+    }
+    cp_async_wait::<0>();
+
+    // Normalise by the row sums and store.
+    let mut inv = [0f32; 2];
+    unroll!(h in [0, 1] {
+        let x = lsum[h] + shfl_xor_sync(FULL_MASK, lsum[h], 1);
+        let x = x + shfl_xor_sync(FULL_MASK, x, 2);
+        inv[h] = 1.0 / x;
+    });
+    let out = o.as_mut_ptr();
+    unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
+        unroll!(h in [0, 1] {
+            let row = row0 + 8 * h;
+            if row < s {
+                let col = 8 * j + 2 * t;
+                let bits = pack_bf16x2(acc[4 * j + 2 * h] * inv[h], acc[4 * j + 2 * h + 1] * inv[h]);
+                // SAFETY: row < seq, col + 2 <= D: inside this head of `o`; 4-byte aligned.
+                // The pair is this thread's alone (accumulator layout: disjoint elements per
+                // thread of a warpgroup's 64 rows; warpgroups and blocks disjoint rows).
+                unsafe { out.add(head + row * D + col).cast::<u32>().write(bits) };
+            }
+        });
+    });
+}
