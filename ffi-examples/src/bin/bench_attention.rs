@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use ffi_examples_attention_kernels::{
-    FATBIN, THREADS, attention_fwd_d64, attention_fwd_d128, grid, reference_row, shared_bytes,
+    FATBIN, THREADS, WG_SHARED_BYTES, WG_THREADS, attention_fwd_d64, attention_fwd_d128,
+    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_runtime::{Context, Device, DeviceBuffer, LaunchConfig, Module};
@@ -83,19 +84,28 @@ fn main() -> ExitCode {
     }
 }
 
-/// Launches the kernel for `shape` once on the context's default stream.
+/// Launches the kernel for `shape` once on the context's default stream: the `wgmma` one
+/// (head dimension 128) when `wgmma`, else the `mma.sync` one.
 fn launch(
     md: &Module,
     ctx: &Context,
     shape: &Shape,
+    wgmma: bool,
     (q, k, v): (&DeviceBuffer<u16>, &DeviceBuffer<u16>, &DeviceBuffer<u16>),
     o: &mut DeviceBuffer<u16>,
 ) -> Result<(), BoxError> {
     let s = ctx.default_stream();
-    let cfg = LaunchConfig::new(grid((shape.b * shape.h) as u32, shape.s as u32), THREADS)
-        .with_shared_mem_bytes(shared_bytes(shape.d as u32));
+    let heads = (shape.b * shape.h) as u32;
     let scale = 1.0 / (shape.d as f32).sqrt();
     let args = (q, k, v, shape.s as u32, scale, shape.causal as u32, o);
+    if wgmma {
+        let cfg = LaunchConfig::new(wg_grid(heads, shape.s as u32), WG_THREADS)
+            .with_shared_mem_bytes(WG_SHARED_BYTES);
+        s.launch(&md.kernel(attention_fwd_d128_wgmma)?, cfg, args)?;
+        return Ok(());
+    }
+    let cfg = LaunchConfig::new(grid(heads, shape.s as u32), THREADS)
+        .with_shared_mem_bytes(shared_bytes(shape.d as u32));
     match shape.d {
         64 => s.launch(&md.kernel(attention_fwd_d64)?, cfg, args)?,
         _ => s.launch(&md.kernel(attention_fwd_d128)?, cfg, args)?,
@@ -126,6 +136,8 @@ fn run() -> Result<bool, BoxError> {
         .set_max_dynamic_shared_bytes(shared_bytes(64))?;
     md.kernel(attention_fwd_d128)?
         .set_max_dynamic_shared_bytes(shared_bytes(128))?;
+    md.kernel(attention_fwd_d128_wgmma)?
+        .set_max_dynamic_shared_bytes(WG_SHARED_BYTES)?;
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
     let stream = ctx.default_stream();
     let out_dir = std::env::temp_dir().join(format!("gpukernel-attention-{}", std::process::id()));
@@ -133,17 +145,21 @@ fn run() -> Result<bool, BoxError> {
     let mut ok = true;
     let mut results = String::new();
     println!(
-        "{:<28} {:>9} {:>9} {:>10}",
-        "shape", "ms", "TFLOP/s", "max err"
+        "{:<28} {:<6} {:>9} {:>9} {:>10}",
+        "shape", "kernel", "ms", "TFLOP/s", "max err"
     );
     for (b, h, s, d) in [(4, 16, 4096, 128), (8, 16, 2048, 64)] {
         let n = b * h * s * d;
         let (q, k, v) = (values(1, n, 4.0), values(2, n, 1.0), values(3, n, 1.0));
         let (dq, dk, dv) = (ctx.htod_copy(&q)?, ctx.htod_copy(&k)?, ctx.htod_copy(&v)?);
-        for causal in [false, true] {
+        for (causal, wgmma) in [(false, false), (true, false), (false, true), (true, true)] {
+            if wgmma && d != 128 {
+                continue;
+            }
+            let kernel = if wgmma { "wgmma" } else { "mma" };
             let shape = Shape { b, h, s, d, causal };
             let mut o = ctx.alloc_zeros::<u16>(n)?;
-            launch(&md, &ctx, &shape, (&dq, &dk, &dv), &mut o)?;
+            launch(&md, &ctx, &shape, wgmma, (&dq, &dk, &dv), &mut o)?;
             stream.synchronize()?;
             let got = o.to_host_vec()?;
             // Sampled rows (head, row), the last row of the last head among them.
@@ -167,36 +183,42 @@ fn run() -> Result<bool, BoxError> {
             }
             if worst.is_nan() || worst > 1e-2 {
                 eprintln!(
-                    "WRONG: {}: largest error {worst:.3e} on sampled rows",
+                    "WRONG: {} ({kernel}): largest error {worst:.3e} on sampled rows",
                     shape.tag()
                 );
                 ok = false;
             }
             let mut times = Vec::with_capacity(TRIALS);
             for _ in 0..WARMUP {
-                launch(&md, &ctx, &shape, (&dq, &dk, &dv), &mut o)?;
+                launch(&md, &ctx, &shape, wgmma, (&dq, &dk, &dv), &mut o)?;
             }
             stream.synchronize()?;
             for _ in 0..TRIALS {
                 start.record(&stream)?;
-                launch(&md, &ctx, &shape, (&dq, &dk, &dv), &mut o)?;
+                launch(&md, &ctx, &shape, wgmma, (&dq, &dk, &dv), &mut o)?;
                 end.record(&stream)?;
                 times.push(start.elapsed_ms(&end)? as f64);
             }
             times.sort_by(|a, b| a.total_cmp(b));
             let ms = times[TRIALS / 2];
             let tflops = shape.flops() / (ms * 1e-3) / 1e12;
-            println!("{:<28} {ms:>9.3} {tflops:>9.1} {worst:>10.2e}", shape.tag());
-            results.push_str(&format!("{} {ms} {tflops}\n", shape.tag()));
+            println!(
+                "{:<28} {kernel:<6} {ms:>9.3} {tflops:>9.1} {worst:>10.2e}",
+                shape.tag()
+            );
+            results.push_str(&format!("{} {kernel} {ms} {tflops}\n", shape.tag()));
             // The first batch element for PyTorch's check.
             let first = h * s * d;
             let tag = shape.tag();
-            if !causal {
+            if !causal && !wgmma {
                 write_u16(&out_dir.join(format!("{tag}.q.bin")), &q[..first])?;
                 write_u16(&out_dir.join(format!("{tag}.k.bin")), &k[..first])?;
                 write_u16(&out_dir.join(format!("{tag}.v.bin")), &v[..first])?;
             }
-            write_u16(&out_dir.join(format!("{tag}.o.bin")), &got[..first])?;
+            write_u16(
+                &out_dir.join(format!("{tag}.{kernel}.o.bin")),
+                &got[..first],
+            )?;
         }
     }
     std::fs::write(out_dir.join("rust_results.txt"), results)?;
