@@ -22,7 +22,8 @@
 //! # Safety
 //! As [`crate::wgmma`]: warpgroup-collective, the accumulators untouched between the `mma`
 //! and the wait that covers it; and here the A registers too, which the tensor cores read
-//! asynchronously: [`wait_keeping`] names them so the compiler cannot reuse them earlier.
+//! asynchronously: [`RsAccumulators::wait_keeping`] names them so the compiler cannot reuse
+//! them earlier.
 //!
 //! # Simulator
 //! The twin computes the calling thread's accumulators at once: the warp's A rows through the
@@ -52,6 +53,25 @@ macro_rules! acc64_asm {
             inout(reg32) $acc[52], inout(reg32) $acc[53], inout(reg32) $acc[54], inout(reg32) $acc[55],
             inout(reg32) $acc[56], inout(reg32) $acc[57], inout(reg32) $acc[58], inout(reg32) $acc[59],
             inout(reg32) $acc[60], inout(reg32) $acc[61], inout(reg32) $acc[62], inout(reg32) $acc[63],
+            $($rest)*
+        )
+    };
+}
+
+/// `core::arch::asm!` with `acc[0..32]` as its first 32 operands (`inout(reg32)`).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! acc32_asm {
+    ($acc:ident, $($t:expr),+; $($rest:tt)*) => {
+        core::arch::asm!(
+            $($t),+,
+            inout(reg32) $acc[0], inout(reg32) $acc[1], inout(reg32) $acc[2], inout(reg32) $acc[3],
+            inout(reg32) $acc[4], inout(reg32) $acc[5], inout(reg32) $acc[6], inout(reg32) $acc[7],
+            inout(reg32) $acc[8], inout(reg32) $acc[9], inout(reg32) $acc[10], inout(reg32) $acc[11],
+            inout(reg32) $acc[12], inout(reg32) $acc[13], inout(reg32) $acc[14], inout(reg32) $acc[15],
+            inout(reg32) $acc[16], inout(reg32) $acc[17], inout(reg32) $acc[18], inout(reg32) $acc[19],
+            inout(reg32) $acc[20], inout(reg32) $acc[21], inout(reg32) $acc[22], inout(reg32) $acc[23],
+            inout(reg32) $acc[24], inout(reg32) $acc[25], inout(reg32) $acc[26], inout(reg32) $acc[27],
+            inout(reg32) $acc[28], inout(reg32) $acc[29], inout(reg32) $acc[30], inout(reg32) $acc[31],
             $($rest)*
         )
     };
@@ -151,7 +171,7 @@ impl NMajorDesc {
 /// # Safety
 /// Warpgroup-collective; a [`crate::wgmma::fence`] since the accumulators or `a` were last
 /// written by other instructions; the tile live and unwritten, `acc` and `a` untouched, until
-/// the [`wait_keeping`] that covers this call (module documentation).
+/// the [`RsAccumulators::wait_keeping`] that covers this call (module documentation).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn mma_m64n128k16_bf16_rs_tb(acc: &mut [f32; 64], a: [u32; 4], b: NMajorDesc) {
@@ -178,38 +198,115 @@ pub unsafe fn mma_m64n128k16_bf16_rs_tb(acc: &mut [f32; 64], a: [u32; 4], b: NMa
     host::mma_rs(acc, a, &b);
 }
 
-/// `wgmma.wait_group.sync.aligned N` for [`mma_m64n128k16_bf16_rs_tb`] batches: like
-/// [`crate::wgmma::Accumulators::wait`], and also naming the A registers of the batches
-/// (`a`), so that the compiler keeps them intact until the tensor cores have read them.
+/// `acc += A · B` on `wgmma.mma_async.m64n64k16.f32.bf16.bf16`: [`mma_m64n128k16_bf16_rs_tb`]
+/// for a 64-column B (one panel).
 ///
 /// # Safety
-/// Warpgroup-collective.
+/// As [`mma_m64n128k16_bf16_rs_tb`].
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn wait_keeping<const N: u32>(acc: &mut [f32; 64], a: &[[u32; 4]; 8]) {
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let _ = (&acc, a);
-        host::converged("wgmma_rs wait");
-    }
+pub unsafe fn mma_m64n64k16_bf16_rs_tb(acc: &mut [f32; 32], a: [u32; 4], b: NMajorDesc) {
     #[cfg(target_arch = "nvptx64")]
-    // SAFETY: the caller's convergence promise; the operands are only named in a comment.
+    // SAFETY: the caller's promises (warpgroup convergence, a live tile, registers kept).
     unsafe {
-        acc64_asm!(
+        acc32_asm!(
             acc,
-            "wgmma.wait_group.sync.aligned {n};",
-            "// accumulators {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}",
-            "// a {64} {65} {66} {67} {68} {69} {70} {71} {72} {73} {74} {75} {76} {77} {78} {79} {80} {81} {82} {83} {84} {85} {86} {87} {88} {89} {90} {91} {92} {93} {94} {95}";
-            in(reg32) a[0][0], in(reg32) a[0][1], in(reg32) a[0][2], in(reg32) a[0][3],
-            in(reg32) a[1][0], in(reg32) a[1][1], in(reg32) a[1][2], in(reg32) a[1][3],
-            in(reg32) a[2][0], in(reg32) a[2][1], in(reg32) a[2][2], in(reg32) a[2][3],
-            in(reg32) a[3][0], in(reg32) a[3][1], in(reg32) a[3][2], in(reg32) a[3][3],
-            in(reg32) a[4][0], in(reg32) a[4][1], in(reg32) a[4][2], in(reg32) a[4][3],
-            in(reg32) a[5][0], in(reg32) a[5][1], in(reg32) a[5][2], in(reg32) a[5][3],
-            in(reg32) a[6][0], in(reg32) a[6][1], in(reg32) a[6][2], in(reg32) a[6][3],
-            in(reg32) a[7][0], in(reg32) a[7][1], in(reg32) a[7][2], in(reg32) a[7][3],
-            n = const N,
+            "{{",
+            ".reg .pred p;",
+            "setp.ne.b32 p, {37}, 0;",
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}, {16}, {17}, {18}, {19}, {20}, {21}, {22}, {23}, {24}, {25}, {26}, {27}, {28}, {29}, {30}, {31}}}, {{{32}, {33}, {34}, {35}}}, {36}, p, 1, 1, 1;",
+            "}}";
+            in(reg32) a[0],
+            in(reg32) a[1],
+            in(reg32) a[2],
+            in(reg32) a[3],
+            in(reg64) b.bits,
+            in(reg32) 1u32,
             options(nostack),
+        );
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    host::mma_rs(acc, a, &b);
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The accumulator arrays of the register-A shapes: `[f32; 64]` (`m64n128k16`) and
+/// `[f32; 32]` (`m64n64k16`).
+pub trait RsAccumulators: sealed::Sealed {
+    /// `wgmma.wait_group.sync.aligned N` for batches of register-A `mma`s into these
+    /// accumulators: like [`crate::wgmma::Accumulators::wait`], and also naming the A
+    /// registers of the batches (`a`, eight 16-deep steps), so that the compiler keeps them
+    /// intact until the tensor cores have read them.
+    ///
+    /// # Safety
+    /// Warpgroup-collective.
+    unsafe fn wait_keeping<const N: u32>(&mut self, a: &[[u32; 4]; 8]);
+}
+
+/// The wait with the accumulators (`$m`, their asm macro) and the 32 A registers named.
+macro_rules! wait_keeping_body {
+    ($m:ident, $acc:ident, $a:ident, $accs:literal, $aregs:literal) => {{
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let _ = (&$acc, $a);
+            host::converged("wgmma_rs wait");
+        }
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's convergence promise; the operands are only named in a comment.
+        unsafe {
+            $m!(
+                $acc,
+                "wgmma.wait_group.sync.aligned {n};",
+                $accs,
+                $aregs;
+                in(reg32) $a[0][0], in(reg32) $a[0][1], in(reg32) $a[0][2], in(reg32) $a[0][3],
+                in(reg32) $a[1][0], in(reg32) $a[1][1], in(reg32) $a[1][2], in(reg32) $a[1][3],
+                in(reg32) $a[2][0], in(reg32) $a[2][1], in(reg32) $a[2][2], in(reg32) $a[2][3],
+                in(reg32) $a[3][0], in(reg32) $a[3][1], in(reg32) $a[3][2], in(reg32) $a[3][3],
+                in(reg32) $a[4][0], in(reg32) $a[4][1], in(reg32) $a[4][2], in(reg32) $a[4][3],
+                in(reg32) $a[5][0], in(reg32) $a[5][1], in(reg32) $a[5][2], in(reg32) $a[5][3],
+                in(reg32) $a[6][0], in(reg32) $a[6][1], in(reg32) $a[6][2], in(reg32) $a[6][3],
+                in(reg32) $a[7][0], in(reg32) $a[7][1], in(reg32) $a[7][2], in(reg32) $a[7][3],
+                n = const N,
+                options(nostack),
+            );
+        }
+    }};
+}
+
+impl sealed::Sealed for [f32; 64] {}
+
+impl RsAccumulators for [f32; 64] {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn wait_keeping<const N: u32>(&mut self, a: &[[u32; 4]; 8]) {
+        let acc = self;
+        wait_keeping_body!(
+            acc64_asm,
+            acc,
+            a,
+            "// accumulators {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31} {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}",
+            "// a {64} {65} {66} {67} {68} {69} {70} {71} {72} {73} {74} {75} {76} {77} {78} {79} {80} {81} {82} {83} {84} {85} {86} {87} {88} {89} {90} {91} {92} {93} {94} {95}"
+        );
+    }
+}
+
+impl sealed::Sealed for [f32; 32] {}
+
+impl RsAccumulators for [f32; 32] {
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    unsafe fn wait_keeping<const N: u32>(&mut self, a: &[[u32; 4]; 8]) {
+        let acc = self;
+        wait_keeping_body!(
+            acc32_asm,
+            acc,
+            a,
+            "// accumulators {0} {1} {2} {3} {4} {5} {6} {7} {8} {9} {10} {11} {12} {13} {14} {15} {16} {17} {18} {19} {20} {21} {22} {23} {24} {25} {26} {27} {28} {29} {30} {31}",
+            "// a {32} {33} {34} {35} {36} {37} {38} {39} {40} {41} {42} {43} {44} {45} {46} {47} {48} {49} {50} {51} {52} {53} {54} {55} {56} {57} {58} {59} {60} {61} {62} {63}"
         );
     }
 }
@@ -246,9 +343,10 @@ mod host {
         exchange(what, 0);
     }
 
-    /// The host twin of the register-A, N-major-B `m64n128k16`: this thread's accumulators.
+    /// The host twin of the register-A, N-major-B `m64nNk16` (N = 2 · R): this thread's
+    /// accumulators.
     #[track_caller]
-    pub(super) fn mma_rs(acc: &mut [f32; 64], a: [u32; 4], b: &NMajorDesc) {
+    pub(super) fn mma_rs<const R: usize>(acc: &mut [f32; R], a: [u32; 4], b: &NMajorDesc) {
         let a01 = exchange("wgmma_rs::mma", a[0] as u64 | ((a[1] as u64) << 32));
         let a23 = exchange("wgmma_rs::mma", a[2] as u64 | ((a[3] as u64) << 32));
         let t = with_context("wgmma_rs::mma", |cx| (cx.linear_thread() % 128) as usize);

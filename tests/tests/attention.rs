@@ -5,8 +5,8 @@
 //! (`bench_attention`) times it against PyTorch.
 
 use ffi_examples_attention_kernels::{
-    PTX, THREADS, WG_SHARED_BYTES, WG_THREADS, attention_fwd_d64, attention_fwd_d128,
-    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid,
+    PTX, THREADS, WG_THREADS, attention_fwd_d64, attention_fwd_d64_wgmma, attention_fwd_d128,
+    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid, wg_shared_bytes,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_runtime::{Context, LaunchConfig, Module};
@@ -30,7 +30,7 @@ struct Case {
     seq: usize,
     d: usize,
     causal: bool,
-    /// `attention_fwd_d128_wgmma` instead of the `mma.sync` kernel of head dimension `d`.
+    /// The `wgmma` kernel of head dimension `d` instead of the `mma.sync` one.
     wgmma: bool,
 }
 
@@ -59,13 +59,18 @@ fn run(md: &Module, ctx: &Context, case: &Case, q: &[u16], k: &[u16], v: &[u16])
         .with_shared_mem_bytes(shared_bytes(d as u32));
     let args = (&dq, &dk, &dv, seq as u32, scale, causal as u32, &mut o);
     if wgmma {
-        let kernel = md.kernel(attention_fwd_d128_wgmma).unwrap();
-        kernel
-            .set_max_dynamic_shared_bytes(WG_SHARED_BYTES)
-            .unwrap();
+        let bytes = wg_shared_bytes(d as u32);
         let cfg = LaunchConfig::new(wg_grid(heads as u32, seq as u32), WG_THREADS)
-            .with_shared_mem_bytes(WG_SHARED_BYTES);
-        s.launch(&kernel, cfg, args).unwrap();
+            .with_shared_mem_bytes(bytes);
+        if d == 64 {
+            let kernel = md.kernel(attention_fwd_d64_wgmma).unwrap();
+            kernel.set_max_dynamic_shared_bytes(bytes).unwrap();
+            s.launch(&kernel, cfg, args).unwrap();
+        } else {
+            let kernel = md.kernel(attention_fwd_d128_wgmma).unwrap();
+            kernel.set_max_dynamic_shared_bytes(bytes).unwrap();
+            s.launch(&kernel, cfg, args).unwrap();
+        }
     } else {
         match d {
             64 => {
@@ -154,7 +159,7 @@ fn attention_matches_the_host_on_small_problems() {
     let mut rng = Rng::from_env("attention");
     // 190 rows: two query blocks (the second partial), three key tiles (the last partial);
     // 37 rows: one partial block and tile.
-    // The wgmma kernel (128-key tiles): 300 rows, three query blocks and tiles, the last
+    // The wgmma kernels (128-key tiles): 300 rows, three query blocks and tiles, the last
     // partial; 37 rows.
     let cases = [
         (64, 190, false),
@@ -163,6 +168,8 @@ fn attention_matches_the_host_on_small_problems() {
         (128, 37, false),
         (128, 300, true),
         (128, 37, true),
+        (64, 300, true),
+        (64, 37, true),
     ];
     for (d, seq, wgmma) in cases {
         for causal in [false, true] {
@@ -200,7 +207,7 @@ fn attention_matches_the_host_on_small_problems() {
 fn attention_matches_the_host_at_realistic_sizes_on_the_gpu() {
     let mut rng = Rng::from_env("attention_gpu");
     let (heads, seq) = (16, 2000);
-    for (d, wgmma) in [(64, false), (128, false), (128, true)] {
+    for (d, wgmma) in [(64, false), (64, true), (128, false), (128, true)] {
         for causal in [false, true] {
             let case = Case {
                 heads,

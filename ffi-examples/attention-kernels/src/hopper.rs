@@ -1,9 +1,9 @@
-//! Attention forward on Hopper's warpgroup MMA (`wgmma`, sm_90a), head dimension 128.
+//! Attention forward on Hopper's warpgroup MMA (`wgmma`, sm_90a), head dimensions 64 and 128.
 //!
 //! Two warpgroups of 64 query rows each; per 128-key tile, `S = Q Kᵀ` is one batch of
 //! `wgmma.m64n128k16` with both operands in shared memory (K-major, 128-byte swizzle), the
 //! online softmax runs on the accumulators in registers, and `O += P V` is one batch of
-//! `wgmma.m64n128k16` with `P` (rounded to bf16) straight from those registers as the A operand
+//! `wgmma.m64n{D}k16` with `P` (rounded to bf16) straight from those registers as the A operand
 //! and `V` read transposed (N-major) from the tile as it was copied
 //! ([`gpukernel_device::wgmma_rs`]). `K` and `V` tiles come through a two-stage `cp.async`
 //! pipeline.
@@ -15,32 +15,37 @@ use gpukernel_device::prelude::*;
 use gpukernel_device::shared::dynamic_shared;
 use gpukernel_device::warp::{FULL_MASK, shfl_xor_sync};
 use gpukernel_device::wgmma::{self, Accumulators, SmemDesc, sw128_offset};
-use gpukernel_device::wgmma_rs::{NMajorDesc, mma_m64n128k16_bf16_rs_tb, wait_keeping};
+use gpukernel_device::wgmma_rs::{
+    NMajorDesc, RsAccumulators, mma_m64n64k16_bf16_rs_tb, mma_m64n128k16_bf16_rs_tb,
+};
 use gpukernel_device::{math, sync, thread, unroll};
 
-/// Query rows per block of [`attention_fwd_d128_wgmma`]: two warpgroups of 64.
+/// Query rows per block of the `wgmma` kernels: two warpgroups of 64.
 pub const WG_BLOCK_Q: u32 = 128;
 /// Keys per tile.
 pub const WG_BLOCK_KV: u32 = 128;
 /// Threads per block.
 pub const WG_THREADS: u32 = 256;
-const D: usize = 128;
-/// Bytes of a 128-row tile of 128 values: two 64-column panels of 128 rows × 128 bytes.
-const TILE: usize = 128 * D * 2;
-const PANEL: usize = TILE / 2;
-/// Dynamic shared memory of a launch: the Q tile, two stages of a K and a V tile, and
-/// 1024 bytes of alignment slack (above 48 KiB: `Function::set_max_dynamic_shared_bytes`).
-pub const WG_SHARED_BYTES: u32 = (5 * TILE + 1024) as u32;
+/// Bytes of one 64-column panel of a 128-row tile (128 rows × 128 bytes); a tile of head
+/// dimension `D` is `D / 64` panels.
+const PANEL: usize = 128 * 128;
 
-/// The grid of a launch of [`attention_fwd_d128_wgmma`]: one block per 128 queries of each
-/// of `batch_heads` heads, head by head.
+/// Dynamic shared memory of a launch of the `wgmma` kernel for head dimension `head_dim`:
+/// the Q tile, two stages of a K and a V tile, and 1024 bytes of alignment slack (above
+/// 48 KiB: `Function::set_max_dynamic_shared_bytes`).
+pub const fn wg_shared_bytes(head_dim: u32) -> u32 {
+    5 * 128 * head_dim * 2 + 1024
+}
+
+/// The grid of a launch of the `wgmma` kernels: one block per 128 queries of each of
+/// `batch_heads` heads, head by head.
 pub const fn wg_grid(batch_heads: u32, seq: u32) -> u32 {
     seq.div_ceil(WG_BLOCK_Q) * batch_heads
 }
 
 /// [`crate::attention_fwd_d128`] on `wgmma`: the same parameters and results; launch with
-/// [`wg_grid`], [`WG_THREADS`] threads and [`WG_SHARED_BYTES`] of dynamic shared memory
-/// (anything else traps).
+/// [`wg_grid`], [`WG_THREADS`] threads and [`wg_shared_bytes`]`(128)` of dynamic shared
+/// memory (anything else traps).
 #[kernel]
 pub fn attention_fwd_d128_wgmma(
     q: &[u16],
@@ -51,6 +56,67 @@ pub fn attention_fwd_d128_wgmma(
     causal: u32,
     o: DisjointSlice<u16>,
 ) {
+    forward::<128, 64>(q, k, v, seq, scale, causal, o);
+}
+
+/// [`crate::attention_fwd_d64`] on `wgmma` (launch with [`wg_shared_bytes`]`(64)`).
+#[kernel]
+pub fn attention_fwd_d64_wgmma(
+    q: &[u16],
+    k: &[u16],
+    v: &[u16],
+    seq: u32,
+    scale: f32,
+    causal: u32,
+    o: DisjointSlice<u16>,
+) {
+    forward::<64, 32>(q, k, v, seq, scale, causal, o);
+}
+
+/// `O += P V` for a head dimension: the register-A `wgmma` of that width.
+trait PvAccumulators: RsAccumulators + Sized {
+    /// Zeroed accumulators.
+    fn zeroed() -> Self {
+        // SAFETY: all-zero bits are 0.0 for f32; a memset LLVM splits into registers.
+        unsafe { core::mem::zeroed() }
+    }
+
+    /// One 16-key step.
+    ///
+    /// # Safety
+    /// As the `wgmma_rs` functions.
+    unsafe fn pv(&mut self, a: [u32; 4], b: NMajorDesc);
+}
+
+impl PvAccumulators for [f32; 64] {
+    #[inline(always)]
+    unsafe fn pv(&mut self, a: [u32; 4], b: NMajorDesc) {
+        // SAFETY: the caller's promises.
+        unsafe { mma_m64n128k16_bf16_rs_tb(self, a, b) }
+    }
+}
+
+impl PvAccumulators for [f32; 32] {
+    #[inline(always)]
+    unsafe fn pv(&mut self, a: [u32; 4], b: NMajorDesc) {
+        // SAFETY: the caller's promises.
+        unsafe { mma_m64n64k16_bf16_rs_tb(self, a, b) }
+    }
+}
+
+/// The body for head dimension `D` (`OA = D / 2` accumulators per thread).
+#[inline(always)]
+fn forward<const D: usize, const OA: usize>(
+    q: &[u16],
+    k: &[u16],
+    v: &[u16],
+    seq: u32,
+    scale: f32,
+    causal: u32,
+    o: DisjointSlice<'_, u16>,
+) where
+    [f32; OA]: PvAccumulators + core::ops::IndexMut<usize, Output = f32>,
+{
     const BQ: usize = WG_BLOCK_Q as usize;
     const BN: usize = WG_BLOCK_KV as usize;
     let s = seq as usize;
@@ -58,9 +124,11 @@ pub fn attention_fwd_d128_wgmma(
     let blocks_q = s.div_ceil(BQ);
     let heads = thread::grid_dim_x() as usize / blocks_q.max(1);
     let total = heads * s * D;
+    let tile = 128 * D * 2;
     assert!(
-        thread::block_dim_x() == WG_THREADS
-            && smem.len() >= WG_SHARED_BYTES as usize
+        OA * 2 == D
+            && thread::block_dim_x() == WG_THREADS
+            && smem.len() >= 5 * tile + 1024
             && s > 0
             && thread::grid_dim_x() as usize == heads * blocks_q
             && q.len() >= total
@@ -84,16 +152,16 @@ pub fn attention_fwd_d128_wgmma(
     let pad = SharedAddr::of(raw).bytes_to(base);
     // Q at 0, stage i's K at (1 + 2 i) tiles, its V after it.
     let q_tile = base;
-    let k_tile = |i: usize| base.add_bytes((1 + 2 * i) * TILE);
-    let v_tile = |i: usize| base.add_bytes((2 + 2 * i) * TILE);
+    let k_tile = |i: usize| base.add_bytes((1 + 2 * i) * tile);
+    let v_tile = |i: usize| base.add_bytes((2 + 2 * i) * tile);
 
     // Rows row0 .. row0 + 128 of one head of `src` into the tile at byte `dst` of `base`:
     // 16-byte chunk c of row r goes to panel c / 8 at the swizzled place of chunk c % 8;
     // rows past the sequence are zero.
     let load = |dst: usize, src: &[u16], row0: usize| {
         let mut i = tid;
-        while i < 128 * 16 {
-            let (r, c) = (i / 16, i % 16);
+        while i < 128 * (D / 8) {
+            let (r, c) = (i / (D / 8), i % (D / 8));
             let at = dst + (c / 8) * PANEL + sw128_offset(r, c % 8);
             if row0 + r < s {
                 // SAFETY: row row0 + r < seq of this head: its chunk c is inside `src`
@@ -117,8 +185,8 @@ pub fn attention_fwd_d128_wgmma(
     };
 
     load(0, q, q0);
-    load(TILE, k, 0);
-    load(2 * TILE, v, 0);
+    load(tile, k, 0);
+    load(2 * tile, v, 0);
     cp_async_commit();
 
     let tiles = if causal {
@@ -128,7 +196,7 @@ pub fn attention_fwd_d128_wgmma(
     };
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let row0 = q0 + 16 * w + g; // this thread's first row; the second is row0 + 8
-    let mut acc = <[f32; 64]>::zero();
+    let mut acc = <[f32; OA]>::zeroed();
     let mut m = [f32::NEG_INFINITY; 2];
     let mut lsum = [0f32; 2];
     for n in 0..tiles {
@@ -141,8 +209,8 @@ pub fn attention_fwd_d128_wgmma(
         unsafe { sync::sync_threads_aligned() };
         if n + 1 < tiles {
             let st = (n + 1) % 2;
-            load((1 + 2 * st) * TILE, k, (n + 1) * BN);
-            load((2 + 2 * st) * TILE, v, (n + 1) * BN);
+            load((1 + 2 * st) * tile, k, (n + 1) * BN);
+            load((2 + 2 * st) * tile, v, (n + 1) * BN);
         }
         cp_async_commit();
         let key0 = n * BN;
@@ -162,13 +230,15 @@ pub fn attention_fwd_d128_wgmma(
         unsafe {
             wgmma::fence();
             unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-                let p = (kk / 4) * PANEL;
-                let kd = 16 * (kk % 4);
-                wgmma::mma_m64n128k16_bf16(
-                    &mut sc,
-                    SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
-                    SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
-                );
+                if kk < D / 16 {
+                    let p = (kk / 4) * PANEL;
+                    let kd = 16 * (kk % 4);
+                    wgmma::mma_m64n128k16_bf16(
+                        &mut sc,
+                        SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
+                        SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
+                    );
+                }
             });
             wgmma::commit_group();
             sc.wait::<0>();
@@ -224,10 +294,12 @@ pub fn attention_fwd_d128_wgmma(
             ];
         });
         unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
-            acc[4 * j] *= alpha[0];
-            acc[4 * j + 1] *= alpha[0];
-            acc[4 * j + 2] *= alpha[1];
-            acc[4 * j + 3] *= alpha[1];
+            if j < D / 8 {
+                acc[4 * j] *= alpha[0];
+                acc[4 * j + 1] *= alpha[0];
+                acc[4 * j + 2] *= alpha[1];
+                acc[4 * j + 3] *= alpha[1];
+            }
         });
 
         // O += P V: keys 16 kc .. 16 kc + 16 per step.
@@ -239,10 +311,10 @@ pub fn attention_fwd_d128_wgmma(
         unsafe {
             wgmma::fence();
             unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
-                mma_m64n128k16_bf16_rs_tb(&mut acc, pf[kc], vd.add_k(16 * kc));
+                acc.pv(pf[kc], vd.add_k(16 * kc));
             });
             wgmma::commit_group();
-            wait_keeping::<0>(&mut acc, &pf);
+            acc.wait_keeping::<0>(&pf);
         }
     }
     cp_async_wait::<0>();
@@ -258,7 +330,7 @@ pub fn attention_fwd_d128_wgmma(
     unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
         unroll!(h in [0, 1] {
             let row = row0 + 8 * h;
-            if row < s {
+            if j < D / 8 && row < s {
                 let col = 8 * j + 2 * t;
                 let bits = pack_bf16x2(acc[4 * j + 2 * h] * inv[h], acc[4 * j + 2 * h + 1] * inv[h]);
                 // SAFETY: row < seq, col + 2 <= D: inside this head of `o`; 4-byte aligned.

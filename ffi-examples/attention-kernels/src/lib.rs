@@ -23,7 +23,8 @@ use gpukernel_device::{math, sync, thread, unroll};
 
 mod hopper;
 pub use hopper::{
-    WG_BLOCK_KV, WG_BLOCK_Q, WG_SHARED_BYTES, WG_THREADS, attention_fwd_d128_wgmma, wg_grid,
+    WG_BLOCK_KV, WG_BLOCK_Q, WG_THREADS, attention_fwd_d64_wgmma, attention_fwd_d128_wgmma,
+    wg_grid, wg_shared_bytes,
 };
 
 /// The PTX of every kernel in this crate, for `sm_90a`.

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use ffi_examples_attention_kernels::{
-    FATBIN, THREADS, WG_SHARED_BYTES, WG_THREADS, attention_fwd_d64, attention_fwd_d128,
-    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid,
+    FATBIN, THREADS, WG_THREADS, attention_fwd_d64, attention_fwd_d64_wgmma, attention_fwd_d128,
+    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid, wg_shared_bytes,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_runtime::{Context, Device, DeviceBuffer, LaunchConfig, Module};
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
 }
 
 /// Launches the kernel for `shape` once on the context's default stream: the `wgmma` one
-/// (head dimension 128) when `wgmma`, else the `mma.sync` one.
+/// when `wgmma`, else the `mma.sync` one.
 fn launch(
     md: &Module,
     ctx: &Context,
@@ -100,8 +100,11 @@ fn launch(
     let args = (q, k, v, shape.s as u32, scale, shape.causal as u32, o);
     if wgmma {
         let cfg = LaunchConfig::new(wg_grid(heads, shape.s as u32), WG_THREADS)
-            .with_shared_mem_bytes(WG_SHARED_BYTES);
-        s.launch(&md.kernel(attention_fwd_d128_wgmma)?, cfg, args)?;
+            .with_shared_mem_bytes(wg_shared_bytes(shape.d as u32));
+        match shape.d {
+            64 => s.launch(&md.kernel(attention_fwd_d64_wgmma)?, cfg, args)?,
+            _ => s.launch(&md.kernel(attention_fwd_d128_wgmma)?, cfg, args)?,
+        }
         return Ok(());
     }
     let cfg = LaunchConfig::new(grid(heads, shape.s as u32), THREADS)
@@ -136,8 +139,10 @@ fn run() -> Result<bool, BoxError> {
         .set_max_dynamic_shared_bytes(shared_bytes(64))?;
     md.kernel(attention_fwd_d128)?
         .set_max_dynamic_shared_bytes(shared_bytes(128))?;
+    md.kernel(attention_fwd_d64_wgmma)?
+        .set_max_dynamic_shared_bytes(wg_shared_bytes(64))?;
     md.kernel(attention_fwd_d128_wgmma)?
-        .set_max_dynamic_shared_bytes(WG_SHARED_BYTES)?;
+        .set_max_dynamic_shared_bytes(wg_shared_bytes(128))?;
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
     let stream = ctx.default_stream();
     let out_dir = std::env::temp_dir().join(format!("gpukernel-attention-{}", std::process::id()));
@@ -153,9 +158,6 @@ fn run() -> Result<bool, BoxError> {
         let (q, k, v) = (values(1, n, 4.0), values(2, n, 1.0), values(3, n, 1.0));
         let (dq, dk, dv) = (ctx.htod_copy(&q)?, ctx.htod_copy(&k)?, ctx.htod_copy(&v)?);
         for (causal, wgmma) in [(false, false), (true, false), (false, true), (true, true)] {
-            if wgmma && d != 128 {
-                continue;
-            }
             let kernel = if wgmma { "wgmma" } else { "mma" };
             let shape = Shape { b, h, s, d, causal };
             let mut o = ctx.alloc_zeros::<u16>(n)?;
