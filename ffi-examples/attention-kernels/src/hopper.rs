@@ -5,8 +5,9 @@
 //! online softmax runs on the accumulators in registers, and `O += P V` is one batch of
 //! `wgmma.m64n{D}k16` with `P` (rounded to bf16) straight from those registers as the A operand
 //! and `V` read transposed (N-major) from the tile as it was copied
-//! ([`gpukernel_device::wgmma_rs`]). `K` and `V` tiles come through a two-stage `cp.async`
-//! pipeline.
+//! ([`gpukernel_device::wgmma_rs`]). The `P V` of one tile runs on the tensor cores during
+//! the softmax of the next (issued together with that tile's `Q Kᵀ`); `K` and `V` tiles
+//! rotate over three `cp.async` stages.
 
 use gpukernel_device::mma::{
     SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, pack_bf16x2,
@@ -31,10 +32,10 @@ pub const WG_THREADS: u32 = 256;
 const PANEL: usize = 128 * 128;
 
 /// Dynamic shared memory of a launch of the `wgmma` kernel for head dimension `head_dim`:
-/// the Q tile, two stages of a K and a V tile, and 1024 bytes of alignment slack (above
+/// the Q tile, three stages of a K and a V tile, and 1024 bytes of alignment slack (above
 /// 48 KiB: `Function::set_max_dynamic_shared_bytes`).
 pub const fn wg_shared_bytes(head_dim: u32) -> u32 {
-    5 * 128 * head_dim * 2 + 1024
+    7 * 128 * head_dim * 2 + 1024
 }
 
 /// The grid of a launch of the `wgmma` kernels: one block per 128 queries of each of
@@ -128,7 +129,7 @@ fn forward<const D: usize, const OA: usize>(
     assert!(
         OA * 2 == D
             && thread::block_dim_x() == WG_THREADS
-            && smem.len() >= 5 * tile + 1024
+            && smem.len() >= 7 * tile + 1024
             && s > 0
             && thread::grid_dim_x() as usize == heads * blocks_q
             && q.len() >= total
@@ -150,7 +151,7 @@ fn forward<const D: usize, const OA: usize>(
     let raw = smem.as_mut_ptr();
     let base = SharedAddr::of(raw).align_up(wgmma::SW128_ATOM_BYTES);
     let pad = SharedAddr::of(raw).bytes_to(base);
-    // Q at 0, stage i's K at (1 + 2 i) tiles, its V after it.
+    // Q at 0, stage i's K at (1 + 2 i) tiles, its V after it (three stages).
     let q_tile = base;
     let k_tile = |i: usize| base.add_bytes((1 + 2 * i) * tile);
     let v_tile = |i: usize| base.add_bytes((2 + 2 * i) * tile);
@@ -194,56 +195,90 @@ fn forward<const D: usize, const OA: usize>(
     } else {
         s.div_ceil(BN)
     };
+    // Causal: tiles whose first key is after this warpgroup's last row add nothing; the
+    // warpgroup stops before them (it still meets the block's barriers).
+    let my_tiles = if causal {
+        tiles.min((q0 + 64 * wg + 64).div_ceil(BN))
+    } else {
+        tiles
+    };
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let row0 = q0 + 16 * w + g; // this thread's first row; the second is row0 + 8
     let mut acc = <[f32; OA]>::zeroed();
     let mut m = [f32::NEG_INFINITY; 2];
     let mut lsum = [0f32; 2];
-    for n in 0..tiles {
-        cp_async_wait::<0>();
-        wgmma::fence_proxy_async();
-        // SAFETY: every thread of the block runs this loop the same number of times and
-        // reaches this barrier together. After it tile n (and Q) is complete and visible to
-        // the async proxy, and both warpgroups are done with tile n - 1 (each waited for all
-        // its batches), so its stage may be refilled.
-        unsafe { sync::sync_threads_aligned() };
-        if n + 1 < tiles {
-            let st = (n + 1) % 2;
-            load((1 + 2 * st) * tile, k, (n + 1) * BN);
-            load((2 + 2 * st) * tile, v, (n + 1) * BN);
+    // P of the previous tile (bf16 A fragments of 16 keys each).
+    let mut pf = [[0u32; 4]; 8];
+    let qa = q_tile.add_bytes(wg * 64 * 128);
+    // Iteration n issues S(n) = Q K(n)ᵀ and O += P(n - 1) V(n - 1) together, then runs the
+    // softmax of S(n) while the second product is still on the tensor cores; n = tiles only
+    // drains the last P V. K and V stages rotate over three slots (V(n - 1) is read during
+    // iteration n while tile n + 1 is copied).
+    for n in 0..tiles + 1 {
+        if n < tiles {
+            cp_async_wait::<0>();
+            wgmma::fence_proxy_async();
+            // SAFETY: every thread of the block runs these iterations (uniform bounds) and
+            // reaches this barrier together. After it tile n is complete and visible to the
+            // async proxy, and both warpgroups are done with tile n - 2 (they waited for all
+            // their batches in iteration n - 1), whose slot is refilled next.
+            unsafe { sync::sync_threads_aligned() };
+            if n + 1 < tiles {
+                let st = (n + 1) % 3;
+                load((1 + 2 * st) * tile, k, (n + 1) * BN);
+                load((2 + 2 * st) * tile, v, (n + 1) * BN);
+            }
+            cp_async_commit();
         }
-        cp_async_commit();
-        let key0 = n * BN;
-        // Causal: a tile whose first key is after this warpgroup's last row adds nothing.
-        if causal && key0 > q0 + 64 * wg + 63 {
-            continue;
-        }
-        let (kt, vt) = (k_tile(n % 2), v_tile(n % 2));
-
-        // S = Q Kᵀ (64 × 128 per warpgroup).
+        let do_s = n < my_tiles;
+        let do_pv = n >= 1 && n <= my_tiles;
         let mut sc = <[f32; 64]>::zero();
-        let qa = q_tile.add_bytes(wg * 64 * 128);
-        // SAFETY: the warpgroup runs this together (warpgroup-uniform branch above); Q and
-        // the K tile are complete (wait, proxy fence, barrier), 1024-byte aligned, and not
-        // rewritten before the next barrier; `sc` is only touched by the wgmma calls and the
-        // wait.
+        // SAFETY: both conditions are uniform per warpgroup, so the warpgroup issues these
+        // together; Q and tiles n, n - 1 are complete (barriers of this and the previous
+        // iteration), 1024-byte aligned and not rewritten before this iteration's waits; the
+        // fence orders the zeroed `sc`, the rescaled `acc` and the new `pf` before the batches.
         unsafe {
             wgmma::fence();
-            unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-                if kk < D / 16 {
-                    let p = (kk / 4) * PANEL;
-                    let kd = 16 * (kk % 4);
-                    wgmma::mma_m64n128k16_bf16(
-                        &mut sc,
-                        SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
-                        SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
-                    );
-                }
-            });
-            wgmma::commit_group();
-            sc.wait::<0>();
+            if do_s {
+                let kt = k_tile(n % 3);
+                unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    if kk < D / 16 {
+                        let p = (kk / 4) * PANEL;
+                        let kd = 16 * (kk % 4);
+                        wgmma::mma_m64n128k16_bf16(
+                            &mut sc,
+                            SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
+                            SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
+                        );
+                    }
+                });
+                wgmma::commit_group();
+            }
+            if do_pv {
+                let vd = NMajorDesc::sw128(v_tile((n - 1) % 3), PANEL);
+                unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
+                    acc.pv(pf[kc], vd.add_k(16 * kc));
+                });
+                wgmma::commit_group();
+            }
+        }
+        if !do_s {
+            if do_pv {
+                // SAFETY: as above; the last batch of this warpgroup.
+                unsafe { acc.wait_keeping::<0>(&pf) };
+            }
+            continue;
+        }
+        // SAFETY: as above: S's group is the older one of at most two.
+        unsafe {
+            if do_pv {
+                sc.wait::<1>();
+            } else {
+                sc.wait::<0>();
+            }
         }
 
+        let key0 = n * BN;
         // Keys past the sequence, and after the query when causal, get no weight.
         if key0 + BN > s || (causal && key0 + BN > q0 + 16 * w + 1) {
             unroll!(i in [
@@ -273,12 +308,13 @@ fn forward<const D: usize, const OA: usize>(
             let x = tmax[h].max(shfl_xor_sync(FULL_MASK, tmax[h], 1));
             let x = x.max(shfl_xor_sync(FULL_MASK, x, 2));
             let m_new = m[h].max(x * scale_log2);
+            // A row with no key yet keeps -inf; subtract 0 then (exp2(-inf) = 0, no NaN).
             shift[h] = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
             alpha[h] = math::exp2f(m[h] - shift[h]);
             m[h] = m_new;
             lsum[h] *= alpha[h];
         });
-        let mut pf = [[0u32; 4]; 8];
+        let mut next = [[0u32; 4]; 8];
         unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
             let mut p = [0f32; 8];
             unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -286,13 +322,18 @@ fn forward<const D: usize, const OA: usize>(
                 lsum[(e / 2) % 2] += x;
                 p[e] = x;
             });
-            pf[kc] = [
+            next[kc] = [
                 pack_bf16x2(p[0], p[1]),
                 pack_bf16x2(p[2], p[3]),
                 pack_bf16x2(p[4], p[5]),
                 pack_bf16x2(p[6], p[7]),
             ];
         });
+        if do_pv {
+            // SAFETY: as above; after it `acc` holds O up to tile n - 1 and `pf` is free.
+            unsafe { acc.wait_keeping::<0>(&pf) };
+        }
+        // O so far was relative to the previous maxima; P(n) to the new ones.
         unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
             if j < D / 8 {
                 acc[4 * j] *= alpha[0];
@@ -301,21 +342,7 @@ fn forward<const D: usize, const OA: usize>(
                 acc[4 * j + 3] *= alpha[1];
             }
         });
-
-        // O += P V: keys 16 kc .. 16 kc + 16 per step.
-        let vd = NMajorDesc::sw128(vt, PANEL);
-        // SAFETY: as for S: the warpgroup together, the V tile complete, aligned and not
-        // rewritten before the next barrier; the fence orders the rescaled accumulators and
-        // the new A registers before the batch, and `wait_keeping` keeps both until it is
-        // done.
-        unsafe {
-            wgmma::fence();
-            unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
-                acc.pv(pf[kc], vd.add_k(16 * kc));
-            });
-            wgmma::commit_group();
-            acc.wait_keeping::<0>(&pf);
-        }
+        pf = next;
     }
     cp_async_wait::<0>();
 
