@@ -239,3 +239,56 @@ fn attention_matches_the_host_at_realistic_sizes_on_the_gpu() {
         }
     }
 }
+
+/// A launch whose shape the kernel was not written for traps at its entry check instead of
+/// reading or writing out of bounds: too little shared memory, a grid that does not match
+/// `seq`, and `o` shorter than the problem. On the simulator only (on the GPU the trap would
+/// end the context the other tests share).
+#[test]
+fn attention_refuses_a_launch_it_was_not_written_for() {
+    let (heads, seq, d) = (1usize, 64usize, 64usize);
+    let n = heads * seq * d;
+    let ctx = gpukernel_runtime::Device::simulator()
+        .primary_context()
+        .unwrap();
+    let md = attention_module("simulator", &ctx).unwrap();
+    let kernel = md.kernel(attention_fwd_d64).unwrap();
+    let s = ctx.default_stream();
+    let x = ctx.htod_copy(&vec![0u16; n]).unwrap();
+    let good = LaunchConfig::new(grid(heads as u32, seq as u32), THREADS)
+        .with_shared_mem_bytes(shared_bytes(d as u32));
+    let cases = [
+        (
+            "16 KiB of shared memory",
+            LaunchConfig::new(grid(heads as u32, seq as u32), THREADS)
+                .with_shared_mem_bytes(16 << 10),
+            n,
+        ),
+        (
+            "a grid for two heads",
+            LaunchConfig::new(grid(2, seq as u32), THREADS)
+                .with_shared_mem_bytes(shared_bytes(d as u32)),
+            n,
+        ),
+        ("a short output", good, n - 1),
+    ];
+    for (what, cfg, o_len) in cases {
+        let mut o = ctx.alloc_zeros::<u16>(o_len).unwrap();
+        let args = (&x, &x, &x, seq as u32, 0.125f32, 0u32, &mut o);
+        let result = s.launch(&kernel, cfg, args).and_then(|()| s.synchronize());
+        let err = result.expect_err(what);
+        assert!(
+            err.to_string().contains("attention_fwd_d64"),
+            "{what}: {err}"
+        );
+    }
+    // The same buffers with the right launch run.
+    let mut o = ctx.alloc_zeros::<u16>(n).unwrap();
+    s.launch(
+        &kernel,
+        good,
+        (&x, &x, &x, seq as u32, 0.125f32, 0u32, &mut o),
+    )
+    .and_then(|()| s.synchronize())
+    .unwrap();
+}
