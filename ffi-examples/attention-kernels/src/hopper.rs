@@ -195,89 +195,68 @@ fn forward<const D: usize, const OA: usize>(
     } else {
         s.div_ceil(BN)
     };
-    // Causal: tiles whose first key is after this warpgroup's last row add nothing; the
-    // warpgroup stops before them (it still meets the block's barriers).
-    let my_tiles = if causal {
-        tiles.min((q0 + 64 * wg + 64).div_ceil(BN))
-    } else {
-        tiles
-    };
     let scale_log2 = scale * core::f32::consts::LOG2_E;
     let row0 = q0 + 16 * w + g; // this thread's first row; the second is row0 + 8
     let mut acc = <[f32; OA]>::zeroed();
     let mut m = [f32::NEG_INFINITY; 2];
     let mut lsum = [0f32; 2];
-    // P of the previous tile (bf16 A fragments of 16 keys each).
-    let mut pf = [[0u32; 4]; 8];
     let qa = q_tile.add_bytes(wg * 64 * 128);
-    // Iteration n issues S(n) = Q K(n)ᵀ and O += P(n - 1) V(n - 1) together, then runs the
-    // softmax of S(n) while the second product is still on the tensor cores; n = tiles only
-    // drains the last P V. K and V stages rotate over three slots (V(n - 1) is read during
-    // iteration n while tile n + 1 is copied).
-    for n in 0..tiles + 1 {
-        if n < tiles {
-            cp_async_wait::<0>();
-            wgmma::fence_proxy_async();
-            // SAFETY: every thread of the block runs these iterations (uniform bounds) and
-            // reaches this barrier together. After it tile n is complete and visible to the
-            // async proxy, and both warpgroups are done with tile n - 2 (they waited for all
-            // their batches in iteration n - 1), whose slot is refilled next.
-            unsafe { sync::sync_threads_aligned() };
-            if n + 1 < tiles {
-                let st = (n + 1) % 3;
-                load((1 + 2 * st) * tile, k, (n + 1) * BN);
-                load((2 + 2 * st) * tile, v, (n + 1) * BN);
-            }
-            cp_async_commit();
-        }
-        let do_s = n < my_tiles;
-        let do_pv = n >= 1 && n <= my_tiles;
-        let mut sc = <[f32; 64]>::zero();
-        // SAFETY: both conditions are uniform per warpgroup, so the warpgroup issues these
-        // together; Q and tiles n, n - 1 are complete (barriers of this and the previous
-        // iteration), 1024-byte aligned and not rewritten before this iteration's waits; the
-        // fence orders the zeroed `sc`, the rescaled `acc` and the new `pf` before the batches.
-        unsafe {
-            wgmma::fence();
-            if do_s {
-                let kt = k_tile(n % 3);
-                unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    if kk < D / 16 {
-                        let p = (kk / 4) * PANEL;
-                        let kd = 16 * (kk % 4);
-                        wgmma::mma_m64n128k16_bf16(
-                            &mut sc,
-                            SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
-                            SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
-                        );
-                    }
-                });
-                wgmma::commit_group();
-            }
-            if do_pv {
-                let vd = NMajorDesc::sw128(v_tile((n - 1) % 3), PANEL);
-                unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
-                    acc.pv(pf[kc], vd.add_k(16 * kc));
-                });
-                wgmma::commit_group();
-            }
-        }
-        if !do_s {
-            if do_pv {
-                // SAFETY: as above; the last batch of this warpgroup.
-                unsafe { acc.wait_keeping::<0>(&pf) };
-            }
-            continue;
-        }
-        // SAFETY: as above: S's group is the older one of at most two.
-        unsafe {
-            if do_pv {
-                sc.wait::<1>();
-            } else {
-                sc.wait::<0>();
-            }
-        }
 
+    // Waits for tile n, then starts the copy of tile n + 1 (into the slot of tile n - 2,
+    // which both warpgroups finished with in iteration n - 1).
+    let next_tile = |n: usize| {
+        cp_async_wait::<0>();
+        wgmma::fence_proxy_async();
+        // SAFETY: every thread of the block calls this once per tile (uniform bounds) and
+        // reaches this barrier together. After it tile n is complete and visible to the async
+        // proxy, and both warpgroups are done with tile n - 2 (they waited for all their
+        // batches before calling this for tile n).
+        unsafe { sync::sync_threads_aligned() };
+        if n + 1 < tiles {
+            let st = (n + 1) % 3;
+            load((1 + 2 * st) * tile, k, (n + 1) * BN);
+            load((2 + 2 * st) * tile, v, (n + 1) * BN);
+        }
+        cp_async_commit();
+    };
+    // Issues S = Q K(n)ᵀ into `sc` (zeroed first) and commits it; expands to unsafe calls,
+    // used only inside `unsafe` blocks.
+    //
+    // SAFETY (of the calls): the warpgroup together (straight-line code, no branch around
+    // them: ptxas serialises wgmma in a branch it cannot prove uniform); Q and tile n
+    // complete (`next_tile(n)`), 1024-byte aligned, not rewritten before the waits below;
+    // `wgmma::fence` first, after the registers were last written.
+    macro_rules! issue_s { ($sc:expr, $n:expr) => {{
+        let (sc, n): (&mut [f32; 64], usize) = ($sc, $n);
+        let kt = k_tile(n % 3);
+        unroll!(kk in [0, 1, 2, 3, 4, 5, 6, 7] {
+            if kk < D / 16 {
+                let p = (kk / 4) * PANEL;
+                let kd = 16 * (kk % 4);
+                wgmma::mma_m64n128k16_bf16(
+                    sc,
+                    SmemDesc::k_major_sw128(qa.add_bytes(p)).add_k(kd),
+                    SmemDesc::k_major_sw128(kt.add_bytes(p)).add_k(kd),
+                );
+            }
+        });
+        wgmma::commit_group();
+    }}}
+    // Issues O += P V(n) and commits it (unsafe calls, as `issue_s`; `pf` and `acc` are kept
+    // until `wait_keeping`).
+    macro_rules! issue_pv { ($acc:expr, $pf:expr, $n:expr) => {{
+        let (acc, pf, n): (&mut [f32; OA], &[[u32; 4]; 8], usize) = ($acc, $pf, $n);
+        let vd = NMajorDesc::sw128(v_tile(n % 3), PANEL);
+        unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
+            acc.pv(pf[kc], vd.add_k(16 * kc));
+        });
+        wgmma::commit_group();
+    }}}
+    // The online softmax of tile n in base 2: masks, updates the row maxima and sums, and
+    // returns P as bf16 A fragments and the factor for the O accumulated so far (row g:
+    // elements 4j, 4j + 1; row g + 8: 4j + 2, 4j + 3; each row over the 4 threads of a group).
+    macro_rules! softmax { ($sc:expr, $n:expr) => {{
+        let (sc, n): (&mut [f32; 64], usize) = ($sc, $n);
         let key0 = n * BN;
         // Keys past the sequence, and after the query when causal, get no weight.
         if key0 + BN > s || (causal && key0 + BN > q0 + 16 * w + 1) {
@@ -294,9 +273,6 @@ fn forward<const D: usize, const OA: usize>(
                 }
             });
         }
-
-        // Online softmax in base 2 (row g: elements 4j, 4j + 1; row g + 8: 4j + 2, 4j + 3;
-        // each row spread over the 4 threads of a group).
         let mut tmax = [f32::NEG_INFINITY; 2];
         unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
             tmax[0] = tmax[0].max(sc[4 * j]).max(sc[4 * j + 1]);
@@ -314,7 +290,7 @@ fn forward<const D: usize, const OA: usize>(
             m[h] = m_new;
             lsum[h] *= alpha[h];
         });
-        let mut next = [[0u32; 4]; 8];
+        let mut pf = [[0u32; 4]; 8];
         unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
             let mut p = [0f32; 8];
             unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
@@ -322,17 +298,44 @@ fn forward<const D: usize, const OA: usize>(
                 lsum[(e / 2) % 2] += x;
                 p[e] = x;
             });
-            next[kc] = [
+            pf[kc] = [
                 pack_bf16x2(p[0], p[1]),
                 pack_bf16x2(p[2], p[3]),
                 pack_bf16x2(p[4], p[5]),
                 pack_bf16x2(p[6], p[7]),
             ];
         });
-        if do_pv {
-            // SAFETY: as above; after it `acc` holds O up to tile n - 1 and `pf` is free.
-            unsafe { acc.wait_keeping::<0>(&pf) };
+        (pf, alpha)
+    }}}
+
+    // Tile 0 alone; then iteration n issues S(n) = Q K(n)ᵀ and O += P(n - 1) V(n - 1)
+    // together and runs the softmax of S(n) while the second product is still on the tensor
+    // cores; the last P V after the loop. Causal blocks run every tile of the block for both
+    // warpgroups (the first one's last tile is masked whole): a wgmma in a branch would be
+    // serialised.
+    next_tile(0);
+    let mut sc = <[f32; 64]>::zero();
+    // SAFETY: see `issue_s`.
+    unsafe {
+        wgmma::fence();
+        issue_s!(&mut sc, 0);
+        sc.wait::<0>();
+    }
+    let (mut pf, _) = softmax!(&mut sc, 0);
+    for n in 1..tiles {
+        next_tile(n);
+        let mut sc = <[f32; 64]>::zero();
+        // SAFETY: see `issue_s`; S's group is the older of the two, so `wait::<1>` covers
+        // it, and `wait_keeping::<0>` the P V, after which `acc` holds O up to tile n - 1.
+        unsafe {
+            wgmma::fence();
+            issue_s!(&mut sc, n);
+            issue_pv!(&mut acc, &pf, n - 1);
+            sc.wait::<1>();
         }
+        let (next, alpha) = softmax!(&mut sc, n);
+        // SAFETY: see above.
+        unsafe { acc.wait_keeping::<0>(&pf) };
         // O so far was relative to the previous maxima; P(n) to the new ones.
         unroll!(j in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] {
             if j < D / 8 {
@@ -343,6 +346,12 @@ fn forward<const D: usize, const OA: usize>(
             }
         });
         pf = next;
+    }
+    // SAFETY: see `issue_s`.
+    unsafe {
+        wgmma::fence();
+        issue_pv!(&mut acc, &pf, tiles - 1);
+        acc.wait_keeping::<0>(&pf);
     }
     cp_async_wait::<0>();
 
