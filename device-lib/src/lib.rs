@@ -66,6 +66,7 @@ pub mod tma;
 pub mod vector;
 pub mod warp;
 pub mod wgmma;
+pub mod wgmma_rs;
 
 pub use copy::{AnyBitPattern, DeviceCopy};
 #[cfg(not(target_arch = "nvptx64"))]

@@ -79,6 +79,35 @@ pub fn pack2(lo: u16, hi: u16) -> u32 {
     lo as u32 | ((hi as u32) << 16)
 }
 
+/// `lo` and `hi` rounded to bf16 (nearest even) and packed into one register, `lo` in the low
+/// half: an `mma` A fragment register from two f32 results (`cvt.rn.bf16x2.f32`, one
+/// instruction; sm_80 or later).
+///
+/// ```
+/// use gpukernel_device::mma::{bf16_bits, pack2, pack_bf16x2};
+/// assert_eq!(pack_bf16x2(1.0, -2.0), pack2(bf16_bits(1.0), bf16_bits(-2.0)));
+/// ```
+#[inline(always)]
+pub fn pack_bf16x2(lo: f32, hi: f32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: u32;
+        // SAFETY: registers only.
+        unsafe {
+            core::arch::asm!(
+                "cvt.rn.bf16x2.f32 {0}, {1}, {2};",
+                out(reg32) d, in(reg32) hi, in(reg32) lo,
+                options(pure, nomem, nostack),
+            );
+        }
+        d
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        pack2(bf16_bits(lo), bf16_bits(hi))
+    }
+}
+
 /// `D = A · B + C` on one warp's 16×16 bf16 A, 16×8 bf16 B, 16×8 f32 C fragments
 /// (`mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`; layouts in the
 /// [module documentation](self)). Needs sm_80 or later.
@@ -361,6 +390,35 @@ impl SharedAddr {
 }
 
 impl SharedAddr {
+    /// This address with `bits` XORed in: a swizzled column inside a tile whose start is
+    /// aligned past `bits` (e.g. chunk `c ^ (row % 8)` of a 1024-byte-aligned tile). Unlike an
+    /// added offset, the compiler cannot fold it into an invariant sum with the tile's start,
+    /// so a loop that alternates tiles keeps one address per lane instead of one per column.
+    ///
+    /// ```
+    /// use gpukernel_device::mma::SharedAddr;
+    /// #[repr(align(1024))]
+    /// struct Tile([u8; 1024]);
+    /// let t = Tile([0; 1024]);
+    /// let a = SharedAddr::of(t.0.as_ptr());
+    /// assert_eq!(a.bytes_to(a.add_bytes(16).xor_bytes(0x70)), 0x60);
+    /// ```
+    #[inline(always)]
+    pub fn xor_bytes(self, bits: usize) -> SharedAddr {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            SharedAddr {
+                addr: self.addr ^ bits as u32,
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            SharedAddr {
+                addr: self.addr.map_addr(|a| a ^ bits),
+            }
+        }
+    }
+
     /// This address rounded up to a multiple of `align` (a power of two), e.g. the 1024 bytes
     /// a `wgmma` tile with the 128-byte swizzle starts at (allocate `align` spare bytes).
     ///
@@ -469,6 +527,66 @@ pub unsafe fn ldmatrix_x4_at(row: SharedAddr) -> [u32; 4] {
     #[cfg(not(target_arch = "nvptx64"))]
     {
         host::ldmatrix::<4>(row.addr as *const u16)
+    }
+}
+
+/// `ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16`: [`ldmatrix_x4_at`] with each 8×8 matrix
+/// transposed. Lane `l` passes the address of row `l % 8` of matrix `l / 8` and receives in
+/// register `j` the elements at rows `2 (l % 4)` and `2 (l % 4) + 1` of column `l / 4` of
+/// matrix `j`: the `mma` B fragment of a `k`-major (row-major `k × n`) tile, as the `V` of
+/// `P · V` is stored. Matrices `k 0..8` and `k 8..16` of one `n` tile give `b[0]`, `b[1]`.
+///
+/// # Safety
+/// As [`ldmatrix_x4`].
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::shared::shared_array;
+/// use gpukernel_device::{mma, sync, thread};
+///
+/// /// Eight bf16 values, 16-byte aligned: one `ldmatrix` row.
+/// #[derive(Clone, Copy)]
+/// #[repr(C, align(16))]
+/// pub struct Row([u16; 8]);
+/// // SAFETY: a `#[repr(C)]` array of integers: no padding, all-zero valid.
+/// unsafe impl gpukernel_device::DeviceCopy for Row {}
+///
+/// /// One warp stages four 8×8 matrices (row `r` of matrix `j` in slot `8 j + r`) and loads
+/// /// them transposed: lane `l` points at slot `l`.
+/// #[kernel]
+/// pub fn load_transposed(a: &[u16], mut out: DisjointSlice<[u32; 4]>) {
+///     let tile = shared_array!(Row, 32);
+///     let l = thread::lane_id() as usize;
+///     let mut row = [0u16; 8];
+///     row.copy_from_slice(&a[8 * l..8 * l + 8]);
+///     // SAFETY: slot `l` is this lane's; read after the barrier.
+///     unsafe { tile.write(l, Row(row)) };
+///     sync::sync_threads();
+///     let p = tile.as_mut_ptr().cast::<u16>().wrapping_add(8 * l);
+///     // SAFETY: one converged warp; 16-byte aligned rows of the tile; no writer any more.
+///     out.set(thread::index(), unsafe { mma::ldmatrix_x4_trans_at(mma::SharedAddr::of(p)) });
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn ldmatrix_x4_trans_at(row: SharedAddr) -> [u32; 4] {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (r0, r1, r2, r3): (u32, u32, u32, u32);
+        // SAFETY: the caller's promises (convergence, a shared address, no writer).
+        unsafe {
+            core::arch::asm!(
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {{{0}, {1}, {2}, {3}}}, [{4}];",
+                out(reg32) r0, out(reg32) r1, out(reg32) r2, out(reg32) r3,
+                in(reg32) row.addr,
+                options(readonly, nostack),
+            );
+        }
+        [r0, r1, r2, r3]
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        host::ldmatrix_trans(row.addr as *const u16)
     }
 }
 
@@ -862,6 +980,24 @@ mod host {
             let p = rows[8 * j + l / 4] as *const u16;
             // SAFETY: the caller's promise: each lane's row is 16 readable bytes.
             let (lo, hi) = unsafe { (p.add(2 * (l % 4)).read(), p.add(2 * (l % 4) + 1).read()) };
+            *o = super::pack2(lo, hi);
+        }
+        out
+    }
+    /// The host twin of `ldmatrix.m8n8.x4.trans.b16`.
+    #[track_caller]
+    pub(super) fn ldmatrix_trans(row: *const u16) -> [u32; 4] {
+        let rows = exchange("ldmatrix", row as u64);
+        let l = lane();
+        let mut out = [0u32; 4];
+        for (j, o) in out.iter_mut().enumerate() {
+            let (r, c) = (2 * (l % 4), l / 4);
+            let (p0, p1) = (
+                rows[8 * j + r] as *const u16,
+                rows[8 * j + r + 1] as *const u16,
+            );
+            // SAFETY: the caller's promise: each lane's row is 16 readable bytes.
+            let (lo, hi) = unsafe { (p0.add(c).read(), p1.add(c).read()) };
             *o = super::pack2(lo, hi);
         }
         out

@@ -758,6 +758,11 @@ fn gpu_bundle(dir: Option<PathBuf>) -> Result<(), String> {
         &root().join("ffi-examples/bench/numba_suite.py"),
         &dir.join("data/numba_suite.py"),
     )?;
+    // PyTorch's side of `bench_attention` (it runs the script from `GPUKERNEL_DATA_DIR`).
+    copy(
+        &root().join("ffi-examples/bench/bench_attention.py"),
+        &dir.join("data/bench_attention.py"),
+    )?;
 
     vulkan_libs(&dir.join("lib"));
 
