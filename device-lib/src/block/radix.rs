@@ -130,7 +130,7 @@ pub struct RadixRanks<const ITEMS: usize> {
 ///
 /// The block must be whole warps, at most [`RANK_MAX_WARPS`] of them, and every digit below
 /// `2^BITS`; otherwise the kernel stops (a trap, an error in the simulator). Every thread of
-/// the block must call it (see the [module documentation](self)).
+/// the block must call it (see the [`block`](crate::block) module).
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
@@ -295,7 +295,7 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
 /// items must fit [`EXCHANGE_WORDS`] 32-bit words and each rank be below `threads × ITEMS`,
 /// otherwise the kernel stops (a trap, an error in the simulator). A rank named twice leaves
 /// one of the items there, and a place named by no rank gives an unspecified value of `T`.
-/// Every thread of the block must call it (see the [module documentation](self)).
+/// Every thread of the block must call it (see the [`block`](crate::block) module).
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
