@@ -107,6 +107,15 @@ impl NMajorDesc {
     /// it) whose 64-column panels are `panel_bytes` apart (a multiple of 1024): leading
     /// offset `panel_bytes` (between panels along `n`), stride 1024 bytes (between 8-row
     /// groups along `k`), 128-byte swizzle.
+    ///
+    /// ```
+    /// use gpukernel_device::{mma::SharedAddr, wgmma_rs::NMajorDesc};
+    /// /// V's tile in shared memory (64 rows of 128 columns in two 8 KiB panels): the
+    /// /// descriptor of its first 16 rows.
+    /// fn v_desc(tile: SharedAddr) -> NMajorDesc {
+    ///     NMajorDesc::sw128(tile, 8192)
+    /// }
+    /// ```
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn sw128(tile: SharedAddr, panel_bytes: usize) -> NMajorDesc {
@@ -132,6 +141,14 @@ impl NMajorDesc {
 
     /// The same tile `k` rows further (`k` a multiple of 8): the `k` slices of a tile are
     /// `add_k(0)`, `add_k(16)`, ….
+    ///
+    /// ```
+    /// use gpukernel_device::wgmma_rs::NMajorDesc;
+    /// /// The four 16-deep slices of a 64-row tile.
+    /// fn slices(d: NMajorDesc) -> [NMajorDesc; 4] {
+    ///     [d.add_k(0), d.add_k(16), d.add_k(32), d.add_k(48)]
+    /// }
+    /// ```
     #[inline(always)]
     pub fn add_k(self, k: usize) -> NMajorDesc {
         #[cfg(target_arch = "nvptx64")]
@@ -172,6 +189,22 @@ impl NMajorDesc {
 /// Warpgroup-collective; a [`crate::wgmma::fence`] since the accumulators or `a` were last
 /// written by other instructions; the tile live and unwritten, `acc` and `a` untouched, until
 /// the [`RsAccumulators::wait_keeping`] that covers this call (module documentation).
+///
+/// ```
+/// use gpukernel_device::wgmma_rs::{self, NMajorDesc, RsAccumulators};
+/// /// `O += P · V` for one 64-deep tile: four 16-deep steps, then the wait that keeps `p`.
+/// ///
+/// /// # Safety
+/// /// As `mma_m64n128k16_bf16_rs_tb`, for the whole warpgroup.
+/// unsafe fn p_v(o: &mut [f32; 64], p: &[[u32; 4]; 8], v: NMajorDesc) {
+///     unsafe { gpukernel_device::wgmma::fence() };
+///     for s in 0..4 {
+///         unsafe { wgmma_rs::mma_m64n128k16_bf16_rs_tb(o, p[s], v.add_k(16 * s)) };
+///     }
+///     unsafe { gpukernel_device::wgmma::commit_group() };
+///     unsafe { o.wait_keeping::<0>(p) };
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn mma_m64n128k16_bf16_rs_tb(acc: &mut [f32; 64], a: [u32; 4], b: NMajorDesc) {
@@ -203,6 +236,17 @@ pub unsafe fn mma_m64n128k16_bf16_rs_tb(acc: &mut [f32; 64], a: [u32; 4], b: NMa
 ///
 /// # Safety
 /// As [`mma_m64n128k16_bf16_rs_tb`].
+///
+/// ```
+/// use gpukernel_device::wgmma_rs::{self, NMajorDesc};
+/// /// One 16-deep step of `O += P · V` with a 64-column V.
+/// ///
+/// /// # Safety
+/// /// As `mma_m64n64k16_bf16_rs_tb`, for the whole warpgroup.
+/// unsafe fn step(o: &mut [f32; 32], p: [u32; 4], v: NMajorDesc) {
+///     unsafe { wgmma_rs::mma_m64n64k16_bf16_rs_tb(o, p, v) };
+/// }
+/// ```
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn mma_m64n64k16_bf16_rs_tb(acc: &mut [f32; 32], a: [u32; 4], b: NMajorDesc) {
@@ -235,6 +279,13 @@ mod sealed {
 
 /// The accumulator arrays of the register-A shapes: `[f32; 64]` (`m64n128k16`) and
 /// `[f32; 32]` (`m64n64k16`).
+///
+/// ```
+/// use gpukernel_device::wgmma_rs::RsAccumulators;
+/// fn is_accumulator<A: RsAccumulators>() {}
+/// is_accumulator::<[f32; 64]>();
+/// is_accumulator::<[f32; 32]>();
+/// ```
 pub trait RsAccumulators: sealed::Sealed {
     /// `wgmma.wait_group.sync.aligned N` for batches of register-A `mma`s into these
     /// accumulators: like [`crate::wgmma::Accumulators::wait`], and also naming the A
@@ -243,6 +294,17 @@ pub trait RsAccumulators: sealed::Sealed {
     ///
     /// # Safety
     /// Warpgroup-collective.
+    ///
+    /// ```
+    /// use gpukernel_device::wgmma_rs::RsAccumulators;
+    /// /// Waits for every batch into `o`, keeping the A registers `p` until then.
+    /// ///
+    /// /// # Safety
+    /// /// Warpgroup-collective.
+    /// unsafe fn finish(o: &mut [f32; 32], p: &[[u32; 4]; 8]) {
+    ///     unsafe { o.wait_keeping::<0>(p) };
+    /// }
+    /// ```
     unsafe fn wait_keeping<const N: u32>(&mut self, a: &[[u32; 4]; 8]);
 }
 
