@@ -88,6 +88,24 @@ macro_rules! wgmma_mma {
         fn $name:ident, $ty:literal, $cvt:path, $regs:literal, $shape:literal,
         $da:literal, $db:literal, $sc:literal, [$first:literal $($i:literal)*]
     ) => {
+        wgmma_mma!(@emit $(#[$attr])* fn $name, $ty, $cvt, $regs, $shape, $da, $db, $sc,
+            [$first $($i)*], "}, p, 1, 1, 0, 0;", mma);
+    };
+    // FP8 operands (`k` 32) take no transpose flags; `$cvt` decodes a byte.
+    (
+        $(#[$attr:meta])*
+        fp8 fn $name:ident, $ty:literal, $cvt:path, $regs:literal, $shape:literal,
+        $da:literal, $db:literal, $sc:literal, [$first:literal $($i:literal)*]
+    ) => {
+        wgmma_mma!(@emit $(#[$attr])* fn $name, $ty, $cvt, $regs, $shape, $da, $db, $sc,
+            [$first $($i)*], "}, p, 1, 1;", mma_fp8);
+    };
+    (
+        @emit $(#[$attr:meta])*
+        fn $name:ident, $ty:literal, $cvt:path, $regs:literal, $shape:literal,
+        $da:literal, $db:literal, $sc:literal, [$first:literal $($i:literal)*],
+        $flags:literal, $host:ident
+    ) => {
         $(#[$attr])*
         #[inline(always)]
         #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
@@ -105,7 +123,7 @@ macro_rules! wgmma_mma {
                     concat!(
                         "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty,
                         " {{{", $first, "}", $(", {", $i, "}",)* "}}, {", $da, "}, {", $db,
-                        "}, p, 1, 1, 0, 0;"
+                        $flags
                     ),
                     "}}";
                     in(reg64) a.bits,
@@ -115,7 +133,7 @@ macro_rules! wgmma_mma {
                 );
             }
             #[cfg(not(target_arch = "nvptx64"))]
-            host::mma(acc, &a, &b, $cvt);
+            host::$host(acc, &a, &b, $cvt);
         }
     };
 }
@@ -784,47 +802,7 @@ with_acc64!(wgmma_mma {
     fn mma_m64n128k16_f16, "f16", crate::mma::f16_to_f32, 64, "m64n128k16", 64, 65, 66,
 });
 
-/// One FP8 `wgmma.mma_async` function (`k` 32; FP8 operands take no transpose flags): as
-/// `wgmma_mma`, with `$cvt` decoding a byte for the simulator twin.
-macro_rules! wgmma_mma_fp8 {
-    (
-        $(#[$attr:meta])*
-        fn $name:ident, $ty:literal, $cvt:path, $regs:literal, $shape:literal,
-        $da:literal, $db:literal, $sc:literal, [$first:literal $($i:literal)*]
-    ) => {
-        $(#[$attr])*
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-        pub unsafe fn $name(acc: &mut [f32; $regs], a: SmemDesc, b: SmemDesc) {
-            #[cfg(target_arch = "nvptx64")]
-            // SAFETY: the caller's promises (warpgroup convergence, descriptors into live
-            // shared memory that no one writes until the matching wait); registers otherwise.
-            unsafe {
-                with_accumulators!(
-                    acc,
-                    [$first $($i)*],
-                    "{{",
-                    ".reg .pred p;",
-                    concat!("setp.ne.b32 p, {", $sc, "}, 0;"),
-                    concat!(
-                        "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $ty, ".", $ty,
-                        " {{{", $first, "}", $(", {", $i, "}",)* "}}, {", $da, "}, {", $db,
-                        "}, p, 1, 1;"
-                    ),
-                    "}}";
-                    in(reg64) a.bits,
-                    in(reg64) b.bits,
-                    in(reg32) 1u32,
-                    options(nostack),
-                );
-            }
-            #[cfg(not(target_arch = "nvptx64"))]
-            host::mma_fp8(acc, &a, &b, $cvt);
-        }
-    };
-}
-
-with_acc128!(wgmma_mma_fp8 {
+with_acc128!(wgmma_mma {
     /// `acc += A · Bᵀ` for a 64 × 32 FP8 e4m3 A and a 256 × 32 e4m3 B read from shared memory
     /// through their descriptors, f32 accumulation
     /// (`wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3`, accumulator layout in the
@@ -870,10 +848,10 @@ with_acc128!(wgmma_mma_fp8 {
     ///     c.set(thread::index(), acc);
     /// }
     /// ```
-    fn mma_m64n256k32_e4m3, "e4m3", crate::fp8::e4m3_to_f32, 128, "m64n256k32", 128, 129, 130,
+    fp8 fn mma_m64n256k32_e4m3, "e4m3", crate::fp8::e4m3_to_f32, 128, "m64n256k32", 128, 129, 130,
 });
 
-with_acc64!(wgmma_mma_fp8 {
+with_acc64!(wgmma_mma {
     /// `acc += A · Bᵀ` for a 64 × 32 FP8 e4m3 A and a 128 × 32 e4m3 B
     /// (`wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3`); as
     /// [`mma_m64n256k32_e4m3`] with 128 columns.
@@ -907,7 +885,7 @@ with_acc64!(wgmma_mma_fp8 {
     ///     c.set(thread::index(), acc);
     /// }
     /// ```
-    fn mma_m64n128k32_e4m3, "e4m3", crate::fp8::e4m3_to_f32, 64, "m64n128k32", 64, 65, 66,
+    fp8 fn mma_m64n128k32_e4m3, "e4m3", crate::fp8::e4m3_to_f32, 64, "m64n128k32", 64, 65, 66,
 });
 
 impl sealed::Sealed for [f32; 128] {}
