@@ -369,41 +369,9 @@ pub(crate) fn embed(
             ptx_for_build.clone()
         };
         let cubin = work.join(format!("{name}.{arch}.cubin"));
-        let child = Command::new(tools.ptxas)
-            .arg(format!("-arch={arch}"))
-            .arg("-O3")
-            .arg(&source)
-            .arg("-o")
-            .arg(&cubin)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(io_err(tools.ptxas))?;
-        jobs.push((arch, source, cubin, child));
+        jobs.push(spawn_ptxas(tools, arch, source, cubin, false)?);
     }
-    let mut images: Vec<OsString> = Vec::new();
-    for (arch, source, cubin, child) in jobs {
-        let output = child.wait_with_output().map_err(io_err(tools.ptxas))?;
-        if !output.status.success() {
-            return Err(Error::SassFailed {
-                arch: arch.clone(),
-                ptx: source,
-                log: format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
-                ),
-            });
-        }
-        images.push(
-            format!(
-                "--image3=kind=elf,sm={},file={}",
-                arch.trim_start_matches("sm_"),
-                cubin.display()
-            )
-            .into(),
-        );
-    }
+    let mut images = wait_ptxas(tools, jobs, "")?;
     images.push(
         format!(
             "--image3=kind=ptx,sm={},file={}",
@@ -425,6 +393,67 @@ pub(crate) fn embed(
         kernels,
         left_out,
     }))
+}
+
+/// One running `ptxas` (`-c`: a relocatable object) and what it makes.
+type PtxasJob<'a> = (&'a String, PathBuf, PathBuf, std::process::Child);
+
+/// Starts `ptxas -arch=<arch> -O3 <source> -o <out>` (with `-c` for relocatable code).
+fn spawn_ptxas<'a>(
+    tools: &SassTools<'_>,
+    arch: &'a String,
+    source: PathBuf,
+    out: PathBuf,
+    relocatable: bool,
+) -> Result<PtxasJob<'a>, Error> {
+    let mut cmd = Command::new(tools.ptxas);
+    if relocatable {
+        cmd.arg("-c");
+    }
+    let child = cmd
+        .arg(format!("-arch={arch}"))
+        .arg("-O3")
+        .arg(&source)
+        .arg("-o")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(io_err(tools.ptxas))?;
+    Ok((arch, source, out, child))
+}
+
+/// Waits for every job; the first that failed is `SassFailed` with its log (after `what`),
+/// else one `fatbinary` image argument per job.
+fn wait_ptxas(
+    tools: &SassTools<'_>,
+    jobs: Vec<PtxasJob<'_>>,
+    what: &str,
+) -> Result<Vec<OsString>, Error> {
+    let mut images = Vec::new();
+    for (arch, source, out, child) in jobs {
+        let output = child.wait_with_output().map_err(io_err(tools.ptxas))?;
+        if !output.status.success() {
+            return Err(Error::SassFailed {
+                arch: arch.clone(),
+                ptx: source,
+                log: format!(
+                    "{what}{}{}",
+                    String::from_utf8_lossy(&output.stdout),
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            });
+        }
+        images.push(
+            format!(
+                "--image3=kind=elf,sm={},file={}",
+                arch.trim_start_matches("sm_"),
+                out.display()
+            )
+            .into(),
+        );
+    }
+    Ok(images)
 }
 
 /// The relocatable machine code's file: `<out>/<name>.rdc.fatbin`.
@@ -469,43 +498,11 @@ pub(crate) fn relocatable(
             ptx.to_path_buf()
         };
         let object = work.join(format!("{name}.{arch}.o"));
-        let child = Command::new(tools.ptxas)
-            .arg("-c")
-            .arg(format!("-arch={arch}"))
-            .arg("-O3")
-            .arg(&source)
-            .arg("-o")
-            .arg(&object)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(io_err(tools.ptxas))?;
-        jobs.push((arch, source, object, child));
+        jobs.push(spawn_ptxas(tools, arch, source, object, true)?);
     }
     let out = relocatable_path(out_dir, name);
     let mut args: Vec<OsString> = vec![format!("--create={}", out.display()).into(), "-64".into()];
-    for (arch, source, object, child) in jobs {
-        let output = child.wait_with_output().map_err(io_err(tools.ptxas))?;
-        if !output.status.success() {
-            return Err(Error::SassFailed {
-                arch: arch.clone(),
-                ptx: source,
-                log: format!(
-                    "ptxas -c (relocatable code): {}{}",
-                    String::from_utf8_lossy(&output.stdout),
-                    String::from_utf8_lossy(&output.stderr)
-                ),
-            });
-        }
-        args.push(
-            format!(
-                "--image3=kind=elf,sm={},file={}",
-                arch.trim_start_matches("sm_"),
-                object.display()
-            )
-            .into(),
-        );
-    }
+    args.extend(wait_ptxas(tools, jobs, "ptxas -c (relocatable code): ")?);
     crate::device::run_tool(tools.fatbinary, &args)?;
     Ok(out)
 }
