@@ -153,6 +153,21 @@ fn cuda_context(device: Device) -> Result<Arc<ContextInner>> {
     Ok(inner)
 }
 
+#[cfg(test)]
+impl Context {
+    /// A simulator context of its own, not the shared primary one: the foreign-call failures
+    /// of a test's launches are then observed by that test alone, whatever runs beside it.
+    pub(crate) fn private_simulator_for_tests() -> Context {
+        let device = Device::simulator();
+        Context {
+            inner: Arc::new(ContextInner::new(
+                device,
+                Box::new(SimBackend::new(device.index())),
+            )),
+        }
+    }
+}
+
 impl Context {
     pub(crate) fn primary(device: Device) -> Result<Context> {
         let inner = if device.is_simulator() {

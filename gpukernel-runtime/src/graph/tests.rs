@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::Error;
-use crate::launch::tests::{saxpy, sim};
+use crate::launch::tests::{saxpy, sim, sim_private};
 use crate::{DeviceBuffer, LaunchConfig};
 
 const N: usize = 1000;
@@ -206,7 +206,7 @@ fn a_simulated_fault_names_the_graph_and_node() {
 
 #[test]
 fn a_foreign_failure_of_a_graph_kernel_surfaces_where_its_stream_is_observed() {
-    let (ctx, module) = sim();
+    let (ctx, module) = sim_private();
     let k = module.kernel(crate::launch::tests::fails_foreign).unwrap();
     let x = ctx.alloc_zeros::<u32>(16).unwrap();
     let s = ctx.new_stream().unwrap();
@@ -368,7 +368,7 @@ fn a_capture_reads_a_buffer_written_on_another_stream() {
 
 #[test]
 fn a_foreign_failure_names_the_kernel_node_of_its_module() {
-    let (ctx, m1) = sim();
+    let (ctx, m1) = sim_private();
     let m2 = ctx
         .load_module(crate::launch::tests::PTX.as_bytes())
         .unwrap();

@@ -182,6 +182,15 @@ pub(crate) fn sim() -> (Context, Module) {
     (ctx, module)
 }
 
+/// As [`sim`], on a context of the test's own: for tests whose kernels fail foreign calls, as
+/// any observation point of a context reports (and clears) its pending failures, and tests
+/// run in parallel.
+pub(crate) fn sim_private() -> (Context, Module) {
+    let ctx = Context::private_simulator_for_tests();
+    let module = ctx.load_module(PTX.as_bytes()).unwrap();
+    (ctx, module)
+}
+
 #[test]
 fn saxpy_on_the_simulator() {
     let (ctx, module) = sim();
@@ -464,7 +473,7 @@ fn simulator_faults_name_the_kernel_and_thread() {
 
 #[test]
 fn foreign_failures_surface_at_synchronize() {
-    let (ctx, module) = sim();
+    let (ctx, module) = sim_private();
     let k = module.kernel(fails_foreign).unwrap();
     let x = ctx.alloc_zeros::<u32>(4).unwrap();
     let s = ctx.new_stream().unwrap();
@@ -518,7 +527,7 @@ fn assert_foreign_failure(r: Result<impl core::fmt::Debug>) {
 
 #[test]
 fn foreign_failures_surface_at_every_host_read() {
-    let (ctx, module) = sim();
+    let (ctx, module) = sim_private();
     // `to_host_vec` right after the launch: the README's pattern.
     let (_s, x) = launch_failing(&ctx, &module);
     assert_foreign_failure(x.to_host_vec());
@@ -542,7 +551,7 @@ fn foreign_failures_surface_at_every_host_read() {
 
 #[test]
 fn foreign_failures_belong_to_the_module_whatever_thread_launched() {
-    let (ctx, module) = sim();
+    let (ctx, module) = sim_private();
     let k = module.kernel(fails_foreign).unwrap();
     let s = ctx.new_stream().unwrap();
     let x = s.alloc_zeros::<u32>(4).unwrap();
@@ -559,7 +568,7 @@ fn foreign_failures_belong_to_the_module_whatever_thread_launched() {
 
 #[test]
 fn a_failure_of_a_dropped_module_is_reported_by_the_next_check() {
-    let (ctx, module) = sim();
+    let (ctx, module) = sim_private();
     let (s, x) = launch_failing(&ctx, &module);
     // The module and its kernel are gone before anything observed the stream.
     drop(module);
