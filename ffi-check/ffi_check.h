@@ -43,6 +43,8 @@ template <class T> struct k_bare { typedef T type; };
 template <class T> struct k_bare<const T> { typedef T type; };
 template <class T> struct k_bare<volatile T> { typedef T type; };
 template <class T> struct k_bare<const volatile T> { typedef T type; };
+// An array element's probe type is a reference (`decltype(p->v[0])`).
+template <class T> struct k_bare<T&> { typedef typename k_bare<T>::type type; };
 template <class T> struct k_int { typedef k_scalar<(T(0) < T(-1)) ? 3 : 2, sizeof(T)> type; };
 template <class T, bool IsClass = __is_class(T)> struct k_of { typedef k_other type; };
 template <class T> struct k_of<T, true> { typedef k_class<sizeof(T)> type; };

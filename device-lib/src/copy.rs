@@ -1,6 +1,6 @@
 //! Values that may cross the host/device boundary by bit copy.
 
-use crate::signature::{FieldLayout, TypeLayout, kind};
+use crate::signature::{FieldLayout, Inside, TypeLayout, kind};
 
 /// A type whose values may be copied bit for bit between host and device and passed by value
 /// to a kernel or a foreign device function.
@@ -61,6 +61,12 @@ pub unsafe trait DeviceCopy: Copy + 'static {
     /// checks compare its size and alignment only). A list given by hand must describe the
     /// type as the target being compiled lays it out.
     const FIELDS: &'static [FieldLayout] = &[];
+
+    /// What the type holds for the foreign-declaration checks: a derived struct's
+    /// [`FIELDS`](DeviceCopy::FIELDS), an array's elements, or nothing (a scalar, or a
+    /// hand-written impl, compared by size and alignment only). A value given by hand must
+    /// describe the type as the target being compiled lays it out.
+    const INSIDE: Inside = Inside::Nothing;
 }
 
 macro_rules! impl_device_copy {
@@ -82,6 +88,11 @@ impl_device_copy!(
 // SAFETY: an array of DeviceCopy has the element's layout repeated.
 unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {
     const LAYOUT: TypeLayout = TypeLayout::array::<[T; N]>(T::LAYOUT, N);
+    const INSIDE: Inside = Inside::Elements {
+        layout: T::LAYOUT,
+        inside: &T::INSIDE,
+        count: N,
+    };
 }
 
 /// A [`DeviceCopy`] type for which every bit pattern is a valid value: the integers, the

@@ -144,7 +144,7 @@ pub mod __private {
     pub use crate::kernel::{Kernel, SafeKernel, SimEntry};
     pub use crate::print::{self as printf, PrintArg};
     pub use crate::signature::{
-        FieldLayout, ParamSignature, TypeLayout, kernel_fingerprint, signature_words,
+        FieldLayout, Inside, ParamSignature, TypeLayout, kernel_fingerprint, signature_words,
     };
     pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
@@ -266,9 +266,101 @@ pub mod __private {
         }
     }
 
+    /// A field's C member designator, innermost part last (`inner.a`, `v[0]`, `v[0].b`), as
+    /// a chain of parts on the stack.
+    struct Designator<'a> {
+        part: &'a str,
+        outer: Option<&'a Designator<'a>>,
+    }
+
+    /// Appends `d`'s parts, outermost first, joining names with `.` (an element's `[0]`
+    /// follows its array directly).
+    const fn put_designator(out: &mut [u8], at: &mut usize, d: &Designator<'_>) {
+        if let Some(outer) = d.outer {
+            put_designator(out, at, outer);
+            if !matches!(d.part.as_bytes().first(), Some(b'[')) {
+                put(out, at, b".");
+            }
+        }
+        put(out, at, d.part.as_bytes());
+    }
+
+    /// Writes `field=struct:designator:offset:size:kind` for `part` (of `outer`, at `offset`
+    /// in the struct), then, for a nested struct or an array, the lines of its fields or of
+    /// its first element: the checks then compare their types too, not only the size.
+    const fn put_field(
+        out: &mut [u8],
+        at: &mut usize,
+        owner: &str,
+        d: &Designator<'_>,
+        offset: usize,
+        layout: &crate::signature::TypeLayout,
+        inside: &Inside,
+    ) {
+        put(out, at, b"field=");
+        put(out, at, owner.as_bytes());
+        put(out, at, b":");
+        put_designator(out, at, d);
+        put(out, at, b":");
+        put_number(out, at, offset);
+        put(out, at, b":");
+        put_number(out, at, layout.size);
+        put(out, at, b":");
+        put_number(out, at, layout.kind as usize);
+        put(out, at, b"\n");
+        match inside {
+            Inside::Nothing => {}
+            Inside::Fields(fields) => put_fields(out, at, owner, Some(d), offset, fields),
+            Inside::Elements {
+                layout,
+                inside,
+                count,
+            } => {
+                if *count > 0 {
+                    let element = Designator {
+                        part: "[0]",
+                        outer: Some(d),
+                    };
+                    put_field(out, at, owner, &element, offset, layout, inside);
+                }
+            }
+        }
+    }
+
+    /// [`put_field`] for each of `fields` (of `outer`, at `base` in the struct).
+    const fn put_fields(
+        out: &mut [u8],
+        at: &mut usize,
+        owner: &str,
+        outer: Option<&Designator<'_>>,
+        base: usize,
+        fields: &[crate::signature::FieldLayout],
+    ) {
+        let mut f = 0;
+        while f < fields.len() {
+            let field = &fields[f];
+            let d = Designator {
+                part: field.name,
+                outer,
+            };
+            put_field(
+                out,
+                at,
+                owner,
+                &d,
+                base + field.offset,
+                &field.layout,
+                &field.inside,
+            );
+            f += 1;
+        }
+    }
+
     /// Writes the record: `head`, then per struct `struct=name:size:align` and per field
-    /// `field=struct:name:offset:size:kind` (`signature::kind`'s number); returns its length
-    /// (the bytes past `out`'s end are counted, not written).
+    /// `field=struct:designator:offset:size:kind` (`signature::kind`'s number; the fields of
+    /// nested structs and the first element of arrays follow their field, designated as C
+    /// designates them: `inner.a`, `v[0]`); returns its length (the bytes past `out`'s end
+    /// are counted, not written).
     const fn write_record(out: &mut [u8], head: &str, structs: &[ForeignStruct]) -> usize {
         let mut at = 0;
         put(out, &mut at, head.as_bytes());
@@ -282,22 +374,7 @@ pub mod __private {
             put(out, &mut at, b":");
             put_number(out, &mut at, s.align);
             put(out, &mut at, b"\n");
-            let mut f = 0;
-            while f < s.fields.len() {
-                let field = &s.fields[f];
-                put(out, &mut at, b"field=");
-                put(out, &mut at, s.name.as_bytes());
-                put(out, &mut at, b":");
-                put(out, &mut at, field.name.as_bytes());
-                put(out, &mut at, b":");
-                put_number(out, &mut at, field.offset);
-                put(out, &mut at, b":");
-                put_number(out, &mut at, field.layout.size);
-                put(out, &mut at, b":");
-                put_number(out, &mut at, field.layout.kind as usize);
-                put(out, &mut at, b"\n");
-                f += 1;
-            }
+            put_fields(out, &mut at, s.name, None, 0, s.fields);
             k += 1;
         }
         at
@@ -322,6 +399,19 @@ pub mod __private {
     /// assert_eq!(
     ///     core::str::from_utf8(&r).unwrap(),
     ///     "ret=void\nstruct=Pair:8:4\nfield=Pair:a:0:4:3\nfield=Pair:b:4:2:1\n"
+    /// );
+    /// // Nested structs and arrays: their fields and first element follow, as C names them.
+    /// #[repr(C)]
+    /// #[derive(Clone, Copy, gpukernel_device::DeviceCopy)]
+    /// struct Outer { p: [Pair; 2], v: [i32; 3] }
+    /// const O: &[ForeignStruct] = &[ForeignStruct::of::<Outer>("Outer")];
+    /// const M: usize = foreign_record_len("", O);
+    /// let r: [u8; M] = foreign_record::<M>("", O);
+    /// assert_eq!(
+    ///     core::str::from_utf8(&r).unwrap(),
+    ///     "struct=Outer:28:4\nfield=Outer:p:0:16:7\nfield=Outer:p[0]:0:8:8\n\
+    ///      field=Outer:p[0].a:0:4:3\nfield=Outer:p[0].b:4:2:1\n\
+    ///      field=Outer:v:16:12:7\nfield=Outer:v[0]:16:4:2\n"
     /// );
     /// ```
     pub const fn foreign_record<const N: usize>(head: &str, structs: &[ForeignStruct]) -> [u8; N] {

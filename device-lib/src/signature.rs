@@ -315,13 +315,13 @@ impl TypeLayout {
     /// its `FIELDS`, so each field's type is named once); the same layout and digest.
     ///
     /// ```
-    /// use gpukernel_device::signature::{FieldLayout, TypeLayout, kind};
+    /// use gpukernel_device::signature::{FieldLayout, Inside, TypeLayout, kind};
     /// #[repr(C)]
     /// struct Pair { a: f32, b: u32 }
     /// let (f, u) = (TypeLayout::scalar::<f32>(kind::FLOAT), TypeLayout::scalar::<u32>(kind::UNSIGNED));
     /// let named = [
-    ///     FieldLayout { name: "a", offset: 0, layout: f },
-    ///     FieldLayout { name: "b", offset: 4, layout: u },
+    ///     FieldLayout { name: "a", offset: 0, layout: f, inside: Inside::Nothing },
+    ///     FieldLayout { name: "b", offset: 4, layout: u, inside: Inside::Nothing },
     /// ];
     /// assert_eq!(TypeLayout::record_fields::<Pair>(&named), TypeLayout::record::<Pair>(&[(0, f), (4, u)]));
     /// ```
@@ -365,6 +365,44 @@ pub struct FieldLayout {
     pub offset: usize,
     /// The field type's layout.
     pub layout: TypeLayout,
+    /// What the field's type holds ([`DeviceCopy::INSIDE`]): the foreign checks follow it
+    /// into nested structs and array elements, so that their types are compared too, not
+    /// only their offsets and sizes.
+    ///
+    /// [`DeviceCopy::INSIDE`]: crate::DeviceCopy::INSIDE
+    pub inside: Inside,
+}
+
+/// What a [`DeviceCopy`](crate::DeviceCopy) type holds, as far as the foreign-declaration
+/// checks compare it with a C type ([`DeviceCopy::INSIDE`](crate::DeviceCopy::INSIDE)):
+/// nothing more than its layout (a scalar, or a type of a hand-written impl), a struct's
+/// named fields, or an array's elements.
+///
+/// ```
+/// use gpukernel_device::DeviceCopy;
+/// use gpukernel_device::signature::{Inside, kind};
+/// #[repr(C)]
+/// #[derive(Clone, Copy, DeviceCopy)]
+/// pub struct Pair { pub a: f32, pub v: [u16; 2] }
+/// let Inside::Fields(fields) = <Pair as DeviceCopy>::INSIDE else { unreachable!() };
+/// let Inside::Elements { layout, count, .. } = fields[1].inside else { unreachable!() };
+/// assert_eq!((layout.kind, layout.size, count), (kind::UNSIGNED, 2, 2));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inside {
+    /// Nothing the checks can name: a scalar, or a type known by its layout only.
+    Nothing,
+    /// A `#[derive(DeviceCopy)]` struct's fields ([`DeviceCopy::FIELDS`](crate::DeviceCopy::FIELDS)).
+    Fields(&'static [FieldLayout]),
+    /// An array `[E; count]`: `E`'s layout and what `E` holds.
+    Elements {
+        /// `E`'s layout.
+        layout: TypeLayout,
+        /// What `E` holds.
+        inside: &'static Inside,
+        /// The number of elements.
+        count: usize,
+    },
 }
 
 /// How a kernel parameter type enters the signature fingerprint: how it lowers to the ABI and

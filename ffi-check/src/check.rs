@@ -216,9 +216,13 @@ fn layout_asserts(
             layout.align
         ),
     ));
-    // A field no C field can be named like (a tuple struct's `0`, `1`): nothing would check
-    // it, so the struct is refused.
-    if let Some(f) = layout.fields.iter().find(|f| !is_c_identifier(&f.name)) {
+    // A field no C field can be named like (a tuple struct's `0`, `1`, also inside a nested
+    // struct: `inner.0`): nothing would check it, so the struct is refused.
+    if let Some(f) = layout
+        .fields
+        .iter()
+        .find(|f| !is_member_designator(&f.name))
+    {
         asserts.push((
             skip.clone(),
             format!(
@@ -232,7 +236,7 @@ fn layout_asserts(
     let fields: Vec<_> = layout
         .fields
         .iter()
-        .filter(|f| is_c_identifier(&f.name))
+        .filter(|f| is_member_designator(&f.name))
         .collect();
     if fields.is_empty() {
         return;
@@ -296,6 +300,47 @@ fn field_meaning(c_type: &str, size: u64) -> String {
     } else {
         format!("'{c_type}' ({})", meaning(c_type))
     }
+}
+
+/// Whether `s` is a C member designator as the record writes them: an identifier followed by
+/// `.identifier` or `[digits]` parts (`a`, `inner.a`, `v[0]`, `v[0][0].b`).
+///
+/// ```
+/// use gpukernel_ffi_check::check::is_member_designator;
+/// for ok in ["a", "inner.a", "v[0]", "v[0][0].b_2"] {
+///     assert!(is_member_designator(ok), "{ok}");
+/// }
+/// for bad in ["0", "inner.0", "v[]", "v[0", ".a", "a.", "a..b", "[0]", "v[x]"] {
+///     assert!(!is_member_designator(bad), "{bad}");
+/// }
+/// ```
+pub fn is_member_designator(s: &str) -> bool {
+    let Some(end) = s.find(['.', '[']) else {
+        return is_c_identifier(s);
+    };
+    if !is_c_identifier(&s[..end]) {
+        return false;
+    }
+    let mut rest = &s[end..];
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            if !is_c_identifier(&after[..end]) {
+                return false;
+            }
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            match after.find(']') {
+                Some(close) if close > 0 && after[..close].bytes().all(|b| b.is_ascii_digit()) => {
+                    rest = &after[close + 1..];
+                }
+                _ => return false,
+            }
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// Whether `s` is a C identifier: `[A-Za-z_][A-Za-z0-9_]*`.

@@ -19,7 +19,10 @@
 //! lines each field's offset, size and kind (`gpukernel_device::signature::kind`'s numbers,
 //! [`kind`] here; read as a C type by [`field_c_type`]: a field that is an array or a struct
 //! is `bytes`, checked by offset and size), for `#[derive(DeviceCopy)]` structs; a
-//! hand-written `unsafe impl DeviceCopy` gives no fields.
+//! hand-written `unsafe impl DeviceCopy` gives no fields. The fields of a nested derived
+//! struct and the first element of an array follow their field's line, named by their C
+//! member designator (`field=Outer:inner.a:0:4:3`, `field=Outer:v[0]:8:4:2`; offsets from the
+//! start of the outer struct), so that their types are checked too.
 
 /// The prefix of the exported record globals.
 pub const RECORD_PREFIX: &str = "__gpukernel_foreign_";

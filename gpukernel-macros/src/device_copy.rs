@@ -77,6 +77,7 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
                 name: #label,
                 offset: #private::core::mem::offset_of!(#name, #member),
                 layout: <#ty as #private::DeviceCopy>::LAYOUT,
+                inside: <#ty as #private::DeviceCopy>::INSIDE,
             }
         }
     });
@@ -90,6 +91,7 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
             const LAYOUT: #private::TypeLayout =
                 #private::TypeLayout::record_fields::<#name>(Self::FIELDS);
             const FIELDS: &'static [#private::FieldLayout] = &[#(#field_entries),*];
+            const INSIDE: #private::Inside = #private::Inside::Fields(Self::FIELDS);
         }
     }
 }
