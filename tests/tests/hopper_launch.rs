@@ -385,6 +385,58 @@ fn programmatic_dependent_launch_sees_the_first_kernels_results() {
 }
 
 #[test]
+fn graph_programmatic_edges_let_the_dependent_kernel_see_the_first_kernels_results() {
+    let n = 1 << 16;
+    let x: Vec<f32> = (0..n).map(|i| (i % 997) as f32).collect();
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let (k1, k2) = (
+            md.kernel(pdl_first).unwrap(),
+            md.kernel(pdl_second).unwrap(),
+        );
+        let s = ctx.new_stream().unwrap();
+        let dx = s.htod_copy(&x).unwrap();
+        let mut y = s.alloc_zeros::<f32>(n).unwrap();
+        let mut z = s.alloc_zeros::<f32>(n).unwrap();
+        let mut w = s.alloc_zeros::<f32>(n).unwrap();
+        {
+            let g = ctx.new_graph("pdl pairs").unwrap();
+            let (xb, yb, zb, wb) = (
+                g.buffer(&dx),
+                g.buffer_mut(&mut y),
+                g.buffer_mut(&mut z),
+                g.buffer_mut(&mut w),
+            );
+            let cfg = LaunchConfig::for_elements(n).unwrap();
+            // SAFETY: `pdl_second` calls `grid::wait_dependencies` before it reads `y` or
+            // writes `z` / `w`, and `pdl_first` does not wait on `pdl_second`.
+            let dependent = unsafe { cfg.programmatic_dependent() };
+            for round in 0..4 {
+                let a = round as f32;
+                let first = g.add_kernel(&[], &k1, cfg, (a, xb, yb)).unwrap();
+                // Each round's z (then w) is 2 (a x + 1) of its own round's y: the next
+                // round's first kernel, which rewrites y, waits for the reads of this one.
+                let out = if round % 2 == 0 { zb } else { wb };
+                g.add_kernel(&[first], &k2, dependent, (yb.read(), out))
+                    .unwrap();
+            }
+            let exec = g.instantiate().unwrap();
+            for _ in 0..3 {
+                exec.launch(&s).unwrap();
+            }
+            s.synchronize().unwrap();
+        }
+        let (gz, gw) = (z.to_host_vec().unwrap(), w.to_host_vec().unwrap());
+        for (i, &v) in x.iter().enumerate() {
+            assert_eq!(gz[i], 2.0 * (2.0 * v + 1.0), "{name}: z[{i}]");
+            assert_eq!(gw[i], 2.0 * (3.0 * v + 1.0), "{name}: w[{i}]");
+        }
+    }
+}
+
+#[test]
 fn graph_kernel_nodes_with_clusters_and_cooperative_launch() {
     let mut rng = Rng::from_env("graph_hopper_nodes");
     let data: Vec<u32> = (0..20_000).map(|_| rng.next_u64() as u32).collect();
@@ -442,15 +494,6 @@ fn graph_kernel_nodes_with_clusters_and_cooperative_launch() {
                 matches!(r, Err(Error::ClusterShapeInvalid { .. })),
                 "{name}: {r:?}"
             );
-            // Programmatic dependent launch is a stream's notion: refused for nodes.
-            let r = g.add_kernel(
-                &[],
-                &hc,
-                // SAFETY: refused before anything runs.
-                unsafe { LaunchConfig::new(4, HIST_BLOCK).programmatic_dependent() },
-                (&d, bins, hb),
-            );
-            assert!(matches!(r, Err(Error::Unsupported { .. })), "{name}: {r:?}");
             let exec = g.instantiate().unwrap();
             let s = ctx.new_stream().unwrap();
             exec.launch(&s).unwrap();

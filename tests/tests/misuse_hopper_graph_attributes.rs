@@ -68,7 +68,7 @@ fn set_kernel_args_refuses_attribute_changes() {
         assert!(refused(&r), "{name}: {r:?}");
         let r = cluster_size_after_set(&ctx, &md, plain, plain.cooperative());
         assert!(refused(&r), "{name}: {r:?}");
-        // Programmatic dependent launch, refused by `add_kernel`, is refused here too.
+        // Making a plain node programmatic: its edges cannot change after instantiation.
         // SAFETY: refused before anything runs.
         let pdl = unsafe { plain.programmatic_dependent() };
         let r = cluster_size_after_set(&ctx, &md, plain, pdl);

@@ -7,7 +7,8 @@
 //!   distributed shared memory of a cluster (2 and 8 blocks) against atomics in global memory;
 //! * a chain of 200 kernel pairs (`y = 3x + 1`, then `z = 2y` on 2^16 floats) with the second
 //!   kernel launched with programmatic stream serialization (`grid::wait_dependencies`)
-//!   against plain launches;
+//!   against plain launches; the same chain as a graph, the second kernel of each pair
+//!   joined to the first by a programmatic edge, against the graph with full edges;
 //! * a TMA tile copy (32 × 32 f32 boxes through shared memory) of an 8192 × 8192 matrix
 //!   against a device-to-device copy.
 //!
@@ -80,6 +81,7 @@ fn run() -> Result<bool, BoxError> {
     ok &= sums(&ctx, &md, full)?;
     ok &= histograms(&ctx, &md, full)?;
     ok &= pdl(&ctx, &md, full)?;
+    ok &= pdl_graph(&ctx, &md, full)?;
     ok &= tma(&ctx, &md, full)?;
     Ok(ok)
 }
@@ -283,6 +285,85 @@ fn pdl(ctx: &Context, md: &Module, full: bool) -> Result<bool, BoxError> {
         m1 / m2
     );
     Ok(true)
+}
+
+/// The `pdl` chain as one graph: each pair's second kernel joined to its first by a
+/// programmatic edge (built with `programmatic_dependent`), against the same graph with full
+/// edges.
+fn pdl_graph(ctx: &Context, md: &Module, full: bool) -> Result<bool, BoxError> {
+    let s = ctx.new_stream()?;
+    let n = 1 << 16;
+    let pairs = if full { 200 } else { 2 };
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let dx = s.htod_copy(&x)?;
+    let mut y = s.alloc_zeros::<f32>(n)?;
+    let mut z = s.alloc_zeros::<f32>(n)?;
+    let tp = pdl_graph_times(ctx, md, &s, &dx, &mut y, &mut z, pairs, true, full)?;
+    let got = z.to_host_vec()?;
+    if got
+        .iter()
+        .zip(&x)
+        .any(|(&g, &v)| g != 2.0 * (3.0 * v + 1.0))
+    {
+        eprintln!("programmatic edges in a graph: z differs from 2 (3x + 1)");
+        return Ok(false);
+    }
+    let tf = pdl_graph_times(ctx, md, &s, &dx, &mut y, &mut z, pairs, false, full)?;
+    if !full {
+        println!("programmatic edges in a graph: results match the host");
+        return Ok(true);
+    }
+    let (m1, m2) = (median(tp), median(tf));
+    println!(
+        "{pairs} dependent kernel pairs on 2^16 f32 in one graph: programmatic edges {:.2} us/pair | full edges {:.2} us/pair | ratio {:.3}",
+        m1 * 1e3 / pairs as f64,
+        m2 * 1e3 / pairs as f64,
+        m1 / m2
+    );
+    Ok(true)
+}
+
+/// Builds the graph of `pairs` pairs (programmatic edges `with`), launches it once, then
+/// times `TRIALS` launches when `full`.
+#[allow(clippy::too_many_arguments, reason = "one benchmark's inputs")]
+fn pdl_graph_times(
+    ctx: &Context,
+    md: &Module,
+    s: &gpukernel_runtime::Stream,
+    dx: &gpukernel_runtime::DeviceBuffer<f32>,
+    y: &mut gpukernel_runtime::DeviceBuffer<f32>,
+    z: &mut gpukernel_runtime::DeviceBuffer<f32>,
+    pairs: usize,
+    with: bool,
+    full: bool,
+) -> Result<Vec<f64>, BoxError> {
+    let (k1, k2) = (md.kernel(pdl_first)?, md.kernel(pdl_second)?);
+    let (e0, e1) = (ctx.new_event()?, ctx.new_event()?);
+    let cfg = LaunchConfig::for_elements(dx.len())?;
+    let g = ctx.new_graph(if with { "pdl pairs" } else { "plain pairs" })?;
+    let (xb, yb, zb) = (g.buffer(dx), g.buffer_mut(y), g.buffer_mut(z));
+    let c2 = if with {
+        // SAFETY: `pdl_second` calls `grid::wait_dependencies` before it touches `y` or `z`,
+        // and `pdl_first` does not wait on `pdl_second`.
+        unsafe { cfg.programmatic_dependent() }
+    } else {
+        cfg
+    };
+    for _ in 0..pairs {
+        let first = g.add_kernel(&[], &k1, cfg, (3.0f32, xb, yb))?;
+        g.add_kernel(&[first], &k2, c2, (yb.read(), zb))?;
+    }
+    let exec = g.instantiate()?;
+    exec.launch(s)?;
+    s.synchronize()?;
+    let mut t = Vec::new();
+    if full {
+        for _ in 0..TRIALS {
+            t.push(timed(s, &e0, &e1, || Ok(exec.launch(s)?))?);
+        }
+    }
+    s.synchronize()?;
+    Ok(t)
 }
 
 fn tma(ctx: &Context, md: &Module, full: bool) -> Result<bool, BoxError> {

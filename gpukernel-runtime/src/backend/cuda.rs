@@ -1112,6 +1112,18 @@ impl Backend for CudaBackend {
         self.call(|| unsafe { driver::graph_add_dependency(graph(g), node(from), node(to)) })
     }
 
+    unsafe fn graph_add_programmatic_dependency(
+        &self,
+        g: GraphHandle,
+        from: NodeHandle,
+        to: NodeHandle,
+    ) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        self.call(|| unsafe {
+            driver::graph_add_programmatic_dependency(graph(g), node(from), node(to))
+        })
+    }
+
     unsafe fn graph_instantiate(&self, g: GraphHandle) -> Result<GraphExecHandle> {
         // SAFETY: forwarded from the caller; the context is current.
         self.call(|| unsafe { driver::graph_instantiate(graph(g)) })

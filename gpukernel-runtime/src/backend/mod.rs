@@ -497,6 +497,17 @@ pub(crate) trait Backend: ShareBackend + Send + Sync + 'static {
         from: NodeHandle,
         to: NodeHandle,
     ) -> Result<()>;
+    /// Makes kernel node `to` a programmatic dependent of kernel node `from`: it may start
+    /// before `from` completes, and `grid::wait_dependencies` in it waits for `from`.
+    ///
+    /// # Safety
+    /// `g` is live; both nodes belong to it and are kernel nodes.
+    unsafe fn graph_add_programmatic_dependency(
+        &self,
+        g: GraphHandle,
+        from: NodeHandle,
+        to: NodeHandle,
+    ) -> Result<()>;
     /// Instantiates a graph (the graph is acyclic: the caller checked).
     ///
     /// # Safety

@@ -1033,6 +1033,18 @@ impl Backend for SimBackend {
         Ok(())
     }
 
+    unsafe fn graph_add_programmatic_dependency(
+        &self,
+        g: GraphHandle,
+        from: NodeHandle,
+        to: NodeHandle,
+    ) -> Result<()> {
+        // The simulator runs `to` after `from` completes: one of the orders a programmatic
+        // edge allows (`grid::wait_dependencies` then returns at once).
+        // SAFETY: forwarded from the caller.
+        unsafe { self.graph_add_dependency(g, from, to) }
+    }
+
     unsafe fn graph_instantiate(&self, g: GraphHandle) -> Result<GraphExecHandle> {
         // SAFETY: the caller's graph is live.
         let nodes = unsafe { sim_graph(g) }

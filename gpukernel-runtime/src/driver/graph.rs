@@ -272,6 +272,30 @@ pub(crate) unsafe fn graph_add_dependency(
     })
 }
 
+/// Makes `to` a programmatic dependent of `from` (both kernel nodes): `to` may start once
+/// every block of `from` has called `griddepcontrol.launch_dependents` or exited, and its
+/// `griddepcontrol.wait` returns when `from` has completed and its memory is visible
+/// (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC` from `CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC`).
+///
+/// # Safety
+/// `g` is live; both nodes belong to it.
+pub(crate) unsafe fn graph_add_programmatic_dependency(
+    g: CUgraph,
+    from: CUgraphNode,
+    to: CUgraphNode,
+) -> Result<()> {
+    let edge = sys::CUgraphEdgeData {
+        from_port: sys::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC as u8,
+        to_port: 0,
+        type_: sys::CUgraphDependencyType::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
+        reserved: [0; 5],
+    };
+    // SAFETY: forwarded from the caller; one edge with its data.
+    check("cuGraphAddDependencies (programmatic)", unsafe {
+        sys::cuGraphAddDependencies_v2(g, &from, &to, &edge, 1)
+    })
+}
+
 /// # Safety
 /// `g` is live and a context is current.
 pub(crate) unsafe fn graph_instantiate(g: CUgraph) -> Result<CUgraphExec> {

@@ -57,6 +57,10 @@ pub(super) struct KernelInfo {
 pub(super) struct NodeState {
     pub(super) handle: NodeHandle,
     pub(super) deps: Vec<usize>,
+    /// The `deps` joined by a programmatic edge (kernel nodes the node's kernel may overlap
+    /// until it calls `grid::wait_dependencies`): its start does not follow their completion,
+    /// and its completion does not imply theirs.
+    pub(super) programmatic: Vec<usize>,
     pub(super) uses: Vec<Use>,
     pub(super) kernel: Option<Arc<KernelInfo>>,
     /// The conditional handles the node sets (a conditional node: those its body sets).
@@ -429,24 +433,80 @@ impl<'a> Graph<'a> {
         kernel: Option<Arc<KernelInfo>>,
         kept: Option<KeptBox<'a>>,
     ) -> Result<Node> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.add_node(operation, deps, rec, node, kernel, kept, false) }
+    }
+
+    /// [`add`](Self::add); with `programmatic`, the kernel nodes among `deps` are joined by
+    /// programmatic edges instead (the node is a kernel launched with
+    /// `LaunchConfig::programmatic_dependent`, whose contract covers its conflicts with them).
+    ///
+    /// # Safety
+    /// As [`add`](Self::add).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "add's arguments and the edge kind"
+    )]
+    pub(super) unsafe fn add_node(
+        &self,
+        operation: &'static str,
+        deps: &[Node],
+        rec: Recorded,
+        node: GraphNode<'_, '_>,
+        kernel: Option<Arc<KernelInfo>>,
+        kept: Option<KeptBox<'a>>,
+        programmatic: bool,
+    ) -> Result<Node> {
         not_in_host_node(operation)?;
         let mut deps = self.check_deps(operation, deps)?;
         let mut st = self.inner.lock();
         let index = st.nodes.len();
+        let prog: Vec<usize> = if programmatic {
+            let mut p: Vec<usize> = deps
+                .iter()
+                .copied()
+                .filter(|&d| st.nodes[d].kernel.is_some())
+                .collect();
+            p.dedup();
+            p
+        } else {
+            Vec::new()
+        };
         conflicts(&st, &rec, &mut deps);
-        let handles: Vec<NodeHandle> = deps.iter().map(|&d| st.nodes[d].handle).collect();
+        let full: Vec<NodeHandle> = deps
+            .iter()
+            .filter(|d| !prog.contains(d))
+            .map(|&d| st.nodes[d].handle)
+            .collect();
+        let backend = &self.inner.ctx.backend;
         // SAFETY: forwarded from the caller; `deps` are nodes of this graph.
-        let handle = unsafe {
-            self.inner
-                .ctx
-                .backend
-                .graph_add_node(self.inner.handle, &handles, node)
-        }?;
-        push_node(&mut st, handle, deps, rec, kernel, kept);
-        Ok(Node {
-            graph: self.inner.id,
-            index,
-        })
+        let handle = unsafe { backend.graph_add_node(self.inner.handle, &full, node) }?;
+        let mut failed = None;
+        let mut joined = Vec::with_capacity(prog.len());
+        for &p in &prog {
+            let from = st.nodes[p].handle;
+            // SAFETY: both are kernel nodes of this live graph.
+            match unsafe {
+                backend.graph_add_programmatic_dependency(self.inner.handle, from, handle)
+            } {
+                Ok(()) => joined.push(p),
+                Err(e) => {
+                    // A full edge is always a valid order: the node is recorded with it, so
+                    // that what it uses stays ordered, and the error is returned.
+                    // SAFETY: as above.
+                    unsafe { backend.graph_add_dependency(self.inner.handle, from, handle) }?;
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        push_node(&mut st, handle, deps, joined, rec, kernel, kept);
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Node {
+                graph: self.inner.id,
+                index,
+            }),
+        }
     }
 
     /// Adds a kernel node after `deps`, with arguments typed and checked as for
@@ -522,17 +582,6 @@ impl<'a> Graph<'a> {
             ));
         }
         config.validate_typed(kernel)?;
-        if config.attributes.programmatic_dependent {
-            // A kernel node has no "previous kernel on the stream": CUDA expresses the same
-            // overlap with programmatic edges between nodes, which graphs here do not add yet.
-            return Err(Error::Unsupported {
-                operation: "programmatic dependent launch in a graph kernel node",
-                backend: "graphs",
-                hint: Some(
-                    "drop LaunchConfig::programmatic_dependent for graph nodes (their order comes from the node's edges), or capture the launches from a stream",
-                ),
-            });
-        }
         let mut uses = NodeUses::new(&self.inner.ctx, &self.inner.lineage);
         let abi = args.record(&mut uses, &mut Lent::new::<K>())?;
         crate::launch::args::check_same_len::<K, A>(&abi)?;
@@ -548,7 +597,7 @@ impl<'a> Graph<'a> {
         // SAFETY: `params` point into `kept`, stored for the graph's lifetime, holding exactly
         // the ABI values of `K::Params`; the memory they reach is `uses`, borrowed for `'a`.
         unsafe {
-            self.add(
+            self.add_node(
                 OP,
                 deps,
                 uses.finish(),
@@ -558,6 +607,7 @@ impl<'a> Graph<'a> {
                 },
                 Some(info.clone()),
                 Some(kept),
+                config.attributes.programmatic_dependent,
             )
         }
     }
@@ -844,6 +894,15 @@ impl<'a> Graph<'a> {
     pub fn add_dependency(&self, from: Node, to: Node) -> Result<()> {
         let d = self.check_deps("Graph::add_dependency", &[from, to])?;
         let mut st = self.inner.lock();
+        if st.nodes[d[1]].programmatic.contains(&d[0]) {
+            return Err(Error::Unsupported {
+                operation: "a full edge between two nodes a programmatic edge already joins",
+                backend: "graphs",
+                hint: Some(
+                    "add the dependent kernel node without LaunchConfig::programmatic_dependent if it must wait for the whole of the other",
+                ),
+            });
+        }
         if st.nodes[d[1]].deps.contains(&d[0]) {
             return Ok(());
         }

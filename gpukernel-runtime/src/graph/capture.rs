@@ -172,13 +172,27 @@ impl Stream {
                  copies, work a library enqueued on the raw stream)",
             );
             let nodes = cap.nodes.into_inner().unwrap_or_else(|p| p.into_inner());
+            let mut previous_kernel = false;
             for (i, n) in nodes.into_iter().enumerate() {
                 let deps = if i == 0 { Vec::new() } else { vec![i - 1] };
+                // A kernel captured with `programmatic_dependent` after a kernel: CUDA made
+                // the edge between them programmatic.
+                let is_kernel = n.kernel.is_some();
+                let programmatic = if previous_kernel
+                    && n.kernel
+                        .as_ref()
+                        .is_some_and(|k| k.attributes.programmatic_dependent)
+                {
+                    deps.clone()
+                } else {
+                    Vec::new()
+                };
+                previous_kernel = is_kernel;
                 let rec = Recorded {
                     uses: n.uses,
                     ..Recorded::default()
                 };
-                push_node(&mut st, n.handle, deps, rec, n.kernel, n.kept);
+                push_node(&mut st, n.handle, deps, programmatic, rec, n.kernel, n.kept);
             }
         }
         Ok(Graph {

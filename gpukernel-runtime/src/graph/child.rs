@@ -230,7 +230,7 @@ impl<'a> Graph<'a> {
         }?;
         let kept = cst.kept.clone();
         drop(cst);
-        let index = push_node(&mut st, handle, deps, rec, None, None);
+        let index = push_node(&mut st, handle, deps, Vec::new(), rec, None, None);
         st.kept.extend(kept);
         let node = Node {
             graph: self.inner.id,

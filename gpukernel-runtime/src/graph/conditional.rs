@@ -268,7 +268,7 @@ impl<'a> Graph<'a> {
                 )
             }?;
         }
-        let index = push_node(&mut st, node, deps, rec, None, None);
+        let index = push_node(&mut st, node, deps, Vec::new(), rec, None, None);
         st.kept.extend(kept);
         built?;
         Ok(Node {

@@ -11,6 +11,8 @@ pub(super) struct ExecNode<'a> {
     /// The nodes it depends on, as instantiated (the graph's edges may change later; these
     /// cannot).
     pub(super) deps: Vec<usize>,
+    /// The `deps` joined by programmatic edges.
+    pub(super) programmatic: Vec<usize>,
     pub(super) uses: Vec<Use>,
     pub(super) kernel: Option<Arc<KernelInfo>>,
     pub(super) body_kernels: Vec<Arc<KernelInfo>>,
@@ -25,6 +27,7 @@ impl ExecNode<'_> {
         ExecNode {
             handle: n.handle,
             deps: n.deps.clone(),
+            programmatic: n.programmatic.clone(),
             uses: n.uses.clone(),
             kernel: n.kernel.clone(),
             body_kernels: n.body_kernels.clone(),
@@ -507,30 +510,47 @@ fn unordered_conflict(
     uses: &[Use],
 ) -> Result<()> {
     let n = nodes.len();
-    // Mark the nodes ordered with `node`: its ancestors (through `deps`) and its descendants.
+    // Mark the nodes ordered with `node`. Before it: those that complete before it starts (a
+    // path of edges whose last edge is a full one: a node starts after its full dependencies
+    // complete and after its programmatic ones start) and its own programmatic dependencies
+    // (their kernels' contract orders the two). After it: those that start after it completes
+    // (a path whose first edge is a full one) and its own programmatic dependents.
     let mut ordered = vec![false; n];
+    let mut seen = vec![false; n];
     let mut stack = vec![node];
     while let Some(v) = stack.pop() {
         for &d in &nodes[v].deps {
-            if !ordered[d] {
+            if v == node || !nodes[v].programmatic.contains(&d) {
                 ordered[d] = true;
+            }
+            if !seen[d] {
+                seen[d] = true;
                 stack.push(d);
             }
         }
     }
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut succ: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
     for (v, x) in nodes.iter().enumerate() {
         for &d in &x.deps {
-            succ[d].push(v);
+            succ[d].push((v, x.programmatic.contains(&d)));
         }
     }
-    let mut stack = vec![node];
+    let mut stack = Vec::new();
+    for &(s, programmatic) in &succ[node] {
+        ordered[s] = true;
+        if !programmatic {
+            stack.push(s);
+        }
+    }
+    let mut after = vec![false; n];
     while let Some(v) = stack.pop() {
-        for &s in &succ[v] {
-            if !ordered[s] {
-                ordered[s] = true;
-                stack.push(s);
-            }
+        if after[v] {
+            continue;
+        }
+        after[v] = true;
+        ordered[v] = true;
+        for &(s, _) in &succ[v] {
+            stack.push(s);
         }
     }
     for (other, x) in nodes.iter().enumerate() {

@@ -5,11 +5,13 @@
 use super::*;
 
 /// Records a node the backend has added: its uses join the frontier (replacing the uses
-/// inside the ranges it writes). Returns its index.
+/// inside the ranges it writes, except those of its `programmatic` dependencies: the node's
+/// completion does not imply theirs). Returns its index.
 pub(super) fn push_node<'a>(
     st: &mut State<'a>,
     handle: NodeHandle,
     deps: Vec<usize>,
+    programmatic: Vec<usize>,
     rec: Recorded,
     kernel: Option<Arc<KernelInfo>>,
     kept: Option<KeptBox<'a>>,
@@ -27,7 +29,8 @@ pub(super) fn push_node<'a>(
             let mut i = 0;
             while i < st.frontier.len() {
                 let f = st.frontier[i];
-                if core::ptr::eq(f.tracker, u.tracker)
+                if !programmatic.contains(&st.frontier_node[i])
+                    && core::ptr::eq(f.tracker, u.tracker)
                     && u.span.0 <= f.span.0
                     && f.span.1 <= u.span.1
                 {
@@ -44,6 +47,7 @@ pub(super) fn push_node<'a>(
     st.nodes.push(NodeState {
         handle,
         deps,
+        programmatic,
         uses,
         kernel,
         conds,
@@ -124,7 +128,11 @@ pub(super) fn desc_of<'k>(info: &'k KernelInfo, config: &LaunchConfig) -> Launch
         shared_mem_bytes: config.shared_mem_bytes,
         stream: crate::backend::StreamHandle::NULL,
         ffi: info.module.ffi.as_ref().map(|t| &t.record),
-        attributes: config.attributes,
+        // A node's programmatic dependence is its edges', not an attribute of the node.
+        attributes: crate::launch::LaunchAttributes {
+            programmatic_dependent: false,
+            ..config.attributes
+        },
     }
 }
 

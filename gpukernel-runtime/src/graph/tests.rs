@@ -476,3 +476,90 @@ fn a_graph_never_reads_or_writes_freed_memory() {
         assert_eq!(fresh.to_host_vec().unwrap(), vec![0.0f32; N]);
     }
 }
+
+#[test]
+fn programmatic_edges_join_kernel_dependencies_and_keep_later_nodes_ordered_after_both() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 8]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(8).unwrap();
+    let mut z = ctx.alloc_zeros::<f32>(8).unwrap();
+    {
+        let g = ctx.new_graph("programmatic").unwrap();
+        let (xb, yb, zb) = (g.buffer(&x), g.buffer_mut(&mut y), g.buffer_mut(&mut z));
+        let cfg = LaunchConfig::for_elements(8).unwrap();
+        // SAFETY: the simulator runs a programmatic dependent after its dependency completes,
+        // so `saxpy` (which never waits) cannot overlap it there.
+        let dependent = unsafe { cfg.programmatic_dependent() };
+        let empty = g.add_empty(&[]).unwrap();
+        // p writes y; q reads y and writes z, programmatic after p (and after the empty node,
+        // which no programmatic edge can leave: a full edge).
+        let p = g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        let q = g
+            .add_kernel(&[p, empty], &k, dependent, (1.0f32, yb.read(), zb))
+            .unwrap();
+        // r writes y: y's uses of p and q both conflict; q's completion does not imply p's,
+        // so r needs its own edge to p although q read (and p wrote) the same bytes.
+        let r = g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        // s writes z after q wrote it; q wrote z over nothing of p's.
+        let s = g.add_kernel(&[], &k, cfg, (1.0f32, xb, zb)).unwrap();
+        {
+            let st = g.inner.lock();
+            let sorted = |n: usize| {
+                let mut d = st.nodes[n].deps.clone();
+                d.sort();
+                d
+            };
+            assert_eq!(sorted(q.index()), vec![empty.index(), p.index()]);
+            assert_eq!(st.nodes[q.index()].programmatic, vec![p.index()]);
+            assert_eq!(sorted(r.index()), vec![p.index(), q.index()]);
+            assert!(st.nodes[r.index()].programmatic.is_empty());
+            assert_eq!(sorted(s.index()), vec![q.index()]);
+        }
+        // A full edge where a programmatic one exists: refused by name.
+        let e = g.add_dependency(p, q).unwrap_err();
+        assert!(e.to_string().contains("programmatic"), "{e}");
+        let exec = g.instantiate().unwrap();
+        let st = ctx.new_stream().unwrap();
+        exec.launch(&st).unwrap();
+        st.synchronize().unwrap();
+    }
+    // y = 1 + 0 then + 1 (r), z = y after p (1) + 0, then + 1 (s).
+    assert_eq!(y.to_host_vec().unwrap(), vec![2.0; 8]);
+    assert_eq!(z.to_host_vec().unwrap(), vec![2.0; 8]);
+}
+
+#[test]
+fn a_programmatic_node_s_new_arguments_are_checked_against_what_it_overlaps() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 8]).unwrap();
+    let mut y = ctx.alloc_zeros::<f32>(8).unwrap();
+    let mut z = ctx.alloc_zeros::<f32>(8).unwrap();
+    let mut w = ctx.alloc_zeros::<f32>(8).unwrap();
+    let cfg = LaunchConfig::for_elements(8).unwrap();
+    // SAFETY: as above.
+    let dependent = unsafe { cfg.programmatic_dependent() };
+    let g = ctx.new_graph("programmatic update").unwrap();
+    let (xb, yb, zb, wb) = (
+        g.buffer(&x),
+        g.buffer_mut(&mut y),
+        g.buffer_mut(&mut z),
+        g.buffer_mut(&mut w),
+    );
+    // a writes w; b (programmatic after a) writes y; c (full after b) writes z.
+    let a = g.add_kernel(&[], &k, cfg, (1.0f32, xb, wb)).unwrap();
+    let b = g.add_kernel(&[a], &k, dependent, (1.0f32, xb, yb)).unwrap();
+    let c = g.add_kernel(&[b], &k, cfg, (1.0f32, xb, zb)).unwrap();
+    let exec = g.instantiate().unwrap();
+    // c given w to write: b's completion does not imply a's, so c and a are unordered.
+    let r = exec.set_kernel_args(c, &k, cfg, (1.0f32, xb, wb));
+    assert!(
+        matches!(r, Err(Error::UnorderedGraphUpdate { other: 0, .. })),
+        "{r:?}"
+    );
+    // b given w: its programmatic dependency, which its contract covers.
+    exec.set_kernel_args(b, &k, dependent, (1.0f32, xb, wb))
+        .unwrap();
+    let _ = a;
+}

@@ -249,6 +249,10 @@ impl LaunchConfig {
     /// (for example by waiting on a flag this kernel sets). Otherwise the two kernels race on
     /// that memory.
     ///
+    /// In a graph ([`Graph::add_kernel`](crate::Graph::add_kernel)), "the preceding kernel"
+    /// is each kernel node among the node's explicit dependencies: they are joined by
+    /// programmatic edges, and the same promise holds for each of them.
+    ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
     /// # fn main() -> gpukernel_runtime::Result<()> {
