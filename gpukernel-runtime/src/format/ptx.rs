@@ -279,6 +279,22 @@ impl<'a> Ptx<'a> {
     }
 
     /// Whether the PTX declares a global (or `.const`) variable `symbol`.
+    /// The global (or `.const`) variables the module defines with `.visible` linkage, in
+    /// order.
+    pub(crate) fn visible_globals(&self) -> Vec<String> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.item {
+                Item::Variable {
+                    name,
+                    linkage: Linkage::Visible,
+                    global_or_const: true,
+                } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn has_global(&self, symbol: &str) -> bool {
         self.statements.iter().any(|s| {
             matches!(&s.item, Item::Variable { name, global_or_const: true, .. } if name == symbol)
