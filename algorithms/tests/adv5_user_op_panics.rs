@@ -45,7 +45,8 @@ fn an_operator_that_panics_fails_the_call_without_a_hang() {
                     "inclusive" => algs.inclusive_scan_user(&stream, &kernels, &x, &mut y),
                     _ => algs.exclusive_scan_user(&stream, &kernels, &x, &mut y),
                 };
-                r.and_then(|()| stream.synchronize()).map_err(|e| e.to_string())
+                r.and_then(|()| stream.synchronize())
+                    .map_err(|e| e.to_string())
             });
             match r {
                 Some(Err(e)) => println!("{dev} {what}: refused: {e}"),

@@ -524,7 +524,10 @@ impl<'a> Ptx<'a> {
             for (i, word) in header[at..].split(',').enumerate() {
                 let word = word.trim();
                 // The next directive, or the end of the header: the last extent was before.
-                let digits: String = word.chars().take_while(char::is_ascii_alphanumeric).collect();
+                let digits: String = word
+                    .chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect();
                 let n = parse_integer(&digits)?;
                 product = product.saturating_mul(n);
                 if i == 2 || digits.len() != word.len() {

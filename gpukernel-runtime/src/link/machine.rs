@@ -275,9 +275,14 @@ mod tests {
     fn machine_code_of_another_ptx_falls_back_to_the_ptx_naming_the_difference() {
         let default = LinkOptions::default();
         // The PTX has kernel `k`, the object none.
-        let e = choice(&ours_with(PTX, relocatable(&[90])), sm(9, 0), false, default)
-            .unwrap()
-            .unwrap_err();
+        let e = choice(
+            &ours_with(PTX, relocatable(&[90])),
+            sm(9, 0),
+            false,
+            default,
+        )
+        .unwrap()
+        .unwrap_err();
         assert!(
             e.contains("`kernels.ptx` is linked as PTX")
                 && e.contains("not this PTX's")
@@ -288,9 +293,14 @@ mod tests {
         let record = format!(
             "{OURS}.visible .global .align 1 .b8 __gpukernel_foreign_mul_0123456789abcdef[1] = {{1}};\n"
         );
-        let e = choice(&ours_with(&record, relocatable(&[90])), sm(9, 0), false, default)
-            .unwrap()
-            .unwrap_err();
+        let e = choice(
+            &ours_with(&record, relocatable(&[90])),
+            sm(9, 0),
+            false,
+            default,
+        )
+        .unwrap()
+        .unwrap_err();
         assert!(
             e.contains("record `__gpukernel_foreign_mul_0123456789abcdef`"),
             "{e}"
