@@ -62,12 +62,12 @@ pub(crate) fn apply(ptx: &str, bounds: &[LaunchBounds]) -> Result<String, String
                 entries.join(", ")
             ));
         };
-        // The parameter list ends at the first `)` that starts a line (llc puts each
-        // parameter on its own line and the closing parenthesis alone).
+        // The parameter list ends at its first `)` (no parameter holds one): alone on its
+        // line after llc's parameters, or right after the `(` of a kernel without any.
         let after = at + needle.len();
         let close = text[after..]
-            .find("\n)")
-            .map(|i| after + i + 2)
+            .find(')')
+            .map(|i| after + i + 1)
             .ok_or_else(|| format!("the entry `{}` has no parameter list's end", b.kernel))?;
         let body = text[close..]
             .find('{')
@@ -115,6 +115,27 @@ mod tests {
             1,
             "entry a untouched: {out}"
         );
+    }
+
+    #[test]
+    fn a_kernel_without_parameters_gets_its_own_bounds() {
+        // llc writes `()` on the entry's line; the next `\n)` is another entry's.
+        let ptx = ".visible .entry e()          // @e\n{\n\tret;\n}\n\
+                   .visible .entry f(\n\t.param .u32 f_param_0\n)\n{\n\tret;\n}\n";
+        let out = apply(ptx, &[bounds("e")]).unwrap();
+        assert!(
+            out.starts_with(
+                ".visible .entry e()          // @e\n\n.maxntid 384, 1, 1\n.minnctapersm 1\n{"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.ends_with(".visible .entry f(\n\t.param .u32 f_param_0\n)\n{\n\tret;\n}\n"),
+            "entry f untouched: {out}"
+        );
+        // Then bounds for `f` too: each its own.
+        let both = apply(ptx, &[bounds("e"), bounds("f")]).unwrap();
+        assert_eq!(both.matches(".maxntid").count(), 2, "{both}");
     }
 
     #[test]
