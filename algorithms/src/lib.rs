@@ -743,6 +743,14 @@ impl Algorithms {
         let _ = op;
         let kernel = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
         let input = input.into_view()?;
+        // Rows of no elements tile only an empty input (whatever the row count).
+        if row_len == 0 && !input.is_empty() {
+            return Err(Error::LengthMismatch {
+                operation: "Algorithms::reduce_rows (the input must be whole rows of row_len elements: row_len 0 tiles no elements)",
+                destination: 0,
+                source_len: input.len(),
+            });
+        }
         let rows = input.len().checked_div(row_len);
         if let Some(r) = rows
             && r * row_len != input.len()
@@ -815,7 +823,9 @@ impl Algorithms {
     /// lower)` (for floats `(s - lower) × r`, `r = bins / (upper - lower)` in the sample's
     /// precision, as CUB computes it; for integers exactly); other samples and NaNs count
     /// nowhere. `bins` is zeroed first (on `stream`). [`Error::InvalidArgument`] when
-    /// `bins` is empty or `lower < upper` does not hold.
+    /// `bins` is empty or longer than `u32::MAX`, or `lower < upper` does not hold; at most
+    /// `u32::MAX` samples, which every bin can count ([`Error::InvalidLaunchConfig`]
+    /// otherwise).
     ///
     /// ```
     /// use gpukernel_algorithms::Algorithms;
@@ -849,6 +859,17 @@ impl Algorithms {
         }
         let kernel = get(T::__cell(&self.kernels), || T::__load(&self.module))?;
         let samples = samples.into_view()?;
+        // A bin counts to `u32::MAX`: more samples than that could all fall in one bin, whose
+        // count would wrap.
+        if u32::try_from(samples.len()).is_err() {
+            return Err(Error::InvalidLaunchConfig {
+                kernel: <T::Kernel as Kernel>::NAME.to_string(),
+                dimension: "elements (each bin is a u32 counter: count larger inputs in parts)",
+                value: samples.len() as u64,
+                min: 0,
+                max: u32::MAX as u64,
+            });
+        }
         let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
             .min(samples.len().div_ceil(32 * BLOCK as usize))
             .max(1) as u32;
@@ -858,6 +879,18 @@ impl Algorithms {
                     operation: "Algorithms::histogram_even",
                     argument: "bins",
                     reason: "is empty: pass num_levels - 1 counters (at least one bin)".into(),
+                });
+            }
+            // Bin indices are `u32` (CUB's `num_levels` is an `int`): checked before the bins
+            // are zeroed.
+            if u32::try_from(b.len()).is_err() {
+                return Err(Error::InvalidArgument {
+                    operation: "Algorithms::histogram_even",
+                    argument: "bins",
+                    reason: format!(
+                        "has {} counters: at most u32::MAX bins (a bin index is a u32)",
+                        b.len()
+                    ),
                 });
             }
             b.memset_d8(0)?;

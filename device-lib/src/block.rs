@@ -92,7 +92,7 @@ fn load<T: ShuffleValue>(s: SharedArray<u64, SLOTS>, slot: usize) -> T {
 /// at the barrier itself.)
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-fn sync_all_arrived() {
+pub(crate) fn sync_all_arrived() {
     let arrived = crate::sync::sync_threads_count(true);
     let block = threads_per_block();
     if arrived != block {

@@ -175,6 +175,13 @@ pub trait SimHooks {
     /// Notes that the calling thread changed state that a [`wait_until`](Self::wait_until)
     /// may be waiting for (an `mbarrier` arrival, a completed copy).
     fn progress(&self);
+
+    /// Whether the launch has already failed (a thread of another block panicked): a thread
+    /// polling memory that other blocks write ([`crate::sync::poll_pause`]) then stops, as a
+    /// GPU's trap ends every thread of the grid, instead of waiting for a block that stopped.
+    fn launch_failed(&self) -> bool {
+        false
+    }
 }
 
 /// The context of one simulated thread: its indices and the hooks of its block.

@@ -437,3 +437,49 @@ pub fn threadfence_system() {
         std::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst)
     }
 }
+
+/// A pause in a loop that polls memory another block of the launch writes (a look-back's
+/// status word, a flag): `nanosleep.u32 ns` on the GPU (nothing for 0). In the simulator a spin
+/// hint, and the end of the calling thread (an error of the launch) once another block of the
+/// launch has failed: on a GPU its trap ends the whole grid, while a loop waiting for what the
+/// stopped block would have written never ends.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::{sync, thread};
+/// use core::sync::atomic::{AtomicU32, Ordering};
+///
+/// /// Block 1 waits for block 0's flag (a grid of two blocks that run together).
+/// ///
+/// /// # Safety
+/// /// `flag` is a live, aligned word of device memory, zero at the launch.
+/// #[kernel]
+/// pub unsafe fn handshake(flag: *mut u32, mut out: DisjointSlice<u32>) {
+///     let flag = unsafe { AtomicU32::from_ptr(flag) };
+///     if thread::block_idx_x() == 0 {
+///         flag.store(1, Ordering::Release);
+///     } else {
+///         while flag.load(Ordering::Acquire) == 0 {
+///             sync::poll_pause(100);
+///         }
+///     }
+///     out.set(thread::index(), 1);
+/// }
+/// ```
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn poll_pause(ns: u32) {
+    #[cfg(target_arch = "nvptx64")]
+    if ns != 0 {
+        // SAFETY: `nanosleep` has no operands in memory (sm_70 and later).
+        unsafe { core::arch::asm!("nanosleep.u32 {0};", in(reg32) ns, options(nostack, nomem)) };
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let _ = ns;
+        if crate::host::with_context("sync::poll_pause", |cx| cx.hooks().launch_failed()) {
+            panic!("stopped polling: another block of the launch failed");
+        }
+        core::hint::spin_loop();
+    }
+}

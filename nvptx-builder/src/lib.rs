@@ -325,7 +325,9 @@ impl Builder {
     /// min_blocks` in its entry. ptxas then caps its registers at what `min_blocks` blocks of
     /// `max_threads` threads leave each thread (168 for 384 threads and 1 block), which
     /// `setmaxnreg` needs to take effect, and a launch with more threads per block fails. The
-    /// build fails naming the kernel when the PTX has no entry of that name.
+    /// build fails naming the kernel when the PTX has no entry of that name, or when
+    /// `max_threads` is not 1 to 1024 or `min_blocks` not 1 to 32 (ptxas refuses 0 and
+    /// ignores larger values).
     ///
     /// ```no_run
     /// // build.rs of a kernels crate: three warpgroups, one block per multiprocessor

@@ -91,3 +91,32 @@ gpukernel_algorithms_kernels::device_algorithms! {
     reduce: first_last_reduce_partial, first_last_reduce_final;
     scan: first_last_scan_inclusive, first_last_scan_exclusive;
 }
+
+/// The sum of `u32`s that stops the kernel when it overflows (`checked_add`): an operator that
+/// panics on some inputs (a trap on the GPU, an error in the simulator).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckedSum;
+
+impl ReduceOp<u32> for CheckedSum {
+    #[inline(always)]
+    fn combine(&self, x: u32, y: u32) -> u32 {
+        match x.checked_add(y) {
+            Some(s) => s,
+            None => panic!("CheckedSum overflowed"),
+        }
+    }
+}
+
+impl Identity<u32> for CheckedSum {
+    #[inline(always)]
+    fn identity(&self) -> u32 {
+        0
+    }
+}
+
+gpukernel_algorithms_kernels::device_algorithms! {
+    /// The device-wide algorithms of [`CheckedSum`].
+    pub struct CheckedSumAlgorithms for u32, CheckedSum;
+    reduce: checked_sum_reduce_partial, checked_sum_reduce_final;
+    scan: checked_sum_scan_inclusive, checked_sum_scan_exclusive;
+}

@@ -62,8 +62,9 @@ macro_rules! int_sample {
 }
 int_sample!(i32, u32);
 
-/// Adds the histogram of `samples` to `bins` (`bins.len()` = `num_levels - 1` bins, zeroed by
-/// the host). Blocks of [`BLOCK`] threads, any grid.
+/// Adds the histogram of `samples` (at most `u32::MAX`: a longer input stops the kernel) to
+/// `bins` (`bins.len()` = `num_levels - 1` bins, zeroed by the host). Blocks of [`BLOCK`]
+/// threads, any grid.
 #[inline(always)]
 pub fn histogram_even<T: Sample>(samples: &[T], lower: T, upper: T, bins: DisjointSlice<'_, u32>) {
     assert!(
@@ -72,6 +73,8 @@ pub fn histogram_even<T: Sample>(samples: &[T], lower: T, upper: T, bins: Disjoi
             && thread::block_dim_z() == 1
             && !bins.is_empty()
             && bins.len() <= u32::MAX as usize
+            // A bin counts to `u32::MAX`: a longer input could wrap one.
+            && samples.len() <= u32::MAX as usize
     );
     let nb = bins.len();
     let local = gpukernel_device::shared::shared_array!(u32, SHARED_BINS);

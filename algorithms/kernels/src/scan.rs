@@ -58,19 +58,12 @@ pub(crate) unsafe fn st16(p: *mut [u32; 4], w: [u32; 4]) {
     }
 }
 
-/// Sleeps about `ns` nanoseconds (`nanosleep.u32`; a spin hint in the simulator).
+/// Sleeps about `ns` nanoseconds between polls of another tile's status (`nanosleep.u32`; in
+/// the simulator a spin hint that stops the thread once another block failed, which on a GPU
+/// would have ended the grid).
 #[inline(always)]
 fn sleep(ns: u32) {
-    if ns == 0 {
-        return;
-    }
-    #[cfg(target_arch = "nvptx64")]
-    // SAFETY: `nanosleep` has no operands in memory (sm_70 and later).
-    unsafe {
-        core::arch::asm!("nanosleep.u32 {0};", in(reg32) ns, options(nostack, nomem));
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    core::hint::spin_loop();
+    gpukernel_device::sync::poll_pause(ns);
 }
 
 /// The address of status word `i` (bounds-checked: a trap, a panic in the simulator).

@@ -130,7 +130,8 @@ pub struct RadixRanks<const ITEMS: usize> {
 ///
 /// The block must be whole warps, at most [`RANK_MAX_WARPS`] of them, and every digit below
 /// `2^BITS`; otherwise the kernel stops (a trap, an error in the simulator). Every thread of
-/// the block must call it (see the [`block`](crate::block) module).
+/// the block must call it (see the [`block`](crate::block) module): when some returned
+/// before, it stops the kernel too.
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
@@ -218,7 +219,11 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
         word(c, i).store(0, Relaxed);
         i += threads;
     }
-    sync_threads();
+    // Counts the threads that reach it, and traps when some returned before (as the other
+    // block collectives): a GPU barrier does not wait for them, and their lanes would be
+    // named in the warps' ballots and shuffles, their counters left as an earlier kernel
+    // wrote them.
+    super::sync_all_arrived();
 
     // Per item: the peers with the same digit in the warp; the lowest of them adds their
     // number to the warp's counter for the digit and hands the old count to the others.
@@ -295,7 +300,8 @@ fn rank<const BITS: u32, const ITEMS: usize, const MATCH_ANY: bool>(
 /// items must fit [`EXCHANGE_WORDS`] 32-bit words and each rank be below `threads × ITEMS`,
 /// otherwise the kernel stops (a trap, an error in the simulator). A rank named twice leaves
 /// one of the items there, and a place named by no rank gives an unspecified value of `T`.
-/// Every thread of the block must call it (see the [`block`](crate::block) module).
+/// Every thread of the block must call it (see the [`block`](crate::block) module): when some
+/// returned before, it stops the kernel.
 ///
 /// ```
 /// # use gpukernel_device::prelude::*;
@@ -338,7 +344,9 @@ pub fn scatter_to_striped<T: ShuffleValue, const ITEMS: usize>(
             word(s, places + r).store((bits >> 32) as u32, Relaxed);
         }
     });
-    sync_threads();
+    // Counts the threads that reach it and traps when some returned before: their places
+    // would hold whatever an earlier kernel left in shared memory.
+    super::sync_all_arrived();
     let t = linear_thread_idx() as usize;
     let mut out = items;
     unroll::<ITEMS>(|j| {

@@ -68,6 +68,9 @@ struct SimModule {
     /// Each kernel's static shared memory, from the PTX's `.shared` declarations it reaches
     /// (the `shared_array!` statics), as `ptxas` would count it.
     static_shared: Vec<(String, u32)>,
+    /// Each kernel's most threads per block by its `.maxntid` / `.reqntid` directives
+    /// (launch bounds), which the driver's `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` reports.
+    max_threads: Vec<(String, u32)>,
 }
 
 /// The shared memory a block may use without opting in (`cuFuncSetAttribute`), static and
@@ -656,10 +659,18 @@ impl Backend for SimBackend {
                 (k.clone(), u32::try_from(bytes).unwrap_or(u32::MAX))
             })
             .collect();
+        let max_threads = names
+            .iter()
+            .filter_map(|k| {
+                let n = ptx.entry_max_threads(k)?;
+                Some((k.clone(), u32::try_from(n).unwrap_or(u32::MAX)))
+            })
+            .collect();
         let handle = ModuleHandle(
             Box::into_raw(Box::new(SimModule {
                 signatures,
                 static_shared,
+                max_threads,
             }))
             .cast(),
         );
@@ -701,9 +712,18 @@ impl Backend for SimBackend {
             .iter()
             .find(|(k, _)| k == name)
             .map_or(0, |&(_, bytes)| bytes);
+        // Launch bounds lower the limit as the driver's function attribute does (a launch of
+        // more threads fails there).
+        let max_threads_per_block = module
+            .max_threads
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or(LIMITS.max_threads_per_block, |&(_, n)| {
+                n.min(LIMITS.max_threads_per_block)
+            });
         Ok(names.iter().any(|n| n == name).then_some(FunctionInfo {
             handle: FunctionHandle::NULL,
-            max_threads_per_block: LIMITS.max_threads_per_block,
+            max_threads_per_block,
             static_shared_bytes,
             // As the driver's default `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: what
             // is left of 48 KiB after the static arrays, until the kernel opts in to more.

@@ -175,6 +175,16 @@ pub(crate) fn global_definitions(bytes: &[u8]) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// The names of every defined global (not weak, not local) symbol of an ELF file, of any
+/// type (CUDA gives variables of some sections a processor-specific type).
+pub(crate) fn defined_globals(bytes: &[u8]) -> Result<Vec<String>, String> {
+    Ok(symbols(bytes)?
+        .into_iter()
+        .filter(|s| s.bind == elf::STB_GLOBAL && s.defined)
+        .map(|s| s.name)
+        .collect())
+}
+
 /// The functions a cubin defines: `(name, is_entry)` for every defined, non-local function.
 pub(crate) fn cubin_functions(bytes: &[u8]) -> Result<Vec<(String, bool)>, String> {
     Ok(symbols(bytes)?

@@ -205,6 +205,16 @@ impl<'a> Fatbin<'a> {
         sms
     }
 
+    /// The first relocatable ELF image for SM `sm`, inflated.
+    pub(crate) fn relocatable_elf_for(&self, sm: u32) -> Option<Vec<u8>> {
+        const ET_REL: u16 = 1;
+        self.raw_entries()
+            .iter()
+            .filter(|e| e.kind == KIND_ELF && e.sm == sm)
+            .filter_map(RawEntry::inflate)
+            .find(|elf| elf.starts_with(b"\x7fELF") && u16_at(elf, 16) == Some(ET_REL))
+    }
+
     /// Whether an ELF image (relocatable or not) is for SM `sm` exactly.
     pub(crate) fn has_elf_for(&self, sm: u32) -> bool {
         self.raw_entries()

@@ -279,6 +279,22 @@ impl<'a> Ptx<'a> {
     }
 
     /// Whether the PTX declares a global (or `.const`) variable `symbol`.
+    /// The global (or `.const`) variables the module defines with `.visible` linkage, in
+    /// order.
+    pub(crate) fn visible_globals(&self) -> Vec<String> {
+        self.statements
+            .iter()
+            .filter_map(|s| match &s.item {
+                Item::Variable {
+                    name,
+                    linkage: Linkage::Visible,
+                    global_or_const: true,
+                } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn has_global(&self, symbol: &str) -> bool {
         self.statements.iter().any(|s| {
             matches!(&s.item, Item::Variable { name, global_or_const: true, .. } if name == symbol)
@@ -488,6 +504,42 @@ impl<'a> Ptx<'a> {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The most threads a block of kernel `entry` may have by its performance directives:
+    /// the product of `.maxntid x[, y[, z]]` or of `.reqntid x[, y[, z]]` (the smaller when
+    /// both are given), between its parameter list and its body (what nvptx-builder's
+    /// `launch_bounds` and CUDA C's `__launch_bounds__` write). `None` without either, or when
+    /// `entry` is no kernel of the module.
+    pub(crate) fn entry_max_threads(&self, entry: &str) -> Option<u64> {
+        let s = self
+            .statements
+            .iter()
+            .find(|s| s.is_entry() && s.function() == Some(entry))?;
+        // The header: up to the body's brace (the parameter list holds no brace).
+        let header = s.clean.split('{').next().unwrap_or_default();
+        let product = |directive: &str| -> Option<u64> {
+            let at = header.find(directive)? + directive.len();
+            let mut product = 1u64;
+            for (i, word) in header[at..].split(',').enumerate() {
+                let word = word.trim();
+                // The next directive, or the end of the header: the last extent was before.
+                let digits: String = word
+                    .chars()
+                    .take_while(char::is_ascii_alphanumeric)
+                    .collect();
+                let n = parse_integer(&digits)?;
+                product = product.saturating_mul(n);
+                if i == 2 || digits.len() != word.len() {
+                    break;
+                }
+            }
+            Some(product)
+        };
+        match (product(".maxntid"), product(".reqntid")) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The bytes of `.shared` variables that kernel `entry` reaches (its body names them, or
@@ -1131,6 +1183,21 @@ pub(crate) mod tests {
         // The result is PTX with exactly the kernels kept.
         assert_eq!(entries(&a), ["k_a"]);
         assert_eq!(extern_functions(&a), ["foreign_a"]);
+    }
+
+    #[test]
+    fn launch_bounds_of_each_entry() {
+        let text = ".version 8.0\n.target sm_90\n.address_size 64\n\
+                    .visible .entry a(\n\t.param .u64 a_param_0\n)\n.maxntid 384, 1, 1\n.minnctapersm 1\n{\nret;\n}\n\
+                    .visible .entry b() .maxntid 16, 4 // two extents\n{\nret;\n}\n\
+                    .visible .entry c() .reqntid 32, 2, 2 .maxntid 1024\n{\nret;\n}\n\
+                    .visible .entry d()\n{\n.reg .b32 %r<2>;\nret;\n}\n";
+        let ptx = Ptx::parse(text);
+        assert_eq!(ptx.entry_max_threads("a"), Some(384));
+        assert_eq!(ptx.entry_max_threads("b"), Some(64));
+        assert_eq!(ptx.entry_max_threads("c"), Some(128));
+        assert_eq!(ptx.entry_max_threads("d"), None);
+        assert_eq!(ptx.entry_max_threads("nope"), None);
     }
 
     #[test]

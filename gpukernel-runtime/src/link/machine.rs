@@ -53,7 +53,66 @@ pub(super) fn choice(
             held.join(", ")
         )));
     }
+    if let Err(why) = of_this_ptx(input, machine, arch) {
+        return Some(Err(format!(
+            "`{name}` is linked as PTX: the machine code given with it is not this PTX's \
+             ({why}); pass the `PTX` and `RELOCATABLE` of one build of one kernels crate"
+        )));
+    }
     Some(Ok(()))
+}
+
+/// The records every kernels crate's PTX defines: kernel signatures and foreign declarations
+/// (named with a hash of the declaration), which the PTX's checks read.
+const RECORD_PREFIX: &str = "__gpukernel_";
+
+/// Whether the relocatable object for `arch` in `machine` was compiled from `input`'s PTX, as
+/// far as its symbols tell: the same kernels, and the same records of kernel signatures and
+/// foreign declarations (whose names carry the declaration's hash). Every check of the link
+/// reads the PTX, so machine code of another crate or another build would be linked
+/// unchecked; else why not, naming the first difference.
+fn of_this_ptx(input: &Input, machine: &[u8], arch: Arch) -> Result<(), String> {
+    let elf = fatbin::Fatbin::read(machine)
+        .ok()
+        .and_then(|f| f.relocatable_elf_for(arch.sm()))
+        .ok_or_else(|| format!("no relocatable object for {arch} can be read"))?;
+    let text = String::from_utf8_lossy(crate::format::trim_nul(&input.bytes));
+    let ptx = crate::format::ptx::Ptx::parse(&text);
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v.dedup();
+        v
+    };
+    let ptx_entries = sorted(ptx.entries());
+    let elf_entries = sorted(
+        elf::cubin_functions(&elf)?
+            .into_iter()
+            .filter_map(|(f, entry)| entry.then_some(f))
+            .collect(),
+    );
+    let ptx_records = sorted(
+        ptx.visible_globals()
+            .into_iter()
+            .filter(|g| g.starts_with(RECORD_PREFIX))
+            .collect(),
+    );
+    let elf_records = sorted(
+        elf::defined_globals(&elf)?
+            .into_iter()
+            .filter(|g| g.starts_with(RECORD_PREFIX))
+            .collect(),
+    );
+    let differ = |what: &str, ours: &[String], theirs: &[String]| -> Result<(), String> {
+        if let Some(k) = ours.iter().find(|k| !theirs.contains(k)) {
+            return Err(format!("its {what} `{k}` is not in the machine code"));
+        }
+        if let Some(k) = theirs.iter().find(|k| !ours.contains(k)) {
+            return Err(format!("the machine code's {what} `{k}` is not in it"));
+        }
+        Ok(())
+    };
+    differ("kernel", &ptx_entries, &elf_entries)?;
+    differ("record", &ptx_records, &elf_records)
 }
 
 /// Whether `input` is linked as machine code for `arch` (nothing of it JIT-compiled): our
@@ -116,12 +175,19 @@ mod tests {
 
     const PTX: &str = ".version 8.0\n.target sm_90\n.address_size 64\n.extern .func (.param .b32 r) mul(.param .b32 a);\n.visible .entry k() { ret; }\n";
 
+    /// The PTX of the test objects (whose symbol tables are empty): no kernel, no record.
+    const OURS: &str = ".version 8.0\n.target sm_90\n.address_size 64\n.extern .func (.param .b32 r) mul(.param .b32 a);\n";
+
     fn ours(machine: Vec<u8>) -> Input {
+        ours_with(OURS, machine)
+    }
+
+    fn ours_with(ptx: &str, machine: Vec<u8>) -> Input {
         Input {
             kind: InputKind::Ptx,
             name: "kernels.ptx".into(),
             path: None,
-            bytes: PTX.as_bytes().into(),
+            bytes: ptx.as_bytes().into(),
             unchecked: false,
             machine: Some(machine.into()),
         }
@@ -203,6 +269,48 @@ mod tests {
                 .unwrap_err();
             assert!(e.contains("no relocatable object"), "{e}");
         }
+    }
+
+    #[test]
+    fn machine_code_of_another_ptx_falls_back_to_the_ptx_naming_the_difference() {
+        let default = LinkOptions::default();
+        // The PTX has kernel `k`, the object none.
+        let e = choice(
+            &ours_with(PTX, relocatable(&[90])),
+            sm(9, 0),
+            false,
+            default,
+        )
+        .unwrap()
+        .unwrap_err();
+        assert!(
+            e.contains("`kernels.ptx` is linked as PTX")
+                && e.contains("not this PTX's")
+                && e.contains("kernel `k` is not in the machine code"),
+            "{e}"
+        );
+        // A record (a foreign declaration's, named by its hash) the object lacks.
+        let record = format!(
+            "{OURS}.visible .global .align 1 .b8 __gpukernel_foreign_mul_0123456789abcdef[1] = {{1}};\n"
+        );
+        let e = choice(
+            &ours_with(&record, relocatable(&[90])),
+            sm(9, 0),
+            false,
+            default,
+        )
+        .unwrap()
+        .unwrap_err();
+        assert!(
+            e.contains("record `__gpukernel_foreign_mul_0123456789abcdef`"),
+            "{e}"
+        );
+        assert!(!is_machine_code(
+            &ours_with(PTX, relocatable(&[90])),
+            sm(9, 0),
+            false,
+            default
+        ));
     }
 
     #[test]

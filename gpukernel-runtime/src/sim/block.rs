@@ -5,7 +5,7 @@ use core::any::Any;
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::alloc::Layout;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, Once};
@@ -88,6 +88,8 @@ struct SimThread {
     mem: *const BlockMem,
     /// The launch's foreign-failure record (in the launch state, which outlives the runner).
     foreign: *const Mutex<Option<ForeignFailure>>,
+    /// Whether a block of the launch failed (in the launch state, which outlives the runner).
+    launch_failed: *const AtomicBool,
     /// The group the block runs in (set by the runner before each block; outlives the run).
     group: Cell<*const Group>,
     /// The cluster barrier phase this thread arrived at and has not waited for yet.
@@ -121,6 +123,12 @@ impl SimThread {
 }
 
 impl SimHooks for SimThread {
+    fn launch_failed(&self) -> bool {
+        // SAFETY: the launch state outlives the runner and its threads.
+        self.group().failed.load(Ordering::SeqCst)
+            || unsafe { &*self.launch_failed }.load(Ordering::Relaxed)
+    }
+
     fn barrier(&self, barrier: Barrier) -> u32 {
         if std::thread::panicking() {
             // A destructor running while this thread unwinds: the launch has already failed,
@@ -461,6 +469,7 @@ impl BlockRunner {
         l: &SimLaunch<'_>,
         params: *const *mut c_void,
         foreign: &Mutex<Option<ForeignFailure>>,
+        launch_failed: &AtomicBool,
         stack_bytes: usize,
     ) -> Self {
         let block_dim = Dim3::new(l.block[0], l.block[1], l.block[2]);
@@ -498,6 +507,7 @@ impl BlockRunner {
                     yielder: Cell::new(core::ptr::null()),
                     mem: mem_ptr,
                     foreign,
+                    launch_failed,
                     group: Cell::new(core::ptr::null()),
                     cluster_arrival: Cell::new(None),
                 }

@@ -189,6 +189,9 @@ pub(crate) fn launch(l: &SimLaunch<'_>) -> Result<(), SimError> {
     }
 }
 
+/// The launch-wide failure flag of grouped launches, whose blocks see their group's.
+static NOT_FAILED: AtomicBool = AtomicBool::new(false);
+
 /// The most blocks the simulator runs at once (one OS thread each) for a cooperative launch.
 pub(crate) const MAX_COOPERATIVE_BLOCKS: u64 = 256;
 
@@ -247,6 +250,8 @@ fn launch_grouped(l: &SimLaunch<'_>, config: &SimConfig, blocks: u64) -> Result<
                                             l,
                                             l.params.as_ptr(),
                                             foreign,
+                                            // The group's own flag tells its blocks.
+                                            &NOT_FAILED,
                                             config.stack_bytes,
                                         );
                                         if let Err(e) = runner.run_grouped(b, group) {
@@ -329,7 +334,13 @@ impl LaunchState<'_, '_> {
 
 fn worker(state: &LaunchState<'_, '_>) {
     let l = state.launch;
-    let mut runner = block::BlockRunner::new(l, state.params, &state.foreign, state.stack_bytes);
+    let mut runner = block::BlockRunner::new(
+        l,
+        state.params,
+        &state.foreign,
+        &state.failed,
+        state.stack_bytes,
+    );
     let [gx, gy, _] = l.grid;
     while !state.failed.load(Ordering::Relaxed) {
         let b = state.next_block.fetch_add(1, Ordering::Relaxed);

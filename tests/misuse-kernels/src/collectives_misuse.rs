@@ -90,3 +90,31 @@ pub fn partial_warp_sum(lanes: u32, x: &[u32], mut out: DisjointSlice<u32>) {
     let v = gpukernel_device::warp::reduce(x.get(i.get()).copied().unwrap_or(0), Sum);
     out.set(&i, v);
 }
+
+/// Warps `warps..` of the block return at once; the others rank their threads' digits (the
+/// low byte of `digits`) with `block::radix_rank`.
+#[kernel]
+pub fn partial_radix_rank(warps: u32, digits: &[u32], mut out: DisjointSlice<u32>) {
+    if thread::warp_id() >= warps {
+        return;
+    }
+    let i = thread::index();
+    let d = digits.get(i.get()).copied().unwrap_or(0) & 0xff;
+    let r = gpukernel_device::block::radix_rank::<8, 1>([d]);
+    out.set(&i, r.ranks[0]);
+}
+
+/// Lanes `lanes..32` of each warp return at once; the others move their value to the
+/// reversed place of the block with `block::scatter_to_striped` and keep what lands on their
+/// own place (written by the thread at the mirror place, which may have returned).
+#[kernel]
+pub fn partial_scatter(lanes: u32, x: &[u32], mut out: DisjointSlice<u32>) {
+    if thread::lane_id() >= lanes {
+        return;
+    }
+    let i = thread::index();
+    let (t, n) = (thread::thread_idx_x(), thread::block_dim_x());
+    let v = x.get(i.get()).copied().unwrap_or(0);
+    let got = gpukernel_device::block::scatter_to_striped([v], [n - 1 - t]);
+    out.set(&i, got[0]);
+}
