@@ -334,7 +334,7 @@ fn main() -> Result<(), BoxError> {
     let want: f64 = all.iter().map(|&v| v as f64).sum();
     let scale: f64 = all.iter().map(|&v| v.abs() as f64).sum();
     for vecs in [2usize, 4, 8] {
-        for bps in [2u32, 4, 8, 16] {
+        for bps in [2u32, 3, 4, 5, 6, 8, 12, 16] {
             algs.sum_f32_tuned(&stream, &x_all, &mut out, bps, vecs)?;
             check(
                 &format!("ours vecs {vecs} blocks/SM {bps}"),
@@ -353,6 +353,10 @@ fn main() -> Result<(), BoxError> {
         }
     }
 
+    // `bench_algorithms reduce`: the sum rows and the first-pass shapes alone.
+    if std::env::args().nth(1).as_deref() == Some("reduce") {
+        return Ok(());
+    }
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
     exclusive_scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
     histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;
