@@ -256,12 +256,6 @@ fn histogram_body<const ALIGNED: bool>(data: &[u32], bins: DisjointSlice<'_, u32
 #[kernel]
 pub fn transpose(input: Slice2D<f32>, out: DisjointSlice2D<f32>) {
     let (rows, cols) = (input.rows(), input.cols());
-    assert!(
-        thread::block_dim_x() == TILE
-            && thread::block_dim_y() == TILE_ROWS
-            && out.cols() == rows
-            && out.rows() == cols
-    );
     const T: usize = TILE as usize;
     let tile = shared_array!(f32, T * (T + 1));
     let (tx, ty) = (
@@ -272,8 +266,9 @@ pub fn transpose(input: Slice2D<f32>, out: DisjointSlice2D<f32>) {
         thread::block_idx_x() as usize * T,
         thread::block_idx_y() as usize * T,
     );
-    // All four loads are issued before the first store, so that they are in flight together
-    // (a bounds check between a load and the previous store would serialize them).
+    // All four loads are issued first, together: each checks only the input's own shape (its
+    // edge test), so they need nothing else; the launch-shape checks follow while they are in
+    // flight (a bounds check between a load and the previous store would serialize them).
     const R: usize = TILE_ROWS as usize;
     let mut v = [0.0f32; T / R];
     unroll!(q in [0, 1, 2, 3] {
@@ -282,6 +277,13 @@ pub fn transpose(input: Slice2D<f32>, out: DisjointSlice2D<f32>) {
             v[q] = input[(r, c)];
         }
     });
+    // Uniform, before the first barrier; the block shape makes the tile's indices in bounds.
+    assert!(
+        thread::block_dim_x() == TILE
+            && thread::block_dim_y() == TILE_ROWS
+            && out.cols() == rows
+            && out.rows() == cols
+    );
     unroll!(q in [0, 1, 2, 3] {
         // SAFETY: each (ty + q * R, tx) is one thread's slot; read after the barrier.
         unsafe { tile.write((ty + q * R) * (T + 1) + tx, v[q]) };
