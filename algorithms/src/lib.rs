@@ -973,10 +973,7 @@ impl Algorithms {
         input: DeviceView<'_, T>,
         blocks_per_sm: u32,
     ) -> Result<DeviceBuffer<T>> {
-        let tile = BLOCK as usize * k::VECS * (16 / std::mem::size_of::<T>());
-        let blocks = (self.sms as usize * blocks_per_sm.max(1) as usize)
-            .min(input.len().div_ceil(tile))
-            .max(1);
+        let blocks = self.first_pass_blocks::<T>(input.len(), blocks_per_sm);
         // SAFETY: the first pass writes every element (one per block) before the second
         // reads them; `T` is a number, valid for any bits.
         let mut partials = unsafe { stream.alloc::<T>(blocks) }?;
@@ -986,6 +983,56 @@ impl Algorithms {
             (input, &mut partials),
         )?;
         Ok(partials)
+    }
+
+    /// The first pass's grid for `n` elements: `blocks_per_sm` blocks per SM, fewer for a short
+    /// input (one per tile), at least one.
+    fn first_pass_blocks<T>(&self, n: usize, blocks_per_sm: u32) -> usize {
+        let tile = BLOCK as usize * k::VECS * (16 / std::mem::size_of::<T>());
+        (self.sms as usize * blocks_per_sm.max(1) as usize)
+            .min(n.div_ceil(tile))
+            .max(1)
+    }
+
+    /// The number of partials [`reduce`](Self::reduce)'s first pass writes for `n` elements of
+    /// `T`: the length of the `partials` that [`sum_f32_stages`](Self::sum_f32_stages) takes.
+    #[doc(hidden)]
+    pub fn reduce_partials<T>(&self, n: usize) -> usize {
+        self.first_pass_blocks::<T>(n, DEFAULT_BLOCKS_PER_SM)
+    }
+
+    /// The f32 sum's passes with the partials in `partials` (the caller's, of
+    /// [`reduce_partials`](Self::reduce_partials) elements) instead of the stream-ordered
+    /// allocator's, and the second pass only when `final_pass`: the benchmark's breakdown of
+    /// what a reduce's time is made of.
+    #[doc(hidden)]
+    pub fn sum_f32_stages(
+        &self,
+        stream: &Stream,
+        input: &DeviceBuffer<f32>,
+        partials: &mut DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<f32>,
+        final_pass: bool,
+    ) -> Result<()> {
+        let (kp, kf) = self.kernels_for::<f32, Sum>()?;
+        let blocks = u32::try_from(partials.len()).map_err(|_| Error::InvalidLaunchConfig {
+            kernel: <k::reduce_partial_sum_f32 as Kernel>::NAME.to_string(),
+            dimension: "grid.x (one block per partial)",
+            value: partials.len() as u64,
+            min: 1,
+            max: u32::MAX as u64,
+        })?;
+        stream.launch(
+            kp,
+            LaunchConfig::new(blocks, BLOCK),
+            (input, &mut *partials),
+        )?;
+        if final_pass {
+            out.with_first(&mut |o| {
+                stream.launch(kf, LaunchConfig::new(1, BLOCK), (&*partials, o))
+            })?;
+        }
+        Ok(())
     }
 
     /// The f32 sum with the first pass's grid (`blocks_per_sm` blocks per SM) and its 16-byte

@@ -140,3 +140,33 @@ fn reduce_refuses_an_empty_output() {
         other => panic!("expected LengthMismatch, got {other:?}"),
     }
 }
+
+/// The second pass reads four partials per thread before combining them: with more partials
+/// than four per thread (1100 for 256 threads: two rounds, the second partial), every one is
+/// combined once. The values are small integers, so any order of addition is exact.
+#[test]
+fn the_second_pass_combines_every_partial_of_a_large_first_pass() {
+    let n = 5000;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let want: f32 = xs.iter().sum();
+    for (dev, ctx) in devices() {
+        let algs = Algorithms::new(&ctx).expect("algorithms");
+        let stream = ctx.default_stream();
+        let x = stream.htod_copy(&xs).expect("copy in");
+        let mut out = stream.alloc_zeros::<f32>(1).expect("out");
+        // Partials allocated by the caller: the default count, and 1100 (most blocks past
+        // the input write the identity).
+        for blocks in [algs.reduce_partials::<f32>(n), 1100] {
+            let mut partials = stream.alloc_zeros::<f32>(blocks).expect("partials");
+            algs.sum_f32_stages(&stream, &x, &mut partials, &mut out, true)
+                .expect("both passes");
+            assert_eq!(
+                out.to_host_vec().expect("out")[0],
+                want,
+                "{dev}: {blocks} partials"
+            );
+            let parts = partials.to_host_vec().expect("partials");
+            assert_eq!(parts.iter().sum::<f32>(), want, "{dev}: {blocks} partials");
+        }
+    }
+}

@@ -31,8 +31,8 @@ pub type SimEntry = unsafe fn(params: *const *mut c_void);
 /// * scalars and `DeviceCopy` structs: one parameter, by value;
 /// * `&[T]`, `&mut [T]` and [`DisjointSlice<T>`](crate::DisjointSlice): two parameters, the
 ///   data pointer (`u64`) then the length in elements (`u64`);
-/// * [`DisjointSlice2D<T>`](crate::DisjointSlice2D): four, the pointer then `cols`, `rows`,
-///   `pitch`; [`DisjointSlice3D<T>`](crate::DisjointSlice3D): five, the pointer then `cols`,
+/// * [`DisjointSlice2D<T>`](crate::DisjointSlice2D) and [`Slice2D<T>`](crate::Slice2D):
+///   four, the pointer then `cols`, `rows`, `pitch`; [`DisjointSlice3D<T>`](crate::DisjointSlice3D): five, the pointer then `cols`,
 ///   `rows`, `depth`, `pitch` (each `u64`);
 /// * `*const T` / `*mut T`: one `u64` parameter.
 ///
@@ -370,6 +370,10 @@ unsafe impl<T> ParamAbi for crate::DisjointSlice<'static, T> {
 unsafe impl<T> ParamAbi for crate::DisjointSlice2D<'static, T> {
     const SIZES: &'static [usize] = &[8, 8, 8, 8];
     const LAUNCH_DIMS: LaunchDims = LaunchDims::Two;
+}
+// SAFETY: pointer, cols, rows, pitch; read-only, so any launch.
+unsafe impl<T> ParamAbi for crate::Slice2D<'static, T> {
+    const SIZES: &'static [usize] = &[8, 8, 8, 8];
 }
 // SAFETY: pointer, cols, rows, depth, pitch; `ThreadIndex3D` is unique in any launch.
 unsafe impl<T> ParamAbi for crate::DisjointSlice3D<'static, T> {

@@ -75,7 +75,8 @@ pub use kernel::{
     SimEntry, into_kernel, signature_symbol,
 };
 pub use slice::{
-    DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D, ThreadIndex3D,
+    DisjointSlice, DisjointSlice2D, DisjointSlice3D, Slice2D, ThreadIndex, ThreadIndex2D,
+    ThreadIndex3D,
 };
 
 /// Repeats `$body` with `$i` bound to each literal in turn (as `usize`): a full unroll that
@@ -102,8 +103,8 @@ pub mod prelude {
     /// Method syntax for the math functions (`x.exp()`), in scope without its name.
     pub use crate::math::Float as _;
     pub use crate::{
-        DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, ThreadIndex, ThreadIndex2D,
-        ThreadIndex3D, declare_device, kernel,
+        DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, Slice2D, ThreadIndex,
+        ThreadIndex2D, ThreadIndex3D, declare_device, kernel,
     };
 }
 
@@ -146,7 +147,9 @@ pub mod __private {
     pub use crate::signature::{
         FieldLayout, Inside, ParamSignature, TypeLayout, kernel_fingerprint, signature_words,
     };
-    pub use crate::slice::{disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw};
+    pub use crate::slice::{
+        disjoint_2d_from_raw, disjoint_3d_from_raw, disjoint_from_raw, slice_2d_from_raw,
+    };
     /// Generated code names `core` items (`core::primitive::usize`, `core::mem::MaybeUninit`,
     /// the derives) through this re-export, never as `::core`.
     pub use core;

@@ -98,6 +98,8 @@ pub mod lowering {
     pub const PTR_MUT: u8 = 8;
     /// `graph::ConditionalHandle`.
     pub const CONDITIONAL: u8 = 9;
+    /// `Slice2D<T>`: pointer, cols, rows, pitch (read-only).
+    pub const SLICE_2D: u8 = 10;
 
     /// The lowering's name, for messages.
     ///
@@ -116,6 +118,7 @@ pub mod lowering {
             PTR_CONST => "`*const T`",
             PTR_MUT => "`*mut T`",
             CONDITIONAL => "`ConditionalHandle`",
+            SLICE_2D => "`Slice2D<T>`",
             _ => "unknown",
         }
     }
@@ -463,6 +466,11 @@ unsafe impl<T: crate::DeviceCopy> ParamSig for crate::DisjointSlice<'static, T> 
 // SAFETY: as above.
 unsafe impl<T: crate::DeviceCopy> ParamSig for crate::DisjointSlice2D<'static, T> {
     const LOWERING: u8 = lowering::DISJOINT_2D;
+    const VALUE: TypeLayout = T::LAYOUT;
+}
+// SAFETY: as above.
+unsafe impl<T: crate::DeviceCopy> ParamSig for crate::Slice2D<'static, T> {
+    const LOWERING: u8 = lowering::SLICE_2D;
     const VALUE: TypeLayout = T::LAYOUT;
 }
 // SAFETY: as above.

@@ -943,3 +943,227 @@ impl<'a, T> DisjointSlice3D<'a, T> {
         self.ptr
     }
 }
+
+/// A kernel's two-dimensional input, read-only: `rows` rows of `cols` elements, row `r`
+/// starting `pitch` elements after row `r - 1` (`pitch >= cols`). Element `(r, c)` (row `r`,
+/// column `c`, the matrix order of `ndarray` and `nalgebra`) is `m[(r, c)]`, which checks
+/// `r < rows` and `c < cols` only: the host checked the shape against the buffer once, at the
+/// launch, so the element's offset `r * pitch + c` needs no check of its own. A kernel that
+/// tests `r < m.rows() && c < m.cols()` before the read (as a tiled kernel does for its edge
+/// tiles) pays for no check at all: the compiler folds the index's into the kernel's.
+///
+/// Reading a `&[T]` at `r * cols + c` instead checks the 64-bit product against the slice's
+/// length at each read, which the compiler cannot prove in range (a compare and a branch
+/// around every load).
+///
+/// A `#[kernel]` parameter `m: Slice2D<f32>` lowers to four 64-bit parameters (pointer,
+/// `cols`, `rows`, `pitch`, as [`DisjointSlice2D`]); on the host it is passed a read-only 2D
+/// view (`buffer.view_2d(cols, rows, pitch)?`), whose shape the runtime checks against the
+/// buffer's length. It is `Copy`, like `&[T]`: any thread reads any element, and nothing writes
+/// the memory during the launch (the typed launch borrows it shared).
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::thread;
+///
+/// /// `out = mᵀ`: `out` has `m.cols()` rows of `m.rows()` elements; thread `(x, y)` writes
+/// /// `out[y][x] = m[x][y]`.
+/// #[kernel]
+/// pub fn transpose(m: Slice2D<f32>, mut out: DisjointSlice2D<f32>) {
+///     let i = thread::index_2d();
+///     if let Some(v) = m.get(i.x(), i.y()) {
+///         out.set(&i, *v);
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Slice2D<'a, T> {
+    ptr: *const T,
+    cols: usize,
+    rows: usize,
+    pitch: usize,
+    _marker: PhantomData<&'a [T]>,
+}
+
+impl<T> Clone for Slice2D<'_, T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Slice2D<'_, T> {}
+
+/// Builds a [`Slice2D`] from its four ABI parameters.
+///
+/// # Safety
+/// `ptr` must be valid for reads of `(rows - 1) * pitch + cols` elements for `'a` (none when
+/// `rows` or `cols` is 0), `pitch >= cols`, and nothing may write those elements during `'a`
+/// (the typed launch checks the shape and borrows the memory shared). `ptr` is not null and is
+/// aligned (see [`disjoint_from_raw`]).
+#[doc(hidden)]
+#[inline(always)]
+pub unsafe fn slice_2d_from_raw<'a, T>(
+    ptr: *const T,
+    cols: usize,
+    rows: usize,
+    pitch: usize,
+) -> Slice2D<'a, T> {
+    // SAFETY: the caller's contract (see `disjoint_from_raw`).
+    unsafe { core::hint::assert_unchecked(!ptr.is_null()) };
+    Slice2D {
+        ptr,
+        cols,
+        rows,
+        pitch,
+        _marker: PhantomData,
+    }
+}
+
+impl<'a, T> Slice2D<'a, T> {
+    /// Elements per row (the column count).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn last_column(m: Slice2D<f32>, mut out: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if m.cols() > 0 && let Some(v) = m.get(i.get(), m.cols() - 1) {
+    ///         out.set(&i, *v);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Number of rows.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn first_column(m: Slice2D<f32>, mut out: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if i.get() < m.rows() && m.cols() > 0 {
+    ///         out.set(&i, m[(i.get(), 0)]);
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Elements from the start of one row to the start of the next (`>= cols`).
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    ///
+    /// #[kernel]
+    /// pub fn pitch_of(m: Slice2D<u8>, mut out: DisjointSlice<u64>) {
+    ///     out.set(gpukernel_device::thread::index(), m.pitch() as u64);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// Element `(r, c)` (row `r`, column `c`), or `None` outside the `rows × cols` shape.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// /// Row sums of `m`, one thread per row.
+    /// #[kernel]
+    /// pub fn row_sums(m: Slice2D<f32>, mut out: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     let mut s = 0.0;
+    ///     let mut c = 0;
+    ///     while let Some(v) = m.get(i.get(), c) {
+    ///         s += *v;
+    ///         c += 1;
+    ///     }
+    ///     out.set(&i, s);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn get(&self, r: usize, c: usize) -> Option<&'a T> {
+        if r < self.rows && c < self.cols {
+            // SAFETY: `r * pitch + c <= (rows - 1) * pitch + cols - 1`, inside the memory the
+            // host checked the shape against; nothing writes it during the launch.
+            Some(unsafe { &*self.ptr.add(r * self.pitch + c) })
+        } else {
+            None
+        }
+    }
+
+    /// Row `r` as a slice of `cols` elements, or `None` when `r >= rows`.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    /// use gpukernel_device::thread;
+    ///
+    /// #[kernel]
+    /// pub fn row_maxima(m: Slice2D<f32>, mut out: DisjointSlice<f32>) {
+    ///     let i = thread::index();
+    ///     if let Some(row) = m.row(i.get()) {
+    ///         out.set(&i, row.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+    ///     }
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn row(&self, r: usize) -> Option<&'a [T]> {
+        if r >= self.rows {
+            None
+        } else if self.cols == 0 {
+            // No element: the shape reaches no memory, so no offset from the pointer is valid.
+            Some(&[])
+        } else {
+            // SAFETY: row `r` is `cols` elements from `r * pitch`, inside the checked memory
+            // (`r * pitch + cols <= (rows - 1) * pitch + cols`); read-only for the launch.
+            Some(unsafe { core::slice::from_raw_parts(self.ptr.add(r * self.pitch), self.cols) })
+        }
+    }
+
+    /// The data pointer (row 0, column 0), for foreign calls.
+    ///
+    /// ```
+    /// use gpukernel_device::prelude::*;
+    ///
+    /// #[kernel]
+    /// pub fn k(m: Slice2D<f32>) {
+    ///     let p: *const f32 = m.as_ptr();
+    ///     let _ = p;
+    /// }
+    /// ```
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr
+    }
+}
+
+impl<T> core::ops::Index<(usize, usize)> for Slice2D<'_, T> {
+    type Output = T;
+
+    /// Element `(r, c)`: row `r`, column `c`. Outside the shape traps the kernel (an error at
+    /// the next synchronization; in the simulator an error naming the thread).
+    #[inline(always)]
+    #[track_caller]
+    fn index(&self, (r, c): (usize, usize)) -> &T {
+        if r >= self.rows {
+            crate::__trap_out_of_bounds(r, self.rows);
+        }
+        if c >= self.cols {
+            crate::__trap_out_of_bounds(c, self.cols);
+        }
+        // SAFETY: in the shape, hence in the checked memory (see `get`); read-only.
+        unsafe { &*self.ptr.add(r * self.pitch + c) }
+    }
+}

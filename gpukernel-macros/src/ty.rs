@@ -27,6 +27,8 @@ pub(crate) enum TypeKind<'a> {
     /// `DisjointSlice<T>` or `DisjointSlice<'a, T>` (any path ending in `DisjointSlice`), and
     /// likewise `DisjointSlice2D` (`dims` 2) and `DisjointSlice3D` (`dims` 3).
     Disjoint { elem: &'a Type, dims: u8 },
+    /// `Slice2D<T>` or `Slice2D<'a, T>` (any path ending in `Slice2D`): a read-only 2D input.
+    Slice2D { elem: &'a Type },
     /// Anything else, with the reason.
     Unsupported(Unsupported),
 }
@@ -61,7 +63,8 @@ pub(crate) enum Unsupported {
     HostOwned,
     /// A path with generic arguments, such as `Option<u32>`.
     GenericPath,
-    /// `DisjointSlice` with other arguments than one type (and an optional lifetime).
+    /// `DisjointSlice` (or `Slice2D`) with other arguments than one type (and an optional
+    /// lifetime).
     BadDisjoint,
     /// `<T as Trait>::Assoc` or `Self`.
     QualifiedPath,
@@ -121,6 +124,12 @@ fn classify_path(ty: &TypePath) -> TypeKind<'_> {
     if let Some(dims) = disjoint_dims(&last.ident) {
         return match disjoint_elem(&last.arguments) {
             Some(elem) => TypeKind::Disjoint { elem, dims },
+            None => TypeKind::Unsupported(Unsupported::BadDisjoint),
+        };
+    }
+    if last.ident == "Slice2D" {
+        return match disjoint_elem(&last.arguments) {
+            Some(elem) => TypeKind::Slice2D { elem },
             None => TypeKind::Unsupported(Unsupported::BadDisjoint),
         };
     }
@@ -202,7 +211,7 @@ pub(crate) fn first_of_its_spelling() -> impl FnMut(&&Type) -> bool {
 }
 
 /// Returns `ty` with every lifetime, named or elided, replaced by `'static`, including the
-/// elided lifetime of `DisjointSlice<T>` (for `Kernel::Params`).
+/// elided lifetime of `DisjointSlice<T>` and `Slice2D<T>` (for `Kernel::Params`).
 pub(crate) fn all_static(ty: &Type) -> Type {
     let mut ty = ty.clone();
     Lifetimes {
@@ -213,8 +222,9 @@ pub(crate) fn all_static(ty: &Type) -> Type {
     ty
 }
 
-/// Returns `ty` with `'_` written into `DisjointSlice<T>` (so that the generated functions do
-/// not trip the `elided_lifetimes_in_paths` lint); other lifetimes are kept.
+/// Returns `ty` with `'_` written into `DisjointSlice<T>` and `Slice2D<T>` (so that the
+/// generated functions do not trip the `elided_lifetimes_in_paths` lint); other lifetimes are
+/// kept.
 pub(crate) fn explicit_disjoint_lifetime(ty: &Type) -> Type {
     let mut ty = ty.clone();
     Lifetimes {
@@ -247,7 +257,7 @@ impl VisitMut for Lifetimes {
     }
 
     fn visit_path_segment_mut(&mut self, segment: &mut syn::PathSegment) {
-        if disjoint_dims(&segment.ident).is_some()
+        if (disjoint_dims(&segment.ident).is_some() || segment.ident == "Slice2D")
             && let PathArguments::AngleBracketed(args) = &mut segment.arguments
             && !args
                 .args
@@ -317,6 +327,17 @@ mod tests {
         }
         let t = ty("(&[f32])");
         assert!(matches!(classify(&t), TypeKind::Slice { .. }));
+        for s in [
+            "Slice2D<f32>",
+            "Slice2D<'a, f32>",
+            "gpukernel_device::Slice2D<f32>",
+        ] {
+            let t = ty(s);
+            assert!(
+                matches!(classify(&t), TypeKind::Slice2D { elem } if tokens(elem) == "f32"),
+                "{s}"
+            );
+        }
     }
 
     #[test]
@@ -342,6 +363,8 @@ mod tests {
             ("Option<u32>", Unsupported::GenericPath),
             ("DisjointSlice", Unsupported::BadDisjoint),
             ("DisjointSlice<f32, f32>", Unsupported::BadDisjoint),
+            ("Slice2D", Unsupported::BadDisjoint),
+            ("Slice2D<f32, u32>", Unsupported::BadDisjoint),
             ("<T as Tr>::X", Unsupported::QualifiedPath),
             ("Self", Unsupported::QualifiedPath),
         ];
@@ -376,6 +399,14 @@ mod tests {
         assert_eq!(
             tokens(&all_static(&ty("DisjointSlice2D<f32>"))),
             "DisjointSlice2D < 'static , f32 >"
+        );
+        assert_eq!(
+            tokens(&all_static(&ty("Slice2D<f32>"))),
+            "Slice2D < 'static , f32 >"
+        );
+        assert_eq!(
+            tokens(&explicit_disjoint_lifetime(&ty("Slice2D<f32>"))),
+            "Slice2D < '_ , f32 >"
         );
         assert_eq!(
             tokens(&explicit_disjoint_lifetime(&ty("&[f32]"))),

@@ -101,8 +101,8 @@ pub use launch::{
     RequiresLaunchUnchecked, Safe, SafetyLevel,
 };
 pub use memory::{
-    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2DMut,
-    DeviceView3DMut, DeviceViewMut, PinnedHostBuffer,
+    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2D,
+    DeviceView2DMut, DeviceView3DMut, DeviceViewMut, PinnedHostBuffer,
 };
 pub use module::{Function, Module, TypedKernel};
 pub use module_hooks::{ModuleView, TeardownFailure};
@@ -111,7 +111,7 @@ pub use tensor_map::{GridBarrierWord, Swizzle, TensorMap2D, TmaElement};
 
 pub use gpukernel_device::{
     AnyBitPattern, DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, IntoKernel, Kernel,
-    LaunchDims, SafeKernel,
+    LaunchDims, SafeKernel, Slice2D,
 };
 
 /// The vector types of kernel and foreign-function parameters (`f32x4`, `u32x4`, … CUDA's

@@ -217,11 +217,30 @@ fn finish<T: Item, Op: Identity<T>>(partials: &[T], mut out: DisjointSlice<'_, T
         thread::thread_idx_x() as usize,
         thread::block_dim_x() as usize,
     );
+    // Four loads in flight per thread before their combines: the partials were written by
+    // the first pass just before (L2), and one load per iteration would wait for each in
+    // turn (a first pass of 4 blocks per SM leaves 2 or 3 partials per thread: three round
+    // trips of the L2 instead of one, about 1 µs of the whole reduce).
+    const U: usize = 4;
+    let n = partials.len();
     let mut acc = op.identity();
     let mut i = t;
-    while i < partials.len() {
-        acc = op.combine(acc, partials[i]);
-        i += nt;
+    loop {
+        let mut v = [op.identity(); U];
+        for (j, vj) in v.iter_mut().enumerate() {
+            if let Some(p) = partials.get(i + j * nt) {
+                *vj = *p;
+            }
+        }
+        for (j, vj) in v.iter().enumerate() {
+            if i + j * nt < n {
+                acc = op.combine(acc, *vj);
+            }
+        }
+        if i + U * nt >= n {
+            break;
+        }
+        i += U * nt;
     }
     let total = block::reduce(acc, op);
     let i = thread::index();

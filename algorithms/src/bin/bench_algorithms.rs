@@ -334,7 +334,7 @@ fn main() -> Result<(), BoxError> {
     let want: f64 = all.iter().map(|&v| v as f64).sum();
     let scale: f64 = all.iter().map(|&v| v.abs() as f64).sum();
     for vecs in [2usize, 4, 8] {
-        for bps in [2u32, 4, 8, 16] {
+        for bps in [2u32, 3, 4, 5, 6, 8, 12, 16] {
             algs.sum_f32_tuned(&stream, &x_all, &mut out, bps, vecs)?;
             check(
                 &format!("ours vecs {vecs} blocks/SM {bps}"),
@@ -353,6 +353,38 @@ fn main() -> Result<(), BoxError> {
         }
     }
 
+    // What the default reduce's time is made of at 2^28: the first pass alone and both passes
+    // into partials allocated once (against the reduce, which takes its partials from the
+    // stream-ordered allocator at each call).
+    let mut partials = stream.alloc_zeros::<f32>(algs.reduce_partials::<f32>(n))?;
+    algs.sum_f32_stages(&stream, &x_all, &mut partials, &mut out, true)?;
+    check(
+        "ours, partials allocated once",
+        out.to_host_vec()?[0] as f64,
+        want,
+        scale,
+    )?;
+    let ours = per_call_ms(&ctx, &stream, || {
+        Ok(algs.reduce(&stream, &x_all, Sum, &mut out)?)
+    })?;
+    let both = per_call_ms(&ctx, &stream, || {
+        Ok(algs.sum_f32_stages(&stream, &x_all, &mut partials, &mut out, true)?)
+    })?;
+    let first = per_call_ms(&ctx, &stream, || {
+        Ok(algs.sum_f32_stages(&stream, &x_all, &mut partials, &mut out, false)?)
+    })?;
+    println!(
+        "  reduce {ours:.4} ms ({:.3}x CUB); partials allocated once {both:.4} ms ({:.3}x CUB); \
+         first pass alone {first:.4} ms ({:.3}x CUB)",
+        cubm / ours,
+        cubm / both,
+        cubm / first
+    );
+
+    // `bench_algorithms reduce`: the sum rows and the first-pass shapes alone.
+    if std::env::args().nth(1).as_deref() == Some("reduce") {
+        return Ok(());
+    }
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
     exclusive_scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;
     histogram_rows(&ctx, &stream, &algs, &cub, &sizes)?;

@@ -14,6 +14,35 @@ pub fn transpose_2d(m: &[f32], cols: u32, mut out: DisjointSlice2D<f32>) {
     }
 }
 
+/// [`transpose_2d`] with a read-only 2D input: `out = mᵀ` for any `rows × cols` view `m` (any
+/// row pitch); thread `(x, y)` writes `out[y][x] = m[(x, y)]`. The read checks `x < m.rows()`
+/// and `y < m.cols()` only: the shape was checked against the buffer at the launch.
+#[kernel]
+pub fn transpose_view_2d(m: Slice2D<f32>, mut out: DisjointSlice2D<f32>) {
+    let i = thread::index_2d();
+    if let (Some(v), Some(o)) = (m.get(i.x(), i.y()), out.get_mut(&i)) {
+        *o = *v;
+    }
+}
+
+/// `out[i] = m[(r, c)]` in every thread: an element read through the index operator, which
+/// traps when `(r, c)` is outside the view's shape, even where the buffer goes on (a pitch's
+/// padding, rows past the view).
+#[kernel]
+pub fn read_view_2d(m: Slice2D<f32>, r: u32, c: u32, mut out: DisjointSlice<f32>) {
+    let v = m[(r as usize, c as usize)];
+    out.set(thread::index(), v);
+}
+
+/// `out[r] = the sum of row r of m`, one thread per row, through [`Slice2D::row`].
+#[kernel]
+pub fn row_sums_view_2d(m: Slice2D<f32>, mut out: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(row) = m.row(i.get()) {
+        out.set(&i, row.iter().sum());
+    }
+}
+
 /// `out[y][x] = a[y][x] + b[y][x]` for dense `a` and `b` of `out.cols()` columns, with a 2D
 /// grid-stride loop, so any 2D grid covers any shape.
 #[kernel]

@@ -169,6 +169,10 @@ fn argument_problem(kind: TypeKind<'_>) -> Option<(&'static str, &'static str)> 
             "a `DisjointSlice` cannot be passed to a foreign device function",
             "pass `out.as_mut_ptr()` as `*mut T` and the length as an integer (the wrapper is then `unsafe`)",
         ),
+        TypeKind::Slice2D { .. } => (
+            "a `Slice2D` cannot be passed to a foreign device function",
+            "pass `m.as_ptr()` as `*const T` and `cols`, `rows` and `pitch` as integers (the wrapper is then `unsafe`)",
+        ),
         TypeKind::Unsupported(why) => match why {
             Unsupported::Reference => (
                 "references cannot be passed to a foreign device function",
@@ -217,7 +221,7 @@ fn return_problem(kind: TypeKind<'_>) -> Option<(&'static str, &'static str)> {
     const OUT: &str = "return through an out-pointer argument instead, e.g. `fn(*mut T, usize)`";
     Some(match kind {
         TypeKind::Scalar | TypeKind::Struct | TypeKind::Unit | TypeKind::Ptr { .. } => return None,
-        TypeKind::Slice { .. } | TypeKind::Disjoint { .. } => (RET, OUT),
+        TypeKind::Slice { .. } | TypeKind::Disjoint { .. } | TypeKind::Slice2D { .. } => (RET, OUT),
         TypeKind::Unsupported(why) => match why {
             Unsupported::Char => (RET, "return it as `u32`"),
             Unsupported::Reference | Unsupported::Text => (

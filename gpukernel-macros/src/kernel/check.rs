@@ -298,12 +298,12 @@ fn unsupported(why: Unsupported) -> (&'static str, &'static str) {
             "take `&[T]` to read (or `DisjointSlice<T>` to write), and on the host copy the data into a device buffer and pass that",
         ),
         Unsupported::GenericPath => (
-            "generic types other than `DisjointSlice<T>`, `DisjointSlice2D<T>` and `DisjointSlice3D<T>` cannot be kernel parameters",
+            "generic types other than `DisjointSlice<T>`, `DisjointSlice2D<T>`, `DisjointSlice3D<T>` and `Slice2D<T>` cannot be kernel parameters",
             ALLOWED,
         ),
         Unsupported::BadDisjoint => (
-            "a disjoint output (`DisjointSlice`, `DisjointSlice2D`, `DisjointSlice3D`) takes one element type",
-            "write `DisjointSlice<T>` (or its 2D / 3D form with one `T`)",
+            "a disjoint output (`DisjointSlice`, `DisjointSlice2D`, `DisjointSlice3D`) or a `Slice2D` input takes one element type",
+            "write `DisjointSlice<T>` (or its 2D / 3D form, or `Slice2D<T>`, with one `T`)",
         ),
         Unsupported::QualifiedPath => (
             "associated types cannot be kernel parameters",

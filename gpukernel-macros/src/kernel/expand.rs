@@ -55,6 +55,11 @@ fn lower(param: &Param, private: &TokenStream) -> Lowered {
             quote!(disjoint_3d_from_raw::<#elem>),
             &["cols", "rows", "depth", "pitch"],
         ),
+        ParamKind::Slice2D { elem } => (
+            quote!(*const #elem),
+            quote!(slice_2d_from_raw::<#elem>),
+            &["cols", "rows", "pitch"],
+        ),
         ParamKind::Scalar | ParamKind::Struct | ParamKind::Ptr | ParamKind::Unsupported(_) => {
             return Lowered {
                 abi: vec![(local(&base), ty.to_token_stream())],
@@ -114,7 +119,8 @@ fn device_copy_asserts(kernel: &Kernel, private: &TokenStream) -> TokenStream {
             ParamKind::Struct => Some(&*p.arg.ty),
             ParamKind::Slice { elem }
             | ParamKind::SliceMut { elem }
-            | ParamKind::Disjoint { elem, .. } => Some(elem),
+            | ParamKind::Disjoint { elem, .. }
+            | ParamKind::Slice2D { elem } => Some(elem),
             _ => None,
         })
         .filter(crate::ty::first_of_its_spelling())
@@ -549,6 +555,40 @@ mod tests {
         // Nine ABI values read by the simulator's entry.
         assert!(out.contains("__gk_params . add (8)"), "{out}");
         assert!(!out.contains("__gk_params . add (9)"), "{out}");
+    }
+
+    #[test]
+    fn a_read_only_2d_input_lowers_to_a_const_pointer_and_extents() {
+        let out = expand(
+            quote!(),
+            quote!(
+                pub fn k(m: Slice2D<f32>) {}
+            ),
+        );
+        assert!(
+            out.contains(
+                "pub unsafe extern \"gpu-kernel\" fn k (__gk_0_m_ptr : * const f32 , \
+                 __gk_0_m_cols : USIZE , __gk_0_m_rows : USIZE , __gk_0_m_pitch : USIZE)"
+                    .replace("USIZE", USIZE)
+                    .as_str()
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "slice_2d_from_raw :: < f32 > (__gk_0_m_ptr , __gk_0_m_cols , __gk_0_m_rows , __gk_0_m_pitch)"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("type Params = (Slice2D < 'static , f32 > ,) ;"),
+            "{out}"
+        );
+        assert!(
+            out.contains("fn __gk_body (m : Slice2D < '_ , f32 >)"),
+            "{out}"
+        );
+        assert!(out.contains("assert_device_copy :: < f32 >"), "{out}");
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub(crate) enum ParamKind {
     /// `DisjointSlice<T>`: `*mut T`, `usize`; `DisjointSlice2D<T>` (`dims` 2): `*mut T`, cols,
     /// rows, pitch; `DisjointSlice3D<T>` (`dims` 3): `*mut T`, cols, rows, depth, pitch.
     Disjoint { elem: Type, dims: u8 },
+    /// `Slice2D<T>`: `*const T`, cols, rows, pitch.
+    Slice2D { elem: Type },
     /// `*const T` / `*mut T`: one parameter.
     Ptr,
     /// Not allowed in a kernel.

@@ -138,6 +138,7 @@ fn param_kind(ty: &syn::Type) -> ParamKind {
             elem: elem.clone(),
             dims,
         },
+        TypeKind::Slice2D { elem } => ParamKind::Slice2D { elem: elem.clone() },
         // `()` carries nothing to a kernel: most likely a mistake, so it is refused as a tuple.
         TypeKind::Unit => ParamKind::Unsupported(crate::ty::Unsupported::Tuple),
         TypeKind::Unsupported(why) => ParamKind::Unsupported(why),
@@ -181,6 +182,7 @@ mod tests {
                 ParamKind::Disjoint { elem, dims } => {
                     format!("disjoint{dims} {}", elem.to_token_stream())
                 }
+                ParamKind::Slice2D { elem } => format!("slice2d {}", elem.to_token_stream()),
                 ParamKind::Ptr => "ptr".to_owned(),
                 ParamKind::Unsupported(why) => format!("unsupported {why:?}"),
             })

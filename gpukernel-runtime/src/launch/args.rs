@@ -4,15 +4,17 @@
 use core::ffi::c_void;
 use core::mem::MaybeUninit;
 
-use gpukernel_device::{DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, Kernel};
+use gpukernel_device::{
+    DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, Kernel, Slice2D,
+};
 
 use super::MAX_KERNEL_PARAMS;
 use crate::error::Result;
 use crate::graph::{GraphBuffer, GraphBufferMut, NodeUses};
 use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{
-    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2DMut,
-    DeviceView3DMut, DeviceViewMut, RawParts,
+    DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2D,
+    DeviceView2DMut, DeviceView3DMut, DeviceViewMut, RawParts,
 };
 use crate::stream::Stream;
 
@@ -108,6 +110,7 @@ use abi::{Abi, Extents, Scalar, Slice};
 /// | `&[T]` | `&DeviceBuffer<T>`, `&mut DeviceBuffer<T>`, `DeviceView<T>`, `&DeviceView<T>`, `&DeviceViewMut<T>` |
 /// | `DisjointSlice<T>` (and `&mut [T]`, unsafe launches only) | `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>`, `DeviceViewMut<T>` |
 /// | `DisjointSlice2D<T>` | `DeviceView2DMut<T>`, `&mut DeviceView2DMut<T>` (`buffer.view_2d_mut(cols, rows, pitch)?`) |
+/// | `Slice2D<T>` (read-only) | `DeviceView2D<T>`, `&DeviceView2D<T>` (`buffer.view_2d(cols, rows, pitch)?`) |
 /// | `DisjointSlice3D<T>` | `DeviceView3DMut<T>`, `&mut DeviceView3DMut<T>` (`buffer.view_3d_mut(cols, rows, depth, pitch)?`) |
 /// | `*const T` | `DevicePtr<T>`, `&DeviceBuffer<T>`, `&DeviceView<T>` |
 /// | `*mut T` | `DevicePtr<T>`, `&mut DeviceBuffer<T>`, `&mut DeviceViewMut<T>` |
@@ -561,6 +564,45 @@ shaped_arg! {
     ['b, 'v, T: DeviceCopy] &'b mut DeviceView2DMut<'v, T> => DisjointSlice2D<'static, T>, 3;
     ['v, T: DeviceCopy] DeviceView3DMut<'v, T> => DisjointSlice3D<'static, T>, 4;
     ['b, 'v, T: DeviceCopy] &'b mut DeviceView3DMut<'v, T> => DisjointSlice3D<'static, T>, 4;
+}
+
+// SAFETY: lowers to the view's pointer and the shape checked when the view was made (every
+// element the kernel reaches is inside the view); the shared borrow ends after the launch,
+// and `track` orders later writers after it (a read: readers never wait for readers).
+unsafe impl<'v, T: DeviceCopy> KernelArg<Slice2D<'static, T>> for DeviceView2D<'v, T> {
+    type Safety = Safe;
+    type Abi = Extents<3>;
+    #[inline(always)]
+    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<3>> {
+        let (p, shape) = self.parts();
+        lent.add(&p, core::any::type_name::<Slice2D<'static, T>>())?;
+        p.track_argument("a 2D view argument", stream)?;
+        Ok(Extents {
+            ptr: non_null(p.ptr),
+            shape,
+        })
+    }
+    fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Extents<3>> {
+        let (p, shape) = self.parts();
+        lent.add(&p, core::any::type_name::<Slice2D<'static, T>>())?;
+        uses.record("Graph::add_kernel", "a 2D view argument", p)?;
+        Ok(Extents {
+            ptr: non_null(p.ptr),
+            shape,
+        })
+    }
+}
+// SAFETY: as above.
+unsafe impl<'b, 'v, T: DeviceCopy> KernelArg<Slice2D<'static, T>> for &'b DeviceView2D<'v, T> {
+    type Safety = Safe;
+    type Abi = Extents<3>;
+    #[inline(always)]
+    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<3>> {
+        (*self).lower(stream, lent)
+    }
+    fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Extents<3>> {
+        (*self).record(uses, lent)
+    }
 }
 
 // --- raw pointers ----------------------------------------------------------------------------

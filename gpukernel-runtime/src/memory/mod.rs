@@ -32,7 +32,7 @@ use copy::{memcpy_dtod, memcpy_dtoh, memcpy_dtoh_raw, memcpy_htod, memset_d8};
 pub use pinned::PinnedHostBuffer;
 pub use ptr::DevicePtr;
 pub use view::{DeviceView, DeviceViewMut};
-pub use view_nd::{DeviceView2DMut, DeviceView3DMut};
+pub use view_nd::{DeviceView2D, DeviceView2DMut, DeviceView3DMut};
 
 /// Alignment of device allocations (what `cuMemAlloc` guarantees on the GPU; the simulator
 /// gives the same).

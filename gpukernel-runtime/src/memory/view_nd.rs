@@ -1,5 +1,6 @@
 //! Two- and three-dimensional exclusive views ([`DeviceView2DMut`], [`DeviceView3DMut`]): the
-//! host side of a kernel's `DisjointSlice2D<T>` / `DisjointSlice3D<T>` parameter.
+//! host side of a kernel's `DisjointSlice2D<T>` / `DisjointSlice3D<T>` parameter; and the
+//! shared 2D view [`DeviceView2D`], the host side of a read-only `Slice2D<T>`.
 //!
 //! A view is a shape over part of a buffer: `rows` rows of `cols` elements, each row `pitch`
 //! elements after the previous one (`pitch >= cols`), and for 3D `depth` planes of `rows`
@@ -10,7 +11,7 @@ use std::fmt;
 
 use gpukernel_device::DeviceCopy;
 
-use super::{DeviceBuffer, DeviceSliceMut, DeviceViewMut, RawParts};
+use super::{DeviceBuffer, DeviceSlice, DeviceSliceMut, DeviceView, DeviceViewMut, RawParts};
 use crate::error::{Error, Result};
 
 /// An exclusive 2D view of a buffer, `rows × cols` with a row pitch: what a kernel parameter
@@ -353,6 +354,166 @@ impl<T: DeviceCopy> DeviceView3DMut<'_, T> {
             self.pitch as u64,
         ];
         (self.view.raw_parts_mut(), shape)
+    }
+}
+
+/// A shared 2D view of a buffer, `rows × cols` with a row pitch: what a kernel parameter
+/// `Slice2D<T>` (a read-only 2D input) takes. Made by [`DeviceBuffer::view_2d`],
+/// [`DeviceView::view_2d`] or [`DeviceViewMut::view_2d`]; its shape is checked against the
+/// memory once, here, so the kernel's element reads `m[(r, c)]` check only `r < rows` and
+/// `c < cols`. Launches borrow it shared, like `&DeviceBuffer<T>` for `&[T]`.
+///
+/// ```
+/// # fn main() -> gpukernel_runtime::Result<()> {
+/// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+/// // A 100 × 60 image whose rows start 64 elements apart.
+/// let pixels = ctx.alloc_zeros::<f32>(100 * 64)?;
+/// let image = pixels.view_2d(60, 100, 64)?;
+/// assert_eq!((image.cols(), image.rows(), image.pitch()), (60, 100, 64));
+/// // Too short a pitch, or a shape larger than the buffer, is an error.
+/// assert!(pixels.view_2d(60, 100, 59).is_err());
+/// assert!(pixels.view_2d(64, 101, 64).is_err());
+/// # Ok(()) }
+/// ```
+pub struct DeviceView2D<'a, T: DeviceCopy> {
+    view: DeviceView<'a, T>,
+    cols: usize,
+    rows: usize,
+    pitch: usize,
+}
+
+impl<T: DeviceCopy> Clone for DeviceView2D<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: DeviceCopy> Copy for DeviceView2D<'_, T> {}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceView2D<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceView2D")
+            .field("cols", &self.cols)
+            .field("rows", &self.rows)
+            .field("pitch", &self.pitch)
+            .field("view", &self.view)
+            .finish()
+    }
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// A shared 2D view: `rows` rows of `cols` elements, row `r` starting at element
+    /// `r * pitch`; the argument for a kernel's `Slice2D<T>`. An error
+    /// ([`Error::InvalidShape`]) when `pitch < cols` or the shape reaches past the buffer.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let buf = ctx.alloc_zeros::<f32>(10 * 16)?;
+    /// let m = buf.view_2d(12, 10, 16)?; // 10 rows of 12, pitch 16
+    /// assert_eq!(m.rows(), 10);
+    /// assert!(buf.view_2d(16, 11, 16).is_err()); // 176 elements needed, 160 there
+    /// # Ok(()) }
+    /// ```
+    pub fn view_2d(&self, cols: usize, rows: usize, pitch: usize) -> Result<DeviceView2D<'_, T>> {
+        let n = needed("DeviceBuffer::view_2d", [cols, rows, 1, pitch], self.len())?;
+        Ok(DeviceView2D {
+            view: self.slice(..n)?,
+            cols,
+            rows,
+            pitch,
+        })
+    }
+}
+
+impl<'a, T: DeviceCopy> DeviceView<'a, T> {
+    /// As [`DeviceBuffer::view_2d`], within this view.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let buf = ctx.alloc_zeros::<f32>(100)?;
+    /// let tail = buf.slice(36..)?;
+    /// assert_eq!(tail.view_2d(8, 8, 8)?.cols(), 8); // an 8 × 8 matrix in elements 36..100
+    /// assert!(tail.view_2d(8, 9, 8).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn view_2d(&self, cols: usize, rows: usize, pitch: usize) -> Result<DeviceView2D<'a, T>> {
+        let n = needed("DeviceView::view_2d", [cols, rows, 1, pitch], self.len())?;
+        Ok(DeviceView2D {
+            view: self.slice(..n)?,
+            cols,
+            rows,
+            pitch,
+        })
+    }
+}
+
+impl<T: DeviceCopy> DeviceViewMut<'_, T> {
+    /// As [`DeviceBuffer::view_2d`], within this view (borrowed shared).
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let mut buf = ctx.alloc_zeros::<f32>(64)?;
+    /// let part = buf.slice_mut(..32)?;
+    /// assert_eq!(part.view_2d(4, 8, 4)?.rows(), 8);
+    /// # Ok(()) }
+    /// ```
+    pub fn view_2d(&self, cols: usize, rows: usize, pitch: usize) -> Result<DeviceView2D<'_, T>> {
+        let n = needed("DeviceViewMut::view_2d", [cols, rows, 1, pitch], self.len())?;
+        Ok(DeviceView2D {
+            view: self.slice(..n)?,
+            cols,
+            rows,
+            pitch,
+        })
+    }
+}
+
+impl<T: DeviceCopy> DeviceView2D<'_, T> {
+    /// Elements per row.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let buf = ctx.alloc_zeros::<f32>(160)?;
+    /// assert_eq!(buf.view_2d(12, 10, 16)?.cols(), 12);
+    /// # Ok(()) }
+    /// ```
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Rows.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let buf = ctx.alloc_zeros::<f32>(160)?;
+    /// assert_eq!(buf.view_2d(12, 10, 16)?.rows(), 10);
+    /// # Ok(()) }
+    /// ```
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Elements from one row's start to the next's.
+    ///
+    /// ```
+    /// # fn main() -> gpukernel_runtime::Result<()> {
+    /// let ctx = gpukernel_runtime::Device::simulator().primary_context()?;
+    /// let buf = ctx.alloc_zeros::<f32>(160)?;
+    /// assert_eq!(buf.view_2d(12, 10, 16)?.pitch(), 16);
+    /// # Ok(()) }
+    /// ```
+    pub fn pitch(&self) -> usize {
+        self.pitch
+    }
+
+    /// The memory the shape reaches (read), for the kernel argument.
+    pub(crate) fn parts(&self) -> (RawParts<'_>, [u64; 3]) {
+        let shape = [self.cols as u64, self.rows as u64, self.pitch as u64];
+        (self.view.raw_parts(), shape)
     }
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Kernels are written the way a user of the library writes them: safe parameters
 //! (`&[T]`, `DisjointSlice<T>` for the one-dimensional launches, `DisjointSlice2D<T>` for the
-//! two-dimensional ones), bounds-checked reads where they are cheap, and `unsafe` only where
+//! two-dimensional ones, `Slice2D<T>` for a matrix read by rows and columns, `same_len` where
+//! slices have one length), bounds-checked reads where they are cheap, and `unsafe` only where
 //! the library has no safe form (writes at another thread's index, shared memory, atomics
 //! through raw pointers), each with its reason. Launch-shape assumptions are checked
 //! at the top with `assert!` (a uniform trap, before any barrier).
@@ -113,6 +114,21 @@ pub fn exp_approx(x: f32) -> f32 {
 /// `y[i] = a * x[i] + y[i]` with a safe grid-stride loop (any grid covers any length): the
 /// device library's `thread::grid_stride`, shared with the `grid` examples.
 pub use crate::grid::saxpy_grid_stride;
+
+/// `y[i] = a * x[i] + y[i]`, one thread per element: the safe idiom as a user writes it, with
+/// the two slices declared of one length (`same_len(x, y)`). The typed launch compares the
+/// lengths once, on the host (a launch with unequal lengths is refused,
+/// `Error::SameLenViolated`), and the kernel knows them equal, so once `y.get_mut` has tested
+/// `i < y.len()` the read `x[i]` needs no test of its own: the one compare CUDA C makes.
+/// [`crate::saxpy`], without `same_len`, tests `i < x.len()` again in every thread (a 64-bit
+/// compare and a branch to the panic, four instructions).
+#[kernel(same_len(x, y))]
+pub fn saxpy_same_len(a: f32, x: &[f32], mut y: DisjointSlice<f32>) {
+    let i = thread::index();
+    if let Some(yi) = y.get_mut(&i) {
+        *yi = math::fmaf(a, x[i.get()], *yi);
+    }
+}
 
 /// The warp's sum of `v`, in every lane (butterfly shuffles over the full warp).
 #[inline(always)]
@@ -228,19 +244,18 @@ fn histogram_body<const ALIGNED: bool>(data: &[u32], bins: DisjointSlice<'_, u32
     }
 }
 
-/// `out = inputᵀ` for a `rows × cols` row-major `input`, through a 32×33 shared tile (the
-/// padding column avoids bank conflicts): `out` is `cols` rows of `rows` elements (any row
-/// pitch). Launch with blocks of `TILE × TILE_ROWS` threads and a grid of
+/// `out = inputᵀ` through a 32×33 shared tile (the padding column avoids bank conflicts):
+/// `input` is `rows × cols` and `out` `cols` rows of `rows` elements (any row pitch, both).
+/// Launch with blocks of `TILE × TILE_ROWS` threads and a grid of
 /// `ceil(cols / TILE) × ceil(rows / TILE)`.
+///
+/// The input is a [`Slice2D`]: its shape was checked against the buffer at the launch, so a
+/// read `input[(r, c)]` checks only `r < rows` and `c < cols`, which the edge test before it
+/// already made (no compare of the 64-bit offset with the buffer's length, no branch around
+/// the load).
 #[kernel]
-pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice2D<f32>) {
-    let (rows, cols) = (rows as usize, cols as usize);
-    assert!(
-        thread::block_dim_x() == TILE
-            && thread::block_dim_y() == TILE_ROWS
-            && out.cols() == rows
-            && out.rows() == cols
-    );
+pub fn transpose(input: Slice2D<f32>, out: DisjointSlice2D<f32>) {
+    let (rows, cols) = (input.rows(), input.cols());
     const T: usize = TILE as usize;
     let tile = shared_array!(f32, T * (T + 1));
     let (tx, ty) = (
@@ -251,16 +266,24 @@ pub fn transpose(input: &[f32], rows: u32, cols: u32, out: DisjointSlice2D<f32>)
         thread::block_idx_x() as usize * T,
         thread::block_idx_y() as usize * T,
     );
-    // All four loads are issued before the first store, so that they are in flight together
-    // (a bounds check between a load and the previous store would serialize them).
+    // All four loads are issued first, together: each checks only the input's own shape (its
+    // edge test), so they need nothing else; the launch-shape checks follow while they are in
+    // flight (a bounds check between a load and the previous store would serialize them).
     const R: usize = TILE_ROWS as usize;
     let mut v = [0.0f32; T / R];
     unroll!(q in [0, 1, 2, 3] {
         let (r, c) = (by + ty + q * R, bx + tx);
         if r < rows && c < cols {
-            v[q] = input[r * cols + c];
+            v[q] = input[(r, c)];
         }
     });
+    // Uniform, before the first barrier; the block shape makes the tile's indices in bounds.
+    assert!(
+        thread::block_dim_x() == TILE
+            && thread::block_dim_y() == TILE_ROWS
+            && out.cols() == rows
+            && out.rows() == cols
+    );
     unroll!(q in [0, 1, 2, 3] {
         // SAFETY: each (ty + q * R, tx) is one thread's slot; read after the barrier.
         unsafe { tile.write((ty + q * R) * (T + 1) + tx, v[q]) };

@@ -9,6 +9,7 @@ use gpukernel_runtime::{Kernel, LaunchConfig};
 pub(crate) const RUST_KERNELS: &[&str] = &[
     saxpy_kernel::NAME,
     suite::saxpy_grid_stride::NAME,
+    suite::saxpy_same_len::NAME,
     suite::sum_f32::NAME,
     suite::histogram256::NAME,
     suite::histogram256_aligned::NAME,
@@ -64,6 +65,7 @@ pub(crate) fn saxpy(b: &mut Bench) -> Result<(), BoxError> {
     let x = s.htod_copy(&xs)?;
     let y0 = s.htod_copy(&y0s)?;
     let mut y = s.alloc_zeros::<f32>(n)?;
+    let k_idiom = b.rust.kernel(suite::saxpy_same_len)?;
     let k_safe = b.rust.kernel(saxpy_kernel)?;
     let k_gs = b.rust.kernel(suite::saxpy_grid_stride)?;
     let (c_one, c_gs) = (b.c_fn("saxpy_c")?, b.c_fn("saxpy_grid_stride_c")?);
@@ -75,20 +77,22 @@ pub(crate) fn saxpy(b: &mut Bench) -> Result<(), BoxError> {
             let (mut a, mut xp, mut yp, mut nn) = (a, xp, y.as_raw(), nn);
             let params = &mut [p(&mut a), p(&mut xp), p(&mut yp), p(&mut nn)];
             match which {
-                0 => Ok(s.launch(&k_safe, one, (a, &x, y))?),
+                0 => Ok(s.launch(&k_idiom, one, (a, &x, y))?),
                 1 => Ok(s.launch(&k_gs, gs, (a, &x, y))?),
                 // SAFETY: (float, const float*, float*, u64) as the twins declare; x and y hold n
                 // floats and live past the synchronization that ends this function.
                 2 => unsafe { launch_c(&c_one, s, one, params) },
                 // SAFETY: as above.
-                _ => unsafe { launch_c(&c_gs, s, gs, params) },
+                3 => unsafe { launch_c(&c_gs, s, gs, params) },
+                _ => Ok(s.launch(&k_safe, one, (a, &x, y))?),
             }
         };
     let names = [
-        "saxpy 2^28, safe idiom",
+        "saxpy 2^28, safe idiom (`same_len(x, y)`)",
         "saxpy 2^28, grid-stride",
         "saxpy 2^28 CUDA C",
         "saxpy 2^28 CUDA C grid-stride",
+        "saxpy 2^28, safe idiom without `same_len` (x checked per thread)",
     ];
     for (which, name) in names.iter().enumerate() {
         y.copy_from_device(&y0)?;
@@ -97,12 +101,12 @@ pub(crate) fn saxpy(b: &mut Bench) -> Result<(), BoxError> {
             b.fail(name, "differs from the host's fused multiply-add".into());
         }
     }
-    let ms: Vec<f64> = (0..4)
+    let ms: Vec<f64> = (0..names.len())
         .map(|w| b.time(|| run(w, &mut y)))
         .collect::<Result<_, _>>()?;
     let copy = b.time(|| Ok(s.memcpy_dtod_async(&mut y, &x)?))?;
     let bytes = 12.0 * n as f64;
-    let rf = "Rust: DisjointSlice at thread::index()";
+    let rf = "Rust: DisjointSlice at thread::index(), same_len(x, y)";
     push(
         b,
         names[0].into(),
@@ -115,6 +119,16 @@ pub(crate) fn saxpy(b: &mut Bench) -> Result<(), BoxError> {
         ],
         Some(0.0),
         rf,
+    );
+    push(
+        b,
+        names[4].into(),
+        ms[4],
+        bytes,
+        "GB/s",
+        vec![ratio(ms[4], ms[2], "CUDA C")],
+        Some(0.0),
+        "Rust: DisjointSlice at thread::index()",
     );
     push(
         b,
@@ -358,8 +372,9 @@ pub(crate) fn transpose(b: &mut Bench) -> Result<(), BoxError> {
     let run =
         |rust: bool, out: &mut gpukernel_runtime::DeviceBuffer<f32>| -> Result<(), BoxError> {
             if rust {
+                let input = x.view_2d(cols, rows, cols)?;
                 let view = out.view_2d_mut(rows, cols, rows)?;
-                return Ok(s.launch(&k, cfg, (&x, rows as u32, cols as u32, view))?);
+                return Ok(s.launch(&k, cfg, (input, view))?);
             }
             let (mut xp, mut r, mut c2, mut op) = (xp, rows as u32, cols as u32, out.as_raw());
             // SAFETY: (const float*, unsigned, unsigned, float*) as transpose_c declares.
