@@ -14,7 +14,7 @@ use crate::memory::{
     DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2DMut,
     DeviceView3DMut, DeviceViewMut, RawParts,
 };
-use crate::stream::Stream;
+use crate::stream::Enqueuing;
 
 #[doc(hidden)]
 pub mod abi {
@@ -147,7 +147,7 @@ pub unsafe trait KernelArg<P> {
     /// an earlier argument was lent, one of them writing), orders the launch on `stream` after
     /// pending conflicting work on it and returns its ABI values.
     #[doc(hidden)]
-    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi>;
+    fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     /// For a graph's kernel node: lends the memory in `lent` as `lower` does, records its use
     /// in `uses` (the graph orders it at each launch) instead of ordering it now, and returns
     /// its ABI values.
@@ -182,7 +182,7 @@ pub unsafe trait LaunchArgs<P> {
     #[doc(hidden)]
     type Abi;
     #[doc(hidden)]
-    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi>;
+    fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     #[doc(hidden)]
     fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     #[doc(hidden)]
@@ -442,7 +442,7 @@ unsafe impl<T: DeviceCopy> KernelArg<T> for T {
     type Safety = Safe;
     type Abi = Scalar<T>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<T>> {
+    fn lower(self, _stream: &Enqueuing<'_>, _lent: &mut Lent) -> Result<Scalar<T>> {
         Ok(Scalar(self))
     }
     #[inline(always)]
@@ -472,7 +472,7 @@ macro_rules! slice_arg {
             type Safety = $safety;
             type Abi = slice_arg!(@abi $kind);
             #[inline(always)]
-            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi> {
+            fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let p = this.$method();
@@ -536,7 +536,7 @@ macro_rules! shaped_arg {
             type Safety = Safe;
             type Abi = Extents<$n>;
             #[inline(always)]
-            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<$n>> {
+            fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Extents<$n>> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let (p, shape) = this.parts();
@@ -570,7 +570,7 @@ unsafe impl<T> KernelArg<*const T> for DevicePtr<T> {
     type Safety = Safe;
     type Abi = Scalar<u64>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<u64>> {
+    fn lower(self, _stream: &Enqueuing<'_>, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
     #[inline(always)]
@@ -583,7 +583,7 @@ unsafe impl<T> KernelArg<*mut T> for DevicePtr<T> {
     type Safety = Safe;
     type Abi = Scalar<u64>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<u64>> {
+    fn lower(self, _stream: &Enqueuing<'_>, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
     #[inline(always)]
@@ -610,7 +610,7 @@ macro_rules! tuple_args {
             type Abi = ($($A::Abi,)*);
             #[inline(always)]
             #[allow(unused_assignments)]
-            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi> {
+            fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi> {
                 let _ = (stream, &lent);
                 let ($($a,)*) = self;
                 Ok(($({

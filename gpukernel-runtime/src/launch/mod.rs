@@ -12,6 +12,8 @@ pub(crate) mod args;
 mod config;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod tests_ordering;
 
 use core::ffi::c_void;
 use std::sync::Arc;
@@ -111,10 +113,14 @@ impl Stream {
             ));
         }
         config.validate_typed(kernel)?;
-        let mut abi = args.lower(self, &mut args::Lent::new::<K>())?;
+        // In flight from the arguments' ordering until the backend has the launch.
+        let this = &self.enqueuing();
+        let mut abi = args.lower(this, &mut args::Lent::new::<K>())?;
         args::check_same_len::<K, A>(&abi)?;
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
         let n = A::fill(&mut abi, &mut params);
+        #[cfg(test)]
+        tests_ordering::before_enqueue();
         // SAFETY: the parameter array points at `abi`, which lives until after the call and
         // holds exactly the ABI values of `K::Params` (`LaunchArgs`); `lower` ordered the
         // work after pending conflicting work.

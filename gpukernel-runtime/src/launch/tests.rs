@@ -302,7 +302,7 @@ fn parameter_array_layout_follows_the_abi() {
     let mut abi =
         LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>, Affine, u8)>::lower(
             args,
-            &s,
+            &s.enqueuing(),
             &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
@@ -657,14 +657,14 @@ fn lowering_cost_probe() {
     type P = (f32, &'static [f32], DisjointSlice<'static, f32>);
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut y),
-        &s,
+        &s.enqueuing(),
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
     let mut z = o.alloc_zeros::<f32>(256).unwrap();
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut z),
-        &o,
+        &o.enqueuing(),
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
@@ -673,7 +673,7 @@ fn lowering_cost_probe() {
     for _ in 0..n {
         let mut abi = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
             (1.0, &x, &mut y),
-            &s,
+            &s.enqueuing(),
             &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
@@ -718,7 +718,8 @@ fn lowering_16_arrays_cost_probe() {
             &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &x[6], &x[7], &x[8], &x[9], &x[10], &x[11],
             &x[12], &x[13], &x[14], &x[15],
         );
-        let mut abi = LaunchArgs::<P>::lower(args, &s, &mut args::Lent::new::<saxpy>()).unwrap();
+        let mut abi =
+            LaunchArgs::<P>::lower(args, &s.enqueuing(), &mut args::Lent::new::<saxpy>()).unwrap();
         let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
         let k = <(
             &DeviceBuffer<f32>,
@@ -866,7 +867,7 @@ fn an_empty_buffer_at_address_zero_is_passed_as_a_non_null_pointer() {
     let args = (2.5f32, &x, &mut y);
     let mut abi = LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>)>::lower(
         args,
-        &s,
+        &s.enqueuing(),
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
