@@ -328,6 +328,27 @@ impl Stream {
         self.state().enqueuing.load(Ordering::SeqCst) != 0
     }
 
+    /// Waits (spinning, at most `limit`) until no operation is being enqueued on this stream;
+    /// returns whether that moment came. An operation holds its guard for about one driver
+    /// call, so one thread launching in a loop leaves such moments between its launches;
+    /// operations enqueued later (a collective group's, a cudarc view's) or the caller's own
+    /// may not end in time: then `false`, and the caller assumes work in flight.
+    #[cold]
+    pub(crate) fn settle_enqueuing(&self, limit: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        loop {
+            for _ in 0..64 {
+                if !self.enqueuing_now() {
+                    return true;
+                }
+                core::hint::spin_loop();
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+        }
+    }
+
     /// An identity for bookkeeping: equal for clones of one stream.
     #[inline(always)]
     pub(crate) fn id(&self) -> usize {

@@ -105,3 +105,31 @@ fn a_write_in_flight_under_the_grant_is_waited_for_later() {
 fn a_write_in_flight_under_the_lock_is_waited_for_later() {
     a_write_in_flight_on_another_thread_is_waited_for_later(true);
 }
+
+/// An ordering step waits briefly for another thread's enqueue on the stream it orders after
+/// (`Stream::settle_enqueuing`): it sees the moment the guard drops, and gives up after its
+/// limit while one is held.
+#[test]
+fn settling_waits_for_the_enqueue_in_flight_and_gives_up_after_its_limit() {
+    use std::time::Duration;
+    let (ctx, _module) = sim();
+    let s = ctx.new_stream().unwrap();
+    assert!(s.settle_enqueuing(Duration::ZERO));
+    let held = s.enqueuing();
+    assert!(s.enqueuing_now());
+    assert!(!s.settle_enqueuing(Duration::from_millis(1)));
+    drop(held);
+    assert!(!s.enqueuing_now());
+    let (s2, (started_tx, started_rx)) = (&s, mpsc::channel());
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let held = s2.enqueuing();
+            started_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            drop(held);
+        });
+        started_rx.recv().unwrap();
+        assert!(s.enqueuing_now());
+        assert!(s.settle_enqueuing(Duration::from_secs(60)));
+    });
+}

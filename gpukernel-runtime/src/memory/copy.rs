@@ -49,9 +49,10 @@ pub(super) unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
 ) -> Result<()> {
     let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, len, src.len)?;
-    // Marked in flight from the ordering below until the backend has the copy.
-    let s = &s.enqueuing();
-    src.track(op, "the source", s)?;
+    // Marked in flight from the ordering below until the backend has the copy (not during
+    // the wait).
+    let enqueuing = s.enqueuing();
+    src.track(op, "the source", &enqueuing)?;
     let bytes = len * size_of::<T>();
     if bytes == 0 {
         return Ok(());
@@ -64,6 +65,7 @@ pub(super) unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
             .backend
             .memcpy_dtoh(dst.cast(), src.ptr, bytes, s.handle())
     }?;
+    drop(enqueuing);
     // The host now observes the results of every stream that used the memory (`s` waited
     // for them): a fault or a failed foreign call of that work is reported here.
     s.wait_idle()?;
@@ -79,9 +81,10 @@ pub(super) fn memcpy_htod<T: DeviceCopy>(
 ) -> Result<()> {
     let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, dst.len, src.len())?;
-    // Marked in flight from the ordering below until the backend has the copy.
-    let s = &s.enqueuing();
-    dst.track(op, "the destination", s)?;
+    // Marked in flight from the ordering below until the backend has the copy (not during
+    // the wait).
+    let enqueuing = s.enqueuing();
+    dst.track(op, "the destination", &enqueuing)?;
     let bytes = size_of_val(src);
     if bytes == 0 {
         return Ok(());
@@ -93,6 +96,7 @@ pub(super) fn memcpy_htod<T: DeviceCopy>(
             .backend
             .memcpy_htod(dst.ptr, src.as_ptr().cast(), bytes, s.handle())
     }?;
+    drop(enqueuing);
     s.wait_idle()
 }
 

@@ -28,7 +28,9 @@
 //! ordered after a stream `s1` that has any operation in flight (`Stream::enqueuing_now`, read
 //! before the event is recorded) is not marked as having seen `s1`'s recorded uses: `s2` waits
 //! for what is enqueued now, publishes no grant, and its next conflicting use waits again
-//! (by then for the work itself). Without this, a thread ordering `s2` after `s1` while
+//! (by then for the work itself); it first waits a little (spinning, at most 20 µs) for the
+//! other stream to have nothing in flight, which one thread launching in a loop there allows
+//! between its launches. Without this, a thread ordering `s2` after `s1` while
 //! another thread was between recording a write on `s1` and enqueuing it would mark that write
 //! as waited for, and a later read of those bytes on `s2` would run before it. The guard's
 //! count is per stream and taken once per operation (one atomic add and subtract), and the
@@ -60,6 +62,10 @@ pub(crate) enum Access {
     /// Uses the whole allocation exclusively (`&mut DeviceBuffer`).
     Exclusive,
 }
+
+/// How long an ordering step waits for another thread's enqueue on the stream it orders after
+/// (about one driver call) before it assumes that work in flight (see the module docs).
+const SETTLE: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// A half-open byte range `[start, end)`.
 type Span = (u64, u64);
@@ -337,8 +343,10 @@ impl Tracker {
                 // contexts (memory used by a peer device), which `order_after` handles.
                 let o = st.uses[i].stream.clone();
                 // Read before the event is recorded: 0 means every use up to `olast` was
-                // enqueued before it (each guard dropped after its enqueue, Release).
-                let in_flight = o.enqueuing_now();
+                // enqueued before it (each guard dropped after its enqueue, Release). Work
+                // being enqueued there is waited for briefly, so that one thread launching in
+                // a loop on `o` does not keep `s` from its grant.
+                let in_flight = o.enqueuing_now() && !o.settle_enqueuing(SETTLE);
                 s.order_after(&o)?;
                 st.waits += 1;
                 if in_flight {
