@@ -104,6 +104,11 @@ impl StreamState {
 )]
 pub struct Enqueuing<'s> {
     stream: &'s Stream,
+    /// The stream's context and [`Stream::id`], read once per operation (a launch compares
+    /// them for each buffer argument, between atomic loads that keep the compiler from
+    /// reusing what it read through the stream).
+    pub(crate) ctx: &'s Arc<ContextInner>,
+    pub(crate) id: usize,
 }
 
 impl core::ops::Deref for Enqueuing<'_> {
@@ -308,7 +313,11 @@ impl Stream {
         // SeqCst, paired with the trackers' SeqCst reads of their grant and of this count: a
         // use that passed a grant check before the grant was withdrawn is seen in flight here.
         self.state().enqueuing.fetch_add(1, Ordering::SeqCst);
-        Enqueuing { stream: self }
+        Enqueuing {
+            stream: self,
+            ctx: self.ctx(),
+            id: self.id(),
+        }
     }
 
     /// [`enqueuing`](Self::enqueuing) until the returned value drops, for work the backend

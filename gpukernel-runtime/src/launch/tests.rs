@@ -306,16 +306,16 @@ fn parameter_array_layout_follows_the_abi() {
             &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
-    let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
-    let n = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, Affine, u8) as LaunchArgs<(
+    let mut params = args::abi::ParamArray::new();
+    <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, Affine, u8) as LaunchArgs<(
         f32,
         &'static [f32],
         DisjointSlice<'static, f32>,
         Affine,
         u8,
-    )>>::fill(&mut abi, &mut out);
-    assert_eq!(n, 7);
-    assert!(out[7..].iter().all(|p| p.is_null()));
+    )>>::fill(&mut abi, &mut params);
+    let out = params.as_mut_slice();
+    assert_eq!(out.len(), 7);
     // SAFETY: each pointer points into `abi`, at a value of the type the ABI says.
     unsafe {
         assert_eq!(*(out[0] as *const f32), 2.5);
@@ -677,12 +677,12 @@ fn lowering_cost_probe() {
             &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
-        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-        let k = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::fill(
+        let mut params = args::abi::ParamArray::new();
+        <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::fill(
             &mut abi,
             &mut params,
         );
-        std::hint::black_box((params, k));
+        std::hint::black_box(params.as_mut_slice());
     }
     println!(
         "lower + fill of (f32, &x, &mut y), x shared by 3 streams: {:.1} ns",
@@ -720,8 +720,8 @@ fn lowering_16_arrays_cost_probe() {
         );
         let mut abi =
             LaunchArgs::<P>::lower(args, &s.enqueuing(), &mut args::Lent::new::<saxpy>()).unwrap();
-        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-        let k = <(
+        let mut params = args::abi::ParamArray::new();
+        <(
             &DeviceBuffer<f32>,
             &DeviceBuffer<f32>,
             &DeviceBuffer<f32>,
@@ -739,7 +739,7 @@ fn lowering_16_arrays_cost_probe() {
             &DeviceBuffer<f32>,
             &DeviceBuffer<f32>,
         ) as LaunchArgs<P>>::fill(&mut abi, &mut params);
-        std::hint::black_box((params, k));
+        std::hint::black_box(params.as_mut_slice());
     }
     println!(
         "lower + fill of 16 buffers read on their own stream: {:.1} ns",
@@ -871,13 +871,14 @@ fn an_empty_buffer_at_address_zero_is_passed_as_a_non_null_pointer() {
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
-    let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
-    let n = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<(
+    let mut params = args::abi::ParamArray::new();
+    <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<(
         f32,
         &'static [f32],
         DisjointSlice<'static, f32>,
-    )>>::fill(&mut abi, &mut out);
-    assert_eq!(n, 5);
+    )>>::fill(&mut abi, &mut params);
+    let out = params.as_mut_slice();
+    assert_eq!(out.len(), 5);
     // SAFETY: each pointer points into `abi`, at a value of the type the ABI says.
     unsafe {
         assert_eq!(*(out[3] as *const u64), 256, "the empty buffer's address");

@@ -85,9 +85,16 @@ impl RawParts<'_> {
     pub(crate) fn track_argument(&self, what: &'static str, s: &Enqueuing<'_>) -> Result<()> {
         let bytes = (self.len * self.elem) as u64;
         let span = (self.ptr, self.ptr + bytes.max(1));
-        if Arc::ptr_eq(self.ctx, s.ctx()) && self.tracker.granted(s, span, self.access) {
+        if Arc::ptr_eq(self.ctx, s.ctx) && self.tracker.granted(s, span, self.access) {
             return Ok(());
         }
+        // By value: the common case above builds no `RawParts` in memory.
+        Self::track_argument_slow(*self, what, s)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn track_argument_slow(self, what: &'static str, s: &Enqueuing<'_>) -> Result<()> {
         self.track("Stream::launch", what, s)
     }
 

@@ -228,7 +228,7 @@ impl Tracker {
         s.not_capturing("a stream-ordered use of a buffer")?;
         // The same stream again (a launch in a loop): its last ordering step covered these
         // bytes with at least this access, and no other stream used the allocation since.
-        if self.grant.covers(s.id(), span, access) {
+        if self.grant.covers(s.id, span, access) {
             return Ok(());
         }
         self.use_slow(s, span, access)
@@ -238,7 +238,7 @@ impl Tracker {
     /// [`use_on`](Self::use_on) would return at once, with nothing to order.
     #[inline(always)]
     pub(crate) fn granted(&self, s: &Enqueuing<'_>, span: Span, access: Access) -> bool {
-        self.grant.covers(s.id(), span, access)
+        self.grant.covers(s.id, span, access)
     }
 
     /// `use_on` under the lock: withdraws the grant, orders `s`, records the use and publishes
