@@ -283,9 +283,8 @@ impl Tracker {
             mine
         };
         // A stream ordered after another's work in flight has something left to wait for:
-        // no grant, its next use takes the lock and orders again. (An exclusive use forgot the
-        // other streams: no use of this allocation is in flight beside `&mut`.)
-        if complete || access == Access::Exclusive {
+        // no grant, its next use takes the lock and orders again.
+        if complete {
             Self::grant_after(&self.grant, &mut st, mine, span, access);
         }
         Ok(())
@@ -345,8 +344,10 @@ impl Tracker {
                 // Read before the event is recorded: 0 means every use up to `olast` was
                 // enqueued before it (each guard dropped after its enqueue, Release). Work
                 // being enqueued there is waited for briefly, so that one thread launching in
-                // a loop on `o` does not keep `s` from its grant.
-                let in_flight = o.enqueuing_now() && !o.settle_enqueuing(SETTLE);
+                // a loop on `o` does not keep `s` from its grant. (An exclusive use forgets the
+                // other streams' uses whatever is in flight: nothing of this allocation is.)
+                let in_flight =
+                    access != Access::Exclusive && o.enqueuing_now() && !o.settle_enqueuing(SETTLE);
                 s.order_after(&o)?;
                 st.waits += 1;
                 if in_flight {
