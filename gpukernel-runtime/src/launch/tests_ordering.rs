@@ -120,16 +120,22 @@ fn settling_waits_for_the_enqueue_in_flight_and_gives_up_after_its_limit() {
     assert!(!s.settle_enqueuing(Duration::from_millis(1)));
     drop(held);
     assert!(!s.enqueuing_now());
-    let (s2, (started_tx, started_rx)) = (&s, mpsc::channel());
+    let s2 = &s;
+    let (started_tx, started_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
         scope.spawn(move || {
             let held = s2.enqueuing();
             started_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            // Most often still held when the settling below starts.
             std::thread::sleep(Duration::from_millis(5));
             drop(held);
         });
         started_rx.recv().unwrap();
         assert!(s.enqueuing_now());
+        assert!(!s.settle_enqueuing(Duration::from_millis(1)));
+        go_tx.send(()).unwrap();
         assert!(s.settle_enqueuing(Duration::from_secs(60)));
     });
 }
