@@ -414,8 +414,9 @@ fn short_type_name(full: &str) -> String {
 }
 
 /// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
-/// (an `&mut [T]` parameter, which only `unsafe fn` kernels take). [`Stream::launch`] accepts
-/// argument tuples whose combined level is [`Safe`].
+/// (an `&mut [T]` parameter, which only `unsafe fn` kernels take).
+/// [`Stream::launch`](crate::Stream::launch) accepts argument tuples whose combined level is
+/// [`Safe`].
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));

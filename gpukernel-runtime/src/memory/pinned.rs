@@ -12,7 +12,8 @@ use crate::error::Result;
 use crate::stream::Enqueuing;
 
 /// Page-locked host memory (`cuMemHostAlloc`), the source or destination of asynchronous copies
-/// ([`Stream::memcpy_htod_async`], [`Stream::memcpy_dtoh_async`]). Host access waits for the
+/// ([`Stream::memcpy_htod_async`](crate::Stream::memcpy_htod_async),
+/// [`Stream::memcpy_dtoh_async`](crate::Stream::memcpy_dtoh_async)). Host access waits for the
 /// copies still pending on it.
 ///
 /// ```
