@@ -638,7 +638,11 @@ impl Function {
     /// Marks the module's foreign-call record as worth reading at the next check.
     #[inline(always)]
     pub(crate) fn note_launch(&self, stream: crate::backend::StreamHandle) {
-        self.module.launched.store(true, Ordering::Relaxed);
+        // Set once and never cleared: read first, so that launches from several threads keep
+        // the module's line shared instead of writing it each time.
+        if !self.module.launched.load(Ordering::Relaxed) {
+            self.module.launched.store(true, Ordering::Relaxed);
+        }
         if let Some(t) = &self.module.ffi {
             t.note_launch(&self.module.ctx, self.name, stream);
         }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::backend::{LastLaunch, StreamHandle};
 use crate::context::{Context, ContextInner};
@@ -17,6 +17,9 @@ pub(crate) struct StreamState {
     pub(crate) capturing: AtomicBool,
     /// The streams this stream's work was ordered after (see [`Stream::note_after`]).
     pub(crate) after: std::sync::Mutex<After>,
+    /// How many operations are between their memory uses' ordering and their hand-over to
+    /// the backend ([`Enqueuing`]).
+    enqueuing: AtomicUsize,
 }
 
 /// The streams (by handle address) whose work, up to some point, happens before later work of
@@ -82,7 +85,64 @@ impl StreamState {
             last_launch: LastLaunch::default(),
             capturing: AtomicBool::new(false),
             after: std::sync::Mutex::new(After::default()),
+            enqueuing: AtomicUsize::new(0),
         }
+    }
+}
+
+/// An operation being enqueued on a stream: held from before its memory uses are ordered (a
+/// tracker records them) until the backend has the work. While any is held, work recorded on
+/// the stream may not exist yet, so an event recorded there now may not cover it: a tracker
+/// that orders another stream after this one then does not count the recorded uses as waited
+/// for (`memory/tracker.rs`). Every tracker use takes one (`Tracker::use_on`), and it
+/// dereferences to the stream, so an operation takes it first and works through it:
+/// `let s = &stream.enqueuing();`.
+#[doc(hidden)]
+#[allow(
+    missing_debug_implementations,
+    reason = "hidden plumbing of the argument traits"
+)]
+pub struct Enqueuing<'s> {
+    stream: &'s Stream,
+    /// The stream's context and [`Stream::id`], read once per operation (a launch compares
+    /// them for each buffer argument, between atomic loads that keep the compiler from
+    /// reusing what it read through the stream).
+    pub(crate) ctx: &'s Arc<ContextInner>,
+    pub(crate) id: usize,
+}
+
+impl core::ops::Deref for Enqueuing<'_> {
+    type Target = Stream;
+
+    #[inline(always)]
+    fn deref(&self) -> &Stream {
+        self.stream
+    }
+}
+
+impl Drop for Enqueuing<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // Release: the enqueue happened before a tracker that reads 0 records its event.
+        self.stream
+            .state()
+            .enqueuing
+            .fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// [`Enqueuing`] held past the call that ordered the work, for work enqueued later (a
+/// collective group's operations, enqueued when the group ends).
+pub(crate) struct InFlight {
+    stream: Stream,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.stream
+            .state()
+            .enqueuing
+            .fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -243,6 +303,58 @@ impl Stream {
     pub fn context(&self) -> Context {
         Context {
             inner: self.ctx().clone(),
+        }
+    }
+
+    /// Marks an operation as being enqueued on this stream until the returned guard drops
+    /// (after the backend call that enqueues it): see [`Enqueuing`].
+    #[inline(always)]
+    pub(crate) fn enqueuing(&self) -> Enqueuing<'_> {
+        // SeqCst, paired with the trackers' SeqCst reads of their grant and of this count: a
+        // use that passed a grant check before the grant was withdrawn is seen in flight here.
+        self.state().enqueuing.fetch_add(1, Ordering::SeqCst);
+        Enqueuing {
+            stream: self,
+            ctx: self.ctx(),
+            id: self.id(),
+        }
+    }
+
+    /// [`enqueuing`](Self::enqueuing) until the returned value drops, for work the backend
+    /// enqueues after the ordering call returns.
+    pub(crate) fn in_flight(&self) -> InFlight {
+        self.state().enqueuing.fetch_add(1, Ordering::SeqCst);
+        InFlight {
+            stream: self.clone(),
+        }
+    }
+
+    /// Whether an operation may be between the ordering of its memory uses and its enqueue on
+    /// this stream (another thread's, or the caller's own): then an event recorded on the
+    /// stream now may not cover every use the trackers recorded for it.
+    #[inline]
+    pub(crate) fn enqueuing_now(&self) -> bool {
+        self.state().enqueuing.load(Ordering::SeqCst) != 0
+    }
+
+    /// Waits (spinning, at most `limit`) until no operation is being enqueued on this stream;
+    /// returns whether that moment came. An operation holds its guard for about one driver
+    /// call, so one thread launching in a loop leaves such moments between its launches;
+    /// operations enqueued later (a collective group's, a cudarc view's) or the caller's own
+    /// may not end in time: then `false`, and the caller assumes work in flight.
+    #[cold]
+    pub(crate) fn settle_enqueuing(&self, limit: std::time::Duration) -> bool {
+        let start = std::time::Instant::now();
+        loop {
+            for _ in 0..64 {
+                if !self.enqueuing_now() {
+                    return true;
+                }
+                core::hint::spin_loop();
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
         }
     }
 

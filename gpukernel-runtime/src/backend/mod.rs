@@ -594,10 +594,12 @@ pub(crate) struct LastLaunch(AtomicPtr<&'static str>);
 impl LastLaunch {
     #[inline(always)]
     pub(crate) fn set(&self, name: &'static &'static str) {
-        self.0.store(
-            name as *const &'static str as *mut &'static str,
-            Ordering::Relaxed,
-        );
+        let p = name as *const &'static str as *mut &'static str;
+        // The same kernel again (a loop) writes nothing: threads launching on one context
+        // keep the record's line shared.
+        if self.0.load(Ordering::Relaxed) != p {
+            self.0.store(p, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn copy_from(&self, other: &LastLaunch) {

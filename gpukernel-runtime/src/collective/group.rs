@@ -50,6 +50,7 @@ pub fn group<'a, R>(f: impl FnOnce(&mut Group<'a>) -> Result<R>) -> Result<R> {
     }
     let mut g = Ender(Group {
         opened: Vec::new(),
+        in_flight: Vec::new(),
         _thread: PhantomData,
     });
     let r = f(&mut g.0);
@@ -83,6 +84,10 @@ thread_local! {
 pub struct Group<'a> {
     /// One communicator per implementation whose group was opened, to close it.
     opened: Vec<&'a Communicator>,
+    /// The streams of the operations issued: marked in flight until the group ends (their
+    /// memory uses are ordered when issued, the work enqueued at the end; see
+    /// `memory/tracker.rs`).
+    in_flight: Vec<crate::stream::InFlight>,
     _thread: PhantomData<*const ()>,
 }
 
@@ -95,7 +100,10 @@ impl fmt::Debug for Group<'_> {
 }
 
 impl<'a> Group<'a> {
-    fn open(&mut self, comm: &'a Communicator) -> Result<()> {
+    /// Opens `comm`'s implementation's group if not yet open, and marks `stream` in flight
+    /// until the group ends.
+    fn open(&mut self, comm: &'a Communicator, stream: &Stream) -> Result<()> {
+        self.in_flight.push(stream.in_flight());
         let imp = comm.raw.implementation();
         if !self.opened.iter().any(|c| c.raw.implementation() == imp) {
             comm.raw.group_start()?;
@@ -126,7 +134,7 @@ impl<'a> Group<'a> {
         recv: &'a mut impl DeviceSliceMut<T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.open(comm)?;
+        self.open(comm, stream)?;
         comm.issue::<T>(
             stream,
             Kind::AllReduce(op),
@@ -157,7 +165,7 @@ impl<'a> Group<'a> {
         buf: &'a mut impl DeviceSliceMut<T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.open(comm)?;
+        self.open(comm, stream)?;
         comm.issue::<T>(stream, Kind::AllReduce(op), None, buf.raw_parts_mut(), true)
     }
 
@@ -183,7 +191,7 @@ impl<'a> Group<'a> {
         recv: &'a mut impl DeviceSliceMut<T>,
         root: usize,
     ) -> Result<()> {
-        self.open(comm)?;
+        self.open(comm, stream)?;
         comm.issue::<T>(
             stream,
             Kind::Broadcast { root },
@@ -214,7 +222,7 @@ impl<'a> Group<'a> {
         buf: &'a mut impl DeviceSliceMut<T>,
         root: usize,
     ) -> Result<()> {
-        self.open(comm)?;
+        self.open(comm, stream)?;
         comm.issue::<T>(
             stream,
             Kind::Broadcast { root },
@@ -245,7 +253,7 @@ impl<'a> Group<'a> {
         send: &'a impl DeviceSlice<T>,
         recv: &'a mut impl DeviceSliceMut<T>,
     ) -> Result<()> {
-        self.open(comm)?;
+        self.open(comm, stream)?;
         comm.issue::<T>(
             stream,
             Kind::AllGather,
@@ -277,7 +285,7 @@ impl<'a> Group<'a> {
         recv: &'a mut impl DeviceSliceMut<T>,
         op: ReduceOp,
     ) -> Result<()> {
-        self.open(comm)?;
+        self.open(comm, stream)?;
         comm.issue::<T>(
             stream,
             Kind::ReduceScatter(op),
@@ -297,6 +305,8 @@ impl<'a> Group<'a> {
                 result = r;
             }
         }
+        // Enqueued now (or failed): no longer in flight.
+        self.in_flight.clear();
         result
     }
 }

@@ -865,6 +865,9 @@ impl Communicator {
         check_same(name, "the stream", &self.ctx, stream.ctx())?;
         let (send_len, send_ptr) = send.map_or((recv.len, recv.ptr), |p| (p.len, p.ptr));
         let count = self.count(name, kind, send_len, recv.len)?;
+        // In flight until enqueued (a group's operation: until the group ends, which its
+        // `Group` marks).
+        let stream = &stream.enqueuing();
         if let Some(p) = send {
             p.track(name, "the send buffer", stream)?;
         }

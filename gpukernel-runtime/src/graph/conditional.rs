@@ -62,7 +62,7 @@ impl fmt::Debug for ConditionalHandle {
 unsafe impl KernelArg<gpukernel_device::graph::ConditionalHandle> for ConditionalHandle {
     type Safety = Safe;
     type Abi = Scalar<gpukernel_device::graph::ConditionalHandle>;
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Self::Abi> {
+    fn lower(self, _stream: &crate::stream::Enqueuing<'_>, _lent: &mut Lent) -> Result<Self::Abi> {
         Err(Error::ConditionalHandleMisused {
             operation: "Stream::launch",
             graph: self.graph_name.to_string(),

@@ -249,6 +249,8 @@ impl<'a> GraphExec<'a> {
         let Some(flat) = &st.flat else {
             unreachable!("made above")
         };
+        // In flight from the uses' ordering until the graph is launched.
+        let stream = &stream.enqueuing();
         for u in &flat.uses {
             // SAFETY: the tracker belongs to an allocation borrowed for `'a`.
             unsafe { &*u.tracker }.use_on(stream, u.span, u.access)?;

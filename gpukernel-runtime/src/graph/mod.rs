@@ -85,7 +85,7 @@ use crate::context::{Context, ContextInner, intern};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::launch::args::Lent;
-use crate::launch::{LaunchArgs, LaunchConfig, MAX_KERNEL_PARAMS, Safe};
+use crate::launch::{LaunchArgs, LaunchConfig, Safe};
 use crate::memory::tracker::{Access, Tracker};
 use crate::memory::{DeviceBuffer, DeviceSlice, RawParts};
 use crate::module::{ModuleInner, TypedKernel};

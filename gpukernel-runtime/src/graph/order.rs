@@ -144,9 +144,9 @@ where
     A::Abi: 'a,
 {
     let mut abi = Box::new(abi);
-    let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-    let n = A::fill(&mut abi, &mut params);
-    (KeptBox(abi), params[..n].to_vec())
+    let mut params = crate::launch::args::abi::ParamArray::new();
+    A::fill(&mut abi, &mut params);
+    (KeptBox(abi), params.as_mut_slice().to_vec())
 }
 
 /// A cycle in the graph `deps` (node `i` depends on each of `deps[i]`), as node indices in

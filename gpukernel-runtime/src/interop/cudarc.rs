@@ -277,6 +277,9 @@ impl<T: DeviceCopy> CudarcBorrowMut<'_, T> {
 /// ```
 pub struct AsCudarc<'a, T> {
     slice: core::mem::ManuallyDrop<CudaSlice<T>>,
+    /// cudarc's stream, marked in flight while cudarc may enqueue work on the buffer (see
+    /// `memory/tracker.rs`): the use was recorded when this was made.
+    _in_flight: crate::stream::InFlight,
     _borrow: core::marker::PhantomData<&'a mut [T]>,
 }
 
@@ -398,12 +401,15 @@ fn wrap<'a, T: DeviceCopy>(
     // cudarc's stream runs after our pending conflicting work on the buffer, and the buffer's
     // free waits for it (the use is recorded on the tracker).
     let ours = Stream::from_cudarc(&ctx, stream.clone())?;
-    p.track(operation, "the buffer", &ours)?;
+    // cudarc enqueues its work while the borrow lasts: the stream stays in flight until then.
+    let in_flight = ours.in_flight();
+    p.track(operation, "the buffer", &ours.enqueuing())?;
     // SAFETY: `p.ptr` holds `p.len` valid `T`s of this context for the borrow `'a` the caller
     // ties to the returned value; the slice is leaked (never freed) on drop.
     let slice = unsafe { stream.upgrade_device_ptr::<T>(p.ptr, p.len) };
     Ok(AsCudarc {
         slice: core::mem::ManuallyDrop::new(slice),
+        _in_flight: in_flight,
         _borrow: core::marker::PhantomData,
     })
 }

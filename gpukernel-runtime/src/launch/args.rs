@@ -1,7 +1,6 @@
 //! Typed kernel arguments: what host value may be passed for which kernel parameter
 //! ([`KernelArg`]), argument tuples ([`LaunchArgs`]), and the ABI values they lower to.
 
-use core::ffi::c_void;
 use core::mem::MaybeUninit;
 
 use gpukernel_device::{
@@ -16,21 +15,62 @@ use crate::memory::{
     DeviceBuffer, DevicePtr, DeviceSlice, DeviceSliceMut, DeviceView, DeviceView2D,
     DeviceView2DMut, DeviceView3DMut, DeviceViewMut, RawParts,
 };
-use crate::stream::Stream;
+use crate::stream::Enqueuing;
 
 #[doc(hidden)]
 pub mod abi {
     //! The ABI values a kernel argument lowers to (see the crate's "Kernel ABI" contract).
     use core::ffi::c_void;
+    use core::mem::MaybeUninit;
+
+    use super::MAX_KERNEL_PARAMS;
+
+    /// A typed launch's parameter array, as `cuLaunchKernel` takes it: the first `n` of
+    /// [`MAX_KERNEL_PARAMS`] slots are written, the rest never are (a launch writes as many
+    /// pointers as its kernel has parameters, not the whole array).
+    #[allow(
+        missing_debug_implementations,
+        reason = "hidden plumbing of the argument traits"
+    )]
+    pub struct ParamArray {
+        slots: [MaybeUninit<*mut c_void>; MAX_KERNEL_PARAMS],
+        n: usize,
+    }
+
+    impl ParamArray {
+        /// Empty.
+        #[inline(always)]
+        pub(crate) fn new() -> ParamArray {
+            ParamArray {
+                slots: [const { MaybeUninit::uninit() }; MAX_KERNEL_PARAMS],
+                n: 0,
+            }
+        }
+
+        /// Appends one parameter's pointer.
+        #[inline(always)]
+        pub fn push(&mut self, p: *mut c_void) {
+            // At most 16 arguments of at most 5 parameters each reach here: never past the end.
+            self.slots[self.n].write(p);
+            self.n += 1;
+        }
+
+        /// The pointers pushed, in order.
+        #[inline(always)]
+        pub(crate) fn as_mut_slice(&mut self) -> &mut [*mut c_void] {
+            // SAFETY: `slots[..n]` were written by `push`; `MaybeUninit<T>` has `T`'s layout.
+            unsafe { core::slice::from_raw_parts_mut(self.slots.as_mut_ptr().cast(), self.n) }
+        }
+    }
 
     /// One or more ABI parameter values that can be pointed at from the parameter array.
     ///
     /// # Safety
-    /// `push` must write exactly one pointer per ABI parameter, each to a field of `self` of
+    /// `push` must push exactly one pointer per ABI parameter, each to a field of `self` of
     /// the parameter's exact type and size.
     pub unsafe trait Abi {
-        /// Appends pointers to the values at `out[*n..]`, advancing `*n`.
-        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize);
+        /// Pushes pointers to the values onto `out`.
+        fn push(&mut self, out: &mut ParamArray);
 
         /// The element count of a one-dimensional slice argument; `None` for anything else.
         #[inline(always)]
@@ -47,9 +87,8 @@ pub mod abi {
     // SAFETY: one parameter, pointing at the value itself.
     unsafe impl<T> Abi for Scalar<T> {
         #[inline(always)]
-        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize) {
-            out[*n] = (&raw mut self.0).cast();
-            *n += 1;
+        fn push(&mut self, out: &mut ParamArray) {
+            out.push((&raw mut self.0).cast());
         }
     }
 
@@ -65,10 +104,9 @@ pub mod abi {
     // SAFETY: two parameters, each pointing at a u64 field.
     unsafe impl Abi for Slice {
         #[inline(always)]
-        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize) {
-            out[*n] = (&raw mut self.ptr).cast();
-            out[*n + 1] = (&raw mut self.len).cast();
-            *n += 2;
+        fn push(&mut self, out: &mut ParamArray) {
+            out.push((&raw mut self.ptr).cast());
+            out.push((&raw mut self.len).cast());
         }
 
         #[inline(always)]
@@ -89,17 +127,16 @@ pub mod abi {
     // SAFETY: `1 + N` parameters, each pointing at a u64 field.
     unsafe impl<const N: usize> Abi for Extents<N> {
         #[inline(always)]
-        fn push(&mut self, out: &mut [*mut c_void], n: &mut usize) {
-            out[*n] = (&raw mut self.ptr).cast();
-            for (k, v) in self.shape.iter_mut().enumerate() {
-                out[*n + 1 + k] = (v as *mut u64).cast();
+        fn push(&mut self, out: &mut ParamArray) {
+            out.push((&raw mut self.ptr).cast());
+            for v in &mut self.shape {
+                out.push((v as *mut u64).cast());
             }
-            *n += 1 + N;
         }
     }
 }
 
-use abi::{Abi, Extents, Scalar, Slice};
+use abi::{Abi, Extents, ParamArray, Scalar, Slice};
 
 /// A host value that can be passed for a kernel parameter of type `P` (a type of the kernel's
 /// [`Kernel::Params`](gpukernel_device::Kernel::Params)).
@@ -150,7 +187,7 @@ pub unsafe trait KernelArg<P> {
     /// an earlier argument was lent, one of them writing), orders the launch on `stream` after
     /// pending conflicting work on it and returns its ABI values.
     #[doc(hidden)]
-    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi>;
+    fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     /// For a graph's kernel node: lends the memory in `lent` as `lower` does, records its use
     /// in `uses` (the graph orders it at each launch) instead of ordering it now, and returns
     /// its ABI values.
@@ -185,11 +222,11 @@ pub unsafe trait LaunchArgs<P> {
     #[doc(hidden)]
     type Abi;
     #[doc(hidden)]
-    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi>;
+    fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     #[doc(hidden)]
     fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Self::Abi>;
     #[doc(hidden)]
-    fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize;
+    fn fill(abi: &mut Self::Abi, out: &mut ParamArray);
     /// The element count of parameter `i` when it is a one-dimensional slice (for the
     /// `same_len` check); `None` when unknown, which fails that check.
     #[doc(hidden)]
@@ -380,8 +417,9 @@ fn short_type_name(full: &str) -> String {
 }
 
 /// Whether passing an argument can race by itself: [`Safe`], or [`RequiresLaunchUnchecked`]
-/// (an `&mut [T]` parameter, which only `unsafe fn` kernels take). [`Stream::launch`] accepts
-/// argument tuples whose combined level is [`Safe`].
+/// (an `&mut [T]` parameter, which only `unsafe fn` kernels take).
+/// [`Stream::launch`](crate::Stream::launch) accepts argument tuples whose combined level is
+/// [`Safe`].
 ///
 /// ```
 /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -445,7 +483,7 @@ unsafe impl<T: DeviceCopy> KernelArg<T> for T {
     type Safety = Safe;
     type Abi = Scalar<T>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<T>> {
+    fn lower(self, _stream: &Enqueuing<'_>, _lent: &mut Lent) -> Result<Scalar<T>> {
         Ok(Scalar(self))
     }
     #[inline(always)]
@@ -475,7 +513,7 @@ macro_rules! slice_arg {
             type Safety = $safety;
             type Abi = slice_arg!(@abi $kind);
             #[inline(always)]
-            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi> {
+            fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let p = this.$method();
@@ -539,7 +577,7 @@ macro_rules! shaped_arg {
             type Safety = Safe;
             type Abi = Extents<$n>;
             #[inline(always)]
-            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<$n>> {
+            fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Extents<$n>> {
                 #[allow(unused_mut)]
                 let mut this = self;
                 let (p, shape) = this.parts();
@@ -612,7 +650,7 @@ unsafe impl<T> KernelArg<*const T> for DevicePtr<T> {
     type Safety = Safe;
     type Abi = Scalar<u64>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<u64>> {
+    fn lower(self, _stream: &Enqueuing<'_>, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
     #[inline(always)]
@@ -625,7 +663,7 @@ unsafe impl<T> KernelArg<*mut T> for DevicePtr<T> {
     type Safety = Safe;
     type Abi = Scalar<u64>;
     #[inline(always)]
-    fn lower(self, _stream: &Stream, _lent: &mut Lent) -> Result<Scalar<u64>> {
+    fn lower(self, _stream: &Enqueuing<'_>, _lent: &mut Lent) -> Result<Scalar<u64>> {
         Ok(Scalar(self.addr()))
     }
     #[inline(always)]
@@ -652,7 +690,7 @@ macro_rules! tuple_args {
             type Abi = ($($A::Abi,)*);
             #[inline(always)]
             #[allow(unused_assignments)]
-            fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Self::Abi> {
+            fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Self::Abi> {
                 let _ = (stream, &lent);
                 let ($($a,)*) = self;
                 Ok(($({
@@ -687,12 +725,10 @@ macro_rules! tuple_args {
             }
             #[inline(always)]
             #[allow(unused_mut)]
-            fn fill(abi: &mut Self::Abi, out: &mut [*mut c_void; MAX_KERNEL_PARAMS]) -> usize {
+            fn fill(abi: &mut Self::Abi, out: &mut ParamArray) {
                 let _ = &out;
-                let mut n = 0;
                 let ($($a,)*) = abi;
-                $(Abi::push($a, out, &mut n);)*
-                n
+                $(Abi::push($a, out);)*
             }
         }
     };

@@ -2,16 +2,19 @@
 //!
 //! A typed launch packs the arguments' ABI values (see the "Kernel ABI" contract: scalars and
 //! `DeviceCopy` structs by value, slices as a `u64` pointer then a `u64` length, raw pointers
-//! as one `u64`) into a tuple on the stack, points a fixed array of [`MAX_KERNEL_PARAMS`]
-//! pointers at them, and calls `cuLaunchKernel` (or the simulator) with it: no allocation, no
-//! lookup, a few comparisons for validation and, per buffer argument, a few loads of its
-//! allocation's ordering grant (no lock while the same stream uses it again; see
-//! `memory/tracker.rs`).
+//! as one `u64`) into a tuple on the stack, writes one pointer per parameter at them into an
+//! array of [`MAX_KERNEL_PARAMS`] slots (the rest left unwritten), and calls `cuLaunchKernel`
+//! (or the simulator) with it: no allocation, no lookup, a few comparisons for validation,
+//! one atomic add and subtract on the stream (the launch is in flight from its ordering to its
+//! enqueue) and, per buffer argument, a few loads of its allocation's ordering grant (no lock
+//! while the same stream uses it again; see `memory/tracker.rs`).
 
 pub(crate) mod args;
 mod config;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod tests_ordering;
 
 use core::ffi::c_void;
 use std::sync::Arc;
@@ -111,14 +114,18 @@ impl Stream {
             ));
         }
         config.validate_typed(kernel)?;
-        let mut abi = args.lower(self, &mut args::Lent::new::<K>())?;
+        // In flight from the arguments' ordering until the backend has the launch.
+        let this = &self.enqueuing();
+        let mut abi = args.lower(this, &mut args::Lent::new::<K>())?;
         args::check_same_len::<K, A>(&abi)?;
-        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-        let n = A::fill(&mut abi, &mut params);
+        let mut params = args::abi::ParamArray::new();
+        A::fill(&mut abi, &mut params);
+        #[cfg(test)]
+        tests_ordering::before_enqueue();
         // SAFETY: the parameter array points at `abi`, which lives until after the call and
         // holds exactly the ABI values of `K::Params` (`LaunchArgs`); `lower` ordered the
         // work after pending conflicting work.
-        unsafe { self.launch_raw(f, Some(K::SIM_ENTRY), &config, &mut params[..n]) }
+        unsafe { self.launch_raw(f, Some(K::SIM_ENTRY), &config, params.as_mut_slice()) }
     }
 
     /// Launches a kernel from a module without type checking: `params` holds one pointer per

@@ -302,20 +302,20 @@ fn parameter_array_layout_follows_the_abi() {
     let mut abi =
         LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>, Affine, u8)>::lower(
             args,
-            &s,
+            &s.enqueuing(),
             &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
-    let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
-    let n = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, Affine, u8) as LaunchArgs<(
+    let mut params = args::abi::ParamArray::new();
+    <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, Affine, u8) as LaunchArgs<(
         f32,
         &'static [f32],
         DisjointSlice<'static, f32>,
         Affine,
         u8,
-    )>>::fill(&mut abi, &mut out);
-    assert_eq!(n, 7);
-    assert!(out[7..].iter().all(|p| p.is_null()));
+    )>>::fill(&mut abi, &mut params);
+    let out = params.as_mut_slice();
+    assert_eq!(out.len(), 7);
     // SAFETY: each pointer points into `abi`, at a value of the type the ABI says.
     unsafe {
         assert_eq!(*(out[0] as *const f32), 2.5);
@@ -657,14 +657,14 @@ fn lowering_cost_probe() {
     type P = (f32, &'static [f32], DisjointSlice<'static, f32>);
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut y),
-        &s,
+        &s.enqueuing(),
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
     let mut z = o.alloc_zeros::<f32>(256).unwrap();
     let _ = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
         (1.0, &x, &mut z),
-        &o,
+        &o.enqueuing(),
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
@@ -673,16 +673,16 @@ fn lowering_cost_probe() {
     for _ in 0..n {
         let mut abi = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::lower(
             (1.0, &x, &mut y),
-            &s,
+            &s.enqueuing(),
             &mut args::Lent::new::<saxpy>(),
         )
         .unwrap();
-        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-        let k = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::fill(
+        let mut params = args::abi::ParamArray::new();
+        <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<P>>::fill(
             &mut abi,
             &mut params,
         );
-        std::hint::black_box((params, k));
+        std::hint::black_box(params.as_mut_slice());
     }
     println!(
         "lower + fill of (f32, &x, &mut y), x shared by 3 streams: {:.1} ns",
@@ -718,9 +718,10 @@ fn lowering_16_arrays_cost_probe() {
             &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], &x[6], &x[7], &x[8], &x[9], &x[10], &x[11],
             &x[12], &x[13], &x[14], &x[15],
         );
-        let mut abi = LaunchArgs::<P>::lower(args, &s, &mut args::Lent::new::<saxpy>()).unwrap();
-        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-        let k = <(
+        let mut abi =
+            LaunchArgs::<P>::lower(args, &s.enqueuing(), &mut args::Lent::new::<saxpy>()).unwrap();
+        let mut params = args::abi::ParamArray::new();
+        <(
             &DeviceBuffer<f32>,
             &DeviceBuffer<f32>,
             &DeviceBuffer<f32>,
@@ -738,7 +739,7 @@ fn lowering_16_arrays_cost_probe() {
             &DeviceBuffer<f32>,
             &DeviceBuffer<f32>,
         ) as LaunchArgs<P>>::fill(&mut abi, &mut params);
-        std::hint::black_box((params, k));
+        std::hint::black_box(params.as_mut_slice());
     }
     println!(
         "lower + fill of 16 buffers read on their own stream: {:.1} ns",
@@ -866,17 +867,18 @@ fn an_empty_buffer_at_address_zero_is_passed_as_a_non_null_pointer() {
     let args = (2.5f32, &x, &mut y);
     let mut abi = LaunchArgs::<(f32, &'static [f32], DisjointSlice<'static, f32>)>::lower(
         args,
-        &s,
+        &s.enqueuing(),
         &mut args::Lent::new::<saxpy>(),
     )
     .unwrap();
-    let mut out = [core::ptr::null_mut(); MAX_KERNEL_PARAMS];
-    let n = <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<(
+    let mut params = args::abi::ParamArray::new();
+    <(f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) as LaunchArgs<(
         f32,
         &'static [f32],
         DisjointSlice<'static, f32>,
-    )>>::fill(&mut abi, &mut out);
-    assert_eq!(n, 5);
+    )>>::fill(&mut abi, &mut params);
+    let out = params.as_mut_slice();
+    assert_eq!(out.len(), 5);
     // SAFETY: each pointer points into `abi`, at a value of the type the ABI says.
     unsafe {
         assert_eq!(*(out[3] as *const u64), 256, "the empty buffer's address");

@@ -49,7 +49,10 @@ pub(super) unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
 ) -> Result<()> {
     let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, len, src.len)?;
-    src.track(op, "the source", s)?;
+    // Marked in flight from the ordering below until the backend has the copy (not during
+    // the wait).
+    let enqueuing = s.enqueuing();
+    src.track(op, "the source", &enqueuing)?;
     let bytes = len * size_of::<T>();
     if bytes == 0 {
         return Ok(());
@@ -62,6 +65,7 @@ pub(super) unsafe fn memcpy_dtoh_raw<T: DeviceCopy>(
             .backend
             .memcpy_dtoh(dst.cast(), src.ptr, bytes, s.handle())
     }?;
+    drop(enqueuing);
     // The host now observes the results of every stream that used the memory (`s` waited
     // for them): a fault or a failed foreign call of that work is reported here.
     s.wait_idle()?;
@@ -77,7 +81,10 @@ pub(super) fn memcpy_htod<T: DeviceCopy>(
 ) -> Result<()> {
     let _range = crate::profile::nvtx_range!("{op}");
     check_len(op, dst.len, src.len())?;
-    dst.track(op, "the destination", s)?;
+    // Marked in flight from the ordering below until the backend has the copy (not during
+    // the wait).
+    let enqueuing = s.enqueuing();
+    dst.track(op, "the destination", &enqueuing)?;
     let bytes = size_of_val(src);
     if bytes == 0 {
         return Ok(());
@@ -89,6 +96,7 @@ pub(super) fn memcpy_htod<T: DeviceCopy>(
             .backend
             .memcpy_htod(dst.ptr, src.as_ptr().cast(), bytes, s.handle())
     }?;
+    drop(enqueuing);
     s.wait_idle()
 }
 
@@ -104,6 +112,8 @@ pub(super) fn memcpy_dtod(
         // Two devices' memory: a peer copy (see `peer.rs`).
         return super::peer::memcpy_peer(s, dst, src, op);
     }
+    // Marked in flight from the ordering below until the backend has the copy.
+    let s = &s.enqueuing();
     dst.track(op, "the destination", s)?;
     src.track(op, "the source", s)?;
     let bytes = dst.len * dst.elem;
@@ -121,6 +131,8 @@ pub(super) fn memcpy_dtod(
 
 pub(super) fn memset_d8(s: &Stream, dst: RawParts<'_>, value: u8) -> Result<()> {
     let _range = crate::profile::nvtx_range!("memset_d8");
+    // Marked in flight from the ordering below until the backend has the copy.
+    let s = &s.enqueuing();
     dst.track("memset_d8", "the destination", s)?;
     let bytes = dst.len * dst.elem;
     if bytes == 0 {
@@ -140,6 +152,8 @@ fn memcpy_htod_pinned<T: DeviceCopy>(
     const OP: &str = "memcpy_htod_async";
     let _range = crate::profile::nvtx_range!("{OP}");
     check_len(OP, dst.len, src.len)?;
+    // Marked in flight from the ordering below until the backend has the copy.
+    let s = &s.enqueuing();
     dst.track(OP, "the destination", s)?;
     src.track(s, Access::Read)?;
     let bytes = src.len * size_of::<T>();
@@ -165,6 +179,8 @@ fn memcpy_dtoh_pinned<T: DeviceCopy>(
     const OP: &str = "memcpy_dtoh_async";
     let _range = crate::profile::nvtx_range!("{OP}");
     check_len(OP, dst.len, src.len)?;
+    // Marked in flight from the ordering below until the backend has the copy.
+    let s = &s.enqueuing();
     src.track(OP, "the source", s)?;
     dst.track(s, Access::Write)?;
     let bytes = dst.len * size_of::<T>();

@@ -24,7 +24,7 @@ use gpukernel_device::{AnyBitPattern, DeviceCopy};
 
 use crate::context::{Context, ContextInner};
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::stream::Enqueuing;
 use tracker::{Access, Tracker};
 
 pub use buffer::DeviceBuffer;
@@ -70,7 +70,7 @@ impl RawParts<'_> {
         &self,
         operation: &'static str,
         what: &'static str,
-        s: &Stream,
+        s: &Enqueuing<'_>,
     ) -> Result<()> {
         if !Arc::ptr_eq(self.ctx, s.ctx()) && !s.ctx().can_use_memory_of(self.ctx) {
             return Err(crate::context::mismatch(operation, what, s.ctx(), self.ctx));
@@ -82,19 +82,26 @@ impl RawParts<'_> {
     /// that `s` is not capturing (nor the thread in a host node): the common case, the same
     /// context and a use the allocation's grant covers, inline and without a call.
     #[inline(always)]
-    pub(crate) fn track_argument(&self, what: &'static str, s: &Stream) -> Result<()> {
+    pub(crate) fn track_argument(&self, what: &'static str, s: &Enqueuing<'_>) -> Result<()> {
         let bytes = (self.len * self.elem) as u64;
         let span = (self.ptr, self.ptr + bytes.max(1));
-        if Arc::ptr_eq(self.ctx, s.ctx()) && self.tracker.granted(s, span, self.access) {
+        if Arc::ptr_eq(self.ctx, s.ctx) && self.tracker.granted(s, span, self.access) {
             return Ok(());
         }
+        // By value: the common case above builds no `RawParts` in memory.
+        Self::track_argument_slow(*self, what, s)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn track_argument_slow(self, what: &'static str, s: &Enqueuing<'_>) -> Result<()> {
         self.track("Stream::launch", what, s)
     }
 
     /// Orders work about to be enqueued on `s` after pending conflicting work, whichever
     /// context `s` belongs to (the caller checked that the work may use the memory).
     #[inline]
-    pub(crate) fn order_on(&self, s: &Stream) -> Result<()> {
+    pub(crate) fn order_on(&self, s: &Enqueuing<'_>) -> Result<()> {
         let bytes = (self.len * self.elem) as u64;
         self.tracker
             .use_on(s, (self.ptr, self.ptr + bytes.max(1)), self.access)

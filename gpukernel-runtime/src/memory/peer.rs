@@ -31,6 +31,7 @@ pub(super) fn memcpy_peer(
     let bytes = dst.len * dst.elem;
     let direct = dst.ctx.can_use_memory_of(src.ctx) || src.ctx.can_use_memory_of(dst.ctx);
     if direct {
+        let s = &s.enqueuing();
         // Both allocations' pending work is ordered before `s` (events across contexts).
         dst.order_on(s)?;
         src.order_on(s)?;
@@ -63,12 +64,14 @@ pub(super) fn memcpy_peer(
     } else {
         dst.tracker.home()
     };
-    src.order_on(&src_stream)?;
-    dst.order_on(&dst_stream)?;
+    // Both marked in flight until the staged copies are enqueued (`run` returns after them).
+    let (src_stream, dst_stream) = (&src_stream.enqueuing(), &dst_stream.enqueuing());
+    src.order_on(src_stream)?;
+    dst.order_on(dst_stream)?;
     if bytes == 0 {
         return Ok(());
     }
-    Staging::new(&src_stream, &dst_stream, bytes)?.run(dst.ptr, src.ptr, bytes)
+    Staging::new(src_stream, dst_stream, bytes)?.run(dst.ptr, src.ptr, bytes)
 }
 
 /// Two page-locked buffers and an event per buffer (in the destination's context) that says

@@ -9,10 +9,11 @@ use super::buffer::{align_for, byte_len};
 use super::tracker::{Access, Tracker};
 use crate::context::{Context, ContextInner, check_same};
 use crate::error::Result;
-use crate::stream::Stream;
+use crate::stream::Enqueuing;
 
 /// Page-locked host memory (`cuMemHostAlloc`), the source or destination of asynchronous copies
-/// ([`Stream::memcpy_htod_async`], [`Stream::memcpy_dtoh_async`]). Host access waits for the
+/// ([`Stream::memcpy_htod_async`](crate::Stream::memcpy_htod_async),
+/// [`Stream::memcpy_dtoh_async`](crate::Stream::memcpy_dtoh_async)). Host access waits for the
 /// copies still pending on it.
 ///
 /// ```
@@ -135,7 +136,7 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
         Ok(unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len) })
     }
 
-    pub(super) fn track(&self, s: &Stream, access: Access) -> Result<()> {
+    pub(super) fn track(&self, s: &Enqueuing<'_>, access: Access) -> Result<()> {
         check_same("pinned copy", "the pinned buffer", s.ctx(), &self.ctx)?;
         let start = self.ptr.addr() as u64;
         self.tracker

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
 use crate::Device;
+use crate::stream::Stream;
 
 fn sim() -> Context {
     Device::simulator().primary_context().unwrap()
@@ -266,7 +267,7 @@ fn tracker_single_stream_is_a_no_op_and_streams_join() {
     let s2 = ctx.new_stream().unwrap();
     let b = s1.alloc_zeros::<u8>(4).unwrap();
     assert!(b.stream().same_as(&s1));
-    b.raw_parts().track("test", "b", &s2).unwrap();
+    b.raw_parts().track("test", "b", &s2.enqueuing()).unwrap();
     assert!(b.stream().same_as(&s1));
 }
 
@@ -278,13 +279,13 @@ fn reading_on_another_stream_orders_once_then_is_free() {
     assert_eq!(x.tracker.waits(), 0);
     // The first read on s2 waits for the write on s1 (the zeroing); later reads do not.
     for _ in 0..10 {
-        x.raw_parts().track("test", "x", &s2).unwrap();
+        x.raw_parts().track("test", "x", &s2.enqueuing()).unwrap();
     }
     assert_eq!(x.tracker.waits(), 1);
     // Reads on a third stream wait for the writer only, never for the other readers.
     let s3 = ctx.new_stream().unwrap();
     for _ in 0..10 {
-        x.raw_parts().track("test", "x", &s3).unwrap();
+        x.raw_parts().track("test", "x", &s3.enqueuing()).unwrap();
     }
     assert_eq!(x.tracker.waits(), 2);
 }
@@ -298,15 +299,17 @@ fn a_write_waits_for_every_conflicting_use_once() {
         ctx.new_stream().unwrap(),
     );
     let mut x = s1.alloc_zeros::<u32>(64).unwrap();
-    x.raw_parts().track("test", "x", &s2).unwrap(); // waits for s1's write
+    x.raw_parts().track("test", "x", &s2.enqueuing()).unwrap(); // waits for s1's write
     assert_eq!(x.tracker.waits(), 1);
     // A whole-buffer write on s3 must follow s1's write and s2's read.
-    x.raw_parts_mut().track("test", "x", &s3).unwrap();
+    x.raw_parts_mut()
+        .track("test", "x", &s3.enqueuing())
+        .unwrap();
     assert_eq!(x.tracker.waits(), 3);
     // Exclusive use forgot the others: reading on s3 again is free, on s1 waits for s3.
-    x.raw_parts().track("test", "x", &s3).unwrap();
+    x.raw_parts().track("test", "x", &s3.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 3);
-    x.raw_parts().track("test", "x", &s1).unwrap();
+    x.raw_parts().track("test", "x", &s1.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 4);
     assert!(x.stream().same_as(&s3));
 }
@@ -320,14 +323,18 @@ fn disjoint_halves_on_two_streams_do_not_wait_for_each_other(ctx: &Context) {
     {
         let (mut lo, mut hi) = x.split_at_mut(512).unwrap();
         for _ in 0..5 {
-            lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
-            hi.raw_parts_mut().track("test", "hi", &s2).unwrap();
+            lo.raw_parts_mut()
+                .track("test", "lo", &s1.enqueuing())
+                .unwrap();
+            hi.raw_parts_mut()
+                .track("test", "hi", &s2.enqueuing())
+                .unwrap();
         }
     }
     // Each half's stream waited once for the zeroing on `home`, never for the other half.
     assert_eq!(x.tracker.waits(), 2);
     // A read of the whole buffer waits for both halves.
-    x.raw_parts().track("test", "x", &home).unwrap();
+    x.raw_parts().track("test", "x", &home.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 4);
     assert_eq!(x.to_host_vec().unwrap(), vec![0.0; 1024]);
 }
@@ -355,18 +362,18 @@ fn tracker_cost_probe() {
     );
     let x = w.alloc_zeros::<f32>(256).unwrap();
     let mut y = w.alloc_zeros::<f32>(256).unwrap();
-    x.raw_parts().track("t", "x", &s).unwrap();
-    x.raw_parts().track("t", "x", &o).unwrap();
-    y.raw_parts_mut().track("t", "y", &s).unwrap();
+    x.raw_parts().track("t", "x", &s.enqueuing()).unwrap();
+    x.raw_parts().track("t", "x", &o.enqueuing()).unwrap();
+    y.raw_parts_mut().track("t", "y", &s.enqueuing()).unwrap();
     let n = 2_000_000;
     let t = std::time::Instant::now();
     for _ in 0..n {
-        x.raw_parts().track("t", "x", &s).unwrap();
+        x.raw_parts().track("t", "x", &s.enqueuing()).unwrap();
     }
     let read = t.elapsed().as_nanos() as f64 / n as f64;
     let t = std::time::Instant::now();
     for _ in 0..n {
-        y.raw_parts_mut().track("t", "y", &s).unwrap();
+        y.raw_parts_mut().track("t", "y", &s.enqueuing()).unwrap();
     }
     let excl = t.elapsed().as_nanos() as f64 / n as f64;
     println!("read (3 streams): {read:.1} ns, exclusive alone: {excl:.1} ns");
@@ -381,29 +388,33 @@ fn the_same_stream_again_waits_only_for_what_is_new() {
         ctx.new_stream().unwrap(),
     );
     let mut x = s1.alloc_zeros::<f32>(1024).unwrap();
-    x.raw_parts().track("test", "x", &s3).unwrap(); // waits for the zeroing on s1
+    x.raw_parts().track("test", "x", &s3.enqueuing()).unwrap(); // waits for the zeroing on s1
     assert_eq!(x.tracker.waits(), 1);
     {
         let (mut lo, _) = x.split_at_mut(512).unwrap();
         // Writes on s2, repeated: the first waits for s1's zeroing and s3's read, the others
         // follow s2's own work.
         for _ in 0..5 {
-            lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
+            lo.raw_parts_mut()
+                .track("test", "lo", &s2.enqueuing())
+                .unwrap();
         }
         assert_eq!(x.tracker.waits(), 3);
     }
     // Reads on s2 of the bytes it wrote: nothing new to wait for; of the whole buffer (more
     // bytes): nothing new either (s3 only read).
     let lo = x.slice(..512).unwrap();
-    lo.raw_parts().track("test", "lo", &s2).unwrap();
-    x.raw_parts().track("test", "x", &s2).unwrap();
+    lo.raw_parts().track("test", "lo", &s2.enqueuing()).unwrap();
+    x.raw_parts().track("test", "x", &s2.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 3);
     // s3 reads again: it must now wait for s2's writes, however often s2 used the buffer.
-    x.raw_parts().track("test", "x", &s3).unwrap();
+    x.raw_parts().track("test", "x", &s3.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 4);
     // s2 writes again after s3's read: a new conflict, waited for.
     let (mut lo, _) = x.split_at_mut(512).unwrap();
-    lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
+    lo.raw_parts_mut()
+        .track("test", "lo", &s2.enqueuing())
+        .unwrap();
     assert_eq!(x.tracker.waits(), 5);
 }
 
@@ -421,14 +432,16 @@ fn uses_without_the_lock_are_waited_for_by_a_later_writer() {
     );
     let mut x = s0.alloc_zeros::<f32>(64).unwrap();
     // s2 reads first (waits for the zeroing), then s1 reads 10 times: one wait, nine free.
-    x.raw_parts().track("test", "x", &s2).unwrap();
+    x.raw_parts().track("test", "x", &s2.enqueuing()).unwrap();
     for _ in 0..10 {
-        x.raw_parts().track("test", "x", &s1).unwrap();
+        x.raw_parts().track("test", "x", &s1.enqueuing()).unwrap();
     }
     assert_eq!(x.tracker.waits(), 2);
     // A write on s2 must follow s1's reads (the free ones included) and s0's zeroing, which
     // s2 already follows: one new wait.
-    x.raw_parts_mut().track("test", "x", &s2).unwrap();
+    x.raw_parts_mut()
+        .track("test", "x", &s2.enqueuing())
+        .unwrap();
     assert_eq!(x.tracker.waits(), 3);
 }
 
@@ -439,10 +452,10 @@ fn a_grant_covers_only_its_own_stream() {
     let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let x = s1.alloc_zeros::<u32>(64).unwrap();
     for _ in 0..3 {
-        x.raw_parts().track("test", "x", &s1).unwrap();
+        x.raw_parts().track("test", "x", &s1.enqueuing()).unwrap();
     }
     assert_eq!(x.tracker.waits(), 0);
-    x.raw_parts().track("test", "x", &s2).unwrap();
+    x.raw_parts().track("test", "x", &s2.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 1);
 }
 
@@ -460,26 +473,30 @@ fn a_grant_covers_no_stronger_access_and_no_more_bytes() {
     {
         let (mut lo, hi) = x.split_at_mut(512).unwrap();
         // s1 writes the low half (waits for the zeroing), s2 reads the high half (waits too).
-        lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
-        hi.raw_parts().track("test", "hi", &s2).unwrap();
+        lo.raw_parts_mut()
+            .track("test", "lo", &s1.enqueuing())
+            .unwrap();
+        hi.raw_parts().track("test", "hi", &s2.enqueuing()).unwrap();
         assert_eq!(x_waits(&lo), 2);
         // s2 again on the high half: granted.
-        hi.raw_parts().track("test", "hi", &s2).unwrap();
+        hi.raw_parts().track("test", "hi", &s2.enqueuing()).unwrap();
         assert_eq!(x_waits(&lo), 2);
     }
     // s2 reads the whole buffer: more bytes than granted, and s1 wrote the low half.
-    x.raw_parts().track("test", "x", &s2).unwrap();
+    x.raw_parts().track("test", "x", &s2.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 3);
     // s2 writes the whole buffer: a stronger access than granted; s1 is followed already
     // (its write was waited for), s0 too: nothing new to wait for, but not skipped either.
     let (mut lo, _) = x.split_at_mut(512).unwrap();
-    lo.raw_parts_mut().track("test", "lo", &s2).unwrap();
+    lo.raw_parts_mut()
+        .track("test", "lo", &s2.enqueuing())
+        .unwrap();
     assert_eq!(x.tracker.waits(), 3);
     // s1 now reads the low half: it must wait for s2's write.
     x.slice(..512)
         .unwrap()
         .raw_parts()
-        .track("test", "x", &s1)
+        .track("test", "x", &s1.enqueuing())
         .unwrap();
     assert_eq!(x.tracker.waits(), 4);
 }
@@ -496,7 +513,7 @@ fn the_free_waits_for_uses_without_the_lock() {
     let (home, s1) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let mut x = home.alloc_zeros::<f32>(64).unwrap();
     for _ in 0..5 {
-        x.raw_parts().track("test", "x", &s1).unwrap();
+        x.raw_parts().track("test", "x", &s1.enqueuing()).unwrap();
     }
     assert_eq!(x.tracker.waits(), 1);
     let free_on = x.tracker.join_for_drop().unwrap();
@@ -512,14 +529,18 @@ fn exclusive_use_is_granted_at_home_only() {
     let (s1, s2) = (ctx.new_stream().unwrap(), ctx.new_stream().unwrap());
     let mut x = s1.alloc_zeros::<u32>(16).unwrap();
     for _ in 0..3 {
-        x.raw_parts_mut().track("test", "x", &s1).unwrap();
+        x.raw_parts_mut()
+            .track("test", "x", &s1.enqueuing())
+            .unwrap();
     }
     assert_eq!(x.tracker.waits(), 0);
-    x.raw_parts_mut().track("test", "x", &s2).unwrap();
+    x.raw_parts_mut()
+        .track("test", "x", &s2.enqueuing())
+        .unwrap();
     assert_eq!(x.tracker.waits(), 1);
     assert!(x.stream().same_as(&s2));
     // s1 again: waits for s2's exclusive use.
-    x.raw_parts().track("test", "x", &s1).unwrap();
+    x.raw_parts().track("test", "x", &s1.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 2);
 }
 
@@ -536,14 +557,16 @@ fn concurrent_readers_then_a_writer() {
             let x = &x;
             scope.spawn(move || {
                 for _ in 0..2000 {
-                    x.raw_parts().track("test", "x", s).unwrap();
+                    x.raw_parts().track("test", "x", &s.enqueuing()).unwrap();
                 }
             });
         }
     });
     // Each reading stream waited for the zeroing once (its first use), never for the others.
     assert_eq!(x.tracker.waits(), 4);
-    x.raw_parts_mut().track("test", "x", &home).unwrap();
+    x.raw_parts_mut()
+        .track("test", "x", &home.enqueuing())
+        .unwrap();
     assert_eq!(x.tracker.waits(), 8);
 }
 
@@ -560,11 +583,17 @@ fn a_grant_for_the_low_half_does_not_cover_the_high_half() {
     let mut x = home.alloc_zeros::<f32>(1024).unwrap();
     {
         let (mut lo, mut hi) = x.split_at_mut(512).unwrap();
-        hi.raw_parts_mut().track("test", "hi", &s2).unwrap();
-        lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
-        lo.raw_parts_mut().track("test", "lo", &s1).unwrap();
+        hi.raw_parts_mut()
+            .track("test", "hi", &s2.enqueuing())
+            .unwrap();
+        lo.raw_parts_mut()
+            .track("test", "lo", &s1.enqueuing())
+            .unwrap();
+        lo.raw_parts_mut()
+            .track("test", "lo", &s1.enqueuing())
+            .unwrap();
         assert_eq!(x_waits(&lo), 2);
     }
-    x.raw_parts().track("test", "x", &s1).unwrap();
+    x.raw_parts().track("test", "x", &s1.enqueuing()).unwrap();
     assert_eq!(x.tracker.waits(), 3);
 }

@@ -22,17 +22,34 @@
 //! was set when the grant was published, and no other stream can have been ordered after that
 //! clock without withdrawing the grant, so later conflicting work waits for all of them.
 //!
+//! Work in flight: a use is recorded (or passes the grant) before its work is enqueued, and
+//! an event recorded on its stream in between does not cover it. So every use is made under an
+//! [`Enqueuing`] guard of its stream, held until the backend has the work, and a stream `s2`
+//! ordered after a stream `s1` that has any operation in flight (`Stream::enqueuing_now`, read
+//! before the event is recorded) is not marked as having seen `s1`'s recorded uses: `s2` waits
+//! for what is enqueued now, publishes no grant, and its next conflicting use waits again
+//! (by then for the work itself); it first waits a little (spinning, at most 20 µs) for the
+//! other stream to have nothing in flight, which one thread launching in a loop there allows
+//! between its launches. Without this, a thread ordering `s2` after `s1` while
+//! another thread was between recording a write on `s1` and enqueuing it would mark that write
+//! as waited for, and a later read of those bytes on `s2` would run before it. The guard's
+//! count is per stream and taken once per operation (one atomic add and subtract), and the
+//! fast path reads nothing more: a use passing the grant had its stream's count raised before
+//! its grant check (both SeqCst), so a tracker withdrawing that grant afterwards (a SeqCst
+//! store) sees it in flight.
+//!
 //! Why borrows make this enough: accesses that can be enqueued concurrently from several
 //! threads are shared reads or writes to disjoint views, which never conflict; any two
-//! conflicting accesses are separated by the end of a borrow, so the later one's event is
-//! recorded after the earlier one's work was enqueued. On the simulator work is synchronous
-//! and the backend's waits are no-ops.
+//! conflicting accesses are separated by the end of a borrow, so the later one's ordering
+//! happens after the earlier one's work was enqueued (its event covers it). What concurrent
+//! enqueues can do is make a stream appear to have seen uses it has not, handled above. On
+//! the simulator work is synchronous and the backend's waits are no-ops.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
 
 use crate::error::Result;
-use crate::stream::Stream;
+use crate::stream::{Enqueuing, Stream};
 
 /// How an operation uses the bytes it names (ordered weakest first: a stronger access orders
 /// everything a weaker one would).
@@ -45,6 +62,10 @@ pub(crate) enum Access {
     /// Uses the whole allocation exclusively (`&mut DeviceBuffer`).
     Exclusive,
 }
+
+/// How long an ordering step waits for another thread's enqueue on the stream it orders after
+/// (about one driver call) before it assumes that work in flight (see the module docs).
+const SETTLE: std::time::Duration = std::time::Duration::from_micros(20);
 
 /// A half-open byte range `[start, end)`.
 type Span = (u64, u64);
@@ -130,7 +151,9 @@ impl Grant {
     /// Whether a use of `span` by stream `me` with `access` is covered (lock-free).
     #[inline(always)]
     fn covers(&self, me: usize, span: Span, access: Access) -> bool {
-        let s1 = self.seq.load(Ordering::Acquire);
+        // SeqCst (a plain load on x86): ordered after the caller's `Stream::enqueuing`, so a
+        // grant withdrawn after this read sees that use in flight (see the module docs).
+        let s1 = self.seq.load(Ordering::SeqCst);
         let owner = self.owner.load(Ordering::Relaxed);
         let lo = self.lo.load(Ordering::Relaxed);
         let hi = self.hi.load(Ordering::Relaxed);
@@ -147,7 +170,9 @@ impl Grant {
     /// Publishes `owner` (0: nothing) for `span`. Only under the tracker's mutex.
     fn publish(&self, owner: usize, span: Span) {
         let s = self.seq.load(Ordering::Relaxed);
-        self.seq.store(s.wrapping_add(1), Ordering::Relaxed);
+        // SeqCst: a use that read the grant before this store had raised its stream's
+        // in-flight count before, which the ordering that follows reads (SeqCst too).
+        self.seq.store(s.wrapping_add(1), Ordering::SeqCst);
         fence(Ordering::Release);
         self.owner.store(owner, Ordering::Relaxed);
         self.lo.store(span.0, Ordering::Relaxed);
@@ -194,15 +219,16 @@ impl Tracker {
     }
 
     /// Orders work about to be enqueued on `s`, using bytes `span` as `access` says, after the
-    /// conflicting work pending on the allocation.
+    /// conflicting work pending on the allocation. `s` stays marked in flight until the work is
+    /// enqueued (the guard is dropped after the backend call).
     #[inline]
-    pub(crate) fn use_on(&self, s: &Stream, span: Span, access: Access) -> Result<()> {
+    pub(crate) fn use_on(&self, s: &Enqueuing<'_>, span: Span, access: Access) -> Result<()> {
         // Work enqueued on a capturing stream does not run now: ordering it here would wait
         // on events the capture cannot take. Captured work is ordered when its graph launches.
         s.not_capturing("a stream-ordered use of a buffer")?;
         // The same stream again (a launch in a loop): its last ordering step covered these
         // bytes with at least this access, and no other stream used the allocation since.
-        if self.grant.covers(s.id(), span, access) {
+        if self.grant.covers(s.id, span, access) {
             return Ok(());
         }
         self.use_slow(s, span, access)
@@ -211,8 +237,8 @@ impl Tracker {
     /// Whether the grant covers a use of `span` on `s` with `access` (lock-free): then
     /// [`use_on`](Self::use_on) would return at once, with nothing to order.
     #[inline(always)]
-    pub(crate) fn granted(&self, s: &Stream, span: Span, access: Access) -> bool {
-        self.grant.covers(s.id(), span, access)
+    pub(crate) fn granted(&self, s: &Enqueuing<'_>, span: Span, access: Access) -> bool {
+        self.grant.covers(s.id, span, access)
     }
 
     /// `use_on` under the lock: withdraws the grant, orders `s`, records the use and publishes
@@ -233,8 +259,8 @@ impl Tracker {
         }
         // The common case, one stream: nothing to order.
         let alone = st.uses.len() == 1 && st.uses[0].stream.id() == me;
-        let mine = if alone {
-            0
+        let (mine, complete) = if alone {
+            (0, true)
         } else {
             Self::order(&mut st, s, span, access)?
         };
@@ -256,7 +282,11 @@ impl Tracker {
         } else {
             mine
         };
-        Self::grant_after(&self.grant, &mut st, mine, span, access);
+        // A stream ordered after another's work in flight has something left to wait for:
+        // no grant, its next use takes the lock and orders again.
+        if complete {
+            Self::grant_after(&self.grant, &mut st, mine, span, access);
+        }
         Ok(())
     }
 
@@ -283,9 +313,10 @@ impl Tracker {
     }
 
     /// Makes `s` wait for the conflicting uses on other streams it is not yet ordered after;
-    /// returns the index of `s`'s entry (made if new).
+    /// returns the index of `s`'s entry (made if new) and whether every use it waited for was
+    /// enqueued (else the uses of a stream with work in flight are not marked as seen).
     #[cold]
-    fn order(st: &mut TrackState, s: &Stream, span: Span, access: Access) -> Result<usize> {
+    fn order(st: &mut TrackState, s: &Stream, span: Span, access: Access) -> Result<(usize, bool)> {
         let me = s.id();
         let mine = match st.uses.iter().position(|u| u.stream.id() == me) {
             Some(i) => i,
@@ -294,6 +325,7 @@ impl Tracker {
                 st.uses.len() - 1
             }
         };
+        let mut complete = true;
         for i in 0..st.uses.len() {
             if i == mine {
                 continue;
@@ -309,12 +341,23 @@ impl Tracker {
                 // Both streams are live (held here and by the caller); they may belong to two
                 // contexts (memory used by a peer device), which `order_after` handles.
                 let o = st.uses[i].stream.clone();
+                // Read before the event is recorded: 0 means every use up to `olast` was
+                // enqueued before it (each guard dropped after its enqueue, Release). Work
+                // being enqueued there is waited for briefly, so that one thread launching in
+                // a loop on `o` does not keep `s` from its grant. (An exclusive use forgets the
+                // other streams' uses whatever is in flight: nothing of this allocation is.)
+                let in_flight =
+                    access != Access::Exclusive && o.enqueuing_now() && !o.settle_enqueuing(SETTLE);
                 s.order_after(&o)?;
                 st.waits += 1;
-                st.uses[mine].set_seen(oid, olast);
+                if in_flight {
+                    complete = false;
+                } else {
+                    st.uses[mine].set_seen(oid, olast);
+                }
             }
         }
-        Ok(mine)
+        Ok((mine, complete))
     }
 
     /// The stream that host-side operations use for this allocation.
@@ -349,7 +392,9 @@ impl Tracker {
     /// enqueued there).
     pub(crate) fn join_for_drop(&mut self) -> Result<Stream> {
         let home = self.home();
-        self.use_on(&home, (0, u64::MAX), Access::Exclusive)?;
+        // The guard may end before the free is enqueued: the free is no use of another
+        // allocation, and nothing uses this one after it.
+        self.use_on(&home.enqueuing(), (0, u64::MAX), Access::Exclusive)?;
         Ok(home)
     }
 
