@@ -611,7 +611,7 @@ unsafe impl<'v, T: DeviceCopy> KernelArg<Slice2D<'static, T>> for DeviceView2D<'
     type Safety = Safe;
     type Abi = Extents<3>;
     #[inline(always)]
-    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<3>> {
+    fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Extents<3>> {
         let (p, shape) = self.parts();
         lent.add(&p, core::any::type_name::<Slice2D<'static, T>>())?;
         p.track_argument("a 2D view argument", stream)?;
@@ -635,7 +635,7 @@ unsafe impl<'b, 'v, T: DeviceCopy> KernelArg<Slice2D<'static, T>> for &'b Device
     type Safety = Safe;
     type Abi = Extents<3>;
     #[inline(always)]
-    fn lower(self, stream: &Stream, lent: &mut Lent) -> Result<Extents<3>> {
+    fn lower(self, stream: &Enqueuing<'_>, lent: &mut Lent) -> Result<Extents<3>> {
         (*self).lower(stream, lent)
     }
     fn record(self, uses: &mut NodeUses<'_>, lent: &mut Lent) -> Result<Extents<3>> {
