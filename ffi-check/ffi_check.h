@@ -124,6 +124,10 @@ template <class T> struct k_pointee { typedef k_other type; };
 template <class T> struct k_pointee<T*> { typedef typename k_bare<T>::type type; };
 template <class T> struct k_is_class { enum { value = __is_class(T) }; };
 template <class T> struct k_void { typedef void type; };
+// Whether a field is a built-in array: a field whose element the record names (`v[0]`) must be
+// one, not a class with an `operator[]` that reaches one member only.
+template <class T> struct k_is_array { enum { value = 0 }; };
+template <class T, unsigned long N> struct k_is_array<T[N]> { enum { value = 1 }; };
 template <class D> struct k_field {};
 template <class D, class E> struct k_fits<k_field<D>, E> : k_fits<D, E> {};
 template <> struct k_fits<k_field<k_half>, k_class<2> > { enum { value = 1 }; };
