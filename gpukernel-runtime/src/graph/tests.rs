@@ -160,6 +160,33 @@ fn whole_graph_update_and_its_refusal() {
     assert_eq!(y.to_host_vec().unwrap(), vec![201.0; 4]);
 }
 
+/// An update to a graph with an edge more (or less) is refused, as CUDA refuses it ("the
+/// topology changed"): the simulator once compared only a topological order, which both
+/// graphs here share, so it accepted the update and the instantiation took on the new graph's
+/// edges (what `set_kernel_args` trusts to order nodes) while running the old one.
+#[test]
+fn an_update_that_adds_or_removes_an_edge_is_refused() {
+    let (ctx, _module) = sim();
+    let apart = ctx.new_graph("apart").unwrap();
+    apart.add_empty(&[]).unwrap();
+    apart.add_empty(&[]).unwrap();
+    let chained = ctx.new_graph("chained").unwrap();
+    let first = chained.add_empty(&[]).unwrap();
+    chained.add_empty(&[first]).unwrap();
+    let mut exec = apart.instantiate().unwrap();
+    assert!(matches!(
+        exec.update(&chained),
+        Err(Error::GraphUpdateRefused { reason, .. }) if reason.contains("topology")
+    ));
+    let mut exec = chained.instantiate().unwrap();
+    assert!(matches!(
+        exec.update(&apart),
+        Err(Error::GraphUpdateRefused { reason, .. }) if reason.contains("topology")
+    ));
+    // The same edges: accepted.
+    exec.update(&chained).unwrap();
+}
+
 #[test]
 fn graph_launches_are_ordered_with_other_streams() {
     let (ctx, module) = sim();
