@@ -404,7 +404,8 @@ pub fn descriptor(ty: &str) -> Option<String> {
         "unsigned long long" | "uint64_t" | "size_t" => scalar(3, 8),
         "float" => scalar(4, 4),
         "double" => scalar(4, 8),
-        "struct f16" | "struct bf16" => Some("::__gpukernel_ffi::k_half".to_owned()),
+        "struct f16" => Some("::__gpukernel_ffi::k_half<0>".to_owned()),
+        "struct bf16" => Some("::__gpukernel_ffi::k_half<1>".to_owned()),
         _ if ty.starts_with("struct ") => Some("::__gpukernel_ffi::k_any_class".to_owned()),
         _ => None,
     }

@@ -4,7 +4,7 @@
 //! the element's type at the element's offset, so the check passed while the class's other
 //! members (Rust's `v[1]`, ...) were of other types. Now a field whose element is recorded must
 //! be a built-in array, on the run-time Linker's path (NVRTC) and the simulator's (the host's
-//! C++ compiler).
+//! C++ compiler). And a Rust `f16` / `bf16` field: any 2-byte class passed for it.
 mod link_support;
 
 use gpukernel_runtime::Error;
@@ -65,6 +65,13 @@ mod rust {
 
     #[repr(C)]
     #[derive(Clone, Copy, DeviceCopy)]
+    pub struct Halves {
+        pub h: gpukernel_device::half::f16,
+        pub b: gpukernel_device::half::bf16,
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy, DeviceCopy)]
     pub struct Flag {
         pub ok: bool,
     }
@@ -118,6 +125,39 @@ fn a_class_indexed_like_an_array_is_refused() {
                     m.detail
                 ),
                 other => panic!("{what} ({path}): a class with operator[] accepted: {other:?}"),
+            }
+        }
+    }
+}
+
+/// A Rust `f16` / `bf16` field is CUDA's `__half` / `__nv_bfloat16`, not any class of two
+/// bytes aligned to two: two `bool`s (the f16's bits read as bools) and the other 16-bit float
+/// (an f16 read as a bfloat16) were accepted, the field's check comparing only the size.
+#[test]
+fn a_half_field_is_cudas_class_of_its_kind_only() {
+    let (layout, size) = record::<rust::Halves>();
+    let p = ptx(size, &layout);
+    let fits = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\
+                struct S { __half h; __nv_bfloat16 b; };";
+    link(&p, &definition(fits)).unwrap_or_else(|e| panic!("{e}"));
+    sim(&p, &definition(fits)).unwrap_or_else(|e| panic!("simulator: {e}"));
+    for wrong in [
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\
+         struct S { __nv_bfloat16 h; __half b; };",
+        "struct alignas(2) Two { bool a; bool b; };\nstruct S { Two h; Two b; };",
+        "struct Bits { unsigned short x; };\nstruct S { Bits h; Bits b; };",
+    ] {
+        for (path, r) in [
+            ("NVRTC", link(&p, &definition(wrong))),
+            ("simulator", sim(&p, &definition(wrong))),
+        ] {
+            match r {
+                Err(Error::ForeignSignatureMismatch(m)) => assert!(
+                    m.detail.contains("Rust's field 'S.h'"),
+                    "`{wrong}` ({path}): {}",
+                    m.detail
+                ),
+                other => panic!("`{wrong}` ({path}) accepted for f16 / bf16 fields: {other:?}"),
             }
         }
     }

@@ -196,8 +196,14 @@ fn an_update_that_changes_an_edge_kind_is_refused() {
     let (ctx, module) = sim();
     let k = module.kernel(saxpy).unwrap();
     let x = ctx.htod_copy(&[1.0f32; 8]).unwrap();
-    let (mut y1, mut z1) = (ctx.alloc_zeros::<f32>(8).unwrap(), ctx.alloc_zeros(8).unwrap());
-    let (mut y2, mut z2) = (ctx.alloc_zeros::<f32>(8).unwrap(), ctx.alloc_zeros(8).unwrap());
+    let (mut y1, mut z1) = (
+        ctx.alloc_zeros::<f32>(8).unwrap(),
+        ctx.alloc_zeros(8).unwrap(),
+    );
+    let (mut y2, mut z2) = (
+        ctx.alloc_zeros::<f32>(8).unwrap(),
+        ctx.alloc_zeros(8).unwrap(),
+    );
     let cfg = LaunchConfig::for_elements(8).unwrap();
     // SAFETY: `q` shares no memory with `p` (it reads x, which p reads too, and writes z).
     let dependent = unsafe { cfg.programmatic_dependent() };
