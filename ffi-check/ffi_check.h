@@ -35,7 +35,8 @@ namespace __gpukernel_ffi {
 struct k_none {};       // void; a missing parameter
 struct k_other {};      // a type the ABI of declare_device! has no counterpart for
 struct k_any_class {};  // a declared struct, whose C name and size the record does not give
-struct k_half {};       // f16 / bf16: by value their bits (unsigned short); pointed to, also __half
+template <int B> struct k_half {};  // f16 (0) / bf16 (1): by value their bits (unsigned short); as a field also CUDA's class, pointed to also a 2-byte class
+template <int B> struct k_half_class {};  // CUDA's __half (0) / __nv_bfloat16 (1), not any other 2-byte class
 template <int Kind, unsigned long Size> struct k_scalar {};  // 1 bool, 2 signed, 3 unsigned, 4 float
 template <unsigned long Size> struct k_class {};
 template <class P> struct k_ptr {};
@@ -69,6 +70,14 @@ template <> struct k_of<unsigned long long, false> : k_int<unsigned long long> {
 template <> struct k_of<wchar_t, false> : k_int<wchar_t> {};
 template <> struct k_of<char16_t, false> : k_int<char16_t> {};
 template <> struct k_of<char32_t, false> : k_int<char32_t> {};
+// CUDA's 16-bit float classes, where the source included their headers: only they stand for
+// Rust's f16 / bf16 (any other 2-byte class, two bools, means other types).
+#ifdef __CUDA_FP16_TYPES_EXIST__
+template <> struct k_of<__half, true> { typedef k_half_class<0> type; };
+#endif
+#ifdef __CUDA_BF16_TYPES_EXIST__
+template <> struct k_of<__nv_bfloat16, true> { typedef k_half_class<1> type; };
+#endif
 template <class A, class B> struct k_same { enum { value = 0 }; };
 template <class A> struct k_same<A, A> { enum { value = 1 }; };
 // Whether a definition's type (described) fits the declared one: the same description; a
@@ -85,8 +94,11 @@ template <class E> struct k_fits<k_ptr<k_none>, k_ptr<E> > { enum { value = 1 };
 template <class D> struct k_fits<k_ptr<D>, k_ptr<k_none> > { enum { value = 1 }; };
 template <> struct k_fits<k_ptr<k_none>, k_ptr<k_none> > { enum { value = 1 }; };
 template <unsigned long N> struct k_fits<k_any_class, k_class<N> > { enum { value = 1 }; };
-template <> struct k_fits<k_half, k_scalar<3, 2> > { enum { value = 1 }; };
-template <> struct k_fits<k_ptr<k_half>, k_ptr<k_class<2> > > { enum { value = 1 }; };
+template <int B> struct k_fits<k_half<B>, k_scalar<3, 2> > { enum { value = 1 }; };
+template <int B> struct k_fits<k_ptr<k_half<B> >, k_ptr<k_half_class<B> > > { enum { value = 1 }; };
+// Pointed to, also a class of two bytes written for it (a header-free `struct Half`); CUDA's
+// class of the other 16-bit float is no such class.
+template <int B> struct k_fits<k_ptr<k_half<B> >, k_ptr<k_class<2> > > { enum { value = 1 }; };
 // The Numba return slot: written through, so a definition's `void*` fits only a declared
 // `void*` (a `()` return); otherwise as any pointer.
 template <class P> struct k_slot {};
@@ -124,9 +136,13 @@ template <class T> struct k_pointee { typedef k_other type; };
 template <class T> struct k_pointee<T*> { typedef typename k_bare<T>::type type; };
 template <class T> struct k_is_class { enum { value = __is_class(T) }; };
 template <class T> struct k_void { typedef void type; };
+// Whether a field is a built-in array: a field whose element the record names (`v[0]`) must be
+// one, not a class with an `operator[]` that reaches one member only.
+template <class T> struct k_is_array { enum { value = 0 }; };
+template <class T, unsigned long N> struct k_is_array<T[N]> { enum { value = 1 }; };
 template <class D> struct k_field {};
 template <class D, class E> struct k_fits<k_field<D>, E> : k_fits<D, E> {};
-template <> struct k_fits<k_field<k_half>, k_class<2> > { enum { value = 1 }; };
+template <int B> struct k_fits<k_field<k_half<B> >, k_half_class<B> > { enum { value = 1 }; };
 #if __cplusplus >= 201703L
 template <class R, class... A> struct k_fn<R(A...) noexcept> : k_fn<R(A...)> {};
 #endif

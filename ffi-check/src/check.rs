@@ -261,6 +261,25 @@ fn layout_asserts(
     for (j, f) in fields.iter().enumerate() {
         let probe = format!("{ns}::p_{tag}::f{j}<{ty} >");
         let field = &f.name;
+        // A Rust array (its first element recorded as `v[0]`) must be a C array: a class
+        // indexed by an `operator[]` passes the element's check for one member only, and its
+        // other members may be of other types.
+        if f.name.ends_with(']')
+            && let Some(open) = f.name.rfind('[')
+            && let Some(k) = fields.iter().position(|p| p.name == f.name[..open])
+        {
+            let array = &f.name[..open];
+            let parent = format!("{ns}::p_{tag}::f{k}<{ty} >");
+            asserts.push((
+                format!(
+                    "{skip} || !{parent}::has || {ns}::k_is_array<{ns}::k_bare<{parent}::type>::type>::value"
+                ),
+                format!(
+                    "{what}: its field '{array}' must be a C array, as Rust's field \
+                     '{name}.{array}' is (not a class indexed by an operator[])"
+                ),
+            ));
+        }
         let rust_field = format!(
             "Rust's field '{name}.{field}' (offset {}, {})",
             f.offset,
@@ -385,7 +404,8 @@ pub fn descriptor(ty: &str) -> Option<String> {
         "unsigned long long" | "uint64_t" | "size_t" => scalar(3, 8),
         "float" => scalar(4, 4),
         "double" => scalar(4, 8),
-        "struct f16" | "struct bf16" => Some("::__gpukernel_ffi::k_half".to_owned()),
+        "struct f16" => Some("::__gpukernel_ffi::k_half<0>".to_owned()),
+        "struct bf16" => Some("::__gpukernel_ffi::k_half<1>".to_owned()),
         _ if ty.starts_with("struct ") => Some("::__gpukernel_ffi::k_any_class".to_owned()),
         _ => None,
     }

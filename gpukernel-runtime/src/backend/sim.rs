@@ -331,6 +331,8 @@ impl SimGraph {
 struct SimExec {
     nodes: Mutex<Vec<SimNode>>,
     order: Vec<usize>,
+    /// Each node's dependencies as instantiated (an update must keep them, as CUDA's does).
+    deps: Vec<Vec<usize>>,
     /// Every conditional handle's cell, set to its default at each launch.
     conds: Vec<*const SimCond>,
 }
@@ -1082,6 +1084,7 @@ impl Backend for SimBackend {
         let exec = SimExec {
             nodes: Mutex::new(nodes.iter().map(|(n, _)| n.clone()).collect()),
             order,
+            deps,
             conds,
         };
         Ok(GraphExecHandle(Box::into_raw(Box::new(exec)).cast()))
@@ -1161,7 +1164,16 @@ impl Backend for SimBackend {
                 reason: reason.to_owned(),
             })
         };
-        if source.len() != nodes.len() || topological_order(&deps).as_ref() != Some(&exec.order) {
+        // The same edges, not only an order they allow: a graph with an edge more or less has
+        // another topology for CUDA, even when one topological order fits both.
+        let same_edges = deps.len() == exec.deps.len()
+            && deps.iter().zip(&exec.deps).all(|(a, b)| {
+                let (mut a, mut b) = (a.clone(), b.clone());
+                a.sort_unstable();
+                b.sort_unstable();
+                a == b
+            });
+        if source.len() != nodes.len() || !same_edges {
             return refuse("the topology changed");
         }
         for ((new, _), old) in source.iter().zip(nodes.iter()) {

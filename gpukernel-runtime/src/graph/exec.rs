@@ -465,6 +465,27 @@ impl<'a> GraphExec<'a> {
                 ),
             });
         }
+        // The instantiation keeps its edges (an update changes parameters only), and
+        // `set_kernel_args` orders nodes by them: each node must have the same dependencies,
+        // joined by edges of the same kind, whatever the backend would accept.
+        let sorted = |d: &[usize]| {
+            let mut d = d.to_vec();
+            d.sort_unstable();
+            d.dedup();
+            d
+        };
+        if let Some(i) = gst.nodes.iter().zip(&st.nodes).position(|(new, old)| {
+            sorted(&new.deps) != sorted(&old.deps)
+                || sorted(&new.programmatic) != sorted(&old.programmatic)
+        }) {
+            return Err(Error::GraphUpdateRefused {
+                graph: self.graph.name.clone(),
+                reason: format!(
+                    "the topology changed (node {i} has other dependencies, or edges of \
+                     another kind: full or programmatic); instantiate the new graph instead"
+                ),
+            });
+        }
         let deps: Vec<&[usize]> = gst.nodes.iter().map(|n| n.deps.as_slice()).collect();
         if let Some(nodes) = find_cycle(&deps) {
             return Err(Error::GraphCycle {

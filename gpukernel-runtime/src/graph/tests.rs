@@ -160,6 +160,75 @@ fn whole_graph_update_and_its_refusal() {
     assert_eq!(y.to_host_vec().unwrap(), vec![201.0; 4]);
 }
 
+/// An update to a graph with an edge more (or less) is refused, as CUDA refuses it ("the
+/// topology changed"): the simulator once compared only a topological order, which both
+/// graphs here share, so it accepted the update and the instantiation took on the new graph's
+/// edges (what `set_kernel_args` trusts to order nodes) while running the old one.
+#[test]
+fn an_update_that_adds_or_removes_an_edge_is_refused() {
+    let (ctx, _module) = sim();
+    let apart = ctx.new_graph("apart").unwrap();
+    apart.add_empty(&[]).unwrap();
+    apart.add_empty(&[]).unwrap();
+    let chained = ctx.new_graph("chained").unwrap();
+    let first = chained.add_empty(&[]).unwrap();
+    chained.add_empty(&[first]).unwrap();
+    let mut exec = apart.instantiate().unwrap();
+    assert!(matches!(
+        exec.update(&chained),
+        Err(Error::GraphUpdateRefused { reason, .. }) if reason.contains("topology")
+    ));
+    let mut exec = chained.instantiate().unwrap();
+    assert!(matches!(
+        exec.update(&apart),
+        Err(Error::GraphUpdateRefused { reason, .. }) if reason.contains("topology")
+    ));
+    // The same edges: accepted.
+    exec.update(&chained).unwrap();
+}
+
+/// An update that would turn a programmatic edge into a full one (or back) is refused: the
+/// instantiation keeps its edges, and `set_kernel_args` would order the nodes by the new
+/// graph's kinds; the dependent here does not wait (it may, sharing no memory with `p`), so
+/// with the full edge of the update its arguments could be set to conflict with `p`'s.
+#[test]
+fn an_update_that_changes_an_edge_kind_is_refused() {
+    let (ctx, module) = sim();
+    let k = module.kernel(saxpy).unwrap();
+    let x = ctx.htod_copy(&[1.0f32; 8]).unwrap();
+    let (mut y1, mut z1) = (
+        ctx.alloc_zeros::<f32>(8).unwrap(),
+        ctx.alloc_zeros(8).unwrap(),
+    );
+    let (mut y2, mut z2) = (
+        ctx.alloc_zeros::<f32>(8).unwrap(),
+        ctx.alloc_zeros(8).unwrap(),
+    );
+    let cfg = LaunchConfig::for_elements(8).unwrap();
+    // SAFETY: `q` shares no memory with `p` (it reads x, which p reads too, and writes z).
+    let dependent = unsafe { cfg.programmatic_dependent() };
+    let programmatic = ctx.new_graph("programmatic").unwrap();
+    let full = ctx.new_graph("full").unwrap();
+    for (g, qcfg, y, z) in [
+        (&programmatic, dependent, &mut y1, &mut z1),
+        (&full, cfg, &mut y2, &mut z2),
+    ] {
+        let (xb, yb, zb) = (g.buffer(&x), g.buffer_mut(y), g.buffer_mut(z));
+        let p = g.add_kernel(&[], &k, cfg, (1.0f32, xb, yb)).unwrap();
+        g.add_kernel(&[p], &k, qcfg, (1.0f32, xb, zb)).unwrap();
+    }
+    let mut exec = programmatic.instantiate().unwrap();
+    assert!(matches!(
+        exec.update(&full),
+        Err(Error::GraphUpdateRefused { reason, .. }) if reason.contains("another kind")
+    ));
+    let mut exec = full.instantiate().unwrap();
+    assert!(matches!(
+        exec.update(&programmatic),
+        Err(Error::GraphUpdateRefused { reason, .. }) if reason.contains("another kind")
+    ));
+}
+
 #[test]
 fn graph_launches_are_ordered_with_other_streams() {
     let (ctx, module) = sim();
