@@ -22,9 +22,14 @@ use gpukernel_device::warp::{FULL_MASK, shfl_xor_sync};
 use gpukernel_device::{math, sync, thread, unroll};
 
 mod hopper;
+mod ws;
 pub use hopper::{
     WG_BLOCK_KV, WG_BLOCK_Q, WG_THREADS, attention_fwd_d64_wgmma, attention_fwd_d128_wgmma,
     wg_grid, wg_shared_bytes,
+};
+pub use ws::{
+    WS_BLOCK_KV, WS_BOX_COLS, attention_fwd_d64_tma, attention_fwd_d128_tma, ws_block_q,
+    ws_consumers, ws_grid, ws_shared_bytes, ws_stages, ws_threads,
 };
 
 /// The PTX of every kernel in this crate, for `sm_90a`.
