@@ -288,9 +288,19 @@ mod sim {
         unsafe { AtomicU64::from_ptr(words.cast::<u64>().add(id as usize)) }
     }
 
-    /// Adds this thread's arrival; returns the word's phase before it.
+    /// Adds this thread's arrival; returns the word's phase before it. The GPU counts a warp's
+    /// arrival as 32 threads: lane 0 of a block's partial last warp also arrives for the
+    /// lanes the warp lacks.
     #[track_caller]
     fn add(b: NamedBarrier, what: &str) -> u32 {
+        let threads = crate::thread::block_dim().volume();
+        let (dim, idx) = (crate::thread::block_dim(), crate::thread::thread_idx());
+        let linear = (idx.z as u64 * dim.y as u64 + idx.y as u64) * dim.x as u64 + idx.x as u64;
+        let weight = if linear % 32 == 0 && linear + 32 > threads {
+            1 + (linear + 32 - threads)
+        } else {
+            1
+        };
         let w = word(what, b.id);
         let mut cur = w.load(Ordering::SeqCst);
         loop {
@@ -301,10 +311,10 @@ mod sim {
                 b.id,
                 b.count
             );
-            let new = if arrived + 1 == b.count as u64 {
+            let new = if arrived + weight >= b.count as u64 {
                 (phase.wrapping_add(1) as u64) << 32
             } else {
-                ((phase as u64) << 32) | ((b.count as u64) << 16) | (arrived + 1)
+                ((phase as u64) << 32) | ((b.count as u64) << 16) | (arrived + weight)
             };
             match w.compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst) {
                 Ok(_) => {

@@ -271,6 +271,48 @@ fn attention_matches_the_host_on_small_problems() {
     }
 }
 
+/// The TMA kernels read `K` and `V` as one matrix of every head's rows: a key tile that runs
+/// past the end of its head holds the next head's first rows. Their scores are masked, and
+/// their `V` rows must not reach the output either (a masked key has probability 0, but
+/// 0 · ∞ is NaN): with the next head's first rows of `V` infinite, the first head is still
+/// right.
+#[test]
+fn attention_tma_keeps_the_next_heads_rows_out() {
+    let mut rng = Rng::from_env("attention_heads");
+    let (heads, seq) = (2, 300);
+    for d in [64, 128] {
+        let case = Case {
+            heads,
+            seq,
+            d,
+            causal: false,
+            kernel: Kind::Tma,
+        };
+        let (q, k, mut v) = inputs(&mut rng, heads * seq * d);
+        // Head 0's last key tile (keys 256 .. 384) holds head 1's rows 0 .. 84.
+        for x in &mut v[seq * d..(seq + 84) * d] {
+            *x = 0x7f80; // bf16 +inf
+        }
+        for (name, ctx) in devices() {
+            let Some(md) = attention_module(&name, &ctx) else {
+                continue;
+            };
+            let got = run(&md, &ctx, &case, &q, &k, &v);
+            check(
+                &format!(
+                    "attention d={d} seq={seq} head 0 of 2, head 1 with infinite V rows, Tma on {name}"
+                ),
+                &Case { heads: 1, ..case },
+                &q,
+                &k,
+                &v,
+                &got,
+                &mut (0..seq),
+            );
+        }
+    }
+}
+
 /// Realistic sizes on the GPU only (the simulator would take hours): 2 × 8 heads of 2000
 /// rows (no multiple of the tiles), every 37th row and the last one checked on the host.
 #[cfg(feature = "gpu")]

@@ -22,6 +22,7 @@ use gpukernel_device::warp::{FULL_MASK, shfl_xor_sync};
 use gpukernel_device::{math, sync, thread, unroll};
 
 mod hopper;
+pub mod turns;
 mod ws;
 pub use hopper::{
     WG_BLOCK_KV, WG_BLOCK_Q, WG_THREADS, attention_fwd_d64_wgmma, attention_fwd_d128_wgmma,
