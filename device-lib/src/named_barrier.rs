@@ -296,7 +296,7 @@ mod sim {
         let threads = crate::thread::block_dim().volume();
         let (dim, idx) = (crate::thread::block_dim(), crate::thread::thread_idx());
         let linear = (idx.z as u64 * dim.y as u64 + idx.y as u64) * dim.x as u64 + idx.x as u64;
-        let weight = if linear % 32 == 0 && linear + 32 > threads {
+        let weight = if linear.is_multiple_of(32) && linear + 32 > threads {
             1 + (linear + 32 - threads)
         } else {
             1

@@ -19,7 +19,7 @@ pub fn named_barrier_turns(rounds: u32, log: DisjointSlice<u32>) {
     let entries = shared_array!(u32, 256);
     let next = shared_array!(u32, 1);
     let t = thread::thread_idx_x();
-    let (g, lane0) = (t / 128, t % 128 == 0);
+    let (g, lane0) = (t / 128, t.is_multiple_of(128));
     let mine = NamedBarrier::new(1 + g, 256);
     let after = NamedBarrier::new(1 + (g + 1) % groups, 256);
     if t == 0 {

@@ -234,15 +234,16 @@ unsafe fn forward<const D: usize, const OA: usize, const NWG: usize>(
 
     let wg = tid / 128;
     if wg == 0 {
-        // The producer. SAFETY: the whole warpgroup executes this call, converged (`wg` is
-        // uniform per warpgroup); 24 registers for its 128 threads and the consumers' (see
-        // below) fit the block's budget at the launch bounds of `build.rs`.
+        // The producer.
+        // SAFETY: the whole warpgroup executes this call, converged (`wg` is uniform per
+        // warpgroup); 24 registers for its 128 threads and the consumers' (see below) fit the
+        // block's budget at the launch bounds of `build.rs`.
         unsafe { wgmma::setmaxnreg_dec::<24>() };
         if tid == 0 {
             q_map.prefetch();
             k_map.prefetch();
             v_map.prefetch();
-            // SAFETY (the loads): the maps are the kernel's contract (boxes of bq or 128 rows
+            // SAFETY: the maps are the kernel's contract (boxes of bq or 128 rows
             // of 64 columns, at 64-column steps inside D); each box lands 1024-byte aligned
             // inside the block's shared memory, in a tile no one reads until its full
             // barrier's phase completes, and that the consumers released (the empty
@@ -283,7 +284,8 @@ unsafe fn forward<const D: usize, const OA: usize, const NWG: usize>(
         return;
     }
 
-    // A consumer. SAFETY: the whole warpgroup executes this call, converged (see above).
+    // A consumer.
+    // SAFETY: the whole warpgroup executes this call, converged (see above).
     unsafe {
         if NWG == 2 {
             wgmma::setmaxnreg_inc::<240>();
