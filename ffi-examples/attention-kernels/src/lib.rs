@@ -10,7 +10,9 @@
 //! compute capability 9.0 only (H100, H200). On the host the kernels run in the simulator
 //! like any other.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel, link_llvm_intrinsics))]
+// `link_llvm_intrinsics` reaches NVVM's `ex2.approx.ftz` (device builds only).
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 use gpukernel_device::mma::{
     SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, ldmatrix_x4_at,
@@ -29,8 +31,9 @@ pub use hopper::{
     wg_grid, wg_shared_bytes,
 };
 pub use ws::{
-    WS_BLOCK_KV, WS_BOX_COLS, attention_fwd_d64_tma, attention_fwd_d128_tma, ws_block_q,
-    ws_consumers, ws_grid, ws_shared_bytes, ws_stages, ws_threads,
+    WS_BLOCK_KV, WS_BOX_COLS, attention_fwd_d64_tma, attention_fwd_d64_tma_q128,
+    attention_fwd_d128_tma, ws_block_q, ws_consumers, ws_grid, ws_shared_bytes, ws_stages,
+    ws_threads,
 };
 
 /// The PTX of every kernel in this crate, for `sm_90a`.

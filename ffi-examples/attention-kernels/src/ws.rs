@@ -38,21 +38,24 @@ pub const WS_BLOCK_KV: u32 = 128;
 /// `D` is `D / 64` boxes.
 pub const WS_BOX_COLS: u32 = 64;
 
-/// Consumer warpgroups (64 query rows each) of the kernel for head dimension `head_dim`:
-/// two for 128, three for 64 (their registers: see `build.rs`).
+/// Consumer warpgroups (64 query rows each) of [`attention_fwd_d128_tma`] (2, `head_dim`
+/// 128) and [`attention_fwd_d64_tma`] (3, `head_dim` 64); [`attention_fwd_d64_tma_q128`] has
+/// 2. The other helpers take the count: the kernels' registers (`build.rs`) fix it per
+/// kernel.
 pub const fn ws_consumers(head_dim: u32) -> u32 {
     if head_dim == 64 { 3 } else { 2 }
 }
 
-/// Query rows per block for head dimension `head_dim` (the box rows of the `Q` map).
-pub const fn ws_block_q(head_dim: u32) -> u32 {
-    64 * ws_consumers(head_dim)
+/// Query rows per block of a kernel with `consumers` consumer warpgroups (the box rows of
+/// its `Q` map).
+pub const fn ws_block_q(consumers: u32) -> u32 {
+    64 * consumers
 }
 
-/// Threads per block for head dimension `head_dim`: the producer warpgroup and the
-/// consumers.
-pub const fn ws_threads(head_dim: u32) -> u32 {
-    128 * (1 + ws_consumers(head_dim))
+/// Threads per block of a kernel with `consumers` consumer warpgroups: the producer
+/// warpgroup and the consumers.
+pub const fn ws_threads(consumers: u32) -> u32 {
+    128 * (1 + consumers)
 }
 
 /// Stages of the `K` / `V` ring for head dimension `head_dim`.
@@ -60,28 +63,29 @@ pub const fn ws_stages(head_dim: u32) -> u32 {
     if head_dim == 64 { 4 } else { 3 }
 }
 
-/// Dynamic shared memory of a launch for head dimension `head_dim`: 1024 bytes of alignment
-/// slack, the `Q` tile, the stages' `K` and `V` tiles, and the barriers (above 48 KiB:
-/// `Function::set_max_dynamic_shared_bytes`).
-pub const fn ws_shared_bytes(head_dim: u32) -> u32 {
-    1024 + ws_block_q(head_dim) * head_dim * 2
+/// Dynamic shared memory of a launch for head dimension `head_dim` with `consumers` consumer
+/// warpgroups: 1024 bytes of alignment slack, the `Q` tile, the stages' `K` and `V` tiles,
+/// and the barriers (above 48 KiB: `Function::set_max_dynamic_shared_bytes`).
+pub const fn ws_shared_bytes(head_dim: u32, consumers: u32) -> u32 {
+    1024 + ws_block_q(consumers) * head_dim * 2
         + ws_stages(head_dim) * 2 * WS_BLOCK_KV * head_dim * 2
         + 8 * (1 + 4 * ws_stages(head_dim))
 }
 
-/// The grid of a launch: one block per [`ws_block_q`] queries of each of `batch_heads`
-/// heads, head by head.
-pub const fn ws_grid(batch_heads: u32, seq: u32, head_dim: u32) -> u32 {
-    seq.div_ceil(ws_block_q(head_dim)) * batch_heads
+/// The grid of a launch with `consumers` consumer warpgroups: one block per
+/// [`ws_block_q`]`(consumers)` queries of each of `batch_heads` heads, head by head.
+pub const fn ws_grid(batch_heads: u32, seq: u32, consumers: u32) -> u32 {
+    seq.div_ceil(ws_block_q(consumers)) * batch_heads
 }
 
-/// [`crate::attention_fwd_d128`] for head dimension 128, warp-specialised and fed by TMA.
-/// Launch with [`ws_grid`], [`ws_threads`]`(128)` threads and [`ws_shared_bytes`]`(128)`
-/// bytes of dynamic shared memory (anything else traps).
+/// [`crate::attention_fwd_d128`] for head dimension 128, warp-specialised and fed by TMA,
+/// with two consumer warpgroups. Launch with [`ws_grid`]`(.., 2)`, [`ws_threads`]`(2)`
+/// threads and [`ws_shared_bytes`]`(128, 2)` bytes of dynamic shared memory (anything else
+/// traps).
 ///
 /// # Safety
 /// `q`, `k` and `v` are tensor maps from the runtime (`TensorMap2D<u16>` or `<bf16>`, the
-/// 128-byte swizzle) of the `[heads · seq, 128]` bf16 tensors, the boxes `[ws_block_q(128),
+/// 128-byte swizzle) of the `[heads · seq, 128]` bf16 tensors, the boxes `[ws_block_q(2),
 /// 64]` for `q` and `[128, 64]` for `k` and `v`; `o` holds the same number of elements; nothing
 /// writes `q`, `k`, `v` during the launch.
 #[kernel]
@@ -98,8 +102,9 @@ pub unsafe fn attention_fwd_d128_tma(
     unsafe { forward::<128, 64, 2>(q, k, v, seq, scale, causal, o) };
 }
 
-/// [`attention_fwd_d128_tma`] for head dimension 64 ([`ws_threads`]`(64)` threads,
-/// [`ws_shared_bytes`]`(64)` bytes, `q`'s box `[ws_block_q(64), 64]`).
+/// [`attention_fwd_d128_tma`] for head dimension 64, with three consumer warpgroups (192
+/// query rows per block: [`ws_grid`]`(.., 3)`, [`ws_threads`]`(3)` threads,
+/// [`ws_shared_bytes`]`(64, 3)` bytes, `q`'s box `[ws_block_q(3), 64]`).
 ///
 /// # Safety
 /// As [`attention_fwd_d128_tma`], for `[heads · seq, 64]` tensors.
@@ -115,6 +120,48 @@ pub unsafe fn attention_fwd_d64_tma(
 ) {
     // SAFETY: the kernel's contract.
     unsafe { forward::<64, 32, 3>(q, k, v, seq, scale, causal, o) };
+}
+
+/// [`attention_fwd_d64_tma`] with two consumer warpgroups (128 query rows per block:
+/// [`ws_grid`]`(.., 2)`, [`ws_threads`]`(2)` threads, [`ws_shared_bytes`]`(64, 2)` bytes,
+/// `q`'s box `[ws_block_q(2), 64]`): less work past the diagonal when causal (the key tiles
+/// of a 192-row block reach up to 127 keys past its first warpgroup's rows).
+///
+/// # Safety
+/// As [`attention_fwd_d64_tma`].
+#[kernel]
+pub unsafe fn attention_fwd_d64_tma_q128(
+    q: TensorMap,
+    k: TensorMap,
+    v: TensorMap,
+    seq: u32,
+    scale: f32,
+    causal: u32,
+    o: DisjointSlice<u16>,
+) {
+    // SAFETY: the kernel's contract.
+    unsafe { forward::<64, 32, 2>(q, k, v, seq, scale, causal, o) };
+}
+
+/// `2^x` in one `ex2.approx.ftz.f32` (results below 2^-126 flush to 0: probabilities that
+/// small do not register in a bf16 P or an f32 row sum of at least 1). The plain
+/// `ex2.approx.f32` costs three more instructions for subnormal results.
+#[inline(always)]
+fn exp2_ftz(x: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        unsafe extern "C" {
+            // LLVM's intrinsic (not inline asm, which LLVM cannot place among the `wgmma`s:
+            // ptxas then serialised them, C7513).
+            #[link_name = "llvm.nvvm.ex2.approx.ftz.f"]
+            safe fn ex2_approx_ftz(x: f32) -> f32;
+        }
+        ex2_approx_ftz(x)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        math::exp2f(x)
+    }
 }
 
 /// `O += P V` for a head dimension: the register-A `wgmma` of that width.
@@ -176,9 +223,8 @@ unsafe fn forward<const D: usize, const OA: usize, const NWG: usize>(
     let heads = thread::grid_dim_x() as usize / blocks_q.max(1);
     assert!(
         OA * 2 == D
-            && NWG as u32 == ws_consumers(D as u32)
-            && thread::block_dim_x() == ws_threads(D as u32)
-            && smem.len() >= ws_shared_bytes(D as u32) as usize
+            && thread::block_dim_x() == ws_threads(NWG as u32)
+            && smem.len() >= ws_shared_bytes(D as u32, NWG as u32) as usize
             && s > 0
             && thread::grid_dim_x() as usize == heads * blocks_q
             && o.len() >= heads * s * D
@@ -391,7 +437,7 @@ unsafe fn forward<const D: usize, const OA: usize, const NWG: usize>(
             let m_new = m[h].max(x * scale_log2);
             // A row with no key yet keeps -inf; subtract 0 then (exp2(-inf) = 0, no NaN).
             shift[h] = if m_new == f32::NEG_INFINITY { 0.0 } else { m_new };
-            alpha[h] = math::exp2f(m[h] - shift[h]);
+            alpha[h] = exp2_ftz(m[h] - shift[h]);
             m[h] = m_new;
             lsum[h] *= alpha[h];
         });
@@ -399,7 +445,7 @@ unsafe fn forward<const D: usize, const OA: usize, const NWG: usize>(
         unroll!(kc in [0, 1, 2, 3, 4, 5, 6, 7] {
             let mut p = [0f32; 8];
             unroll!(e in [0, 1, 2, 3, 4, 5, 6, 7] {
-                let x = math::exp2f(math::fmaf(sc[8 * kc + e], scale_log2, -shift[(e / 2) % 2]));
+                let x = exp2_ftz(math::fmaf(sc[8 * kc + e], scale_log2, -shift[(e / 2) % 2]));
                 lsum[(e / 2) % 2] += x;
                 p[e] = x;
             });

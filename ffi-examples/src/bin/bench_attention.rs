@@ -3,7 +3,8 @@
 //!
 //! For each shape (B=4, H=16, S=4096, D=128 and B=8, H=16, S=2048, D=64; causal and not) and
 //! each of the Rust kernels (`mma`: `mma.sync` fed by `cp.async`; `wgmma`: warpgroup MMA fed by
-//! `cp.async`; `tma`: warp-specialised, warpgroup MMA fed by TMA) it launches the kernel once, checks sampled rows against the f64 host reference, times
+//! `cp.async`; `tma`: warp-specialised, warpgroup MMA fed by TMA; at D=64 also `tmaq128`, the
+//! same with 128 query rows per block instead of 192) it launches the kernel once, checks sampled rows against the f64 host reference, times
 //! it with events (median of 21 after 3 warm-ups) and prints TFLOP/s (4·B·H·S²·D, halved when
 //! causal). It then writes the first batch element's `q`, `k`, `v` and our `o` (bf16) and the
 //! timings to a scratch folder and runs `bench_attention.py` (the folder `GPUKERNEL_DATA_DIR`
@@ -18,9 +19,9 @@ use std::process::{Command, ExitCode};
 
 use ffi_examples_attention_kernels::{
     FATBIN, THREADS, WG_THREADS, WS_BLOCK_KV, WS_BOX_COLS, attention_fwd_d64,
-    attention_fwd_d64_tma, attention_fwd_d64_wgmma, attention_fwd_d128, attention_fwd_d128_tma,
-    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid, wg_shared_bytes,
-    ws_block_q, ws_grid, ws_shared_bytes, ws_threads,
+    attention_fwd_d64_tma, attention_fwd_d64_tma_q128, attention_fwd_d64_wgmma, attention_fwd_d128,
+    attention_fwd_d128_tma, attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid,
+    wg_shared_bytes, ws_block_q, ws_consumers, ws_grid, ws_shared_bytes, ws_threads,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
 use gpukernel_device::tma::TensorMap;
@@ -97,8 +98,11 @@ enum Kind {
     Mma,
     /// `wgmma`, `cp.async`.
     Wgmma,
-    /// `wgmma`, warp-specialised, fed by TMA: the tensor maps of `q`, `k`, `v`.
+    /// `wgmma`, warp-specialised, fed by TMA: the tensor maps of `q`, `k`, `v` (the head
+    /// dimension's default consumer warpgroups).
     Tma([TensorMap; 3]),
+    /// The head dimension 64 TMA kernel with two consumer warpgroups (128 query rows).
+    TmaQ128([TensorMap; 3]),
 }
 
 impl Kind {
@@ -107,6 +111,7 @@ impl Kind {
             Kind::Mma => "mma",
             Kind::Wgmma => "wgmma",
             Kind::Tma(_) => "tma",
+            Kind::TmaQ128(_) => "tmaq128",
         }
     }
 }
@@ -124,15 +129,20 @@ fn launch(
     let heads = (shape.b * shape.h) as u32;
     let scale = 1.0 / (shape.d as f32).sqrt();
     let (seq, d, causal) = (shape.s as u32, shape.d as u32, shape.causal as u32);
-    if let Kind::Tma([mq, mk, mv]) = kind {
-        let cfg = LaunchConfig::new(ws_grid(heads, seq, d), ws_threads(d))
-            .with_shared_mem_bytes(ws_shared_bytes(d));
+    if let Kind::Tma([mq, mk, mv]) | Kind::TmaQ128([mq, mk, mv]) = kind {
+        let q128 = matches!(kind, Kind::TmaQ128(_));
+        let consumers = if q128 { 2 } else { ws_consumers(d) };
+        let cfg = LaunchConfig::new(ws_grid(heads, seq, consumers), ws_threads(consumers))
+            .with_shared_mem_bytes(ws_shared_bytes(d, consumers));
         let args = (mq, mk, mv, seq, scale, causal, o);
         // SAFETY: `run` made the maps of q, k, v as [b · h · s, d] with the kernels' boxes and
         // swizzle, and keeps them and the buffers until the context is idle; o has as many
         // elements; nothing writes q, k, v meanwhile.
         unsafe {
             match shape.d {
+                64 if q128 => {
+                    s.launch_unchecked(&md.kernel(attention_fwd_d64_tma_q128)?, cfg, args)?
+                }
                 64 => s.launch_unchecked(&md.kernel(attention_fwd_d64_tma)?, cfg, args)?,
                 _ => s.launch_unchecked(&md.kernel(attention_fwd_d128_tma)?, cfg, args)?,
             }
@@ -186,9 +196,11 @@ fn run() -> Result<bool, BoxError> {
     md.kernel(attention_fwd_d128_wgmma)?
         .set_max_dynamic_shared_bytes(wg_shared_bytes(128))?;
     md.kernel(attention_fwd_d64_tma)?
-        .set_max_dynamic_shared_bytes(ws_shared_bytes(64))?;
+        .set_max_dynamic_shared_bytes(ws_shared_bytes(64, ws_consumers(64)))?;
+    md.kernel(attention_fwd_d64_tma_q128)?
+        .set_max_dynamic_shared_bytes(ws_shared_bytes(64, 2))?;
     md.kernel(attention_fwd_d128_tma)?
-        .set_max_dynamic_shared_bytes(ws_shared_bytes(128))?;
+        .set_max_dynamic_shared_bytes(ws_shared_bytes(128, ws_consumers(128)))?;
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
     let stream = ctx.default_stream();
     let out_dir = std::env::temp_dir().join(format!("gpukernel-attention-{}", std::process::id()));
@@ -213,20 +225,26 @@ fn run() -> Result<bool, BoxError> {
                 Swizzle::B128,
             )
         };
-        let (mq, mk, mv) = (
-            map(&dq, ws_block_q(d as u32))?,
+        let (mq, mq128, mk, mv) = (
+            map(&dq, ws_block_q(ws_consumers(d as u32)))?,
+            map(&dq, ws_block_q(2))?,
             map(&dk, WS_BLOCK_KV)?,
             map(&dv, WS_BLOCK_KV)?,
         );
         let tma = Kind::Tma([mq.param(), mk.param(), mv.param()]);
-        for (causal, kind) in [
+        let mut kinds = vec![
             (false, Kind::Mma),
             (true, Kind::Mma),
             (false, Kind::Wgmma),
             (true, Kind::Wgmma),
             (false, tma),
             (true, tma),
-        ] {
+        ];
+        if d == 64 {
+            let q128 = Kind::TmaQ128([mq128.param(), mk.param(), mv.param()]);
+            kinds.extend([(false, q128), (true, q128)]);
+        }
+        for (causal, kind) in kinds {
             let kernel = kind.name();
             let shape = Shape { b, h, s, d, causal };
             let mut o = ctx.alloc_zeros::<u16>(n)?;
