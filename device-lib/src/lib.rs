@@ -54,6 +54,7 @@ mod kernel;
 pub mod math;
 pub mod mbarrier;
 pub mod mma;
+pub mod named_barrier;
 pub mod ops;
 pub mod print;
 pub mod shared;

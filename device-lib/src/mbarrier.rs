@@ -490,9 +490,19 @@ impl Mbarrier {
     /// ```
     #[inline(always)]
     pub unsafe fn wait_parity(self, parity: u32) {
+        // The loop is one asm statement (a PTX label is local to its braces, so the name is
+        // unique): a Rust loop around `try_wait_parity` leaves a result register and a retry
+        // block to ptxas, which in the warp-specialised attention then serialised every
+        // `wgmma` of the kernel (C7513).
         #[cfg(target_arch = "nvptx64")]
+        #[allow(named_asm_labels)]
         // SAFETY: the caller's contract.
-        while !unsafe { self.try_wait_parity(parity) } {}
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; WAIT: mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [{0}], {1}; @!p bra WAIT; }}",
+                in(reg32) self.addr.raw(), in(reg32) parity & 1,
+                options(nostack));
+        }
         #[cfg(not(target_arch = "nvptx64"))]
         {
             let p = self.addr.raw();

@@ -3,7 +3,7 @@
 usage: python3 bench_attention.py DIR
 
 DIR holds `rust_results.txt` (lines `TAG KERNEL MS TFLOPS`, TAG =
-b{B}_h{H}_s{S}_d{D}_{full|causal}, KERNEL = mma or wgmma) and, per line, the first batch
+b{B}_h{H}_s{S}_d{D}_{full|causal}, KERNEL = mma, wgmma or tma) and, per line, the first batch
 element of our output `TAG.KERNEL.o.bin` and of the inputs
 (`..._full.{q,k,v}.bin`), bf16 little-endian in [H, S, D]. For each shape this times
 `torch.nn.functional.scaled_dot_product_attention` with each backend forced

@@ -10,7 +10,9 @@
 //! compute capability 9.0 only (H100, H200). On the host the kernels run in the simulator
 //! like any other.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_gpu_kernel, link_llvm_intrinsics))]
+// `link_llvm_intrinsics` reaches NVVM's `ex2.approx.ftz` (device builds only).
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 use gpukernel_device::mma::{
     SharedAddr, cp_async_16_at, cp_async_commit, cp_async_wait, ldmatrix_x4_at,
@@ -22,9 +24,16 @@ use gpukernel_device::warp::{FULL_MASK, shfl_xor_sync};
 use gpukernel_device::{math, sync, thread, unroll};
 
 mod hopper;
+pub mod turns;
+mod ws;
 pub use hopper::{
     WG_BLOCK_KV, WG_BLOCK_Q, WG_THREADS, attention_fwd_d64_wgmma, attention_fwd_d128_wgmma,
     wg_grid, wg_shared_bytes,
+};
+pub use ws::{
+    WS_BLOCK_KV, WS_BOX_COLS, attention_fwd_d64_tma, attention_fwd_d64_tma_q128,
+    attention_fwd_d128_tma, ws_block_q, ws_consumers, ws_grid, ws_shared_bytes, ws_stages,
+    ws_threads,
 };
 
 /// The PTX of every kernel in this crate, for `sm_90a`.

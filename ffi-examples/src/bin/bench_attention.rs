@@ -1,8 +1,10 @@
 //! Attention forward (`ffi_examples_attention_kernels`) against PyTorch's
 //! `scaled_dot_product_attention` on the same GPU, in one run.
 //!
-//! For each shape (B=4, H=16, S=4096, D=128 and B=8, H=16, S=2048, D=64; causal and not) it
-//! launches the Rust kernel once, checks sampled rows against the f64 host reference, times
+//! For each shape (B=4, H=16, S=4096, D=128 and B=8, H=16, S=2048, D=64; causal and not) and
+//! each of the Rust kernels (`mma`: `mma.sync` fed by `cp.async`; `wgmma`: warpgroup MMA fed by
+//! `cp.async`; `tma`: warp-specialised, warpgroup MMA fed by TMA; at D=64 also `tmaq128`, the
+//! same with 128 query rows per block instead of 192) it launches the kernel once, checks sampled rows against the f64 host reference, times
 //! it with events (median of 21 after 3 warm-ups) and prints TFLOP/s (4·B·H·S²·D, halved when
 //! causal). It then writes the first batch element's `q`, `k`, `v` and our `o` (bf16) and the
 //! timings to a scratch folder and runs `bench_attention.py` (the folder `GPUKERNEL_DATA_DIR`
@@ -16,11 +18,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use ffi_examples_attention_kernels::{
-    FATBIN, THREADS, WG_THREADS, attention_fwd_d64, attention_fwd_d64_wgmma, attention_fwd_d128,
-    attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid, wg_shared_bytes,
+    FATBIN, THREADS, WG_THREADS, WS_BLOCK_KV, WS_BOX_COLS, attention_fwd_d64,
+    attention_fwd_d64_tma, attention_fwd_d64_tma_q128, attention_fwd_d64_wgmma, attention_fwd_d128,
+    attention_fwd_d128_tma, attention_fwd_d128_wgmma, grid, reference_row, shared_bytes, wg_grid,
+    wg_shared_bytes, ws_block_q, ws_consumers, ws_grid, ws_shared_bytes, ws_threads,
 };
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
-use gpukernel_runtime::{Context, Device, DeviceBuffer, LaunchConfig, Module};
+use gpukernel_device::tma::TensorMap;
+use gpukernel_runtime::{
+    Context, Device, DeviceBuffer, LaunchConfig, Module, Swizzle, TensorMap2D,
+};
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -84,21 +91,66 @@ fn main() -> ExitCode {
     }
 }
 
-/// Launches the kernel for `shape` once on the context's default stream: the `wgmma` one
-/// when `wgmma`, else the `mma.sync` one.
+/// The kernels of one head dimension.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// `mma.sync`, `cp.async`.
+    Mma,
+    /// `wgmma`, `cp.async`.
+    Wgmma,
+    /// `wgmma`, warp-specialised, fed by TMA: the tensor maps of `q`, `k`, `v` (the head
+    /// dimension's default consumer warpgroups).
+    Tma([TensorMap; 3]),
+    /// The head dimension 64 TMA kernel with two consumer warpgroups (128 query rows).
+    TmaQ128([TensorMap; 3]),
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Mma => "mma",
+            Kind::Wgmma => "wgmma",
+            Kind::Tma(_) => "tma",
+            Kind::TmaQ128(_) => "tmaq128",
+        }
+    }
+}
+
+/// Launches the kernel `kind` for `shape` once on the context's default stream.
 fn launch(
     md: &Module,
     ctx: &Context,
     shape: &Shape,
-    wgmma: bool,
+    kind: Kind,
     (q, k, v): (&DeviceBuffer<u16>, &DeviceBuffer<u16>, &DeviceBuffer<u16>),
     o: &mut DeviceBuffer<u16>,
 ) -> Result<(), BoxError> {
     let s = ctx.default_stream();
     let heads = (shape.b * shape.h) as u32;
     let scale = 1.0 / (shape.d as f32).sqrt();
+    let (seq, d, causal) = (shape.s as u32, shape.d as u32, shape.causal as u32);
+    if let Kind::Tma([mq, mk, mv]) | Kind::TmaQ128([mq, mk, mv]) = kind {
+        let q128 = matches!(kind, Kind::TmaQ128(_));
+        let consumers = if q128 { 2 } else { ws_consumers(d) };
+        let cfg = LaunchConfig::new(ws_grid(heads, seq, consumers), ws_threads(consumers))
+            .with_shared_mem_bytes(ws_shared_bytes(d, consumers));
+        let args = (mq, mk, mv, seq, scale, causal, o);
+        // SAFETY: `run` made the maps of q, k, v as [b · h · s, d] with the kernels' boxes and
+        // swizzle, and keeps them and the buffers until the context is idle; o has as many
+        // elements; nothing writes q, k, v meanwhile.
+        unsafe {
+            match shape.d {
+                64 if q128 => {
+                    s.launch_unchecked(&md.kernel(attention_fwd_d64_tma_q128)?, cfg, args)?
+                }
+                64 => s.launch_unchecked(&md.kernel(attention_fwd_d64_tma)?, cfg, args)?,
+                _ => s.launch_unchecked(&md.kernel(attention_fwd_d128_tma)?, cfg, args)?,
+            }
+        }
+        return Ok(());
+    }
     let args = (q, k, v, shape.s as u32, scale, shape.causal as u32, o);
-    if wgmma {
+    if kind == Kind::Wgmma {
         let cfg = LaunchConfig::new(wg_grid(heads, shape.s as u32), WG_THREADS)
             .with_shared_mem_bytes(wg_shared_bytes(shape.d as u32));
         match shape.d {
@@ -143,6 +195,12 @@ fn run() -> Result<bool, BoxError> {
         .set_max_dynamic_shared_bytes(wg_shared_bytes(64))?;
     md.kernel(attention_fwd_d128_wgmma)?
         .set_max_dynamic_shared_bytes(wg_shared_bytes(128))?;
+    md.kernel(attention_fwd_d64_tma)?
+        .set_max_dynamic_shared_bytes(ws_shared_bytes(64, ws_consumers(64)))?;
+    md.kernel(attention_fwd_d64_tma_q128)?
+        .set_max_dynamic_shared_bytes(ws_shared_bytes(64, 2))?;
+    md.kernel(attention_fwd_d128_tma)?
+        .set_max_dynamic_shared_bytes(ws_shared_bytes(128, ws_consumers(128)))?;
     let (start, end) = (ctx.new_event()?, ctx.new_event()?);
     let stream = ctx.default_stream();
     let out_dir = std::env::temp_dir().join(format!("gpukernel-attention-{}", std::process::id()));
@@ -157,11 +215,40 @@ fn run() -> Result<bool, BoxError> {
         let n = b * h * s * d;
         let (q, k, v) = (values(1, n, 4.0), values(2, n, 1.0), values(3, n, 1.0));
         let (dq, dk, dv) = (ctx.htod_copy(&q)?, ctx.htod_copy(&k)?, ctx.htod_copy(&v)?);
-        for (causal, wgmma) in [(false, false), (true, false), (false, true), (true, true)] {
-            let kernel = if wgmma { "wgmma" } else { "mma" };
+        let map = |x, box_rows| {
+            TensorMap2D::new(
+                &ctx,
+                x,
+                [(b * h * s) as u64, d as u64],
+                d as u64,
+                [box_rows, WS_BOX_COLS],
+                Swizzle::B128,
+            )
+        };
+        let (mq, mq128, mk, mv) = (
+            map(&dq, ws_block_q(ws_consumers(d as u32)))?,
+            map(&dq, ws_block_q(2))?,
+            map(&dk, WS_BLOCK_KV)?,
+            map(&dv, WS_BLOCK_KV)?,
+        );
+        let tma = Kind::Tma([mq.param(), mk.param(), mv.param()]);
+        let mut kinds = vec![
+            (false, Kind::Mma),
+            (true, Kind::Mma),
+            (false, Kind::Wgmma),
+            (true, Kind::Wgmma),
+            (false, tma),
+            (true, tma),
+        ];
+        if d == 64 {
+            let q128 = Kind::TmaQ128([mq128.param(), mk.param(), mv.param()]);
+            kinds.extend([(false, q128), (true, q128)]);
+        }
+        for (causal, kind) in kinds {
+            let kernel = kind.name();
             let shape = Shape { b, h, s, d, causal };
             let mut o = ctx.alloc_zeros::<u16>(n)?;
-            launch(&md, &ctx, &shape, wgmma, (&dq, &dk, &dv), &mut o)?;
+            launch(&md, &ctx, &shape, kind, (&dq, &dk, &dv), &mut o)?;
             stream.synchronize()?;
             let got = o.to_host_vec()?;
             // Sampled rows (head, row), the last row of the last head among them.
@@ -192,12 +279,12 @@ fn run() -> Result<bool, BoxError> {
             }
             let mut times = Vec::with_capacity(TRIALS);
             for _ in 0..WARMUP {
-                launch(&md, &ctx, &shape, wgmma, (&dq, &dk, &dv), &mut o)?;
+                launch(&md, &ctx, &shape, kind, (&dq, &dk, &dv), &mut o)?;
             }
             stream.synchronize()?;
             for _ in 0..TRIALS {
                 start.record(&stream)?;
-                launch(&md, &ctx, &shape, wgmma, (&dq, &dk, &dv), &mut o)?;
+                launch(&md, &ctx, &shape, kind, (&dq, &dk, &dv), &mut o)?;
                 end.record(&stream)?;
                 times.push(start.elapsed_ms(&end)? as f64);
             }
@@ -212,7 +299,7 @@ fn run() -> Result<bool, BoxError> {
             // The first batch element for PyTorch's check.
             let first = h * s * d;
             let tag = shape.tag();
-            if !causal && !wgmma {
+            if !causal && kind == Kind::Mma {
                 write_u16(&out_dir.join(format!("{tag}.q.bin")), &q[..first])?;
                 write_u16(&out_dir.join(format!("{tag}.k.bin")), &k[..first])?;
                 write_u16(&out_dir.join(format!("{tag}.v.bin")), &v[..first])?;
