@@ -538,4 +538,55 @@ impl Mbarrier {
         #[cfg(not(target_arch = "nvptx64"))]
         sim::word(self.addr.raw()).store(0, core::sync::atomic::Ordering::SeqCst);
     }
+
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64`: arrives once on the barrier at
+    /// this barrier's offset in the block of rank `rank` of the cluster (`mapa`), releasing this
+    /// thread's earlier memory accesses to that block's waiters. What a consumer of a
+    /// [multicast](crate::tma::load_multicast) tile uses to tell every block that writes into
+    /// it that the slot is free again. A `rank` outside the cluster stops the kernel.
+    ///
+    /// # Safety
+    /// As [`arrive`](Self::arrive), for the barrier in block `rank`: initialised there and made
+    /// visible to this block by a cluster barrier ([`crate::cluster::sync`]) after its
+    /// [`fence_init`]; that block has not exited.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::mbarrier::{self, Mbarrier};
+    /// use gpukernel_device::{cluster, mma::SharedAddr, shared::shared_array, thread};
+    /// /// Each block of a cluster of two arrives on its peer's barrier (one arrival expected).
+    /// #[kernel]
+    /// pub fn knock(mut out: DisjointSlice<u32>) {
+    ///     let w = shared_array!(u64, 1);
+    ///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
+    ///     let t = thread::thread_idx_x();
+    ///     if t == 0 {
+    ///         unsafe { bar.init(1) }; // SAFETY: once, published by the cluster barrier
+    ///         mbarrier::fence_init();
+    ///     }
+    ///     cluster::sync();
+    ///     if t == 0 {
+    ///         // SAFETY: the peer's barrier is initialised; it waits below before exiting.
+    ///         unsafe { bar.arrive_cluster(cluster::block_rank() ^ 1) };
+    ///     }
+    ///     unsafe { bar.wait_parity(0) }; // SAFETY: initialised; the peer's arrival completes it
+    ///     cluster::sync();
+    ///     out.set(thread::index(), 1);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub unsafe fn arrive_cluster(self, rank: u32) {
+        let peer = crate::cluster::map_shared_rank_addr(self.addr, rank);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{0}];",
+                in(reg32) peer.raw(), options(nostack));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::update(peer.raw(), "Mbarrier::arrive_cluster", 1, 0);
+            crate::host::with_context("Mbarrier::arrive_cluster", |cx| cx.hooks().progress());
+        }
+    }
 }

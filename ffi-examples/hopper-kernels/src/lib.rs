@@ -35,7 +35,10 @@ pub use gemm_tma::{
     gemm_e4m3_tma, tma_box_a, tma_box_b,
 };
 pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
-pub use tma::{TILE, Tile, mbarrier_ring, tma_copy_tiles, tma_swizzle_probe};
+pub use tma::{
+    BoxGrid, BoxTile, MC_SLICE_ROWS, McTile, TILE, Tile, mbarrier_ring, tma_boxes_3d, tma_boxes_4d,
+    tma_boxes_5d, tma_copy_tiles, tma_multicast_tiles, tma_swizzle_probe,
+};
 
 /// The PTX of every kernel in this crate, for `sm_90a`.
 #[cfg(not(target_arch = "nvptx64"))]

@@ -350,7 +350,8 @@ impl BlockMem {
         let statics = self.statics.lock().unwrap_or_else(|e| e.into_inner());
         statics.iter().find_map(|s| {
             let base = s.ptr.as_ptr() as usize;
-            (a >= base && a < base + s.layout.size()).then_some(SharedPlace::Static {
+            // `then`, not `then_some`: the offset exists only for an address inside.
+            (a >= base && a < base + s.layout.size()).then(|| SharedPlace::Static {
                 key: s.key,
                 size: s.layout.size(),
                 align: s.layout.align(),
