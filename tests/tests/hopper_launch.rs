@@ -6,10 +6,10 @@
 //! checks (cluster shape, cooperative grid size, tensor-map fields) are errors, never hangs.
 
 use ffi_examples_hopper_kernels::{
-    BoxGrid, HIST_BLOCK, MC_SLICE_ROWS, PTX, REDUCE_BLOCK, TILE, cluster_registers,
-    histogram_cluster, histogram_global, mbarrier_ring, pdl_first, pdl_second, sum_cooperative,
-    sum_final, sum_partials, tma_boxes_3d, tma_boxes_4d, tma_boxes_5d, tma_copy_tiles,
-    tma_multicast_tiles, tma_swizzle_probe,
+    BoxGrid, HIST_BLOCK, MC_SLICE_ROWS, PTX, REDUCE_BLOCK, TILE, cluster_aligned_dynamic_exchange,
+    cluster_registers, histogram_cluster, histogram_global, mbarrier_ring, pdl_first, pdl_second,
+    sum_cooperative, sum_final, sum_partials, tma_boxes_3d, tma_boxes_4d, tma_boxes_5d,
+    tma_copy_tiles, tma_multicast_tiles, tma_swizzle_probe,
 };
 use gpukernel_runtime::{
     Context, DevicePtr, Error, GridBarrierWord, LaunchConfig, Module, Swizzle, TensorMap2D,
@@ -598,6 +598,40 @@ fn tma_multicast_fills_every_block_of_the_cluster() {
                     "{name}: clusters of {size}, block {b} holds its cluster's whole tile"
                 );
             }
+        }
+    }
+}
+
+/// Dynamic shared memory starts at the same offset in every block, so a place aligned up from
+/// it is the same place in every block of a cluster (what TMA multicast and remote `mbarrier`
+/// arrivals address). The simulator once gave each block a heap buffer of its own alignment:
+/// the aligned places differed, and a multicast GEMM's copies completed on a peer's word that
+/// was not its barrier.
+#[test]
+fn aligned_dynamic_shared_memory_is_the_same_place_in_every_block() {
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(cluster_aligned_dynamic_exchange).unwrap();
+        for (size, bytes) in [(2u32, 1028u32), (4, 5000), (8, 20000)] {
+            let blocks = 2 * size;
+            let mut out = ctx.alloc_zeros::<u32>((blocks * size) as usize).unwrap();
+            ctx.default_stream()
+                .launch(
+                    &k,
+                    LaunchConfig::new(blocks, 32)
+                        .with_cluster(size)
+                        .with_shared_mem_bytes(bytes),
+                    (&mut out,),
+                )
+                .unwrap();
+            let want: Vec<u32> = (0..blocks * size).map(|i| 1000 + i % size).collect();
+            assert_eq!(
+                out.to_host_vec().unwrap(),
+                want,
+                "{name}: clusters of {size}, {bytes} bytes of dynamic shared memory"
+            );
         }
     }
 }

@@ -348,3 +348,43 @@ pub unsafe fn tma_multicast_tiles(src: TensorMap, rounds: u32, out: DisjointSlic
         gpukernel_device::cluster::sync();
     }
 }
+
+/// Each block of a cluster aligns its dynamic shared memory up to 1024 bytes (as the TMA and
+/// `wgmma` kernels do for swizzled tiles), writes `1000 + rank` there, and after a cluster
+/// barrier reads the word at the same aligned place in every block of its cluster through
+/// distributed shared memory: `out[b · size + r]` is what block `b` read from rank `r`,
+/// `1000 + r` when the aligned place has the same offset in every block (as on the GPU, where
+/// dynamic shared memory starts at the same offset in every block of a launch). Launch with
+/// at least 1024 + 4 bytes of dynamic shared memory and clusters along x; `out` has one element
+/// per block and rank.
+#[kernel]
+pub fn cluster_aligned_dynamic_exchange(out: DisjointSlice<u32>) {
+    let smem = gpukernel_device::shared::dynamic_shared::<u8>();
+    assert!(smem.len() >= 1024 + 4);
+    let base = smem.as_mut_ptr();
+    // The generic address keeps the shared address's alignment (the shared window is aligned
+    // far beyond 1024 bytes).
+    // SAFETY: at most 1023 bytes in, inside the region (checked above).
+    let mine = unsafe { base.add((base as usize).wrapping_neg() & 1023) };
+    let rank = gpukernel_device::cluster::block_rank();
+    let size = gpukernel_device::cluster::size();
+    let t = thread::thread_idx_x();
+    if t == 0 {
+        // SAFETY: inside the block's dynamic shared memory (1024 bytes of slack); one writer,
+        // read after the cluster barrier.
+        unsafe { mine.cast::<u32>().write(1000 + rank) };
+    }
+    gpukernel_device::cluster::sync();
+    if t < size {
+        let peer = gpukernel_device::cluster::map_shared_rank(mine.cast::<u32>(), t);
+        // SAFETY: written before the barrier, not again; no block exits before the last
+        // barrier; element `b · size + t` is this thread's alone.
+        unsafe {
+            out.write(
+                thread::block_idx_x() as usize * size as usize + t as usize,
+                peer.read(),
+            )
+        };
+    }
+    gpukernel_device::cluster::sync();
+}
