@@ -1,6 +1,6 @@
 //! The tensor memory accelerator (TMA, sm_90): bulk copies of a box of a 1- to 5-dimensional
 //! tensor between global and shared memory (`cp.async.bulk.tensor`), described by a tensor map
-//! the host encodes (`cuTensorMapEncodeTiled`; gpukernel-runtime's `TensorMap2D`).
+//! the host encodes (`cuTensorMapEncodeTiled`; gpukernel-runtime's `TensorMapNd`).
 //!
 //! A load names an [`Mbarrier`]: the copy engine writes the box to shared memory and completes
 //! that many transaction bytes on the barrier, so the consumer waits for the barrier's phase
@@ -18,6 +18,13 @@
 //! In the simulator the map is the runtime's own encoding of the same fields; a copy happens
 //! at once (the box, with elements outside the tensor read as zero and not written, the
 //! shared side in the map's swizzle), and a load then completes its bytes on the barrier.
+//!
+//! [`load_multicast`] (sm_90a) writes one box into the shared memory of several blocks of a
+//! cluster and completes its bytes on each one's barrier. Its rule, which the hardware does not
+//! check: every destination block initialises its barrier, fences it
+//! ([`crate::mbarrier::fence_init`]) and passes a cluster barrier ([`crate::cluster::sync`])
+//! before any block multicasts into it; the simulator reports a multicast that reaches a barrier
+//! not yet initialised.
 //!
 //! ```
 //! use gpukernel_device::prelude::*;
@@ -213,7 +220,7 @@ mod sim {
         let map = unsafe { &*p };
         assert!(
             map.magic == SimTensorMap::MAGIC && (1..=5).contains(&map.rank),
-            "{what}: {:#x} is not a tensor map made by the runtime's simulator (TensorMap2D)",
+            "{what}: {:#x} is not a tensor map made by the runtime's simulator (TensorMapNd)",
             m.0
         );
         map

@@ -401,12 +401,21 @@ fn tma_boxes_of_3_4_and_5_dimensions_match_the_host() {
             md.kernel(tma_boxes_5d).unwrap(),
         );
         let s = ctx.default_stream();
-        // SAFETY (the three launches): maps of the kernel's rank over f32 tensors of one shape,
-        // no swizzle, with the grid's boxes; one block per box; nothing else uses the
-        // destination during the launch.
-        let l3 = |cfg, args| unsafe { s.launch_unchecked(&k3, cfg, args) }.unwrap();
-        let l4 = |cfg, args| unsafe { s.launch_unchecked(&k4, cfg, args) }.unwrap();
-        let l5 = |cfg, args| unsafe { s.launch_unchecked(&k5, cfg, args) }.unwrap();
+        // The three launches get maps of the kernel's rank over f32 tensors of one shape, no
+        // swizzle, with the grid's boxes; one block per box; nothing else uses the destination
+        // during the launch.
+        let l3 = |cfg, args| {
+            // SAFETY: see above, rank 3.
+            unsafe { s.launch_unchecked(&k3, cfg, args) }.unwrap()
+        };
+        let l4 = |cfg, args| {
+            // SAFETY: see above, rank 4.
+            unsafe { s.launch_unchecked(&k4, cfg, args) }.unwrap()
+        };
+        let l5 = |cfg, args| {
+            // SAFETY: see above, rank 5.
+            unsafe { s.launch_unchecked(&k5, cfg, args) }.unwrap()
+        };
         // Padded rows and planes; no extent a multiple of its box (clipped at every edge).
         check_box_round_trip(
             &name,
