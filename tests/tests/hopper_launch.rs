@@ -7,9 +7,9 @@
 
 use ffi_examples_hopper_kernels::{
     BoxGrid, HIST_BLOCK, MC_SLICE_ROWS, PTX, REDUCE_BLOCK, TILE, cluster_aligned_dynamic_exchange,
-    cluster_registers, histogram_cluster, histogram_global, mbarrier_ring, pdl_first, pdl_second,
-    sum_cooperative, sum_final, sum_partials, tma_boxes_3d, tma_boxes_4d, tma_boxes_5d,
-    tma_copy_tiles, tma_multicast_tiles, tma_swizzle_probe,
+    cluster_publish, cluster_registers, histogram_cluster, histogram_global, mbarrier_ring,
+    pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials, tma_boxes_3d, tma_boxes_4d,
+    tma_boxes_5d, tma_copy_tiles, tma_multicast_tiles, tma_swizzle_probe,
 };
 use gpukernel_runtime::{
     Context, DevicePtr, Error, GridBarrierWord, LaunchConfig, Module, Swizzle, TensorMap2D,
@@ -640,6 +640,41 @@ fn aligned_dynamic_shared_memory_is_the_same_place_in_every_block() {
                 out.to_host_vec().unwrap(),
                 want,
                 "{name}: clusters of {size}, {bytes} bytes of dynamic shared memory"
+            );
+        }
+    }
+}
+
+/// Writes into a peer block's shared memory published by a remote `mbarrier` arrival that
+/// releases at cluster scope (`Mbarrier::arrive_cluster_release`): each peer sees the value
+/// once its barrier's phase completed.
+#[test]
+fn remote_mbarrier_arrivals_publish_writes_to_the_peer() {
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(cluster_publish).unwrap();
+        for size in [2u32, 4, 8] {
+            let blocks = 3 * size;
+            let mut out = ctx.htod_copy(&vec![7u32; blocks as usize]).unwrap();
+            ctx.default_stream()
+                .launch(
+                    &k,
+                    LaunchConfig::new(blocks, 32).with_cluster(size),
+                    (&mut out,),
+                )
+                .unwrap();
+            let want: Vec<u32> = (0..blocks)
+                .map(|b| match b % size {
+                    0 => 7,
+                    r => 1000 * (b / size + 1) + r,
+                })
+                .collect();
+            assert_eq!(
+                out.to_host_vec().unwrap(),
+                want,
+                "{name}: clusters of {size}"
             );
         }
     }

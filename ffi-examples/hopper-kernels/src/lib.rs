@@ -37,8 +37,8 @@ pub use gemm_tma::{
 pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
 pub use tma::{
     BoxGrid, BoxTile, MC_SLICE_ROWS, McTile, TILE, Tile, cluster_aligned_dynamic_exchange,
-    mbarrier_ring, tma_boxes_3d, tma_boxes_4d, tma_boxes_5d, tma_copy_tiles, tma_multicast_tiles,
-    tma_swizzle_probe,
+    cluster_publish, mbarrier_ring, tma_boxes_3d, tma_boxes_4d, tma_boxes_5d, tma_copy_tiles,
+    tma_multicast_tiles, tma_swizzle_probe,
 };
 
 /// The PTX of every kernel in this crate, for `sm_90a`.

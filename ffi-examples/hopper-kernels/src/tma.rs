@@ -388,3 +388,50 @@ pub fn cluster_aligned_dynamic_exchange(out: DisjointSlice<u32>) {
     }
     gpukernel_device::cluster::sync();
 }
+
+/// Rank 0 of each cluster writes `1000 · (c + 1) + r` into the shared memory of every block of
+/// rank `r ≥ 1` of its cluster `c` through distributed shared memory, then arrives on that
+/// block's barrier with `Mbarrier::arrive_cluster_release` (release at cluster scope); each
+/// such block waits on its barrier and writes what it found to `out[b]` (block `b`); rank 0
+/// writes 0. Launch with clusters along x, `out` one element per block.
+#[kernel]
+pub fn cluster_publish(out: DisjointSlice<u32>) {
+    let word = shared_array!(u64, 1);
+    let slot = shared_array!(u32, 1);
+    let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
+    let (t, rank) = (
+        thread::thread_idx_x(),
+        gpukernel_device::cluster::block_rank(),
+    );
+    let size = gpukernel_device::cluster::size();
+    if t == 0 {
+        // SAFETY: one thread initialises the barrier (one arrival: rank 0's), fenced for the
+        // cluster before the cluster barrier publishes it.
+        unsafe { bar.init(1) };
+        mbarrier::fence_init();
+    }
+    gpukernel_device::cluster::sync();
+    let c = gpukernel_device::cluster::cluster_idx().x;
+    if rank == 0 && t > 0 && t < size {
+        // SAFETY: thread `t` alone writes rank `t`'s slot, which that block reads only after
+        // the phase this arrival completes; its barrier is initialised (cluster barrier above)
+        // and it waits on it before the last cluster barrier.
+        unsafe {
+            gpukernel_device::cluster::map_shared_rank(slot.as_mut_ptr(), t)
+                .write(1000 * (c + 1) + t);
+            bar.arrive_cluster_release(t);
+        }
+    }
+    if rank != 0 && t == 0 {
+        // SAFETY: initialised; rank 0's arrival completes phase 0, after its write (release at
+        // cluster scope, acquired by the wait).
+        let v = unsafe {
+            bar.wait_parity(0);
+            slot.read(0)
+        };
+        // SAFETY: element `b` is this block's, written by its thread 0 alone.
+        unsafe { out.write(thread::block_idx_x() as usize, v) };
+    }
+    // No block exits while rank 0 may still write into it.
+    gpukernel_device::cluster::sync();
+}
