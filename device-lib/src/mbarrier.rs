@@ -548,4 +548,121 @@ impl Mbarrier {
         #[cfg(not(target_arch = "nvptx64"))]
         sim::word(self.addr.raw()).store(0, core::sync::atomic::Ordering::SeqCst);
     }
+
+    /// `mbarrier.arrive.release.cta.shared::cluster.b64`: arrives once on the barrier at this
+    /// barrier's offset in the block of rank `rank` of the cluster (`mapa`). What a consumer of
+    /// a [multicast](crate::tma::load_multicast) tile uses to tell every block that writes into
+    /// it that the slot is free again: its reads of the slot are complete (it waited for them)
+    /// before it arrives. The release is at CTA scope (PTX's default for `mbarrier.arrive`, and
+    /// CUTLASS's `ClusterBarrier::arrive`): it does not make this thread's writes visible to the
+    /// peer's threads; [`arrive_cluster_release`](Self::arrive_cluster_release) does, at the cost
+    /// of a memory barrier of GPU scope before the arrival (`MEMBAR.ALL.GPU` in the SASS: in a
+    /// GEMM's main loop, on every stage, it cost 40% of the throughput). A `rank` outside the
+    /// cluster stops the kernel.
+    ///
+    /// # Safety
+    /// As [`arrive`](Self::arrive), for the barrier in block `rank`: initialised there and made
+    /// visible to this block by a cluster barrier ([`crate::cluster::sync`]) after its
+    /// [`fence_init`]; that block has not exited. The waiters on that barrier must not rely on
+    /// seeing this thread's memory writes through it.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::mbarrier::{self, Mbarrier};
+    /// use gpukernel_device::{cluster, mma::SharedAddr, shared::shared_array, thread};
+    /// /// Each block of a cluster of two arrives on its peer's barrier (one arrival expected).
+    /// #[kernel]
+    /// pub fn knock(mut out: DisjointSlice<u32>) {
+    ///     let w = shared_array!(u64, 1);
+    ///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
+    ///     let t = thread::thread_idx_x();
+    ///     if t == 0 {
+    ///         unsafe { bar.init(1) }; // SAFETY: once, published by the cluster barrier
+    ///         mbarrier::fence_init();
+    ///     }
+    ///     cluster::sync();
+    ///     if t == 0 {
+    ///         // SAFETY: the peer's barrier is initialised; it waits below before exiting.
+    ///         unsafe { bar.arrive_cluster(cluster::block_rank() ^ 1) };
+    ///     }
+    ///     unsafe { bar.wait_parity(0) }; // SAFETY: initialised; the peer's arrival completes it
+    ///     cluster::sync();
+    ///     out.set(thread::index(), 1);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub unsafe fn arrive_cluster(self, rank: u32) {
+        let peer = crate::cluster::map_shared_rank_addr(self.addr, rank);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.release.cta.shared::cluster.b64 _, [{0}];",
+                in(reg32) peer.raw(), options(nostack));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::update(peer.raw(), "Mbarrier::arrive_cluster", 1, 0);
+            crate::host::with_context("Mbarrier::arrive_cluster", |cx| cx.hooks().progress());
+        }
+    }
+
+    /// `mbarrier.arrive.release.cluster.shared::cluster.b64`: as
+    /// [`arrive_cluster`](Self::arrive_cluster), releasing at cluster scope: this thread's
+    /// earlier memory writes (into the peer's shared memory, say) are visible to the peer's
+    /// threads once their wait on that barrier's phase returns. Costs a GPU-scope memory barrier
+    /// before the arrival.
+    ///
+    /// # Safety
+    /// As [`arrive_cluster`](Self::arrive_cluster), without its last condition.
+    ///
+    /// ```
+    /// # use gpukernel_device::prelude::*;
+    /// use gpukernel_device::mbarrier::{self, Mbarrier};
+    /// use gpukernel_device::{cluster, mma::SharedAddr, shared::shared_array, thread};
+    /// /// Rank 0 writes a word into rank 1's shared memory and publishes it on rank 1's barrier.
+    /// #[kernel]
+    /// pub fn post(mut out: DisjointSlice<u32>) {
+    ///     let w = shared_array!(u64, 1);
+    ///     let slot = shared_array!(u32, 1);
+    ///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
+    ///     let (t, rank) = (thread::thread_idx_x(), cluster::block_rank());
+    ///     if t == 0 {
+    ///         unsafe { bar.init(1) }; // SAFETY: once, published by the cluster barrier
+    ///         mbarrier::fence_init();
+    ///     }
+    ///     cluster::sync();
+    ///     if t == 0 && rank == 0 {
+    ///         // SAFETY: rank 1's slot is written by this thread alone, read after the phase;
+    ///         // its barrier is initialised and rank 1 waits on it before exiting.
+    ///         unsafe {
+    ///             cluster::map_shared_rank(slot.as_mut_ptr(), 1).write(7);
+    ///             bar.arrive_cluster_release(1);
+    ///         }
+    ///     }
+    ///     let mut v = 0;
+    ///     if rank == 1 {
+    ///         unsafe { bar.wait_parity(0) }; // SAFETY: initialised; rank 0's arrival ends it
+    ///         v = unsafe { slot.read(0) }; // SAFETY: published by the release
+    ///     }
+    ///     cluster::sync();
+    ///     out.set(thread::index(), v);
+    /// }
+    /// ```
+    #[inline(always)]
+    pub unsafe fn arrive_cluster_release(self, rank: u32) {
+        let peer = crate::cluster::map_shared_rank_addr(self.addr, rank);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{0}];",
+                in(reg32) peer.raw(), options(nostack));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            sim::update(peer.raw(), "Mbarrier::arrive_cluster_release", 1, 0);
+            crate::host::with_context("Mbarrier::arrive_cluster_release", |cx| {
+                cx.hooks().progress()
+            });
+        }
+    }
 }

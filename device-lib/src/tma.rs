@@ -1,6 +1,6 @@
 //! The tensor memory accelerator (TMA, sm_90): bulk copies of a box of a 1- to 5-dimensional
 //! tensor between global and shared memory (`cp.async.bulk.tensor`), described by a tensor map
-//! the host encodes (`cuTensorMapEncodeTiled`; gpukernel-runtime's `TensorMap2D`).
+//! the host encodes (`cuTensorMapEncodeTiled`; gpukernel-runtime's `TensorMapNd`).
 //!
 //! A load names an [`Mbarrier`]: the copy engine writes the box to shared memory and completes
 //! that many transaction bytes on the barrier, so the consumer waits for the barrier's phase
@@ -18,6 +18,13 @@
 //! In the simulator the map is the runtime's own encoding of the same fields; a copy happens
 //! at once (the box, with elements outside the tensor read as zero and not written, the
 //! shared side in the map's swizzle), and a load then completes its bytes on the barrier.
+//!
+//! [`load_multicast`] (sm_90a) writes one box into the shared memory of several blocks of a
+//! cluster and completes its bytes on each one's barrier. Its rule, which the hardware does not
+//! check: every destination block initialises its barrier, fences it
+//! ([`crate::mbarrier::fence_init`]) and passes a cluster barrier ([`crate::cluster::sync`])
+//! before any block multicasts into it; the simulator reports a multicast that reaches a barrier
+//! not yet initialised.
 //!
 //! ```
 //! use gpukernel_device::prelude::*;
@@ -213,7 +220,7 @@ mod sim {
         let map = unsafe { &*p };
         assert!(
             map.magic == SimTensorMap::MAGIC && (1..=5).contains(&map.rank),
-            "{what}: {:#x} is not a tensor map made by the runtime's simulator (TensorMap2D)",
+            "{what}: {:#x} is not a tensor map made by the runtime's simulator (TensorMapNd)",
             m.0
         );
         map
@@ -276,6 +283,17 @@ macro_rules! tensor_asm {
                 concat!("cp.async.bulk.tensor.", $n, "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{map}, {{", $coords, "}}], [{bar}];"),
                 $(in(reg32) $c),+,
                 dst = in(reg32) $dst, map = in(reg64) $map, bar = in(reg32) $bar,
+                options(nostack));
+        }
+    };
+    (multicast $n:literal, $coords:literal, $dst:expr, $map:expr, $bar:expr, $mask:expr, $($c:expr),+) => {
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!(
+                concat!("cp.async.bulk.tensor.", $n, "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{dst}], [{map}, {{", $coords, "}}], [{bar}], {mask};"),
+                $(in(reg32) $c),+,
+                dst = in(reg32) $dst, map = in(reg64) $map, bar = in(reg32) $bar,
+                mask = in(reg16) $mask,
                 options(nostack));
         }
     };
@@ -382,6 +400,135 @@ pub unsafe fn load<const N: usize>(
             }
         });
         crate::mbarrier::sim_complete_tx(bar.addr().raw(), m.box_bytes() as u32);
+    }
+}
+
+/// `cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster`
+/// (sm_90a): reads the box of `map` at `coords` from global memory once and writes it into the
+/// shared memory of every block of the cluster whose rank has its bit set in `cta_mask` (bit
+/// `r` for rank `r`), at the same offset as `dst` in this block, completing the box's bytes on
+/// the barrier at `bar`'s offset in each of those blocks. Blocks that need the same tile (the
+/// `B` tile of a GEMM's blocks along `M`) each load a share and multicast it, so the tile
+/// leaves L2 once per cluster instead of once per block.
+///
+/// # Safety
+/// As [`load`], for every destination block; and, beyond what the hardware can check: every
+/// bit of `cta_mask` names a rank of this cluster; each destination block's barrier was
+/// initialised *before* this copy is issued, and that initialisation was made visible across
+/// the cluster — [`Mbarrier::init`], [`crate::mbarrier::fence_init`], then a cluster barrier
+/// ([`crate::cluster::sync`], or `arrive`/`wait`) between every block's initialisation and the
+/// first multicast into it (the PTX ISA leaves any operation but `init` on an uninitialised
+/// `mbarrier` undefined, and a peer's `init` is ordered with this block only through the
+/// cluster barrier; without it the peer's `init` can erase the bytes completed on it, and the
+/// peer waits forever). Each destination barrier expects the box's bytes in the phase the copy
+/// completes, and the destination region of each block is free (its consumers released it,
+/// e.g. with [`Mbarrier::arrive_cluster`] on an "empty" barrier of the issuing block). No
+/// destination block exits before the copy completed on its barrier.
+///
+/// In the simulator the copy lands at once in every destination block; a destination barrier
+/// that is not initialised yet is reported as an error (not undefined behaviour), and so is a
+/// rank outside the cluster.
+///
+/// ```
+/// # use gpukernel_device::prelude::*;
+/// use gpukernel_device::mbarrier::{self, Mbarrier};
+/// use gpukernel_device::tma::{self, TensorMap};
+/// use gpukernel_device::{cluster, mma::SharedAddr, shared::shared_array, sync, thread};
+/// /// A TMA destination: 128-byte aligned.
+/// #[repr(C, align(128))]
+/// #[derive(Clone, Copy)]
+/// pub struct Half([f32; 128]);
+/// // SAFETY: an array of floats, no padding.
+/// unsafe impl gpukernel_device::DeviceCopy for Half {}
+///
+/// /// In a cluster of two, each block loads one 8 × 16 half of a 16 × 16 f32 tile and
+/// /// multicasts it to both; every block then holds the whole tile and sums it.
+/// ///
+/// /// # Safety
+/// /// `map` is a 2D f32 map with 8 × 16 boxes, no swizzle; clusters of 2 blocks.
+/// #[kernel]
+/// pub unsafe fn both_halves(map: TensorMap, mut out: DisjointSlice<f32>) {
+///     let tile = shared_array!(Half, 2);
+///     let w = shared_array!(u64, 1);
+///     let bar = Mbarrier::at(SharedAddr::of(w.as_mut_ptr()));
+///     let rank = cluster::block_rank();
+///     if thread::thread_idx_x() == 0 {
+///         unsafe {
+///             bar.init(1);
+///             mbarrier::fence_init();
+///             bar.arrive_expect_tx(2 * 128 * 4); // both halves land here
+///         }
+///     }
+///     // Every block's barrier is initialised (and expects its bytes) before any multicast.
+///     cluster::sync();
+///     if thread::thread_idx_x() == 0 {
+///         let dst = SharedAddr::of(tile.as_mut_ptr()).add_bytes(rank as usize * 512);
+///         unsafe { tma::load_multicast(dst, map, [0, 8 * rank as i32], bar, 0b11) };
+///     }
+///     unsafe { bar.wait_parity(0) };
+///     let mut s = 0.0;
+///     for j in 0..256 {
+///         s += unsafe { tile.as_mut_ptr().cast::<f32>().add(j).read() };
+///     }
+///     // No block leaves while its peer's copy may still write into it.
+///     cluster::sync();
+///     out.set(thread::index(), s);
+/// }
+/// ```
+#[inline(always)]
+pub unsafe fn load_multicast<const N: usize>(
+    dst: SharedAddr,
+    map: TensorMap,
+    coords: [i32; N],
+    bar: Mbarrier,
+    cta_mask: u16,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (d, m, b, k) = (dst.raw(), map.0, bar.addr().raw(), cta_mask);
+        match N {
+            1 => tensor_asm!(multicast "1", "{}", d, m, b, k, coords[0]),
+            2 => tensor_asm!(multicast "2", "{}, {}", d, m, b, k, coords[0], coords[1]),
+            3 => {
+                tensor_asm!(multicast "3", "{}, {}, {}", d, m, b, k, coords[0], coords[1], coords[2])
+            }
+            4 => {
+                tensor_asm!(multicast "4", "{}, {}, {}, {}", d, m, b, k, coords[0], coords[1], coords[2], coords[3])
+            }
+            5 => {
+                tensor_asm!(multicast "5", "{}, {}, {}, {}, {}", d, m, b, k, coords[0], coords[1], coords[2], coords[3], coords[4])
+            }
+            _ => crate::__trap_out_of_bounds(N, 6),
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        let m = sim::map(map, "tma::load_multicast");
+        let eb = m.elem_bytes as usize;
+        sim::check_shared(m, dst.raw(), "tma::load_multicast");
+        let size = crate::cluster::size();
+        assert!(
+            (cta_mask as u32) >> size.min(16) == 0,
+            "tma::load_multicast: the mask {cta_mask:#b} names a rank outside the cluster of {size} blocks"
+        );
+        for rank in (0..size.min(16)).filter(|r| cta_mask >> r & 1 == 1) {
+            // The same offsets in the destination block (`mapa`), as the hardware addresses
+            // them; `map_shared_rank` refuses a block that has exited.
+            let base = crate::cluster::map_shared_rank(dst.raw(), rank);
+            let peer_bar = crate::cluster::map_shared_rank(bar.addr().raw(), rank);
+            sim::for_each(m, coords, "tma::load_multicast", |global, smem| {
+                // SAFETY: the caller's contract: the box fits at `dst` in every destination
+                // block, the tensor is readable.
+                unsafe {
+                    let to = base.add(smem);
+                    match global {
+                        Some(g) => core::ptr::copy_nonoverlapping(g, to, eb),
+                        None => core::ptr::write_bytes(to, 0, eb),
+                    }
+                }
+            });
+            crate::mbarrier::sim_complete_tx(peer_bar, m.box_bytes() as u32);
+        }
     }
 }
 

@@ -7,5 +7,6 @@ fn main() {
         // register cap at entry that `setmaxnreg` needs).
         .launch_bounds("gemm_bf16_tma", 384, 1)
         .launch_bounds("gemm_e4m3_tma", 384, 1)
+        .launch_bounds("gemm_e4m3_tma_multicast", 384, 1)
         .build_or_exit();
 }

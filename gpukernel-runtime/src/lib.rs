@@ -107,7 +107,7 @@ pub use memory::{
 pub use module::{Function, Module, TypedKernel};
 pub use module_hooks::{ModuleView, TeardownFailure};
 pub use stream::Stream;
-pub use tensor_map::{GridBarrierWord, Swizzle, TensorMap2D, TmaElement};
+pub use tensor_map::{GridBarrierWord, Swizzle, TensorMap2D, TensorMapNd, TmaElement};
 
 pub use gpukernel_device::{
     AnyBitPattern, DeviceCopy, DisjointSlice, DisjointSlice2D, DisjointSlice3D, IntoKernel, Kernel,

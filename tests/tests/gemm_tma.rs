@@ -6,7 +6,8 @@
 
 use ffi_examples_hopper_kernels::{
     FP8_TILE_SHARED_BYTES, PTX, TMA_BM, TMA_BN, TMA_SHARED_BYTES, TMA_STAGES, TMA_THREADS,
-    fp8_conversions, gemm_bf16_tma, gemm_e4m3_tma, tma_box_a, tma_box_b, wgmma_tile_e4m3,
+    fp8_conversions, gemm_bf16_tma, gemm_e4m3_tma, gemm_e4m3_tma_multicast, tma_box_a, tma_box_b,
+    tma_box_b_half, wgmma_tile_e4m3,
 };
 use gpukernel_device::fp8::{e4m3_bits, e4m3_to_f32, e5m2_bits, e5m2_to_f32};
 use gpukernel_device::half::bf16;
@@ -233,6 +234,87 @@ fn tma_gemm_e4m3_matches_the_host() {
                 .collect();
             assert_fp8_close(
                 &format!("e4m3 tma gemm on {name}, {blocks} blocks"),
+                &got,
+                &want,
+                &mag,
+                scale as f64,
+                1.0 / 128.0,
+            );
+        }
+    }
+}
+
+#[test]
+fn tma_gemm_e4m3_multicast_matches_the_host() {
+    let mut rng = Rng::from_env("tma_gemm_e4m3_multicast");
+    // Two pairs of block rows (two clusters' tiles) and two block columns, five 128-deep k
+    // tiles (more than the stages: every stage is refilled after both blocks released it).
+    let (m, n, k) = (4 * TMA_BM as usize, 2 * TMA_BN as usize, 5 * 128);
+    let (a, b) = (e4m3_vec(&mut rng, m * k), e4m3_vec(&mut rng, n * k));
+    let scale = 0.375f32;
+    let exact = reference(&a, &b, (m, n, k), e4m3_to_f32);
+    let mag = magnitude(&a, &b, (m, n, k));
+    let want: Vec<f32> = exact
+        .iter()
+        .map(|&x| bf16::from_f64(x * scale as f64).to_f32())
+        .collect();
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let kernel = md.kernel(gemm_e4m3_tma_multicast).unwrap();
+        kernel
+            .set_max_dynamic_shared_bytes(TMA_SHARED_BYTES)
+            .unwrap();
+        let s = ctx.default_stream();
+        let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
+        let ma = TensorMap2D::new(
+            &ctx,
+            &da,
+            [m as u64, k as u64],
+            k as u64,
+            tma_box_a(1),
+            Swizzle::B128,
+        )
+        .unwrap();
+        let mb = TensorMap2D::new(
+            &ctx,
+            &db,
+            [n as u64, k as u64],
+            k as u64,
+            tma_box_b_half(1),
+            Swizzle::B128,
+        )
+        .unwrap();
+        // One block per tile (4 clusters), and one cluster looping over the 4 pairs.
+        for blocks in [8u32, 2] {
+            let pitch = n + 2;
+            let mut c = ctx.htod_copy(&vec![0xffffu16; m * pitch]).unwrap();
+            let args = (
+                ma.param(),
+                mb.param(),
+                m as u32,
+                n as u32,
+                k as u32,
+                scale,
+                c.view_2d_mut(n, m, pitch).unwrap(),
+            );
+            // SAFETY: maps of the m × k A and n × k B bytes with the kernel's boxes (half of B's
+            // tile) and the 128-byte swizzle; clusters of 2; nothing writes them meanwhile.
+            unsafe { s.launch_unchecked(&kernel, tma_cfg(blocks).with_cluster(2), args) }.unwrap();
+            let got = c.to_host_vec().unwrap();
+            for (y, row) in got.chunks(pitch).enumerate() {
+                assert!(
+                    row[n..].iter().all(|&p| p == 0xffff),
+                    "multicast e4m3 gemm on {name}, {blocks} blocks: padding of row {y} was written"
+                );
+            }
+            let got: Vec<f32> = got
+                .chunks(pitch)
+                .flat_map(|r| r[..n].iter().map(|&x| bf16_to_f32(x)).collect::<Vec<_>>())
+                .collect();
+            assert_fp8_close(
+                &format!("multicast e4m3 tma gemm on {name}, {blocks} blocks"),
                 &got,
                 &want,
                 &mag,

@@ -6,12 +6,14 @@
 //! checks (cluster shape, cooperative grid size, tensor-map fields) are errors, never hangs.
 
 use ffi_examples_hopper_kernels::{
-    HIST_BLOCK, PTX, REDUCE_BLOCK, TILE, cluster_registers, histogram_cluster, histogram_global,
-    mbarrier_ring, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials, tma_copy_tiles,
-    tma_swizzle_probe,
+    BoxGrid, HIST_BLOCK, MC_SLICE_ROWS, PTX, REDUCE_BLOCK, TILE, cluster_aligned_dynamic_exchange,
+    cluster_publish, cluster_registers, histogram_cluster, histogram_global, mbarrier_ring,
+    pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials, tma_boxes_3d, tma_boxes_4d,
+    tma_boxes_5d, tma_copy_tiles, tma_multicast_tiles, tma_swizzle_probe,
 };
 use gpukernel_runtime::{
     Context, DevicePtr, Error, GridBarrierWord, LaunchConfig, Module, Swizzle, TensorMap2D,
+    TensorMapNd,
 };
 use gpukernel_tests::{Rng, assert_close, devices};
 
@@ -303,15 +305,16 @@ fn tensor_maps_are_checked_on_the_host() {
         }
     };
     check([64, 63], 63, [8, 8], Swizzle::None, "multiple of 16 bytes");
-    check([65, 64], 64, [8, 8], Swizzle::None, "do not fit");
+    check([65, 64], 64, [8, 8], Swizzle::None, "does not fit");
     check(
         [64, 64],
         64,
         [8, 3],
         Swizzle::None,
-        "a box row is 3 elements",
+        "a box row is box[1] = 3 elements",
     );
     check([64, 64], 64, [8, 64], Swizzle::B128, "swizzle span");
+    check([0, 64], 64, [8, 8], Swizzle::None, "shape[0] = 0");
     check([64, 64], 64, [300, 8], Swizzle::None, "1 to 256");
     check([64, 64], 32, [8, 8], Swizzle::None, "shorter than a row");
     // A view starting 4 bytes in is not 16-byte aligned.
@@ -323,6 +326,358 @@ fn tensor_maps_are_checked_on_the_host() {
         other => panic!("expected TensorMapInvalid, got {other:?}"),
     }
     assert!(TensorMap2D::new(&ctx, &m, [64, 64], 64, [64, 32], Swizzle::B128).is_ok());
+}
+
+/// The offsets (in elements) of every element of a tensor of `shape` with `strides` (outermost
+/// first).
+fn tensor_offsets(shape: &[u64], strides: &[u64]) -> Vec<usize> {
+    let mut out = vec![0usize];
+    for (&n, &s) in shape.iter().zip(strides) {
+        out = out
+            .iter()
+            .flat_map(|&o| (0..n).map(move |i| o + (i * s) as usize))
+            .collect();
+    }
+    out
+}
+
+/// The arguments of `tma_boxes_{3,4,5}d`.
+type BoxArgs = (
+    gpukernel_runtime::TensorMap,
+    gpukernel_runtime::TensorMap,
+    BoxGrid,
+    f32,
+);
+
+/// Runs one of `tma_boxes_{3,4,5}d` (`launch`) over a tensor of `shape` / `strides` in memory
+/// of `len` f32 and checks every element of the memory: the tensor's are `src + 0.25` (each
+/// went through shared memory in its box), the padding between them still -7.
+fn check_box_round_trip<const R: usize>(
+    name: &str,
+    ctx: &Context,
+    launch: impl FnOnce(LaunchConfig, BoxArgs),
+    (shape, strides, len): ([u64; R], [u64; R], usize),
+    box_shape: [u32; R],
+) {
+    let mut rng = gpukernel_tests::Rng::from_env("tma_boxes");
+    let src: Vec<f32> = rng.vec_f32(len);
+    let ds = ctx.htod_copy(&src).unwrap();
+    let dd = ctx.htod_copy(&vec![-7.0f32; len]).unwrap();
+    let ms = TensorMapNd::strided(ctx, &ds, shape, strides, box_shape, Swizzle::None).unwrap();
+    let mdst = TensorMapNd::strided(ctx, &dd, shape, strides, box_shape, Swizzle::None).unwrap();
+    assert_eq!(ms.shape(), shape);
+    assert_eq!(ms.box_shape(), box_shape);
+    let mut grid = BoxGrid::default();
+    for i in 0..R {
+        // Innermost first, as the kernel (and the hardware) counts.
+        let d = R - 1 - i;
+        grid.boxes[i] = box_shape[d];
+        grid.counts[i] = (shape[d] as u32).div_ceil(box_shape[d]);
+    }
+    let blocks: u32 = grid.counts[..R].iter().product();
+    launch(
+        LaunchConfig::new(blocks, 64),
+        (ms.param(), mdst.param(), grid, 0.25f32),
+    );
+    let got = dd.to_host_vec().unwrap();
+    let mut want = vec![-7.0f32; len];
+    for o in tensor_offsets(&shape, &strides) {
+        want[o] = src[o] + 0.25;
+    }
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "{name}: rank {R}, element {i} of the memory");
+    }
+}
+
+#[test]
+fn tma_boxes_of_3_4_and_5_dimensions_match_the_host() {
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let (k3, k4, k5) = (
+            md.kernel(tma_boxes_3d).unwrap(),
+            md.kernel(tma_boxes_4d).unwrap(),
+            md.kernel(tma_boxes_5d).unwrap(),
+        );
+        let s = ctx.default_stream();
+        // The three launches get maps of the kernel's rank over f32 tensors of one shape, no
+        // swizzle, with the grid's boxes; one block per box; nothing else uses the destination
+        // during the launch.
+        let l3 = |cfg, args| {
+            // SAFETY: see above, rank 3.
+            unsafe { s.launch_unchecked(&k3, cfg, args) }.unwrap()
+        };
+        let l4 = |cfg, args| {
+            // SAFETY: see above, rank 4.
+            unsafe { s.launch_unchecked(&k4, cfg, args) }.unwrap()
+        };
+        let l5 = |cfg, args| {
+            // SAFETY: see above, rank 5.
+            unsafe { s.launch_unchecked(&k5, cfg, args) }.unwrap()
+        };
+        // Padded rows and planes; no extent a multiple of its box (clipped at every edge).
+        check_box_round_trip(
+            &name,
+            &ctx,
+            l3,
+            ([5, 19, 40], [880, 44, 1], 5 * 880),
+            [2, 8, 16],
+        );
+        check_box_round_trip(
+            &name,
+            &ctx,
+            l4,
+            ([3, 4, 6, 24], [784, 196, 28, 1], 3 * 784),
+            [2, 3, 4, 8],
+        );
+        // Dense (`contiguous`'s strides).
+        let shape = [2, 3, 3, 5, 12];
+        let m = ctx.alloc_zeros::<f32>(540 * 2).unwrap();
+        let dense = TensorMapNd::contiguous(&ctx, &m, shape, [1, 2, 2, 4, 8], Swizzle::None);
+        assert_eq!(dense.unwrap().box_bytes(), 128 * 4);
+        check_box_round_trip(
+            &name,
+            &ctx,
+            l5,
+            (shape, [540, 180, 60, 12, 1], 2 * 540),
+            [1, 2, 2, 4, 8],
+        );
+    }
+}
+
+#[test]
+fn tensor_maps_of_more_dimensions_are_checked_on_the_host() {
+    let ctx = gpukernel_runtime::Device::simulator()
+        .primary_context()
+        .unwrap();
+    let m = ctx.alloc_zeros::<f32>(4 * 16 * 16).unwrap();
+    let check = |shape: [u64; 3], strides: [u64; 3], b: [u32; 3], sw: Swizzle, needle: &str| {
+        match TensorMapNd::strided(&ctx, &m, shape, strides, b, sw) {
+            Err(Error::TensorMapInvalid { problem, buffer }) => {
+                assert!(problem.contains(needle), "{needle:?} not in: {problem}");
+                assert!(buffer.contains("1024 elements of f32"), "{buffer}");
+            }
+            other => panic!("expected TensorMapInvalid ({needle}), got {other:?}"),
+        }
+    };
+    let (ok_shape, ok_strides, ok_box) = ([4, 16, 16], [256, 16, 1], [2, 8, 8]);
+    assert!(TensorMapNd::strided(&ctx, &m, ok_shape, ok_strides, ok_box, Swizzle::None).is_ok());
+    // Each refusal names the dimension and the parameter.
+    check(
+        [4, 0, 16],
+        ok_strides,
+        ok_box,
+        Swizzle::None,
+        "shape[1] = 0",
+    );
+    check(
+        [1 << 33, 1, 16],
+        ok_strides,
+        ok_box,
+        Swizzle::None,
+        "shape[0] = 8589934592",
+    );
+    check(
+        ok_shape,
+        [256, 16, 2],
+        ok_box,
+        Swizzle::None,
+        "strides[2] = 2: the innermost",
+    );
+    check(
+        ok_shape,
+        [256, 13, 1],
+        ok_box,
+        Swizzle::None,
+        "strides[1] = 13 elements = 52 bytes",
+    );
+    check(
+        ok_shape,
+        [0, 16, 1],
+        ok_box,
+        Swizzle::None,
+        "strides[0] = 0 elements",
+    );
+    check(
+        ok_shape,
+        [128, 16, 1],
+        ok_box,
+        Swizzle::None,
+        "strides[0] = 128 is shorter than shape[1] × strides[1] = 256",
+    );
+    check(
+        [2, 16, 18],
+        [288, 18, 1],
+        ok_box,
+        Swizzle::None,
+        "strides[1] = 18 elements = 72 bytes",
+    );
+    check(
+        [4, 16, 16],
+        [256, 12, 1],
+        ok_box,
+        Swizzle::None,
+        "strides[1] = 12 is shorter than a row of shape[2] = 16",
+    );
+    check(
+        [5, 16, 16],
+        ok_strides,
+        ok_box,
+        Swizzle::None,
+        "does not fit",
+    );
+    check(ok_shape, ok_strides, [0, 8, 8], Swizzle::None, "box[0] = 0");
+    check(
+        ok_shape,
+        ok_strides,
+        [2, 300, 8],
+        Swizzle::None,
+        "box[1] = 300",
+    );
+    check(
+        ok_shape,
+        ok_strides,
+        [2, 8, 3],
+        Swizzle::None,
+        "box[2] = 3 elements = 12 bytes",
+    );
+    check(
+        ok_shape,
+        ok_strides,
+        [2, 8, 16],
+        Swizzle::B32,
+        "box[2] = 16 elements = 64 bytes, more than the 32-byte swizzle span",
+    );
+    // A view starting 8 bytes in.
+    let v = m.slice(2..).unwrap();
+    match TensorMapNd::strided(&ctx, &v, [2, 16, 16], ok_strides, ok_box, Swizzle::None) {
+        Err(Error::TensorMapInvalid { problem, .. }) => {
+            assert!(problem.contains("16-byte aligned"), "{problem}")
+        }
+        other => panic!("expected TensorMapInvalid, got {other:?}"),
+    }
+    // Ranks 1 and 5.
+    assert!(TensorMapNd::contiguous(&ctx, &m, [1024], [256], Swizzle::None).is_ok());
+    assert!(
+        TensorMapNd::contiguous(&ctx, &m, [2, 2, 4, 4, 16], [1, 2, 2, 4, 16], Swizzle::B64).is_ok()
+    );
+}
+
+#[test]
+fn tma_multicast_fills_every_block_of_the_cluster() {
+    let (clusters, max_size) = (3u32, 4u32);
+    let rows = (clusters * max_size * MC_SLICE_ROWS) as usize;
+    let src: Vec<f32> = (0..rows * 32).map(|i| i as f32).collect();
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(tma_multicast_tiles).unwrap();
+        let ds = ctx.htod_copy(&src).unwrap();
+        let map = TensorMap2D::new(
+            &ctx,
+            &ds,
+            [rows as u64, 32],
+            32,
+            [MC_SLICE_ROWS, 32],
+            Swizzle::None,
+        )
+        .unwrap();
+        for size in [2u32, 4] {
+            let blocks = clusters * size;
+            let tile = (size * 256) as usize;
+            let mut out = ctx.alloc_zeros::<f32>(blocks as usize * tile).unwrap();
+            // SAFETY: a 2D f32 map of 32 columns with 8 × 32 boxes; clusters of `size` ≤ 8
+            // along x; `out` has blocks · size · 256 elements.
+            unsafe {
+                ctx.default_stream().launch_unchecked(
+                    &k,
+                    LaunchConfig::new(blocks, 64).with_cluster(size),
+                    (map.param(), 5u32, &mut out),
+                )
+            }
+            .unwrap();
+            let got = out.to_host_vec().unwrap();
+            for b in 0..blocks as usize {
+                let c = b / size as usize;
+                assert_eq!(
+                    &got[b * tile..(b + 1) * tile],
+                    &src[c * tile..(c + 1) * tile],
+                    "{name}: clusters of {size}, block {b} holds its cluster's whole tile"
+                );
+            }
+        }
+    }
+}
+
+/// Dynamic shared memory starts at the same offset in every block, so a place aligned up from
+/// it is the same place in every block of a cluster (what TMA multicast and remote `mbarrier`
+/// arrivals address). The simulator once gave each block a heap buffer of its own alignment:
+/// the aligned places differed, and a multicast GEMM's copies completed on a peer's word that
+/// was not its barrier.
+#[test]
+fn aligned_dynamic_shared_memory_is_the_same_place_in_every_block() {
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(cluster_aligned_dynamic_exchange).unwrap();
+        for (size, bytes) in [(2u32, 1028u32), (4, 5000), (8, 20000)] {
+            let blocks = 2 * size;
+            let mut out = ctx.alloc_zeros::<u32>((blocks * size) as usize).unwrap();
+            ctx.default_stream()
+                .launch(
+                    &k,
+                    LaunchConfig::new(blocks, 32)
+                        .with_cluster(size)
+                        .with_shared_mem_bytes(bytes),
+                    (&mut out,),
+                )
+                .unwrap();
+            let want: Vec<u32> = (0..blocks * size).map(|i| 1000 + i % size).collect();
+            assert_eq!(
+                out.to_host_vec().unwrap(),
+                want,
+                "{name}: clusters of {size}, {bytes} bytes of dynamic shared memory"
+            );
+        }
+    }
+}
+
+/// Writes into a peer block's shared memory published by a remote `mbarrier` arrival that
+/// releases at cluster scope (`Mbarrier::arrive_cluster_release`): each peer sees the value
+/// once its barrier's phase completed.
+#[test]
+fn remote_mbarrier_arrivals_publish_writes_to_the_peer() {
+    for (name, ctx) in devices() {
+        let Some(md) = hopper_module(&name, &ctx) else {
+            continue;
+        };
+        let k = md.kernel(cluster_publish).unwrap();
+        for size in [2u32, 4, 8] {
+            let blocks = 3 * size;
+            let mut out = ctx.htod_copy(&vec![7u32; blocks as usize]).unwrap();
+            ctx.default_stream()
+                .launch(
+                    &k,
+                    LaunchConfig::new(blocks, 32).with_cluster(size),
+                    (&mut out,),
+                )
+                .unwrap();
+            let want: Vec<u32> = (0..blocks)
+                .map(|b| match b % size {
+                    0 => 7,
+                    r => 1000 * (b / size + 1) + r,
+                })
+                .collect();
+            assert_eq!(
+                out.to_host_vec().unwrap(),
+                want,
+                "{name}: clusters of {size}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -1,13 +1,18 @@
 //! Misuse of the Hopper device features that hangs or misbehaves on the GPU is an error in
 //! the simulator, naming the wait or the operation: a cluster barrier that cannot complete,
 //! `grid::sync` outside a cooperative launch, an `mbarrier` phase whose arrivals never come,
-//! a rank outside the cluster.
+//! a rank outside the cluster, a TMA multicast into a block whose `mbarrier` is not yet
+//! initialised.
 
 use ffi_examples_hopper_kernels::PTX;
 use ffi_examples_hopper_kernels::misuse::{
     cluster_barrier_deadlock, grid_sync_anywhere, map_rank, mbarrier_missing_arrival,
+    multicast_before_peer_init,
 };
-use gpukernel_runtime::{Context, Device, Error, GridBarrierWord, LaunchConfig, Module};
+use ffi_examples_hopper_kernels::{MC_SLICE_ROWS, tma_multicast_tiles};
+use gpukernel_runtime::{
+    Context, Device, Error, GridBarrierWord, LaunchConfig, Module, Swizzle, TensorMap2D,
+};
 
 fn sim() -> (Context, Module) {
     let ctx = Device::simulator().primary_context().unwrap();
@@ -102,4 +107,62 @@ fn a_rank_outside_the_cluster_stops_the_kernel() {
         msg.contains("index out of bounds: the len is 2 but the index is 2"),
         "{msg}"
     );
+}
+
+/// The rule of TMA multicast: every destination block initialises its `mbarrier`, fences it
+/// (`fence.mbarrier_init.release.cluster`) and arrives at a cluster barrier before any block
+/// multicasts into it. A multicast issued before the peer's initialisation (ordered so by a
+/// cluster barrier between them, so it happens on every run) completes its bytes on a word that
+/// is not a barrier yet: undefined on the GPU (the later `init` erases the bytes and the peer
+/// waits forever), an error naming the completion in the simulator. The same exchange with the
+/// cluster barrier between the initialisations and the copies passes, launch after launch.
+#[test]
+fn a_multicast_before_the_peer_initialised_its_mbarrier_is_reported() {
+    let (ctx, md) = sim();
+    let rows = 4 * 2 * MC_SLICE_ROWS as usize;
+    let src: Vec<f32> = (0..rows * 32).map(|i| i as f32).collect();
+    let ds = ctx.htod_copy(&src).unwrap();
+    let map = TensorMap2D::new(
+        &ctx,
+        &ds,
+        [rows as u64, 32],
+        32,
+        [MC_SLICE_ROWS, 32],
+        Swizzle::None,
+    )
+    .unwrap();
+    let s = ctx.default_stream();
+    let bad = md.kernel(multicast_before_peer_init).unwrap();
+    let mut flags = ctx.alloc_zeros::<u32>(2 * 32).unwrap();
+    // SAFETY: the simulator; a 2D f32 map with 8 × 32 boxes; clusters of two.
+    let msg = fault_message(unsafe {
+        s.launch_unchecked(
+            &bad,
+            LaunchConfig::new(2, 32).with_cluster(2),
+            (map.param(), &mut flags),
+        )
+    });
+    assert!(
+        msg.contains("a bulk copy's completion on an mbarrier that was not initialised"),
+        "{msg}"
+    );
+    let good = md.kernel(tma_multicast_tiles).unwrap();
+    let mut out = ctx.alloc_zeros::<f32>(8 * 512).unwrap();
+    for _ in 0..20 {
+        // SAFETY: a 2D f32 map of 32 columns with 8 × 32 boxes; clusters of 2 along x; `out`
+        // has 8 · 2 · 256 elements.
+        unsafe {
+            s.launch_unchecked(
+                &good,
+                LaunchConfig::new(8, 32).with_cluster(2),
+                (map.param(), 3u32, &mut out),
+            )
+        }
+        .unwrap();
+        let got = out.to_host_vec().unwrap();
+        for b in 0..8 {
+            let c = b / 2;
+            assert_eq!(&got[b * 512..(b + 1) * 512], &src[c * 512..(c + 1) * 512]);
+        }
+    }
 }

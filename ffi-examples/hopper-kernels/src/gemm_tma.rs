@@ -17,7 +17,7 @@ use gpukernel_device::prelude::*;
 use gpukernel_device::shared::dynamic_shared;
 use gpukernel_device::tma::{self, TensorMap};
 use gpukernel_device::wgmma::{self, Accumulators, SmemDesc};
-use gpukernel_device::{sync, thread, unroll};
+use gpukernel_device::{cluster, sync, thread, unroll};
 
 /// Rows of C per block of the TMA GEMMs (two consumer warpgroups of 64 rows).
 pub const TMA_BM: u32 = 128;
@@ -47,6 +47,11 @@ pub const fn tma_box_a(elem_bytes: u32) -> [u32; 2] {
 pub const fn tma_box_b(elem_bytes: u32) -> [u32; 2] {
     [TMA_BN, TMA_ROW_BYTES / elem_bytes]
 }
+/// The box of B's tensor map for [`gemm_e4m3_tma_multicast`]: half of B's tile (each block of a
+/// cluster of two loads one half and multicasts it to both).
+pub const fn tma_box_b_half(elem_bytes: u32) -> [u32; 2] {
+    [TMA_BN / 2, TMA_ROW_BYTES / elem_bytes]
+}
 
 /// A pair of f32s, 8-byte aligned (one 64-bit store).
 #[repr(C, align(8))]
@@ -71,12 +76,22 @@ struct Part {
 /// `Option<Part>` would carry the 128 accumulators through the producer's 40 registers,
 /// spilling them.)
 ///
+/// `MC`: the blocks run in clusters of two along `M` that share B's tile: the cluster takes
+/// the pairs of vertically adjacent tiles in grouped order, each block loads its own A tile and
+/// one half of the B tile, which it multicasts into both blocks (`tma::load_multicast`), so B
+/// leaves L2 once per cluster. A stage is then free once the consumers of *both* blocks released
+/// it (each consumer warpgroup arrives on the empty barrier of both blocks:
+/// `Mbarrier::arrive_cluster`); the barriers are published to the peer by a cluster barrier
+/// before the first multicast; the caller ends with a cluster barrier (the peer's last
+/// arrivals reach this block's barriers after its own work is done).
+///
 /// # Safety
 /// `a` and `b` are runtime maps of the `m × k` A and the `n × k` B (row-major, 1-byte
-/// elements when `FP8`, else 2-byte), with boxes [`tma_box_a`] and [`tma_box_b`] and the
-/// 128-byte swizzle.
+/// elements when `FP8`, else 2-byte), with boxes [`tma_box_a`] and [`tma_box_b`]
+/// ([`tma_box_b_half`] when `MC`) and the 128-byte swizzle; when `MC`, the launch has clusters
+/// of 2 blocks along x and every thread calls `cluster::sync` after this call.
 #[inline(always)]
-unsafe fn pipeline<const FP8: bool>(
+unsafe fn pipeline<const FP8: bool, const MC: bool>(
     a: TensorMap,
     b: TensorMap,
     m: usize,
@@ -98,7 +113,13 @@ unsafe fn pipeline<const FP8: bool>(
             && n.is_multiple_of(BN)
             && k.is_multiple_of(kt_depth)
             && k > 0
+            && (!MC || (cluster::size() == 2 && m.is_multiple_of(2 * BM)))
     );
+    let rank = if MC {
+        cluster::block_rank() as usize
+    } else {
+        0
+    };
     let base = SharedAddr::of(smem.as_mut_ptr()).align_up(wgmma::SW128_ATOM_BYTES);
     let bars = base.add_bytes(STAGES * STAGE);
     let full = |s: usize| Mbarrier::at(bars.add_bytes(8 * s));
@@ -106,27 +127,47 @@ unsafe fn pipeline<const FP8: bool>(
     let tid = thread::thread_idx_x() as usize;
     if tid == 0 {
         for s in 0..STAGES {
-            // SAFETY: one thread initialises each barrier once, before the block barrier
-            // below publishes them: `full` completes on the producer's arrival and the
-            // stage's bytes, `empty` on one arrival per consumer warpgroup.
+            // SAFETY: one thread initialises each barrier once, before the block (cluster)
+            // barrier below publishes them: `full` completes on the producer's arrival and the
+            // stage's bytes, `empty` on one arrival per consumer warpgroup (of both blocks when
+            // they share the stage's B tile).
             unsafe {
                 full(s).init(1);
-                empty(s).init(2);
+                empty(s).init(if MC { 4 } else { 2 });
             }
         }
         mbarrier::fence_init();
     }
-    sync::sync_threads();
-    let (cols, rows) = (n / BN, m / BM);
-    let (first, step) = (
-        thread::block_idx_x() as usize,
-        thread::grid_dim_x() as usize,
-    );
+    if MC {
+        // Both blocks' barriers are initialised before either multicasts into the other or
+        // arrives on the other's barriers.
+        cluster::sync();
+    } else {
+        sync::sync_threads();
+    }
+    // With `MC` a "row" of tiles is a pair of block rows, the cluster's unit of work.
+    let (cols, rows) = (n / BN, m / BM / if MC { 2 } else { 1 });
+    let (first, step) = if MC {
+        (
+            thread::block_idx_x() as usize / 2,
+            thread::grid_dim_x() as usize / 2,
+        )
+    } else {
+        (
+            thread::block_idx_x() as usize,
+            thread::grid_dim_x() as usize,
+        )
+    };
     let k_tiles = k / kt_depth;
     // Grouped order (L2 reuse); a bijection, so blocks own disjoint tiles.
     let origin = |tile: usize| {
-        let (r, c) = thread::grouped_tile(tile, cols, rows, 8);
-        (r * BM, c * BN)
+        if MC {
+            let (r, c) = thread::grouped_tile(tile, cols, rows, 4);
+            ((2 * r + rank) * BM, c * BN)
+        } else {
+            let (r, c) = thread::grouped_tile(tile, cols, rows, 8);
+            (r * BM, c * BN)
+        }
     };
     let wg = tid / 128;
     if wg == 0 {
@@ -152,11 +193,28 @@ unsafe fn pipeline<const FP8: bool>(
                     // complete. The boxes are inside the tensors (m, n, k multiples of the
                     // tile, checked above) and land 1024-byte aligned inside the block's
                     // shared memory.
+                    // With `MC`, the stage is free in both blocks (the empty barrier counts the
+                    // consumers of both), this block's full barrier expects both halves of B
+                    // (its own and the peer's multicast, which may land before this
+                    // arrival: the transaction count then goes negative, and the phase still
+                    // waits for the arrival), and the peer's was initialised before the
+                    // cluster barrier above.
                     unsafe {
                         empty(s).wait_parity(parity ^ 1);
                         full(s).arrive_expect_tx(STAGE as u32);
                         tma::load(st, a, [at_k, bm as i32], full(s));
-                        tma::load(st.add_bytes(A_TILE), b, [at_k, bn as i32], full(s));
+                        if MC {
+                            let half = BN / 2;
+                            tma::load_multicast(
+                                st.add_bytes(A_TILE + rank * half * TMA_ROW_BYTES as usize),
+                                b,
+                                [at_k, (bn + rank * half) as i32],
+                                full(s),
+                                0b11,
+                            );
+                        } else {
+                            tma::load(st.add_bytes(A_TILE), b, [at_k, bn as i32], full(s));
+                        }
                     }
                     it += 1;
                 }
@@ -169,9 +227,18 @@ unsafe fn pipeline<const FP8: bool>(
     let cw = wg - 1;
     let release = |it: usize| {
         if tid.is_multiple_of(128) {
-            // SAFETY: one arrival per consumer warpgroup per use of the stage, after the
-            // wait that covers its batch over it (the caller's).
-            unsafe { empty(it % STAGES).arrive() };
+            // SAFETY: one arrival per consumer warpgroup per use of the stage (on both blocks'
+            // barriers with `MC`: both producers write into it), after the wait that covers its
+            // batch over it (the caller's); the peer's barriers were initialised before the
+            // cluster barrier, and it does not exit before the caller's last cluster barrier.
+            unsafe {
+                if MC {
+                    empty(it % STAGES).arrive_cluster(0);
+                    empty(it % STAGES).arrive_cluster(1);
+                } else {
+                    empty(it % STAGES).arrive();
+                }
+            }
         }
     };
     let mut it = 0usize;
@@ -282,7 +349,7 @@ pub unsafe fn gemm_bf16_tma(
         });
     };
     // SAFETY: the kernel's contract.
-    unsafe { pipeline::<false>(a, b, m, n, k, epilogue) };
+    unsafe { pipeline::<false, false>(a, b, m, n, k, epilogue) };
 }
 
 /// `c = scale · a · bᵀ` for row-major FP8 e4m3 `a` (`m × k`) and `b` (`n × k`), as raw bytes,
@@ -347,5 +414,67 @@ pub unsafe fn gemm_e4m3_tma(
         });
     };
     // SAFETY: the kernel's contract.
-    unsafe { pipeline::<true>(a, b, m, n, k, epilogue) };
+    unsafe { pipeline::<true, false>(a, b, m, n, k, epilogue) };
+}
+
+/// [`gemm_e4m3_tma`] in clusters of two blocks along `M` that share each stage's B tile
+/// through TMA multicast: each block loads its A tile (16 KiB) and half of B (16 KiB) per stage
+/// instead of A and all of B (48 KiB), the other half arriving from its peer. Launch as
+/// [`gemm_e4m3_tma`] with clusters of 2 (`LaunchConfig::with_cluster(2)`) and an even grid; `m`
+/// a multiple of 256.
+///
+/// # Safety
+/// As [`gemm_e4m3_tma`], with B's box [`tma_box_b_half(1)`](tma_box_b_half).
+#[kernel]
+pub unsafe fn gemm_e4m3_tma_multicast(
+    a: TensorMap,
+    b: TensorMap,
+    m: u32,
+    n: u32,
+    k: u32,
+    scale: f32,
+    c: DisjointSlice2D<u16>,
+) {
+    let (m, n, k) = (m as usize, n as usize, k as usize);
+    assert!(
+        c.cols() == n
+            && c.rows() == m
+            && c.pitch().is_multiple_of(2)
+            && (c.as_mut_ptr() as usize).is_multiple_of(4)
+    );
+    let epilogue = |part: &Part| {
+        let (c_g, pitch) = (c.as_mut_ptr(), c.pitch());
+        let t = thread::thread_idx_x() as usize % 128;
+        let (w, l) = (t / 32, t % 32);
+        let row = part.row + 16 * w + l / 4;
+        let col0 = part.col + 2 * (l % 4);
+        let acc = &part.acc;
+        let pair = |x: f32, y: f32| {
+            use gpukernel_device::half::bf16;
+            gpukernel_device::mma::pack2(
+                bf16::from_f32(x * scale).to_bits(),
+                bf16::from_f32(y * scale).to_bits(),
+            )
+        };
+        unroll!(j in [
+            0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+        ] {
+            let col = col0 + 8 * j;
+            // SAFETY: as in `gemm_bf16_tma`, with 4-byte stores of two bf16s (col and the pitch
+            // even, the base 4-byte aligned).
+            unsafe {
+                c_g.add(row * pitch + col)
+                    .cast::<u32>()
+                    .write(pair(acc[4 * j], acc[4 * j + 1]));
+                c_g.add((row + 8) * pitch + col)
+                    .cast::<u32>()
+                    .write(pair(acc[4 * j + 2], acc[4 * j + 3]));
+            }
+        });
+    };
+    // SAFETY: the kernel's contract.
+    unsafe { pipeline::<true, true>(a, b, m, n, k, epilogue) };
+    // No block exits while its peer may still arrive on its barriers.
+    cluster::sync();
 }

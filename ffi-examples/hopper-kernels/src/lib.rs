@@ -32,10 +32,14 @@ pub use cluster::{
 pub use fp8::{FP8_TILE_SHARED_BYTES, fp8_conversions, wgmma_tile_e4m3};
 pub use gemm_tma::{
     TMA_BM, TMA_BN, TMA_ROW_BYTES, TMA_SHARED_BYTES, TMA_STAGES, TMA_THREADS, gemm_bf16_tma,
-    gemm_e4m3_tma, tma_box_a, tma_box_b,
+    gemm_e4m3_tma, gemm_e4m3_tma_multicast, tma_box_a, tma_box_b, tma_box_b_half,
 };
 pub use grid::{REDUCE_BLOCK, pdl_first, pdl_second, sum_cooperative, sum_final, sum_partials};
-pub use tma::{TILE, Tile, mbarrier_ring, tma_copy_tiles, tma_swizzle_probe};
+pub use tma::{
+    BoxGrid, BoxTile, MC_SLICE_ROWS, McTile, TILE, Tile, cluster_aligned_dynamic_exchange,
+    cluster_publish, mbarrier_ring, tma_boxes_3d, tma_boxes_4d, tma_boxes_5d, tma_copy_tiles,
+    tma_multicast_tiles, tma_swizzle_probe,
+};
 
 /// The PTX of every kernel in this crate, for `sm_90a`.
 #[cfg(not(target_arch = "nvptx64"))]

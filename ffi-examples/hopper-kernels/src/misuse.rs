@@ -59,3 +59,57 @@ pub fn map_rank(rank: u32, mut out: DisjointSlice<u32>) {
     cluster::sync();
     out.set(thread::index(), p.is_null() as u32);
 }
+
+/// TMA multicast into a peer block before the peer initialised its `mbarrier`: in a cluster
+/// of two, rank 0 multicasts a box of `src` (2D f32, 8 × 32 boxes) to both blocks and only then
+/// arrives at the cluster barrier; rank 1 initialises its barrier after that barrier. The copy
+/// completes its bytes on rank 1's word before `mbarrier.init` (undefined on the GPU: the
+/// `init` erases them and rank 1 waits forever, or the copy's signal is lost); the simulator
+/// reports the completion on a barrier that was not initialised.
+///
+/// # Safety
+/// Do not run it on a GPU. `src` is such a map; clusters of 2 blocks.
+#[kernel]
+pub unsafe fn multicast_before_peer_init(
+    src: gpukernel_device::tma::TensorMap,
+    mut out: DisjointSlice<u32>,
+) {
+    let tile = shared_array!(crate::McTile, 1);
+    let word = shared_array!(u64, 1);
+    let bar = Mbarrier::at(SharedAddr::of(word.as_mut_ptr()));
+    let first = thread::thread_idx_x() == 0;
+    let rank = cluster::block_rank();
+    if rank == 0 {
+        if first {
+            // SAFETY: the own barrier is initialised; the peer's is not (the misuse shown).
+            unsafe {
+                bar.init(1);
+                mbarrier::fence_init();
+                bar.arrive_expect_tx(8 * 32 * 4);
+                gpukernel_device::tma::load_multicast(
+                    SharedAddr::of(tile.as_mut_ptr()),
+                    src,
+                    [0, 0],
+                    bar,
+                    0b11,
+                );
+            }
+        }
+        cluster::sync();
+    } else {
+        cluster::sync();
+        if first {
+            // SAFETY: initialised once (too late for the multicast: the misuse shown).
+            unsafe {
+                bar.init(1);
+                mbarrier::fence_init();
+                bar.arrive_expect_tx(8 * 32 * 4);
+            }
+        }
+    }
+    sync::sync_threads();
+    // SAFETY: initialised in both blocks by now.
+    unsafe { bar.wait_parity(0) };
+    cluster::sync();
+    out.set(thread::index(), 1);
+}

@@ -312,9 +312,26 @@ pub(super) struct BlockMem {
     epoch: AtomicU64,
     /// Locked: a peer block of the cluster resolves addresses here (`mapa`).
     statics: Mutex<Vec<StaticAlloc>>,
+    /// The start of the dynamic shared memory: [`DYNAMIC_ALIGN`]-aligned inside
+    /// `dynamic_buf`.
     dynamic: AtomicPtr<u8>,
     dynamic_len: usize,
     dynamic_buf: Mutex<Vec<u128>>,
+}
+
+/// The alignment of every block's dynamic shared memory. On the GPU it starts at the same
+/// offset in every block of a launch, so an address a kernel derives from it (aligned up for
+/// a swizzled TMA or `wgmma` tile, say) has the same offset in every block, and a peer's copy
+/// of it (`mapa`, a TMA multicast, a remote `mbarrier` arrival) lands where the peer's own code
+/// put the same thing. A heap buffer starts at whatever address the allocator gives, different
+/// from block to block modulo 1024: the simulator aligns each to this (the largest alignment a
+/// shared operand needs, a 128-byte-swizzled tile's span), so the offsets agree as on the GPU.
+const DYNAMIC_ALIGN: usize = 1024;
+
+/// The first [`DYNAMIC_ALIGN`]-aligned address in `buf`.
+fn dynamic_start(buf: &mut [u128]) -> *mut u8 {
+    let p = buf.as_mut_ptr().cast::<u8>();
+    p.wrapping_add(p.align_offset(DYNAMIC_ALIGN))
 }
 
 /// Where an address lies in a block's shared memory, in terms every block of the launch shares.
@@ -337,8 +354,9 @@ unsafe impl Send for BlockMem {}
 
 impl BlockMem {
     fn new(dynamic_len: usize) -> Self {
-        let mut buf = vec![0u128; dynamic_len.div_ceil(16)];
-        let dynamic = AtomicPtr::new(buf.as_mut_ptr().cast::<u8>());
+        // Room to start the region at its alignment.
+        let mut buf = vec![0u128; (dynamic_len + DYNAMIC_ALIGN).div_ceil(16)];
+        let dynamic = AtomicPtr::new(dynamic_start(&mut buf));
         BlockMem {
             epoch: AtomicU64::new(0),
             statics: Mutex::new(Vec::new()),
@@ -358,7 +376,8 @@ impl BlockMem {
         let statics = self.statics.lock().unwrap_or_else(|e| e.into_inner());
         statics.iter().find_map(|s| {
             let base = s.ptr.as_ptr() as usize;
-            (a >= base && a < base + s.layout.size()).then_some(SharedPlace::Static {
+            // `then`, not `then_some`: the offset exists only for an address inside.
+            (a >= base && a < base + s.layout.size()).then(|| SharedPlace::Static {
                 key: s.key,
                 size: s.layout.size(),
                 align: s.layout.align(),
@@ -387,7 +406,7 @@ impl BlockMem {
             let mut buf = self.dynamic_buf.lock().unwrap_or_else(|e| e.into_inner());
             buf.fill(0);
             self.dynamic
-                .store(buf.as_mut_ptr().cast(), Ordering::Relaxed);
+                .store(dynamic_start(&mut buf), Ordering::Relaxed);
         }
     }
 

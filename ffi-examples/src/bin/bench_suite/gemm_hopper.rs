@@ -357,12 +357,16 @@ impl Drop for LtFp8 {
 }
 
 pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
+    /// Our variants: two kernels (without and with multicast) on two grids each.
+    const OURS: usize = 4;
     let Some(md) = &b.hopper else {
         println!("# not compute capability 9.0: the FP8 GEMM rows are skipped");
         return Ok(());
     };
     let kernel = md.kernel(hopper::gemm_e4m3_tma)?;
     kernel.set_max_dynamic_shared_bytes(hopper::TMA_SHARED_BYTES)?;
+    let multicast = md.kernel(hopper::gemm_e4m3_tma_multicast)?;
+    multicast.set_max_dynamic_shared_bytes(hopper::TMA_SHARED_BYTES)?;
     // Values in [-1, 1) as e4m3; the product scaled by `alpha` (where per-tensor scales go).
     let av: Vec<u8> = (0..MAX * MAX)
         .map(|i| e4m3_bits(unit(14, i as u64)))
@@ -408,6 +412,15 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
             hopper::tma_box_b(1),
             Swizzle::B128,
         )?;
+        // B's map for the multicast kernel: each block of a cluster loads half of the tile.
+        let mb_half = TensorMap2D::new(
+            &ctx,
+            &bb,
+            [n as u64, k as u64],
+            k as u64,
+            hopper::tma_box_b_half(1),
+            Swizzle::B128,
+        )?;
         let lts = if have_lt {
             vec![
                 LtFp8::new(m, n, k, true, WORKSPACE)?,
@@ -418,27 +431,42 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
         };
         let (mu, nu, ku) = (m as u32, n as u32, k as u32);
         let sms = b.sms;
+        // Variants 0, 1: the kernel on its two grids; 2, 3: the multicast kernel on the same
+        // grids (clusters of two: the persistent grid rounded down to even); then cuBLASLt.
         let run = |which: usize, c: &mut DeviceBuffer<u16>| -> Result<(), BoxError> {
-            if which < 2 {
+            if which < OURS {
+                let mc = which >= 2;
                 let args = (
                     ma.param(),
-                    mb.param(),
+                    if mc { mb_half.param() } else { mb.param() },
                     mu,
                     nu,
                     ku,
                     alpha,
                     c.view_2d_mut(n, m, n)?,
                 );
-                let cfg = launch_cfg(m, n, which == 1, sms);
+                let persistent = which % 2 == 1;
+                let cfg = if mc {
+                    launch_cfg(m, n, persistent, sms & !1).with_cluster(2)
+                } else {
+                    launch_cfg(m, n, persistent, sms)
+                };
                 // SAFETY: the maps describe `a` and `b` as m × k and n × k bytes with the
-                // kernel's boxes and the 128-byte swizzle; nothing writes them meanwhile.
-                unsafe { s.launch_unchecked(&kernel, cfg, args)? };
+                // kernel's boxes (half of B's tile for the multicast kernel, launched in
+                // clusters of two) and the 128-byte swizzle; nothing writes them meanwhile.
+                unsafe {
+                    if mc {
+                        s.launch_unchecked(&multicast, cfg, args)?
+                    } else {
+                        s.launch_unchecked(&kernel, cfg, args)?
+                    }
+                };
                 return Ok(());
             }
             // SAFETY: buffers of at least m·k, n·k and m·n elements and the workspace, live
             // past the synchronisation that follows every timed launch.
             unsafe {
-                lts[which - 2].run(
+                lts[which - OURS].run(
                     s,
                     alpha,
                     (a.as_raw(), bb.as_raw(), c.as_raw()),
@@ -446,7 +474,7 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
                 )
             }
         };
-        let runs = 2 + lts.len();
+        let runs = OURS + lts.len();
         let mut errs = vec![0.0; runs];
         for (which, err) in errs.iter_mut().enumerate() {
             c.memset_zeros()?;
@@ -469,15 +497,24 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
         }
         let ms = time_interleaved(b, runs, |w| run(w, &mut c))?;
         let flops = 2.0 * (m * n * k) as f64;
-        for (v, grid) in GRIDS.iter().enumerate() {
+        for v in 0..OURS {
+            let (mc, grid) = (v >= 2, GRIDS[v % 2]);
             let mut ratios = vec![];
-            if runs == 4 {
-                ratios.push(ratio(ms[v], ms[2], "cuBLASLt FP8 fast accum"));
-                ratios.push(ratio(ms[v], ms[3], "cuBLASLt FP8 default"));
+            if runs == OURS + 2 {
+                ratios.push(ratio(ms[v], ms[OURS], "cuBLASLt FP8 fast accum"));
+                ratios.push(ratio(ms[v], ms[OURS + 1], "cuBLASLt FP8 default"));
             }
+            if mc {
+                ratios.push(ratio(ms[v], ms[v - 2], "without multicast"));
+            }
+            let what = if mc {
+                "TMA multicast of B in clusters of 2 + warp-specialised wgmma"
+            } else {
+                "TMA + warp-specialised wgmma"
+            };
             push(
                 b,
-                format!("FP8 e4m3 GEMM {size}³ → bf16, TMA + warp-specialised wgmma, {grid}"),
+                format!("FP8 e4m3 GEMM {size}³ → bf16, {what}, {grid}"),
                 ms[v],
                 flops,
                 "GFLOP/s",
@@ -497,11 +534,11 @@ pub(crate) fn gemm_fp8(b: &mut Bench) -> Result<(), BoxError> {
             push(
                 b,
                 format!("FP8 GEMM {size}³, cuBLASLt e4m3 TN → bf16, {what}"),
-                ms[i + 2],
+                ms[i + OURS],
                 flops,
                 "GFLOP/s",
                 vec![],
-                Some(errs[i + 2]),
+                Some(errs[i + OURS]),
                 "cublasLtMatmul, COMPUTE_32F, heuristic's first algorithm, 32 MiB workspace",
             );
         }
