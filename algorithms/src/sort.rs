@@ -259,7 +259,7 @@ impl Algorithms {
         let keys = keys.into_view()?;
         let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         out.with_all(keys.len(), &mut |mut o| {
-            self.radix_sort(stream, keys, &mut o, None, descending, kk, (K::TILE, BLOCK))
+            self.radix_sort(stream, keys, &mut o, None, descending, kk, (K::TILE, K::THREADS))
         })
         .map_err(sort_length(
             "Algorithms::sort_keys (the output must have the keys' length)",
@@ -298,7 +298,7 @@ impl Algorithms {
                         values,
                         descending,
                         kk,
-                        (K::TILE, BLOCK),
+                        (K::TILE, K::THREADS),
                     )
                 })
             })
@@ -311,7 +311,7 @@ impl Algorithms {
     /// the input and between a temporary buffer and the output (an even number of passes,
     /// so the last one writes the output).
     /// `kk`: the keys-only pass, whose tiles are `tile` keys for blocks of `threads` (the
-    /// pairs' pass is `K`'s, with tiles of `K::PAIRS_TILE` for [`BLOCK`]).
+    /// pairs' pass is `K`'s, with tiles of `K::PAIRS_TILE` for `K::PAIRS_THREADS`).
     #[allow(clippy::too_many_arguments)]
     fn radix_sort<K: DeviceSortKey, KK: Kernel<Params = KeysParams<K>>>(
         &self,
@@ -329,7 +329,7 @@ impl Algorithms {
         }
         let (kh, _, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         let (tile, threads) = if values.is_some() {
-            (K::PAIRS_TILE, BLOCK)
+            (K::PAIRS_TILE, K::PAIRS_THREADS)
         } else {
             (tile, threads)
         };
@@ -466,9 +466,9 @@ impl Algorithms {
         Ok(())
     }
 
-    /// The u32 keys-only sort with the onesweep pass's shape chosen (ballots in the ranks):
-    /// `variant` 0 is [`sort_keys`](Self::sort_keys)' (256 threads × 24 keys), 1: 256 × 16,
-    /// 2: 384 × 16, 3: 384 × 20, 4: 256 × 32. The benchmark's tuning rows.
+    /// The u32 keys-only sort with the onesweep pass's shape chosen: `variant` 0 is
+    /// [`sort_keys`](Self::sort_keys)' (384 threads × 20 keys, counts early), `1 + i` is
+    /// `gpukernel_algorithms_kernels::sort::SORT_TUNING[i]`. The benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sort_keys_u32_tuned(
         &self,
@@ -486,36 +486,40 @@ impl Algorithms {
         }
         let tuned = &self.kernels.sort.tuned;
         let o = &mut out;
+        let shape = |i: usize| {
+            let (_, threads, items) = ks::SORT_TUNING[i];
+            (threads as usize * items, threads)
+        };
         match variant {
             1 => {
                 let k = get(&tuned.0, || {
                     self.module.kernel(ks::sort_onesweep_u32_tune_a)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, (256 * 16, 256))
+                self.radix_sort(stream, keys, o, None, false, k, shape(0))
             }
             2 => {
                 let k = get(&tuned.1, || {
                     self.module.kernel(ks::sort_onesweep_u32_tune_b)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, (384 * 16, 384))
+                self.radix_sort(stream, keys, o, None, false, k, shape(1))
             }
             3 => {
                 let k = get(&tuned.2, || {
                     self.module.kernel(ks::sort_onesweep_u32_tune_c)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, (384 * 20, 384))
+                self.radix_sort(stream, keys, o, None, false, k, shape(2))
             }
             4 => {
                 let k = get(&tuned.3, || {
                     self.module.kernel(ks::sort_onesweep_u32_tune_d)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, (256 * 32, 256))
+                self.radix_sort(stream, keys, o, None, false, k, shape(3))
             }
             _ => {
                 let (_, k, _) = get(u32::__cell(&self.kernels.sort), || {
                     u32::__load(&self.module)
                 })?;
-                self.radix_sort(stream, keys, o, None, false, k, (u32::TILE, BLOCK))
+                self.radix_sort(stream, keys, o, None, false, k, (u32::TILE, u32::THREADS))
             }
         }
     }
