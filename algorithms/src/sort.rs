@@ -120,6 +120,8 @@ struct Tuned(
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_b>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_c>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_d>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_e>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_f>>,
 );
 
 /// Blocks per SM of the histogram pass.
@@ -259,7 +261,15 @@ impl Algorithms {
         let keys = keys.into_view()?;
         let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         out.with_all(keys.len(), &mut |mut o| {
-            self.radix_sort(stream, keys, &mut o, None, descending, kk, (K::TILE, K::THREADS))
+            self.radix_sort(
+                stream,
+                keys,
+                &mut o,
+                None,
+                descending,
+                kk,
+                (K::TILE, K::THREADS),
+            )
         })
         .map_err(sort_length(
             "Algorithms::sort_keys (the output must have the keys' length)",
@@ -487,7 +497,7 @@ impl Algorithms {
         let tuned = &self.kernels.sort.tuned;
         let o = &mut out;
         let shape = |i: usize| {
-            let (_, threads, items) = ks::SORT_TUNING[i];
+            let (_, threads, items, _, _) = ks::SORT_TUNING[i];
             (threads as usize * items, threads)
         };
         match variant {
@@ -514,6 +524,18 @@ impl Algorithms {
                     self.module.kernel(ks::sort_onesweep_u32_tune_d)
                 })?;
                 self.radix_sort(stream, keys, o, None, false, k, shape(3))
+            }
+            5 => {
+                let k = get(&tuned.4, || {
+                    self.module.kernel(ks::sort_onesweep_u32_tune_e)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, shape(4))
+            }
+            6 => {
+                let k = get(&tuned.5, || {
+                    self.module.kernel(ks::sort_onesweep_u32_tune_f)
+                })?;
+                self.radix_sort(stream, keys, o, None, false, k, shape(5))
             }
             _ => {
                 let (_, k, _) = get(u32::__cell(&self.kernels.sort), || {

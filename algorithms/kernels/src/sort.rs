@@ -463,6 +463,32 @@ unsafe fn onesweep<
     }
 }
 
+/// The lanes of the warp whose digit `d` equals the caller's: `RADIX_BITS` ballots, or one
+/// `match.any.sync` with `MATCH_ANY` (the ballots in the simulator). The whole warp calls it.
+#[inline(always)]
+fn peers<const MATCH_ANY: bool>(d: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    if MATCH_ANY {
+        let m: u32;
+        // SAFETY: `match.any.sync` over the whole warp, which every caller's block is made of;
+        // registers only.
+        unsafe {
+            core::arch::asm!(
+                "match.any.sync.b32 {0}, {1}, 0xffffffff;",
+                out(reg32) m, in(reg32) d, options(nomem, nostack),
+            );
+        }
+        return m;
+    }
+    let mut peers = gpukernel_device::warp::FULL_MASK;
+    for b in 0..RADIX_BITS {
+        let set = (d >> b) & 1 != 0;
+        // SAFETY: the whole warp calls it: every lane is in the mask.
+        let votes = unsafe { gpukernel_device::warp::ballot_sync_unchecked(u32::MAX, set) };
+        peers &= if set { votes } else { !votes };
+    }
+    peers
+}
 
 /// The most warps of a block of [`onesweep_early`] (blocks of up to 384 threads).
 const EARLY_MAX_WARPS: usize = 12;
@@ -498,6 +524,8 @@ unsafe fn onesweep_early<
     V: ShuffleValue + DeviceCopy + Default,
     const THREADS: usize,
     const ITEMS: usize,
+    const MATCH_ANY: bool,
+    const LOOK_BACK_FIRST: bool,
 >(
     keys_in: &[K],
     keys_out: DisjointSlice<'_, K>,
@@ -549,12 +577,7 @@ unsafe fn onesweep_early<
     if t == 0 {
         // SAFETY: `counter[0]` is touched only atomically during the launch; `misc[0]` is
         // written by thread 0 alone and read after the barrier.
-        unsafe {
-            misc.write(
-                0,
-                gpukernel_device::atomic::add(counter.as_mut_ptr(), 1u32),
-            )
-        };
+        unsafe { misc.write(0, gpukernel_device::atomic::add(counter.as_mut_ptr(), 1u32)) };
     }
     sync::sync_threads();
     // SAFETY: written before the barrier.
@@ -647,6 +670,46 @@ unsafe fn onesweep_early<
     }
     sync::sync_threads();
 
+    // 4. Look back: the keys of digit `d` in the tiles before this one (after the ranks, or
+    // before them with `LOOK_BACK_FIRST`).
+    let look_back = || {
+        if d < RADIX {
+            let mut before = 0u32;
+            if tile > 0 {
+                let mut i = tile;
+                loop {
+                    i -= 1;
+                    let s = loop {
+                        let s = status_load(&status, i * RADIX + d);
+                        if s & !COUNT_MASK != 0 {
+                            break s;
+                        }
+                    };
+                    before += s & COUNT_MASK;
+                    if s & FLAG_INCLUSIVE != 0 {
+                        break;
+                    }
+                }
+                let published = if d == RADIX - 1 {
+                    count - (tile_len - valid) as u32
+                } else {
+                    count
+                };
+                status_store(
+                    &status,
+                    tile * RADIX + d,
+                    FLAG_INCLUSIVE | (before + published),
+                );
+            }
+            // Where digit `d`'s keys of this tile go, less their first place in the tile.
+            // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
+            unsafe { table.write(d, bins[d].wrapping_add(before).wrapping_sub(start)) };
+        }
+    };
+    if LOOK_BACK_FIRST {
+        look_back();
+    }
+
     // 3. Ranks: per key, the warp's lanes with the same digit; one of them takes their places
     // from the warp's counter and hands them out. Each key goes to its place at once.
     let below_me = (1u32 << lane) - 1;
@@ -654,14 +717,7 @@ unsafe fn onesweep_early<
     let mut ranks = [0u32; ITEMS];
     unroll::<ITEMS>(|j| {
         let dj = keys[j].digit(shift, flip);
-        let mut peers = gpukernel_device::warp::FULL_MASK;
-        for b in 0..RADIX_BITS {
-            let set = (dj >> b) & 1 != 0;
-            // SAFETY: the block is whole warps (checked above): every lane is in the mask.
-            let votes =
-                unsafe { gpukernel_device::warp::ballot_sync_unchecked(u32::MAX, set) };
-            peers &= if set { votes } else { !votes };
-        }
+        let peers = peers::<MATCH_ANY>(dj);
         // The highest of the peers leads (one instruction to find it).
         let leader = 31 - peers.leading_zeros();
         let mut first = 0;
@@ -692,38 +748,8 @@ unsafe fn onesweep_early<
         }
     });
 
-    // 4. Look back: the keys of digit `d` in the tiles before this one.
-    if d < RADIX {
-        let mut before = 0u32;
-        if tile > 0 {
-            let mut i = tile;
-            loop {
-                i -= 1;
-                let s = loop {
-                    let s = status_load(&status, i * RADIX + d);
-                    if s & !COUNT_MASK != 0 {
-                        break s;
-                    }
-                };
-                before += s & COUNT_MASK;
-                if s & FLAG_INCLUSIVE != 0 {
-                    break;
-                }
-            }
-            let published = if d == RADIX - 1 {
-                count - (tile_len - valid) as u32
-            } else {
-                count
-            };
-            status_store(
-                &status,
-                tile * RADIX + d,
-                FLAG_INCLUSIVE | (before + published),
-            );
-        }
-        // Where digit `d`'s keys of this tile go, less their first place in the tile.
-        // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
-        unsafe { table.write(d, bins[d].wrapping_add(before).wrapping_sub(start)) };
+    if !LOOK_BACK_FIRST {
+        look_back();
     }
     sync::sync_threads();
 
@@ -806,7 +832,7 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep_early::<$t, u32, { $threads as usize }, { $items }>(
+                onesweep_early::<$t, u32, { $threads as usize }, { $items }, false, false>(
                     keys_in, keys_out, None, bins, status, counter, shift, flip,
                 )
             }
@@ -835,6 +861,8 @@ macro_rules! onesweep_kernels {
                     u32,
                     { SORT_THREADS_PAIRS as usize },
                     { SORT_ITEMS_PAIRS },
+                    false,
+                    false,
                 >(
                     keys_in,
                     keys_out,
@@ -858,12 +886,13 @@ onesweep_kernels! {
 }
 
 macro_rules! tuning_kernels {
-    ($($name:ident: $early:literal, $threads:literal, $items:literal;)*) => { $(
+    ($($name:ident: $early:literal, $threads:literal, $items:literal, $any:literal, $first:literal;)*) => { $(
         #[doc = concat!("[`sort_onesweep_u32`] with blocks of ", stringify!($threads),
             " threads, ", stringify!($items), " keys per thread, the counts early: ",
-            stringify!($early), " (else the block rank of `block::radix_rank`): the \
-            benchmark's tuning rows only.\n\n# Safety\nAs [`sort_onesweep_u32`], with these \
-            blocks and tiles.")]
+            stringify!($early), " (else the block rank of `block::radix_rank`), `match.any`: ",
+            stringify!($any), ", the look-back before the ranks: ", stringify!($first),
+            ". The benchmark's tuning rows only.\n\n# Safety\nAs [`sort_onesweep_u32`], with \
+            these blocks and tiles.")]
         #[doc(hidden)]
         #[kernel]
         #[allow(clippy::too_many_arguments)]
@@ -879,7 +908,7 @@ macro_rules! tuning_kernels {
             // SAFETY: the caller's promise.
             unsafe {
                 if $early {
-                    onesweep_early::<u32, u32, $threads, $items>(
+                    onesweep_early::<u32, u32, $threads, $items, $any, $first>(
                         keys_in, keys_out, None, bins, status, counter, shift, flip,
                     )
                 } else {
@@ -892,15 +921,24 @@ macro_rules! tuning_kernels {
     )* };
 }
 
-/// The tuning variants of the u32 keys-only pass: (counts early, threads, keys per thread).
-pub const SORT_TUNING: [(bool, u32, usize); 4] =
-    [(false, 256, 24), (true, 256, 24), (true, 384, 16), (true, 256, 16)];
+/// The tuning variants of the u32 keys-only pass: (counts early, threads, keys per thread,
+/// `match.any`, look-back before the ranks).
+pub const SORT_TUNING: [(bool, u32, usize, bool, bool); 6] = [
+    (false, 256, 24, false, false),
+    (true, 256, 24, false, false),
+    (true, 384, 16, false, false),
+    (true, 256, 16, false, false),
+    (true, 384, 20, true, false),
+    (true, 384, 20, false, true),
+];
 
 tuning_kernels! {
-    sort_onesweep_u32_tune_a: false, 256, 24;
-    sort_onesweep_u32_tune_b: true, 256, 24;
-    sort_onesweep_u32_tune_c: true, 384, 16;
-    sort_onesweep_u32_tune_d: true, 256, 16;
+    sort_onesweep_u32_tune_a: false, 256, 24, false, false;
+    sort_onesweep_u32_tune_b: true, 256, 24, false, false;
+    sort_onesweep_u32_tune_c: true, 384, 16, false, false;
+    sort_onesweep_u32_tune_d: true, 256, 16, false, false;
+    sort_onesweep_u32_tune_e: true, 384, 20, true, false;
+    sort_onesweep_u32_tune_f: true, 384, 20, false, true;
 }
 
 // --- checks of the block primitives the sort is built on (tests only) ------------------------

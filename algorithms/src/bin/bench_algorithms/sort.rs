@@ -204,13 +204,17 @@ fn tuning_rows(
     sizes: &[usize],
 ) -> Result<(), BoxError> {
     let mut names = vec!["384 threads x 20 keys, counts early (default)".to_string()];
-    for (early, threads, items) in gpukernel_algorithms_kernels::sort::SORT_TUNING {
+    for (early, threads, items, any, first) in gpukernel_algorithms_kernels::sort::SORT_TUNING {
         let how = if early {
             "counts early"
         } else {
             "block::radix_rank (before)"
         };
-        names.push(format!("{threads} threads x {items} keys, {how}"));
+        let any = if any { ", match.any" } else { "" };
+        let first = if first { ", look-back first" } else { "" };
+        names.push(format!(
+            "{threads} threads x {items} keys, {how}{any}{first}"
+        ));
     }
     for &n in sizes {
         let x = stream.htod_copy(&xs[..n])?;
@@ -318,6 +322,9 @@ pub fn sort_profile(stream: &Stream, algs: &Algorithms, cub: &Cub) -> Result<(),
             return Err(format!("u32 sort of {n}, variant {v}: differs from CUB's").into());
         }
     }
-    println!("sort-profile: CUB and variants 0..=4 of 2^28 u32 keys, 3 calls each, checked");
+    println!(
+        "sort-profile: CUB and variants 0..={} of 2^28 u32 keys, 3 calls each, checked",
+        gpukernel_algorithms_kernels::sort::SORT_TUNING.len()
+    );
     Ok(())
 }
