@@ -113,7 +113,7 @@ impl std::fmt::Debug for SortKernels {
     }
 }
 
-/// The tuning variants of the u32 keys-only pass.
+/// The tuning variants of the u32 keys-only pass and of the u32 pairs' pass.
 #[derive(Default)]
 struct Tuned(
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_a>>,
@@ -122,6 +122,8 @@ struct Tuned(
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_d>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_e>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_f>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_pairs_u32_tune_a>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_pairs_u32_tune_b>>,
 );
 
 /// Blocks per SM of the histogram pass.
@@ -259,7 +261,7 @@ impl Algorithms {
         descending: bool,
     ) -> Result<()> {
         let keys = keys.into_view()?;
-        let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
+        let (_, kk, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         out.with_all(keys.len(), &mut |mut o| {
             self.radix_sort(
                 stream,
@@ -267,7 +269,7 @@ impl Algorithms {
                 &mut o,
                 None,
                 descending,
-                kk,
+                (kk, kp),
                 (K::TILE, K::THREADS),
             )
         })
@@ -294,7 +296,7 @@ impl Algorithms {
                 source_len: n,
             });
         }
-        let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
+        let (_, kk, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         let mut values_out = Some(values_out);
         keys_out
             .with_all(n, &mut |mut ko| {
@@ -307,8 +309,8 @@ impl Algorithms {
                         &mut ko,
                         values,
                         descending,
-                        kk,
-                        (K::TILE, K::THREADS),
+                        (kk, kp),
+                        (K::PAIRS_TILE, K::PAIRS_THREADS),
                     )
                 })
             })
@@ -320,29 +322,28 @@ impl Algorithms {
     /// The sort itself: the histogram, its scan, then one onesweep launch per digit from
     /// the input and between a temporary buffer and the output (an even number of passes,
     /// so the last one writes the output).
-    /// `kk`: the keys-only pass, whose tiles are `tile` keys for blocks of `threads` (the
-    /// pairs' pass is `K`'s, with tiles of `K::PAIRS_TILE` for `K::PAIRS_THREADS`).
+    /// `kk`, `kp`: the keys-only and the pairs' pass, the one that runs (`kp` with values)
+    /// having tiles of `tile` keys for blocks of `threads`.
     #[allow(clippy::too_many_arguments)]
-    fn radix_sort<K: DeviceSortKey, KK: Kernel<Params = KeysParams<K>>>(
+    fn radix_sort<
+        K: DeviceSortKey,
+        KK: Kernel<Params = KeysParams<K>>,
+        KP: Kernel<Params = PairsParams<K>>,
+    >(
         &self,
         stream: &Stream,
         keys: DeviceView<'_, K>,
         out: &mut DeviceViewMut<'_, K>,
         values: Option<(DeviceView<'_, u32>, &mut DeviceViewMut<'_, u32>)>,
         descending: bool,
-        kk: &TypedKernel<KK>,
+        (kk, kp): (&TypedKernel<KK>, &TypedKernel<KP>),
         (tile, threads): (usize, u32),
     ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        let (kh, _, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
-        let (tile, threads) = if values.is_some() {
-            (K::PAIRS_TILE, K::PAIRS_THREADS)
-        } else {
-            (tile, threads)
-        };
+        let (kh, _, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         if n > SORT_MAX_KEYS {
             return Err(Error::InvalidLaunchConfig {
                 kernel: KK::NAME.to_string(),
@@ -477,7 +478,7 @@ impl Algorithms {
     }
 
     /// The u32 keys-only sort with the onesweep pass's shape chosen: `variant` 0 is
-    /// [`sort_keys`](Self::sort_keys)' (384 threads × 20 keys, counts early), `1 + i` is
+    /// [`sort_keys`](Self::sort_keys)' (256 threads × 24 keys, counts early), `1 + i` is
     /// `gpukernel_algorithms_kernels::sort::SORT_TUNING[i]`. The benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sort_keys_u32_tuned(
@@ -494,55 +495,93 @@ impl Algorithms {
                 source_len: keys.len(),
             });
         }
+        let (_, k0, kp) = get(u32::__cell(&self.kernels.sort), || {
+            u32::__load(&self.module)
+        })?;
         let tuned = &self.kernels.sort.tuned;
         let o = &mut out;
         let shape = |i: usize| {
             let (_, threads, items, _, _) = ks::SORT_TUNING[i];
             (threads as usize * items, threads)
         };
-        match variant {
-            1 => {
-                let k = get(&tuned.0, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_a)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, shape(0))
-            }
-            2 => {
-                let k = get(&tuned.1, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_b)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, shape(1))
-            }
-            3 => {
-                let k = get(&tuned.2, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_c)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, shape(2))
-            }
-            4 => {
-                let k = get(&tuned.3, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_d)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, shape(3))
-            }
-            5 => {
-                let k = get(&tuned.4, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_e)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, shape(4))
-            }
-            6 => {
-                let k = get(&tuned.5, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_f)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, shape(5))
-            }
-            _ => {
-                let (_, k, _) = get(u32::__cell(&self.kernels.sort), || {
-                    u32::__load(&self.module)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, (u32::TILE, u32::THREADS))
-            }
+        macro_rules! variants {
+            ($($v:literal: $field:tt, $kernel:ident;)*) => {
+                match variant {
+                    $($v => {
+                        let k = get(&tuned.$field, || self.module.kernel(ks::$kernel))?;
+                        self.radix_sort(stream, keys, o, None, false, (k, kp), shape($v - 1))
+                    })*
+                    _ => self.radix_sort(
+                        stream,
+                        keys,
+                        o,
+                        None,
+                        false,
+                        (k0, kp),
+                        (u32::TILE, u32::THREADS),
+                    ),
+                }
+            };
+        }
+        variants! {
+            1: 0, sort_onesweep_u32_tune_a;
+            2: 1, sort_onesweep_u32_tune_b;
+            3: 2, sort_onesweep_u32_tune_c;
+            4: 3, sort_onesweep_u32_tune_d;
+            5: 4, sort_onesweep_u32_tune_e;
+            6: 5, sort_onesweep_u32_tune_f;
+        }
+    }
+
+    /// The sort of u32 keys and u32 values with the onesweep pass's shape chosen: `variant`
+    /// 0 is [`sort_pairs`](Self::sort_pairs)', `1 + i` is
+    /// `gpukernel_algorithms_kernels::sort::SORT_PAIRS_TUNING[i]`. The benchmark's tuning rows.
+    #[doc(hidden)]
+    pub fn sort_pairs_u32_tuned(
+        &self,
+        stream: &Stream,
+        (keys, values): (DeviceView<'_, u32>, DeviceView<'_, u32>),
+        (mut keys_out, mut values_out): (DeviceViewMut<'_, u32>, DeviceViewMut<'_, u32>),
+        variant: u32,
+    ) -> Result<()> {
+        let n = keys.len();
+        if values.len() != n || keys_out.len() != n || values_out.len() != n {
+            return Err(Error::LengthMismatch {
+                operation: "Algorithms::sort_pairs_u32_tuned",
+                destination: keys_out.len().min(values_out.len()).min(values.len()),
+                source_len: n,
+            });
+        }
+        let (_, kk, k0) = get(u32::__cell(&self.kernels.sort), || {
+            u32::__load(&self.module)
+        })?;
+        let tuned = &self.kernels.sort.tuned;
+        let v = Some((values, &mut values_out));
+        let ko = &mut keys_out;
+        macro_rules! variants {
+            ($($v:literal: $field:tt, $kernel:ident;)*) => {
+                match variant {
+                    $($v => {
+                        let k = get(&tuned.$field, || self.module.kernel(ks::$kernel))?;
+                        let (threads, items) = ks::SORT_PAIRS_TUNING[$v - 1];
+                        let shape = (threads as usize * items, threads);
+                        self.radix_sort(stream, keys, ko, v, false, (kk, k), shape)
+                    })*
+                    _ => self.radix_sort(
+                        stream,
+                        keys,
+                        ko,
+                        v,
+                        false,
+                        (kk, k0),
+                        (u32::PAIRS_TILE, u32::PAIRS_THREADS),
+                    ),
+                }
+            };
+        }
+        variants! {
+            1: 6, sort_onesweep_pairs_u32_tune_a;
+            2: 7, sort_onesweep_pairs_u32_tune_b;
         }
     }
 }

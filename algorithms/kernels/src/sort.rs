@@ -32,10 +32,11 @@ use crate::BLOCK;
 pub const RADIX_BITS: u32 = 8;
 /// Bins per digit.
 pub const RADIX: usize = 1 << RADIX_BITS;
-/// Threads per block of the onesweep pass of 32-bit keys (CUB's sm_90 shape: 384 × 20).
-pub const SORT_THREADS_32: u32 = 384;
-/// Keys per thread per onesweep tile of 32-bit keys: 20 (tiles of 7680 keys).
-pub const SORT_ITEMS_32: usize = 20;
+/// Threads per block of the onesweep pass of 32-bit keys: 256 (three blocks per SM at 80
+/// registers a thread).
+pub const SORT_THREADS_32: u32 = 256;
+/// Keys per thread per onesweep tile of 32-bit keys: 24 (tiles of 6144 keys).
+pub const SORT_ITEMS_32: usize = 24;
 /// Threads per block of the onesweep pass of key-value pairs and of 64-bit keys.
 pub const SORT_THREADS_PAIRS: u32 = 256;
 /// Keys per thread per onesweep tile of key-value pairs: 16.
@@ -239,7 +240,11 @@ fn histogram<K: SortKey>(keys: &[K], hist: DisjointSlice<'_, u32>, flip: u32) {
     // `HIST_ITEMS` loads in flight per thread, then the rest one by one.
     while i + (HIST_ITEMS - 1) * stride < n {
         let mut ks = [K::default(); HIST_ITEMS];
-        unroll::<HIST_ITEMS>(|j| ks[j] = keys[i + j * stride]);
+        unroll::<HIST_ITEMS>(|j| {
+            // SAFETY: `i + j × stride <= i + (HIST_ITEMS - 1) × stride < n` (the loop's
+            // condition): unchecked, so that every load is issued before the first count.
+            ks[j] = unsafe { *keys.get_unchecked(i + j * stride) }
+        });
         unroll::<HIST_ITEMS>(|j| count(ks[j]));
         i += HIST_ITEMS * stride;
     }
@@ -925,20 +930,65 @@ macro_rules! tuning_kernels {
 /// `match.any`, look-back before the ranks).
 pub const SORT_TUNING: [(bool, u32, usize, bool, bool); 6] = [
     (false, 256, 24, false, false),
-    (true, 256, 24, false, false),
-    (true, 384, 16, false, false),
-    (true, 256, 16, false, false),
-    (true, 384, 20, true, false),
-    (true, 384, 20, false, true),
+    (true, 384, 20, false, false),
+    (true, 256, 24, false, true),
+    (true, 256, 20, false, false),
+    (true, 256, 28, false, false),
+    (true, 256, 32, false, false),
 ];
 
 tuning_kernels! {
     sort_onesweep_u32_tune_a: false, 256, 24, false, false;
-    sort_onesweep_u32_tune_b: true, 256, 24, false, false;
-    sort_onesweep_u32_tune_c: true, 384, 16, false, false;
-    sort_onesweep_u32_tune_d: true, 256, 16, false, false;
-    sort_onesweep_u32_tune_e: true, 384, 20, true, false;
-    sort_onesweep_u32_tune_f: true, 384, 20, false, true;
+    sort_onesweep_u32_tune_b: true, 384, 20, false, false;
+    sort_onesweep_u32_tune_c: true, 256, 24, false, true;
+    sort_onesweep_u32_tune_d: true, 256, 20, false, false;
+    sort_onesweep_u32_tune_e: true, 256, 28, false, false;
+    sort_onesweep_u32_tune_f: true, 256, 32, false, false;
+}
+
+macro_rules! pairs_tuning_kernels {
+    ($($name:ident: $threads:literal, $items:literal;)*) => { $(
+        #[doc = concat!("[`sort_onesweep_pairs_u32`] with blocks of ", stringify!($threads),
+            " threads and ", stringify!($items), " keys per thread: the benchmark's tuning \
+            rows only.\n\n# Safety\nAs [`sort_onesweep_pairs_u32`], with these blocks and \
+            tiles.")]
+        #[doc(hidden)]
+        #[kernel]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            keys_in: &[u32],
+            keys_out: DisjointSlice<u32>,
+            values_in: &[u32],
+            values_out: DisjointSlice<u32>,
+            bins: &[u32],
+            status: DisjointSlice<u32>,
+            counter: DisjointSlice<u32>,
+            shift: u32,
+            flip: u32,
+        ) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                onesweep_early::<u32, u32, $threads, $items, false, false>(
+                    keys_in,
+                    keys_out,
+                    Some((values_in, values_out)),
+                    bins,
+                    status,
+                    counter,
+                    shift,
+                    flip,
+                )
+            }
+        }
+    )* };
+}
+
+/// The tuning variants of the u32 pairs' pass: (threads, keys per thread).
+pub const SORT_PAIRS_TUNING: [(u32, usize); 2] = [(256, 20), (384, 16)];
+
+pairs_tuning_kernels! {
+    sort_onesweep_pairs_u32_tune_a: 256, 20;
+    sort_onesweep_pairs_u32_tune_b: 384, 16;
 }
 
 // --- checks of the block primitives the sort is built on (tests only) ------------------------

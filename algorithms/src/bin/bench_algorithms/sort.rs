@@ -7,6 +7,7 @@
 use std::ffi::c_void;
 
 use gpukernel_algorithms::Algorithms;
+use gpukernel_algorithms_kernels::sort::SORT_PAIRS_TUNING;
 use gpukernel_runtime::{Context, DeviceBuffer, Stream};
 
 use super::{BoxError, Cub, CubPrepare, per_call_ms};
@@ -190,6 +191,32 @@ fn pairs_rows(
         })?;
         let cubm = per_call_ms(ctx, stream, &mut cub_call)?;
         row("u32 keys + u32 values", n, ms, cubm);
+        // The pairs' pass in other shapes (`Algorithms::sort_pairs_u32_tuned`), checked first.
+        let want = (kc.slice(..n)?.to_host_vec()?, vc.slice(..n)?.to_host_vec()?);
+        for (i, (threads, items)) in SORT_PAIRS_TUNING.into_iter().enumerate() {
+            let variant = i as u32 + 1;
+            let call = |ko: &mut DeviceBuffer<u32>, vo: &mut DeviceBuffer<u32>| {
+                algs.sort_pairs_u32_tuned(
+                    stream,
+                    (k, v),
+                    (ko.slice_mut(..n)?, vo.slice_mut(..n)?),
+                    variant,
+                )
+            };
+            call(&mut ko, &mut vo)?;
+            if (ko.slice(..n)?.to_host_vec()?, vo.slice(..n)?.to_host_vec()?) != want {
+                return Err(
+                    format!("u32 pairs of {n}, variant {variant}: differ from CUB's").into(),
+                );
+            }
+            let ms = per_call_ms(ctx, stream, || Ok(call(&mut ko, &mut vo)?))?;
+            row(
+                &format!("u32 keys + u32 values, {threads} threads x {items} keys"),
+                n,
+                ms,
+                cubm,
+            );
+        }
     }
     Ok(())
 }
@@ -203,7 +230,7 @@ fn tuning_rows(
     xs: &[u32],
     sizes: &[usize],
 ) -> Result<(), BoxError> {
-    let mut names = vec!["384 threads x 20 keys, counts early (default)".to_string()];
+    let mut names = vec!["256 threads x 24 keys, counts early (default)".to_string()];
     for (early, threads, items, any, first) in gpukernel_algorithms_kernels::sort::SORT_TUNING {
         let how = if early {
             "counts early"
