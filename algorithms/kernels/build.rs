@@ -8,15 +8,17 @@ fn main() {
         "sort_onesweep_i32",
         "sort_onesweep_f32",
         "sort_onesweep_u64",
-        "sort_onesweep_pairs_u32",
-        "sort_onesweep_pairs_i32",
-        "sort_onesweep_pairs_f32",
-        "sort_onesweep_u32_tune_e",
+        "sort_onesweep_u32_tune_b",
         "sort_onesweep_pairs_u32_tune_a",
     ] {
         b = b.launch_bounds(k, 256, 3);
     }
-    for k in ["sort_onesweep_u32_tune_b", "sort_onesweep_pairs_u32_tune_b"] {
+    for k in [
+        "sort_onesweep_pairs_u32",
+        "sort_onesweep_pairs_i32",
+        "sort_onesweep_pairs_f32",
+        "sort_onesweep_u32_tune_c",
+    ] {
         b = b.launch_bounds(k, 384, 2);
     }
     b.build_or_exit();

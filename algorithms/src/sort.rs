@@ -119,11 +119,7 @@ struct Tuned(
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_a>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_b>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_c>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_d>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_e>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_f>>,
     OnceLock<TypedKernel<ks::sort_onesweep_pairs_u32_tune_a>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_pairs_u32_tune_b>>,
 );
 
 /// Blocks per SM of the histogram pass.
@@ -149,7 +145,7 @@ impl Algorithms {
     /// `stream`: `u32`, `i32`, `u64` by value, `f32` in IEEE total order (see
     /// [`DeviceSortKey`]). `out` must have `keys`' length ([`Error::LengthMismatch`]
     /// otherwise); at most [`SORT_MAX_KEYS`] keys. Temporary storage (a second buffer of
-    /// keys, the digit counts and a status word per 256 digits and tile of 6144 keys, 4096 for `u64`) comes
+    /// keys, the digit counts and a status word per 256 digits and tile of 7168 keys, 4096 for `u64`) comes
     /// from the stream-ordered allocator.
     ///
     /// ```
@@ -478,7 +474,7 @@ impl Algorithms {
     }
 
     /// The u32 keys-only sort with the onesweep pass's shape chosen: `variant` 0 is
-    /// [`sort_keys`](Self::sort_keys)' (256 threads × 24 keys, counts early), `1 + i` is
+    /// [`sort_keys`](Self::sort_keys)' (256 threads × 28 keys, counts early), `1 + i` is
     /// `gpukernel_algorithms_kernels::sort::SORT_TUNING[i]`. The benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sort_keys_u32_tuned(
@@ -501,7 +497,7 @@ impl Algorithms {
         let tuned = &self.kernels.sort.tuned;
         let o = &mut out;
         let shape = |i: usize| {
-            let (_, threads, items, _, _) = ks::SORT_TUNING[i];
+            let (_, threads, items) = ks::SORT_TUNING[i];
             (threads as usize * items, threads)
         };
         macro_rules! variants {
@@ -527,9 +523,6 @@ impl Algorithms {
             1: 0, sort_onesweep_u32_tune_a;
             2: 1, sort_onesweep_u32_tune_b;
             3: 2, sort_onesweep_u32_tune_c;
-            4: 3, sort_onesweep_u32_tune_d;
-            5: 4, sort_onesweep_u32_tune_e;
-            6: 5, sort_onesweep_u32_tune_f;
         }
     }
 
@@ -580,8 +573,7 @@ impl Algorithms {
             };
         }
         variants! {
-            1: 6, sort_onesweep_pairs_u32_tune_a;
-            2: 7, sort_onesweep_pairs_u32_tune_b;
+            1: 3, sort_onesweep_pairs_u32_tune_a;
         }
     }
 }

@@ -176,7 +176,7 @@ fn check_pairs<K: Key>(ctx: &Context, algs: &Algorithms, dev: &str, n: usize, se
 }
 
 /// 0, 1, a few, one tile, one tile and one, two tiles and a part (the tiles of 32-bit keys are
-/// 6144 keys, those of 64-bit keys 4096).
+/// 7168 keys, those of 64-bit keys 4096).
 fn sizes() -> Vec<usize> {
     let (t32, t64) = (u32::TILE, u64::TILE);
     vec![0, 1, 7, t64, t32, t32 + 1, 2 * t32 + 1000]

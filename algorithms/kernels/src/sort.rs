@@ -35,18 +35,19 @@ pub const RADIX: usize = 1 << RADIX_BITS;
 /// Threads per block of the onesweep pass of 32-bit keys: 256 (three blocks per SM at 80
 /// registers a thread).
 pub const SORT_THREADS_32: u32 = 256;
-/// Keys per thread per onesweep tile of 32-bit keys: 24 (tiles of 6144 keys).
-pub const SORT_ITEMS_32: usize = 24;
-/// Threads per block of the onesweep pass of key-value pairs and of 64-bit keys.
+/// Keys per thread per onesweep tile of 32-bit keys: 28 (tiles of 7168 keys).
+pub const SORT_ITEMS_32: usize = 28;
+/// Threads per block of the onesweep pass of 32-bit keys with values: 384 (two blocks per
+/// SM at 80 registers a thread).
+pub const SORT_THREADS_PAIRS_32: u32 = 384;
+/// Threads per block of the onesweep pass of 64-bit keys, with or without values.
 pub const SORT_THREADS_PAIRS: u32 = 256;
-/// Keys per thread per onesweep tile of key-value pairs: 16.
+/// Keys per thread per onesweep tile of key-value pairs: 16 (tiles of 6144 pairs of 32-bit
+/// keys, 4096 of 64-bit keys).
 pub const SORT_ITEMS_PAIRS: usize = 16;
 /// Keys per thread per onesweep tile of 64-bit keys: 16 (tiles of 4096 keys, which fill the
 /// exchange buffer).
 pub const SORT_ITEMS_64: usize = 16;
-/// Whether the tuning variants' ranks find a digit's peers in the warp with `match.any.sync`
-/// (else ballots).
-pub const SORT_MATCH_ANY: bool = false;
 /// Keys per thread of the histogram's grid-stride steps.
 pub const HIST_ITEMS: usize = 8;
 
@@ -74,9 +75,9 @@ pub trait SortKey: ShuffleValue + DeviceCopy + Default + sealed::Sealed {
     /// Keys per onesweep tile (blocks of [`THREADS`](Self::THREADS) threads).
     const TILE: usize;
     /// Threads per block of the onesweep pass of pairs.
-    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS;
+    const PAIRS_THREADS: u32;
     /// Keys per onesweep tile of a sort of pairs (fewer: the values need registers too).
-    const PAIRS_TILE: usize = SORT_THREADS_PAIRS as usize * SORT_ITEMS_PAIRS;
+    const PAIRS_TILE: usize = Self::PAIRS_THREADS as usize * SORT_ITEMS_PAIRS;
     /// The digit at bit `shift` of the key's order-preserving bits, XORed with `flip` (all
     /// ones for a descending sort, else zero).
     fn digit(self, shift: u32, flip: u32) -> u32;
@@ -88,6 +89,7 @@ pub trait SortKey: ShuffleValue + DeviceCopy + Default + sealed::Sealed {
 impl SortKey for u32 {
     const PASSES: u32 = 4;
     const THREADS: u32 = SORT_THREADS_32;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS_32;
     const TILE: usize = SORT_THREADS_32 as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
@@ -102,6 +104,7 @@ impl SortKey for u32 {
 impl SortKey for i32 {
     const PASSES: u32 = 4;
     const THREADS: u32 = SORT_THREADS_32;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS_32;
     const TILE: usize = SORT_THREADS_32 as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
@@ -116,6 +119,7 @@ impl SortKey for i32 {
 impl SortKey for f32 {
     const PASSES: u32 = 4;
     const THREADS: u32 = SORT_THREADS_32;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS_32;
     const TILE: usize = SORT_THREADS_32 as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
@@ -134,6 +138,7 @@ impl SortKey for f32 {
 impl SortKey for u64 {
     const PASSES: u32 = 8;
     const THREADS: u32 = SORT_THREADS_PAIRS;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS;
     const TILE: usize = SORT_THREADS_PAIRS as usize * SORT_ITEMS_64;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
@@ -468,23 +473,11 @@ unsafe fn onesweep<
     }
 }
 
-/// The lanes of the warp whose digit `d` equals the caller's: `RADIX_BITS` ballots, or one
-/// `match.any.sync` with `MATCH_ANY` (the ballots in the simulator). The whole warp calls it.
+/// The lanes of the warp whose digit `d` equals the caller's: `RADIX_BITS` ballots (faster
+/// than one `match.any.sync`: 0.61× CUB against 0.83× in the pass of 384 × 20 keys on an
+/// H200). The whole warp calls it.
 #[inline(always)]
-fn peers<const MATCH_ANY: bool>(d: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    if MATCH_ANY {
-        let m: u32;
-        // SAFETY: `match.any.sync` over the whole warp, which every caller's block is made of;
-        // registers only.
-        unsafe {
-            core::arch::asm!(
-                "match.any.sync.b32 {0}, {1}, 0xffffffff;",
-                out(reg32) m, in(reg32) d, options(nomem, nostack),
-            );
-        }
-        return m;
-    }
+fn peers(d: u32) -> u32 {
     let mut peers = gpukernel_device::warp::FULL_MASK;
     for b in 0..RADIX_BITS {
         let set = (d >> b) & 1 != 0;
@@ -529,8 +522,6 @@ unsafe fn onesweep_early<
     V: ShuffleValue + DeviceCopy + Default,
     const THREADS: usize,
     const ITEMS: usize,
-    const MATCH_ANY: bool,
-    const LOOK_BACK_FIRST: bool,
 >(
     keys_in: &[K],
     keys_out: DisjointSlice<'_, K>,
@@ -675,46 +666,6 @@ unsafe fn onesweep_early<
     }
     sync::sync_threads();
 
-    // 4. Look back: the keys of digit `d` in the tiles before this one (after the ranks, or
-    // before them with `LOOK_BACK_FIRST`).
-    let look_back = || {
-        if d < RADIX {
-            let mut before = 0u32;
-            if tile > 0 {
-                let mut i = tile;
-                loop {
-                    i -= 1;
-                    let s = loop {
-                        let s = status_load(&status, i * RADIX + d);
-                        if s & !COUNT_MASK != 0 {
-                            break s;
-                        }
-                    };
-                    before += s & COUNT_MASK;
-                    if s & FLAG_INCLUSIVE != 0 {
-                        break;
-                    }
-                }
-                let published = if d == RADIX - 1 {
-                    count - (tile_len - valid) as u32
-                } else {
-                    count
-                };
-                status_store(
-                    &status,
-                    tile * RADIX + d,
-                    FLAG_INCLUSIVE | (before + published),
-                );
-            }
-            // Where digit `d`'s keys of this tile go, less their first place in the tile.
-            // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
-            unsafe { table.write(d, bins[d].wrapping_add(before).wrapping_sub(start)) };
-        }
-    };
-    if LOOK_BACK_FIRST {
-        look_back();
-    }
-
     // 3. Ranks: per key, the warp's lanes with the same digit; one of them takes their places
     // from the warp's counter and hands them out. Each key goes to its place at once.
     let below_me = (1u32 << lane) - 1;
@@ -722,7 +673,7 @@ unsafe fn onesweep_early<
     let mut ranks = [0u32; ITEMS];
     unroll::<ITEMS>(|j| {
         let dj = keys[j].digit(shift, flip);
-        let peers = peers::<MATCH_ANY>(dj);
+        let peers = peers(dj);
         // The highest of the peers leads (one instruction to find it).
         let leader = 31 - peers.leading_zeros();
         let mut first = 0;
@@ -753,8 +704,39 @@ unsafe fn onesweep_early<
         }
     });
 
-    if !LOOK_BACK_FIRST {
-        look_back();
+    // 4. Look back: the keys of digit `d` in the tiles before this one (after the ranks: the
+    // look-back first measured slower, 0.90× CUB against 0.94× on an H100).
+    if d < RADIX {
+        let mut before = 0u32;
+        if tile > 0 {
+            let mut i = tile;
+            loop {
+                i -= 1;
+                let s = loop {
+                    let s = status_load(&status, i * RADIX + d);
+                    if s & !COUNT_MASK != 0 {
+                        break s;
+                    }
+                };
+                before += s & COUNT_MASK;
+                if s & FLAG_INCLUSIVE != 0 {
+                    break;
+                }
+            }
+            let published = if d == RADIX - 1 {
+                count - (tile_len - valid) as u32
+            } else {
+                count
+            };
+            status_store(
+                &status,
+                tile * RADIX + d,
+                FLAG_INCLUSIVE | (before + published),
+            );
+        }
+        // Where digit `d`'s keys of this tile go, less their first place in the tile.
+        // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
+        unsafe { table.write(d, bins[d].wrapping_add(before).wrapping_sub(start)) };
     }
     sync::sync_threads();
 
@@ -817,7 +799,7 @@ unsafe fn onesweep_early<
 }
 
 macro_rules! onesweep_kernels {
-    ($($keys:ident, $pairs:ident: $t:ty, $threads:expr, $items:expr;)*) => { $(
+    ($($keys:ident, $pairs:ident: $t:ty, $threads:expr, $items:expr, $pthreads:expr;)*) => { $(
         #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys (blocks \
             of `", stringify!($threads), "` threads, tiles of `", stringify!($threads), " × ",
             stringify!($items), "` keys).\n\n# Safety\nLaunched by \
@@ -837,13 +819,13 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep_early::<$t, u32, { $threads as usize }, { $items }, false, false>(
+                onesweep_early::<$t, u32, { $threads as usize }, { $items }>(
                     keys_in, keys_out, None, bins, status, counter, shift, flip,
                 )
             }
         }
         #[doc = concat!("As [`", stringify!($keys), "`], with `u32` values moved with \
-            their keys (blocks of [`SORT_THREADS_PAIRS`] threads, tiles of \
+            their keys (blocks of `", stringify!($pthreads), "` threads, tiles of \
             [`SORT_ITEMS_PAIRS`] keys per thread).\n\n# Safety\nAs [`",
             stringify!($keys), "`], with the pairs' blocks and tiles.")]
         #[kernel]
@@ -864,10 +846,8 @@ macro_rules! onesweep_kernels {
                 onesweep_early::<
                     $t,
                     u32,
-                    { SORT_THREADS_PAIRS as usize },
+                    { $pthreads as usize },
                     { SORT_ITEMS_PAIRS },
-                    false,
-                    false,
                 >(
                     keys_in,
                     keys_out,
@@ -884,20 +864,23 @@ macro_rules! onesweep_kernels {
 }
 
 onesweep_kernels! {
-    sort_onesweep_u32, sort_onesweep_pairs_u32: u32, SORT_THREADS_32, SORT_ITEMS_32;
-    sort_onesweep_i32, sort_onesweep_pairs_i32: i32, SORT_THREADS_32, SORT_ITEMS_32;
-    sort_onesweep_f32, sort_onesweep_pairs_f32: f32, SORT_THREADS_32, SORT_ITEMS_32;
-    sort_onesweep_u64, sort_onesweep_pairs_u64: u64, SORT_THREADS_PAIRS, SORT_ITEMS_64;
+    sort_onesweep_u32, sort_onesweep_pairs_u32:
+        u32, SORT_THREADS_32, SORT_ITEMS_32, SORT_THREADS_PAIRS_32;
+    sort_onesweep_i32, sort_onesweep_pairs_i32:
+        i32, SORT_THREADS_32, SORT_ITEMS_32, SORT_THREADS_PAIRS_32;
+    sort_onesweep_f32, sort_onesweep_pairs_f32:
+        f32, SORT_THREADS_32, SORT_ITEMS_32, SORT_THREADS_PAIRS_32;
+    sort_onesweep_u64, sort_onesweep_pairs_u64:
+        u64, SORT_THREADS_PAIRS, SORT_ITEMS_64, SORT_THREADS_PAIRS;
 }
 
 macro_rules! tuning_kernels {
-    ($($name:ident: $early:literal, $threads:literal, $items:literal, $any:literal, $first:literal;)*) => { $(
+    ($($name:ident: $early:literal, $threads:literal, $items:literal;)*) => { $(
         #[doc = concat!("[`sort_onesweep_u32`] with blocks of ", stringify!($threads),
             " threads, ", stringify!($items), " keys per thread, the counts early: ",
-            stringify!($early), " (else the block rank of `block::radix_rank`), `match.any`: ",
-            stringify!($any), ", the look-back before the ranks: ", stringify!($first),
-            ". The benchmark's tuning rows only.\n\n# Safety\nAs [`sort_onesweep_u32`], with \
-            these blocks and tiles.")]
+            stringify!($early), " (else the block rank of `block::radix_rank`): the \
+            benchmark's tuning rows only.\n\n# Safety\nAs [`sort_onesweep_u32`], with these \
+            blocks and tiles.")]
         #[doc(hidden)]
         #[kernel]
         #[allow(clippy::too_many_arguments)]
@@ -913,11 +896,11 @@ macro_rules! tuning_kernels {
             // SAFETY: the caller's promise.
             unsafe {
                 if $early {
-                    onesweep_early::<u32, u32, $threads, $items, $any, $first>(
+                    onesweep_early::<u32, u32, $threads, $items>(
                         keys_in, keys_out, None, bins, status, counter, shift, flip,
                     )
                 } else {
-                    onesweep::<u32, u32, $threads, $items, SORT_MATCH_ANY>(
+                    onesweep::<u32, u32, $threads, $items, false>(
                         keys_in, keys_out, None, bins, status, counter, shift, flip,
                     )
                 }
@@ -926,24 +909,17 @@ macro_rules! tuning_kernels {
     )* };
 }
 
-/// The tuning variants of the u32 keys-only pass: (counts early, threads, keys per thread,
-/// `match.any`, look-back before the ranks).
-pub const SORT_TUNING: [(bool, u32, usize, bool, bool); 6] = [
-    (false, 256, 24, false, false),
-    (true, 384, 20, false, false),
-    (true, 256, 24, false, true),
-    (true, 256, 20, false, false),
-    (true, 256, 28, false, false),
-    (true, 256, 32, false, false),
-];
+/// The tuning variants of the u32 keys-only pass: (counts early, threads, keys per thread).
+/// Measured at 2^28 on an H100 (2026-11-27), CUB's time / ours: the default 256 × 28 0.970,
+/// these 0.730 (the former pass), 0.941 and 0.831 (CUB's sm_90 shape); 256 × 20 0.868 and
+/// 256 × 32 (96 registers) 0.852.
+pub const SORT_TUNING: [(bool, u32, usize); 3] =
+    [(false, 256, 24), (true, 256, 24), (true, 384, 20)];
 
 tuning_kernels! {
-    sort_onesweep_u32_tune_a: false, 256, 24, false, false;
-    sort_onesweep_u32_tune_b: true, 384, 20, false, false;
-    sort_onesweep_u32_tune_c: true, 256, 24, false, true;
-    sort_onesweep_u32_tune_d: true, 256, 20, false, false;
-    sort_onesweep_u32_tune_e: true, 256, 28, false, false;
-    sort_onesweep_u32_tune_f: true, 256, 32, false, false;
+    sort_onesweep_u32_tune_a: false, 256, 24;
+    sort_onesweep_u32_tune_b: true, 256, 24;
+    sort_onesweep_u32_tune_c: true, 384, 20;
 }
 
 macro_rules! pairs_tuning_kernels {
@@ -968,7 +944,7 @@ macro_rules! pairs_tuning_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep_early::<u32, u32, $threads, $items, false, false>(
+                onesweep_early::<u32, u32, $threads, $items>(
                     keys_in,
                     keys_out,
                     Some((values_in, values_out)),
@@ -983,12 +959,13 @@ macro_rules! pairs_tuning_kernels {
     )* };
 }
 
-/// The tuning variants of the u32 pairs' pass: (threads, keys per thread).
-pub const SORT_PAIRS_TUNING: [(u32, usize); 2] = [(256, 20), (384, 16)];
+/// The tuning variants of the u32 pairs' pass: (threads, keys per thread). At 2^28 on an
+/// H100, CUB's time / ours: the default 384 × 16 0.830, 256 × 16 0.775 (256 × 20 at 80
+/// registers: 0.43).
+pub const SORT_PAIRS_TUNING: [(u32, usize); 1] = [(256, 16)];
 
 pairs_tuning_kernels! {
-    sort_onesweep_pairs_u32_tune_a: 256, 20;
-    sort_onesweep_pairs_u32_tune_b: 384, 16;
+    sort_onesweep_pairs_u32_tune_a: 256, 16;
 }
 
 // --- checks of the block primitives the sort is built on (tests only) ------------------------

@@ -230,18 +230,14 @@ fn tuning_rows(
     xs: &[u32],
     sizes: &[usize],
 ) -> Result<(), BoxError> {
-    let mut names = vec!["256 threads x 24 keys, counts early (default)".to_string()];
-    for (early, threads, items, any, first) in gpukernel_algorithms_kernels::sort::SORT_TUNING {
+    let mut names = vec!["256 threads x 28 keys, counts early (default)".to_string()];
+    for (early, threads, items) in gpukernel_algorithms_kernels::sort::SORT_TUNING {
         let how = if early {
             "counts early"
         } else {
             "block::radix_rank (before)"
         };
-        let any = if any { ", match.any" } else { "" };
-        let first = if first { ", look-back first" } else { "" };
-        names.push(format!(
-            "{threads} threads x {items} keys, {how}{any}{first}"
-        ));
+        names.push(format!("{threads} threads x {items} keys, {how}"));
     }
     for &n in sizes {
         let x = stream.htod_copy(&xs[..n])?;
