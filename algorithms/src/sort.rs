@@ -113,13 +113,13 @@ impl std::fmt::Debug for SortKernels {
     }
 }
 
-/// The tuning variants of the u32 keys-only pass.
+/// The tuning variants of the u32 keys-only pass and of the u32 pairs' pass.
 #[derive(Default)]
 struct Tuned(
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_a>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_b>>,
     OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_c>>,
-    OnceLock<TypedKernel<ks::sort_onesweep_u32_tune_d>>,
+    OnceLock<TypedKernel<ks::sort_onesweep_pairs_u32_tune_a>>,
 );
 
 /// Blocks per SM of the histogram pass.
@@ -145,7 +145,7 @@ impl Algorithms {
     /// `stream`: `u32`, `i32`, `u64` by value, `f32` in IEEE total order (see
     /// [`DeviceSortKey`]). `out` must have `keys`' length ([`Error::LengthMismatch`]
     /// otherwise); at most [`SORT_MAX_KEYS`] keys. Temporary storage (a second buffer of
-    /// keys, the digit counts and a status word per 256 digits and tile of 6144 keys, 4096 for `u64`) comes
+    /// keys, the digit counts and a status word per 256 digits and tile of 7168 keys, 4096 for `u64`) comes
     /// from the stream-ordered allocator.
     ///
     /// ```
@@ -257,9 +257,17 @@ impl Algorithms {
         descending: bool,
     ) -> Result<()> {
         let keys = keys.into_view()?;
-        let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
+        let (_, kk, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         out.with_all(keys.len(), &mut |mut o| {
-            self.radix_sort(stream, keys, &mut o, None, descending, kk, (K::TILE, BLOCK))
+            self.radix_sort(
+                stream,
+                keys,
+                &mut o,
+                None,
+                descending,
+                (kk, kp),
+                (K::TILE, K::THREADS),
+            )
         })
         .map_err(sort_length(
             "Algorithms::sort_keys (the output must have the keys' length)",
@@ -284,7 +292,7 @@ impl Algorithms {
                 source_len: n,
             });
         }
-        let (_, kk, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
+        let (_, kk, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         let mut values_out = Some(values_out);
         keys_out
             .with_all(n, &mut |mut ko| {
@@ -297,8 +305,8 @@ impl Algorithms {
                         &mut ko,
                         values,
                         descending,
-                        kk,
-                        (K::TILE, BLOCK),
+                        (kk, kp),
+                        (K::PAIRS_TILE, K::PAIRS_THREADS),
                     )
                 })
             })
@@ -310,29 +318,28 @@ impl Algorithms {
     /// The sort itself: the histogram, its scan, then one onesweep launch per digit from
     /// the input and between a temporary buffer and the output (an even number of passes,
     /// so the last one writes the output).
-    /// `kk`: the keys-only pass, whose tiles are `tile` keys for blocks of `threads` (the
-    /// pairs' pass is `K`'s, with tiles of `K::PAIRS_TILE` for [`BLOCK`]).
+    /// `kk`, `kp`: the keys-only and the pairs' pass, the one that runs (`kp` with values)
+    /// having tiles of `tile` keys for blocks of `threads`.
     #[allow(clippy::too_many_arguments)]
-    fn radix_sort<K: DeviceSortKey, KK: Kernel<Params = KeysParams<K>>>(
+    fn radix_sort<
+        K: DeviceSortKey,
+        KK: Kernel<Params = KeysParams<K>>,
+        KP: Kernel<Params = PairsParams<K>>,
+    >(
         &self,
         stream: &Stream,
         keys: DeviceView<'_, K>,
         out: &mut DeviceViewMut<'_, K>,
         values: Option<(DeviceView<'_, u32>, &mut DeviceViewMut<'_, u32>)>,
         descending: bool,
-        kk: &TypedKernel<KK>,
+        (kk, kp): (&TypedKernel<KK>, &TypedKernel<KP>),
         (tile, threads): (usize, u32),
     ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        let (kh, _, kp) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
-        let (tile, threads) = if values.is_some() {
-            (K::PAIRS_TILE, BLOCK)
-        } else {
-            (tile, threads)
-        };
+        let (kh, _, _) = get(K::__cell(&self.kernels.sort), || K::__load(&self.module))?;
         if n > SORT_MAX_KEYS {
             return Err(Error::InvalidLaunchConfig {
                 kernel: KK::NAME.to_string(),
@@ -466,9 +473,9 @@ impl Algorithms {
         Ok(())
     }
 
-    /// The u32 keys-only sort with the onesweep pass's shape chosen (ballots in the ranks):
-    /// `variant` 0 is [`sort_keys`](Self::sort_keys)' (256 threads × 24 keys), 1: 256 × 16,
-    /// 2: 384 × 16, 3: 384 × 20, 4: 256 × 32. The benchmark's tuning rows.
+    /// The u32 keys-only sort with the onesweep pass's shape chosen: `variant` 0 is
+    /// [`sort_keys`](Self::sort_keys)' (256 threads × 28 keys, counts early), `1 + i` is
+    /// `gpukernel_algorithms_kernels::sort::SORT_TUNING[i]`. The benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sort_keys_u32_tuned(
         &self,
@@ -484,39 +491,89 @@ impl Algorithms {
                 source_len: keys.len(),
             });
         }
+        let (_, k0, kp) = get(u32::__cell(&self.kernels.sort), || {
+            u32::__load(&self.module)
+        })?;
         let tuned = &self.kernels.sort.tuned;
         let o = &mut out;
-        match variant {
-            1 => {
-                let k = get(&tuned.0, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_a)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, (256 * 16, 256))
-            }
-            2 => {
-                let k = get(&tuned.1, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_b)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, (384 * 16, 384))
-            }
-            3 => {
-                let k = get(&tuned.2, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_c)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, (384 * 20, 384))
-            }
-            4 => {
-                let k = get(&tuned.3, || {
-                    self.module.kernel(ks::sort_onesweep_u32_tune_d)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, (256 * 32, 256))
-            }
-            _ => {
-                let (_, k, _) = get(u32::__cell(&self.kernels.sort), || {
-                    u32::__load(&self.module)
-                })?;
-                self.radix_sort(stream, keys, o, None, false, k, (u32::TILE, BLOCK))
-            }
+        let shape = |i: usize| {
+            let (_, threads, items) = ks::SORT_TUNING[i];
+            (threads as usize * items, threads)
+        };
+        macro_rules! variants {
+            ($($v:literal: $field:tt, $kernel:ident;)*) => {
+                match variant {
+                    $($v => {
+                        let k = get(&tuned.$field, || self.module.kernel(ks::$kernel))?;
+                        self.radix_sort(stream, keys, o, None, false, (k, kp), shape($v - 1))
+                    })*
+                    _ => self.radix_sort(
+                        stream,
+                        keys,
+                        o,
+                        None,
+                        false,
+                        (k0, kp),
+                        (u32::TILE, u32::THREADS),
+                    ),
+                }
+            };
+        }
+        variants! {
+            1: 0, sort_onesweep_u32_tune_a;
+            2: 1, sort_onesweep_u32_tune_b;
+            3: 2, sort_onesweep_u32_tune_c;
+        }
+    }
+
+    /// The sort of u32 keys and u32 values with the onesweep pass's shape chosen: `variant`
+    /// 0 is [`sort_pairs`](Self::sort_pairs)', `1 + i` is
+    /// `gpukernel_algorithms_kernels::sort::SORT_PAIRS_TUNING[i]`. The benchmark's tuning rows.
+    #[doc(hidden)]
+    pub fn sort_pairs_u32_tuned(
+        &self,
+        stream: &Stream,
+        (keys, values): (DeviceView<'_, u32>, DeviceView<'_, u32>),
+        (mut keys_out, mut values_out): (DeviceViewMut<'_, u32>, DeviceViewMut<'_, u32>),
+        variant: u32,
+    ) -> Result<()> {
+        let n = keys.len();
+        if values.len() != n || keys_out.len() != n || values_out.len() != n {
+            return Err(Error::LengthMismatch {
+                operation: "Algorithms::sort_pairs_u32_tuned",
+                destination: keys_out.len().min(values_out.len()).min(values.len()),
+                source_len: n,
+            });
+        }
+        let (_, kk, k0) = get(u32::__cell(&self.kernels.sort), || {
+            u32::__load(&self.module)
+        })?;
+        let tuned = &self.kernels.sort.tuned;
+        let v = Some((values, &mut values_out));
+        let ko = &mut keys_out;
+        macro_rules! variants {
+            ($($v:literal: $field:tt, $kernel:ident;)*) => {
+                match variant {
+                    $($v => {
+                        let k = get(&tuned.$field, || self.module.kernel(ks::$kernel))?;
+                        let (threads, items) = ks::SORT_PAIRS_TUNING[$v - 1];
+                        let shape = (threads as usize * items, threads);
+                        self.radix_sort(stream, keys, ko, v, false, (kk, k), shape)
+                    })*
+                    _ => self.radix_sort(
+                        stream,
+                        keys,
+                        ko,
+                        v,
+                        false,
+                        (kk, k0),
+                        (u32::PAIRS_TILE, u32::PAIRS_THREADS),
+                    ),
+                }
+            };
+        }
+        variants! {
+            1: 3, sort_onesweep_pairs_u32_tune_a;
         }
     }
 }

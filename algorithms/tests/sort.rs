@@ -176,7 +176,7 @@ fn check_pairs<K: Key>(ctx: &Context, algs: &Algorithms, dev: &str, n: usize, se
 }
 
 /// 0, 1, a few, one tile, one tile and one, two tiles and a part (the tiles of 32-bit keys are
-/// 6144 keys, those of 64-bit keys 4096).
+/// 7168 keys, those of 64-bit keys 4096).
 fn sizes() -> Vec<usize> {
     let (t32, t64) = (u32::TILE, u64::TILE);
     vec![0, 1, 7, t64, t32, t32 + 1, 2 * t32 + 1000]
@@ -302,4 +302,59 @@ fn sort_refuses_mismatched_lengths() {
     }
     // Nothing was written by the refused calls.
     assert_eq!(ko.to_host_vec().expect("k"), [0, 0, 0]);
+}
+
+/// Every tuning variant of the u32 keys-only pass (`Algorithms::sort_keys_u32_tuned`: the
+/// former block rank, the counts-early pass in other shapes, with `match.any`, with the
+/// look-back before the ranks) and of the u32 pairs' pass (`sort_pairs_u32_tuned`) sorts like
+/// the host: several whole tiles and a partial one.
+#[test]
+fn sort_tuning_variants_match_the_host() {
+    let variants = gpukernel_algorithms_kernels::sort::SORT_TUNING.len() as u32;
+    for (dev, ctx) in devices() {
+        let algs = Algorithms::new(&ctx).expect("load the algorithms");
+        let stream = ctx.default_stream();
+        let n = 3 * u32::TILE + 1000;
+        let xs: Vec<u32> = values(n, 11, i64::MAX / 4, |v| v as u32);
+        let mut want = xs.clone();
+        want.sort_unstable();
+        let x = stream.htod_copy(&xs).expect("copy in");
+        let mut out = stream.alloc_zeros::<u32>(n).expect("alloc");
+        for v in 0..=variants {
+            algs.sort_keys_u32_tuned(
+                &stream,
+                x.slice(..).expect("view"),
+                out.slice_mut(..).expect("view"),
+                v,
+            )
+            .expect("sort");
+            assert!(
+                out.to_host_vec().expect("out") == want,
+                "{dev}: u32 sort of {n}, tuning variant {v}"
+            );
+        }
+        // The pairs' pass in its other shapes (stable: the values in input order).
+        let idx: Vec<u32> = (0..n as u32).collect();
+        let vals = stream.htod_copy(&idx).expect("copy in");
+        let mut wantp: Vec<(u32, u32)> = xs.iter().copied().zip(0..).collect();
+        wantp.sort_by_key(|p| p.0);
+        let mut vo = stream.alloc_zeros::<u32>(n).expect("alloc");
+        for v in 0..=gpukernel_algorithms_kernels::sort::SORT_PAIRS_TUNING.len() as u32 {
+            algs.sort_pairs_u32_tuned(
+                &stream,
+                (x.slice(..).expect("view"), vals.slice(..).expect("view")),
+                (
+                    out.slice_mut(..).expect("view"),
+                    vo.slice_mut(..).expect("view"),
+                ),
+                v,
+            )
+            .expect("pairs");
+            let (k, vv) = (out.to_host_vec().expect("k"), vo.to_host_vec().expect("v"));
+            assert!(
+                k.into_iter().zip(vv).eq(wantp.iter().copied()),
+                "{dev}: u32 pairs of {n}, tuning variant {v}"
+            );
+        }
+    }
 }

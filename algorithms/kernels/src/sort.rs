@@ -7,12 +7,16 @@
 //! 2. [`sort_scan_bins`]: one block per pass turns its 256 counts into the bins' global
 //!    starts (an exclusive scan).
 //! 3. [`sort_onesweep_u32`] & co., one launch per 8-bit digit: each block claims a tile of
-//!    `BLOCK × ITEMS` keys in start order (an atomic counter), ranks them by digit in the block
-//!    ([`block::radix_rank`]), publishes its 256 digit counts, moves its keys to digit order
-//!    in shared memory ([`block::scatter_to_striped`]) while thread `d` looks back over the
-//!    tiles before it for the keys of digit `d` they hold (decoupled look-back per digit), and
-//!    writes each key to `bin start + keys of its digit in earlier tiles + its place in the
-//!    tile`: stable, so the passes from the least significant digit up sort the keys.
+//!    `threads × ITEMS` keys in start order (an atomic counter), counts its keys' digits
+//!    (per-warp counters in shared memory) and publishes its 256 digit counts at once, before
+//!    ranking; it then ranks the keys by digit from those counts (CUB's
+//!    `BlockRadixRankMatchEarlyCounts`) and writes each to its place in shared memory, while
+//!    thread `d` looks back over the tiles before it for the keys of digit `d` they hold
+//!    (decoupled look-back per digit), and writes each key to `bin start + keys of its digit
+//!    in earlier tiles + its place in the tile`: stable, so the passes from the least
+//!    significant digit up sort the keys. The former pass over
+//!    [`block::radix_rank`] and [`block::scatter_to_striped`] stays as a
+//!    tuning variant for comparison.
 //!
 //! Keys are compared through order-preserving bits ([`SortKey`]): signed integers with the
 //! sign bit flipped, floats in IEEE total order (`f32::total_cmp`: -NaN < -∞ < … < -0.0 <
@@ -28,15 +32,22 @@ use crate::BLOCK;
 pub const RADIX_BITS: u32 = 8;
 /// Bins per digit.
 pub const RADIX: usize = 1 << RADIX_BITS;
-/// Keys per thread per onesweep tile of 32-bit keys: 24 (tiles of 6144 keys).
-pub const SORT_ITEMS_32: usize = 24;
-/// Keys per thread per onesweep tile of key-value pairs: 16.
+/// Threads per block of the onesweep pass of 32-bit keys: 256 (three blocks per SM at 80
+/// registers a thread).
+pub const SORT_THREADS_32: u32 = 256;
+/// Keys per thread per onesweep tile of 32-bit keys: 28 (tiles of 7168 keys).
+pub const SORT_ITEMS_32: usize = 28;
+/// Threads per block of the onesweep pass of 32-bit keys with values: 384 (two blocks per
+/// SM at 80 registers a thread).
+pub const SORT_THREADS_PAIRS_32: u32 = 384;
+/// Threads per block of the onesweep pass of 64-bit keys, with or without values.
+pub const SORT_THREADS_PAIRS: u32 = 256;
+/// Keys per thread per onesweep tile of key-value pairs: 16 (tiles of 6144 pairs of 32-bit
+/// keys, 4096 of 64-bit keys).
 pub const SORT_ITEMS_PAIRS: usize = 16;
 /// Keys per thread per onesweep tile of 64-bit keys: 16 (tiles of 4096 keys, which fill the
 /// exchange buffer).
 pub const SORT_ITEMS_64: usize = 16;
-/// Whether the ranks find a digit's peers in the warp with `match.any.sync` (else ballots).
-pub const SORT_MATCH_ANY: bool = false;
 /// Keys per thread of the histogram's grid-stride steps.
 pub const HIST_ITEMS: usize = 8;
 
@@ -59,36 +70,57 @@ mod sealed {
 pub trait SortKey: ShuffleValue + DeviceCopy + Default + sealed::Sealed {
     /// Sorting passes: the key's bits / [`RADIX_BITS`].
     const PASSES: u32;
-    /// Keys per onesweep tile (blocks of [`BLOCK`] threads).
+    /// Threads per block of the keys-only onesweep pass.
+    const THREADS: u32;
+    /// Keys per onesweep tile (blocks of [`THREADS`](Self::THREADS) threads).
     const TILE: usize;
+    /// Threads per block of the onesweep pass of pairs.
+    const PAIRS_THREADS: u32;
     /// Keys per onesweep tile of a sort of pairs (fewer: the values need registers too).
-    const PAIRS_TILE: usize = BLOCK as usize * SORT_ITEMS_PAIRS;
+    const PAIRS_TILE: usize = Self::PAIRS_THREADS as usize * SORT_ITEMS_PAIRS;
     /// The digit at bit `shift` of the key's order-preserving bits, XORed with `flip` (all
     /// ones for a descending sort, else zero).
     fn digit(self, shift: u32, flip: u32) -> u32;
+    /// The key that sorts last in the order of `flip` (every digit of it the greatest): the
+    /// stand-in for the missing keys of a last, partial tile.
+    fn last(flip: u32) -> Self;
 }
 
 impl SortKey for u32 {
     const PASSES: u32 = 4;
-    const TILE: usize = BLOCK as usize * SORT_ITEMS_32;
+    const THREADS: u32 = SORT_THREADS_32;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS_32;
+    const TILE: usize = SORT_THREADS_32 as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         ((self ^ flip) >> shift) & (RADIX as u32 - 1)
+    }
+    #[inline(always)]
+    fn last(flip: u32) -> Self {
+        if flip == 0 { u32::MAX } else { 0 }
     }
 }
 
 impl SortKey for i32 {
     const PASSES: u32 = 4;
-    const TILE: usize = BLOCK as usize * SORT_ITEMS_32;
+    const THREADS: u32 = SORT_THREADS_32;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS_32;
+    const TILE: usize = SORT_THREADS_32 as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         ((self as u32 ^ 0x8000_0000 ^ flip) >> shift) & (RADIX as u32 - 1)
+    }
+    #[inline(always)]
+    fn last(flip: u32) -> Self {
+        if flip == 0 { i32::MAX } else { i32::MIN }
     }
 }
 
 impl SortKey for f32 {
     const PASSES: u32 = 4;
-    const TILE: usize = BLOCK as usize * SORT_ITEMS_32;
+    const THREADS: u32 = SORT_THREADS_32;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS_32;
+    const TILE: usize = SORT_THREADS_32 as usize * SORT_ITEMS_32;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         let b = self.to_bits();
@@ -96,15 +128,26 @@ impl SortKey for f32 {
         let m = if b >> 31 != 0 { u32::MAX } else { 0x8000_0000 };
         ((b ^ m ^ flip) >> shift) & (RADIX as u32 - 1)
     }
+    #[inline(always)]
+    fn last(flip: u32) -> Self {
+        // +NaN and -NaN with every payload bit: the ends of the total order.
+        f32::from_bits(if flip == 0 { 0x7fff_ffff } else { u32::MAX })
+    }
 }
 
 impl SortKey for u64 {
     const PASSES: u32 = 8;
-    const TILE: usize = BLOCK as usize * SORT_ITEMS_64;
+    const THREADS: u32 = SORT_THREADS_PAIRS;
+    const PAIRS_THREADS: u32 = SORT_THREADS_PAIRS;
+    const TILE: usize = SORT_THREADS_PAIRS as usize * SORT_ITEMS_64;
     #[inline(always)]
     fn digit(self, shift: u32, flip: u32) -> u32 {
         let f = flip as u64 | (flip as u64) << 32;
         ((self ^ f) >> shift) as u32 & (RADIX as u32 - 1)
+    }
+    #[inline(always)]
+    fn last(flip: u32) -> Self {
+        if flip == 0 { u64::MAX } else { 0 }
     }
 }
 
@@ -202,7 +245,11 @@ fn histogram<K: SortKey>(keys: &[K], hist: DisjointSlice<'_, u32>, flip: u32) {
     // `HIST_ITEMS` loads in flight per thread, then the rest one by one.
     while i + (HIST_ITEMS - 1) * stride < n {
         let mut ks = [K::default(); HIST_ITEMS];
-        unroll::<HIST_ITEMS>(|j| ks[j] = keys[i + j * stride]);
+        unroll::<HIST_ITEMS>(|j| {
+            // SAFETY: `i + j × stride <= i + (HIST_ITEMS - 1) × stride < n` (the loop's
+            // condition): unchecked, so that every load is issued before the first count.
+            ks[j] = unsafe { *keys.get_unchecked(i + j * stride) }
+        });
         unroll::<HIST_ITEMS>(|j| count(ks[j]));
         i += HIST_ITEMS * stride;
     }
@@ -426,13 +473,339 @@ unsafe fn onesweep<
     }
 }
 
+/// The lanes of the warp whose digit `d` equals the caller's: `RADIX_BITS` ballots (faster
+/// than one `match.any.sync`: 0.61× CUB against 0.83× in the pass of 384 × 20 keys on an
+/// H200). The whole warp calls it.
+#[inline(always)]
+fn peers(d: u32) -> u32 {
+    let mut peers = gpukernel_device::warp::FULL_MASK;
+    for b in 0..RADIX_BITS {
+        let set = (d >> b) & 1 != 0;
+        // SAFETY: the whole warp calls it: every lane is in the mask.
+        let votes = unsafe { gpukernel_device::warp::ballot_sync_unchecked(u32::MAX, set) };
+        peers &= if set { votes } else { !votes };
+    }
+    peers
+}
+
+/// The most warps of a block of [`onesweep_early`] (blocks of up to 384 threads).
+const EARLY_MAX_WARPS: usize = 12;
+/// The 32-bit words of [`onesweep_early`]'s exchange buffer: a tile of 32-bit keys (up to
+/// 8192), or of 64-bit keys (up to 4096).
+const EARLY_EXCHANGE_WORDS: usize = 8192;
+
+/// One onesweep pass over digit `shift / 8` with the digit counts computed first (CUB's
+/// `BlockRadixRankMatchEarlyCounts`), as [`onesweep`] otherwise (the same contract and
+/// results):
+///
+/// 1. each warp counts its keys' digits in a histogram of its own in shared memory (one
+///    shared atomic per key);
+/// 2. thread `d < 256` sums digit `d` over the warps, publishes the tile's count of `d` for
+///    the look-back at once (before the keys are ranked: the tiles after this one find it
+///    early), and turns the warps' counts into each warp's first place for `d` (a scan over
+///    the warps, then over the digits);
+/// 3. each warp ranks its keys from those first places (`RADIX_BITS` ballots per key, one
+///    shared atomic per digit and warp) and writes each key at once to its place in shared
+///    memory: the ranks are final, nothing is scanned after the ranking, and a keys-only
+///    sort keeps no rank in registers;
+/// 4. thread `d` looks back over the earlier tiles for digit `d`, then the block writes its
+///    keys in place order to `bin start + keys of the digit in earlier tiles + place`.
+///
+/// Five barriers per tile (seven with values).
+///
+/// # Safety
+/// As [`onesweep`].
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the kernels' parameters, passed through
+unsafe fn onesweep_early<
+    K: SortKey,
+    V: ShuffleValue + DeviceCopy + Default,
+    const THREADS: usize,
+    const ITEMS: usize,
+>(
+    keys_in: &[K],
+    keys_out: DisjointSlice<'_, K>,
+    values: Values<'_, V>,
+    bins: &[u32],
+    status: DisjointSlice<'_, u32>,
+    counter: DisjointSlice<'_, u32>,
+    shift: u32,
+    flip: u32,
+) {
+    let n = keys_in.len();
+    let tile_len = THREADS * ITEMS;
+    let tiles = n.div_ceil(tile_len);
+    let wide = core::mem::size_of::<K>() == 8 || core::mem::size_of::<V>() == 8;
+    let warps = THREADS / 32;
+    assert!(
+        thread::block_dim_x() as usize == THREADS
+            && thread::block_dim_y() == 1
+            && thread::block_dim_z() == 1
+            && THREADS >= RADIX
+            && THREADS.is_multiple_of(32)
+            && warps <= EARLY_MAX_WARPS
+            && tile_len * if wide { 2 } else { 1 } <= EARLY_EXCHANGE_WORDS
+            && keys_out.len() == n
+            && values
+                .as_ref()
+                .is_none_or(|(vi, vo)| vi.len() == n && vo.len() == n)
+            && bins.len() == RADIX
+            && status.len() == tiles * RADIX
+            && !counter.is_empty()
+            && thread::grid_dim_x() as usize == tiles
+    );
+    let counts = gpukernel_device::shared::shared_array!(u32, EARLY_MAX_WARPS * RADIX);
+    let exchange = gpukernel_device::shared::shared_array!(u32, EARLY_EXCHANGE_WORDS);
+    let table = gpukernel_device::shared::shared_array!(u32, RADIX);
+    // Word 0: the tile; words 1..=8: the digit scan's warp totals.
+    let misc = gpukernel_device::shared::shared_array!(u32, 16);
+    let (t, lane) = (thread::thread_idx_x() as usize, thread::lane_id() as usize);
+    // `min`: below the checked maximum, which bounds the counters' indices for the compiler.
+    let w = (t / 32).min(EARLY_MAX_WARPS - 1);
+    let row = w * RADIX;
+
+    // Each warp zeroes its own counters; the barrier below orders that before any count.
+    for i in (lane..RADIX).step_by(32) {
+        // SAFETY: `row + i < EARLY_MAX_WARPS × 256`; row `w` is this warp's alone until the
+        // barrier.
+        unsafe { counts.write(row + i, 0) };
+    }
+    if t == 0 {
+        // SAFETY: `counter[0]` is touched only atomically during the launch; `misc[0]` is
+        // written by thread 0 alone and read after the barrier.
+        unsafe { misc.write(0, gpukernel_device::atomic::add(counter.as_mut_ptr(), 1u32)) };
+    }
+    sync::sync_threads();
+    // SAFETY: written before the barrier.
+    let tile = unsafe { misc.read(0) } as usize;
+    if tile >= tiles {
+        // Only with a counter that did not start at zero (the caller's promise).
+        return;
+    }
+    let base = tile * tile_len;
+    let valid = (n - base).min(tile_len);
+    // Warp-striped: item `j` of lane `l` of warp `w` is key `w × 32 × ITEMS + 32 j + l` of the
+    // tile, the order the ranks keep for equal digits. A missing key of the last tile is the
+    // key that sorts last (every digit the greatest), so that it ranks after every real key
+    // (and is not written).
+    let seg = w * 32 * ITEMS + lane;
+    let mut keys = [K::last(flip); ITEMS];
+    if valid == tile_len {
+        unroll::<ITEMS>(|j| {
+            // SAFETY: `base + seg + 32 j < base + tile_len <= n` (a whole tile).
+            keys[j] = unsafe { *keys_in.get_unchecked(base + seg + 32 * j) };
+        });
+    } else {
+        unroll::<ITEMS>(|j| {
+            if seg + 32 * j < valid {
+                keys[j] = keys_in[base + seg + 32 * j];
+            }
+        });
+    }
+
+    // 1. The warp's digit counts.
+    unroll::<ITEMS>(|j| {
+        let d = keys[j].digit(shift, flip) as usize;
+        // SAFETY: `row + d < EARLY_MAX_WARPS × 256`; the counters are updated only atomically
+        // between the barriers.
+        unsafe { gpukernel_device::atomic::add(counts.as_mut_ptr().add(row + d), 1u32) };
+    });
+    sync::sync_threads();
+
+    // 2. Thread `d` speaks for digit `d`: its count in the tile, published at once, and each
+    // warp's first place among the tile's keys of digit `d` (warps in order).
+    let d = t;
+    let mut count = 0u32;
+    if d < RADIX {
+        for v in 0..warps {
+            // SAFETY: `v × 256 + d < EARLY_MAX_WARPS × 256`; column `d` is this thread's alone
+            // between the barriers.
+            unsafe {
+                let c = counts.read(v * RADIX + d);
+                counts.write(v * RADIX + d, count);
+                count += c;
+            }
+        }
+        let published = if d == RADIX - 1 {
+            count - (tile_len - valid) as u32
+        } else {
+            count
+        };
+        if tile == 0 {
+            status_store(&status, d, FLAG_INCLUSIVE | published);
+        } else {
+            status_store(&status, tile * RADIX + d, FLAG_AGGREGATE | published);
+        }
+    }
+    // The digits' first places in the tile: a scan over the digits, warp by warp (the digits'
+    // threads are the first 8 warps, whole).
+    let incl = if d < RADIX {
+        gpukernel_device::warp::inclusive_scan(count, gpukernel_device::ops::Sum)
+    } else {
+        0
+    };
+    if d < RADIX && lane == 31 {
+        // SAFETY: `1 + w < 9`, this warp's slot alone; read after the barrier.
+        unsafe { misc.write(1 + w, incl) };
+    }
+    sync::sync_threads();
+    let mut start = 0u32;
+    if d < RADIX {
+        start = incl - count;
+        for v in 0..w {
+            // SAFETY: written before the barrier.
+            start += unsafe { misc.read(1 + v) };
+        }
+        for v in 0..warps {
+            // SAFETY: column `d` is this thread's alone between the barriers.
+            unsafe {
+                let c = counts.read(v * RADIX + d);
+                counts.write(v * RADIX + d, c + start);
+            }
+        }
+    }
+    sync::sync_threads();
+
+    // 3. Ranks: per key, the warp's lanes with the same digit; one of them takes their places
+    // from the warp's counter and hands them out. Each key goes to its place at once.
+    let below_me = (1u32 << lane) - 1;
+    let places = tile_len;
+    let mut ranks = [0u32; ITEMS];
+    unroll::<ITEMS>(|j| {
+        let dj = keys[j].digit(shift, flip);
+        let peers = peers(dj);
+        // The highest of the peers leads (one instruction to find it).
+        let leader = 31 - peers.leading_zeros();
+        let mut first = 0;
+        if lane as u32 == leader {
+            // SAFETY: `row + dj < EARLY_MAX_WARPS × 256`; updated only atomically between
+            // the barriers.
+            first = unsafe {
+                gpukernel_device::atomic::add(
+                    counts.as_mut_ptr().add(row + dj as usize),
+                    peers.count_ones(),
+                )
+            };
+        }
+        // SAFETY: as above.
+        let first = unsafe { gpukernel_device::warp::shfl_sync_unchecked(u32::MAX, first, leader) };
+        // The counters make the ranks a permutation of the tile's places; `min` keeps a
+        // broken promise inside the buffer.
+        let r = ((first + (peers & below_me).count_ones()) as usize).min(places - 1);
+        ranks[j] = r as u32;
+        let bits = keys[j].__to_bits();
+        // SAFETY: `r < places <= EARLY_EXCHANGE_WORDS` (and `places + r` below it for 64-bit
+        // keys, checked above); each place is written by one key, read after the barrier.
+        unsafe {
+            exchange.write(r, bits as u32);
+            if core::mem::size_of::<K>() == 8 {
+                exchange.write(places + r, (bits >> 32) as u32);
+            }
+        }
+    });
+
+    // 4. Look back: the keys of digit `d` in the tiles before this one (after the ranks: the
+    // look-back first measured slower, 0.90× CUB against 0.94× on an H100).
+    if d < RADIX {
+        let mut before = 0u32;
+        if tile > 0 {
+            let mut i = tile;
+            loop {
+                i -= 1;
+                let s = loop {
+                    let s = status_load(&status, i * RADIX + d);
+                    if s & !COUNT_MASK != 0 {
+                        break s;
+                    }
+                };
+                before += s & COUNT_MASK;
+                if s & FLAG_INCLUSIVE != 0 {
+                    break;
+                }
+            }
+            let published = if d == RADIX - 1 {
+                count - (tile_len - valid) as u32
+            } else {
+                count
+            };
+            status_store(
+                &status,
+                tile * RADIX + d,
+                FLAG_INCLUSIVE | (before + published),
+            );
+        }
+        // Where digit `d`'s keys of this tile go, less their first place in the tile.
+        // SAFETY: thread `d` alone writes slot `d`; read only after the barrier below.
+        unsafe { table.write(d, bins[d].wrapping_add(before).wrapping_sub(start)) };
+    }
+    sync::sync_threads();
+
+    let mut dst = [0u32; ITEMS];
+    unroll::<ITEMS>(|j| {
+        let place = t + THREADS * j;
+        // SAFETY: `place < places`; written before the barrier.
+        let mut bits = unsafe { exchange.read(place) } as u64;
+        if core::mem::size_of::<K>() == 8 {
+            // SAFETY: as above.
+            bits |= (unsafe { exchange.read(places + place) } as u64) << 32;
+        }
+        let key = K::__from_bits(bits);
+        // SAFETY: no thread writes the table after the barrier.
+        let at = unsafe { table.read(key.digit(shift, flip) as usize) };
+        dst[j] = at.wrapping_add(place as u32);
+        if place < valid {
+            // SAFETY: the bins' starts, the earlier tiles' counts and the places in the tile
+            // make a permutation of the keys (the caller's promise), so `dst[j]` is this key's
+            // alone; out of bounds traps.
+            unsafe { keys_out.write(dst[j] as usize, key) };
+        }
+    });
+    if let Some((values_in, values_out)) = values {
+        let mut v = [V::default(); ITEMS];
+        unroll::<ITEMS>(|j| {
+            if seg + 32 * j < valid {
+                v[j] = values_in[base + seg + 32 * j];
+            }
+        });
+        // Every key is read from the buffer before the values take it.
+        sync::sync_threads();
+        let vwide = core::mem::size_of::<V>() == 8;
+        unroll::<ITEMS>(|j| {
+            let r = ranks[j] as usize;
+            let bits = v[j].__to_bits();
+            // SAFETY: as for the keys.
+            unsafe {
+                exchange.write(r, bits as u32);
+                if vwide {
+                    exchange.write(places + r, (bits >> 32) as u32);
+                }
+            }
+        });
+        sync::sync_threads();
+        unroll::<ITEMS>(|j| {
+            let place = t + THREADS * j;
+            // SAFETY: as for the keys.
+            let mut bits = unsafe { exchange.read(place) } as u64;
+            if vwide {
+                // SAFETY: as above.
+                bits |= (unsafe { exchange.read(places + place) } as u64) << 32;
+            }
+            if place < valid {
+                // SAFETY: as for the key it travels with.
+                unsafe { values_out.write(dst[j] as usize, V::__from_bits(bits)) };
+            }
+        });
+    }
+}
+
 macro_rules! onesweep_kernels {
-    ($($keys:ident, $pairs:ident: $t:ty, $items:expr, $pair_items:expr;)*) => { $(
-        #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys (tiles \
-            of `BLOCK × ", stringify!($items), "`).\n\n# Safety\nLaunched by \
+    ($($keys:ident, $pairs:ident: $t:ty, $threads:expr, $items:expr, $pthreads:expr;)*) => { $(
+        #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys (blocks \
+            of `", stringify!($threads), "` threads, tiles of `", stringify!($threads), " × ",
+            stringify!($items), "` keys).\n\n# Safety\nLaunched by \
             `Algorithms::sort_keys` only: `bins` = the scanned digit counts of this pass \
             (`shift`, `flip`) over `keys_in`, `status` = `tiles × 256` zeroed words, \
-            `counter[0]` = 0, one block of [`BLOCK`] threads per tile.")]
+            `counter[0]` = 0, one block of `", stringify!($threads), "` threads per tile.")]
         #[kernel]
         #[allow(clippy::too_many_arguments)]
         pub unsafe fn $keys(
@@ -446,13 +819,15 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<$t, u32, { BLOCK as usize }, { $items }, SORT_MATCH_ANY>(
+                onesweep_early::<$t, u32, { $threads as usize }, { $items }>(
                     keys_in, keys_out, None, bins, status, counter, shift, flip,
                 )
             }
         }
         #[doc = concat!("As [`", stringify!($keys), "`], with `u32` values moved with \
-            their keys.\n\n# Safety\nAs [`", stringify!($keys), "`].")]
+            their keys (blocks of `", stringify!($pthreads), "` threads, tiles of \
+            [`SORT_ITEMS_PAIRS`] keys per thread).\n\n# Safety\nAs [`",
+            stringify!($keys), "`], with the pairs' blocks and tiles.")]
         #[kernel]
         #[allow(clippy::too_many_arguments)]
         pub unsafe fn $pairs(
@@ -468,7 +843,12 @@ macro_rules! onesweep_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<$t, u32, { BLOCK as usize }, { $pair_items }, SORT_MATCH_ANY>(
+                onesweep_early::<
+                    $t,
+                    u32,
+                    { $pthreads as usize },
+                    { SORT_ITEMS_PAIRS },
+                >(
                     keys_in,
                     keys_out,
                     Some((values_in, values_out)),
@@ -484,18 +864,23 @@ macro_rules! onesweep_kernels {
 }
 
 onesweep_kernels! {
-    sort_onesweep_u32, sort_onesweep_pairs_u32: u32, SORT_ITEMS_32, SORT_ITEMS_PAIRS;
-    sort_onesweep_i32, sort_onesweep_pairs_i32: i32, SORT_ITEMS_32, SORT_ITEMS_PAIRS;
-    sort_onesweep_f32, sort_onesweep_pairs_f32: f32, SORT_ITEMS_32, SORT_ITEMS_PAIRS;
-    sort_onesweep_u64, sort_onesweep_pairs_u64: u64, SORT_ITEMS_64, SORT_ITEMS_PAIRS;
+    sort_onesweep_u32, sort_onesweep_pairs_u32:
+        u32, SORT_THREADS_32, SORT_ITEMS_32, SORT_THREADS_PAIRS_32;
+    sort_onesweep_i32, sort_onesweep_pairs_i32:
+        i32, SORT_THREADS_32, SORT_ITEMS_32, SORT_THREADS_PAIRS_32;
+    sort_onesweep_f32, sort_onesweep_pairs_f32:
+        f32, SORT_THREADS_32, SORT_ITEMS_32, SORT_THREADS_PAIRS_32;
+    sort_onesweep_u64, sort_onesweep_pairs_u64:
+        u64, SORT_THREADS_PAIRS, SORT_ITEMS_64, SORT_THREADS_PAIRS;
 }
 
 macro_rules! tuning_kernels {
-    ($($name:ident: $threads:literal, $items:literal, $match_any:literal;)*) => { $(
+    ($($name:ident: $early:literal, $threads:literal, $items:literal;)*) => { $(
         #[doc = concat!("[`sort_onesweep_u32`] with blocks of ", stringify!($threads),
-            " threads, ", stringify!($items), " keys per thread \
-            and `match.any` ", stringify!($match_any), ": the benchmark's tuning rows only.\n\n\
-            # Safety\nAs [`sort_onesweep_u32`].")]
+            " threads, ", stringify!($items), " keys per thread, the counts early: ",
+            stringify!($early), " (else the block rank of `block::radix_rank`): the \
+            benchmark's tuning rows only.\n\n# Safety\nAs [`sort_onesweep_u32`], with these \
+            blocks and tiles.")]
         #[doc(hidden)]
         #[kernel]
         #[allow(clippy::too_many_arguments)]
@@ -510,19 +895,77 @@ macro_rules! tuning_kernels {
         ) {
             // SAFETY: the caller's promise.
             unsafe {
-                onesweep::<u32, u32, $threads, $items, $match_any>(
-                    keys_in, keys_out, None, bins, status, counter, shift, flip,
+                if $early {
+                    onesweep_early::<u32, u32, $threads, $items>(
+                        keys_in, keys_out, None, bins, status, counter, shift, flip,
+                    )
+                } else {
+                    onesweep::<u32, u32, $threads, $items, false>(
+                        keys_in, keys_out, None, bins, status, counter, shift, flip,
+                    )
+                }
+            }
+        }
+    )* };
+}
+
+/// The tuning variants of the u32 keys-only pass: (counts early, threads, keys per thread).
+/// Measured at 2^28 on an H100 (2026-11-27), CUB's time / ours: the default 256 × 28 0.970,
+/// these 0.730 (the former pass), 0.941 and 0.831 (CUB's sm_90 shape); 256 × 20 0.868 and
+/// 256 × 32 (96 registers) 0.852.
+pub const SORT_TUNING: [(bool, u32, usize); 3] =
+    [(false, 256, 24), (true, 256, 24), (true, 384, 20)];
+
+tuning_kernels! {
+    sort_onesweep_u32_tune_a: false, 256, 24;
+    sort_onesweep_u32_tune_b: true, 256, 24;
+    sort_onesweep_u32_tune_c: true, 384, 20;
+}
+
+macro_rules! pairs_tuning_kernels {
+    ($($name:ident: $threads:literal, $items:literal;)*) => { $(
+        #[doc = concat!("[`sort_onesweep_pairs_u32`] with blocks of ", stringify!($threads),
+            " threads and ", stringify!($items), " keys per thread: the benchmark's tuning \
+            rows only.\n\n# Safety\nAs [`sort_onesweep_pairs_u32`], with these blocks and \
+            tiles.")]
+        #[doc(hidden)]
+        #[kernel]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name(
+            keys_in: &[u32],
+            keys_out: DisjointSlice<u32>,
+            values_in: &[u32],
+            values_out: DisjointSlice<u32>,
+            bins: &[u32],
+            status: DisjointSlice<u32>,
+            counter: DisjointSlice<u32>,
+            shift: u32,
+            flip: u32,
+        ) {
+            // SAFETY: the caller's promise.
+            unsafe {
+                onesweep_early::<u32, u32, $threads, $items>(
+                    keys_in,
+                    keys_out,
+                    Some((values_in, values_out)),
+                    bins,
+                    status,
+                    counter,
+                    shift,
+                    flip,
                 )
             }
         }
     )* };
 }
 
-tuning_kernels! {
-    sort_onesweep_u32_tune_a: 256, 16, false;
-    sort_onesweep_u32_tune_b: 384, 16, false;
-    sort_onesweep_u32_tune_c: 384, 20, false;
-    sort_onesweep_u32_tune_d: 256, 32, false;
+/// The tuning variants of the u32 pairs' pass: (threads, keys per thread). At 2^28 on an
+/// H100, CUB's time / ours: the default 384 × 16 0.830, 256 × 16 0.775 (256 × 20 at 80
+/// registers: 0.43).
+pub const SORT_PAIRS_TUNING: [(u32, usize); 1] = [(256, 16)];
+
+pairs_tuning_kernels! {
+    sort_onesweep_pairs_u32_tune_a: 256, 16;
 }
 
 // --- checks of the block primitives the sort is built on (tests only) ------------------------

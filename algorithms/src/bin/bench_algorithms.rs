@@ -234,6 +234,10 @@ fn main() -> Result<(), BoxError> {
     if std::env::args().nth(1).as_deref() == Some("sort") {
         return sort::sort_rows(&ctx, &stream, &algs, &cub);
     }
+    // `bench_algorithms sort-profile`: a few 2^28 sorts for a profiler (see `sort_profile`).
+    if std::env::args().nth(1).as_deref() == Some("sort-profile") {
+        return sort::sort_profile(&stream, &algs, &cub);
+    }
     let sizes: Vec<usize> = [16, 18, 20, 22, 24, 26, 27, 28]
         .iter()
         .map(|p| 1usize << p)

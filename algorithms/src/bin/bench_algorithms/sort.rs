@@ -7,6 +7,7 @@
 use std::ffi::c_void;
 
 use gpukernel_algorithms::Algorithms;
+use gpukernel_algorithms_kernels::sort::SORT_PAIRS_TUNING;
 use gpukernel_runtime::{Context, DeviceBuffer, Stream};
 
 use super::{BoxError, Cub, CubPrepare, per_call_ms};
@@ -190,6 +191,32 @@ fn pairs_rows(
         })?;
         let cubm = per_call_ms(ctx, stream, &mut cub_call)?;
         row("u32 keys + u32 values", n, ms, cubm);
+        // The pairs' pass in other shapes (`Algorithms::sort_pairs_u32_tuned`), checked first.
+        let want = (kc.slice(..n)?.to_host_vec()?, vc.slice(..n)?.to_host_vec()?);
+        for (i, (threads, items)) in SORT_PAIRS_TUNING.into_iter().enumerate() {
+            let variant = i as u32 + 1;
+            let call = |ko: &mut DeviceBuffer<u32>, vo: &mut DeviceBuffer<u32>| {
+                algs.sort_pairs_u32_tuned(
+                    stream,
+                    (k, v),
+                    (ko.slice_mut(..n)?, vo.slice_mut(..n)?),
+                    variant,
+                )
+            };
+            call(&mut ko, &mut vo)?;
+            if (ko.slice(..n)?.to_host_vec()?, vo.slice(..n)?.to_host_vec()?) != want {
+                return Err(
+                    format!("u32 pairs of {n}, variant {variant}: differ from CUB's").into(),
+                );
+            }
+            let ms = per_call_ms(ctx, stream, || Ok(call(&mut ko, &mut vo)?))?;
+            row(
+                &format!("u32 keys + u32 values, {threads} threads x {items} keys"),
+                n,
+                ms,
+                cubm,
+            );
+        }
     }
     Ok(())
 }
@@ -203,13 +230,15 @@ fn tuning_rows(
     xs: &[u32],
     sizes: &[usize],
 ) -> Result<(), BoxError> {
-    let names = [
-        "256 threads x 24 keys (default)",
-        "256 threads x 16 keys",
-        "384 threads x 16 keys",
-        "384 threads x 20 keys",
-        "256 threads x 32 keys",
-    ];
+    let mut names = vec!["256 threads x 28 keys, counts early (default)".to_string()];
+    for (early, threads, items) in gpukernel_algorithms_kernels::sort::SORT_TUNING {
+        let how = if early {
+            "counts early"
+        } else {
+            "block::radix_rank (before)"
+        };
+        names.push(format!("{threads} threads x {items} keys, {how}"));
+    }
     for &n in sizes {
         let x = stream.htod_copy(&xs[..n])?;
         let mut y = stream.alloc_zeros::<u32>(n)?;
@@ -278,5 +307,47 @@ pub fn sort_rows(
         s.wrapping_mul(0x9e37_79b9_7f4a_7c15)
     });
     keys_rows(ctx, stream, algs, cub, "cub_sort_u64", &x64, &few)?;
+    Ok(())
+}
+
+/// `bench_algorithms sort-profile`: 2^28 u32 keys sorted 3 times by CUB, by `sort_keys` and
+/// by each tuning variant, one after another and nothing else: for a profiler's per-kernel
+/// times (`nsys profile --stats=true`), each variant's onesweep pass being a kernel of its own.
+pub fn sort_profile(stream: &Stream, algs: &Algorithms, cub: &Cub) -> Result<(), BoxError> {
+    let n = 1usize << 28;
+    let xs = keys(n, 0x5851_f42d_4c95_7f2d, |s| (s >> 16) as u32);
+    let x = stream.htod_copy(&xs)?;
+    let mut y = stream.alloc_zeros::<u32>(n)?;
+    let y_cub = stream.alloc_zeros::<u32>(n)?;
+    let run = cub.func::<u32>("cub_sort_u32", n)?;
+    for _ in 0..3 {
+        // SAFETY: live buffers of `n` keys of this context, on our stream.
+        let r = unsafe {
+            run(
+                x.as_raw() as *const u32,
+                y_cub.as_raw() as *mut u32,
+                n as i32,
+                stream.raw() as *mut c_void,
+            )
+        };
+        if r != 0 {
+            return Err(format!("cub::DeviceRadixSort::SortKeys returned CUDA error {r}").into());
+        }
+    }
+    stream.synchronize()?;
+    let want = y_cub.to_host_vec()?;
+    for v in 0..=gpukernel_algorithms_kernels::sort::SORT_TUNING.len() as u32 {
+        for _ in 0..3 {
+            algs.sort_keys_u32_tuned(stream, x.slice(..)?, y.slice_mut(..)?, v)?;
+        }
+        stream.synchronize()?;
+        if y.to_host_vec()? != want {
+            return Err(format!("u32 sort of {n}, variant {v}: differs from CUB's").into());
+        }
+    }
+    println!(
+        "sort-profile: CUB and variants 0..={} of 2^28 u32 keys, 3 calls each, checked",
+        gpukernel_algorithms_kernels::sort::SORT_TUNING.len()
+    );
     Ok(())
 }
