@@ -48,8 +48,8 @@ pub use sort::{DeviceSortKey, SORT_MAX_KEYS, SortKey};
 /// Threads per block of the reduce kernels.
 pub const BLOCK: u32 = k::BLOCK;
 
-/// Blocks per SM of the first reduce pass when none is asked for (see
-/// [`Algorithms::reduce_with`]).
+/// Blocks per SM of the first pass of [`Algorithms::reduce`] (measured on an H100 and an
+/// H200: within 0.5% of the best shape on both).
 pub const DEFAULT_BLOCKS_PER_SM: u32 = 4;
 
 type Pair<P, F> = (TypedKernel<P>, TypedKernel<F>);
