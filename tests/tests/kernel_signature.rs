@@ -11,7 +11,7 @@ use ffi_examples_kernels::numeric::*;
 use ffi_examples_kernels::reduce::*;
 use ffi_examples_kernels::suite::gemm::{gemm_bf16, gemm_bf16_wide, sgemm};
 use ffi_examples_kernels::suite::{
-    histogram256, histogram256_aligned, nbody, saxpy_grid_stride, softmax_rows,
+    histogram256, histogram256_aligned, nbody, saxpy_grid_stride, saxpy_same_len, softmax_rows,
     softmax_rows_aligned, stencil5, sum_f32, transpose,
 };
 use ffi_examples_kernels::*;
@@ -39,7 +39,7 @@ type Entry = (
     fn(&Module) -> gpukernel_runtime::Result<()>,
 );
 
-const KERNELS: [Entry; 65] = signatures![
+const KERNELS: [Entry; 69] = signatures![
     empty_kernel,
     saxpy,
     saxpy_cuda_style,
@@ -105,6 +105,10 @@ const KERNELS: [Entry; 65] = signatures![
     launch_shapes::shape_16_scalars,
     launch_shapes::shape_16_arrays,
     launch_shapes::shape_256_scalars,
+    saxpy_same_len,
+    transpose_view_2d,
+    read_view_2d,
+    row_sums_view_2d,
 ];
 
 /// The words of the `u64`-array global `symbol` in a PTX text, in either form LLVM prints one:
