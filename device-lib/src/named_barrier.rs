@@ -73,6 +73,21 @@ pub const MAX_ID: u32 = 15;
 
 /// One of the block's named barriers (numbers 1 to [`MAX_ID`]) with the number of threads
 /// that complete it. A value, checked once by [`new`](Self::new); copying it is free.
+///
+/// ```
+/// use gpukernel_device::prelude::*;
+/// use gpukernel_device::named_barrier::NamedBarrier;
+/// use gpukernel_device::thread;
+///
+/// /// Two groups of 64 threads (launch with 128) meet at their own barriers, 1 and 2.
+/// #[kernel]
+/// pub fn two_groups(mut out: DisjointSlice<u32>) {
+///     let group = thread::thread_idx_x() / 64;
+///     let mine = NamedBarrier::new(1 + group, 64);
+///     mine.sync();
+///     out.set(thread::index(), group);
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NamedBarrier {
     id: u32,
