@@ -8,31 +8,9 @@
 mod link_support;
 
 use gpukernel_runtime::Error;
-use gpukernel_runtime::link::{CachePolicy, Linker};
-use link_support::ok;
+use gpukernel_runtime::link::Linker;
+use link_support::{foreign_struct_ptx as ptx, link_foreign_struct as link};
 
-fn ptx(size: usize, layout: &str) -> String {
-    let record = format!(
-        "gpukernel-foreign-v1\nsymbol=take_s\nabi=numba\nat=src/layout.rs:7\nret=int\narg=struct S\n{layout}"
-    );
-    let bytes: Vec<String> = record.bytes().map(|b| b.to_string()).collect();
-    format!(
-        ".version 8.0\n.target sm_90\n.address_size 64\n\n\
-         .extern .func (.param .b32 func_retval0) take_s(\n\t.param .b64 take_s_r,\n\t.param .align 4 .b8 take_s_a[{size}]\n);\n\
-         .visible .global .align 1 .b8 __gpukernel_foreign_take_s_1[{}] = {{{}}};\n\
-         \n.visible .entry layout_kernel()\n{{\n\tret;\n}}\n",
-        bytes.len(),
-        bytes.join(", ")
-    )
-}
-
-fn link(ptx: &str, source: &str) -> Result<(), Error> {
-    let mut linker = ok(Linker::for_arch("sm_90"));
-    linker.cache(CachePolicy::Disabled);
-    linker.add_ptx(ptx, "kernels.ptx");
-    linker.add_cuda_source(source, "defs.cu");
-    linker.link().map(|_| ())
-}
 fn sim(ptx: &str, source: &str) -> Result<(), Error> {
     Linker::for_simulator()
         .add_ptx(ptx, "kernels.ptx")

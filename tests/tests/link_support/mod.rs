@@ -141,3 +141,29 @@ pub fn err<T: std::fmt::Debug>(r: gpukernel_runtime::Result<T>) -> gpukernel_run
         Err(e) => e,
     }
 }
+
+// --- foreign struct layout records (adv4_ffi_layout, adv6_ffi_layout) ---
+
+/// A PTX declaring `f(struct S)` (Numba's ABI, returning `int`) with `layout`'s record.
+pub fn foreign_struct_ptx(size: usize, layout: &str) -> String {
+    let record = format!(
+        "gpukernel-foreign-v1\nsymbol=take_s\nabi=numba\nat=src/layout.rs:7\nret=int\narg=struct S\n{layout}"
+    );
+    let bytes: Vec<String> = record.bytes().map(|b| b.to_string()).collect();
+    format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n\n\
+         .extern .func (.param .b32 func_retval0) take_s(\n\t.param .b64 take_s_r,\n\t.param .align 4 .b8 take_s_a[{size}]\n);\n\
+         .visible .global .align 1 .b8 __gpukernel_foreign_take_s_1[{}] = {{{}}};\n\
+         \n.visible .entry layout_kernel()\n{{\n\tret;\n}}\n",
+        bytes.len(),
+        bytes.join(", ")
+    )
+}
+
+pub fn link_foreign_struct(ptx: &str, source: &str) -> Result<(), gpukernel_runtime::Error> {
+    let mut linker = ok(gpukernel_runtime::link::Linker::for_arch("sm_90"));
+    linker.cache(gpukernel_runtime::link::CachePolicy::Disabled);
+    linker.add_ptx(ptx, "kernels.ptx");
+    linker.add_cuda_source(source, "defs.cu");
+    linker.link().map(|_| ())
+}
