@@ -149,6 +149,11 @@ template <class T, unsigned long N> struct k_is_array<T[N]> { enum { value = 1 }
 // pointer, not a pointer to member).
 template <class T> struct k_is_ref { enum { value = 0 }; };
 template <class T> struct k_is_ref<T&> { enum { value = 1 }; };
+// A function type (a static member function's): adding const to it changes nothing. Its
+// `sizeof` is no size.
+template <class T> struct k_is_fn { enum { value = k_same<const T, T>::value }; };
+template <class T, bool = k_is_fn<T>::value> struct k_size { enum { value = sizeof(T) }; };
+template <class T> struct k_size<T, true> { enum { value = 0 }; };
 template <class T> struct k_is_static { enum { value = 1 }; };
 template <class M, class C> struct k_is_static<M C::*> { enum { value = 0 }; };
 template <int> struct k_constant { typedef void type; };

@@ -386,7 +386,8 @@ struct Designated {
 }
 
 /// The probe `f{j}` of `p` (see [`layout_asserts`]): whether `T` has a member of that
-/// designator and its type, and, so that nothing in it stops the compile where C declares
+/// designator (an lvalue, not a function: an enumerator or a member function is none) and its
+/// type, and, so that nothing in it stops the compile where C declares
 /// what no Rust field can be: whether it is a bit-field (its address cannot be taken), a
 /// reference or a static member (asked of a pointer to it, `&P::name`), whether it is reached
 /// through members of their own bytes and built-in arrays, and only then its offset
@@ -434,8 +435,9 @@ fn probe(j: usize, p: &Designated) -> String {
     out.push_str(&format!(
         "template <class T> struct f{j}<T, typename k_void<decltype({access})>::type> {{\n\
          \x20 typedef decltype({access}) type;\n\
-         \x20 enum {{ has = 1, bitfield = {bitfield}, reference = {reference}, is_static = {is_static}, array = k_is_array<typename k_bare<type>::type>::value, size = sizeof(type) }};\n\
-         \x20 enum {{ plain = ({reached}) && !bitfield && !reference && !is_static }};\n\
+         \x20 typedef typename k_bare<type>::type bare;\n\
+         \x20 enum {{ has = k_is_ref<decltype(({access}))>::value && !k_is_fn<bare>::value, bitfield = {bitfield}, reference = {reference}, is_static = {is_static}, array = k_is_array<bare>::value, size = k_size<bare>::value }};\n\
+         \x20 enum {{ plain = has && ({reached}) && !bitfield && !reference && !is_static }};\n\
          \x20 enum {{ offset = o{j}<T, plain>::offset }};\n}};\n"
     ));
     out
@@ -839,11 +841,11 @@ mod tests {
         // A member's probe asks its parent's (the element's), which asks the array's; only
         // a member measured through members and arrays of their own bytes has an offset.
         assert!(
-            text.contains("enum { plain = (f1<T>::plain && f1<T>::array)"),
+            text.contains("enum { plain = has && (f1<T>::plain && f1<T>::array)"),
             "{text}"
         );
         assert!(
-            text.contains("enum { plain = (f2<T>::plain) && !bitfield"),
+            text.contains("enum { plain = has && (f2<T>::plain) && !bitfield"),
             "{text}"
         );
         assert!(

@@ -285,10 +285,10 @@ fn a_union_member_over_a_bool_field_is_refused() {
     every_path::<rust::Pair>("struct S { union { int a; float a_bits; }; float b; };").unwrap();
 }
 
-/// A C bit-field, reference or static member of a Rust field's name stopped the compile in the
-/// check's own header (`offsetof` of a bit-field or a reference cannot be taken), a compile
-/// error that named neither the struct nor the field; each is now a mismatch that does, on
-/// every path, also inside nested structs and array elements.
+/// A C bit-field, reference, static member or enumerator of a Rust field's name stopped the
+/// compile in the check's own header (`offsetof` of a bit-field or a reference cannot be taken),
+/// a compile error that named neither the struct nor the field; each is now a mismatch that
+/// does, on every path, also inside nested structs and array elements.
 #[test]
 fn a_bit_field_a_reference_or_a_static_member_is_named() {
     every_path::<rust::Pair>("struct S { int a; float b; };").unwrap();
@@ -314,6 +314,11 @@ fn a_bit_field_a_reference_or_a_static_member_is_named() {
         (
             "struct S { static const int a = 1; int x; float b; };",
             ["its field 'a' is a static member", "Rust's field 'S.a'"],
+        ),
+        // A member named like the field that is no object of the struct's bytes.
+        (
+            "struct S { enum { a }; int x; float b; };",
+            ["has no field 'a'", "Rust's field 'S.a'"],
         ),
     ] {
         refused::<rust::Pair>(c, &names);
