@@ -28,6 +28,9 @@
 #ifdef __is_class
 #undef __is_class
 #endif
+#ifdef __builtin_bit_cast
+#undef __builtin_bit_cast
+#endif
 #ifdef __gpukernel_ffi
 #undef __gpukernel_ffi
 #endif
@@ -140,6 +143,46 @@ template <class T> struct k_void { typedef void type; };
 // one, not a class with an `operator[]` that reaches one member only.
 template <class T> struct k_is_array { enum { value = 0 }; };
 template <class T, unsigned long N> struct k_is_array<T[N]> { enum { value = 1 }; };
+// What a member named by a designator is, where the layout check cannot measure it: a
+// reference (`decltype` of a member access is the member's declared type), and, from a pointer
+// to it (`&P::name`: ill-formed for a bit-field or a reference), a static member (a plain
+// pointer, not a pointer to member).
+template <class T> struct k_is_ref { enum { value = 0 }; };
+template <class T> struct k_is_ref<T&> { enum { value = 1 }; };
+// A function type (a static member function's): adding const to it changes nothing. Its
+// `sizeof` is no size.
+template <class T> struct k_is_fn { enum { value = k_same<const T, T>::value }; };
+template <class T, bool = k_is_fn<T>::value> struct k_size { enum { value = sizeof(T) }; };
+template <class T> struct k_size<T, true> { enum { value = 0 }; };
+template <class T> struct k_is_static { enum { value = 1 }; };
+template <class M, class C> struct k_is_static<M C::*> { enum { value = 0 }; };
+template <int> struct k_constant { typedef void type; };
+// Whether a value-initialized T can be copied as bytes in a constant expression
+// (`__builtin_bit_cast`): not when a union (named or anonymous), a pointer, a reference or a
+// volatile member is anywhere inside it, nor (clang, NVRTC) a bit-field. A struct of Rust's
+// with a `bool` needs it: a union member laid over the bool could write any byte there.
+// Without the builtin (gcc before 11) nothing can tell, and such a struct is refused.
+template <unsigned long N> struct k_bytes { unsigned char b[N]; };
+#ifdef __GPUKERNEL_FFI_BIT_CAST
+#undef __GPUKERNEL_FFI_BIT_CAST
+#endif
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_bit_cast)
+#define __GPUKERNEL_FFI_BIT_CAST 1
+#endif
+#endif
+#ifdef __GPUKERNEL_FFI_BIT_CAST
+enum { k_bit_cast = 1 };
+template <class T, class = void> struct k_plain_bytes { enum { value = 0 }; };
+template <class T>
+struct k_plain_bytes<T, typename k_constant<(__builtin_bit_cast(k_bytes<sizeof(T)>, T()), 0)>::type> {
+  enum { value = 1 };
+};
+#undef __GPUKERNEL_FFI_BIT_CAST
+#else
+enum { k_bit_cast = 0 };
+template <class T> struct k_plain_bytes { enum { value = 0 }; };
+#endif
 template <class D> struct k_field {};
 template <class D, class E> struct k_fits<k_field<D>, E> : k_fits<D, E> {};
 template <int B> struct k_fits<k_field<k_half<B> >, k_half_class<B> > { enum { value = 1 }; };

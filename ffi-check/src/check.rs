@@ -7,7 +7,9 @@
 //! bytes; pointers by their pointee; structs as classes), never their spelling; a declared
 //! `#[repr(C)]` struct with a recorded layout is compared with the C struct the definition
 //! names: its `sizeof`, `alignof`, and each named field's offset (`__builtin_offsetof`) and
-//! type. A failed assertion's message starts `[gpukernel] <symbol>: ` ([`read_log`]).
+//! type; a C bit-field, reference or static member where Rust has a field is named as such, and
+//! a struct that holds a Rust `bool` must hold no union (whose other members could write any
+//! byte over it). A failed assertion's message starts `[gpukernel] <symbol>: ` ([`read_log`]).
 
 use crate::record::{Declaration, ForeignAbi, StructLayout};
 
@@ -185,10 +187,11 @@ pub fn c_check(decl: &Declaration) -> Option<String> {
 
 /// The assertions of one struct layout: `ty` (a C++ type expression) must be a class of the
 /// recorded size and alignment whose fields of the Rust fields' names sit at their offsets and
-/// are of their types (the offset by `__builtin_offsetof`, or NVRTC's `__INTADDR__`, which
-/// has no such builtin). A member is found by name through a probe (a class template that is
-/// specialized only where `T::name` exists, so a missing field fails an assertion, not the
-/// compile); `probes` receives the probes, in a namespace of their own per struct (`tag`).
+/// are of their types, each a member of its own bytes (not a bit-field, a reference or a static
+/// member), and, where Rust's struct holds a `bool`, with no union in it. A member is found by
+/// name through a probe ([`probe`]: class templates specialized only where `T::name` exists and
+/// can be measured, so that what C declares differently fails an assertion that names it, not
+/// the compile); `probes` receives the probes, in a namespace of their own per struct (`tag`).
 fn layout_asserts(
     fn_ty: &str,
     ty: &str,
@@ -241,57 +244,119 @@ fn layout_asserts(
     if fields.is_empty() {
         return;
     }
+    // A Rust `bool` anywhere inside: no C member may lie over its byte, and a union is the
+    // only way C lays members over each other; the C struct must be free of unions, which
+    // the check learns by copying a value-initialized one as bytes at compile time.
+    if let Some(flag) = fields.iter().find(|f| f.c_type == "bool") {
+        let holds = format!(
+            "Rust's '{name}' holds a 'bool' ('{name}.{}'), which the definition may only ever \
+             write as 0 or 1",
+            flag.name
+        );
+        asserts.push((
+            format!("{skip} || !{ns}::k_bit_cast || {ns}::k_plain_bytes<{ty} >::value"),
+            format!(
+                "{what}: {holds}, so the C struct must be plain: no union, named or anonymous, \
+                 anywhere in it (a member laid over the bool may write any byte there), nor a \
+                 pointer, volatile or bit-field member or a user-written constructor (the check \
+                 copies a value-initialized one as bytes at compile time, which those forbid); \
+                 move the other members out of the union, or make the Rust field an integer \
+                 ('u8')"
+            ),
+        ));
+        asserts.push((
+            format!("{skip} || {ns}::k_bit_cast"),
+            format!(
+                "{what}: {holds}, and this compiler has no '__builtin_bit_cast', so the check \
+                 cannot tell whether a union member lies over it: compile with gcc 11 or later, \
+                 clang 9 or later, or NVRTC, or make the Rust field an integer ('u8')"
+            ),
+        ));
+    }
+    // One probe per designator and per designator it goes through (`p` and `p[0]` for
+    // `p[0].b`), the shorter first, so that a probe may ask its parent's.
+    let mut probes_of: Vec<Designated> = Vec::new();
+    for f in &fields {
+        for d in designator_prefixes(&f.name) {
+            if !probes_of.iter().any(|p| p.designator == d) {
+                let parent = parent_designator(&d)
+                    .and_then(|p| probes_of.iter().position(|q| q.designator == p));
+                probes_of.push(Designated {
+                    designator: d,
+                    parent,
+                });
+            }
+        }
+    }
     probes.push_str(&format!(
         "namespace __gpukernel_ffi {{ namespace p_{tag} {{\n"
     ));
-    for (j, f) in fields.iter().enumerate() {
-        let field = &f.name;
-        probes.push_str(&format!(
-            "template <class T, class = void> struct f{j} {{ enum {{ has = 0, offset = 0, size = 0 }}; typedef k_other type; }};\n\
-             template <class T> struct f{j}<T, typename k_void<decltype(static_cast<T*>(0)->{field})>::type> {{\n\
-             \x20 typedef decltype(static_cast<T*>(0)->{field}) type;\n\
-             #if defined(__CUDACC_RTC__)\n\
-             \x20 enum {{ has = 1, offset = (unsigned long)__INTADDR__(&(static_cast<T*>(0)->{field})), size = sizeof(type) }};\n\
-             #else\n\
-             \x20 enum {{ has = 1, offset = __builtin_offsetof(T, {field}), size = sizeof(type) }};\n\
-             #endif\n}};\n"
-        ));
+    for (j, p) in probes_of.iter().enumerate() {
+        probes.push_str(&probe(j, p));
     }
     probes.push_str("} }\n");
-    for (j, f) in fields.iter().enumerate() {
-        let probe = format!("{ns}::p_{tag}::f{j}<{ty} >");
-        let field = &f.name;
+    let probe_at = |j: usize| format!("{ns}::p_{tag}::f{j}<{ty} >");
+    for (j, p) in probes_of.iter().enumerate() {
+        let field = &p.designator;
+        let recorded = fields.iter().find(|f| f.name == *field);
+        let rust_field = match recorded {
+            Some(f) => format!(
+                "Rust's field '{name}.{field}' (offset {}, {})",
+                f.offset,
+                field_meaning(&f.c_type, f.size)
+            ),
+            None => format!("Rust's field '{name}.{field}'"),
+        };
+        let probe = probe_at(j);
+        let present = format!("{skip} || !{probe}::has");
         // A Rust array (its first element recorded as `v[0]`) must be a C array: a class
         // indexed by an `operator[]` passes the element's check for one member only, and its
         // other members may be of other types.
-        if f.name.ends_with(']')
-            && let Some(open) = f.name.rfind('[')
-            && let Some(k) = fields.iter().position(|p| p.name == f.name[..open])
-        {
-            let array = &f.name[..open];
-            let parent = format!("{ns}::p_{tag}::f{k}<{ty} >");
+        if let (Some(k), true) = (p.parent, field.ends_with(']')) {
+            let array = &probes_of[k].designator;
             asserts.push((
-                format!(
-                    "{skip} || !{parent}::has || {ns}::k_is_array<{ns}::k_bare<{parent}::type>::type>::value"
-                ),
+                format!("{present} || {}::array", probe_at(k)),
                 format!(
                     "{what}: its field '{array}' must be a C array, as Rust's field \
-                     '{name}.{array}' is (not a class indexed by an operator[])"
+                     '{name}.{array}' is (not a class indexed by an operator[], nor a pointer)"
                 ),
             ));
         }
-        let rust_field = format!(
-            "Rust's field '{name}.{field}' (offset {}, {})",
-            f.offset,
-            field_meaning(&f.c_type, f.size)
-        );
+        // What C declares that no Rust field can be: named, where the compiler would
+        // otherwise stop at the measurement (`offsetof` of a bit-field, of a reference). An
+        // array element is none of them.
+        if !field.ends_with(']') {
+            let bitfield = format!(
+                "{what}: its field '{field}' is a bit-field, which no Rust field can be \
+                 ({rust_field} is a whole field of its own bytes): declare it a plain member"
+            );
+            let reference = format!(
+                "{what}: its field '{field}' is a reference, not a value ({rust_field} is held \
+                 in the struct's own bytes, a C reference member refers to an object \
+                 elsewhere): declare it as a value ('T {field}', not 'T& {field}')"
+            );
+            let is_static = format!(
+                "{what}: its field '{field}' is a static member, not a field of the struct: \
+                 {rust_field} needs a non-static C field of the same name"
+            );
+            asserts.extend([
+                (format!("{present} || !{probe}::bitfield"), bitfield),
+                (format!("{present} || !{probe}::reference"), reference),
+                (format!("{present} || !{probe}::is_static"), is_static),
+            ]);
+        }
+        let Some(f) = recorded else {
+            continue;
+        };
         asserts.push((
             format!("{skip} || {probe}::has"),
             format!("{what} has no field '{field}': {rust_field} needs a C field of the same name"),
         ));
-        let present = format!("{skip} || !{probe}::has");
+        // Measured only where it can be (`plain`: a member of its own bytes, through members
+        // and array elements that are too); where it cannot, an assertion above names why.
+        let measured = format!("{present} || !{probe}::plain");
         asserts.push((
-            format!("{present} || {probe}::offset == {}", f.offset),
+            format!("{measured} || {probe}::offset == {}", f.offset),
             format!(
                 "{what}: its field '{field}' must be at offset {} (offsetof), as {rust_field}",
                 f.offset
@@ -304,13 +369,97 @@ fn layout_asserts(
             _ => format!("{probe}::size == {}", f.size),
         };
         asserts.push((
-            format!("{present} || {kind}"),
+            format!("{measured} || {kind}"),
             format!(
                 "{what}: its field '{field}' must be {}, as {rust_field}",
                 field_meaning(&f.c_type, f.size)
             ),
         ));
     }
+}
+
+/// A designator the layout check probes, and the probe of the one it goes through (`v` for
+/// `v[0]`, `inner` for `inner.a`; none for a member of the struct itself).
+struct Designated {
+    designator: String,
+    parent: Option<usize>,
+}
+
+/// The probe `f{j}` of `p` (see [`layout_asserts`]): whether `T` has a member of that
+/// designator (an lvalue, not a function: an enumerator or a member function is none) and its
+/// type, and, so that nothing in it stops the compile where C declares
+/// what no Rust field can be: whether it is a bit-field (its address cannot be taken), a
+/// reference or a static member (asked of a pointer to it, `&P::name`), whether it is reached
+/// through members of their own bytes and built-in arrays, and only then its offset
+/// (`__builtin_offsetof`, or NVRTC's `__INTADDR__`, which has no such builtin).
+fn probe(j: usize, p: &Designated) -> String {
+    let d = &p.designator;
+    let access = format!("static_cast<T*>(0)->{d}");
+    let mut out = format!(
+        "template <class T, class = void> struct f{j} {{ enum {{ has = 0, bitfield = 0, reference = 0, is_static = 0, array = 0, plain = 0, offset = 0, size = 0 }}; typedef k_other type; }};\n\
+         template <class T, int Plain> struct o{j} {{ enum {{ offset = 0 }}; }};\n\
+         template <class T> struct o{j}<T, 1> {{\n\
+         #if defined(__CUDACC_RTC__)\n\
+         \x20 enum {{ offset = (unsigned long)__INTADDR__(&({access})) }};\n\
+         #else\n\
+         \x20 enum {{ offset = __builtin_offsetof(T, {d}) }};\n\
+         #endif\n}};\n"
+    );
+    let parent = p.parent.map(|k| format!("f{k}<T>"));
+    let element = d.ends_with(']');
+    let (bitfield, reference, is_static) = if element {
+        ("0".to_owned(), "0".to_owned(), "0".to_owned())
+    } else {
+        let member = &d[d.rfind('.').map_or(0, |i| i + 1)..];
+        let owner = match &parent {
+            Some(parent) => format!("typename k_bare<typename {parent}::type>::type"),
+            None => "T".to_owned(),
+        };
+        out.push_str(&format!(
+            "template <class T, class = void> struct a{j} {{ enum {{ value = 0 }}; }};\n\
+             template <class T> struct a{j}<T, typename k_void<decltype(&({access}))>::type> {{ enum {{ value = 1 }}; }};\n\
+             template <class P, class = void> struct s{j} {{ enum {{ value = 0 }}; }};\n\
+             template <class P> struct s{j}<P, typename k_void<decltype(&P::{member})>::type> {{ enum {{ value = k_is_static<decltype(&P::{member})>::value }}; }};\n"
+        ));
+        (
+            format!("!a{j}<T>::value"),
+            "k_is_ref<type>::value".to_owned(),
+            format!("s{j}<{owner} >::value"),
+        )
+    };
+    let reached = match (&parent, element) {
+        (None, _) => "1".to_owned(),
+        (Some(parent), true) => format!("{parent}::plain && {parent}::array"),
+        (Some(parent), false) => format!("{parent}::plain"),
+    };
+    out.push_str(&format!(
+        "template <class T> struct f{j}<T, typename k_void<decltype({access})>::type> {{\n\
+         \x20 typedef decltype({access}) type;\n\
+         \x20 typedef typename k_bare<type>::type bare;\n\
+         \x20 enum {{ has = k_is_ref<decltype(({access}))>::value && !k_is_fn<bare>::value, bitfield = {bitfield}, reference = {reference}, is_static = {is_static}, array = k_is_array<bare>::value, size = k_size<bare>::value }};\n\
+         \x20 enum {{ plain = has && ({reached}) && !bitfield && !reference && !is_static }};\n\
+         \x20 enum {{ offset = o{j}<T, plain>::offset }};\n}};\n"
+    ));
+    out
+}
+
+/// `d` and the designators it goes through, the shortest first: `p`, `p[0]`, `p[0].b` for
+/// `p[0].b`.
+fn designator_prefixes(d: &str) -> Vec<String> {
+    let mut out: Vec<String> = d
+        .match_indices(['.', '['])
+        .map(|(i, _)| d[..i].to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    out.push(d.to_owned());
+    out
+}
+
+/// The designator `d` goes through last (`p[0]` for `p[0].b`, `v` for `v[0]`), if any.
+fn parent_designator(d: &str) -> Option<&str> {
+    d.rfind(['.', '['])
+        .map(|i| &d[..i])
+        .filter(|p| !p.is_empty())
 }
 
 fn field_meaning(c_type: &str, size: u64) -> String {
@@ -649,6 +798,71 @@ mod tests {
         // Without layouts, no struct assertion.
         let old = decl("ret=struct P\narg=struct P\n");
         assert!(!c_check(&old).unwrap().contains("alignof"));
+    }
+
+    #[test]
+    fn members_rust_cannot_match_and_unions_over_a_bool_are_asserted_by_name() {
+        let d = decl(
+            "ret=int\narg=struct P\nstruct=P:12:4\nfield=P:n:0:4:1\nfield=P:p:4:8:7\n\
+             field=P:p[0]:4:4:8\nfield=P:p[0].ok:4:1:4\nfield=P:p[0].b:6:2:1\n",
+        );
+        let text = c_check(&d).unwrap();
+        // A bool inside (an array element's field): the struct must copy as bytes (no union).
+        assert!(
+            text.contains(
+                "k_plain_bytes<::__gpukernel_ffi::k_fn<decltype(f)>::arg<1>::type >::value"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Rust's 'P' holds a 'bool' ('P.p[0].ok')"),
+            "{text}"
+        );
+        assert!(
+            text.contains("|| ::__gpukernel_ffi::k_bit_cast, "),
+            "{text}"
+        );
+        // Each designator is asked whether it is a bit-field, a reference or a static member;
+        // an element whether its array is a built-in one.
+        for f in ["n", "p", "p[0].ok", "p[0].b"] {
+            for what in [
+                "is a bit-field",
+                "is a reference, not a value",
+                "is a static member",
+            ] {
+                assert!(
+                    text.contains(&format!("its field '{f}' {what}")),
+                    "{f} {what}"
+                );
+            }
+        }
+        assert!(!text.contains("its field 'p[0]' is a bit-field"), "{text}");
+        assert!(text.contains("its field 'p' must be a C array"), "{text}");
+        // A member's probe asks its parent's (the element's), which asks the array's; only
+        // a member measured through members and arrays of their own bytes has an offset.
+        assert!(
+            text.contains("enum { plain = has && (f1<T>::plain && f1<T>::array)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("enum { plain = has && (f2<T>::plain) && !bitfield"),
+            "{text}"
+        );
+        assert!(
+            text.contains("s3<typename k_bare<typename f2<T>::type>::type >::value"),
+            "{text}"
+        );
+        assert!(
+            text.contains("template <class T> struct o3<T, 1>"),
+            "{text}"
+        );
+        // Without a bool, no such assertion: unions over integers and floats make values.
+        let d = decl("ret=int\narg=struct P\nstruct=P:4:4\nfield=P:n:0:4:1\n");
+        assert!(!c_check(&d).unwrap().contains("k_plain_bytes"));
+        assert_eq!(designator_prefixes("p[0].b"), ["p", "p[0]", "p[0].b"]);
+        assert_eq!(designator_prefixes("m[0][1]"), ["m", "m[0]", "m[0][1]"]);
+        assert_eq!(parent_designator("p[0].b"), Some("p[0]"));
+        assert_eq!(parent_designator("a"), None);
     }
 
     #[test]

@@ -5,6 +5,12 @@
 //! members (Rust's `v[1]`, ...) were of other types. Now a field whose element is recorded must
 //! be a built-in array, on the run-time Linker's path (NVRTC) and the simulator's (the host's
 //! C++ compiler). And a Rust `f16` / `bf16` field: any 2-byte class passed for it.
+//!
+//! A C union laid over a Rust `bool` (the check asked only about the members Rust names, so a
+//! `union { bool ok; unsigned char raw; }` passed, and the foreign code could hand back a
+//! `bool` holding 2): a struct with a `bool` anywhere inside must now hold no union. And a C
+//! bit-field, reference or static member where Rust has a field stopped the compile inside the
+//! check's own header; each is now a mismatch that names the field and what it is.
 mod link_support;
 
 use gpukernel_runtime::Error;
@@ -52,6 +58,33 @@ mod rust {
     #[derive(Clone, Copy, DeviceCopy)]
     pub struct Flag {
         pub ok: bool,
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy, DeviceCopy)]
+    pub struct Flags {
+        pub n: u32,
+        pub v: [bool; 4],
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy, DeviceCopy)]
+    pub struct Nested {
+        pub x: f32,
+        pub inner: Flag,
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy, DeviceCopy)]
+    pub struct Pair {
+        pub a: i32,
+        pub b: f32,
+    }
+
+    #[repr(C)]
+    #[derive(Clone, Copy, DeviceCopy)]
+    pub struct Outer {
+        pub p: [Pair; 2],
     }
 }
 
@@ -141,20 +174,161 @@ fn a_half_field_is_cudas_class_of_its_kind_only() {
     }
 }
 
-/// C members the Rust struct does not name are not seen: an anonymous union lays a `unsigned
-/// char` over Rust's `bool`, so the foreign code may return a `bool` holding 2.
-#[test]
-#[ignore = "hole: the check finds each Rust field in the C struct but cannot enumerate the C \
-            struct's members, so an anonymous union member overlapping a field (a byte over a \
-            bool) passes"]
-fn a_union_member_over_a_bool_field_is_refused() {
-    let (layout, size) = record::<rust::Flag>();
-    let c = "struct S { union { bool ok; unsigned char raw; }; };";
+/// The host compile of the simulator's library (`nvptx_builder::host_cc`, the host's C++
+/// compiler through `cc`): the checks of the declaration in `ptx` after `source`.
+#[cfg(target_os = "linux")]
+fn host(ptx: &str, source: &str) -> Result<(), String> {
+    let dir = link_support::temp_dir("adv6-host");
+    let path = dir.join("defs.cu");
+    std::fs::write(&path, source).unwrap();
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let mut build = cc::Build::new();
+    build
+        .target(&triple)
+        .host(&triple)
+        .opt_level(0)
+        .debug(false)
+        .cargo_metadata(false);
+    let decls = nvptx_builder::foreign::declarations_in_ptx(ptx);
+    assert_eq!(decls.len(), 1, "the record of take_s");
+    match nvptx_builder::host_cc::HostCc::new(build, &dir)
+        .cargo_metadata(false)
+        .declarations(&decls)
+        .check_all(&[&path])
+    {
+        Ok(()) => Ok(()),
+        Err(nvptx_builder::Error::ForeignSignatureMismatch { symbol, detail, .. }) => {
+            assert_eq!(symbol, "take_s");
+            Err(detail)
+        }
+        Err(e) => panic!("the host compile failed otherwise than by a mismatch: {e}\n{source}"),
+    }
+}
+
+/// Checks `definition(c)` for the Rust struct `T` on every path that compiles it: the run-time
+/// Linker (NVRTC), the simulator's Linker (NVRTC) and the simulator's host compile (the host's
+/// C++ compiler). `Ok` when every path accepts it, else each path's mismatch detail (a refusal
+/// that is no mismatch, or a path that disagrees, fails the test).
+fn every_path<T: gpukernel_device::DeviceCopy>(c: &str) -> Result<(), Vec<String>> {
+    let (layout, size) = record::<T>();
+    let p = ptx(size, &layout);
+    let source = definition(c);
+    let detail = |path: &str, r: Result<(), Error>| match r {
+        Ok(()) => None,
+        Err(Error::ForeignSignatureMismatch(m)) => {
+            assert_eq!(m.symbol, "take_s", "{path}");
+            Some(m.detail)
+        }
+        Err(e) => panic!("{path}: refused otherwise than by a mismatch: {e}\n{source}"),
+    };
+    let mut refusals = vec![
+        ("NVRTC", detail("NVRTC", link(&p, &source))),
+        ("simulator", detail("simulator", sim(&p, &source))),
+    ];
+    #[cfg(target_os = "linux")]
+    refusals.push(("host compile", host(&p, &source).err()));
+    if refusals.iter().all(|(_, r)| r.is_none()) {
+        return Ok(());
+    }
+    let accepted: Vec<_> = refusals.iter().filter(|(_, r)| r.is_none()).collect();
     assert!(
-        matches!(
-            link(&ptx(size, &layout), &definition(c)),
-            Err(Error::ForeignSignatureMismatch(_))
+        accepted.is_empty(),
+        "the paths disagree on `{c}`: {refusals:?}"
+    );
+    Err(refusals.into_iter().filter_map(|(_, r)| r).collect())
+}
+
+/// Asserts that every path refuses `c` for `T` with a detail containing each of `names`.
+#[track_caller]
+fn refused<T: gpukernel_device::DeviceCopy>(c: &str, names: &[&str]) {
+    match every_path::<T>(c) {
+        Ok(()) => panic!("`{c}` accepted"),
+        Err(details) => {
+            for d in details {
+                for n in names {
+                    assert!(d.contains(n), "`{c}`: no '{n}' in: {d}");
+                }
+            }
+        }
+    }
+}
+
+/// C members the Rust struct does not name were not seen: an anonymous union lays an
+/// `unsigned char` over Rust's `bool`, so the foreign code may return a `bool` holding 2. A
+/// struct with a `bool` anywhere inside (a field, a nested struct's field, an array's
+/// elements) must hold no union, named or anonymous, however deep; a plain one still fits.
+#[test]
+fn a_union_member_over_a_bool_field_is_refused() {
+    let union = "must be plain: no union";
+    every_path::<rust::Flag>("struct S { bool ok; };").unwrap();
+    refused::<rust::Flag>(
+        "struct S { union { bool ok; unsigned char raw; }; };",
+        &[union, "Rust's 'S' holds a 'bool' ('S.ok')"],
+    );
+    refused::<rust::Flag>(
+        "struct S { union { struct { bool ok; }; unsigned char raw; }; };",
+        &[union],
+    );
+    every_path::<rust::Flags>("struct S { unsigned n; bool v[4]; };").unwrap();
+    refused::<rust::Flags>(
+        "struct S { unsigned n; union { bool v[4]; unsigned w; }; };",
+        &[union, "('S.v[0]')"],
+    );
+    every_path::<rust::Nested>("struct Flag { bool ok; };\nstruct S { float x; Flag inner; };")
+        .unwrap();
+    refused::<rust::Nested>(
+        "union Flag { bool ok; unsigned char raw; };\nstruct S { float x; Flag inner; };",
+        &[union, "('S.inner.ok')"],
+    );
+    // A struct without a `bool` may still lay members over each other: every byte pattern
+    // is a value of its fields.
+    every_path::<rust::Pair>("struct S { union { int a; float a_bits; }; float b; };").unwrap();
+}
+
+/// A C bit-field, reference, static member or enumerator of a Rust field's name stopped the
+/// compile in the check's own header (`offsetof` of a bit-field or a reference cannot be taken),
+/// a compile error that named neither the struct nor the field; each is now a mismatch that
+/// does, on every path, also inside nested structs and array elements.
+#[test]
+fn a_bit_field_a_reference_or_a_static_member_is_named() {
+    every_path::<rust::Pair>("struct S { int a; float b; };").unwrap();
+    for (c, names) in [
+        (
+            "struct S { int a : 32; float b; };",
+            ["its field 'a' is a bit-field", "Rust's field 'S.a'"],
         ),
-        "an anonymous union over a bool field accepted"
+        (
+            "struct S { int& a; float b; };",
+            [
+                "its field 'a' is a reference, not a value",
+                "Rust's field 'S.a'",
+            ],
+        ),
+        (
+            "struct S { int a; float& b; };",
+            [
+                "its field 'b' is a reference, not a value",
+                "Rust's field 'S.b'",
+            ],
+        ),
+        (
+            "struct S { static const int a = 1; int x; float b; };",
+            ["its field 'a' is a static member", "Rust's field 'S.a'"],
+        ),
+        // A member named like the field that is no object of the struct's bytes.
+        (
+            "struct S { enum { a }; int x; float b; };",
+            ["has no field 'a'", "Rust's field 'S.a'"],
+        ),
+    ] {
+        refused::<rust::Pair>(c, &names);
+    }
+    every_path::<rust::Outer>("struct P { int a; float b; };\nstruct S { P p[2]; };").unwrap();
+    refused::<rust::Outer>(
+        "struct P { int a : 32; float b; };\nstruct S { P p[2]; };",
+        &[
+            "its field 'p[0].a' is a bit-field",
+            "Rust's field 'S.p[0].a'",
+        ],
     );
 }
