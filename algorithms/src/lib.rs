@@ -96,6 +96,8 @@ macro_rules! reduce_ops {
             $($field: OnceLock<TypedKernel<k::$kernel>>,)*
             sum_f32_v8: OnceLock<TypedKernel<k::reduce_sum_f32_v8>>,
             sum_f32_v2: OnceLock<TypedKernel<k::reduce_sum_f32_v2>>,
+            sum_f32_even: OnceLock<TypedKernel<k::reduce_sum_f32_even>>,
+            sum_f32_even_v8: OnceLock<TypedKernel<k::reduce_sum_f32_even_v8>>,
             sum_f32_two: OnceLock<Pair<k::reduce_partial_sum_f32, k::reduce_final_sum_f32>>,
             scan: ScanKernels,
             scan_tuning: ScanTuning,
@@ -1086,28 +1088,42 @@ impl Algorithms {
         Ok(())
     }
 
-    /// The one-launch f32 sum with its grid (`blocks_per_sm` blocks per SM) and its 16-byte
+    /// The one-launch f32 sum with its grid (`blocks_per_sm` blocks per SM), its 16-byte
     /// loads in flight per thread (`vecs`: 2, 4 (what [`reduce`](Self::reduce) runs) or 8)
-    /// chosen: the benchmark's tuning rows.
+    /// and its split of the input (`even`: one contiguous run per block, 4 or 8 vectors;
+    /// else grid-stride tiles) chosen: the benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sum_f32_tuned(
         &self,
         stream: &Stream,
-        input: &DeviceBuffer<f32>,
+        input: DeviceView<'_, f32>,
         out: &mut DeviceBuffer<f32>,
         blocks_per_sm: u32,
         vecs: usize,
+        even: bool,
     ) -> Result<()> {
-        let view = input.slice(..)?;
+        let view = input;
         let blocks = self.first_pass_blocks::<f32>(input.len(), blocks_per_sm);
-        match vecs {
-            2 => {
+        match (vecs, even) {
+            (8, true) => {
+                let kv = get(&self.kernels.sum_f32_even_v8, || {
+                    self.module.kernel(k::reduce_sum_f32_even_v8)
+                })?;
+                self.reduce_launch(stream, kv, view, out, blocks)
+            }
+            (_, true) => {
+                let kv = get(&self.kernels.sum_f32_even, || {
+                    self.module.kernel(k::reduce_sum_f32_even)
+                })?;
+                self.reduce_launch(stream, kv, view, out, blocks)
+            }
+            (2, _) => {
                 let kv = get(&self.kernels.sum_f32_v2, || {
                     self.module.kernel(k::reduce_sum_f32_v2)
                 })?;
                 self.reduce_launch(stream, kv, view, out, blocks)
             }
-            8 => {
+            (8, _) => {
                 let kv = get(&self.kernels.sum_f32_v8, || {
                     self.module.kernel(k::reduce_sum_f32_v8)
                 })?;
