@@ -347,26 +347,20 @@ fn main() -> Result<(), BoxError> {
     let scale: f64 = all.iter().map(|&v| v.abs() as f64).sum();
     let shapes = [2usize, 4, 8]
         .into_iter()
-        .flat_map(|v| [2u32, 3, 4, 5, 6, 8, 12, 16].map(|b| (v, b, false)))
-        .chain(
-            [4usize, 8]
-                .into_iter()
-                .flat_map(|v| [2u32, 3, 4, 5, 6, 8].map(|b| (v, b, true))),
-        );
-    for (vecs, bps, even) in shapes {
-        let split = if even { "even runs" } else { "grid-stride" };
-        algs.sum_f32_tuned(&stream, x_all.slice(..)?, &mut out, bps, vecs, even)?;
+        .flat_map(|v| [2u32, 3, 4, 5, 6, 8, 12, 16].map(|b| (v, b)));
+    for (vecs, bps) in shapes {
+        algs.sum_f32_tuned(&stream, x_all.slice(..)?, &mut out, bps, vecs)?;
         check(
-            &format!("ours {split} vecs {vecs} blocks/SM {bps}"),
+            &format!("ours vecs {vecs} blocks/SM {bps}"),
             out.to_host_vec()?[0] as f64,
             want,
             scale,
         )?;
         let ms = per_call_ms(&ctx, &stream, || {
-            Ok(algs.sum_f32_tuned(&stream, x_all.slice(..)?, &mut out, bps, vecs, even)?)
+            Ok(algs.sum_f32_tuned(&stream, x_all.slice(..)?, &mut out, bps, vecs)?)
         })?;
         println!(
-            "  {split:>11} vecs {vecs} blocks/SM {bps:>2}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
+            "  vecs {vecs} blocks/SM {bps:>2}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
             gbs(4.0 * n as f64, ms),
             cubm / ms
         );
