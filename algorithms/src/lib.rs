@@ -7,8 +7,10 @@
 //!
 //! [`Algorithms::new`] loads the algorithms' kernels (this crate's own kernels crate,
 //! `gpukernel-algorithms-kernels`, compiled to PTX by `nvptx-builder` like any kernels crate)
-//! into a context once; each call is then two typed, checked launches on the caller's stream,
-//! whose temporary storage comes from the stream-ordered allocator and is freed after its work.
+//! into a context once; each call is then typed, checked launches on the caller's stream. The
+//! reduce is one launch, whose few words of scratch (a ticket and one partial per block) the
+//! `Algorithms` allocates once and keeps (see [`Algorithms::reduce`]); the other algorithms'
+//! temporary storage comes from the stream-ordered allocator and is freed after their work.
 //!
 //! ```
 //! use gpukernel_algorithms::{Algorithms, Max, Sum};
@@ -26,7 +28,7 @@
 //! # Ok(()) }
 //! ```
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use gpukernel_algorithms_kernels as k;
 use gpukernel_runtime::{
@@ -48,12 +50,17 @@ pub use sort::{DeviceSortKey, SORT_MAX_KEYS, SortKey};
 /// Threads per block of the reduce kernels.
 pub const BLOCK: u32 = k::BLOCK;
 
-/// Blocks per SM of the first pass of [`Algorithms::reduce`] (measured on an H100 and an
-/// H200: within 0.5% of the best shape on both).
+/// Blocks per SM of [`Algorithms::reduce`]'s grid (measured on an H100 and an H200 for the
+/// two-launch reduce: within 0.5% of the best shape on both; the one-launch reduce on an H100:
+/// 1.012× CUB's `DeviceReduce::Sum` at 2^28 f32, the best shape 1.017×).
 pub const DEFAULT_BLOCKS_PER_SM: u32 = 4;
 
 type Pair<P, F> = (TypedKernel<P>, TypedKernel<F>);
-type Params<T> = (&'static [T], DisjointSlice<'static, T>);
+type ReduceParams<T> = (
+    &'static [T],
+    DisjointSlice<'static, T>,
+    DisjointSlice<'static, u64>,
+);
 
 mod sealed {
     pub trait Sealed {}
@@ -74,24 +81,23 @@ mod sealed {
 /// ```
 pub trait DeviceReduceOp<T: Item>: Identity<T> + sealed::Sealed {
     #[doc(hidden)]
-    type Partial: SafeKernel<Params = Params<T>>;
+    type Kernel: SafeKernel<Params = ReduceParams<T>>;
     #[doc(hidden)]
-    type Final: SafeKernel<Params = Params<T>>;
+    fn __cell(kernels: &Kernels) -> &OnceLock<TypedKernel<Self::Kernel>>;
     #[doc(hidden)]
-    fn __cell(kernels: &Kernels) -> &OnceLock<Pair<Self::Partial, Self::Final>>;
-    #[doc(hidden)]
-    fn __load(module: &Module) -> Result<Pair<Self::Partial, Self::Final>>;
+    fn __load(module: &Module) -> Result<TypedKernel<Self::Kernel>>;
 }
 
 macro_rules! reduce_ops {
-    ($($field:ident: $t:ty, $op:ident, $partial:ident, $final:ident;)*) => {
+    ($($field:ident: $t:ty, $op:ident, $kernel:ident;)*) => {
         /// The algorithms' kernels, looked up in the module on first use.
         #[doc(hidden)]
         #[derive(Default)]
         pub struct Kernels {
-            $($field: OnceLock<Pair<k::$partial, k::$final>>,)*
-            sum_f32_v8: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v8>>,
-            sum_f32_v2: OnceLock<TypedKernel<k::reduce_partial_sum_f32_v2>>,
+            $($field: OnceLock<TypedKernel<k::$kernel>>,)*
+            sum_f32_v8: OnceLock<TypedKernel<k::reduce_sum_f32_v8>>,
+            sum_f32_v2: OnceLock<TypedKernel<k::reduce_sum_f32_v2>>,
+            sum_f32_two: OnceLock<Pair<k::reduce_partial_sum_f32, k::reduce_final_sum_f32>>,
             scan: ScanKernels,
             scan_tuning: ScanTuning,
             segmented: SegmentedKernels,
@@ -101,13 +107,12 @@ macro_rules! reduce_ops {
         }
         $(
             impl DeviceReduceOp<$t> for $op {
-                type Partial = k::$partial;
-                type Final = k::$final;
-                fn __cell(kernels: &Kernels) -> &OnceLock<Pair<k::$partial, k::$final>> {
+                type Kernel = k::$kernel;
+                fn __cell(kernels: &Kernels) -> &OnceLock<TypedKernel<k::$kernel>> {
                     &kernels.$field
                 }
-                fn __load(module: &Module) -> Result<Pair<k::$partial, k::$final>> {
-                    Ok((module.kernel(k::$partial)?, module.kernel(k::$final)?))
+                fn __load(module: &Module) -> Result<TypedKernel<k::$kernel>> {
+                    module.kernel(k::$kernel)
                 }
             }
         )*
@@ -115,24 +120,24 @@ macro_rules! reduce_ops {
 }
 
 reduce_ops! {
-    sum_f32: f32, Sum, reduce_partial_sum_f32, reduce_final_sum_f32;
-    sum_f64: f64, Sum, reduce_partial_sum_f64, reduce_final_sum_f64;
-    sum_i32: i32, Sum, reduce_partial_sum_i32, reduce_final_sum_i32;
-    sum_u32: u32, Sum, reduce_partial_sum_u32, reduce_final_sum_u32;
-    sum_i64: i64, Sum, reduce_partial_sum_i64, reduce_final_sum_i64;
-    sum_u64: u64, Sum, reduce_partial_sum_u64, reduce_final_sum_u64;
-    min_f32: f32, Min, reduce_partial_min_f32, reduce_final_min_f32;
-    min_f64: f64, Min, reduce_partial_min_f64, reduce_final_min_f64;
-    min_i32: i32, Min, reduce_partial_min_i32, reduce_final_min_i32;
-    min_u32: u32, Min, reduce_partial_min_u32, reduce_final_min_u32;
-    min_i64: i64, Min, reduce_partial_min_i64, reduce_final_min_i64;
-    min_u64: u64, Min, reduce_partial_min_u64, reduce_final_min_u64;
-    max_f32: f32, Max, reduce_partial_max_f32, reduce_final_max_f32;
-    max_f64: f64, Max, reduce_partial_max_f64, reduce_final_max_f64;
-    max_i32: i32, Max, reduce_partial_max_i32, reduce_final_max_i32;
-    max_u32: u32, Max, reduce_partial_max_u32, reduce_final_max_u32;
-    max_i64: i64, Max, reduce_partial_max_i64, reduce_final_max_i64;
-    max_u64: u64, Max, reduce_partial_max_u64, reduce_final_max_u64;
+    sum_f32: f32, Sum, reduce_sum_f32;
+    sum_f64: f64, Sum, reduce_sum_f64;
+    sum_i32: i32, Sum, reduce_sum_i32;
+    sum_u32: u32, Sum, reduce_sum_u32;
+    sum_i64: i64, Sum, reduce_sum_i64;
+    sum_u64: u64, Sum, reduce_sum_u64;
+    min_f32: f32, Min, reduce_min_f32;
+    min_f64: f64, Min, reduce_min_f64;
+    min_i32: i32, Min, reduce_min_i32;
+    min_u32: u32, Min, reduce_min_u32;
+    min_i64: i64, Min, reduce_min_i64;
+    min_u64: u64, Min, reduce_min_u64;
+    max_f32: f32, Max, reduce_max_f32;
+    max_f64: f64, Max, reduce_max_f64;
+    max_i32: i32, Max, reduce_max_i32;
+    max_u32: u32, Max, reduce_max_u32;
+    max_i64: i64, Max, reduce_max_i64;
+    max_u64: u64, Max, reduce_max_u64;
 }
 
 /// The scan tuning kernels (the benchmark's rows), looked up on first use.
@@ -401,6 +406,9 @@ pub struct Algorithms {
     module: Module,
     sms: u32,
     kernels: Kernels,
+    /// The one-launch reduces' scratch (ticket and partials), allocated on first use, grown
+    /// when a launch needs more, replaced after a failed launch (see [`Algorithms::reduce`]).
+    scratch: Mutex<Option<DeviceBuffer<u64>>>,
 }
 
 impl Algorithms {
@@ -419,6 +427,7 @@ impl Algorithms {
             module,
             sms,
             kernels: Kernels::default(),
+            scratch: Mutex::new(None),
         })
     }
 
@@ -426,6 +435,16 @@ impl Algorithms {
     /// `DeviceReduce::Reduce`/`Sum`/`Min`/`Max`). An empty input gives the operator's
     /// identity (`0`, the type's greatest or least value). Ordered like any launch: the
     /// input's writers before, the output's readers after.
+    ///
+    /// One launch: a grid of a few blocks per SM, each block's partial in scratch memory, the
+    /// last block to finish (a ticket) reduces them into `out`. The scratch (8 bytes per
+    /// block and a ticket: about 4 KiB on an H100) belongs to this `Algorithms`: allocated
+    /// zeroed on the first call's stream, kept, grown when a call needs more, never reachable
+    /// from outside. It is device memory like any buffer's, so the runtime orders its uses:
+    /// calls on one stream run back to back, and a call on another stream waits for the
+    /// previous call's launch (the scratch cannot be shared by two launches in flight).
+    /// Reduces meant to overlap on several streams each need their own `Algorithms`. After a
+    /// failed launch the scratch is replaced, so one failure does not spoil later calls.
     ///
     /// ```
     /// use gpukernel_algorithms::{Algorithms, Max};
@@ -446,10 +465,67 @@ impl Algorithms {
         out: impl Output<T>,
     ) -> Result<()> {
         let _ = op;
-        let (kp, kf) = self.kernels_for::<T, Op>()?;
+        let kernel = get(Op::__cell(&self.kernels), || Op::__load(&self.module))?;
         let input = input.into_view()?;
-        let partials = self.first_pass(stream, kp, input, DEFAULT_BLOCKS_PER_SM)?;
-        out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
+        let blocks = self.first_pass_blocks::<T>(input.len(), DEFAULT_BLOCKS_PER_SM);
+        self.reduce_launch(stream, kernel, input, out, blocks)
+    }
+
+    /// One launch of a one-launch reduce kernel on `blocks` blocks, with the scratch this
+    /// `Algorithms` keeps.
+    fn reduce_launch<K: SafeKernel<Params = ReduceParams<T>>, T: Item>(
+        &self,
+        stream: &Stream,
+        kernel: &TypedKernel<K>,
+        input: DeviceView<'_, T>,
+        out: impl Output<T>,
+        blocks: usize,
+    ) -> Result<()> {
+        let grid = u32::try_from(blocks).map_err(|_| Error::InvalidLaunchConfig {
+            kernel: K::NAME.to_string(),
+            dimension: "grid.x (one block per partial)",
+            value: blocks as u64,
+            min: 1,
+            max: u32::MAX as u64,
+        })?;
+        out.with_first(&mut |o| {
+            self.with_scratch(stream, k::last_block::scratch_words(blocks), |s| {
+                stream.launch(kernel, LaunchConfig::new(grid, BLOCK), (input, o, s))
+            })
+        })
+    }
+
+    /// Runs `f` (one launch on `stream`) with the scratch of at least `words` words: allocated
+    /// zeroed on `stream` when there is none or it is too short (the old one is freed after
+    /// every use of it, on every stream), dropped when `f` fails (a launch that stopped part
+    /// way may leave the ticket counted: the next call starts from fresh, zeroed scratch).
+    /// The lock is held while `f` enqueues, not while the work runs: the runtime orders the
+    /// scratch's uses like any buffer's.
+    fn with_scratch(
+        &self,
+        stream: &Stream,
+        words: usize,
+        f: impl FnOnce(&mut DeviceBuffer<u64>) -> Result<()>,
+    ) -> Result<()> {
+        let mut guard = self.scratch.lock().unwrap_or_else(|poisoned| {
+            // A panic while it was held (none is expected): the scratch's state is unknown.
+            self.scratch.clear_poison();
+            let mut g = poisoned.into_inner();
+            *g = None;
+            g
+        });
+        if guard.as_ref().is_none_or(|s| s.len() < words) {
+            *guard = None;
+            let usual =
+                k::last_block::scratch_words(self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize);
+            *guard = Some(stream.alloc_zeros::<u64>(words.max(usual))?);
+        }
+        let scratch = guard.as_mut().expect("allocated just above");
+        let r = f(scratch);
+        if r.is_err() {
+            *guard = None;
+        }
+        r
     }
 
     /// [`reduce`](Self::reduce), then the result copied to the host (a synchronization).
@@ -905,7 +981,8 @@ impl Algorithms {
     /// Reduces `input` in index order with the user's operator whose kernels
     /// [`device_algorithms!`] instantiated (`kernels`, loaded from the user's module) into the
     /// first element of `out`. The operator need not be commutative. An empty input gives
-    /// its identity.
+    /// its identity. One launch, with the scratch of [`reduce`](Self::reduce) (the same
+    /// ordering across streams).
     pub fn reduce_user<'i, U: UserOp>(
         &self,
         stream: &Stream,
@@ -915,23 +992,18 @@ impl Algorithms {
     ) -> Result<()> {
         let input = input.into_view()?;
         let unit = 32 * 16 / std::mem::size_of::<U::T>() * k::ORDERED_VECS * 8;
+        // At most `DEFAULT_BLOCKS_PER_SM` blocks per SM: the grid fits a `u32`.
         let blocks = (self.sms as usize * DEFAULT_BLOCKS_PER_SM as usize)
             .min(input.len().div_ceil(unit))
             .max(1);
-        // SAFETY: the first pass writes every element (one per block) before the second
-        // reads them; `T` is a number, valid for any bits.
-        let mut partials = unsafe { stream.alloc::<U::T>(blocks) }?;
-        stream.launch(
-            &kernels.partial,
-            LaunchConfig::new(blocks as u32, k::ORDERED_BLOCK),
-            (input, &mut partials),
-        )?;
         out.with_first(&mut |o| {
-            stream.launch(
-                &kernels.final_,
-                LaunchConfig::new(1, k::ORDERED_BLOCK),
-                (&partials, o),
-            )
+            self.with_scratch(stream, k::last_block::scratch_words(blocks), |s| {
+                stream.launch(
+                    &kernels.reduce,
+                    LaunchConfig::new(blocks as u32, k::ORDERED_BLOCK),
+                    (input, o, s),
+                )
+            })
         })
     }
 
@@ -960,31 +1032,6 @@ impl Algorithms {
         self.scan(stream, &kernels.exclusive, input.into_view()?, output)
     }
 
-    fn kernels_for<T: Item, Op: DeviceReduceOp<T>>(&self) -> Result<&Pair<Op::Partial, Op::Final>> {
-        get(Op::__cell(&self.kernels), || Op::__load(&self.module))
-    }
-
-    /// The first pass: a grid of `blocks_per_sm` blocks per SM (fewer for a short input, at
-    /// least one), one partial each, in storage from the stream-ordered allocator.
-    fn first_pass<K: SafeKernel<Params = Params<T>>, T: Item>(
-        &self,
-        stream: &Stream,
-        kernel: &TypedKernel<K>,
-        input: DeviceView<'_, T>,
-        blocks_per_sm: u32,
-    ) -> Result<DeviceBuffer<T>> {
-        let blocks = self.first_pass_blocks::<T>(input.len(), blocks_per_sm);
-        // SAFETY: the first pass writes every element (one per block) before the second
-        // reads them; `T` is a number, valid for any bits.
-        let mut partials = unsafe { stream.alloc::<T>(blocks) }?;
-        stream.launch(
-            kernel,
-            LaunchConfig::new(blocks as u32, BLOCK),
-            (input, &mut partials),
-        )?;
-        Ok(partials)
-    }
-
     /// The first pass's grid for `n` elements: `blocks_per_sm` blocks per SM, fewer for a short
     /// input (one per tile), at least one.
     fn first_pass_blocks<T>(&self, n: usize, blocks_per_sm: u32) -> usize {
@@ -994,17 +1041,17 @@ impl Algorithms {
             .max(1)
     }
 
-    /// The number of partials [`reduce`](Self::reduce)'s first pass writes for `n` elements of
+    /// The number of blocks (partials) [`reduce`](Self::reduce) launches for `n` elements of
     /// `T`: the length of the `partials` that [`sum_f32_stages`](Self::sum_f32_stages) takes.
     #[doc(hidden)]
     pub fn reduce_partials<T>(&self, n: usize) -> usize {
         self.first_pass_blocks::<T>(n, DEFAULT_BLOCKS_PER_SM)
     }
 
-    /// The f32 sum's passes with the partials in `partials` (the caller's, of
-    /// [`reduce_partials`](Self::reduce_partials) elements) instead of the stream-ordered
-    /// allocator's, and the second pass only when `final_pass`: the benchmark's breakdown of
-    /// what a reduce's time is made of.
+    /// The f32 sum in two launches (a first pass into `partials`, the caller's, of
+    /// [`reduce_partials`](Self::reduce_partials) elements, then one block reducing them into
+    /// `out`), or the first pass alone unless `final_pass`: the benchmark's breakdown of what
+    /// the one-launch reduce's time is made of.
     #[doc(hidden)]
     pub fn sum_f32_stages(
         &self,
@@ -1014,7 +1061,12 @@ impl Algorithms {
         out: &mut DeviceBuffer<f32>,
         final_pass: bool,
     ) -> Result<()> {
-        let (kp, kf) = self.kernels_for::<f32, Sum>()?;
+        let (kp, kf) = get(&self.kernels.sum_f32_two, || {
+            Ok((
+                self.module.kernel(k::reduce_partial_sum_f32)?,
+                self.module.kernel(k::reduce_final_sum_f32)?,
+            ))
+        })?;
         let blocks = u32::try_from(partials.len()).map_err(|_| Error::InvalidLaunchConfig {
             kernel: <k::reduce_partial_sum_f32 as Kernel>::NAME.to_string(),
             dimension: "grid.x (one block per partial)",
@@ -1035,39 +1087,56 @@ impl Algorithms {
         Ok(())
     }
 
-    /// The f32 sum with the first pass's grid (`blocks_per_sm` blocks per SM) and its 16-byte
+    /// The one-launch f32 sum with its grid (`blocks_per_sm` blocks per SM) and its 16-byte
     /// loads in flight per thread (`vecs`: 2, 4 (what [`reduce`](Self::reduce) runs) or 8)
     /// chosen: the benchmark's tuning rows.
     #[doc(hidden)]
     pub fn sum_f32_tuned(
         &self,
         stream: &Stream,
-        input: &DeviceBuffer<f32>,
+        input: DeviceView<'_, f32>,
         out: &mut DeviceBuffer<f32>,
         blocks_per_sm: u32,
         vecs: usize,
     ) -> Result<()> {
-        let view = input.slice(..)?;
-        let partials = match vecs {
+        let blocks = self.first_pass_blocks::<f32>(input.len(), blocks_per_sm);
+        match vecs {
             2 => {
                 let kv = get(&self.kernels.sum_f32_v2, || {
-                    self.module.kernel(k::reduce_partial_sum_f32_v2)
+                    self.module.kernel(k::reduce_sum_f32_v2)
                 })?;
-                self.first_pass(stream, kv, view, blocks_per_sm)?
+                self.reduce_launch(stream, kv, input, out, blocks)
             }
             8 => {
                 let kv = get(&self.kernels.sum_f32_v8, || {
-                    self.module.kernel(k::reduce_partial_sum_f32_v8)
+                    self.module.kernel(k::reduce_sum_f32_v8)
                 })?;
-                self.first_pass(stream, kv, view, blocks_per_sm)?
+                self.reduce_launch(stream, kv, input, out, blocks)
             }
             _ => {
-                let (kp, _) = self.kernels_for::<f32, Sum>()?;
-                self.first_pass(stream, kp, view, blocks_per_sm)?
+                let kv = get(<Sum as DeviceReduceOp<f32>>::__cell(&self.kernels), || {
+                    <Sum as DeviceReduceOp<f32>>::__load(&self.module)
+                })?;
+                self.reduce_launch(stream, kv, input, out, blocks)
             }
-        };
-        let (_, kf) = self.kernels_for::<f32, Sum>()?;
-        out.with_first(&mut |o| stream.launch(kf, LaunchConfig::new(1, BLOCK), (&partials, o)))
+        }
+    }
+
+    /// The one-launch f32 sum on a grid of exactly `blocks` blocks (those past the input add
+    /// the identity): the tests' grids of more partials than the last block's threads.
+    #[doc(hidden)]
+    pub fn sum_f32_grid(
+        &self,
+        stream: &Stream,
+        input: &DeviceBuffer<f32>,
+        out: &mut DeviceBuffer<f32>,
+        blocks: u32,
+    ) -> Result<()> {
+        let kernel = get(<Sum as DeviceReduceOp<f32>>::__cell(&self.kernels), || {
+            <Sum as DeviceReduceOp<f32>>::__load(&self.module)
+        })?;
+        let blocks = blocks.max(1) as usize;
+        self.reduce_launch(stream, kernel, input.slice(..)?, out, blocks)
     }
 }
 
@@ -1200,7 +1269,7 @@ impl std::fmt::Debug for HistogramKernels {
 /// // In the user's kernels crate `my_kernels`:
 /// gpukernel_algorithms_kernels::device_algorithms! {
 ///     pub struct FirstLastAlgorithms for u64, FirstLast;
-///     reduce: first_last_partial, first_last_final;
+///     reduce: first_last_reduce;
 ///     scan: first_last_inclusive, first_last_exclusive;
 /// }
 /// // On the host:
@@ -1209,8 +1278,7 @@ impl std::fmt::Debug for HistogramKernels {
 /// algs.inclusive_scan_user(&stream, &fl, &x, &mut y)?;
 /// ```
 pub struct UserKernels<U: UserOp> {
-    partial: TypedKernel<U::ReducePartial>,
-    final_: TypedKernel<U::ReduceFinal>,
+    reduce: TypedKernel<U::Reduce>,
     inclusive: TypedKernel<U::ScanInclusive>,
     exclusive: TypedKernel<U::ScanExclusive>,
 }
@@ -1222,13 +1290,12 @@ impl<U: UserOp> std::fmt::Debug for UserKernels<U> {
 }
 
 impl<U: UserOp> UserKernels<U> {
-    /// Looks the four kernels up in `module` (the user's kernels crate's PTX, or its
+    /// Looks the three kernels up in `module` (the user's kernels crate's PTX, or its
     /// simulator entries), checking their signatures like any kernel lookup.
     pub fn load(module: &Module) -> Result<Self> {
-        let (p, f, i, e) = U::kernels();
+        let (r, i, e) = U::kernels();
         Ok(UserKernels {
-            partial: module.kernel(p)?,
-            final_: module.kernel(f)?,
+            reduce: module.kernel(r)?,
             inclusive: module.kernel(i)?,
             exclusive: module.kernel(e)?,
         })

@@ -46,7 +46,7 @@ fn the_scan_kernels_are_unsafe_to_launch_directly() {
     assert_eq!(safe, [false; 6], "a scan kernel is a SafeKernel");
     // The probe itself: the reduce and histogram kernels are safe.
     assert!((&Probe::<k::histogram256_u8>(PhantomData)).safe());
-    assert!((&Probe::<k::reduce_partial_sum_u32>(PhantomData)).safe());
+    assert!((&Probe::<k::reduce_sum_u32>(PhantomData)).safe());
 }
 
 #[test]

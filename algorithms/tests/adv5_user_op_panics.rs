@@ -56,3 +56,42 @@ fn an_operator_that_panics_fails_the_call_without_a_hang() {
         }
     }
 }
+
+/// A reduce whose operator panicked stops part way, its ticket counted by the blocks that
+/// finished: the `Algorithms` replaces its scratch, so the next reduces (the user's operator
+/// and a built-in one, on the same `Algorithms`) are exact.
+#[test]
+fn a_failed_reduce_does_not_spoil_the_next_ones() {
+    let ctx = Device::simulator()
+        .primary_context()
+        .expect("simulator context");
+    let r = within(120, move || {
+        let algs = Algorithms::new(&ctx).expect("load the algorithms");
+        let module = ctx.load_module(PTX.as_bytes()).expect("load");
+        let kernels = UserKernels::<CheckedSumAlgorithms>::load(&module).expect("the kernels");
+        let stream = ctx.default_stream();
+        let n = 40_000usize;
+        let good = vec![1u32; n];
+        let mut bad = good.clone();
+        bad[n / 2] = u32::MAX - 10; // overflows in one block only
+        let (good, bad) = (
+            stream.htod_copy(&good).expect("copy in"),
+            stream.htod_copy(&bad).expect("copy in"),
+        );
+        let mut out = stream.alloc_zeros::<u32>(1).expect("alloc");
+        for round in 0..3 {
+            let failed = algs
+                .reduce_user(&stream, &kernels, &bad, &mut out)
+                .and_then(|()| stream.synchronize());
+            assert!(failed.is_err(), "round {round}: an overflow gave a result");
+            algs.reduce_user(&stream, &kernels, &good, &mut out)
+                .expect("a valid reduce");
+            assert_eq!(out.to_host_vec().expect("out"), [n as u32], "round {round}");
+            let sum = algs
+                .reduce_to_host(&stream, &good, gpukernel_algorithms::Sum)
+                .expect("a built-in reduce");
+            assert_eq!(sum, n as u32, "round {round}");
+        }
+    });
+    assert!(r.is_some(), "hangs after the operator panicked");
+}

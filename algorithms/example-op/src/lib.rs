@@ -81,14 +81,14 @@ impl Identity<u64> for FirstLast {
 gpukernel_algorithms_kernels::device_algorithms! {
     /// The device-wide algorithms of [`MatMul2`].
     pub struct MatMul2Algorithms for u64, MatMul2;
-    reduce: matmul2_reduce_partial, matmul2_reduce_final;
+    reduce: matmul2_reduce;
     scan: matmul2_scan_inclusive, matmul2_scan_exclusive;
 }
 
 gpukernel_algorithms_kernels::device_algorithms! {
     /// The device-wide algorithms of [`FirstLast`].
     pub struct FirstLastAlgorithms for u64, FirstLast;
-    reduce: first_last_reduce_partial, first_last_reduce_final;
+    reduce: first_last_reduce;
     scan: first_last_scan_inclusive, first_last_scan_exclusive;
 }
 
@@ -117,6 +117,6 @@ impl Identity<u32> for CheckedSum {
 gpukernel_algorithms_kernels::device_algorithms! {
     /// The device-wide algorithms of [`CheckedSum`].
     pub struct CheckedSumAlgorithms for u32, CheckedSum;
-    reduce: checked_sum_reduce_partial, checked_sum_reduce_final;
+    reduce: checked_sum_reduce;
     scan: checked_sum_scan_inclusive, checked_sum_scan_exclusive;
 }

@@ -265,20 +265,20 @@ pub fn segmented<T: Item, Op: Identity<T>>(
     }
 }
 
-/// The first pass of the in-order device-wide reduce: block `b` of `G` reduces the `b`-th of
-/// `G` contiguous parts of `input` into `partials[b]`.
+/// The in-order device-wide reduce in one launch: block `b` of `G` reduces the `b`-th of `G`
+/// contiguous parts of `input`, and the last block to finish reduces the `G` partials in
+/// block order into `out[0]` ([`last_block`](crate::last_block); `scratch`: at least
+/// [`scratch_words`](crate::last_block::scratch_words) words, the first zero). Blocks of
+/// [`ORDERED_BLOCK`] threads, any one-dimensional grid.
 #[inline(always)]
-pub fn ordered_partial<T: Item, Op: Identity<T>>(
+pub fn ordered_reduce<T: Item, Op: Identity<T>>(
     input: &[T],
-    partials: DisjointSlice<'_, T>,
+    out: DisjointSlice<'_, T>,
+    scratch: DisjointSlice<'_, u64>,
     op: Op,
 ) {
-    assert!(
-        thread::block_dim_x() == ORDERED_BLOCK
-            && thread::block_dim_y() == 1
-            && thread::block_dim_z() == 1
-            && partials.len() == thread::grid_dim_x() as usize
-    );
+    crate::last_block::check_launch(&scratch, &out);
+    assert!(thread::block_dim_x() == ORDERED_BLOCK);
     let (b, g, n) = (
         thread::block_idx_x() as usize,
         thread::grid_dim_x() as usize,
@@ -289,26 +289,5 @@ pub fn ordered_partial<T: Item, Op: Identity<T>>(
         ((b + 1) as u128 * n as u128 / g as u128) as usize,
     );
     let v = block_reduce_range::<T, Op, ORDERED_BLOCK, ORDERED_VECS>(input, lo, hi, op);
-    if thread::thread_idx_x() == 0 {
-        // SAFETY: slot `b < grid_dim_x == partials.len()` is this block's alone.
-        unsafe { partials.write(b, v) };
-    }
-}
-
-/// The second pass of the in-order device-wide reduce, one block: `out[0]` = the partials
-/// reduced in order.
-#[inline(always)]
-pub fn ordered_final<T: Item, Op: Identity<T>>(
-    partials: &[T],
-    mut out: DisjointSlice<'_, T>,
-    op: Op,
-) {
-    assert!(thread::grid_dim_x() == 1 && thread::block_dim_x() == ORDERED_BLOCK);
-    let v = block_reduce_range::<T, Op, ORDERED_BLOCK, 1>(partials, 0, partials.len(), op);
-    let i = thread::index();
-    if i.get() == 0
-        && let Some(o) = out.get_mut(&i)
-    {
-        *o = v;
-    }
+    crate::last_block::finish(v, &scratch, &out, op);
 }

@@ -79,7 +79,7 @@ fn status_ptr(status: &DisjointSlice<'_, u64>, i: usize) -> *mut u64 {
 /// A load of status word `i` at device scope (`ld.relaxed.gpu` or `ld.acquire.gpu`: the L2,
 /// where every block's stores meet).
 #[inline(always)]
-fn status_load<const ACQUIRE: bool>(status: &DisjointSlice<'_, u64>, i: usize) -> u64 {
+pub(crate) fn status_load<const ACQUIRE: bool>(status: &DisjointSlice<'_, u64>, i: usize) -> u64 {
     let p = status_ptr(status, i);
     #[cfg(target_arch = "nvptx64")]
     {
@@ -116,7 +116,11 @@ fn status_load<const ACQUIRE: bool>(status: &DisjointSlice<'_, u64>, i: usize) -
 
 /// A store of status word `i` at device scope (`st.relaxed.gpu` or `st.release.gpu`).
 #[inline(always)]
-fn status_store<const RELEASE: bool>(status: &DisjointSlice<'_, u64>, i: usize, word: u64) {
+pub(crate) fn status_store<const RELEASE: bool>(
+    status: &DisjointSlice<'_, u64>,
+    i: usize,
+    word: u64,
+) {
     let p = status_ptr(status, i);
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: as in `status_load`.

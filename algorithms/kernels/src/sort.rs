@@ -424,6 +424,10 @@ unsafe fn onesweep<
                     if s & !COUNT_MASK != 0 {
                         break s;
                     }
+                    // Nothing on the GPU (0 ns: the loop's timing is unchanged); in the
+                    // simulator the end of this thread once another block of the launch
+                    // failed, whose tile would never publish (as the scan's look-back).
+                    sync::poll_pause(0);
                 };
                 before += s & COUNT_MASK;
                 if s & FLAG_INCLUSIVE != 0 {
@@ -717,6 +721,10 @@ unsafe fn onesweep_early<
                     if s & !COUNT_MASK != 0 {
                         break s;
                     }
+                    // Nothing on the GPU (0 ns: the loop's timing is unchanged); in the
+                    // simulator the end of this thread once another block of the launch
+                    // failed, whose tile would never publish (as the scan's look-back).
+                    sync::poll_pause(0);
                 };
                 before += s & COUNT_MASK;
                 if s & FLAG_INCLUSIVE != 0 {

@@ -4,8 +4,7 @@
 //! A kernel is compiled to PTX when its crate is built, for concrete types: a generic
 //! `reduce::<MyOp>` cannot be instantiated from host code at run time, and this crate cannot
 //! name a type of a crate that depends on it. So the algorithms' bodies are public generic
-//! functions ([`ordered::ordered_partial`](crate::ordered::ordered_partial),
-//! [`ordered::ordered_final`](crate::ordered::ordered_final),
+//! functions ([`ordered::ordered_reduce`](crate::ordered::ordered_reduce),
 //! [`scan::scan_tile`](crate::scan::scan_tile)), and the macro, invoked in the crate that
 //! defines the operator, writes the `#[kernel]` entries for its type and operator plus a
 //! marker type implementing [`UserOp`], which `gpukernel-algorithms` takes on the host.
@@ -16,18 +15,12 @@
 pub trait UserOp: Copy + Send + Sync + 'static {
     /// The element type.
     type T: crate::Item;
-    /// The first pass of the in-order reduce.
-    type ReducePartial: gpukernel_device::SafeKernel<
+    /// The in-order reduce, one launch (input, output, scratch).
+    type Reduce: gpukernel_device::SafeKernel<
             Params = (
                 &'static [Self::T],
                 gpukernel_device::DisjointSlice<'static, Self::T>,
-            ),
-        >;
-    /// The second pass of the in-order reduce.
-    type ReduceFinal: gpukernel_device::SafeKernel<
-            Params = (
-                &'static [Self::T],
-                gpukernel_device::DisjointSlice<'static, Self::T>,
+                gpukernel_device::DisjointSlice<'static, u64>,
             ),
         >;
     /// The inclusive scan.
@@ -46,13 +39,8 @@ pub trait UserOp: Copy + Send + Sync + 'static {
                 gpukernel_device::DisjointSlice<'static, u64>,
             ),
         >;
-    /// The four kernels' markers.
-    fn kernels() -> (
-        Self::ReducePartial,
-        Self::ReduceFinal,
-        Self::ScanInclusive,
-        Self::ScanExclusive,
-    );
+    /// The three kernels' markers.
+    fn kernels() -> (Self::Reduce, Self::ScanInclusive, Self::ScanExclusive);
 }
 
 #[doc(hidden)]
@@ -64,7 +52,7 @@ pub use gpukernel_device::kernel as __kernel;
 /// declares a marker type implementing [`UserOp`] that `gpukernel_algorithms::Algorithms`'s
 /// `reduce_user`, `inclusive_scan_user` and `exclusive_scan_user` take.
 ///
-/// The four kernel names are the caller's (PTX entry names are global: one set per
+/// The three kernel names are the caller's (PTX entry names are global: one set per
 /// operator). The calling crate is a kernels crate (built by `nvptx-builder`) that depends on
 /// `gpukernel-device` under that name and on `gpukernel-algorithms-kernels`.
 ///
@@ -80,7 +68,7 @@ pub use gpukernel_device::kernel as __kernel;
 /// gpukernel_algorithms_kernels::device_algorithms! {
 ///     /// The algorithms of `FirstLast`.
 ///     pub struct FirstLastAlgorithms for u64, FirstLast;
-///     reduce: first_last_partial, first_last_final;
+///     reduce: first_last_reduce;
 ///     scan: first_last_inclusive, first_last_exclusive;
 /// }
 /// ```
@@ -89,18 +77,18 @@ macro_rules! device_algorithms {
     (
         $(#[$meta:meta])*
         $vis:vis struct $name:ident for $t:ty, $op:expr;
-        reduce: $rp:ident, $rf:ident;
+        reduce: $r:ident;
         scan: $si:ident, $se:ident;
     ) => {
-        #[doc = concat!("First pass of the in-order reduce of `", stringify!($op), "`.")]
+        #[doc = concat!("The in-order reduce of `", stringify!($op), "`, one launch (see \
+            `gpukernel_algorithms_kernels::ordered::ordered_reduce`).")]
         #[$crate::user_op::__kernel]
-        pub fn $rp(input: &[$t], partials: ::gpukernel_device::DisjointSlice<$t>) {
-            $crate::ordered::ordered_partial::<$t, _>(input, partials, $op);
-        }
-        #[doc = concat!("Second pass of the in-order reduce of `", stringify!($op), "`.")]
-        #[$crate::user_op::__kernel]
-        pub fn $rf(partials: &[$t], out: ::gpukernel_device::DisjointSlice<$t>) {
-            $crate::ordered::ordered_final::<$t, _>(partials, out, $op);
+        pub fn $r(
+            input: &[$t],
+            out: ::gpukernel_device::DisjointSlice<$t>,
+            scratch: ::gpukernel_device::DisjointSlice<u64>,
+        ) {
+            $crate::ordered::ordered_reduce::<$t, _>(input, out, scratch, $op);
         }
         #[doc = concat!("Inclusive scan of `", stringify!($op), "`.")]
         ///
@@ -145,12 +133,11 @@ macro_rules! device_algorithms {
         #[cfg(not(target_arch = "nvptx64"))]
         impl $crate::user_op::UserOp for $name {
             type T = $t;
-            type ReducePartial = $rp;
-            type ReduceFinal = $rf;
+            type Reduce = $r;
             type ScanInclusive = $si;
             type ScanExclusive = $se;
-            fn kernels() -> ($rp, $rf, $si, $se) {
-                ($rp(), $rf(), $si(), $se())
+            fn kernels() -> ($r, $si, $se) {
+                ($r(), $si(), $se())
             }
         }
     };

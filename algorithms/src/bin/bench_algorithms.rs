@@ -1,7 +1,7 @@
 //! `bench_algorithms`: the device-wide algorithms of `gpukernel-algorithms` against CUB (and
 //! Numba-CUDA's `cuda.reduce` where Numba has the operation: the f32 sum), side by side on
 //! one GPU, from 2^16 to 2^28 elements, after checking every result against the host: the
-//! f32 sum (and its first-pass shapes), the inclusive and exclusive f32 scans (and the scan's
+//! f32 sum (and its grid shapes, and what its time is made of), the inclusive and exclusive f32 scans (and the scan's
 //! tile shapes), the 256-bin byte histogram, the 1024-bin f32 `HistogramEven`, the segmented
 //! f32 sum (segments of 64 and of 16384 elements) and, with the `example-op` feature, a
 //! user's operator (2×2 matrix products modulo 2^16 in u64) against `DeviceReduce::Reduce` and
@@ -18,7 +18,10 @@
 //! Timing: each figure is the median over 7 batches of 20 back-to-back calls, timed by two
 //! events around the batch, divided by 20: per-call throughput including launch costs, so
 //! small sizes show where a call is launch-bound. Our calls include their stream-ordered
-//! temporary allocation; CUB's temporary storage is allocated once, before timing.
+//! temporary allocation (the reduce has none: its scratch is the `Algorithms`' own, allocated
+//! at its first call); CUB's temporary storage is allocated once, before timing.
+//!
+//! `bench_algorithms reduce`: the f32 sum's rows alone (no Numba), then exits.
 
 use std::error::Error;
 use std::ffi::c_void;
@@ -242,7 +245,12 @@ fn main() -> Result<(), BoxError> {
         .iter()
         .map(|p| 1usize << p)
         .collect();
-    let numba_rows = numba(&sizes);
+    let reduce_only = std::env::args().nth(1).as_deref() == Some("reduce");
+    let numba_rows = if reduce_only {
+        Err("`bench_algorithms reduce` leaves them out".to_string())
+    } else {
+        numba(&sizes)
+    };
     if let Err(e) = &numba_rows {
         println!("# Numba rows left out: {e}");
     }
@@ -312,7 +320,7 @@ fn main() -> Result<(), BoxError> {
         );
     }
 
-    // Tuning at 2^28: the first pass's grid and loads in flight.
+    // Tuning at 2^28: the one-launch reduce's grid and loads in flight.
     let n = x_all.len();
     let cub_sum = cub.func::<f32>("cub_sum_f32", n)?;
     let cubm = per_call_ms(&ctx, &stream, || {
@@ -331,35 +339,35 @@ fn main() -> Result<(), BoxError> {
         Ok(())
     })?;
     println!(
-        "\n2^{} f32 sum, first-pass shapes (CUB {cubm:.4} ms, {:.0} GB/s):",
+        "\n2^{} f32 sum, one launch, grid shapes (CUB {cubm:.4} ms, {:.0} GB/s):",
         n.trailing_zeros(),
         gbs(4.0 * n as f64, cubm)
     );
     let want: f64 = all.iter().map(|&v| v as f64).sum();
     let scale: f64 = all.iter().map(|&v| v.abs() as f64).sum();
-    for vecs in [2usize, 4, 8] {
-        for bps in [2u32, 3, 4, 5, 6, 8, 12, 16] {
-            algs.sum_f32_tuned(&stream, &x_all, &mut out, bps, vecs)?;
-            check(
-                &format!("ours vecs {vecs} blocks/SM {bps}"),
-                out.to_host_vec()?[0] as f64,
-                want,
-                scale,
-            )?;
-            let ms = per_call_ms(&ctx, &stream, || {
-                Ok(algs.sum_f32_tuned(&stream, &x_all, &mut out, bps, vecs)?)
-            })?;
-            println!(
-                "  vecs {vecs} blocks/SM {bps:>2}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
-                gbs(4.0 * n as f64, ms),
-                cubm / ms
-            );
-        }
+    let shapes = [2usize, 4, 8]
+        .into_iter()
+        .flat_map(|v| [2u32, 3, 4, 5, 6, 8, 12, 16].map(|b| (v, b)));
+    for (vecs, bps) in shapes {
+        algs.sum_f32_tuned(&stream, x_all.slice(..)?, &mut out, bps, vecs)?;
+        check(
+            &format!("ours vecs {vecs} blocks/SM {bps}"),
+            out.to_host_vec()?[0] as f64,
+            want,
+            scale,
+        )?;
+        let ms = per_call_ms(&ctx, &stream, || {
+            Ok(algs.sum_f32_tuned(&stream, x_all.slice(..)?, &mut out, bps, vecs)?)
+        })?;
+        println!(
+            "  vecs {vecs} blocks/SM {bps:>2}: {ms:.4} ms {:>6.0} GB/s  {:.3}x CUB",
+            gbs(4.0 * n as f64, ms),
+            cubm / ms
+        );
     }
 
-    // What the default reduce's time is made of at 2^28: the first pass alone and both passes
-    // into partials allocated once (against the reduce, which takes its partials from the
-    // stream-ordered allocator at each call).
+    // What the default reduce's time is made of at 2^28: one launch (the reduce), two launches
+    // (a first pass into partials allocated once, then one block), and the first pass alone.
     let mut partials = stream.alloc_zeros::<f32>(algs.reduce_partials::<f32>(n))?;
     algs.sum_f32_stages(&stream, &x_all, &mut partials, &mut out, true)?;
     check(
@@ -378,15 +386,52 @@ fn main() -> Result<(), BoxError> {
         Ok(algs.sum_f32_stages(&stream, &x_all, &mut partials, &mut out, false)?)
     })?;
     println!(
-        "  reduce {ours:.4} ms ({:.3}x CUB); partials allocated once {both:.4} ms ({:.3}x CUB); \
-         first pass alone {first:.4} ms ({:.3}x CUB)",
+        "  reduce (one launch) {ours:.4} ms ({:.3}x CUB); two launches {both:.4} ms ({:.3}x \
+         CUB); first pass alone {first:.4} ms ({:.3}x CUB)",
         cubm / ours,
         cubm / both,
         cubm / first
     );
 
-    // `bench_algorithms reduce`: the sum rows and the first-pass shapes alone.
-    if std::env::args().nth(1).as_deref() == Some("reduce") {
+    // Ours and CUB's in turn, five times each: the ratio without the drift of a GPU's clock
+    // between two rows measured apart.
+    let mut ratios = Vec::new();
+    for _ in 0..5 {
+        let ours = per_call_ms(&ctx, &stream, || {
+            Ok(algs.reduce(&stream, &x_all, Sum, &mut out)?)
+        })?;
+        let theirs = per_call_ms(&ctx, &stream, || {
+            // SAFETY: as above.
+            let r = unsafe {
+                cub_sum(
+                    x_all.as_raw() as *const f32,
+                    out_cub.as_raw() as *mut f32,
+                    n as i32,
+                    stream.raw() as *mut c_void,
+                )
+            };
+            if r != 0 {
+                return Err(format!("cub::DeviceReduce::Sum returned CUDA error {r}").into());
+            }
+            Ok(())
+        })?;
+        ratios.push((theirs / ours, ours, theirs));
+    }
+    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!(
+        "  in turn, 5 times: CUB / ours {} (median {:.4}: ours {:.4} ms, CUB {:.4} ms)",
+        ratios
+            .iter()
+            .map(|r| format!("{:.4}", r.0))
+            .collect::<Vec<_>>()
+            .join(" "),
+        ratios[2].0,
+        ratios[2].1,
+        ratios[2].2
+    );
+
+    // `bench_algorithms reduce`: the sum rows and the grid shapes alone.
+    if reduce_only {
         return Ok(());
     }
     scan_rows(&ctx, &stream, &algs, &cub, &sizes)?;

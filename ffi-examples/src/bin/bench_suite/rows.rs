@@ -204,8 +204,8 @@ pub(crate) fn sum(b: &mut Bench) -> Result<(), BoxError> {
             b.fail("sum", format!("got {got}, want {want}"));
         }
     }
-    // The suite's sum: the device-wide reduce of gpukernel-algorithms (two passes, 16-byte
-    // loads, no atomics), checked like the others.
+    // The suite's sum: the device-wide reduce of gpukernel-algorithms (one launch, 16-byte
+    // loads, the last block combining the partials), checked like the others.
     let algs = gpukernel_algorithms::Algorithms::new(&s.context())?;
     let sum_op = gpukernel_algorithms::Sum;
     algs.reduce(s, &x, sum_op, &mut total)?;
