@@ -176,6 +176,14 @@ pub trait SimHooks {
     /// may be waiting for (an `mbarrier` arrival, a completed copy).
     fn progress(&self);
 
+    /// The lanes of the calling thread's warp that have exited (bit `i` for lane `i`): a warp
+    /// arrives at a named barrier once every lane that exists and has not exited arrived, as
+    /// `barrier.sync` / `barrier.arrive` make each lane wait for those (`named_barrier`). By
+    /// default none.
+    fn warp_exited_lanes(&self) -> u32 {
+        0
+    }
+
     /// Whether the launch has already failed (a thread of another block panicked): a thread
     /// polling memory that other blocks write ([`crate::sync::poll_pause`]) then stops, as a
     /// GPU's trap ends every thread of the grid, instead of waiting for a block that stopped.
