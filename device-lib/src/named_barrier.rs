@@ -294,44 +294,59 @@ mod sim {
     use super::{MAX_ID, NamedBarrier};
     use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-    /// The keys of the block's barrier words (their addresses are unique to these statics).
+    /// The key of the block's barrier words (its address is unique to this declaration).
     static KEY: u8 = 0;
-    static WARP_KEY: u8 = 0;
-    static PHASE_KEY: u8 = 0;
 
     /// Warps per block at most (1024 threads).
     const WARPS: usize = 32;
+    const IDS: usize = MAX_ID as usize + 1;
 
-    fn words(what: &str, key: &'static u8, count: usize, size: usize) -> *mut u8 {
-        crate::host::with_context(what, |cx| {
-            cx.hooks()
-                .static_shared(core::ptr::addr_of!(*key) as usize, count * size, size)
-        })
-    }
+    /// The block's barrier words: per number, the barrier's word; per number and warp, the
+    /// warp's word and the phase its latest arrival was counted in.
+    #[derive(Clone, Copy)]
+    struct Words(*mut u8);
 
-    fn word(what: &str, id: u32) -> &'static AtomicU64 {
-        let words = words(what, &KEY, MAX_ID as usize + 1, 8);
-        // SAFETY: the block's zeroed storage of 16 words, 8-byte aligned, live while the block
-        // runs (the only time a simulated thread can call this); accessed atomically only.
-        unsafe { AtomicU64::from_ptr(words.cast::<u64>().add(id as usize)) }
-    }
+    impl Words {
+        fn get(what: &str) -> Words {
+            Words(crate::host::with_context(what, |cx| {
+                cx.hooks().static_shared(
+                    core::ptr::addr_of!(KEY) as usize,
+                    IDS * 8 + IDS * WARPS * 8 + IDS * WARPS * 4,
+                    8,
+                )
+            }))
+        }
 
-    fn warp_word(what: &str, id: u32, warp: usize) -> &'static AtomicU64 {
-        let words = words(what, &WARP_KEY, (MAX_ID as usize + 1) * WARPS, 8);
-        // SAFETY: as `word`, 16 × 32 words.
-        unsafe { AtomicU64::from_ptr(words.cast::<u64>().add(id as usize * WARPS + warp)) }
-    }
+        fn barrier(self, id: u32) -> &'static AtomicU64 {
+            // SAFETY: the block's zeroed storage, 8-byte aligned, live while the block runs
+            // (the only time a simulated thread can call this); accessed atomically only.
+            unsafe { AtomicU64::from_ptr(self.0.cast::<u64>().add(id as usize)) }
+        }
 
-    fn warp_phase(what: &str, id: u32, warp: usize) -> &'static AtomicU32 {
-        let words = words(what, &PHASE_KEY, (MAX_ID as usize + 1) * WARPS, 4);
-        // SAFETY: as `word`, 16 × 32 words of 4 bytes.
-        unsafe { AtomicU32::from_ptr(words.cast::<u32>().add(id as usize * WARPS + warp)) }
+        fn warp(self, id: u32, warp: usize) -> &'static AtomicU64 {
+            // SAFETY: as `barrier`, the 16 × 32 words after the barriers' 16.
+            unsafe {
+                AtomicU64::from_ptr(self.0.cast::<u64>().add(IDS + id as usize * WARPS + warp))
+            }
+        }
+
+        fn warp_phase(self, id: u32, warp: usize) -> &'static AtomicU32 {
+            // SAFETY: as `barrier`, the 16 × 32 words of 4 bytes after the warps' words.
+            unsafe {
+                AtomicU32::from_ptr(
+                    self.0
+                        .add(IDS * 8 + IDS * WARPS * 8)
+                        .cast::<u32>()
+                        .add(id as usize * WARPS + warp),
+                )
+            }
+        }
     }
 
     /// Counts a warp's arrival (32 threads) at `b`; returns the word's phase before it.
     #[track_caller]
-    fn add_warp(b: NamedBarrier, what: &str) -> u32 {
-        let w = word(what, b.id);
+    fn add_warp(words: Words, b: NamedBarrier, what: &str) -> u32 {
+        let w = words.barrier(b.id);
         let mut cur = w.load(Ordering::SeqCst);
         loop {
             let (phase, count, arrived) = ((cur >> 32) as u32, (cur >> 16) & 0xffff, cur & 0xffff);
@@ -357,7 +372,7 @@ mod sim {
     /// arrived at `b` (the last of them counts the warp's arrival); returns the phase the
     /// warp's arrival was counted in.
     #[track_caller]
-    fn add(b: NamedBarrier, what: &'static str) -> u32 {
+    fn add(b: NamedBarrier, what: &'static str) -> (Words, u32) {
         let threads = crate::thread::block_dim().volume();
         let (dim, idx) = (crate::thread::block_dim(), crate::thread::thread_idx());
         let linear = (idx.z as u64 * dim.y as u64 + idx.y as u64) * dim.x as u64 + idx.x as u64;
@@ -370,7 +385,8 @@ mod sim {
             (1u32 << lanes) - 1
         };
         // A phase's threads pass one count (checked again when the warp's arrival is counted).
-        let cur = word(what, b.id).load(Ordering::SeqCst);
+        let words = Words::get(what);
+        let cur = words.barrier(b.id).load(Ordering::SeqCst);
         assert!(
             cur & 0xffff == 0 || (cur >> 16) & 0xffff == b.count as u64,
             "{what}: named barrier {} reached with count {} while threads of the same phase passed {}: every thread of a phase must pass one count",
@@ -378,7 +394,7 @@ mod sim {
             b.count,
             (cur >> 16) & 0xffff
         );
-        let ww = warp_word(what, b.id, warp);
+        let ww = words.warp(b.id, warp);
         let before = ww.fetch_or(1u64 << lane, Ordering::SeqCst);
         let generation = (before >> 32) as u32;
         crate::host::with_context(what, |cx| cx.hooks().progress());
@@ -393,8 +409,8 @@ mod sim {
                 return false;
             }
             // Every live lane of the warp arrived: this lane counts the warp's arrival.
-            let phase = add_warp(b, what);
-            warp_phase(what, b.id, warp).store(phase, Ordering::SeqCst);
+            let phase = add_warp(words, b, what);
+            words.warp_phase(b.id, warp).store(phase, Ordering::SeqCst);
             ww.store((generation.wrapping_add(1) as u64) << 32, Ordering::SeqCst);
             crate::host::with_context(what, |cx| cx.hooks().progress());
             true
@@ -402,7 +418,7 @@ mod sim {
         if !ready() {
             crate::host::with_context(what, |cx| cx.hooks().wait_until(what, &mut ready));
         }
-        warp_phase(what, b.id, warp).load(Ordering::SeqCst)
+        (words, words.warp_phase(b.id, warp).load(Ordering::SeqCst))
     }
 
     #[track_caller]
@@ -412,8 +428,8 @@ mod sim {
 
     #[track_caller]
     pub(super) fn sync(b: NamedBarrier, what: &'static str) {
-        let phase = add(b, what);
-        let w = word(what, b.id);
+        let (words, phase) = add(b, what);
+        let w = words.barrier(b.id);
         let done = || (w.load(Ordering::SeqCst) >> 32) as u32 != phase;
         if !done() {
             crate::host::with_context(what, |cx| cx.hooks().wait_until(what, &mut || done()));

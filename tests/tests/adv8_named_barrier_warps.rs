@@ -6,7 +6,7 @@
 
 use ffi_examples_attention_kernels::PTX;
 use ffi_examples_attention_kernels::turns::{
-    named_barrier_exited_lanes, named_barrier_partial_warps,
+    named_barrier_exited_lanes, named_barrier_partial_warps, named_barrier_split_warp,
 };
 use gpukernel_runtime::{Device, Error, LaunchConfig};
 
@@ -48,6 +48,23 @@ fn lanes_that_exited_do_not_keep_their_warp_from_arriving() {
         let want = u32::from(!(16..32).contains(&t));
         assert_eq!(v, want, "thread {t}");
     }
+}
+
+/// A warp split between a named barrier and `sync_threads`: each half waits for the other at
+/// its own barrier (a hang on the GPU); the simulator reports it instead of hanging.
+#[test]
+fn a_warp_split_between_two_barriers_is_reported() {
+    let ctx = Device::simulator().primary_context().unwrap();
+    let md = ctx.load_module(PTX.as_bytes()).unwrap();
+    let k = md.kernel(named_barrier_split_warp).unwrap();
+    let mut out = ctx.alloc_zeros::<u32>(32).unwrap();
+    let r = ctx
+        .default_stream()
+        .launch(&k, LaunchConfig::new(1, 32), (&mut out,));
+    assert!(
+        matches!(&r, Err(Error::SimulatorFault { message, .. }) if message.contains("can never complete") || message.contains("NamedBarrier")),
+        "{r:?}"
+    );
 }
 
 /// The GPU's side of the two kernels above (compute capability 9.0: the module is sm_90a).

@@ -135,3 +135,16 @@ pub fn named_barrier_exited_lanes(mut out: DisjointSlice<u32>) {
     NamedBarrier::new(4, 64).sync();
     out.set(thread::index(), 1);
 }
+
+/// Misuse (safe): one warp (launch with 32 threads) split between two barriers: lanes 0–15
+/// wait at named barrier 5 for 32 threads, lanes 16–31 at `sync_threads`. Each lane waits for
+/// its warp's other live lanes at its own barrier: neither completes, on the GPU a hang.
+#[kernel]
+pub fn named_barrier_split_warp(mut out: DisjointSlice<u32>) {
+    if thread::thread_idx_x() < 16 {
+        NamedBarrier::new(5, 32).sync();
+    } else {
+        sync::sync_threads();
+    }
+    out.set(thread::index(), 1);
+}
