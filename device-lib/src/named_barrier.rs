@@ -369,10 +369,10 @@ mod sim {
     }
 
     /// This lane's arrival: waits until every lane of its warp that exists and has not exited
-    /// arrived at `b` (the last of them counts the warp's arrival); returns the phase the
-    /// warp's arrival was counted in.
+    /// arrived at `b` (the last of them counts the warp's arrival), then, for `sync`, until
+    /// the phase the warp's arrival was counted in completed.
     #[track_caller]
-    fn add(b: NamedBarrier, what: &'static str) -> (Words, u32) {
+    fn add(b: NamedBarrier, what: &'static str, sync: bool) {
         let threads = crate::thread::block_dim().volume();
         let (dim, idx) = (crate::thread::block_dim(), crate::thread::thread_idx());
         let linear = (idx.z as u64 * dim.y as u64 + idx.y as u64) * dim.x as u64 + idx.x as u64;
@@ -386,7 +386,8 @@ mod sim {
         };
         // A phase's threads pass one count (checked again when the warp's arrival is counted).
         let words = Words::get(what);
-        let cur = words.barrier(b.id).load(Ordering::SeqCst);
+        let w = words.barrier(b.id);
+        let cur = w.load(Ordering::SeqCst);
         assert!(
             cur & 0xffff == 0 || (cur >> 16) & 0xffff == b.count as u64,
             "{what}: named barrier {} reached with count {} while threads of the same phase passed {}: every thread of a phase must pass one count",
@@ -395,44 +396,49 @@ mod sim {
             (cur >> 16) & 0xffff
         );
         let ww = words.warp(b.id, warp);
-        let before = ww.fetch_or(1u64 << lane, Ordering::SeqCst);
-        let generation = (before >> 32) as u32;
-        crate::host::with_context(what, |cx| cx.hooks().progress());
+        let generation = (ww.fetch_or(1u64 << lane, Ordering::SeqCst) >> 32) as u32;
+        // The phase the warp's arrival was counted in, once it was.
+        let mut counted: Option<u32> = None;
         let mut ready = || {
-            let cur = ww.load(Ordering::SeqCst);
-            if (cur >> 32) as u32 != generation {
-                return true;
-            }
-            let exited = crate::host::with_context(what, |cx| cx.hooks().warp_exited_lanes());
-            let live = existing & !exited;
-            if cur as u32 & live != live {
-                return false;
-            }
-            // Every live lane of the warp arrived: this lane counts the warp's arrival.
-            let phase = add_warp(words, b, what);
-            words.warp_phase(b.id, warp).store(phase, Ordering::SeqCst);
-            ww.store((generation.wrapping_add(1) as u64) << 32, Ordering::SeqCst);
-            crate::host::with_context(what, |cx| cx.hooks().progress());
-            true
+            let phase = match counted {
+                Some(p) => p,
+                None => {
+                    let cur = ww.load(Ordering::SeqCst);
+                    let p = if (cur >> 32) as u32 != generation {
+                        // Another lane counted the warp's arrival.
+                        words.warp_phase(b.id, warp).load(Ordering::SeqCst)
+                    } else {
+                        let exited =
+                            crate::host::with_context(what, |cx| cx.hooks().warp_exited_lanes());
+                        let live = existing & !exited;
+                        if cur as u32 & live != live {
+                            return false;
+                        }
+                        // Every live lane of the warp arrived: this one counts the warp.
+                        let p = add_warp(words, b, what);
+                        words.warp_phase(b.id, warp).store(p, Ordering::SeqCst);
+                        ww.store((generation.wrapping_add(1) as u64) << 32, Ordering::SeqCst);
+                        crate::host::with_context(what, |cx| cx.hooks().progress());
+                        p
+                    };
+                    counted = Some(p);
+                    p
+                }
+            };
+            !sync || (w.load(Ordering::SeqCst) >> 32) as u32 != phase
         };
         if !ready() {
             crate::host::with_context(what, |cx| cx.hooks().wait_until(what, &mut ready));
         }
-        (words, words.warp_phase(b.id, warp).load(Ordering::SeqCst))
     }
 
     #[track_caller]
     pub(super) fn arrive(b: NamedBarrier, what: &'static str) {
-        add(b, what);
+        add(b, what, false);
     }
 
     #[track_caller]
     pub(super) fn sync(b: NamedBarrier, what: &'static str) {
-        let (words, phase) = add(b, what);
-        let w = words.barrier(b.id);
-        let done = || (w.load(Ordering::SeqCst) >> 32) as u32 != phase;
-        if !done() {
-            crate::host::with_context(what, |cx| cx.hooks().wait_until(what, &mut || done()));
-        }
+        add(b, what, true);
     }
 }

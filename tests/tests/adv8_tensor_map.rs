@@ -136,3 +136,35 @@ fn maps_at_the_edges_of_the_checks_load_the_same_everywhere() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// Simulator fidelity: a load whose box (8192 bytes) overruns its 4096-byte shared tile. The
+/// simulator copied the box past the tile's allocation, over its own heap; it reports it.
+#[test]
+fn a_box_that_overruns_its_shared_tile_is_reported() {
+    use ffi_examples_hopper_kernels::PTX;
+    use ffi_examples_hopper_kernels::adv::adv_tma_load_box;
+    use gpukernel_runtime::{LaunchConfig, TensorMap2D};
+    let ctx = Device::simulator().primary_context().unwrap();
+    let md = ctx.load_module(PTX.as_bytes()).unwrap();
+    let k = md.kernel(adv_tma_load_box).unwrap();
+    let m = ctx.alloc_zeros::<f32>(32 * 64).unwrap();
+    let map = TensorMap2D::new(&ctx, &m, [32, 64], 64, [32, 64], Swizzle::None).unwrap();
+    let mut out = ctx.alloc_zeros::<u32>(32).unwrap();
+    let s = ctx.default_stream();
+    // SAFETY: the simulator only; the kernel's contract (a box of at most 4096 bytes) is
+    // broken on purpose.
+    let r = unsafe {
+        s.launch_unchecked(
+            &k,
+            LaunchConfig::new(1, 32),
+            (map.param(), map.box_bytes(), &mut out),
+        )
+    };
+    match r {
+        Err(Error::SimulatorFault { message, .. }) => assert!(
+            message.contains("tma::load") && message.contains("only 4096 bytes"),
+            "{message}"
+        ),
+        other => panic!("a box overrunning its shared tile was copied: {other:?}"),
+    }
+}

@@ -289,6 +289,16 @@ impl SimHooks for SimThread {
         self.group().progress();
     }
 
+    fn shared_room(&self, p: *mut u8) -> Option<usize> {
+        // SAFETY: the block memory outlives every thread record that points to it.
+        let mem = unsafe { &*self.mem };
+        Some(match mem.locate(p) {
+            Some(SharedPlace::Dynamic(offset)) => mem.dynamic_len - offset,
+            Some(SharedPlace::Static { size, offset, .. }) => size - offset,
+            None => 0,
+        })
+    }
+
     fn warp_exited_lanes(&self) -> u32 {
         // SAFETY: the block memory outlives every thread record that points to it.
         let mem = unsafe { &*self.mem };
@@ -372,7 +382,9 @@ impl BlockMem {
             dynamic,
             dynamic_len,
             dynamic_buf: Mutex::new(buf),
-            warp_exited: (0..threads.div_ceil(32)).map(|_| AtomicU32::new(0)).collect(),
+            warp_exited: (0..threads.div_ceil(32))
+                .map(|_| AtomicU32::new(0))
+                .collect(),
         }
     }
 
