@@ -10,7 +10,10 @@
 //!   serialization (`LaunchConfig::programmatic_dependent`) may start before the kernel it
 //!   follows on the stream has finished: it does its independent prologue, then
 //!   [`wait_dependencies`] waits for that kernel to complete and its memory to be visible. The
-//!   kernel before it calls [`launch_dependents`] once its dependents may start. Without the
+//!   kernel before it calls [`launch_dependents`] once its dependents may start. When that
+//!   kernel was itself launched with the attribute, the kernels before it may still run too
+//!   (it may exit or call [`launch_dependents`] before it waits): [`wait_dependencies`] waits
+//!   for every one of them, back to the last kernel launched without it. Without the
 //!   attribute both are no-ops.
 //!
 //! In the simulator launches run one after another (so [`wait_dependencies`] and

@@ -176,6 +176,24 @@ pub trait SimHooks {
     /// may be waiting for (an `mbarrier` arrival, a completed copy).
     fn progress(&self);
 
+    /// The lanes of the calling thread's warp that have exited (bit `i` for lane `i`): a warp
+    /// arrives at a named barrier once every lane that exists and has not exited arrived, as
+    /// `barrier.sync` / `barrier.arrive` make each lane wait for those (`named_barrier`). By
+    /// default none.
+    fn warp_exited_lanes(&self) -> u32 {
+        0
+    }
+
+    /// How many bytes of this block's shared memory follow `p` inside the shared array (a
+    /// `shared_array!` or the dynamic region) that holds it: `Some(0)` for an address outside
+    /// every one, `None` where the simulator does not know. A bulk copy's shared side is
+    /// checked against it (on the GPU a box that overruns its array writes over other shared
+    /// data or faults).
+    fn shared_room(&self, p: *mut u8) -> Option<usize> {
+        let _ = p;
+        None
+    }
+
     /// Whether the launch has already failed (a thread of another block panicked): a thread
     /// polling memory that other blocks write ([`crate::sync::poll_pause`]) then stops, as a
     /// GPU's trap ends every thread of the grid, instead of waiting for a block that stopped.

@@ -48,9 +48,12 @@
 //! instruction; they are [`NamedBarrier::sync_aligned`] and [`NamedBarrier::arrive_aligned`],
 //! `unsafe`.
 //!
-//! In the simulator each barrier counts the arriving threads of its block: a barrier whose
-//! waiters can never be released is reported ("can never complete", naming the barrier), as
-//! are threads of one phase passing different counts.
+//! As on the GPU, a lane arriving at a barrier waits until every lane of its warp that has not
+//! exited arrived at the same barrier, and the warp then counts as 32 threads: a warp taking
+//! part with some of its lanes while the others go on (without exiting) keeps them waiting, and
+//! lanes that exited do not. The simulator counts the same way; a barrier whose waiters can
+//! never be released is reported ("can never complete", naming the barrier), as are threads of
+//! one phase passing different counts.
 
 #[cfg(target_arch = "nvptx64")]
 mod nv {
@@ -279,44 +282,71 @@ impl NamedBarrier {
     }
 }
 
-/// The simulator's barriers: one word per number in the block's shared storage, holding the
-/// phase (bits 32..64), the count of the phase's first arrival (16..32) and the arrivals so
-/// far (0..16).
+/// The simulator's barriers, counted per warp as on the GPU: `barrier.sync` / `barrier.arrive`
+/// make each lane wait until every lane of its warp that has not exited arrived at the same
+/// barrier, then count the *warp's* arrival as 32 threads. Per number, one word holds the
+/// phase (bits 32..64), the count of the phase's first arrival (16..32) and the threads
+/// arrived so far (0..16); per number and warp, another holds the lanes arrived for the
+/// warp's next arrival (0..32) and how many arrivals the warp made (32..64); a third, the
+/// phase the warp's latest arrival was counted in.
 #[cfg(not(target_arch = "nvptx64"))]
 mod sim {
     use super::{MAX_ID, NamedBarrier};
-    use core::sync::atomic::{AtomicU64, Ordering};
+    use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
     /// The key of the block's barrier words (its address is unique to this declaration).
     static KEY: u8 = 0;
 
-    fn word(what: &str, id: u32) -> &'static AtomicU64 {
-        let words = crate::host::with_context(what, |cx| {
-            cx.hooks().static_shared(
-                core::ptr::addr_of!(KEY) as usize,
-                (MAX_ID as usize + 1) * 8,
-                8,
-            )
-        });
-        // SAFETY: the block's zeroed storage of 16 words, 8-byte aligned, live while the block
-        // runs (the only time a simulated thread can call this); accessed atomically only.
-        unsafe { AtomicU64::from_ptr(words.cast::<u64>().add(id as usize)) }
+    /// Warps per block at most (1024 threads).
+    const WARPS: usize = 32;
+    const IDS: usize = MAX_ID as usize + 1;
+
+    /// The block's barrier words: per number, the barrier's word; per number and warp, the
+    /// warp's word and the phase its latest arrival was counted in.
+    #[derive(Clone, Copy)]
+    struct Words(*mut u8);
+
+    impl Words {
+        fn get(what: &str) -> Words {
+            Words(crate::host::with_context(what, |cx| {
+                cx.hooks().static_shared(
+                    core::ptr::addr_of!(KEY) as usize,
+                    IDS * 8 + IDS * WARPS * 8 + IDS * WARPS * 4,
+                    8,
+                )
+            }))
+        }
+
+        fn barrier(self, id: u32) -> &'static AtomicU64 {
+            // SAFETY: the block's zeroed storage, 8-byte aligned, live while the block runs
+            // (the only time a simulated thread can call this); accessed atomically only.
+            unsafe { AtomicU64::from_ptr(self.0.cast::<u64>().add(id as usize)) }
+        }
+
+        fn warp(self, id: u32, warp: usize) -> &'static AtomicU64 {
+            // SAFETY: as `barrier`, the 16 × 32 words after the barriers' 16.
+            unsafe {
+                AtomicU64::from_ptr(self.0.cast::<u64>().add(IDS + id as usize * WARPS + warp))
+            }
+        }
+
+        fn warp_phase(self, id: u32, warp: usize) -> &'static AtomicU32 {
+            // SAFETY: as `barrier`, the 16 × 32 words of 4 bytes after the warps' words.
+            unsafe {
+                AtomicU32::from_ptr(
+                    self.0
+                        .add(IDS * 8 + IDS * WARPS * 8)
+                        .cast::<u32>()
+                        .add(id as usize * WARPS + warp),
+                )
+            }
+        }
     }
 
-    /// Adds this thread's arrival; returns the word's phase before it. The GPU counts a warp's
-    /// arrival as 32 threads: lane 0 of a block's partial last warp also arrives for the
-    /// lanes the warp lacks.
+    /// Counts a warp's arrival (32 threads) at `b`; returns the word's phase before it.
     #[track_caller]
-    fn add(b: NamedBarrier, what: &str) -> u32 {
-        let threads = crate::thread::block_dim().volume();
-        let (dim, idx) = (crate::thread::block_dim(), crate::thread::thread_idx());
-        let linear = (idx.z as u64 * dim.y as u64 + idx.y as u64) * dim.x as u64 + idx.x as u64;
-        let weight = if linear.is_multiple_of(32) && linear + 32 > threads {
-            1 + (linear + 32 - threads)
-        } else {
-            1
-        };
-        let w = word(what, b.id);
+    fn add_warp(words: Words, b: NamedBarrier, what: &str) -> u32 {
+        let w = words.barrier(b.id);
         let mut cur = w.load(Ordering::SeqCst);
         loop {
             let (phase, count, arrived) = ((cur >> 32) as u32, (cur >> 16) & 0xffff, cur & 0xffff);
@@ -326,33 +356,89 @@ mod sim {
                 b.id,
                 b.count
             );
-            let new = if arrived + weight >= b.count as u64 {
+            let new = if arrived + 32 >= b.count as u64 {
                 (phase.wrapping_add(1) as u64) << 32
             } else {
-                ((phase as u64) << 32) | ((b.count as u64) << 16) | (arrived + weight)
+                ((phase as u64) << 32) | ((b.count as u64) << 16) | (arrived + 32)
             };
             match w.compare_exchange(cur, new, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => {
-                    crate::host::with_context(what, |cx| cx.hooks().progress());
-                    return phase;
-                }
+                Ok(_) => return phase,
                 Err(actual) => cur = actual,
             }
         }
     }
 
+    /// This lane's arrival: waits until every lane of its warp that exists and has not exited
+    /// arrived at `b` (the last of them counts the warp's arrival), then, for `sync`, until
+    /// the phase the warp's arrival was counted in completed.
+    #[track_caller]
+    fn add(b: NamedBarrier, what: &'static str, sync: bool) {
+        let threads = crate::thread::block_dim().volume();
+        let (dim, idx) = (crate::thread::block_dim(), crate::thread::thread_idx());
+        let linear = (idx.z as u64 * dim.y as u64 + idx.y as u64) * dim.x as u64 + idx.x as u64;
+        let (warp, lane) = ((linear / 32) as usize, (linear % 32) as u32);
+        assert!(warp < WARPS, "{what}: a block of more than 1024 threads");
+        let lanes = (threads - warp as u64 * 32).min(32) as u32;
+        let existing = if lanes == 32 {
+            u32::MAX
+        } else {
+            (1u32 << lanes) - 1
+        };
+        // A phase's threads pass one count (checked again when the warp's arrival is counted).
+        let words = Words::get(what);
+        let w = words.barrier(b.id);
+        let cur = w.load(Ordering::SeqCst);
+        assert!(
+            cur & 0xffff == 0 || (cur >> 16) & 0xffff == b.count as u64,
+            "{what}: named barrier {} reached with count {} while threads of the same phase passed {}: every thread of a phase must pass one count",
+            b.id,
+            b.count,
+            (cur >> 16) & 0xffff
+        );
+        let ww = words.warp(b.id, warp);
+        let generation = (ww.fetch_or(1u64 << lane, Ordering::SeqCst) >> 32) as u32;
+        // The phase the warp's arrival was counted in, once it was.
+        let mut counted: Option<u32> = None;
+        let mut ready = || {
+            let phase = match counted {
+                Some(p) => p,
+                None => {
+                    let cur = ww.load(Ordering::SeqCst);
+                    let p = if (cur >> 32) as u32 != generation {
+                        // Another lane counted the warp's arrival.
+                        words.warp_phase(b.id, warp).load(Ordering::SeqCst)
+                    } else {
+                        let exited =
+                            crate::host::with_context(what, |cx| cx.hooks().warp_exited_lanes());
+                        let live = existing & !exited;
+                        if cur as u32 & live != live {
+                            return false;
+                        }
+                        // Every live lane of the warp arrived: this one counts the warp.
+                        let p = add_warp(words, b, what);
+                        words.warp_phase(b.id, warp).store(p, Ordering::SeqCst);
+                        ww.store((generation.wrapping_add(1) as u64) << 32, Ordering::SeqCst);
+                        crate::host::with_context(what, |cx| cx.hooks().progress());
+                        p
+                    };
+                    counted = Some(p);
+                    p
+                }
+            };
+            !sync || (w.load(Ordering::SeqCst) >> 32) as u32 != phase
+        };
+        if !ready() {
+            crate::host::with_context(what, |cx| cx.hooks().wait_until(what, &mut ready));
+        }
+    }
+
     #[track_caller]
     pub(super) fn arrive(b: NamedBarrier, what: &'static str) {
-        add(b, what);
+        add(b, what, false);
     }
 
     #[track_caller]
     pub(super) fn sync(b: NamedBarrier, what: &'static str) {
-        let phase = add(b, what);
-        let w = word(what, b.id);
-        let done = || (w.load(Ordering::SeqCst) >> 32) as u32 != phase;
-        if !done() {
-            crate::host::with_context(what, |cx| cx.hooks().wait_until(what, &mut || done()));
-        }
+        add(b, what, true);
     }
 }

@@ -236,6 +236,23 @@ mod sim {
         );
     }
 
+    /// Refuses a shared side of a copy that the box overruns: fewer than its bytes left in the
+    /// shared array at `smem` (the simulator's own memory would be overwritten; the GPU writes
+    /// over other shared data or faults).
+    pub(super) fn check_room(map: &SimTensorMap, smem: *mut u8, what: &str) {
+        let need = map.box_bytes();
+        let room = crate::host::with_context(what, |cx| cx.hooks().shared_room(smem));
+        match room {
+            Some(0) => panic!(
+                "{what}: the shared-memory address {smem:p} is in no shared array of this block (shared_array! or the dynamic region); the box of {need} bytes needs one with room for it"
+            ),
+            Some(room) if room < need => panic!(
+                "{what}: the box is {need} bytes but only {room} bytes of its shared array follow {smem:p} (the GPU writes over other shared data or faults): give the destination room for the whole box"
+            ),
+            _ => {}
+        }
+    }
+
     /// Calls `f(global element address or None when outside the tensor, shared byte offset)`
     /// for every element of the box at `coords`.
     pub(super) fn for_each<const N: usize>(
@@ -389,6 +406,7 @@ pub unsafe fn load<const N: usize>(
         let eb = m.elem_bytes as usize;
         let base = dst.raw();
         sim::check_shared(m, base, "tma::load");
+        sim::check_room(m, base, "tma::load");
         sim::for_each(m, coords, "tma::load", |global, smem| {
             // SAFETY: the caller's contract: the box fits at `dst`, the tensor is readable.
             unsafe {
@@ -506,6 +524,7 @@ pub unsafe fn load_multicast<const N: usize>(
         let m = sim::map(map, "tma::load_multicast");
         let eb = m.elem_bytes as usize;
         sim::check_shared(m, dst.raw(), "tma::load_multicast");
+        sim::check_room(m, dst.raw(), "tma::load_multicast");
         let size = crate::cluster::size();
         assert!(
             (cta_mask as u32) >> size.min(16) == 0,
@@ -597,6 +616,7 @@ pub unsafe fn store<const N: usize>(map: TensorMap, coords: [i32; N], src: Share
         let eb = m.elem_bytes as usize;
         let base = src.raw();
         sim::check_shared(m, base, "tma::store");
+        sim::check_room(m, base, "tma::store");
         sim::for_each(m, coords, "tma::store", |global, smem| {
             if let Some(g) = global {
                 // SAFETY: the caller's contract: the box is at `src`, the tensor writable.

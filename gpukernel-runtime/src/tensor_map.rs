@@ -252,7 +252,8 @@ impl<'a, T: TmaElement, const R: usize> TensorMapNd<'a, T, R> {
     /// least the span of the dimension inside it (`strides[d] ≥ shape[d+1] · strides[d+1]`: the
     /// dimensions nest, so no two elements share an address); the tensor inside `memory`,
     /// whose address is 16-byte aligned; each box side from 1 to 256, the innermost a multiple
-    /// of 16 bytes and at most the swizzle's span when swizzled.
+    /// of 16 bytes and at most the swizzle's span when swizzled; the whole box within the
+    /// shared memory a block of the device can have (a load lands all of it).
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));
@@ -345,6 +346,16 @@ impl<'a, T: TmaElement, const R: usize> TensorMapNd<'a, T, R> {
                     "box[{d}] = {v}: each box side must be 1 to 256"
                 )));
             }
+        }
+        // A load lands the whole box in one block's shared memory (elements outside the
+        // tensor as zeros): a larger box can never be moved, and its bytes (`box_bytes`, what
+        // the loading thread expects on its barrier) would not fit a `u32`.
+        let box_total = box_shape.iter().fold(elem, |acc, &v| acc * v as u64);
+        let shared = ctx.inner.limits.max_shared_optin as u64;
+        if box_total > shared {
+            return Err(fail(format!(
+                "a box of {box_shape:?} elements is {box_total} bytes, more than the {shared} bytes of shared memory a block of this device can have: no load can land it; use a smaller box"
+            )));
         }
         let row_bytes = box_shape[inner] as u64 * elem;
         if !row_bytes.is_multiple_of(16) {
@@ -461,6 +472,7 @@ impl<'a, T: TmaElement, const R: usize> TensorMapNd<'a, T, R> {
     /// # Ok(()) }
     /// ```
     pub fn box_bytes(&self) -> u32 {
+        // At most the device's shared memory per block (`strided` checked it): no overflow.
         self.box_shape.iter().product::<u32>() * core::mem::size_of::<T>() as u32
     }
 }

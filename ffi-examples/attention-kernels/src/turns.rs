@@ -110,3 +110,41 @@ pub fn named_barrier_missing_arrival(mut out: DisjointSlice<u32>) {
     }
     out.set(thread::index(), 1);
 }
+
+/// Misuse (safe): launch with 96 threads. Every lane of warp 0 and lanes 0–15 of warps 1 and 2
+/// wait at barrier 3 for 64 threads; the other lanes of warps 1 and 2 go on and exit. The GPU
+/// counts a warp's arrival as 32 threads once its lanes that have not exited all arrived, so
+/// two warps complete the phase and the third waits alone in the next one, forever.
+#[kernel]
+pub fn named_barrier_partial_warps(mut out: DisjointSlice<u32>) {
+    let t = thread::thread_idx_x();
+    if t < 32 || t % 32 < 16 {
+        NamedBarrier::new(3, 64).sync();
+    }
+    out.set(thread::index(), 1);
+}
+
+/// Correct on the GPU: launch with 64 threads. Lanes 16–31 of warp 0 exit at once; the others
+/// meet at barrier 4 for 64 threads, which warp 0's remaining lanes complete for their warp.
+#[kernel]
+pub fn named_barrier_exited_lanes(mut out: DisjointSlice<u32>) {
+    let t = thread::thread_idx_x();
+    if (16..32).contains(&t) {
+        return;
+    }
+    NamedBarrier::new(4, 64).sync();
+    out.set(thread::index(), 1);
+}
+
+/// Misuse (safe): one warp (launch with 32 threads) split between two barriers: lanes 0–15
+/// wait at named barrier 5 for 32 threads, lanes 16–31 at `sync_threads`. Each lane waits for
+/// its warp's other live lanes at its own barrier: neither completes, on the GPU a hang.
+#[kernel]
+pub fn named_barrier_split_warp(mut out: DisjointSlice<u32>) {
+    if thread::thread_idx_x() < 16 {
+        NamedBarrier::new(5, 32).sync();
+    } else {
+        sync::sync_threads();
+    }
+    out.set(thread::index(), 1);
+}

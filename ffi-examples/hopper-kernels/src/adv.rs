@@ -33,6 +33,16 @@ pub fn adv_pdl_naive(y: &[u32], mut z: DisjointSlice<u32>) {
     }
 }
 
+/// Safe: `z[i] = y[i]`, after `grid::wait_dependencies`.
+#[kernel]
+pub fn adv_pdl_waiting(y: &[u32], mut z: DisjointSlice<u32>) {
+    let i = thread::index();
+    grid::wait_dependencies();
+    if let Some(o) = z.get_mut(&i) {
+        *o = y[i.get()];
+    }
+}
+
 /// Safe: `z[i] = 7`, without `grid::wait_dependencies` (writes what the previous kernel
 /// writes too).
 #[kernel]

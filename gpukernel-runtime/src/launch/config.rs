@@ -244,14 +244,22 @@ impl LaunchConfig {
     /// The borrow rules of [`Stream::launch`](crate::Stream::launch) order launches on a stream
     /// one after another; this attribute breaks that order. The caller promises that the kernel
     /// launched with this configuration calls `gpukernel_device::grid::wait_dependencies()`
-    /// before it touches (reads or writes) any memory the preceding kernel on the stream writes
-    /// or reads, and that the preceding kernel does not rely on this kernel not running yet
-    /// (for example by waiting on a flag this kernel sets). Otherwise the two kernels race on
-    /// that memory.
+    /// before it touches (reads or writes) any memory that a kernel it may overlap writes or
+    /// reads, and that none of those kernels relies on this kernel not running yet (for
+    /// example by waiting on a flag this kernel sets). Otherwise they race on that memory.
     ///
-    /// In a graph ([`Graph::add_kernel`](crate::Graph::add_kernel)), "the preceding kernel"
-    /// is each kernel node among the node's explicit dependencies: they are joined by
-    /// programmatic edges, and the same promise holds for each of them.
+    /// The kernels it may overlap are the preceding kernel on the stream and, when that one
+    /// was itself launched with this attribute, every kernel before it back to (and
+    /// including) the last one launched without it: a programmatic kernel that exits or calls
+    /// `launch_dependents` before its own `wait_dependencies` lets this one start while the
+    /// kernels before it still run (measured on an H100: a kernel two programmatic launches
+    /// after a long one read all of that one's output before it was written). The kernel's
+    /// `wait_dependencies` waits for all of them.
+    ///
+    /// In a graph ([`Graph::add_kernel`](crate::Graph::add_kernel)), the preceding kernels
+    /// are the kernel nodes among the node's explicit dependencies: they are joined by
+    /// programmatic edges, and the same promise holds for each of them and, through the
+    /// programmatic edges that join those to their own dependencies, for those too.
     ///
     /// ```
     /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/doc/setup.rs"));

@@ -5,7 +5,7 @@ use core::any::Any;
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::alloc::Layout;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Mutex, Once};
@@ -289,6 +289,23 @@ impl SimHooks for SimThread {
         self.group().progress();
     }
 
+    fn shared_room(&self, p: *mut u8) -> Option<usize> {
+        // SAFETY: the block memory outlives every thread record that points to it.
+        let mem = unsafe { &*self.mem };
+        Some(match mem.locate(p) {
+            Some(SharedPlace::Dynamic(offset)) => mem.dynamic_len - offset,
+            Some(SharedPlace::Static { size, offset, .. }) => size - offset,
+            None => 0,
+        })
+    }
+
+    fn warp_exited_lanes(&self) -> u32 {
+        // SAFETY: the block memory outlives every thread record that points to it.
+        let mem = unsafe { &*self.mem };
+        let warp = self.ctx.linear_thread() as usize / 32;
+        mem.warp_exited[warp].load(Ordering::Relaxed)
+    }
+
     fn fault(&self, payload: Box<dyn Any + Send>) -> ! {
         let y = self.yielder.get();
         // SAFETY: as in `suspend`.
@@ -317,6 +334,8 @@ pub(super) struct BlockMem {
     dynamic: AtomicPtr<u8>,
     dynamic_len: usize,
     dynamic_buf: Mutex<Vec<u128>>,
+    /// Per warp of the block, the lanes that have exited (`SimHooks::warp_exited_lanes`).
+    warp_exited: Box<[AtomicU32]>,
 }
 
 /// The alignment of every block's dynamic shared memory. On the GPU it starts at the same
@@ -353,7 +372,7 @@ unsafe impl Sync for BlockMem {}
 unsafe impl Send for BlockMem {}
 
 impl BlockMem {
-    fn new(dynamic_len: usize) -> Self {
+    fn new(dynamic_len: usize, threads: u32) -> Self {
         // Room to start the region at its alignment.
         let mut buf = vec![0u128; (dynamic_len + DYNAMIC_ALIGN).div_ceil(16)];
         let dynamic = AtomicPtr::new(dynamic_start(&mut buf));
@@ -363,6 +382,9 @@ impl BlockMem {
             dynamic,
             dynamic_len,
             dynamic_buf: Mutex::new(buf),
+            warp_exited: (0..threads.div_ceil(32))
+                .map(|_| AtomicU32::new(0))
+                .collect(),
         }
     }
 
@@ -402,6 +424,9 @@ impl BlockMem {
     /// Starts a new block: static arrays are zeroed on their first use, dynamic memory now.
     fn next_block(&self) {
         self.epoch.fetch_add(1, Ordering::Relaxed);
+        for w in self.warp_exited.iter() {
+            w.store(0, Ordering::Relaxed);
+        }
         if self.dynamic_len > 0 {
             let mut buf = self.dynamic_buf.lock().unwrap_or_else(|e| e.into_inner());
             buf.fill(0);
@@ -494,7 +519,7 @@ impl BlockRunner {
         let block_dim = Dim3::new(l.block[0], l.block[1], l.block[2]);
         let grid_dim = Dim3::new(l.grid[0], l.grid[1], l.grid[2]);
         let n = block_dim.volume() as u32;
-        let mem = Box::new(BlockMem::new(l.dynamic_shared_bytes as usize));
+        let mem = Box::new(BlockMem::new(l.dynamic_shared_bytes as usize, n));
         let mem_ptr: *const BlockMem = &*mem;
         let dangling: NonNull<dyn SimHooks> = NonNull::<SimThread>::dangling();
         let mut threads: Box<[SimThread]> = (0..n)
@@ -673,6 +698,9 @@ impl BlockRunner {
             .unwrap_or_else(|e| e.into_inner())
             .exited();
         g.thread_exited(g.slot(b));
+        let th = &self.threads[t];
+        self.mem.warp_exited[th.ctx.linear_thread() as usize / 32]
+            .fetch_or(1 << th.lane, Ordering::Relaxed);
         let tid = self.threads[t].ctx.thread_idx();
         if (tid.x, tid.y, tid.z) != (0, 0, 0) {
             g.grid.lock().unwrap_or_else(|e| e.into_inner()).exited();
