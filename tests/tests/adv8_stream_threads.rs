@@ -7,6 +7,7 @@
 
 use ffi_examples_kernels::{PTX, saxpy};
 use gpukernel_runtime::LaunchConfig;
+use gpukernel_runtime::link::Linker;
 use gpukernel_tests::devices;
 
 #[test]
@@ -14,7 +15,12 @@ fn launches_from_four_threads_into_views_of_one_buffer_keep_every_update() {
     const M: usize = 4096;
     for (name, ctx) in devices() {
         let rounds = if ctx.is_simulator() { 30 } else { 400 };
-        let md = ctx.load_module(PTX.as_bytes()).unwrap();
+        // The examples' PTX also declares foreign functions: keep only `saxpy`.
+        let md = Linker::new(&ctx)
+            .unwrap()
+            .add_ptx_kernels(PTX, "kernels.ptx", &["saxpy"])
+            .link_and_load()
+            .unwrap();
         let k = md.kernel(saxpy).unwrap();
         let x = ctx.htod_copy(&vec![1.0f32; M]).unwrap();
         let mut y = ctx.alloc_zeros::<f32>(4 * M).unwrap();
