@@ -81,7 +81,8 @@ use crate::mma::SharedAddr;
 /// /// `map` describes a tensor the kernel may read.
 /// #[kernel]
 /// pub unsafe fn warm(map: TensorMap) {
-///     map.prefetch(); // pulls the descriptor into the cache
+///     // SAFETY: `map` is a tensor map from the runtime (this kernel's contract).
+///     unsafe { map.prefetch() }; // pulls the descriptor into the cache
 /// }
 /// ```
 #[repr(transparent)]
@@ -118,6 +119,12 @@ impl TensorMap {
 
     /// `prefetch.tensormap`: brings the descriptor into the cache ahead of the first copy.
     ///
+    /// # Safety
+    /// `self` is a tensor map the runtime passed (a `TensorMapNd` kernel argument), or
+    /// another address of a `CUtensorMap` valid for the whole launch. The prefetch is not a
+    /// mere hint: on an H100 the prefetch of address `0x1` faulted the kernel
+    /// (`CUDA_ERROR_ILLEGAL_ADDRESS`), and `from_raw` takes any address.
+    ///
     /// ```
     /// # use gpukernel_device::prelude::*;
     /// use gpukernel_device::tma::TensorMap;
@@ -125,13 +132,14 @@ impl TensorMap {
     /// /// `map` is a tensor map from the runtime.
     /// #[kernel]
     /// pub unsafe fn warm_up(map: TensorMap) {
-    ///     map.prefetch();
+    ///     // SAFETY: `map` is the runtime's tensor map (this kernel's contract).
+    ///     unsafe { map.prefetch() };
     /// }
     /// ```
     #[inline(always)]
-    pub fn prefetch(self) {
+    pub unsafe fn prefetch(self) {
         #[cfg(target_arch = "nvptx64")]
-        // SAFETY: a prefetch is a hint; an invalid address is ignored.
+        // SAFETY: the caller passes the address of a tensor map (this function's contract).
         unsafe {
             core::arch::asm!("prefetch.tensormap [{0}];", in(reg64) self.0, options(nostack));
         }

@@ -286,9 +286,12 @@ unsafe fn forward<const D: usize, const OA: usize, const NWG: usize>(
         // block's budget at the launch bounds of `build.rs`.
         unsafe { wgmma::setmaxnreg_dec::<24>() };
         if tid == 0 {
-            q_map.prefetch();
-            k_map.prefetch();
-            v_map.prefetch();
+            // SAFETY: the maps are the runtime's tensor maps (the kernel's contract).
+            unsafe {
+                q_map.prefetch();
+                k_map.prefetch();
+                v_map.prefetch();
+            }
             // SAFETY: the maps are the kernel's contract (boxes of bq or 128 rows
             // of 64 columns, at 64-column steps inside D); each box lands 1024-byte aligned
             // inside the block's shared memory, in a tile no one reads until its full

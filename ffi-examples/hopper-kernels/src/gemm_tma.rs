@@ -176,8 +176,11 @@ unsafe fn pipeline<const FP8: bool, const MC: bool>(
         // 168 × 384 (the launch bounds).
         unsafe { wgmma::setmaxnreg_dec::<40>() };
         if tid == 0 {
-            a.prefetch();
-            b.prefetch();
+            // SAFETY: `a` and `b` are the runtime's tensor maps (the kernel's contract).
+            unsafe {
+                a.prefetch();
+                b.prefetch();
+            }
             // `it` counts the stage fills of this block over all its tiles.
             let mut it = 0usize;
             for tile in (first..rows * cols).step_by(step) {

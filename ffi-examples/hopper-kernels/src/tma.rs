@@ -40,7 +40,8 @@ pub unsafe fn tma_copy_tiles(src: TensorMap, dst: TensorMap, add: f32) {
         (TILE * thread::block_idx_y()) as i32,
     ];
     if t == 0 {
-        src.prefetch();
+        // SAFETY: `src` is the runtime's tensor map (the kernel's contract).
+        unsafe { src.prefetch() };
         // SAFETY: one thread initialises the barrier before the block barrier; it expects the
         // box's bytes, which the load completes.
         unsafe {
