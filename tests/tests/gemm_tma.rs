@@ -12,7 +12,9 @@ use ffi_examples_hopper_kernels::{
 use gpukernel_device::fp8::{e4m3_bits, e4m3_to_f32, e5m2_bits, e5m2_to_f32};
 use gpukernel_device::half::bf16;
 use gpukernel_device::mma::{bf16_bits, bf16_to_f32};
-use gpukernel_runtime::{Context, LaunchConfig, Module, Swizzle, TensorMap2D};
+use gpukernel_runtime::{
+    Context, DeviceBuffer, LaunchConfig, Module, Swizzle, TensorMap2D, TmaElement,
+};
 use gpukernel_tests::{Rng, assert_close, devices};
 
 /// The module on `ctx`, or `None` (said) where the sm_90a PTX cannot load.
@@ -73,6 +75,40 @@ fn assert_fp8_close(
 }
 
 /// A launch of the TMA GEMMs with `blocks` blocks.
+/// A map of a row-major `rows × k` operand (K contiguous) with `box_shape` boxes and the
+/// 128-byte swizzle, as every TMA GEMM here loads A and B.
+fn k_major_map<'a, T: TmaElement>(
+    ctx: &Context,
+    memory: &'a DeviceBuffer<T>,
+    rows: usize,
+    k: usize,
+    box_shape: [u32; 2],
+) -> TensorMap2D<'a, T> {
+    TensorMap2D::new(
+        ctx,
+        memory,
+        [rows as u64, k as u64],
+        k as u64,
+        box_shape,
+        Swizzle::B128,
+    )
+    .unwrap()
+}
+
+/// The `m` rows of `n` bf16 values of a `pitch`-wide output, as f32, after checking that the
+/// padding (filled with 0xffff before the launch) was left alone.
+fn bf16_rows_checked(got: &[u16], n: usize, pitch: usize, what: &str) -> Vec<f32> {
+    for (y, row) in got.chunks(pitch).enumerate() {
+        assert!(
+            row[n..].iter().all(|&p| p == 0xffff),
+            "{what}: padding of row {y} was written"
+        );
+    }
+    got.chunks(pitch)
+        .flat_map(|r| r[..n].iter().map(|&x| bf16_to_f32(x)))
+        .collect()
+}
+
 fn tma_cfg(blocks: u32) -> LaunchConfig {
     LaunchConfig::new(blocks, TMA_THREADS).with_shared_mem_bytes(TMA_SHARED_BYTES)
 }
@@ -107,24 +143,8 @@ fn tma_gemm_bf16_matches_the_host() {
             .unwrap();
         let s = ctx.default_stream();
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
-        let ma = TensorMap2D::new(
-            &ctx,
-            &da,
-            [m as u64, k as u64],
-            k as u64,
-            tma_box_a(2),
-            Swizzle::B128,
-        )
-        .unwrap();
-        let mb = TensorMap2D::new(
-            &ctx,
-            &db,
-            [n as u64, k as u64],
-            k as u64,
-            tma_box_b(2),
-            Swizzle::B128,
-        )
-        .unwrap();
+        let ma = k_major_map(&ctx, &da, m, k, tma_box_a(2));
+        let mb = k_major_map(&ctx, &db, n, k, tma_box_b(2));
         for blocks in grids(m, n) {
             // A pitched C: the padding must stay untouched.
             let pitch = n + 2;
@@ -189,24 +209,8 @@ fn tma_gemm_e4m3_matches_the_host() {
             .unwrap();
         let s = ctx.default_stream();
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
-        let ma = TensorMap2D::new(
-            &ctx,
-            &da,
-            [m as u64, k as u64],
-            k as u64,
-            tma_box_a(1),
-            Swizzle::B128,
-        )
-        .unwrap();
-        let mb = TensorMap2D::new(
-            &ctx,
-            &db,
-            [n as u64, k as u64],
-            k as u64,
-            tma_box_b(1),
-            Swizzle::B128,
-        )
-        .unwrap();
+        let ma = k_major_map(&ctx, &da, m, k, tma_box_a(1));
+        let mb = k_major_map(&ctx, &db, n, k, tma_box_b(1));
         for blocks in grids(m, n) {
             let pitch = n + 2;
             let mut c = ctx.htod_copy(&vec![0xffffu16; m * pitch]).unwrap();
@@ -221,17 +225,12 @@ fn tma_gemm_e4m3_matches_the_host() {
             );
             // SAFETY: as in the bf16 test, with 1-byte elements.
             unsafe { s.launch_unchecked(&kernel, tma_cfg(blocks), args) }.unwrap();
-            let got = c.to_host_vec().unwrap();
-            for (y, row) in got.chunks(pitch).enumerate() {
-                assert!(
-                    row[n..].iter().all(|&p| p == 0xffff),
-                    "e4m3 gemm on {name}, {blocks} blocks: padding of row {y} was written"
-                );
-            }
-            let got: Vec<f32> = got
-                .chunks(pitch)
-                .flat_map(|r| r[..n].iter().map(|&x| bf16_to_f32(x)).collect::<Vec<_>>())
-                .collect();
+            let got = bf16_rows_checked(
+                &c.to_host_vec().unwrap(),
+                n,
+                pitch,
+                &format!("e4m3 gemm on {name}, {blocks} blocks"),
+            );
             assert_fp8_close(
                 &format!("e4m3 tma gemm on {name}, {blocks} blocks"),
                 &got,
@@ -268,24 +267,8 @@ fn tma_gemm_e4m3_multicast_matches_the_host() {
             .unwrap();
         let s = ctx.default_stream();
         let (da, db) = (ctx.htod_copy(&a).unwrap(), ctx.htod_copy(&b).unwrap());
-        let ma = TensorMap2D::new(
-            &ctx,
-            &da,
-            [m as u64, k as u64],
-            k as u64,
-            tma_box_a(1),
-            Swizzle::B128,
-        )
-        .unwrap();
-        let mb = TensorMap2D::new(
-            &ctx,
-            &db,
-            [n as u64, k as u64],
-            k as u64,
-            tma_box_b_half(1),
-            Swizzle::B128,
-        )
-        .unwrap();
+        let ma = k_major_map(&ctx, &da, m, k, tma_box_a(1));
+        let mb = k_major_map(&ctx, &db, n, k, tma_box_b_half(1));
         // One block per tile (4 clusters), and one cluster looping over the 4 pairs.
         for blocks in [8u32, 2] {
             let pitch = n + 2;
@@ -302,17 +285,12 @@ fn tma_gemm_e4m3_multicast_matches_the_host() {
             // SAFETY: maps of the m × k A and n × k B bytes with the kernel's boxes (half of B's
             // tile) and the 128-byte swizzle; clusters of 2; nothing writes them meanwhile.
             unsafe { s.launch_unchecked(&kernel, tma_cfg(blocks).with_cluster(2), args) }.unwrap();
-            let got = c.to_host_vec().unwrap();
-            for (y, row) in got.chunks(pitch).enumerate() {
-                assert!(
-                    row[n..].iter().all(|&p| p == 0xffff),
-                    "multicast e4m3 gemm on {name}, {blocks} blocks: padding of row {y} was written"
-                );
-            }
-            let got: Vec<f32> = got
-                .chunks(pitch)
-                .flat_map(|r| r[..n].iter().map(|&x| bf16_to_f32(x)).collect::<Vec<_>>())
-                .collect();
+            let got = bf16_rows_checked(
+                &c.to_host_vec().unwrap(),
+                n,
+                pitch,
+                &format!("multicast e4m3 gemm on {name}, {blocks} blocks"),
+            );
             assert_fp8_close(
                 &format!("multicast e4m3 tma gemm on {name}, {blocks} blocks"),
                 &got,
@@ -498,24 +476,8 @@ fn tma_gemm_with_a_partial_k_tile_is_refused() {
         ctx.htod_copy(&vec![0u16; m * k]).unwrap(),
         ctx.htod_copy(&vec![0u16; n * k]).unwrap(),
     );
-    let ma = TensorMap2D::new(
-        &ctx,
-        &da,
-        [m as u64, k as u64],
-        k as u64,
-        tma_box_a(2),
-        Swizzle::B128,
-    )
-    .unwrap();
-    let mb = TensorMap2D::new(
-        &ctx,
-        &db,
-        [n as u64, k as u64],
-        k as u64,
-        tma_box_b(2),
-        Swizzle::B128,
-    )
-    .unwrap();
+    let ma = k_major_map(&ctx, &da, m, k, tma_box_a(2));
+    let mb = k_major_map(&ctx, &db, n, k, tma_box_b(2));
     let mut c = ctx.alloc_zeros::<f32>(m * n).unwrap();
     let args = (
         ma.param(),
